@@ -1,0 +1,1 @@
+//! The pmclog(3) C API. Built with the `capi` feature; libpmc exports these symbols.

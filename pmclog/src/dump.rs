@@ -1,0 +1,218 @@
+//! The text form of a log that `pmcstat -R file` prints when no analysis option is given
+//! (`freebsd-abi.md` §5.5), byte for byte: the record's name left-justified in 9 columns, a space,
+//! the fields, a newline.
+//!
+//! Two places differ from FreeBSD on purpose, both where FreeBSD gives up: a PMCALLOCATE whose
+//! event has no known name prints `(unknown event 0x…)` instead of stopping the dump, and a log that
+//! ends inside a record reports a truncation error instead of ending silently.
+
+use std::io::{self, Read, Write};
+
+use crate::error::DecodeError;
+use crate::names::{self, PMC_F_EV_PMU};
+use crate::reader::{LogReader, ReadError};
+use crate::record::{Entry, Record};
+
+/// Resolves the event numbers of PMCALLOCATE records to names.
+pub trait EventNames {
+    /// The name of a static `enum pmc_event` value.
+    fn static_event(&self, event: u32) -> Option<&str> {
+        names::event_name(event)
+    }
+
+    /// The name of entry `index` of the PMU event table for the CPU `cpuid` (the string of the
+    /// log's INITIALIZE record), for events allocated with `PMC_F_EV_PMU`.
+    fn pmu_event(&self, cpuid: &[u8], index: u32) -> Option<&str>;
+}
+
+/// Names only FreeBSD's static events; PMU-table events stay unnamed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StaticEventNames;
+
+impl EventNames for StaticEventNames {
+    fn pmu_event(&self, _cpuid: &[u8], _index: u32) -> Option<&str> {
+        None
+    }
+}
+
+/// How a dump ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DumpEnd {
+    /// At a CLOSELOG record or at the end of the data, between records.
+    Finished,
+    /// At a malformed record; the dump printed everything before it.
+    Error {
+        /// What was wrong.
+        error: DecodeError,
+        /// Serial number the bad record would have had (`pl_count + 1`).
+        record: u64,
+    },
+}
+
+impl DumpEnd {
+    /// The message pmcstat prints for a log it cannot parse:
+    /// `ERROR: event parsing failed (record N, offset 0x…)`, followed by the reason.
+    pub fn error_message(&self) -> Option<String> {
+        match self {
+            DumpEnd::Finished => None,
+            DumpEnd::Error { error, record } => Some(format!(
+                "ERROR: event parsing failed (record {record}, offset {:#x}): {error}",
+                error.offset()
+            )),
+        }
+    }
+}
+
+/// Prints records in `pmcstat -R` form. It remembers the log's cpuid (from INITIALIZE) to name
+/// PMU-table events.
+#[derive(Debug, Clone, Default)]
+pub struct TextDump<N = StaticEventNames> {
+    names: N,
+    cpuid: Vec<u8>,
+}
+
+impl TextDump<StaticEventNames> {
+    /// A dump that names FreeBSD's static events.
+    pub fn new() -> Self {
+        TextDump { names: StaticEventNames, cpuid: Vec::new() }
+    }
+}
+
+impl<N: EventNames> TextDump<N> {
+    /// A dump that names events with `names`.
+    pub fn with_names(names: N) -> Self {
+        TextDump { names, cpuid: Vec::new() }
+    }
+
+    /// Prints one record. CLOSELOG prints nothing, as in FreeBSD (its parser ends the log there).
+    pub fn write_entry<W: Write + ?Sized>(
+        &mut self,
+        out: &mut W,
+        entry: &Entry<'_>,
+    ) -> io::Result<()> {
+        match &entry.record {
+            Record::CloseLog => Ok(()),
+            Record::DropNotify => line(out, "drop", |_| Ok(())),
+            Record::Initialize(r) => {
+                self.cpuid = r.cpuid.to_vec();
+                let arch = names::cpu_type_name(r.cpu_type).unwrap_or("(null)");
+                line(out, "initlog", |o| write!(o, "{:#x} \"{arch}\"", r.version))
+            }
+            Record::PmcAllocate(r) => {
+                let name = if r.flags & PMC_F_EV_PMU != 0 {
+                    self.names.pmu_event(&self.cpuid, r.event)
+                } else {
+                    self.names.static_event(r.event)
+                };
+                line(out, "allocate", |o| {
+                    write!(o, "{:#x} \"", r.pmcid)?;
+                    match name {
+                        Some(name) => o.write_all(name.as_bytes())?,
+                        None => write!(o, "(unknown event {:#x})", r.event)?,
+                    }
+                    write!(o, "\" {:#x}", r.flags)
+                })
+            }
+            Record::PmcAllocateDyn(r) => line(out, "allocatedyn", |o| {
+                write!(o, "{:#x} \"", r.pmcid)?;
+                o.write_all(r.name)?;
+                write!(o, "\" {:#x}", r.flags)
+            }),
+            Record::PmcAttach(r) => line(out, "attach", |o| {
+                write!(o, "{:#x} {} ", r.pmcid, r.pid)?;
+                quoted(o, r.path)
+            }),
+            Record::PmcDetach(r) => line(out, "detach", |o| write!(o, "{:#x} {}", r.pmcid, r.pid)),
+            Record::ProcCsw(r) => {
+                // `%jd` of an unsigned value: FreeBSD prints counts past 2^63 as negative.
+                line(out, "cswval", |o| write!(o, "{:#x} {} {}", r.pmcid, r.pid, r.value as i64))
+            }
+            Record::ProcCreate(r) => line(out, "create", |o| {
+                write!(o, "{} {:x} ", r.pid, r.flags)?;
+                quoted(o, r.comm)
+            }),
+            Record::ProcExec(r) => line(out, "exec", |o| {
+                write!(o, "{:#x} {} {:#x} ", r.pmcid, r.pid, r.base_addr)?;
+                quoted(o, r.path)
+            }),
+            Record::ProcExit(r) => {
+                line(out, "exitval", |o| write!(o, "{:#x} {} {}", r.pmcid, r.pid, r.value as i64))
+            }
+            Record::ProcFork(r) => line(out, "fork", |o| write!(o, "{} {}", r.old_pid, r.new_pid)),
+            Record::UserData(r) => line(out, "userdata", |o| write!(o, "{:#x}", r.data)),
+            Record::SysExit(r) => line(out, "exit", |o| write!(o, "{}", r.pid)),
+            Record::MapIn(r) => line(out, "map-in", |o| {
+                write!(o, "{} {:#x} ", r.pid, r.start)?;
+                quoted(o, r.path)
+            }),
+            Record::MapOut(r) => {
+                line(out, "map-out", |o| write!(o, "{} {:#x} {:#x}", r.pid, r.start, r.end))
+            }
+            Record::ThrCreate(r) => line(out, "thr-create", |o| {
+                write!(o, "{} {} {:x} ", r.tid, r.pid, r.flags)?;
+                quoted(o, r.name)
+            }),
+            Record::ThrExit(r) => line(out, "thr-exit", |o| write!(o, "{}", r.tid)),
+            Record::Callchain(r) => {
+                let mode = if r.cpuflags.is_user() { 'u' } else { 's' };
+                line(out, "callchain", |o| {
+                    let cpu = r.cpuflags.cpu();
+                    write!(o, "{} {:#x} {} {} {mode}", r.pid, r.pmcid, cpu, r.pcs.len())
+                })?;
+                for pc in r.pcs.iter() {
+                    line(out, "...", |o| write!(o, "{pc:#x}"))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `PMCSTAT_PRINT_ENTRY`: `%-9s`, a space, the fields, a newline.
+fn line<W: Write + ?Sized>(
+    out: &mut W,
+    tag: &str,
+    fields: impl FnOnce(&mut W) -> io::Result<()>,
+) -> io::Result<()> {
+    write!(out, "{tag:<9} ")?;
+    fields(out)?;
+    out.write_all(b"\n")
+}
+
+/// A string in double quotes, its bytes as stored (FreeBSD's `"%s"`).
+fn quoted<W: Write + ?Sized>(out: &mut W, bytes: &[u8]) -> io::Result<()> {
+    out.write_all(b"\"")?;
+    out.write_all(bytes)?;
+    out.write_all(b"\"")
+}
+
+/// Prints a whole log held in memory, as `pmcstat -R` does, into `out`.
+pub fn dump_bytes<W: Write + ?Sized>(log: &[u8], out: &mut W) -> io::Result<DumpEnd> {
+    let mut dump = TextDump::new();
+    let mut records = crate::slice::Records::new(log);
+    while let Some(item) = records.next() {
+        match item {
+            Ok(entry) => dump.write_entry(out, &entry)?,
+            Err(error) => {
+                return Ok(DumpEnd::Error { error, record: records.records_yielded() + 1 });
+            }
+        }
+    }
+    Ok(DumpEnd::Finished)
+}
+
+/// Prints a log read from `input` (a file, a pipe, a socket), as `pmcstat -R` does, into `out`.
+pub fn dump_reader<R: Read, W: Write + ?Sized>(input: R, out: &mut W) -> io::Result<DumpEnd> {
+    let mut dump = TextDump::new();
+    let mut reader = LogReader::new(input);
+    loop {
+        match reader.next_entry() {
+            Ok(Some(entry)) => dump.write_entry(out, &entry)?,
+            Ok(None) => return Ok(DumpEnd::Finished),
+            Err(ReadError::Io(e)) => return Err(e),
+            Err(ReadError::Decode(error)) => {
+                return Ok(DumpEnd::Error { error, record: reader.count() + 1 });
+            }
+        }
+    }
+}
