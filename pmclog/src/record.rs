@@ -405,7 +405,7 @@ impl Eq for ProgramCounters<'_> {}
 
 impl core::fmt::Debug for ProgramCounters<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_list().entries(self.iter().map(|pc| HexWord(pc))).finish()
+        f.debug_list().entries(self.iter().map(HexWord)).finish()
     }
 }
 

@@ -1,0 +1,13 @@
+//! hwpmc: FreeBSD's hwpmc(4) hardware performance-monitoring-counter driver as a no_std library.
+//!
+//! A kernel embeds it by implementing the `Kernel` trait of services, calling its hooks from the
+//! scheduler, exec, fork, exit and mmap paths and from the PMI handler, and routing the hwpmc
+//! system call to it. On FreeBSD-compatible systems the ABI is FreeBSD's (see [`abi`]); logs are
+//! written with the [`pmclog`] crate.
+#![cfg_attr(not(test), no_std)]
+#![deny(unsafe_code)]
+
+extern crate alloc;
+
+pub mod abi;
+pub mod errno;
