@@ -11,3 +11,6 @@ extern crate alloc;
 
 pub mod abi;
 pub mod errno;
+pub mod hw;
+pub mod pmu;
+pub mod regs;

@@ -1,0 +1,264 @@
+//! Discovering a CPU's performance-monitoring unit from CPUID and IA32_PERF_CAPABILITIES.
+//!
+//! No model table decides whether a CPU is supported: Intel architectural performance monitoring
+//! (CPUID leaf 0xA) describes the counters completely. A perfmon version above 5 is driven as
+//! version 5 (its architectural subset). A CPU whose leaf 0xA reports version 0 or no GP counters
+//! (as virtual machines without a vPMU do) has no PMU, and the driver offers TSC and SOFT only.
+//! Discovery runs on every CPU, so CPUs of different core types get their own descriptions.
+
+use crate::hw::{CpuIdReader, Msrs, msr};
+use crate::regs::{CounterSet, FixedCtrField, GlobalStatus, PerfEvtSel, low_bits};
+
+/// The highest perfmon version this driver programs with version-specific features.
+pub const MAX_KNOWN_VERSION: u8 = 5;
+
+/// How the PMU stops counting when it raises a PMI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FreezeMode {
+    /// No freeze (perfmon v1): the handler stops counters itself.
+    None,
+    /// v2–v3 legacy freeze (IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI): the PMI clears GLOBAL_CTRL.
+    Legacy,
+    /// v4 streamlined freeze: the PMI sets GLOBAL_STATUS.CTR_FRZ; writing it to STATUS_RESET
+    /// unfreezes.
+    Streamlined,
+}
+
+/// The CPU's vendor, family, model and stepping, as CPUID leaves 0 and 1 report them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CpuSignature {
+    /// The vendor string, e.g. `GenuineIntel`.
+    pub vendor: [u8; 12],
+    /// Display family (base family plus extended family for family 0xF).
+    pub family: u32,
+    /// Display model (with the extended model for families 6 and 0xF).
+    pub model: u32,
+    /// Stepping.
+    pub stepping: u32,
+}
+
+impl CpuSignature {
+    /// Reads CPUID leaves 0 and 1.
+    pub fn read<R: CpuIdReader>(cpuid: &R) -> Self {
+        let leaf0 = cpuid.cpuid1(0);
+        let mut vendor = [0; 12];
+        vendor[0..4].copy_from_slice(&leaf0.ebx.to_le_bytes());
+        vendor[4..8].copy_from_slice(&leaf0.edx.to_le_bytes());
+        vendor[8..12].copy_from_slice(&leaf0.ecx.to_le_bytes());
+        let eax = cpuid.cpuid1(1).eax;
+        let base_family = eax >> 8 & 0xF;
+        let base_model = eax >> 4 & 0xF;
+        let family =
+            if base_family == 0xF { base_family + (eax >> 20 & 0xFF) } else { base_family };
+        let model = if base_family == 0x6 || base_family == 0xF {
+            (eax >> 16 & 0xF) << 4 | base_model
+        } else {
+            base_model
+        };
+        CpuSignature { vendor, family, model, stepping: eax & 0xF }
+    }
+
+    /// Whether this is an Intel CPU.
+    pub fn is_intel(&self) -> bool {
+        &self.vendor == b"GenuineIntel"
+    }
+
+    /// The `kern.hwpmc.cpuid` string libpmc uses to choose its event tables:
+    /// `GenuineIntel-6-55` (vendor, decimal family, two upper-case hex digits of model).
+    pub fn cpuid_string(&self) -> CpuIdString {
+        let mut out = CpuIdString { bytes: [0; 64], len: 0 };
+        let vendor = self.vendor.iter().take_while(|&&b| b != 0).copied();
+        vendor.for_each(|b| out.push(b));
+        out.push(b'-');
+        out.push_decimal(self.family);
+        out.push(b'-');
+        let hex = b"0123456789ABCDEF";
+        if self.model > 0xFF {
+            out.push_decimal(self.model);
+        } else {
+            out.push(hex[(self.model >> 4) as usize]);
+            out.push(hex[(self.model & 0xF) as usize]);
+        }
+        out
+    }
+}
+
+/// A short string (at most 63 bytes) held without allocation.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CpuIdString {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+impl CpuIdString {
+    fn push(&mut self, b: u8) {
+        if self.len < 63 {
+            self.bytes[self.len] = b;
+            self.len += 1;
+        }
+    }
+    fn push_decimal(&mut self, value: u32) {
+        let mut digits = [0u8; 10];
+        let mut n = value;
+        let mut count = 0;
+        loop {
+            digits[count] = b'0' + (n % 10) as u8;
+            count += 1;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        digits[..count].iter().rev().for_each(|&d| self.push(d));
+    }
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+impl core::fmt::Debug for CpuIdString {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(core::str::from_utf8(self.as_bytes()).unwrap_or("?"), f)
+    }
+}
+
+/// The Intel architectural PMU of one CPU (CPUID leaf 0xA, SDM Vol. 3B §21.2; PERF_CAPABILITIES,
+/// SDM Vol. 4 Table 2-2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IntelPmu {
+    /// The version leaf 0xA reports.
+    pub reported_version: u8,
+    /// The version the driver programs: the reported one, capped at [`MAX_KNOWN_VERSION`].
+    pub version: u8,
+    /// Number of GP counters.
+    pub gp_counters: u8,
+    /// Width of the GP counters in bits.
+    pub gp_width: u8,
+    /// Bit `i` set when fixed counter `i` exists (v2+: the contiguous count of EDX[4:0]; v5 also
+    /// the bitmap of ECX).
+    pub fixed_mask: u32,
+    /// Width of the fixed counters in bits.
+    pub fixed_width: u8,
+    /// Bit `i` set when architectural event `i` is available (leaf 0xA EBX, inverted, limited to
+    /// the vector length of EAX[31:24]): 0 core cycles, 1 instructions retired, 2 reference
+    /// cycles, 3 LLC references, 4 LLC misses, 5 branches retired, 6 branch mispredicts retired,
+    /// 7 top-down slots.
+    pub arch_events: u32,
+    /// IA32_PERF_CAPABILITIES.FW_WRITE: GP counters can be written at full width through
+    /// IA32_A_PMCx.
+    pub full_width_write: bool,
+    /// Whether the AnyThread bit exists (v3+ unless leaf 0xA EDX[15] deprecates it).
+    pub any_thread: bool,
+    /// How the PMU freezes on a PMI.
+    pub freeze: FreezeMode,
+}
+
+impl IntelPmu {
+    /// Describes the PMU of the CPU whose CPUID `cpuid` answers for; reads PERF_CAPABILITIES
+    /// through `msrs` when CPUID.1:ECX.PDCM says it exists. `None` when the CPU has no usable
+    /// architectural PMU (not Intel, leaf 0xA absent, version 0, or no GP counters).
+    pub fn discover<R: CpuIdReader, M: Msrs + ?Sized>(cpuid: &R, msrs: &M) -> Option<IntelPmu> {
+        if !CpuSignature::read(cpuid).is_intel() || cpuid.cpuid1(0).eax < 0xA {
+            return None;
+        }
+        let leaf = cpuid.cpuid1(0xA);
+        let reported_version = leaf.eax as u8;
+        let gp_counters = (leaf.eax >> 8) as u8;
+        let gp_width = (leaf.eax >> 16) as u8;
+        if reported_version == 0 || gp_counters == 0 || !(8..=64).contains(&gp_width) {
+            return None;
+        }
+        let version = reported_version.min(MAX_KNOWN_VERSION);
+        let vector_len = (leaf.eax >> 24) as u8;
+        let arch_events = !leaf.ebx & low_bits(u32::from(vector_len.min(32))) as u32;
+        let (fixed_mask, fixed_width) = if version >= 2 {
+            let contiguous = low_bits((leaf.edx & 0x1F).min(32)) as u32;
+            let bitmap = if version >= 5 { leaf.ecx } else { 0 };
+            let width = (leaf.edx >> 5) as u8;
+            if (8..=64).contains(&width) { (contiguous | bitmap, width) } else { (0, 0) }
+        } else {
+            (0, 0)
+        };
+        let pdcm = cpuid.cpuid1(1).ecx & (1 << 15) != 0;
+        let full_width_write =
+            pdcm && msrs.read_msr(msr::IA32_PERF_CAPABILITIES) & PERF_CAPABILITIES_FW_WRITE != 0;
+        let any_thread = version >= 3 && leaf.edx & (1 << 15) == 0;
+        let freeze = match version {
+            1 => FreezeMode::None,
+            2 | 3 => FreezeMode::Legacy,
+            _ => FreezeMode::Streamlined,
+        };
+        Some(IntelPmu {
+            reported_version,
+            version,
+            gp_counters: gp_counters.min(32),
+            gp_width,
+            fixed_mask: fixed_mask & 0xFFFF,
+            fixed_width,
+            arch_events,
+            full_width_write,
+            any_thread,
+            freeze,
+        })
+    }
+
+    /// Number of fixed counters (the highest existing index plus one).
+    pub fn fixed_counters(&self) -> u8 {
+        (32 - self.fixed_mask.leading_zeros()) as u8
+    }
+
+    /// Whether fixed counter `index` exists.
+    pub fn has_fixed(&self, index: u8) -> bool {
+        index < 32 && self.fixed_mask >> index & 1 != 0
+    }
+
+    /// Every counter, in the GLOBAL_CTRL layout.
+    pub fn counters(&self) -> CounterSet {
+        CounterSet::new(self.gp_counters, self.fixed_mask)
+    }
+
+    /// Whether IA32_PERF_GLOBAL_CTRL / STATUS / OVF_CTRL exist (v2+).
+    pub fn has_global_ctrl(&self) -> bool {
+        self.version >= 2
+    }
+
+    /// The IA32_PERFEVTSELx bits this PMU defines.
+    pub fn evtsel_valid(&self) -> u64 {
+        PerfEvtSel::ARCHITECTURAL | if self.any_thread { PerfEvtSel::ANY } else { 0 }
+    }
+
+    /// The IA32_FIXED_CTR_CTRL field bits this PMU defines.
+    pub fn fixed_field_valid(&self) -> u8 {
+        FixedCtrField::OS
+            | FixedCtrField::USR
+            | FixedCtrField::PMI
+            | if self.any_thread { FixedCtrField::ANY } else { 0 }
+    }
+
+    /// The IA32_PERF_GLOBAL_OVF_CTRL bits this PMU defines: the counters, OvfBuf and CondChgd
+    /// (v2), uncore (v3), and CTR_FRZ, LBR_FRZ, ASCI and ToPA (v4).
+    pub fn status_reset_valid(&self) -> u64 {
+        let mut valid = self.counters().bits() | GlobalStatus::OVF_BUF | GlobalStatus::COND_CHGD;
+        if self.version >= 3 {
+            valid |= GlobalStatus::OVF_UNCORE;
+        }
+        if self.version >= 4 {
+            valid |= GlobalStatus::CTR_FRZ
+                | GlobalStatus::LBR_FRZ
+                | GlobalStatus::ASCI
+                | GlobalStatus::TRACE_TOPA_PMI;
+        }
+        valid
+    }
+
+    /// The MSR to write GP counter `index` through: the full-width alias when FW_WRITE, else the
+    /// legacy address (which takes 32 bits, sign-extended from bit 31).
+    pub fn gp_write_msr(&self, index: u8) -> u32 {
+        let base = if self.full_width_write { msr::IA32_A_PMC0 } else { msr::IA32_PMC0 };
+        base + u32::from(index)
+    }
+}
+
+/// IA32_PERF_CAPABILITIES bit 13: full-width writes to IA32_A_PMCx.
+pub const PERF_CAPABILITIES_FW_WRITE: u64 = 1 << 13;

@@ -1,0 +1,319 @@
+//! Typed values of the Intel architectural performance-monitoring registers.
+//!
+//! Each type can only hold bits that are defined for the PMU it was built for: constructors take
+//! the CPU's [`IntelPmu`](crate::pmu::IntelPmu) description (or a mask derived from it) and either
+//! refuse reserved bits (for values that come from users) or never set them (for values the driver
+//! builds). Writing a reserved bit raises #GP, so nothing reaches an MSR without passing through
+//! these types. References are to the Intel SDM Vol. 3B, chapter 21 ("Performance Monitoring").
+
+/// IA32_PERFEVTSELx: the event select register of a GP counter (SDM Vol. 3B §21.2.1.1, Figure
+/// 21-1; bit 21 AnyThread from §21.2.3, deprecated from perfmon v5 when CPUID.0AH:EDX[15]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct PerfEvtSel(u64);
+
+impl PerfEvtSel {
+    /// Event select, bits 7:0.
+    pub const EVENT_SELECT: u64 = 0xFF;
+    /// Unit mask, bits 15:8.
+    pub const UMASK: u64 = 0xFF << 8;
+    /// Count in ring > 0.
+    pub const USR: u64 = 1 << 16;
+    /// Count in ring 0.
+    pub const OS: u64 = 1 << 17;
+    /// Count edges (deasserted to asserted transitions).
+    pub const EDGE: u64 = 1 << 18;
+    /// Pin control.
+    pub const PC: u64 = 1 << 19;
+    /// Raise a PMI on overflow.
+    pub const INT: u64 = 1 << 20;
+    /// Count on both hyperthreads of the core (v3–v4; privileged here).
+    pub const ANY: u64 = 1 << 21;
+    /// Enable the counter.
+    pub const EN: u64 = 1 << 22;
+    /// Invert the counter-mask comparison.
+    pub const INV: u64 = 1 << 23;
+    /// Counter mask (threshold), bits 31:24.
+    pub const CMASK: u64 = 0xFF << 24;
+    /// The bits every architectural PMU defines (all of 31:0 but AnyThread).
+    pub const ARCHITECTURAL: u64 = 0xFFFF_FFFF & !Self::ANY;
+
+    /// A register value from raw bits; `None` if any bit outside `valid` is set.
+    pub const fn new(bits: u64, valid: u64) -> Option<Self> {
+        if bits & !valid != 0 { None } else { Some(PerfEvtSel(bits)) }
+    }
+
+    /// The raw value.
+    pub const fn bits(self) -> u64 {
+        self.0
+    }
+    /// Event select.
+    pub const fn event_select(self) -> u8 {
+        self.0 as u8
+    }
+    /// Unit mask.
+    pub const fn umask(self) -> u8 {
+        (self.0 >> 8) as u8
+    }
+    /// Counter mask.
+    pub const fn cmask(self) -> u8 {
+        (self.0 >> 24) as u8
+    }
+    /// Whether `flag` (one of the single-bit constants) is set.
+    pub const fn has(self, flag: u64) -> bool {
+        self.0 & flag != 0
+    }
+    /// The value with `flag` (a defined single-bit constant) set or cleared.
+    pub const fn with(self, flag: u64, on: bool) -> Self {
+        if on { PerfEvtSel(self.0 | flag) } else { PerfEvtSel(self.0 & !flag) }
+    }
+}
+
+/// One counter's 4-bit field in IA32_FIXED_CTR_CTRL (SDM Vol. 3B §21.2.2, Figure 21-2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct FixedCtrField(u8);
+
+impl FixedCtrField {
+    /// Count in ring 0.
+    pub const OS: u8 = 0x1;
+    /// Count in ring > 0.
+    pub const USR: u8 = 0x2;
+    /// AnyThread (v3–v4).
+    pub const ANY: u8 = 0x4;
+    /// PMI on overflow.
+    pub const PMI: u8 = 0x8;
+
+    /// A field from its bits; `None` if a bit outside `valid` (a subset of 0xF) is set.
+    pub const fn new(bits: u8, valid: u8) -> Option<Self> {
+        if bits & !(valid & 0xF) != 0 { None } else { Some(FixedCtrField(bits)) }
+    }
+    /// The raw nibble.
+    pub const fn bits(self) -> u8 {
+        self.0
+    }
+    /// Whether the field enables counting at all (OS or USR).
+    pub const fn is_enabled(self) -> bool {
+        self.0 & (Self::OS | Self::USR) != 0
+    }
+}
+
+/// IA32_FIXED_CTR_CTRL: a 4-bit field per fixed counter at bit `4 * i` (SDM Vol. 3B §21.2.2).
+/// Only counters that exist can be given a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct FixedCtrCtrl(u64);
+
+impl FixedCtrCtrl {
+    /// The raw value.
+    pub const fn bits(self) -> u64 {
+        self.0
+    }
+    /// Counter `index`'s field.
+    pub const fn field(self, index: u8) -> FixedCtrField {
+        FixedCtrField((self.0 >> (4 * index as u32)) as u8 & 0xF)
+    }
+    /// The value with counter `index`'s field replaced; `None` if `index` is not below `count`.
+    pub const fn with_field(self, index: u8, count: u8, field: FixedCtrField) -> Option<Self> {
+        if index >= count || index >= 16 {
+            return None;
+        }
+        let shift = 4 * index as u32;
+        Some(FixedCtrCtrl(self.0 & !(0xF << shift) | (field.0 as u64) << shift))
+    }
+}
+
+/// IA32_PERF_GLOBAL_CTRL: an enable bit per GP counter (bits 0..n) and per fixed counter
+/// (bits 32..32+m) (SDM Vol. 3B §21.2.2, Figure 21-3). Perfmon v2 and later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct GlobalCtrl(u64);
+
+impl GlobalCtrl {
+    /// Nothing enabled.
+    pub const NONE: GlobalCtrl = GlobalCtrl(0);
+
+    /// The raw value.
+    pub const fn bits(self) -> u64 {
+        self.0
+    }
+    /// Every counter in `counters` enabled (a [`CounterSet`] holds only counters that exist).
+    pub const fn from_counters(counters: CounterSet) -> Self {
+        GlobalCtrl(counters.0)
+    }
+    /// The enabled counters.
+    pub const fn counters(self) -> CounterSet {
+        CounterSet(self.0)
+    }
+}
+
+/// A set of counters in the GLOBAL_CTRL / GLOBAL_STATUS bit layout: GP counter `i` at bit `i`,
+/// fixed counter `i` at bit `32 + i`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct CounterSet(u64);
+
+impl CounterSet {
+    /// No counter.
+    pub const EMPTY: CounterSet = CounterSet(0);
+
+    /// GP counters `0..gp` and the fixed counters whose bits are set in `fixed_mask`.
+    pub const fn new(gp: u8, fixed_mask: u32) -> Self {
+        CounterSet(low_bits(gp as u32) | (fixed_mask as u64) << 32)
+    }
+    /// The set plus `counter`.
+    pub const fn with(self, counter: Counter) -> Self {
+        CounterSet(self.0 | counter.bit())
+    }
+    /// The set without `counter`.
+    pub const fn without(self, counter: Counter) -> Self {
+        CounterSet(self.0 & !counter.bit())
+    }
+    /// Whether `counter` is in the set.
+    pub const fn contains(self, counter: Counter) -> bool {
+        self.0 & counter.bit() != 0
+    }
+    /// Counters in both sets.
+    pub const fn intersection(self, other: CounterSet) -> Self {
+        CounterSet(self.0 & other.0)
+    }
+    /// Whether the set is empty.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    /// The raw bits.
+    pub const fn bits(self) -> u64 {
+        self.0
+    }
+    /// The counters in the set, fixed counters first (as FreeBSD's PMI handler visits them).
+    pub fn iter(self) -> impl Iterator<Item = Counter> {
+        let fixed = (0..32u8).filter(move |i| self.0 >> (32 + u32::from(*i)) & 1 != 0);
+        let gp = (0..32u8).filter(move |i| self.0 >> i & 1 != 0);
+        fixed.map(Counter::Fixed).chain(gp.map(Counter::Gp))
+    }
+}
+
+/// A hardware counter of an Intel PMU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Counter {
+    /// GP counter `i` (IA32_PMCi).
+    Gp(u8),
+    /// Fixed counter `i` (IA32_FIXED_CTRi).
+    Fixed(u8),
+}
+
+impl Counter {
+    const fn bit(self) -> u64 {
+        match self {
+            Counter::Gp(i) => 1 << (i as u32 & 31),
+            Counter::Fixed(i) => 1 << (32 + (i as u32 & 31)),
+        }
+    }
+    /// The RDPMC index: `i` for GP counters, `1 << 30 | i` for fixed counters.
+    pub const fn rdpmc_index(self) -> u32 {
+        match self {
+            Counter::Gp(i) => i as u32,
+            Counter::Fixed(i) => 1 << 30 | i as u32,
+        }
+    }
+}
+
+/// IA32_PERF_GLOBAL_STATUS as read (SDM Vol. 3B §21.2.2 and §21.2.4, Figures 21-3 and 21-13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct GlobalStatus(u64);
+
+impl GlobalStatus {
+    /// v4: counters are frozen (streamlined freeze on PMI).
+    pub const CTR_FRZ: u64 = 1 << 59;
+    /// v4: LBRs are frozen.
+    pub const LBR_FRZ: u64 = 1 << 58;
+    /// v4: ASCI.
+    pub const ASCI: u64 = 1 << 60;
+    /// v3: uncore overflow.
+    pub const OVF_UNCORE: u64 = 1 << 61;
+    /// DS buffer overflow.
+    pub const OVF_BUF: u64 = 1 << 62;
+    /// Condition changed.
+    pub const COND_CHGD: u64 = 1 << 63;
+    /// v4: Intel PT ToPA PMI.
+    pub const TRACE_TOPA_PMI: u64 = 1 << 55;
+
+    /// Wraps a value read from the MSR.
+    pub const fn from_bits(bits: u64) -> Self {
+        GlobalStatus(bits)
+    }
+    /// The raw value.
+    pub const fn bits(self) -> u64 {
+        self.0
+    }
+    /// The overflowed counters among `existing` (bits of counters that do not exist are ignored).
+    pub const fn overflowed(self, existing: CounterSet) -> CounterSet {
+        CounterSet(self.0 & existing.0)
+    }
+    /// Whether v4 streamlined freeze froze the counters.
+    pub const fn counters_frozen(self) -> bool {
+        self.0 & Self::CTR_FRZ != 0
+    }
+}
+
+/// A value for IA32_PERF_GLOBAL_OVF_CTRL (v4: GLOBAL_STATUS_RESET): 1 clears the status bit.
+/// Only bits the PMU's version defines can be set (SDM Vol. 3B Figures 21-4 and 21-14).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct GlobalStatusReset(u64);
+
+impl GlobalStatusReset {
+    /// Clears the bits of `status` that `valid` (the PMU's reset mask) allows.
+    pub const fn clearing(status: GlobalStatus, valid: u64) -> Self {
+        GlobalStatusReset(status.0 & valid)
+    }
+    /// Clears `counters`' overflow bits.
+    pub const fn counters(counters: CounterSet) -> Self {
+        GlobalStatusReset(counters.0)
+    }
+    /// The raw value.
+    pub const fn bits(self) -> u64 {
+        self.0
+    }
+}
+
+/// A mask of the low `n` bits (`n` up to 64).
+pub const fn low_bits(n: u32) -> u64 {
+    if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perfevtsel_refuses_bits_outside_the_valid_mask() {
+        let valid = PerfEvtSel::ARCHITECTURAL;
+        assert!(PerfEvtSel::new(0x0043_00C0, valid).is_some());
+        assert!(PerfEvtSel::new(PerfEvtSel::ANY, valid).is_none());
+        assert!(PerfEvtSel::new(1 << 32, valid).is_none());
+        let sel = PerfEvtSel::new(0x1A_43_01_3C, valid).unwrap();
+        assert_eq!((sel.event_select(), sel.umask(), sel.cmask()), (0x3C, 0x01, 0x1A));
+        assert!(sel.has(PerfEvtSel::USR) && sel.has(PerfEvtSel::EN) && !sel.has(PerfEvtSel::INT));
+        assert_eq!(sel.with(PerfEvtSel::EN, false).bits(), 0x1A_03_01_3C);
+    }
+
+    #[test]
+    fn fixed_ctr_ctrl_places_nibbles_and_refuses_missing_counters() {
+        let os_usr = FixedCtrField::new(FixedCtrField::OS | FixedCtrField::USR, 0xB).unwrap();
+        let ctrl = FixedCtrCtrl::default().with_field(1, 3, os_usr).unwrap();
+        assert_eq!(ctrl.bits(), 0x30);
+        assert_eq!(ctrl.field(1), os_usr);
+        assert!(ctrl.with_field(3, 3, os_usr).is_none());
+        assert!(FixedCtrField::new(FixedCtrField::ANY, 0xB).is_none());
+    }
+
+    #[test]
+    fn counter_sets_use_the_global_ctrl_layout() {
+        let all = CounterSet::new(4, 0b111);
+        assert_eq!(all.bits(), 0x7_0000_000F);
+        assert_eq!(GlobalCtrl::from_counters(all).bits(), 0x7_0000_000F);
+        let set = CounterSet::EMPTY.with(Counter::Gp(1)).with(Counter::Fixed(2));
+        assert_eq!(set.iter().collect::<Vec<_>>(), [Counter::Fixed(2), Counter::Gp(1)]);
+        assert_eq!(Counter::Fixed(1).rdpmc_index(), 0x4000_0001);
+        let status = GlobalStatus::from_bits(GlobalStatus::CTR_FRZ | 0x4_0000_0002 | 1 << 20);
+        assert_eq!(status.overflowed(all), CounterSet::EMPTY.with(Counter::Gp(1)).with(Counter::Fixed(2)));
+        assert!(status.counters_frozen());
+        let reset = GlobalStatusReset::clearing(status, all.bits() | GlobalStatus::CTR_FRZ);
+        assert_eq!(reset.bits(), GlobalStatus::CTR_FRZ | 0x4_0000_0002);
+    }
+}
