@@ -371,7 +371,9 @@ impl PmcId {
             Some(cpu) => cpu as u32 & 0xFFF,
             None => ID_CPU_ANY,
         };
-        cpu << 20 | (self.mode.as_u32() & 0xF) << 16 | (self.class.as_u32() & 0xFF) << 8
+        cpu << 20
+            | (self.mode.as_u32() & 0xF) << 16
+            | (self.class.as_u32() & 0xFF) << 8
             | self.row as u32
     }
 

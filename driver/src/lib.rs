@@ -10,7 +10,13 @@
 extern crate alloc;
 
 pub mod abi;
+mod driver;
 pub mod errno;
 pub mod hw;
+pub mod kernel;
 pub mod pmu;
 pub mod regs;
+
+pub use driver::{Driver, ExecInfo};
+pub use errno::Errno;
+pub use kernel::{Cpu, Kernel, LoadError, Pid, Privilege, ProcessState, Signal, Tid, TrapFrame, Tunables, UserPtr};

@@ -311,7 +311,10 @@ mod tests {
         assert_eq!(set.iter().collect::<Vec<_>>(), [Counter::Fixed(2), Counter::Gp(1)]);
         assert_eq!(Counter::Fixed(1).rdpmc_index(), 0x4000_0001);
         let status = GlobalStatus::from_bits(GlobalStatus::CTR_FRZ | 0x4_0000_0002 | 1 << 20);
-        assert_eq!(status.overflowed(all), CounterSet::EMPTY.with(Counter::Gp(1)).with(Counter::Fixed(2)));
+        assert_eq!(
+            status.overflowed(all),
+            CounterSet::EMPTY.with(Counter::Gp(1)).with(Counter::Fixed(2))
+        );
         assert!(status.counters_frozen());
         let reset = GlobalStatusReset::clearing(status, all.bits() | GlobalStatus::CTR_FRZ);
         assert_eq!(reset.bits(), GlobalStatus::CTR_FRZ | 0x4_0000_0002);

@@ -1,0 +1,208 @@
+//! What the driver needs from the kernel that hosts it, and nothing more.
+//!
+//! A kernel implements [`Kernel`] once; the driver calls it from system calls (thread context)
+//! and from hooks. Methods marked "thread context" may be slow (they may sleep or take kernel
+//! locks); the driver never calls them from the interrupt path and never while holding its own
+//! locks, except where a method's documentation says otherwise.
+
+use crate::errno::Errno;
+
+/// A process id (`pid_t`).
+pub type Pid = i32;
+/// A thread id (`lwpid_t`).
+pub type Tid = i32;
+/// A CPU number, from 0 to [`Kernel::cpu_count`] − 1.
+pub type Cpu = u32;
+
+/// An address in the calling process's address space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct UserPtr(pub u64);
+
+impl UserPtr {
+    /// The null pointer.
+    pub const NULL: UserPtr = UserPtr(0);
+
+    /// The address `offset` bytes further on, or `None` on overflow.
+    pub fn offset(self, offset: usize) -> Option<UserPtr> {
+        self.0.checked_add(offset as u64).map(UserPtr)
+    }
+}
+
+/// A privilege the driver checks (FreeBSD's `priv_check`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Privilege {
+    /// `PRIV_PMC_SYSTEM`: allocate system-scope PMCs.
+    PmcSystem,
+    /// `PRIV_PMC_MANAGE`: PMCADMIN (enable and disable rows).
+    PmcManage,
+    /// Use AnyThread counting, which observes the sibling hyperthread (a driver-specific rule;
+    /// a kernel maps it to `PRIV_PMC_SYSTEM` or stricter).
+    PmcAnyThread,
+}
+
+/// Whether a process exists and can be measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProcessState {
+    /// Alive.
+    Alive,
+    /// Exiting: it can no longer be attached to (FreeBSD's `P_WEXIT`).
+    Exiting,
+    /// No such process.
+    NotFound,
+}
+
+/// A signal the driver sends to a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Signal {
+    /// A PMC lost its last target, or the log writer failed.
+    Io,
+    /// The driver is unloading while the process owns PMCs.
+    Bus,
+}
+
+/// The interrupted context the PMI or a software event reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TrapFrame {
+    /// The interrupted program counter.
+    pub pc: u64,
+    /// The frame pointer at the interruption.
+    pub fp: u64,
+    /// The stack pointer at the interruption.
+    pub sp: u64,
+    /// Whether the CPU was in user mode.
+    pub user: bool,
+}
+
+/// Services of the host kernel.
+///
+/// "The caller" is the thread that issued the current system call; "current" is what runs on the
+/// CPU executing the method.
+pub trait Kernel {
+    /// Number of CPU slots (`mp_maxid + 1`); CPUs are numbered below it.
+    fn cpu_count(&self) -> u32;
+    /// Whether `cpu` exists and is online.
+    fn cpu_active(&self, cpu: Cpu) -> bool;
+    /// The CPU executing the caller.
+    fn current_cpu(&self) -> Cpu;
+    /// Runs `f` on `cpu` with preemption disabled there (FreeBSD binds the thread and enters a
+    /// critical section; a kernel may also use an IPI) and returns when it has run. On the
+    /// current CPU it may run `f` directly. Thread context.
+    fn run_on_cpu(&self, cpu: Cpu, f: &mut dyn FnMut());
+
+    /// The calling process.
+    fn current_pid(&self) -> Pid;
+    /// Whether the caller holds `privilege`.
+    fn has_privilege(&self, privilege: Privilege) -> bool;
+    /// Whether the caller is in a jail (system-scope PMCs are refused to jailed callers).
+    fn is_jailed(&self) -> bool;
+    /// `security.bsd.unprivileged_syspmcs`: whether unprivileged users may use system-scope PMCs.
+    fn unprivileged_syspmcs(&self) -> bool;
+    /// Whether the caller may debug (and so attach PMCs to) `target` (FreeBSD's `p_candebug`):
+    /// `Ok`, or `Err(Errno::Perm)`, or `Err(Errno::Srch)` if it does not exist. Thread context.
+    fn can_debug(&self, target: Pid) -> Result<(), Errno>;
+    /// Whether process `debugger` may debug `target` with their current credentials (checked
+    /// again when `target` executes a set-id program).
+    fn may_debug(&self, debugger: Pid, target: Pid) -> bool;
+    /// The state of process `pid`.
+    fn process_state(&self, pid: Pid) -> ProcessState;
+    /// Calls `f` for each child of `pid` (for PMC_F_DESCENDANTS attach). Thread context.
+    fn for_each_child(&self, pid: Pid, f: &mut dyn FnMut(Pid));
+
+    /// Copies `dst.len()` bytes from the caller's memory at `src`; `Err(Errno::Fault)` for a bad
+    /// address, with `dst` unspecified. Thread context.
+    fn copy_in(&self, src: UserPtr, dst: &mut [u8]) -> Result<(), Errno>;
+    /// Copies `src` to the caller's memory at `dst`; `Err(Errno::Fault)` for a bad address.
+    /// Thread context.
+    fn copy_out(&self, src: &[u8], dst: UserPtr) -> Result<(), Errno>;
+    /// Sends `signal` to process `pid` (ignored if it no longer exists).
+    fn signal(&self, pid: Pid, signal: Signal);
+
+    /// Wall-clock time as (seconds, nanoseconds) since the epoch.
+    fn nanotime(&self) -> (i64, i64);
+    /// The TSC's frequency in Hz (0 if unknown).
+    fn tsc_frequency(&self) -> u64;
+}
+
+/// Load-time tunables (FreeBSD's `kern.hwpmc.*` loader tunables).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tunables {
+    /// `kern.hwpmc.nsamples`: per-CPU sample ring size, a power of two from 2 to 65536.
+    pub nsamples: u32,
+    /// `kern.hwpmc.callchaindepth`: frames per callchain, 1 to 512.
+    pub callchain_depth: u32,
+    /// `kern.hwpmc.logbuffersize`: KiB per log buffer, 1 to 16384.
+    pub log_buffer_kib: u32,
+    /// `kern.hwpmc.nbuffers_pcpu`: log buffers per CPU.
+    pub log_buffers_per_cpu: u32,
+    /// `kern.hwpmc.mincount`: the smallest sampling reload for hardware events.
+    pub min_count: u64,
+}
+
+impl Default for Tunables {
+    fn default() -> Self {
+        Tunables {
+            nsamples: 256,
+            callchain_depth: 128,
+            log_buffer_kib: 256,
+            log_buffers_per_cpu: 32,
+            min_count: 1000,
+        }
+    }
+}
+
+/// Why the driver refused to load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// `nsamples` is not a power of two between 2 and 65536.
+    BadSampleRingSize(u32),
+    /// `callchain_depth` is not between 1 and 512.
+    BadCallchainDepth(u32),
+    /// The log buffer tunables are out of range (size 1..=16384 KiB, at most 32 MiB per CPU).
+    BadLogBuffers {
+        /// `log_buffer_kib`.
+        kib: u32,
+        /// `log_buffers_per_cpu`.
+        count: u32,
+    },
+    /// The kernel reports no CPU.
+    NoCpus,
+}
+
+impl core::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            LoadError::BadSampleRingSize(n) => {
+                write!(f, "kern.hwpmc.nsamples={n}: it must be a power of two from 2 to 65536")
+            }
+            LoadError::BadCallchainDepth(n) => {
+                write!(f, "kern.hwpmc.callchaindepth={n}: it must be from 1 to 512")
+            }
+            LoadError::BadLogBuffers { kib, count } => write!(
+                f,
+                "kern.hwpmc.logbuffersize={kib} with nbuffers_pcpu={count}: the size must be \
+                 1..16384 KiB and size x count at most 32768 KiB per CPU"
+            ),
+            LoadError::NoCpus => f.write_str("the kernel reports no CPU"),
+        }
+    }
+}
+
+impl Tunables {
+    /// Checks every tunable (FreeBSD checks some and silently aliases others, such as a ring
+    /// size that is not a power of two).
+    pub fn validate(&self) -> Result<(), LoadError> {
+        if !(2..=65536).contains(&self.nsamples) || !self.nsamples.is_power_of_two() {
+            return Err(LoadError::BadSampleRingSize(self.nsamples));
+        }
+        if !(1..=512).contains(&self.callchain_depth) {
+            return Err(LoadError::BadCallchainDepth(self.callchain_depth));
+        }
+        let kib = self.log_buffer_kib;
+        let count = self.log_buffers_per_cpu;
+        if !(1..=16384).contains(&kib) || count == 0 || u64::from(kib) * u64::from(count) > 32768 {
+            return Err(LoadError::BadLogBuffers { kib, count });
+        }
+        Ok(())
+    }
+}
