@@ -1,8 +1,19 @@
-//! The driver object: load and unload, the system call entry, and the hooks a kernel calls.
+//! The driver object: load and unload, and the per-CPU operations the system calls and hooks
+//! share (loading a PMC on a row, folding and unloading it).
 
-use crate::errno::Errno;
-use crate::hw::Hardware;
-use crate::kernel::{Cpu, Kernel, LoadError, Pid, Tid, TrapFrame, Tunables, UserPtr};
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use spin::Mutex;
+
+use crate::abi::State;
+use crate::class::{self, HwConfig, Layout};
+use crate::hw::{Hardware, msr};
+use crate::kernel::{Cpu, Kernel, LoadError, Pid, Tunables};
+use crate::percpu::{PerCpu, PmcHandle, Slot};
+use crate::pmu::{CpuSignature, FreezeMode, IntelPmu};
+use crate::state::{Core, Pmc};
 
 /// What a kernel tells the driver about an `execve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,31 +28,95 @@ pub struct ExecInfo<'a> {
     pub credentials_changed: bool,
 }
 
+/// The driver's statistics (`kern.hwpmc.stats.*`).
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    pub(crate) intr_ignored: AtomicU64,
+    pub(crate) intr_processed: AtomicU64,
+    pub(crate) intr_bufferfull: AtomicU64,
+    pub(crate) syscalls: AtomicU64,
+    pub(crate) syscall_errors: AtomicU64,
+    pub(crate) buffer_requests: AtomicU64,
+    pub(crate) buffer_requests_failed: AtomicU64,
+    pub(crate) log_sweeps: AtomicU64,
+}
+
 /// The hwpmc driver, embedded in a kernel.
 ///
 /// `K` is the kernel's services, `H` the CPU hardware (see [`crate::hw::native::NativeCpu`] for
 /// real x86_64 CPUs). The driver is `Sync` when they are: system calls may come from any CPU, and
 /// each hook is called on the CPU it concerns.
 pub struct Driver<K: Kernel, H: Hardware> {
-    kernel: K,
-    hw: H,
-    tunables: Tunables,
+    pub(crate) kernel: K,
+    pub(crate) hw: H,
+    pub(crate) tunables: Tunables,
+    pub(crate) layout: Layout,
+    pub(crate) cpus: Box<[PerCpu]>,
+    pub(crate) core: Mutex<Core>,
+    pub(crate) stats: Stats,
+    /// `pmc_cputype` reported by GETCPUINFO and INITIALIZE.
+    pub(crate) cpu_type: u32,
+    /// The signature of the CPU the driver loaded on, for the cpuid string.
+    pub(crate) signature: CpuSignature,
 }
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
-    /// Loads the driver: checks the tunables, discovers the PMU of every active CPU and
-    /// initialises each CPU's counters (all stopped).
+    /// Loads the driver: checks the tunables, discovers the PMU of every active CPU (on that CPU)
+    /// and resets each CPU's counters, stopped, with the PMI entry of its local APIC unmasked.
     pub fn load(kernel: K, hw: H, tunables: Tunables) -> Result<Self, LoadError> {
         tunables.validate()?;
-        if kernel.cpu_count() == 0 {
+        let ncpu = kernel.cpu_count();
+        if ncpu == 0 {
             return Err(LoadError::NoCpus);
         }
-        Ok(Driver { kernel, hw, tunables })
+        let mut pmus = Vec::with_capacity(ncpu as usize);
+        for cpu in 0..ncpu {
+            let mut pmu = None;
+            if kernel.cpu_active(cpu) {
+                kernel.run_on_cpu(cpu, &mut || pmu = IntelPmu::discover(&hw.cpuid(), &hw));
+            }
+            pmus.push(pmu);
+        }
+        let active: Vec<Option<IntelPmu>> =
+            (0..ncpu).filter(|&c| kernel.cpu_active(c)).map(|c| pmus[c as usize]).collect();
+        let layout = Layout::new(&active);
+        let rows = layout.rows() as usize;
+        let cpus = pmus.iter().map(|pmu| PerCpu::new(rows, *pmu)).collect::<Vec<_>>();
+        let signature = CpuSignature::read(&hw.cpuid());
+        let cpu_type = cpu_type_of(&signature, layout.pmu.is_some());
+        let driver = Driver {
+            core: Mutex::new(Core::new(ncpu, layout.rows())),
+            layout,
+            cpus: cpus.into_boxed_slice(),
+            stats: Stats::default(),
+            cpu_type,
+            signature,
+            kernel,
+            hw,
+            tunables,
+        };
+        for cpu in 0..ncpu {
+            if driver.kernel.cpu_active(cpu) {
+                driver.kernel.run_on_cpu(cpu, &mut || driver.init_cpu(cpu));
+            }
+        }
+        Ok(driver)
     }
 
-    /// Unloads the driver: releases every PMC (sending SIGBUS to owners that still had PMCs) and
-    /// returns every CPU's counters to their reset state.
-    pub fn unload(&self) {}
+    /// Unloads the driver: releases every PMC (sending SIGBUS to owners that still had some) and
+    /// returns every CPU's counters and IA32_DEBUGCTL to how they were found.
+    pub fn unload(&self) {
+        let owners: Vec<Pid> = self.core.lock().owners.keys().copied().collect();
+        for owner in owners {
+            self.release_all_of(owner);
+            self.kernel.signal(owner, crate::kernel::Signal::Bus);
+        }
+        for cpu in 0..self.kernel.cpu_count() {
+            if self.kernel.cpu_active(cpu) {
+                self.kernel.run_on_cpu(cpu, &mut || self.fini_cpu(cpu));
+            }
+        }
+    }
 
     /// The kernel services the driver was loaded with.
     pub fn kernel(&self) -> &K {
@@ -58,67 +133,222 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         &self.tunables
     }
 
-    /// The hwpmc system call: `op` is a `PMC_OP_*` number and `arg` the caller's argument
-    /// pointer. Returns the errno hwpmc(4) documents on failure; a failed call changes nothing.
-    pub fn syscall(&self, op: u32, arg: UserPtr) -> Result<(), Errno> {
-        let _ = (op, arg);
-        Err(Errno::NoSys)
+    /// `kern.hwpmc.cpuid`: the string libpmc uses to pick its event tables, e.g.
+    /// `GenuineIntel-6-5E`.
+    pub fn cpuid(&self) -> crate::pmu::CpuIdString {
+        self.signature.cpuid_string()
     }
 
-    /// Scheduler hook: thread `tid` of process `pid` starts running on `cpu` (called on `cpu`).
-    pub fn switch_in(&self, cpu: Cpu, pid: Pid, tid: Tid) {
-        let _ = (cpu, pid, tid);
+    /// Resets the PMU of the current CPU `cpu`: every counter stopped, freeze-on-PMI on (v2+),
+    /// the PMI entry unmasked.
+    fn init_cpu(&self, cpu: Cpu) {
+        let state = &self.cpus[cpu as usize];
+        let Some(pmu) = state.pmu else { return };
+        for i in 0..u32::from(pmu.gp_counters) {
+            self.hw.write_msr(msr::IA32_PERFEVTSEL0 + i, 0);
+        }
+        if pmu.has_global_ctrl() {
+            self.hw.write_msr(msr::IA32_PERF_GLOBAL_CTRL, 0);
+            if pmu.fixed_counters() > 0 {
+                self.hw.write_msr(msr::IA32_FIXED_CTR_CTRL, 0);
+            }
+            let status = self.hw.read_msr(msr::IA32_PERF_GLOBAL_STATUS);
+            let reset = status & pmu.status_reset_valid();
+            if reset != 0 {
+                self.hw.write_msr(msr::IA32_PERF_GLOBAL_OVF_CTRL, reset);
+            }
+        }
+        if pmu.freeze != FreezeMode::None {
+            let debugctl = self.hw.read_msr(msr::IA32_DEBUGCTL);
+            state.saved_debugctl.store(debugctl, Ordering::Relaxed);
+            self.hw.write_msr(msr::IA32_DEBUGCTL, debugctl | DEBUGCTL_FREEZE_PERFMON_ON_PMI);
+        }
+        self.hw.unmask_pmi();
     }
 
-    /// Scheduler hook: thread `tid` of process `pid` stops running on `cpu` (called on `cpu`).
-    pub fn switch_out(&self, cpu: Cpu, pid: Pid, tid: Tid) {
-        let _ = (cpu, pid, tid);
+    /// Undoes [`Self::init_cpu`] on the current CPU `cpu`.
+    fn fini_cpu(&self, cpu: Cpu) {
+        let state = &self.cpus[cpu as usize];
+        let Some(pmu) = state.pmu else { return };
+        self.hw.mask_pmi();
+        for i in 0..u32::from(pmu.gp_counters) {
+            self.hw.write_msr(msr::IA32_PERFEVTSEL0 + i, 0);
+        }
+        if pmu.has_global_ctrl() {
+            self.hw.write_msr(msr::IA32_PERF_GLOBAL_CTRL, 0);
+            if pmu.fixed_counters() > 0 {
+                self.hw.write_msr(msr::IA32_FIXED_CTR_CTRL, 0);
+            }
+        }
+        if pmu.freeze != FreezeMode::None {
+            self.hw.write_msr(msr::IA32_DEBUGCTL, state.saved_debugctl.load(Ordering::Relaxed));
+        }
     }
 
-    /// Process `parent` forked `child` (called after the child exists, before it runs).
-    pub fn process_fork(&self, parent: Pid, child: Pid) {
-        let _ = (parent, child);
+    /// The slot of `row` on `cpu`.
+    pub(crate) fn slot(&self, cpu: Cpu, row: u32) -> Option<&Slot> {
+        self.cpus.get(cpu as usize)?.slots.get(row as usize)
     }
 
-    /// Process `pid` executed a new program (called after the new image is in place).
-    pub fn process_exec(&self, pid: Pid, exec: &ExecInfo<'_>) {
-        let _ = (pid, exec);
+    /// Programs `pmc` on its row of the current CPU `cpu` and starts it. `pid` is the target it
+    /// runs for (-1 for a system PMC).
+    pub(crate) fn load_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc, pid: Pid) {
+        let Some(slot) = self.slot(cpu, pmc.row) else { return };
+        let state = &self.cpus[cpu as usize];
+        let sampling = pmc.mode().is_sampling();
+        let start =
+            if sampling { pmc.width_mask.wrapping_sub(pmc.reload).wrapping_add(1) } else { 0 };
+        let start = start & pmc.width_mask;
+        slot.claim(handle, pid, start, pmc.width_mask, sampling);
+        // Counting PMCs interrupt too: the handler folds each wrap into the 64-bit count.
+        class::load(&self.hw, state, slot, pmc.class_row, pmc.config, start, true);
     }
 
-    /// Process `pid` is exiting (called once, from its last thread, after it switched out for
-    /// the last time or while it runs its exit path).
-    pub fn process_exit(&self, pid: Pid) {
-        let _ = pid;
+    /// Stops and unloads `handle` from its row on the current CPU `cpu`; returns the target it
+    /// ran for and the events it counted since loaded, or `None` if it was not loaded there.
+    pub(crate) fn unload_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc) -> Option<(Pid, u64)> {
+        let slot = self.slot(cpu, pmc.row)?;
+        if slot.handle() != Some(handle) {
+            return None;
+        }
+        let state = &self.cpus[cpu as usize];
+        class::stop(&self.hw, state, slot, pmc.class_row, pmc.config);
+        let delta = self.fold(cpu, slot, pmc.class_row, pmc.config, pmc.width_mask);
+        let pid = slot.pid();
+        slot.release();
+        Some((pid, delta))
     }
 
-    /// Thread `tid` was created in process `pid`.
-    pub fn thread_create(&self, pid: Pid, tid: Tid) {
-        let _ = (pid, tid);
+    /// The events `handle` counted on the current CPU `cpu` since it was loaded or last folded,
+    /// leaving it running; `None` if it is not loaded there.
+    pub(crate) fn fold_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc) -> Option<(Pid, u64)> {
+        let slot = self.slot(cpu, pmc.row)?;
+        if slot.handle() != Some(handle) {
+            return None;
+        }
+        Some((slot.pid(), self.fold(cpu, slot, pmc.class_row, pmc.config, pmc.width_mask)))
     }
 
-    /// Thread `tid` of process `pid` exited.
-    pub fn thread_exit(&self, pid: Pid, tid: Tid) {
-        let _ = (pid, tid);
+    fn fold(&self, cpu: Cpu, slot: &Slot, class_row: u32, config: HwConfig, mask: u64) -> u64 {
+        let state = &self.cpus[cpu as usize];
+        let tsc = || self.hw.read_tsc();
+        let now = class::read(&self.hw, &tsc, state, slot, class_row, config);
+        slot.fold(now, mask);
+        slot.take_pending()
     }
 
-    /// The performance-monitoring interrupt (an NMI on x86) on `cpu`, called on `cpu` with the
-    /// interrupted context. Returns whether a counter of the driver overflowed (whether the NMI
-    /// is claimed). Takes no lock and allocates nothing.
-    pub fn interrupt(&self, cpu: Cpu, frame: &TrapFrame) -> bool {
-        let _ = (cpu, frame);
-        false
+    /// Runs `f` on `cpu` and returns its result.
+    pub(crate) fn on_cpu<R>(&self, cpu: Cpu, mut f: impl FnMut() -> R) -> Option<R> {
+        let mut result = None;
+        self.kernel.run_on_cpu(cpu, &mut || result = Some(f()));
+        result
     }
 
-    /// A software event `event` (a code from [`Driver::register_soft_event`]) happened on `cpu`.
-    /// Interrupt-safe: takes no lock and allocates nothing.
-    pub fn soft_event(&self, cpu: Cpu, event: u32, frame: &TrapFrame) {
-        let _ = (cpu, event, frame);
+    /// Unloads `handle` from every CPU where it is loaded and adds what it counted to its count
+    /// (and to its targets' counts). Must be called without the core lock held.
+    pub(crate) fn unload_everywhere(&self, handle: PmcHandle) {
+        for cpu in 0..self.kernel.cpu_count() {
+            let loaded = self.slot_holds(cpu, handle);
+            if !loaded {
+                continue;
+            }
+            let Some(pmc) = self.core.lock().pmc(handle).cloned() else { return };
+            if let Some(Some((pid, delta))) =
+                self.on_cpu(cpu, || self.unload_pmc(cpu, handle, &pmc))
+            {
+                self.credit(handle, pid, delta);
+            }
+        }
     }
 
-    /// Registers a software event named `name` (e.g. `CLOCK.HARD`, `PAGE_FAULT.ALL`) and returns
-    /// its event code. Registering a name twice returns the same code.
-    pub fn register_soft_event(&self, name: &str) -> Result<u32, Errno> {
-        let _ = name;
-        Err(Errno::NoSys)
+    /// Folds what `handle` counted so far on every CPU where it is loaded into its count.
+    pub(crate) fn fold_everywhere(&self, handle: PmcHandle) {
+        for cpu in 0..self.kernel.cpu_count() {
+            if !self.slot_holds(cpu, handle) {
+                continue;
+            }
+            let Some(pmc) = self.core.lock().pmc(handle).cloned() else { return };
+            if let Some(Some((pid, delta))) = self.on_cpu(cpu, || self.fold_pmc(cpu, handle, &pmc))
+            {
+                self.credit(handle, pid, delta);
+            }
+        }
     }
+
+    fn slot_holds(&self, cpu: Cpu, handle: PmcHandle) -> bool {
+        self.cpus
+            .get(cpu as usize)
+            .is_some_and(|c| c.slots.iter().any(|s| s.handle() == Some(handle)))
+    }
+
+    /// Adds `delta` events to `handle`'s count and to target `pid`'s share of it.
+    pub(crate) fn credit(&self, handle: PmcHandle, pid: Pid, delta: u64) {
+        let mut core = self.core.lock();
+        credit_locked(&mut core, handle, pid, delta);
+    }
+
+    /// Stops, detaches and frees every PMC `owner` owns.
+    pub(crate) fn release_all_of(&self, owner: Pid) {
+        let handles: Vec<PmcHandle> =
+            self.core.lock().owners.get(&owner).map(|o| o.pmcs.clone()).unwrap_or_default();
+        for handle in handles {
+            self.release_pmc(handle);
+        }
+    }
+
+    /// Stops, detaches and frees one PMC.
+    pub(crate) fn release_pmc(&self, handle: PmcHandle) {
+        if let Some(pmc) = self.core.lock().pmc_mut(handle) {
+            pmc.state = State::Deleted;
+        }
+        self.unload_everywhere(handle);
+        let mut core = self.core.lock();
+        let Some(pmc) = core.pmc(handle).cloned() else { return };
+        for target in &pmc.targets {
+            crate::ops::unlink_target(&mut core, handle, pmc.row, *target);
+        }
+        let disposition = &mut core.disposition[pmc.row as usize];
+        if pmc.mode().is_system() {
+            *disposition += 1;
+        } else {
+            *disposition -= 1;
+        }
+        core.remove(handle);
+    }
+}
+
+/// [`Driver::credit`] with the lock held.
+pub(crate) fn credit_locked(core: &mut Core, handle: PmcHandle, pid: Pid, delta: u64) {
+    let Some(pmc) = core.pmc_mut(handle) else { return };
+    if pmc.mode().is_sampling() {
+        return;
+    }
+    pmc.value = pmc.value.wrapping_add(delta);
+    let row = pmc.row;
+    if let Some(target_row) = core.targets.get_mut(&pid).and_then(|t| t.rows.get_mut(&row)) {
+        if target_row.pmc == handle {
+            target_row.value = target_row.value.wrapping_add(delta);
+        }
+    }
+}
+
+/// IA32_DEBUGCTL bit 12: FREEZE_PERFMON_ON_PMI.
+const DEBUGCTL_FREEZE_PERFMON_ON_PMI: u64 = 1 << 12;
+
+/// The `pmc_cputype` for a CPU. It names the CPU for libpmc's event tables; it never decides
+/// whether the CPU is supported.
+fn cpu_type_of(signature: &CpuSignature, has_pmu: bool) -> u32 {
+    use crate::abi::cpu_type;
+    if signature.is_intel() && has_pmu && signature.family == 6 {
+        match signature.model {
+            0x0F | 0x17 => return cpu_type::INTEL_CORE2,
+            0x4E | 0x5E | 0x8E | 0x9E | 0xA5 | 0xA6 => return cpu_type::INTEL_SKYLAKE,
+            0x55 => return cpu_type::INTEL_SKYLAKE_XEON,
+            _ => {}
+        }
+    }
+    if &signature.vendor == b"AuthenticAMD" || &signature.vendor == b"HygonGenuine" {
+        return cpu_type::AMD_K8;
+    }
+    cpu_type::GENERIC
 }

@@ -10,13 +10,20 @@
 extern crate alloc;
 
 pub mod abi;
+mod class;
 mod driver;
 pub mod errno;
+mod hooks;
 pub mod hw;
 pub mod kernel;
+mod ops;
+mod percpu;
 pub mod pmu;
 pub mod regs;
+mod state;
 
 pub use driver::{Driver, ExecInfo};
 pub use errno::Errno;
-pub use kernel::{Cpu, Kernel, LoadError, Pid, Privilege, ProcessState, Signal, Tid, TrapFrame, Tunables, UserPtr};
+pub use kernel::{
+    Cpu, Kernel, LoadError, Pid, Privilege, ProcessState, Signal, Tid, TrapFrame, Tunables, UserPtr,
+};

@@ -102,6 +102,17 @@ impl FixedCtrField {
 pub struct FixedCtrCtrl(u64);
 
 impl FixedCtrCtrl {
+    /// A value from raw bits, keeping only the fields of counters below `count` and only the
+    /// field bits in `field_valid`.
+    pub const fn from_bits_within(bits: u64, count: u8, field_valid: u8) -> Self {
+        let mut mask = 0u64;
+        let mut i = 0;
+        while i < count && i < 16 {
+            mask |= ((field_valid & 0xF) as u64) << (4 * i as u32);
+            i += 1;
+        }
+        FixedCtrCtrl(bits & mask)
+    }
     /// The raw value.
     pub const fn bits(self) -> u64 {
         self.0
@@ -155,6 +166,10 @@ impl CounterSet {
     /// GP counters `0..gp` and the fixed counters whose bits are set in `fixed_mask`.
     pub const fn new(gp: u8, fixed_mask: u32) -> Self {
         CounterSet(low_bits(gp as u32) | (fixed_mask as u64) << 32)
+    }
+    /// The counters of `bits` (GLOBAL_CTRL layout) that are in `existing`.
+    pub const fn from_bits_within(bits: u64, existing: CounterSet) -> Self {
+        CounterSet(bits & existing.0)
     }
     /// The set plus `counter`.
     pub const fn with(self, counter: Counter) -> Self {

@@ -1,0 +1,247 @@
+//! The hooks a kernel calls: context switches, fork, exec, exit, threads, the performance
+//! monitoring interrupt and software events.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+
+use crate::abi::{Class, PmcFlags, event};
+use crate::driver::{Driver, ExecInfo, credit_locked};
+use crate::errno::Errno;
+use crate::hw::{Hardware, msr};
+use crate::kernel::{Cpu, Kernel, Pid, Tid, TrapFrame};
+use crate::ops::link_target;
+use crate::percpu::PmcHandle;
+use crate::regs::{Counter, GlobalStatus, GlobalStatusReset};
+use crate::state::SoftEvent;
+
+impl<K: Kernel, H: Hardware> Driver<K, H> {
+    /// Scheduler hook: thread `tid` of process `pid` starts running on `cpu` (called on `cpu`,
+    /// with preemption disabled). Loads the running PMCs attached to `pid` on this CPU.
+    pub fn switch_in(&self, cpu: Cpu, pid: Pid, tid: Tid) {
+        let Some(state) = self.cpus.get(cpu as usize) else { return };
+        state.set_current(pid, tid);
+        let core = self.core.lock();
+        let Some(target) = core.targets.get(&pid) else { return };
+        for (&row, target_row) in &target.rows {
+            let handle = target_row.pmc;
+            let Some(pmc) = core.pmc(handle) else { continue };
+            let free = self.slot(cpu, row).is_some_and(|s| s.handle().is_none());
+            if pmc.is_running() && free {
+                self.load_pmc(cpu, handle, pmc, pid);
+            }
+        }
+    }
+
+    /// Scheduler hook: thread `tid` of process `pid` stops running on `cpu` (called on `cpu`,
+    /// with preemption disabled). Unloads its PMCs and adds what they counted.
+    pub fn switch_out(&self, cpu: Cpu, pid: Pid, tid: Tid) {
+        let _ = tid;
+        let Some(state) = self.cpus.get(cpu as usize) else { return };
+        state.set_current(-1, -1);
+        let loaded_here = state.slots.iter().any(|s| s.handle().is_some() && s.pid() == pid);
+        if !loaded_here {
+            return;
+        }
+        let mut core = self.core.lock();
+        for slot in state.slots.iter() {
+            let Some(handle) = slot.handle().filter(|_| slot.pid() == pid) else { continue };
+            let Some(pmc) = core.pmc(handle) else {
+                slot.release();
+                continue;
+            };
+            if let Some((pid, delta)) = self.unload_pmc(cpu, handle, pmc) {
+                credit_locked(&mut core, handle, pid, delta);
+            }
+        }
+    }
+
+    /// Process `parent` forked `child` (called after the child exists, before it runs). PMCs
+    /// attached to the parent with PMC_F_DESCENDANTS follow the child; the child owns nothing.
+    pub fn process_fork(&self, parent: Pid, child: Pid) {
+        let mut core = self.core.lock();
+        let Some(target) = core.targets.get(&parent) else { return };
+        let inherited: Vec<(u32, PmcHandle)> = target
+            .rows
+            .iter()
+            .filter(|(_, r)| {
+                core.pmc(r.pmc).is_some_and(|p| p.flags.contains(PmcFlags::DESCENDANTS))
+            })
+            .map(|(&row, r)| (row, r.pmc))
+            .collect();
+        for (row, handle) in inherited {
+            link_target(&mut core, handle, row, child);
+        }
+    }
+
+    /// Process `pid` executed a new program. A process that owned PMCs loses them; after a
+    /// set-id exec, PMCs whose owners may no longer debug the process are detached from it.
+    /// (FreeBSD's check is inverted and keeps exactly those; see hwpmc-internals §4.2.)
+    pub fn process_exec(&self, pid: Pid, exec: &ExecInfo<'_>) {
+        if self.core.lock().owners.contains_key(&pid) {
+            self.release_all_of(pid);
+        }
+        if !exec.credentials_changed {
+            return;
+        }
+        let attached: Vec<(PmcHandle, Pid)> = {
+            let core = self.core.lock();
+            let Some(target) = core.targets.get(&pid) else { return };
+            target.rows.values().filter_map(|r| core.pmc(r.pmc).map(|p| (r.pmc, p.owner))).collect()
+        };
+        for (handle, owner) in attached {
+            if owner != pid && !self.kernel.may_debug(owner, pid) {
+                self.detach_targets(handle, &[pid]);
+            }
+        }
+    }
+
+    /// Process `pid` is exiting (called once, from its last thread). Its PMCs are unloaded and
+    /// detached (an owner gets SIGIO when its PMC loses its last target), and the PMCs it owned
+    /// are released.
+    pub fn process_exit(&self, pid: Pid) {
+        let attached: Vec<PmcHandle> = {
+            let core = self.core.lock();
+            core.targets.get(&pid).map(|t| t.rows.values().map(|r| r.pmc).collect())
+        }
+        .unwrap_or_default();
+        for handle in attached {
+            self.detach_targets(handle, &[pid]);
+        }
+        if self.core.lock().owners.contains_key(&pid) {
+            self.release_all_of(pid);
+        }
+    }
+
+    /// Thread `tid` was created in process `pid`.
+    pub fn thread_create(&self, pid: Pid, tid: Tid) {
+        let _ = (pid, tid);
+    }
+
+    /// Thread `tid` of process `pid` exited.
+    pub fn thread_exit(&self, pid: Pid, tid: Tid) {
+        let _ = (pid, tid);
+    }
+
+    /// The performance-monitoring interrupt (an NMI on x86) on `cpu`, called on `cpu` with the
+    /// interrupted context. Returns whether a counter of the driver overflowed (whether the NMI
+    /// is claimed). Takes no lock and allocates nothing; a CPU without a PMU never has its MSRs
+    /// read here.
+    pub fn interrupt(&self, cpu: Cpu, frame: &TrapFrame) -> bool {
+        let _ = frame;
+        let Some(state) = self.cpus.get(cpu as usize) else { return false };
+        let Some(pmu) = state.pmu else { return false };
+        let claimed = if pmu.has_global_ctrl() {
+            let status = GlobalStatus::from_bits(self.hw.read_msr(msr::IA32_PERF_GLOBAL_STATUS));
+            let overflowed = status.overflowed(pmu.counters());
+            if overflowed.is_empty() && !status.counters_frozen() {
+                self.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
+            let frozen = status.counters_frozen();
+            if !frozen {
+                self.hw.write_msr(msr::IA32_PERF_GLOBAL_CTRL, 0);
+            }
+            for counter in overflowed.iter() {
+                self.counter_overflowed(cpu, counter);
+            }
+            let reset = GlobalStatusReset::clearing(status, pmu.status_reset_valid());
+            self.hw.write_msr(msr::IA32_PERF_GLOBAL_OVF_CTRL, reset.bits());
+            if !frozen {
+                self.hw.write_msr(
+                    msr::IA32_PERF_GLOBAL_CTRL,
+                    state.global_ctrl.load(Ordering::Relaxed) & pmu.counters().bits(),
+                );
+            }
+            !overflowed.is_empty()
+        } else {
+            // Perfmon v1 has no status register: a counter wrapped if it is below its last value.
+            let mut any = false;
+            for index in 0..pmu.gp_counters {
+                let counter = Counter::Gp(index);
+                let Some(slot) = self.counter_slot(cpu, counter) else { continue };
+                if slot.is_running() {
+                    let now = self.hw.read_pmc(counter.rdpmc_index()) & slot.mask();
+                    if slot.wrapped(now) {
+                        self.counter_overflowed(cpu, counter);
+                        any = true;
+                    }
+                }
+            }
+            any
+        };
+        if claimed {
+            self.stats.intr_processed.fetch_add(1, Ordering::Relaxed);
+            self.hw.unmask_pmi();
+        } else {
+            self.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
+        }
+        claimed
+    }
+
+    /// The slot holding `counter` on `cpu`.
+    fn counter_slot(&self, cpu: Cpu, counter: Counter) -> Option<&crate::percpu::Slot> {
+        let (class, index) = match counter {
+            Counter::Gp(i) => (Class::Iap, i),
+            Counter::Fixed(i) => (Class::Iaf, i),
+        };
+        let desc = self.layout.class(class)?;
+        if u32::from(index) >= desc.rows {
+            return None;
+        }
+        self.slot(cpu, desc.first_row + u32::from(index))
+    }
+
+    /// Handles one overflowed counter: a counting PMC folds the wrap into its count; a sampling
+    /// PMC is reloaded (recording the sample arrives with the sample rings).
+    fn counter_overflowed(&self, cpu: Cpu, counter: Counter) {
+        let Some(slot) = self.counter_slot(cpu, counter) else { return };
+        if !slot.is_running() {
+            return;
+        }
+        let now = self.hw.read_pmc(counter.rdpmc_index()) & slot.mask();
+        slot.fold(now, slot.mask());
+        if slot.is_sampling() {
+            let Some(pmu) = self.cpus[cpu as usize].pmu else { return };
+            let msr = match counter {
+                Counter::Gp(i) => pmu.gp_write_msr(i),
+                Counter::Fixed(i) => msr::IA32_FIXED_CTR0 + u32::from(i),
+            };
+            self.hw.write_msr(msr, slot.start());
+            slot.reloaded();
+        }
+    }
+
+    /// A software event `event` (a code from [`Driver::register_soft_event`]) happened on `cpu`.
+    /// Interrupt-safe: takes no lock and allocates nothing.
+    pub fn soft_event(&self, cpu: Cpu, event: u32, frame: &TrapFrame) {
+        let _ = frame;
+        let Some(state) = self.cpus.get(cpu as usize) else { return };
+        let Some(soft) = self.layout.class(Class::Soft) else { return };
+        let rows = soft.first_row as usize..(soft.first_row + soft.rows) as usize;
+        for slot in &state.slots[rows] {
+            if slot.is_running() && slot.soft_event() == event {
+                slot.soft_counter().fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Registers a software event named `name` (e.g. `CLOCK.HARD`, `PAGE_FAULT.ALL`) and returns
+    /// its event code (from `PMC_EV_SOFT_FIRST`). Registering a name again returns the same code;
+    /// EINVAL for an empty name or one of 64 bytes or more, ENOMEM when all 4096 codes are used.
+    pub fn register_soft_event(&self, name: &str) -> Result<u32, Errno> {
+        if name.is_empty() || name.len() >= crate::abi::PMC_NAME_MAX || name.contains('\0') {
+            return Err(Errno::Inval);
+        }
+        let mut core = self.core.lock();
+        if let Some(existing) = core.soft_events.iter().find(|e| e.name == name) {
+            return Ok(existing.code);
+        }
+        let code = event::SOFT_FIRST + core.soft_events.len() as u32;
+        if code > event::SOFT_LAST {
+            return Err(Errno::NoMem);
+        }
+        core.soft_events.push(SoftEvent { name: String::from(name), code });
+        Ok(code)
+    }
+}

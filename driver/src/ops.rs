@@ -1,0 +1,885 @@
+//! The hwpmc system call: decoding each `PMC_OP_*` request, checking it, doing it, and encoding
+//! the reply, with the errno hwpmc(4) documents for every failure. A request that fails changes
+//! nothing: checks come first, and a reply that cannot be copied out undoes the request.
+
+use alloc::vec::Vec;
+
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
+
+use crate::abi::{
+    Caps, Class, Disposition, Mode, Op, PMC_CPU_ANY, PMC_VERSION, PmcDynEventDescr, PmcFlags,
+    PmcId, PmcInfo, PmcOpCaps, PmcOpConfigureLog, PmcOpGetCpuInfo, PmcOpGetDriverStats,
+    PmcOpGetMsr, PmcOpGetPmcInfo, PmcOpPmcAdmin, PmcOpPmcAllocate, PmcOpPmcAttach, PmcOpPmcRw,
+    PmcOpPmcSetCount, PmcOpSimple, PmcOpWriteLog, State, event,
+};
+use crate::class::{ClassDesc, HwConfig};
+use crate::driver::Driver;
+use crate::errno::Errno;
+use crate::hw::Hardware;
+use crate::kernel::{Cpu, Kernel, Pid, Privilege, ProcessState, Signal, UserPtr};
+use crate::percpu::PmcHandle;
+use crate::regs::{FixedCtrField, PerfEvtSel};
+use crate::state::{Core, Pmc, TargetRow};
+
+impl<K: Kernel, H: Hardware> Driver<K, H> {
+    /// The hwpmc system call: `op` is a `PMC_OP_*` number and `arg` the caller's argument
+    /// pointer. Returns the errno hwpmc(4) documents on failure; a failed call changes nothing.
+    pub fn syscall(&self, op: u32, arg: UserPtr) -> Result<(), Errno> {
+        use core::sync::atomic::Ordering::Relaxed;
+        self.stats.syscalls.fetch_add(1, Relaxed);
+        let result = match Op::from_u32(op) {
+            Some(op) => self.dispatch(op, arg),
+            None => Err(Errno::Inval),
+        };
+        if result.is_err() {
+            self.stats.syscall_errors.fetch_add(1, Relaxed);
+        }
+        result
+    }
+
+    fn dispatch(&self, op: Op, arg: UserPtr) -> Result<(), Errno> {
+        match op {
+            Op::GetModuleVersion => self.op_get_module_version(arg),
+            Op::GetCpuInfo => self.op_get_cpu_info(arg),
+            Op::GetDriverStats => self.op_get_driver_stats(arg),
+            Op::GetPmcInfo => self.op_get_pmc_info(arg),
+            Op::GetDynEventInfo => self.op_get_dyn_event_info(arg),
+            Op::GetCaps => self.op_get_caps(arg),
+            Op::PmcAdmin => self.op_pmc_admin(arg),
+            Op::PmcAllocate => self.op_allocate(arg),
+            Op::PmcAttach => self.op_attach(arg),
+            Op::PmcDetach => self.op_detach(arg),
+            Op::PmcStart => self.op_start(arg),
+            Op::PmcStop => self.op_stop(arg),
+            Op::PmcRw => self.op_rw(arg),
+            Op::PmcSetCount => self.op_set_count(arg),
+            Op::PmcGetMsr => self.op_get_msr(arg),
+            Op::PmcRelease => self.op_release(arg),
+            Op::ConfigureLog => self.op_configure_log(arg),
+            Op::FlushLog | Op::CloseLog => self.op_log_without_argument(),
+            Op::WriteLog => self.op_write_log(arg),
+        }
+    }
+
+    fn copy_in<T: FromBytes + IntoBytes + KnownLayout + Immutable>(
+        &self,
+        arg: UserPtr,
+    ) -> Result<T, Errno> {
+        let mut value = T::new_zeroed();
+        self.kernel.copy_in(arg, value.as_mut_bytes())?;
+        Ok(value)
+    }
+
+    fn copy_out<T: IntoBytes + Immutable>(&self, value: &T, arg: UserPtr) -> Result<(), Errno> {
+        self.kernel.copy_out(value.as_bytes(), arg)
+    }
+
+    /// GETMODULEVERSION: refuse a client whose major.minor is newer than ours, then tell it ours.
+    fn op_get_module_version(&self, arg: UserPtr) -> Result<(), Errno> {
+        let client: u32 = self.copy_in(arg)?;
+        if client & 0xFFFF_0000 > PMC_VERSION & 0xFFFF_0000 {
+            return Err(Errno::ProgMismatch);
+        }
+        self.copy_out(&PMC_VERSION, arg)
+    }
+
+    fn op_get_cpu_info(&self, arg: UserPtr) -> Result<(), Errno> {
+        let mut info = PmcOpGetCpuInfo::new_zeroed();
+        info.pm_cputype = self.cpu_type;
+        info.pm_ncpu = self.kernel.cpu_count();
+        info.pm_npmc = self.layout.rows();
+        info.pm_nclass = self.layout.classes.len() as u32;
+        for (out, class) in info.pm_classes.iter_mut().zip(&self.layout.classes) {
+            out.pm_class = class.class.as_u32();
+            out.pm_caps = class.caps.bits();
+            out.pm_width = class.width;
+            out.pm_num = class.rows;
+        }
+        self.copy_out(&info, arg)
+    }
+
+    fn op_get_driver_stats(&self, arg: UserPtr) -> Result<(), Errno> {
+        use core::sync::atomic::Ordering::Relaxed;
+        let s = &self.stats;
+        // The ABI has 32-bit fields; the counters saturate instead of wrapping.
+        let get =
+            |c: &core::sync::atomic::AtomicU64| c.load(Relaxed).min(u64::from(u32::MAX)) as u32;
+        let stats = PmcOpGetDriverStats {
+            pm_intr_ignored: get(&s.intr_ignored),
+            pm_intr_processed: get(&s.intr_processed),
+            pm_intr_bufferfull: get(&s.intr_bufferfull),
+            pm_syscalls: get(&s.syscalls),
+            pm_syscall_errors: get(&s.syscall_errors),
+            pm_buffer_requests: get(&s.buffer_requests),
+            pm_buffer_requests_failed: get(&s.buffer_requests_failed),
+            pm_log_sweeps: get(&s.log_sweeps),
+        };
+        self.copy_out(&stats, arg)
+    }
+
+    /// GETPMCINFO: one `pmc_info` per row of a CPU, after the 8-byte header.
+    fn op_get_pmc_info(&self, arg: UserPtr) -> Result<(), Errno> {
+        let head: PmcOpGetPmcInfo = self.copy_in(arg)?;
+        let cpu = self.checked_cpu(head.pm_cpu)?;
+        let infos: Vec<PmcInfo> = {
+            let core = self.core.lock();
+            (0..self.layout.rows()).map(|row| self.row_info(&core, cpu, row)).collect()
+        };
+        let base = arg.offset(core::mem::size_of::<PmcOpGetPmcInfo>()).ok_or(Errno::Fault)?;
+        self.kernel.copy_out(infos.as_bytes(), base)
+    }
+
+    fn row_info(&self, core: &Core, cpu: Cpu, row: u32) -> PmcInfo {
+        let mut info = PmcInfo::new_zeroed();
+        let Some(class) = self.layout.class_of_row(row) else { return info };
+        write_row_name(&mut info.pm_name, class.class.name(), row - class.first_row);
+        info.pm_class = class.class.as_u32();
+        info.pm_enabled = i32::from(!core.is_disabled(cpu, row));
+        info.pm_rowdisp = match core.disposition[row as usize] {
+            0 => Disposition::Free,
+            n if n > 0 => Disposition::Thread,
+            _ => Disposition::Standalone,
+        }
+        .as_u32();
+        info.pm_ownerpid = -1;
+        let system = core
+            .handles()
+            .find(|&h| core.pmc(h).is_some_and(|p| p.row == row && p.cpu() == Some(cpu)));
+        let on_row = system.or_else(|| self.slot(cpu, row).and_then(|s| s.handle()));
+        if let Some(pmc) = on_row.and_then(|h| core.pmc(h)) {
+            info.pm_ownerpid = pmc.owner;
+            info.pm_mode = pmc.mode().as_u32();
+            info.pm_event = pmc.event;
+            info.pm_flags = pmc.flags.bits();
+            if pmc.mode().is_sampling() {
+                info.pm_reloadcount = pmc.reload;
+            }
+        }
+        info
+    }
+
+    /// GETDYNEVENTINFO: the registered software events (class SOFT only).
+    fn op_get_dyn_event_info(&self, arg: UserPtr) -> Result<(), Errno> {
+        let class: u32 = self.copy_in(arg)?;
+        if class != Class::Soft.as_u32() {
+            return Err(Errno::Inval);
+        }
+        let events: Vec<PmcDynEventDescr> = self
+            .core
+            .lock()
+            .soft_events
+            .iter()
+            .map(|e| {
+                let mut descr = PmcDynEventDescr::new_zeroed();
+                let name = e.name.as_bytes();
+                let len = name.len().min(descr.pm_ev_name.len() - 1);
+                descr.pm_ev_name[..len].copy_from_slice(&name[..len]);
+                descr.pm_ev_code = e.code;
+                descr
+            })
+            .collect();
+        let count = events.len() as u32;
+        self.kernel.copy_out(events.as_bytes(), arg.offset(8).ok_or(Errno::Fault)?)?;
+        self.kernel.copy_out(count.as_bytes(), arg.offset(4).ok_or(Errno::Fault)?)
+    }
+
+    fn op_get_caps(&self, arg: UserPtr) -> Result<(), Errno> {
+        let mut request: PmcOpCaps = self.copy_in(arg)?;
+        let caller = self.kernel.current_pid();
+        let core = self.core.lock();
+        let handle = core.find(caller, request.pm_pmcid)?;
+        request.pm_caps = core.pmc(handle).map_or(0, |p| p.caps.bits());
+        drop(core);
+        self.copy_out(&request, arg)
+    }
+
+    /// PMCADMIN: enable or disable a row on a CPU (PRIV_PMC_MANAGE).
+    fn op_pmc_admin(&self, arg: UserPtr) -> Result<(), Errno> {
+        let request: PmcOpPmcAdmin = self.copy_in(arg)?;
+        if self.kernel.is_jailed() || !self.kernel.has_privilege(Privilege::PmcManage) {
+            return Err(Errno::Perm);
+        }
+        let cpu = self.checked_cpu(request.pm_cpu)?;
+        let disable = match State::from_u32(request.pm_state) {
+            Some(State::Disabled) => true,
+            Some(State::Free) => false,
+            _ => return Err(Errno::Inval),
+        };
+        let row = u32::try_from(request.pm_pmc).map_err(|_| Errno::Inval)?;
+        if row >= self.layout.rows() {
+            return Err(Errno::Inval);
+        }
+        let mut core = self.core.lock();
+        if disable {
+            if core.disposition[row as usize] > 0 {
+                return Err(Errno::Busy);
+            }
+            let in_use = core
+                .handles()
+                .any(|h| core.pmc(h).is_some_and(|p| p.row == row && p.cpu() == Some(cpu)));
+            if in_use {
+                return Err(Errno::Busy);
+            }
+        }
+        core.set_disabled(cpu, row, disable);
+        Ok(())
+    }
+
+    /// A CPU number from a request: EINVAL if out of range, ENXIO if not active.
+    fn checked_cpu(&self, cpu: i32) -> Result<Cpu, Errno> {
+        let cpu = u32::try_from(cpu).map_err(|_| Errno::Inval)?;
+        if cpu >= self.kernel.cpu_count() {
+            return Err(Errno::Inval);
+        }
+        if !self.kernel.cpu_active(cpu) {
+            return Err(Errno::Nxio);
+        }
+        Ok(cpu)
+    }
+
+    /// PMCALLOCATE.
+    fn op_allocate(&self, arg: UserPtr) -> Result<(), Errno> {
+        let mut request: PmcOpPmcAllocate = self.copy_in(arg)?;
+        let mode = Mode::from_u32(request.pm_mode).ok_or(Errno::Inval)?;
+        let cpu = if mode.is_system() {
+            if request.pm_cpu == PMC_CPU_ANY {
+                return Err(Errno::Inval);
+            }
+            Some(self.checked_cpu(i32::try_from(request.pm_cpu).map_err(|_| Errno::Inval)?)?)
+        } else if request.pm_cpu != PMC_CPU_ANY {
+            return Err(Errno::Inval);
+        } else {
+            None
+        };
+        let flags = PmcFlags::from_bits(request.pm_flags)
+            .filter(|f| PmcFlags::ALLOCATE_ACCEPTED.contains(*f))
+            .ok_or(Errno::Inval)?;
+        if mode.is_system() && flags.intersects(PmcFlags::LOG_PROCCSW | PmcFlags::LOG_PROCEXIT) {
+            return Err(Errno::Inval);
+        }
+        if flags.contains(PmcFlags::USERCALLCHAIN)
+            && (!flags.contains(PmcFlags::CALLCHAIN) || !mode.is_sampling())
+        {
+            return Err(Errno::Inval);
+        }
+        if mode.is_system()
+            && (self.kernel.is_jailed()
+                || !(self.kernel.unprivileged_syspmcs()
+                    || self.kernel.has_privilege(Privilege::PmcSystem)))
+        {
+            return Err(Errno::Perm);
+        }
+        let class = Class::from_u32(request.pm_class)
+            .and_then(|c| self.layout.class(c))
+            .ok_or(Errno::Inval)?;
+        let mut caps = Caps::from_bits_retain(request.pm_caps);
+        if mode.is_sampling() {
+            caps |= Caps::INTERRUPT;
+        }
+        if !class.caps.contains(caps) {
+            return Err(Errno::OpNotSupp);
+        }
+        let (config, rows) = self.configure(class, &request, mode, caps, flags)?;
+        let min_reload =
+            if class.class == Class::Soft { 1 } else { self.tunables.min_count.max(1) };
+        let owner = self.kernel.current_pid();
+        let mut pmc = Pmc {
+            id: PmcId { cpu: cpu.map(|c| c as u16), mode, class: class.class, row: 0 },
+            owner,
+            state: State::Allocated,
+            event: request.pm_ev,
+            caps,
+            flags,
+            config,
+            row: 0,
+            class_row: 0,
+            width_mask: class.mask(),
+            value: if mode.is_sampling() { 0 } else { request.pm_count },
+            reload: if mode.is_sampling() { request.pm_count.max(min_reload) } else { 0 },
+            targets: Vec::new(),
+            msr_granted: false,
+        };
+        if mode == Mode::SystemSampling {
+            pmc.flags |= PmcFlags::NEEDS_LOGFILE;
+        }
+        if flags.intersects(PmcFlags::LOG_PROCCSW | PmcFlags::LOG_PROCEXIT) {
+            pmc.flags |= PmcFlags::NEEDS_LOGFILE;
+        }
+        let handle = {
+            let mut core = self.core.lock();
+            let row = rows
+                .clone()
+                .find(|&row| self.row_usable(&core, class, row, mode, cpu, owner))
+                .ok_or(Errno::Inval)?;
+            pmc.row = row;
+            pmc.class_row = row - class.first_row;
+            pmc.id.row = row as u8;
+            let disposition = &mut core.disposition[row as usize];
+            *disposition += if mode.is_system() { -1 } else { 1 };
+            core.insert(pmc.clone())
+        };
+        request.pm_pmcid = pmc.id.to_u32();
+        request.pm_caps = caps.bits();
+        if let Err(e) = self.copy_out(&request, arg) {
+            self.release_pmc(handle);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// The class's hardware configuration for a request, and the rows that may hold it.
+    fn configure(
+        &self,
+        class: &ClassDesc,
+        request: &PmcOpPmcAllocate,
+        mode: Mode,
+        caps: Caps,
+        flags: PmcFlags,
+    ) -> Result<(HwConfig, core::ops::Range<u32>), Errno> {
+        let all_rows = class.first_row..class.first_row + class.rows;
+        match class.class {
+            Class::Soft => {
+                let known = self.core.lock().soft_events.iter().any(|e| e.code == request.pm_ev);
+                if !known {
+                    return Err(Errno::Inval);
+                }
+                Ok((HwConfig::Soft { event: request.pm_ev }, all_rows))
+            }
+            Class::Tsc => {
+                if mode != Mode::SystemCounting || request.pm_ev != event::TSC_TSC {
+                    return Err(Errno::Inval);
+                }
+                Ok((HwConfig::Tsc, all_rows))
+            }
+            Class::Iap => {
+                let pmu = self.layout.pmu.ok_or(Errno::Inval)?;
+                if !flags.contains(PmcFlags::EV_PMU) || request.pm_md.iap_rsp() != 0 {
+                    return Err(Errno::Inval);
+                }
+                let raw = u64::from(request.pm_md.iap_config());
+                let evtsel = PerfEvtSel::new(raw, pmu.evtsel_valid()).ok_or(Errno::Inval)?;
+                if evtsel.has(PerfEvtSel::ANY)
+                    && !self.kernel.has_privilege(Privilege::PmcAnyThread)
+                {
+                    return Err(Errno::Perm);
+                }
+                let evtsel = evtsel.with(PerfEvtSel::EN, false).with(PerfEvtSel::INT, false);
+                let evtsel = with_rings(evtsel, caps);
+                Ok((HwConfig::Iap { evtsel }, all_rows))
+            }
+            Class::Iaf => {
+                let pmu = self.layout.pmu.ok_or(Errno::Inval)?;
+                let (index, os, usr, any) = if flags.contains(PmcFlags::EV_PMU) {
+                    let raw = u64::from(request.pm_md.iap_config());
+                    let sel = PerfEvtSel::new(raw, pmu.evtsel_valid()).ok_or(Errno::Inval)?;
+                    let index =
+                        fixed_counter_of(sel.event_select(), sel.umask()).ok_or(Errno::Inval)?;
+                    let (os, usr) = (sel.has(PerfEvtSel::OS), sel.has(PerfEvtSel::USR));
+                    (index, os, usr, sel.has(PerfEvtSel::ANY))
+                } else {
+                    let index = match request.pm_ev {
+                        event::IAF_INSTR_RETIRED_ANY => 0,
+                        event::IAF_CPU_CLK_UNHALTED_CORE => 1,
+                        event::IAF_CPU_CLK_UNHALTED_REF => 2,
+                        _ => return Err(Errno::Inval),
+                    };
+                    (index, false, false, false)
+                };
+                if u32::from(index) >= class.rows {
+                    return Err(Errno::Inval);
+                }
+                if any && !self.kernel.has_privilege(Privilege::PmcAnyThread) {
+                    return Err(Errno::Perm);
+                }
+                let (os, usr) = rings(os, usr, caps);
+                let bit = |on: bool, bit: u8| if on { bit } else { 0 };
+                let bits = bit(os, FixedCtrField::OS)
+                    | bit(usr, FixedCtrField::USR)
+                    | bit(any, FixedCtrField::ANY);
+                let field =
+                    FixedCtrField::new(bits, pmu.fixed_field_valid()).ok_or(Errno::Inval)?;
+                let row = class.first_row + u32::from(index);
+                Ok((HwConfig::Iaf { index, field }, row..row + 1))
+            }
+            _ => Err(Errno::Inval),
+        }
+    }
+
+    /// Whether a new PMC of `mode` may take `row` (FreeBSD's `pmc_can_allocate_row` and
+    /// `pmc_can_allocate_rowindex`).
+    fn row_usable(
+        &self,
+        core: &Core,
+        class: &ClassDesc,
+        row: u32,
+        mode: Mode,
+        cpu: Option<Cpu>,
+        owner: Pid,
+    ) -> bool {
+        let disposition = core.disposition[row as usize];
+        match cpu {
+            Some(cpu) => {
+                if disposition > 0 || core.is_disabled(cpu, row) {
+                    return false;
+                }
+                let taken = core
+                    .handles()
+                    .any(|h| core.pmc(h).is_some_and(|p| p.row == row && p.cpu() == Some(cpu)));
+                if taken && !class.shareable() {
+                    return false;
+                }
+            }
+            None => {
+                if disposition < 0 {
+                    return false;
+                }
+                let ncpu = self.kernel.cpu_count();
+                if (0..ncpu).any(|c| self.kernel.cpu_active(c) && core.is_disabled(c, row)) {
+                    return false;
+                }
+            }
+        }
+        if mode.is_virtual() {
+            let owns_row = core.owners.get(&owner).is_some_and(|o| {
+                o.pmcs
+                    .iter()
+                    .any(|&h| core.pmc(h).is_some_and(|p| p.row == row && p.mode().is_virtual()))
+            });
+            let targeted = core.targets.get(&owner).is_some_and(|t| t.rows.contains_key(&row));
+            if owns_row || targeted {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// PMCATTACH.
+    fn op_attach(&self, arg: UserPtr) -> Result<(), Errno> {
+        let request: PmcOpPmcAttach = self.copy_in(arg)?;
+        let caller = self.kernel.current_pid();
+        let (handle, pmc) = self.find_cloned(caller, request.pm_pmc)?;
+        if pmc.mode().is_system() {
+            return Err(Errno::Inval);
+        }
+        let pid = target_pid(request.pm_pid, caller)?;
+        if pmc.is_running() {
+            return Err(Errno::Busy);
+        }
+        if self.kernel.process_state(pid) != ProcessState::Alive {
+            return Err(Errno::Srch);
+        }
+        if pid != caller {
+            self.kernel.can_debug(pid)?;
+        }
+        if pmc.msr_granted && pid != pmc.owner {
+            return Err(Errno::Perm);
+        }
+        let mut pids = alloc::vec![pid];
+        if pmc.flags.contains(PmcFlags::DESCENDANTS) {
+            self.collect_descendants(pid, &mut pids);
+        }
+        let mut core = self.core.lock();
+        let pmc = core.pmc(handle).ok_or(Errno::Inval)?;
+        if pmc.is_running() {
+            return Err(Errno::Busy);
+        }
+        if pmc.targets.contains(&pid) {
+            return Err(Errno::Exist);
+        }
+        let row = pmc.row;
+        for &p in &pids {
+            let holder = core.targets.get(&p).and_then(|t| t.rows.get(&row)).map(|r| r.pmc);
+            if holder.is_some_and(|h| h != handle) {
+                return Err(Errno::Busy);
+            }
+        }
+        for p in pids {
+            link_target(&mut core, handle, row, p);
+        }
+        Ok(())
+    }
+
+    /// Appends every descendant of `pid` to `out`.
+    fn collect_descendants(&self, pid: Pid, out: &mut Vec<Pid>) {
+        let mut children = Vec::new();
+        self.kernel.for_each_child(pid, &mut |child| children.push(child));
+        for child in children {
+            if self.kernel.process_state(child) == ProcessState::Alive && !out.contains(&child) {
+                out.push(child);
+                self.collect_descendants(child, out);
+            }
+        }
+    }
+
+    /// PMCDETACH.
+    fn op_detach(&self, arg: UserPtr) -> Result<(), Errno> {
+        let request: PmcOpPmcAttach = self.copy_in(arg)?;
+        let caller = self.kernel.current_pid();
+        let (handle, pmc) = self.find_cloned(caller, request.pm_pmc)?;
+        if pmc.mode().is_system() {
+            return Err(Errno::Inval);
+        }
+        let pid = target_pid(request.pm_pid, caller)?;
+        if self.kernel.process_state(pid) == ProcessState::NotFound {
+            return Err(Errno::Srch);
+        }
+        {
+            let core = self.core.lock();
+            let target = core.targets.get(&pid).ok_or(Errno::Srch)?;
+            if target.rows.get(&pmc.row).map(|r| r.pmc) != Some(handle) {
+                return Err(Errno::Inval);
+            }
+        }
+        let mut pids = alloc::vec![pid];
+        if pmc.flags.contains(PmcFlags::DESCENDANTS) {
+            self.collect_descendants(pid, &mut pids);
+        }
+        self.detach_targets(handle, &pids);
+        Ok(())
+    }
+
+    /// Unloads `handle` from the CPUs where it runs for one of `pids`, then unlinks those
+    /// targets; the owner gets SIGIO if the PMC lost its last target.
+    pub(crate) fn detach_targets(&self, handle: PmcHandle, pids: &[Pid]) {
+        for cpu in 0..self.kernel.cpu_count() {
+            let Some(pmc) = self.core.lock().pmc(handle).cloned() else { return };
+            let loaded_for_target = self
+                .slot(cpu, pmc.row)
+                .is_some_and(|s| s.handle() == Some(handle) && pids.contains(&s.pid()));
+            if loaded_for_target {
+                if let Some(Some((pid, delta))) =
+                    self.on_cpu(cpu, || self.unload_pmc(cpu, handle, &pmc))
+                {
+                    self.credit(handle, pid, delta);
+                }
+            }
+        }
+        let mut core = self.core.lock();
+        let Some(pmc) = core.pmc(handle) else { return };
+        let (row, owner, had_targets) = (pmc.row, pmc.owner, !pmc.targets.is_empty());
+        for &pid in pids {
+            unlink_target(&mut core, handle, row, pid);
+        }
+        let now_empty = core.pmc(handle).is_some_and(|p| p.targets.is_empty());
+        drop(core);
+        if had_targets && now_empty {
+            self.kernel.signal(owner, Signal::Io);
+        }
+    }
+
+    /// PMCSTART.
+    fn op_start(&self, arg: UserPtr) -> Result<(), Errno> {
+        let request: PmcOpSimple = self.copy_in(arg)?;
+        let caller = self.kernel.current_pid();
+        let (handle, pmc) = self.find_cloned(caller, request.pm_pmcid)?;
+        match pmc.state {
+            State::Running => return Ok(()),
+            State::Allocated | State::Stopped => {}
+            _ => return Err(Errno::Inval),
+        }
+        if pmc.flags.contains(PmcFlags::NEEDS_LOGFILE) {
+            // No log can be configured yet (logging arrives with the sampling work), so a PMC
+            // that needs one cannot start: EDOOFUS, as hwpmc(4) documents.
+            return Err(Errno::Doofus);
+        }
+        if let Some(cpu) = pmc.cpu() {
+            if !self.kernel.cpu_active(cpu) {
+                return Err(Errno::Nxio);
+            }
+            self.set_state(handle, State::Running);
+            self.on_cpu(cpu, || {
+                let core = self.core.lock();
+                if let Some(pmc) = core.pmc(handle).filter(|p| p.is_running()) {
+                    self.load_pmc(cpu, handle, pmc, -1);
+                }
+            });
+            return Ok(());
+        }
+        {
+            let mut core = self.core.lock();
+            let pmc = core.pmc(handle).ok_or(Errno::Inval)?;
+            if pmc.targets.is_empty() {
+                if pmc.flags.contains(PmcFlags::ATTACH_DONE) {
+                    return Err(Errno::Srch);
+                }
+                let row = pmc.row;
+                let holder = core.targets.get(&caller).and_then(|t| t.rows.get(&row));
+                if holder.is_some_and(|r| r.pmc != handle) {
+                    return Err(Errno::Busy);
+                }
+                link_target(&mut core, handle, row, caller);
+            }
+            if let Some(pmc) = core.pmc_mut(handle) {
+                pmc.state = State::Running;
+            }
+        }
+        // Threads of the targets that are on a CPU right now start counting at once.
+        for cpu in 0..self.kernel.cpu_count() {
+            let current = self.cpus.get(cpu as usize).map_or(-1, |c| c.current_pid());
+            let running_target = current >= 0
+                && self.core.lock().pmc(handle).is_some_and(|p| p.targets.contains(&current));
+            if running_target {
+                self.on_cpu(cpu, || self.load_for_current(cpu, handle));
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads `handle` on the current CPU `cpu` if it runs and a target runs here.
+    fn load_for_current(&self, cpu: Cpu, handle: PmcHandle) {
+        let pid = self.cpus[cpu as usize].current_pid();
+        let core = self.core.lock();
+        let Some(pmc) = core.pmc(handle) else { return };
+        let free = self.slot(cpu, pmc.row).is_some_and(|s| s.handle().is_none());
+        if pmc.is_running() && pmc.targets.contains(&pid) && free {
+            self.load_pmc(cpu, handle, pmc, pid);
+        }
+    }
+
+    fn set_state(&self, handle: PmcHandle, state: State) {
+        if let Some(pmc) = self.core.lock().pmc_mut(handle) {
+            pmc.state = state;
+        }
+    }
+
+    /// PMCSTOP: the PMC leaves every CPU at once and its count is final until restarted.
+    fn op_stop(&self, arg: UserPtr) -> Result<(), Errno> {
+        let request: PmcOpSimple = self.copy_in(arg)?;
+        let caller = self.kernel.current_pid();
+        let (handle, pmc) = self.find_cloned(caller, request.pm_pmcid)?;
+        if pmc.state != State::Running {
+            return Ok(());
+        }
+        if let Some(cpu) = pmc.cpu() {
+            if !self.kernel.cpu_active(cpu) {
+                return Err(Errno::Nxio);
+            }
+        }
+        self.set_state(handle, State::Stopped);
+        self.unload_everywhere(handle);
+        Ok(())
+    }
+
+    /// PMCRW: read and/or write a PMC's value.
+    fn op_rw(&self, arg: UserPtr) -> Result<(), Errno> {
+        let mut request: PmcOpPmcRw = self.copy_in(arg)?;
+        let flags = PmcFlags::from_bits(request.pm_flags)
+            .filter(|f| !f.is_empty() && (PmcFlags::OLDVALUE | PmcFlags::NEWVALUE).contains(*f))
+            .ok_or(Errno::Inval)?;
+        let caller = self.kernel.current_pid();
+        let (handle, pmc) = self.find_cloned(caller, request.pm_pmcid)?;
+        let write = flags.contains(PmcFlags::NEWVALUE);
+        if write && pmc.is_running() {
+            return Err(Errno::Busy);
+        }
+        if flags.contains(PmcFlags::OLDVALUE) {
+            request.pm_value = self.current_value(handle, &pmc)?;
+            let value_at = arg.offset(8).ok_or(Errno::Fault)?;
+            self.kernel.copy_out(request.pm_value.as_bytes(), value_at)?;
+        }
+        if write {
+            let mut core = self.core.lock();
+            let pmc = core.pmc_mut(handle).ok_or(Errno::Inval)?;
+            if pmc.mode().is_sampling() {
+                pmc.reload = request.pm_value;
+            } else {
+                pmc.value = request.pm_value;
+            }
+        }
+        Ok(())
+    }
+
+    /// The value PMCRW reads: the count (including what runs right now on every CPU), the TSC
+    /// for the TSC class, or the reload count of a sampling PMC.
+    fn current_value(&self, handle: PmcHandle, pmc: &Pmc) -> Result<u64, Errno> {
+        if pmc.mode().is_sampling() {
+            return Ok(pmc.reload);
+        }
+        if let Some(cpu) = pmc.cpu() {
+            if !self.kernel.cpu_active(cpu) {
+                return Err(Errno::Nxio);
+            }
+            if pmc.id.class == Class::Tsc {
+                return self.on_cpu(cpu, || self.hw.read_tsc()).ok_or(Errno::Nxio);
+            }
+        }
+        if pmc.is_running() {
+            self.fold_everywhere(handle);
+        }
+        self.core.lock().pmc(handle).map(|p| p.value).ok_or(Errno::Inval)
+    }
+
+    /// PMCSETCOUNT: the reload of a sampling PMC, or the initial count of a counting one.
+    fn op_set_count(&self, arg: UserPtr) -> Result<(), Errno> {
+        let request: PmcOpPmcSetCount = self.copy_in(arg)?;
+        let caller = self.kernel.current_pid();
+        let mut core = self.core.lock();
+        let handle = core.find(caller, request.pm_pmcid)?;
+        let min = self.tunables.min_count.max(1);
+        let pmc = core.pmc_mut(handle).ok_or(Errno::Inval)?;
+        if pmc.is_running() {
+            return Err(Errno::Busy);
+        }
+        if pmc.mode().is_sampling() {
+            let floor = if pmc.id.class == Class::Soft { 1 } else { min };
+            pmc.reload = request.pm_count.max(floor);
+        } else {
+            pmc.value = request.pm_count;
+        }
+        Ok(())
+    }
+
+    /// PMCGETMSR: the RDPMC index of a process PMC attached only to its owner.
+    fn op_get_msr(&self, arg: UserPtr) -> Result<(), Errno> {
+        let mut request: PmcOpGetMsr = self.copy_in(arg)?;
+        let caller = self.kernel.current_pid();
+        let (handle, pmc) = self.find_cloned(caller, request.pm_pmcid)?;
+        let self_only = pmc.targets.len() == 1 && pmc.targets[0] == pmc.owner;
+        if !pmc.mode().is_virtual() || pmc.flags.contains(PmcFlags::DESCENDANTS) || !self_only {
+            return Err(Errno::Inval);
+        }
+        let counter = crate::class::counter_of(pmc.config, pmc.class_row).ok_or(Errno::NoSys)?;
+        request.pm_msr = counter.rdpmc_index();
+        self.copy_out(&request, arg)?;
+        if let Some(pmc) = self.core.lock().pmc_mut(handle) {
+            pmc.msr_granted = true;
+        }
+        Ok(())
+    }
+
+    /// PMCRELEASE.
+    fn op_release(&self, arg: UserPtr) -> Result<(), Errno> {
+        let request: PmcOpSimple = self.copy_in(arg)?;
+        let caller = self.kernel.current_pid();
+        let handle = self.core.lock().find(caller, request.pm_pmcid)?;
+        self.release_pmc(handle);
+        Ok(())
+    }
+
+    /// CONFIGURELOG. Checks the request; configuring a log is not implemented yet (ENOSYS).
+    fn op_configure_log(&self, arg: UserPtr) -> Result<(), Errno> {
+        let request: PmcOpConfigureLog = self.copy_in(arg)?;
+        if request.pm_flags != 0 {
+            return Err(Errno::Inval);
+        }
+        if request.pm_logfd < 0 {
+            // No log can be configured yet, so there is none to close.
+            return Err(Errno::Inval);
+        }
+        Err(Errno::NoSys)
+    }
+
+    /// FLUSHLOG and CLOSELOG: EINVAL while the caller has no log.
+    fn op_log_without_argument(&self) -> Result<(), Errno> {
+        Err(Errno::Inval)
+    }
+
+    /// WRITELOG: EINVAL while the caller has no log.
+    fn op_write_log(&self, arg: UserPtr) -> Result<(), Errno> {
+        let _request: PmcOpWriteLog = self.copy_in(arg)?;
+        Err(Errno::Inval)
+    }
+
+    /// The caller's PMC `id` and a copy of it.
+    fn find_cloned(&self, caller: Pid, id: u32) -> Result<(PmcHandle, Pmc), Errno> {
+        let core = self.core.lock();
+        let handle = core.find(caller, id)?;
+        let pmc = core.pmc(handle).cloned().ok_or(Errno::Inval)?;
+        Ok((handle, pmc))
+    }
+}
+
+/// `pm_pid` of ATTACH/DETACH: 0 is the caller, negative is invalid.
+fn target_pid(requested: i32, caller: Pid) -> Result<Pid, Errno> {
+    match requested {
+        0 => Ok(caller),
+        pid if pid < 0 => Err(Errno::Inval),
+        pid => Ok(pid),
+    }
+}
+
+/// Attaches `handle` (at `row`) to process `pid`.
+pub(crate) fn link_target(core: &mut Core, handle: PmcHandle, row: u32, pid: Pid) {
+    let Some(pmc) = core.pmc_mut(handle) else { return };
+    if !pmc.targets.contains(&pid) {
+        pmc.targets.push(pid);
+    }
+    pmc.flags |= PmcFlags::ATTACH_DONE;
+    if pid == pmc.owner {
+        pmc.flags |= PmcFlags::ATTACHED_TO_OWNER;
+    } else if pmc.mode().is_sampling() {
+        pmc.flags |= PmcFlags::NEEDS_LOGFILE;
+    }
+    core.targets.entry(pid).or_default().rows.insert(row, TargetRow { pmc: handle, value: 0 });
+}
+
+/// Detaches `handle` (at `row`) from process `pid`.
+pub(crate) fn unlink_target(core: &mut Core, handle: PmcHandle, row: u32, pid: Pid) {
+    if let Some(pmc) = core.pmc_mut(handle) {
+        pmc.targets.retain(|&t| t != pid);
+        if pid == pmc.owner {
+            pmc.flags.remove(PmcFlags::ATTACHED_TO_OWNER);
+        }
+    }
+    if let Some(target) = core.targets.get_mut(&pid) {
+        if target.rows.get(&row).is_some_and(|r| r.pmc == handle) {
+            target.rows.remove(&row);
+        }
+        if target.rows.is_empty() {
+            core.targets.remove(&pid);
+        }
+    }
+}
+
+/// An IAP-style config's fixed counter: INST_RETIRED.ANY (0xC0/0) is 0, CPU_CLK_UNHALTED.THREAD
+/// (0x3C/0) is 1, CPU_CLK_UNHALTED.REF (0x3C/1) is 2, TOPDOWN.SLOTS (0xA4/1) is 3, and the fixed
+/// pseudo-events (event 0, umask i + 1) are counter i.
+fn fixed_counter_of(event_select: u8, umask: u8) -> Option<u8> {
+    match (event_select, umask) {
+        (0xC0, 0x00) => Some(0),
+        (0x3C, 0x00) => Some(1),
+        (0x3C, 0x01) => Some(2),
+        (0xA4, 0x01) => Some(3),
+        (0x00, u) if (1..=16).contains(&u) => Some(u - 1),
+        _ => None,
+    }
+}
+
+/// The rings to count in: the config's USR/OS bits, else the requested caps, else both.
+fn rings(os: bool, usr: bool, caps: Caps) -> (bool, bool) {
+    if os || usr {
+        return (os, usr);
+    }
+    let (os, usr) = (caps.contains(Caps::SYSTEM), caps.contains(Caps::USER));
+    if os || usr { (os, usr) } else { (true, true) }
+}
+
+fn with_rings(evtsel: PerfEvtSel, caps: Caps) -> PerfEvtSel {
+    let (os, usr) = rings(evtsel.has(PerfEvtSel::OS), evtsel.has(PerfEvtSel::USR), caps);
+    evtsel.with(PerfEvtSel::OS, os).with(PerfEvtSel::USR, usr)
+}
+
+/// `<CLASS>-<n>`, NUL-padded.
+fn write_row_name(out: &mut [u8; 64], class: &str, index: u32) {
+    let mut len = 0;
+    let mut push = |b: u8| {
+        if len < out.len() - 1 {
+            out[len] = b;
+            len += 1;
+        }
+    };
+    class.bytes().for_each(&mut push);
+    push(b'-');
+    let mut digits = [0u8; 10];
+    let mut n = index;
+    let mut count = 0;
+    loop {
+        digits[count] = b'0' + (n % 10) as u8;
+        count += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    digits[..count].iter().rev().for_each(|&d| push(d));
+}

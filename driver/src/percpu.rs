@@ -1,0 +1,201 @@
+//! Per-CPU state: what each row of each CPU holds right now.
+//!
+//! A slot is touched only on its own CPU: by the context-switch hooks, by closures the driver runs
+//! there with [`Kernel::run_on_cpu`](crate::Kernel::run_on_cpu), and by the interrupt handler.
+//! The interrupt can arrive at any instruction of the others (an NMI cannot be masked), so every
+//! field is an atomic and the protocol is:
+//!
+//! * load: program the hardware (counter stopped), fill `start`/`last`/`pending`, store `handle`,
+//!   then `running.store(true, Release)`, then enable the counter;
+//! * unload: `running.store(false)`, disable the counter, fold its final value, clear `handle`;
+//! * interrupt: only slots it sees `running` (Acquire) are folded, and folding only moves events
+//!   from the hardware into `pending` — it never rewrites a counting PMC's counter.
+//!
+//! Folding adds `(now − last) mod 2^width`, so a counter may wrap once between folds without
+//! losing anything, and the overflow interrupt folds at every wrap: counts stay exact forever.
+
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+
+use crate::kernel::{Pid, Tid};
+use crate::pmu::IntelPmu;
+
+/// A PMC in the driver's table: index and generation, so a stale reference never matches a
+/// reused entry. Zero means "none".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct PmcHandle(u64);
+
+impl PmcHandle {
+    pub(crate) fn new(index: usize, generation: u32) -> Self {
+        PmcHandle(u64::from(generation) << 32 | (index as u64 + 1))
+    }
+    pub(crate) fn index(self) -> usize {
+        (self.0 as u32 as usize).wrapping_sub(1)
+    }
+    fn raw(self) -> u64 {
+        self.0
+    }
+    fn from_raw(raw: u64) -> Option<Self> {
+        (raw != 0).then_some(PmcHandle(raw))
+    }
+}
+
+/// One row of one CPU.
+#[derive(Debug, Default)]
+pub(crate) struct Slot {
+    handle: AtomicU64,
+    /// The process a virtual PMC is loaded for; -1 for system PMCs.
+    pid: AtomicI32,
+    /// Whether the interrupt path may fold this slot.
+    running: AtomicBool,
+    /// Hardware value at the last fold.
+    last: AtomicU64,
+    /// Events folded by the interrupt path, not yet added to the PMC.
+    pending: AtomicU64,
+    /// The value the counter is (re)loaded with: 0 when counting, 2^width − reload when sampling.
+    start: AtomicU64,
+    /// The counter's width mask.
+    mask: AtomicU64,
+    /// Whether the PMC samples (its overflows are samples, not just wraps).
+    sampling: AtomicBool,
+    /// The counter of a SOFT row.
+    soft_counter: AtomicU64,
+    /// The event a SOFT row counts.
+    soft_event: AtomicU32,
+}
+
+impl Slot {
+    pub(crate) fn handle(&self) -> Option<PmcHandle> {
+        PmcHandle::from_raw(self.handle.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn pid(&self) -> Pid {
+        self.pid.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn is_running(&self) -> bool {
+        self.running.load(Ordering::Acquire)
+    }
+
+    /// Claims the slot for `handle` (the counter is stopped); `start` is the value the counter
+    /// was (or is about to be) written with.
+    pub(crate) fn claim(&self, handle: PmcHandle, pid: Pid, start: u64, mask: u64, sampling: bool) {
+        self.start.store(start, Ordering::Relaxed);
+        self.mask.store(mask, Ordering::Relaxed);
+        self.sampling.store(sampling, Ordering::Relaxed);
+        self.last.store(start, Ordering::Relaxed);
+        self.pending.store(0, Ordering::Relaxed);
+        self.pid.store(pid, Ordering::Relaxed);
+        self.handle.store(handle.raw(), Ordering::Release);
+    }
+
+    /// Lets the interrupt path see the slot (after the counter is programmed, before enabling).
+    pub(crate) fn publish(&self) {
+        self.running.store(true, Ordering::Release);
+    }
+
+    /// Hides the slot from the interrupt path (before the counter is disabled).
+    pub(crate) fn unpublish(&self) {
+        self.running.store(false, Ordering::Release);
+    }
+
+    /// Empties the slot.
+    pub(crate) fn release(&self) {
+        self.running.store(false, Ordering::Release);
+        self.handle.store(0, Ordering::Release);
+        self.pid.store(-1, Ordering::Relaxed);
+    }
+
+    /// Moves the events counted since the last fold into `pending`: `now` is the counter's value
+    /// and `mask` its width mask.
+    pub(crate) fn fold(&self, now: u64, mask: u64) {
+        let last = self.last.swap(now, Ordering::Relaxed);
+        self.pending.fetch_add(now.wrapping_sub(last) & mask, Ordering::Relaxed);
+    }
+
+    /// Whether the counter wrapped since the last fold (`now` below `last`).
+    pub(crate) fn wrapped(&self, now: u64) -> bool {
+        now < self.last.load(Ordering::Relaxed)
+    }
+
+    /// The counter's width mask.
+    pub(crate) fn mask(&self) -> u64 {
+        self.mask.load(Ordering::Relaxed)
+    }
+
+    /// Whether the PMC samples.
+    pub(crate) fn is_sampling(&self) -> bool {
+        self.sampling.load(Ordering::Relaxed)
+    }
+
+    /// The reload value of a sampling PMC.
+    pub(crate) fn start(&self) -> u64 {
+        self.start.load(Ordering::Relaxed)
+    }
+
+    /// Records that the counter was rewritten with its reload value.
+    pub(crate) fn reloaded(&self) {
+        self.last.store(self.start.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    /// Takes the folded events.
+    pub(crate) fn take_pending(&self) -> u64 {
+        self.pending.swap(0, Ordering::Relaxed)
+    }
+
+    pub(crate) fn soft_counter(&self) -> &AtomicU64 {
+        &self.soft_counter
+    }
+
+    pub(crate) fn soft_event(&self) -> u32 {
+        self.soft_event.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_soft_event(&self, event: u32) {
+        self.soft_event.store(event, Ordering::Relaxed);
+    }
+}
+
+/// The state of one CPU.
+#[derive(Debug)]
+pub(crate) struct PerCpu {
+    /// One slot per row.
+    pub(crate) slots: alloc::boxed::Box<[Slot]>,
+    /// This CPU's PMU, if it has one.
+    pub(crate) pmu: Option<IntelPmu>,
+    /// The IA32_PERF_GLOBAL_CTRL image: the counters enabled on this CPU.
+    pub(crate) global_ctrl: AtomicU64,
+    /// The IA32_FIXED_CTR_CTRL image.
+    pub(crate) fixed_ctrl: AtomicU64,
+    /// IA32_DEBUGCTL as found at load, restored at unload.
+    pub(crate) saved_debugctl: AtomicU64,
+    /// The thread running here, as the switch hooks saw it (pid, tid), or (-1, -1).
+    current_pid: AtomicI32,
+    current_tid: AtomicI32,
+}
+
+impl PerCpu {
+    pub(crate) fn new(rows: usize, pmu: Option<IntelPmu>) -> Self {
+        let slots = (0..rows)
+            .map(|_| Slot { pid: AtomicI32::new(-1), ..Slot::default() })
+            .collect::<alloc::vec::Vec<_>>()
+            .into_boxed_slice();
+        PerCpu {
+            slots,
+            pmu,
+            global_ctrl: AtomicU64::new(0),
+            fixed_ctrl: AtomicU64::new(0),
+            saved_debugctl: AtomicU64::new(0),
+            current_pid: AtomicI32::new(-1),
+            current_tid: AtomicI32::new(-1),
+        }
+    }
+
+    pub(crate) fn set_current(&self, pid: Pid, tid: Tid) {
+        self.current_pid.store(pid, Ordering::Relaxed);
+        self.current_tid.store(tid, Ordering::Relaxed);
+    }
+
+    pub(crate) fn current_pid(&self) -> Pid {
+        self.current_pid.load(Ordering::Relaxed)
+    }
+}

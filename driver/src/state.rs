@@ -1,0 +1,196 @@
+//! The driver's bookkeeping: PMCs, their owners, the processes they are attached to, and who may
+//! use each row. All of it lives behind one lock taken in thread context only (system calls and
+//! the fork, exec, exit and context-switch hooks); the interrupt path never touches it.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::abi::{Caps, Mode, PmcFlags, PmcId, State};
+use crate::class::HwConfig;
+use crate::errno::Errno;
+use crate::kernel::{Cpu, Pid};
+use crate::percpu::PmcHandle;
+
+/// One allocated PMC.
+#[derive(Debug, Clone)]
+pub(crate) struct Pmc {
+    pub(crate) id: PmcId,
+    pub(crate) owner: Pid,
+    pub(crate) state: State,
+    /// The event as allocated (`pm_ev`).
+    pub(crate) event: u32,
+    pub(crate) caps: Caps,
+    pub(crate) flags: PmcFlags,
+    pub(crate) config: HwConfig,
+    /// Global row index.
+    pub(crate) row: u32,
+    /// Row index within the class.
+    pub(crate) class_row: u32,
+    /// Mask of the counter width.
+    pub(crate) width_mask: u64,
+    /// Counting modes: the 64-bit count (for process PMCs, summed over every target and CPU).
+    /// Sampling modes: unused.
+    pub(crate) value: u64,
+    /// Sampling modes: the reload count.
+    pub(crate) reload: u64,
+    /// The processes a process-mode PMC is attached to.
+    pub(crate) targets: Vec<Pid>,
+    /// Whether PMCGETMSR gave its owner direct RDPMC access.
+    pub(crate) msr_granted: bool,
+}
+
+impl Pmc {
+    pub(crate) fn mode(&self) -> Mode {
+        self.id.mode
+    }
+    pub(crate) fn cpu(&self) -> Option<Cpu> {
+        self.id.cpu.map(Cpu::from)
+    }
+    pub(crate) fn is_running(&self) -> bool {
+        self.state == State::Running
+    }
+}
+
+/// A process that PMCs are attached to (FreeBSD's `pmc_process`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Target {
+    /// Row → the PMC attached at that row and what it counted for this process.
+    pub(crate) rows: BTreeMap<u32, TargetRow>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TargetRow {
+    pub(crate) pmc: PmcHandle,
+    /// Counting modes: what the PMC counted for this process (`pp_pmcval`).
+    pub(crate) value: u64,
+}
+
+/// A process that owns PMCs (FreeBSD's `pmc_owner`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Owner {
+    pub(crate) pmcs: Vec<PmcHandle>,
+}
+
+/// A registered software event.
+#[derive(Debug, Clone)]
+pub(crate) struct SoftEvent {
+    pub(crate) name: String,
+    pub(crate) code: u32,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    generation: u32,
+    pmc: Option<Pmc>,
+}
+
+/// Everything under the driver's lock.
+#[derive(Debug)]
+pub(crate) struct Core {
+    entries: Vec<Entry>,
+    pub(crate) owners: BTreeMap<Pid, Owner>,
+    pub(crate) targets: BTreeMap<Pid, Target>,
+    /// Per row: 0 free, n > 0 used by n process PMCs, n < 0 used by −n system PMCs.
+    pub(crate) disposition: Vec<i32>,
+    /// Per (cpu, row): disabled by PMCADMIN.
+    disabled: Vec<bool>,
+    rows: u32,
+    pub(crate) soft_events: Vec<SoftEvent>,
+}
+
+impl Core {
+    pub(crate) fn new(cpus: u32, rows: u32) -> Self {
+        Core {
+            entries: Vec::new(),
+            owners: BTreeMap::new(),
+            targets: BTreeMap::new(),
+            disposition: alloc::vec![0; rows as usize],
+            disabled: alloc::vec![false; cpus as usize * rows as usize],
+            rows,
+            soft_events: Vec::new(),
+        }
+    }
+
+    pub(crate) fn pmc(&self, handle: PmcHandle) -> Option<&Pmc> {
+        let entry = self.entries.get(handle.index())?;
+        if PmcHandle::new(handle.index(), entry.generation) != handle {
+            return None;
+        }
+        entry.pmc.as_ref()
+    }
+
+    pub(crate) fn pmc_mut(&mut self, handle: PmcHandle) -> Option<&mut Pmc> {
+        let entry = self.entries.get_mut(handle.index())?;
+        if PmcHandle::new(handle.index(), entry.generation) != handle {
+            return None;
+        }
+        entry.pmc.as_mut()
+    }
+
+    /// Stores a new PMC and registers it with its owner.
+    pub(crate) fn insert(&mut self, pmc: Pmc) -> PmcHandle {
+        let owner = pmc.owner;
+        let handle = match self.entries.iter().position(|e| e.pmc.is_none()) {
+            Some(index) => {
+                let entry = &mut self.entries[index];
+                entry.generation = entry.generation.wrapping_add(1);
+                entry.pmc = Some(pmc);
+                PmcHandle::new(index, entry.generation)
+            }
+            None => {
+                self.entries.push(Entry { generation: 0, pmc: Some(pmc) });
+                PmcHandle::new(self.entries.len() - 1, 0)
+            }
+        };
+        self.owners.entry(owner).or_default().pmcs.push(handle);
+        handle
+    }
+
+    /// Removes a PMC (already unloaded and detached) and forgets an owner left with nothing.
+    pub(crate) fn remove(&mut self, handle: PmcHandle) -> Option<Pmc> {
+        let index = handle.index();
+        let entry = self.entries.get_mut(index)?;
+        if PmcHandle::new(index, entry.generation) != handle {
+            return None;
+        }
+        let pmc = entry.pmc.take()?;
+        if let Some(owner) = self.owners.get_mut(&pmc.owner) {
+            owner.pmcs.retain(|&h| h != handle);
+            if owner.pmcs.is_empty() {
+                self.owners.remove(&pmc.owner);
+            }
+        }
+        Some(pmc)
+    }
+
+    /// The caller's PMC with this id: ESRCH if the caller owns no PMC, EINVAL if none has the id.
+    pub(crate) fn find(&self, owner: Pid, id: u32) -> Result<PmcHandle, Errno> {
+        let owned = self.owners.get(&owner).ok_or(Errno::Srch)?;
+        owned
+            .pmcs
+            .iter()
+            .copied()
+            .find(|&h| self.pmc(h).is_some_and(|p| p.id.to_u32() == id))
+            .ok_or(Errno::Inval)
+    }
+
+    /// Every live PMC.
+    pub(crate) fn handles(&self) -> impl Iterator<Item = PmcHandle> + '_ {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.pmc.as_ref().map(|_| PmcHandle::new(i, e.generation)))
+    }
+
+    pub(crate) fn is_disabled(&self, cpu: Cpu, row: u32) -> bool {
+        self.disabled.get(cpu as usize * self.rows as usize + row as usize).copied().unwrap_or(true)
+    }
+
+    pub(crate) fn set_disabled(&mut self, cpu: Cpu, row: u32, disabled: bool) {
+        if let Some(flag) = self.disabled.get_mut(cpu as usize * self.rows as usize + row as usize)
+        {
+            *flag = disabled;
+        }
+    }
+}
