@@ -1,0 +1,19 @@
+//! hwpmc-sim: a deterministic simulated x86 machine that proves the `hwpmc` driver.
+//!
+//! The machine is modelled from the Intel SDM (Vol. 3B, chapter 21, "Performance Monitoring";
+//! architectural performance monitoring versions 1 to 5), not from what the driver does, so that
+//! a driver bug shows up as a wrong count or a simulated #GP that fails the test.
+//!
+//! * [`cpuid`] — CPU models ([`PmuModel`] presets for every perfmon version and a VM without a
+//!   vPMU) and the CPUID they report ([`CpuidModel`], a `raw_cpuid::CpuIdReader`).
+//! * [`pmu`] — one CPU's PMU register by register ([`SimPmu`]): MSRs with #GP on reserved bits,
+//!   exact O(1) counting of basic blocks, overflow, PMIs through the local APIC's LVT entry, and
+//!   freeze on PMI; and [`SimHardware`], the driver's `Hardware` for the current CPU of a machine
+//!   of N CPUs.
+#![forbid(unsafe_code)]
+
+pub mod cpuid;
+pub mod pmu;
+
+pub use cpuid::{ArchEvent, CpuidModel, PmuModel};
+pub use pmu::{Fault, Pmi, Ring, SimHardware, SimPmu, Work};
