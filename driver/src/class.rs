@@ -269,8 +269,8 @@ fn disable_globally(msrs: &dyn Msrs, cpu: &PerCpu, pmu: &IntelPmu, counter: Coun
 
 fn set_fixed_field(msrs: &dyn Msrs, cpu: &PerCpu, pmu: &IntelPmu, index: u8, field: FixedCtrField) {
     let bits = cpu.fixed_ctrl.load(Ordering::Relaxed);
-    let ctrl = FixedCtrCtrl::from_bits_within(bits, pmu.fixed_counters(), pmu.fixed_field_valid());
-    let Some(ctrl) = ctrl.with_field(index, pmu.fixed_counters(), field) else { return };
+    let ctrl = FixedCtrCtrl::from_bits_within(bits, pmu.fixed_mask, pmu.fixed_field_valid());
+    let Some(ctrl) = ctrl.with_field(index, pmu.fixed_mask, field) else { return };
     cpu.fixed_ctrl.store(ctrl.bits(), Ordering::Relaxed);
     msrs.write_msr(msr::IA32_FIXED_CTR_CTRL, ctrl.bits());
 }

@@ -153,7 +153,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                     state.global_ctrl.load(Ordering::Relaxed) & pmu.counters().bits(),
                 );
             }
-            !overflowed.is_empty()
+            // A frozen PMU was stopped by a PMI even when no counter bit remains (a counter of
+            // ours overflowed and was handled by an earlier NMI): claim it, so the LVT entry is
+            // unmasked again.
+            !overflowed.is_empty() || frozen
         } else {
             // Perfmon v1 has no status register: a counter wrapped if it is below its last value.
             let mut any = false;

@@ -150,7 +150,7 @@ pub struct IntelPmu {
     pub full_width_write: bool,
     /// Whether the AnyThread bit exists (v3+ unless leaf 0xA EDX[15] deprecates it).
     pub any_thread: bool,
-    /// How the PMU freezes on a PMI.
+    /// How the PMU freezes on a PMI (never under a hypervisor).
     pub freeze: FreezeMode,
 }
 
@@ -184,7 +184,11 @@ impl IntelPmu {
         let full_width_write =
             pdcm && msrs.read_msr(msr::IA32_PERF_CAPABILITIES) & PERF_CAPABILITIES_FW_WRITE != 0;
         let any_thread = version >= 3 && leaf.edx & (1 << 15) == 0;
+        // A hypervisor's vPMU may not implement DEBUGCTL.FREEZE_PERFMON_ON_PMI (writing it would
+        // #GP), so a guest does without freezing, as FreeBSD does.
+        let hypervisor = cpuid.cpuid1(1).ecx & (1 << 31) != 0;
         let freeze = match version {
+            _ if hypervisor => FreezeMode::None,
             1 => FreezeMode::None,
             2 | 3 => FreezeMode::Legacy,
             _ => FreezeMode::Streamlined,

@@ -102,13 +102,15 @@ impl FixedCtrField {
 pub struct FixedCtrCtrl(u64);
 
 impl FixedCtrCtrl {
-    /// A value from raw bits, keeping only the fields of counters below `count` and only the
-    /// field bits in `field_valid`.
-    pub const fn from_bits_within(bits: u64, count: u8, field_valid: u8) -> Self {
+    /// A value from raw bits, keeping only the fields of the counters in `existing` (bit `i` for
+    /// fixed counter `i`) and only the field bits in `field_valid`.
+    pub const fn from_bits_within(bits: u64, existing: u32, field_valid: u8) -> Self {
         let mut mask = 0u64;
         let mut i = 0;
-        while i < count && i < 16 {
-            mask |= ((field_valid & 0xF) as u64) << (4 * i as u32);
+        while i < 16 {
+            if existing >> i & 1 != 0 {
+                mask |= ((field_valid & 0xF) as u64) << (4 * i);
+            }
             i += 1;
         }
         FixedCtrCtrl(bits & mask)
@@ -121,9 +123,10 @@ impl FixedCtrCtrl {
     pub const fn field(self, index: u8) -> FixedCtrField {
         FixedCtrField((self.0 >> (4 * index as u32)) as u8 & 0xF)
     }
-    /// The value with counter `index`'s field replaced; `None` if `index` is not below `count`.
-    pub const fn with_field(self, index: u8, count: u8, field: FixedCtrField) -> Option<Self> {
-        if index >= count || index >= 16 {
+    /// The value with counter `index`'s field replaced; `None` if the counter is not in
+    /// `existing` (bit `i` for fixed counter `i`; v5 CPUs may have gaps).
+    pub const fn with_field(self, index: u8, existing: u32, field: FixedCtrField) -> Option<Self> {
+        if index >= 16 || existing >> index & 1 == 0 {
             return None;
         }
         let shift = 4 * index as u32;
@@ -310,10 +313,12 @@ mod tests {
     #[test]
     fn fixed_ctr_ctrl_places_nibbles_and_refuses_missing_counters() {
         let os_usr = FixedCtrField::new(FixedCtrField::OS | FixedCtrField::USR, 0xB).unwrap();
-        let ctrl = FixedCtrCtrl::default().with_field(1, 3, os_usr).unwrap();
+        let ctrl = FixedCtrCtrl::default().with_field(1, 0b111, os_usr).unwrap();
         assert_eq!(ctrl.bits(), 0x30);
         assert_eq!(ctrl.field(1), os_usr);
-        assert!(ctrl.with_field(3, 3, os_usr).is_none());
+        assert!(ctrl.with_field(3, 0b111, os_usr).is_none());
+        assert!(ctrl.with_field(2, 0b1011, os_usr).is_none(), "v5 gap: counter 2 is absent");
+        assert_eq!(FixedCtrCtrl::from_bits_within(0xFFFF, 0b1011, 0xB).bits(), 0xB0BB);
         assert!(FixedCtrField::new(FixedCtrField::ANY, 0xB).is_none());
     }
 
