@@ -10,10 +10,17 @@
 //!   exact O(1) counting of basic blocks, overflow, PMIs through the local APIC's LVT entry, and
 //!   freeze on PMI; and [`SimHardware`], the driver's `Hardware` for the current CPU of a machine
 //!   of N CPUs.
+//! * [`kernel`] — the simulated kernel's services to the driver ([`SimKernel`]): processes with
+//!   credentials and user memory, CPUs, signals.
+//! * [`client`] — issuing hwpmc system calls as a simulated process ([`PmcClient`]).
 #![forbid(unsafe_code)]
 
+pub mod client;
 pub mod cpuid;
+pub mod kernel;
 pub mod pmu;
 
+pub use client::{AllocateRequest, PmcClient, SimDriver, load_driver};
 pub use cpuid::{ArchEvent, CpuidModel, PmuModel};
+pub use kernel::{Credentials, SimKernel};
 pub use pmu::{Fault, Pmi, Ring, SimHardware, SimPmu, Work};

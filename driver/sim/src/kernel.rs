@@ -1,0 +1,423 @@
+//! The simulated kernel's services to the driver: CPUs, processes with credentials and user
+//! memory, signals, time. [`SimKernel`] implements [`hwpmc::Kernel`].
+//!
+//! The state is shared (`Rc<RefCell<…>>`) between the kernel handle the driver owns and the
+//! machine that runs workloads. A method borrows it only for its own duration, never across a
+//! call back into the driver, so the driver can call the kernel from anywhere.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+use hwpmc::{Cpu, Errno, Kernel, Pid, Privilege, ProcessState, Signal, Tid, UserPtr};
+
+use crate::pmu::SimHardware;
+
+/// Who a process runs as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credentials {
+    /// Real user id.
+    pub uid: u32,
+    /// Effective user id (differs after a set-uid exec).
+    pub euid: u32,
+    /// Privileges held (root holds all).
+    pub privileges: BTreeSet<PrivilegeKind>,
+    /// Whether the process is jailed.
+    pub jailed: bool,
+}
+
+/// [`hwpmc::Privilege`] as an ordered key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PrivilegeKind {
+    /// `PRIV_PMC_SYSTEM`.
+    PmcSystem,
+    /// `PRIV_PMC_MANAGE`.
+    PmcManage,
+    /// AnyThread counting.
+    PmcAnyThread,
+}
+
+impl From<Privilege> for PrivilegeKind {
+    fn from(p: Privilege) -> Self {
+        match p {
+            Privilege::PmcSystem => PrivilegeKind::PmcSystem,
+            Privilege::PmcManage => PrivilegeKind::PmcManage,
+            Privilege::PmcAnyThread => PrivilegeKind::PmcAnyThread,
+        }
+    }
+}
+
+impl Credentials {
+    /// An ordinary user.
+    pub fn user(uid: u32) -> Self {
+        Credentials { uid, euid: uid, privileges: BTreeSet::new(), jailed: false }
+    }
+
+    /// The superuser: every privilege.
+    pub fn root() -> Self {
+        let privileges =
+            [PrivilegeKind::PmcSystem, PrivilegeKind::PmcManage, PrivilegeKind::PmcAnyThread]
+                .into_iter()
+                .collect();
+        Credentials { uid: 0, euid: 0, privileges, jailed: false }
+    }
+
+    /// Whether these credentials hold every privilege (root outside a jail).
+    pub fn is_root(&self) -> bool {
+        self.euid == 0 && !self.jailed
+    }
+}
+
+/// A simulated process.
+#[derive(Debug, Clone)]
+pub struct Process {
+    /// Its id.
+    pub pid: Pid,
+    /// Its parent, if any.
+    pub parent: Option<Pid>,
+    /// Its credentials.
+    pub credentials: Credentials,
+    /// Whether it executed a set-id program (then only root may debug it).
+    pub set_id: bool,
+    /// Whether it is exiting (can no longer be attached to).
+    pub exiting: bool,
+    /// Its threads.
+    pub threads: Vec<Tid>,
+    /// Its user memory.
+    pub memory: UserMemory,
+}
+
+/// A process's user address space: mapped regions of bytes. Access to anything unmapped faults.
+#[derive(Debug, Clone, Default)]
+pub struct UserMemory {
+    regions: BTreeMap<u64, Vec<u8>>,
+}
+
+impl UserMemory {
+    /// Maps `len` zero bytes at `start` (replacing any region starting there).
+    pub fn map(&mut self, start: u64, len: usize) {
+        self.regions.insert(start, vec![0; len]);
+    }
+
+    /// Unmaps the region starting at `start`.
+    pub fn unmap(&mut self, start: u64) {
+        self.regions.remove(&start);
+    }
+
+    fn region_mut(&mut self, addr: u64, len: usize) -> Option<&mut [u8]> {
+        let (&start, bytes) = self.regions.range_mut(..=addr).next_back()?;
+        let offset = usize::try_from(addr - start).ok()?;
+        bytes.get_mut(offset..offset.checked_add(len)?)
+    }
+
+    /// Reads `dst.len()` bytes at `addr`; `Err(Fault)` unless all are mapped in one region.
+    pub fn read(&mut self, addr: u64, dst: &mut [u8]) -> Result<(), Errno> {
+        let src = self.region_mut(addr, dst.len()).ok_or(Errno::Fault)?;
+        dst.copy_from_slice(src);
+        Ok(())
+    }
+
+    /// Writes `src` at `addr`; `Err(Fault)` unless all of it is mapped in one region.
+    pub fn write(&mut self, addr: u64, src: &[u8]) -> Result<(), Errno> {
+        let dst = self.region_mut(addr, src.len()).ok_or(Errno::Fault)?;
+        dst.copy_from_slice(src);
+        Ok(())
+    }
+}
+
+/// The kernel's mutable state.
+#[derive(Debug)]
+pub struct KernelState {
+    cpus_active: Vec<bool>,
+    caller: Pid,
+    processes: BTreeMap<Pid, Process>,
+    next_pid: Pid,
+    next_tid: Tid,
+    unprivileged_syspmcs: bool,
+    unprivileged_proc_debug: bool,
+    signals: Vec<(Pid, Signal)>,
+    nanotime: (i64, i64),
+    tsc_frequency: u64,
+}
+
+/// The simulated kernel: a cheap handle to shared state. The driver owns one; the machine and
+/// the tests keep clones.
+#[derive(Debug, Clone)]
+pub struct SimKernel {
+    state: Rc<RefCell<KernelState>>,
+    hw: SimHardware,
+}
+
+/// Where [`SimKernel::spawn`] maps each process's scratch memory for system-call arguments.
+pub const SCRATCH_BASE: u64 = 0x7fff_0000_0000;
+/// Size of the scratch memory (big enough for GETDYNEVENTINFO's 278 536 bytes).
+pub const SCRATCH_LEN: usize = 512 * 1024;
+
+impl SimKernel {
+    /// A kernel for the CPUs of `hw`, all active, with no process.
+    pub fn new(hw: SimHardware) -> Self {
+        let state = KernelState {
+            cpus_active: vec![true; hw.cpu_count()],
+            caller: 0,
+            processes: BTreeMap::new(),
+            next_pid: 100,
+            next_tid: 100_000,
+            unprivileged_syspmcs: false,
+            unprivileged_proc_debug: true,
+            signals: Vec::new(),
+            nanotime: (1_700_000_000, 0),
+            tsc_frequency: 2_000_000_000,
+        };
+        SimKernel { state: Rc::new(RefCell::new(state)), hw }
+    }
+
+    /// The hardware this kernel runs on.
+    pub fn hardware(&self) -> &SimHardware {
+        &self.hw
+    }
+
+    /// Creates a process with one thread, `credentials`, and [`SCRATCH_LEN`] bytes of memory at
+    /// [`SCRATCH_BASE`]; returns its pid.
+    pub fn spawn(&self, parent: Option<Pid>, credentials: Credentials) -> Pid {
+        let mut s = self.state.borrow_mut();
+        let pid = s.next_pid;
+        s.next_pid += 1;
+        let tid = s.next_tid;
+        s.next_tid += 1;
+        let mut memory = UserMemory::default();
+        memory.map(SCRATCH_BASE, SCRATCH_LEN);
+        let process = Process {
+            pid,
+            parent,
+            credentials,
+            set_id: false,
+            exiting: false,
+            threads: vec![tid],
+            memory,
+        };
+        s.processes.insert(pid, process);
+        pid
+    }
+
+    /// Forks `parent`: a new process with its credentials, a copy of its memory and one thread.
+    pub fn fork(&self, parent: Pid) -> Option<Pid> {
+        let (credentials, memory, set_id) = {
+            let s = self.state.borrow();
+            let p = s.processes.get(&parent)?;
+            (p.credentials.clone(), p.memory.clone(), p.set_id)
+        };
+        let child = self.spawn(Some(parent), credentials);
+        self.with_process(child, |p| {
+            p.memory = memory;
+            p.set_id = set_id;
+        });
+        Some(child)
+    }
+
+    /// Adds a thread to `pid` and returns its id.
+    pub fn add_thread(&self, pid: Pid) -> Option<Tid> {
+        let mut s = self.state.borrow_mut();
+        let tid = s.next_tid;
+        s.next_tid += 1;
+        s.processes.get_mut(&pid)?.threads.push(tid);
+        Some(tid)
+    }
+
+    /// Removes thread `tid` from `pid`.
+    pub fn remove_thread(&self, pid: Pid, tid: Tid) {
+        self.with_process(pid, |p| p.threads.retain(|&t| t != tid));
+    }
+
+    /// Marks `pid` as exiting (the driver's exit hook runs after this).
+    pub fn begin_exit(&self, pid: Pid) {
+        self.with_process(pid, |p| p.exiting = true);
+    }
+
+    /// Removes `pid` (reaped); its children are re-parented to nobody.
+    pub fn reap(&self, pid: Pid) {
+        let mut s = self.state.borrow_mut();
+        s.processes.remove(&pid);
+        for p in s.processes.values_mut() {
+            if p.parent == Some(pid) {
+                p.parent = None;
+            }
+        }
+    }
+
+    /// Runs `f` on process `pid`'s record, if it exists.
+    pub fn with_process<R>(&self, pid: Pid, f: impl FnOnce(&mut Process) -> R) -> Option<R> {
+        self.state.borrow_mut().processes.get_mut(&pid).map(f)
+    }
+
+    /// Whether `pid` exists.
+    pub fn exists(&self, pid: Pid) -> bool {
+        self.state.borrow().processes.contains_key(&pid)
+    }
+
+    /// The threads of `pid`.
+    pub fn threads(&self, pid: Pid) -> Vec<Tid> {
+        self.with_process(pid, |p| p.threads.clone()).unwrap_or_default()
+    }
+
+    /// The process issuing system calls from now on.
+    pub fn set_caller(&self, pid: Pid) {
+        self.state.borrow_mut().caller = pid;
+    }
+
+    /// The process issuing system calls.
+    pub fn caller(&self) -> Pid {
+        self.state.borrow().caller
+    }
+
+    /// Takes a CPU online or offline.
+    pub fn set_cpu_active(&self, cpu: Cpu, active: bool) {
+        if let Some(flag) = self.state.borrow_mut().cpus_active.get_mut(cpu as usize) {
+            *flag = active;
+        }
+    }
+
+    /// `security.bsd.unprivileged_syspmcs`.
+    pub fn set_unprivileged_syspmcs(&self, allowed: bool) {
+        self.state.borrow_mut().unprivileged_syspmcs = allowed;
+    }
+
+    /// `security.bsd.unprivileged_proc_debug`: whether unprivileged users may debug (and attach
+    /// PMCs to) their own other processes.
+    pub fn set_unprivileged_proc_debug(&self, allowed: bool) {
+        self.state.borrow_mut().unprivileged_proc_debug = allowed;
+    }
+
+    /// The signals sent so far, oldest first, and forgets them.
+    pub fn take_signals(&self) -> Vec<(Pid, Signal)> {
+        std::mem::take(&mut self.state.borrow_mut().signals)
+    }
+
+    /// Writes `bytes` into `pid`'s memory at `addr`.
+    pub fn write_memory(&self, pid: Pid, addr: u64, bytes: &[u8]) -> Result<(), Errno> {
+        self.with_process(pid, |p| p.memory.write(addr, bytes)).unwrap_or(Err(Errno::Srch))
+    }
+
+    /// Reads `len` bytes of `pid`'s memory at `addr`.
+    pub fn read_memory(&self, pid: Pid, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
+        let mut out = vec![0; len];
+        self.with_process(pid, |p| p.memory.read(addr, &mut out)).unwrap_or(Err(Errno::Srch))?;
+        Ok(out)
+    }
+
+    /// FreeBSD's `p_candebug` between two processes' credentials.
+    fn debug_allowed(&self, debugger: Pid, target: Pid) -> Result<(), Errno> {
+        let s = self.state.borrow();
+        let d = s.processes.get(&debugger).ok_or(Errno::Srch)?;
+        let t = s.processes.get(&target).ok_or(Errno::Srch)?;
+        if d.credentials.is_root() {
+            return Ok(());
+        }
+        let same_user = d.credentials.uid == t.credentials.uid
+            && d.credentials.euid == t.credentials.euid
+            && d.credentials.uid == t.credentials.euid;
+        if same_user && !t.set_id && s.unprivileged_proc_debug && !d.credentials.jailed {
+            Ok(())
+        } else {
+            Err(Errno::Perm)
+        }
+    }
+
+    fn caller_credentials(&self) -> Option<Credentials> {
+        let s = self.state.borrow();
+        s.processes.get(&s.caller).map(|p| p.credentials.clone())
+    }
+}
+
+impl Kernel for SimKernel {
+    fn cpu_count(&self) -> u32 {
+        self.state.borrow().cpus_active.len() as u32
+    }
+
+    fn cpu_active(&self, cpu: Cpu) -> bool {
+        self.state.borrow().cpus_active.get(cpu as usize).copied().unwrap_or(false)
+    }
+
+    fn current_cpu(&self) -> Cpu {
+        self.hw.current_cpu() as Cpu
+    }
+
+    fn run_on_cpu(&self, cpu: Cpu, f: &mut dyn FnMut()) {
+        let previous = self.hw.current_cpu();
+        self.hw.set_current_cpu(cpu as usize);
+        f();
+        self.hw.set_current_cpu(previous);
+    }
+
+    fn current_pid(&self) -> Pid {
+        self.caller()
+    }
+
+    fn has_privilege(&self, privilege: Privilege) -> bool {
+        self.caller_credentials().is_some_and(|c| {
+            !c.jailed && (c.is_root() || c.privileges.contains(&PrivilegeKind::from(privilege)))
+        })
+    }
+
+    fn is_jailed(&self) -> bool {
+        self.caller_credentials().is_some_and(|c| c.jailed)
+    }
+
+    fn unprivileged_syspmcs(&self) -> bool {
+        self.state.borrow().unprivileged_syspmcs
+    }
+
+    fn can_debug(&self, target: Pid) -> Result<(), Errno> {
+        self.debug_allowed(self.caller(), target)
+    }
+
+    fn may_debug(&self, debugger: Pid, target: Pid) -> bool {
+        self.debug_allowed(debugger, target).is_ok()
+    }
+
+    fn process_state(&self, pid: Pid) -> ProcessState {
+        match self.state.borrow().processes.get(&pid) {
+            None => ProcessState::NotFound,
+            Some(p) if p.exiting => ProcessState::Exiting,
+            Some(_) => ProcessState::Alive,
+        }
+    }
+
+    fn for_each_child(&self, pid: Pid, f: &mut dyn FnMut(Pid)) {
+        let children: Vec<Pid> = self
+            .state
+            .borrow()
+            .processes
+            .values()
+            .filter(|p| p.parent == Some(pid))
+            .map(|p| p.pid)
+            .collect();
+        for child in children {
+            f(child);
+        }
+    }
+
+    fn copy_in(&self, src: UserPtr, dst: &mut [u8]) -> Result<(), Errno> {
+        let caller = self.caller();
+        self.with_process(caller, |p| p.memory.read(src.0, dst)).unwrap_or(Err(Errno::Fault))
+    }
+
+    fn copy_out(&self, src: &[u8], dst: UserPtr) -> Result<(), Errno> {
+        let caller = self.caller();
+        self.with_process(caller, |p| p.memory.write(dst.0, src)).unwrap_or(Err(Errno::Fault))
+    }
+
+    fn signal(&self, pid: Pid, signal: Signal) {
+        let mut s = self.state.borrow_mut();
+        if s.processes.contains_key(&pid) {
+            s.signals.push((pid, signal));
+        }
+    }
+
+    fn nanotime(&self) -> (i64, i64) {
+        self.state.borrow().nanotime
+    }
+
+    fn tsc_frequency(&self) -> u64 {
+        self.state.borrow().tsc_frequency
+    }
+}
