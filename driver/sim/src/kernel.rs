@@ -87,16 +87,23 @@ pub struct Process {
     pub memory: UserMemory,
 }
 
-/// A process's user address space: mapped regions of bytes. Access to anything unmapped faults.
+/// A process's user address space: mapped regions of bytes, each readable and optionally
+/// writable. Access to anything unmapped, or a write to a read-only region, faults.
 #[derive(Debug, Clone, Default)]
 pub struct UserMemory {
-    regions: BTreeMap<u64, Vec<u8>>,
+    regions: BTreeMap<u64, Region>,
+}
+
+#[derive(Debug, Clone)]
+struct Region {
+    bytes: Vec<u8>,
+    writable: bool,
 }
 
 impl UserMemory {
-    /// Maps `len` zero bytes at `start` (replacing any region starting there).
+    /// Maps `len` zero bytes at `start`, writable (replacing any region starting there).
     pub fn map(&mut self, start: u64, len: usize) {
-        self.regions.insert(start, vec![0; len]);
+        self.regions.insert(start, Region { bytes: vec![0; len], writable: true });
     }
 
     /// Unmaps the region starting at `start`.
@@ -104,22 +111,41 @@ impl UserMemory {
         self.regions.remove(&start);
     }
 
-    fn region_mut(&mut self, addr: u64, len: usize) -> Option<&mut [u8]> {
-        let (&start, bytes) = self.regions.range_mut(..=addr).next_back()?;
+    /// Makes the region starting at `start` writable or read-only.
+    pub fn protect(&mut self, start: u64, writable: bool) {
+        if let Some(region) = self.regions.get_mut(&start) {
+            region.writable = writable;
+        }
+    }
+
+    fn region_mut(&mut self, addr: u64, len: usize) -> Option<(&mut [u8], bool)> {
+        let (&start, region) = self.regions.range_mut(..=addr).next_back()?;
         let offset = usize::try_from(addr - start).ok()?;
-        bytes.get_mut(offset..offset.checked_add(len)?)
+        let writable = region.writable;
+        Some((region.bytes.get_mut(offset..offset.checked_add(len)?)?, writable))
     }
 
     /// Reads `dst.len()` bytes at `addr`; `Err(Fault)` unless all are mapped in one region.
     pub fn read(&mut self, addr: u64, dst: &mut [u8]) -> Result<(), Errno> {
-        let src = self.region_mut(addr, dst.len()).ok_or(Errno::Fault)?;
+        let (src, _) = self.region_mut(addr, dst.len()).ok_or(Errno::Fault)?;
         dst.copy_from_slice(src);
         Ok(())
     }
 
-    /// Writes `src` at `addr`; `Err(Fault)` unless all of it is mapped in one region.
+    /// Writes `src` at `addr`; `Err(Fault)` unless all of it is mapped, writable, in one region.
     pub fn write(&mut self, addr: u64, src: &[u8]) -> Result<(), Errno> {
-        let dst = self.region_mut(addr, src.len()).ok_or(Errno::Fault)?;
+        match self.region_mut(addr, src.len()) {
+            Some((dst, true)) => {
+                dst.copy_from_slice(src);
+                Ok(())
+            }
+            _ => Err(Errno::Fault),
+        }
+    }
+
+    /// Writes `src` at `addr` even into a read-only region (what a test does to set up memory).
+    pub fn poke(&mut self, addr: u64, src: &[u8]) -> Result<(), Errno> {
+        let (dst, _) = self.region_mut(addr, src.len()).ok_or(Errno::Fault)?;
         dst.copy_from_slice(src);
         Ok(())
     }
@@ -292,9 +318,17 @@ impl SimKernel {
         std::mem::take(&mut self.state.borrow_mut().signals)
     }
 
-    /// Writes `bytes` into `pid`'s memory at `addr`.
+    /// Writes `bytes` into `pid`'s memory at `addr` (also into read-only regions).
     pub fn write_memory(&self, pid: Pid, addr: u64, bytes: &[u8]) -> Result<(), Errno> {
-        self.with_process(pid, |p| p.memory.write(addr, bytes)).unwrap_or(Err(Errno::Srch))
+        self.with_process(pid, |p| p.memory.poke(addr, bytes)).unwrap_or(Err(Errno::Srch))
+    }
+
+    /// Maps `len` bytes at `start` in `pid`, writable or read-only.
+    pub fn map_memory(&self, pid: Pid, start: u64, len: usize, writable: bool) {
+        self.with_process(pid, |p| {
+            p.memory.map(start, len);
+            p.memory.protect(start, writable);
+        });
     }
 
     /// Reads `len` bytes of `pid`'s memory at `addr`.
