@@ -66,6 +66,8 @@ pub(crate) struct Layout {
     pub(crate) classes: Vec<ClassDesc>,
     /// The PMU every process PMC may assume (the smallest of all CPUs), if all have one.
     pub(crate) pmu: Option<IntelPmu>,
+    /// The hardware counter behind each row (empty for SOFT and TSC rows).
+    row_counters: Vec<CounterSet>,
 }
 
 impl Layout {
@@ -87,7 +89,23 @@ impl Layout {
                 push(Class::Iaf, u32::from(fixed), u32::from(pmu.fixed_width), IAF_CAPS);
             }
         }
-        Layout { classes, pmu: common }
+        let mut row_counters = Vec::new();
+        for class in &classes {
+            for index in 0..class.rows as u8 {
+                let counter = match class.class {
+                    Class::Iap => CounterSet::EMPTY.with(Counter::Gp(index)),
+                    Class::Iaf => CounterSet::EMPTY.with(Counter::Fixed(index)),
+                    _ => CounterSet::EMPTY,
+                };
+                row_counters.push(counter);
+            }
+        }
+        Layout { classes, pmu: common, row_counters }
+    }
+
+    /// The hardware counter behind `row`, as a set (empty for software rows).
+    pub(crate) fn counter_of_row(&self, row: u32) -> CounterSet {
+        self.row_counters.get(row as usize).copied().unwrap_or(CounterSet::EMPTY)
     }
 
     /// Total rows (`pm_npmc`).
@@ -138,37 +156,40 @@ pub(crate) enum HwConfig {
     Iaf { index: u8, field: FixedCtrField },
 }
 
-/// Programs `config` on row `row_in_class` of the current CPU with the counter at `start`, then
-/// publishes the slot and enables the counter. `interrupt` asks for a PMI on overflow.
-pub(crate) fn load(
-    msrs: &dyn Msrs,
+/// Programs `config` on row `row_in_class` of the current CPU with the counter at `start` and
+/// publishes the slot. A hardware counter does not count until [`enable`] starts it; the counter
+/// to pass there is returned. `interrupt` asks for a PMI on overflow.
+pub(crate) fn program(
+    msrs: &(impl Msrs + ?Sized),
     cpu: &PerCpu,
     slot: &Slot,
     row_in_class: u32,
     config: HwConfig,
     start: u64,
     interrupt: bool,
-) {
+) -> CounterSet {
     match config {
         HwConfig::Soft { event } => {
             slot.soft_counter().store(start, Ordering::Relaxed);
             slot.set_soft_event(event);
             slot.publish();
+            CounterSet::EMPTY
         }
-        HwConfig::Tsc => slot.publish(),
+        HwConfig::Tsc => {
+            slot.publish();
+            CounterSet::EMPTY
+        }
         HwConfig::Iap { evtsel } => {
-            let Some(pmu) = cpu.pmu else { return };
+            let Some(pmu) = cpu.pmu.as_ref() else { return CounterSet::EMPTY };
             let index = row_in_class as u8;
-            msrs.write_msr(msr::IA32_PERFEVTSEL0 + row_in_class, 0);
             msrs.write_msr(pmu.gp_write_msr(index), start & low_bits(u32::from(pmu.gp_width)));
             slot.publish();
             let sel = evtsel.with(PerfEvtSel::INT, interrupt).with(PerfEvtSel::EN, true);
             msrs.write_msr(msr::IA32_PERFEVTSEL0 + row_in_class, sel.bits());
-            enable_globally(msrs, cpu, &pmu, Counter::Gp(index));
+            CounterSet::EMPTY.with(Counter::Gp(index))
         }
         HwConfig::Iaf { index, field } => {
-            let Some(pmu) = cpu.pmu else { return };
-            set_fixed_field(msrs, cpu, &pmu, index, FixedCtrField::default());
+            let Some(pmu) = cpu.pmu.as_ref() else { return CounterSet::EMPTY };
             msrs.write_msr(
                 msr::IA32_FIXED_CTR0 + u32::from(index),
                 start & low_bits(u32::from(pmu.fixed_width)),
@@ -177,39 +198,75 @@ pub(crate) fn load(
             let pmi = if interrupt { FixedCtrField::PMI } else { 0 };
             let field =
                 FixedCtrField::new(field.bits() | pmi, pmu.fixed_field_valid()).unwrap_or(field);
-            set_fixed_field(msrs, cpu, &pmu, index, field);
-            enable_globally(msrs, cpu, &pmu, Counter::Fixed(index));
+            set_fixed_field(cpu, pmu, index, field);
+            CounterSet::EMPTY.with(Counter::Fixed(index))
         }
     }
 }
 
-/// Stops the counter of row `row_in_class` on the current CPU (after unpublishing its slot).
-pub(crate) fn stop(
-    msrs: &dyn Msrs,
+/// Starts `counters` (programmed by [`program`]) on the current CPU: IA32_FIXED_CTR_CTRL once if
+/// fixed counters are among them, then IA32_PERF_GLOBAL_CTRL once, so they start together.
+pub(crate) fn enable(msrs: &(impl Msrs + ?Sized), cpu: &PerCpu, counters: CounterSet) {
+    let Some(pmu) = cpu.pmu.as_ref() else { return };
+    if counters.is_empty() {
+        return;
+    }
+    if counters.has_fixed() {
+        msrs.write_msr(msr::IA32_FIXED_CTR_CTRL, cpu.fixed_ctrl.load(Ordering::Relaxed));
+    }
+    if pmu.has_global_ctrl() {
+        let enabled =
+            CounterSet::from_bits_within(cpu.global_ctrl.load(Ordering::Relaxed), pmu.counters());
+        let enabled = enabled.union(counters).intersection(pmu.counters());
+        cpu.global_ctrl.store(enabled.bits(), Ordering::Relaxed);
+        msrs.write_msr(msr::IA32_PERF_GLOBAL_CTRL, GlobalCtrl::from_counters(enabled).bits());
+    }
+}
+
+/// Stops `counters` on the current CPU with one IA32_PERF_GLOBAL_CTRL write (perfmon v2+; on v1
+/// [`unprogram`] stops a counter).
+pub(crate) fn disable(msrs: &(impl Msrs + ?Sized), cpu: &PerCpu, counters: CounterSet) {
+    let Some(pmu) = cpu.pmu.as_ref() else { return };
+    if counters.is_empty() || !pmu.has_global_ctrl() {
+        return;
+    }
+    let enabled =
+        CounterSet::from_bits_within(cpu.global_ctrl.load(Ordering::Relaxed), pmu.counters());
+    let enabled = enabled.minus(counters);
+    cpu.global_ctrl.store(enabled.bits(), Ordering::Relaxed);
+    msrs.write_msr(msr::IA32_PERF_GLOBAL_CTRL, GlobalCtrl::from_counters(enabled).bits());
+}
+
+/// Clears row `row_in_class`'s configuration on the current CPU, hiding its slot from the
+/// interrupt path first. A fixed counter's field changes only in the cached IA32_FIXED_CTR_CTRL
+/// image: [`write_fixed_ctrl`] writes it.
+pub(crate) fn unprogram(
+    msrs: &(impl Msrs + ?Sized),
     cpu: &PerCpu,
     slot: &Slot,
     row_in_class: u32,
     config: HwConfig,
 ) {
     slot.unpublish();
+    let Some(pmu) = cpu.pmu.as_ref() else { return };
     match config {
         HwConfig::Soft { .. } | HwConfig::Tsc => {}
-        HwConfig::Iap { .. } => {
-            let Some(pmu) = cpu.pmu else { return };
-            msrs.write_msr(msr::IA32_PERFEVTSEL0 + row_in_class, 0);
-            disable_globally(msrs, cpu, &pmu, Counter::Gp(row_in_class as u8));
-        }
-        HwConfig::Iaf { index, .. } => {
-            let Some(pmu) = cpu.pmu else { return };
-            set_fixed_field(msrs, cpu, &pmu, index, FixedCtrField::default());
-            disable_globally(msrs, cpu, &pmu, Counter::Fixed(index));
-        }
+        HwConfig::Iap { .. } => msrs.write_msr(msr::IA32_PERFEVTSEL0 + row_in_class, 0),
+        HwConfig::Iaf { index, .. } => set_fixed_field(cpu, pmu, index, FixedCtrField::default()),
     }
 }
 
-/// The raw counter value of row `row_in_class` on the current CPU.
+/// Writes the cached IA32_FIXED_CTR_CTRL image.
+pub(crate) fn write_fixed_ctrl(msrs: &(impl Msrs + ?Sized), cpu: &PerCpu) {
+    if cpu.pmu.is_some_and(|p| p.fixed_mask != 0 && p.has_global_ctrl()) {
+        msrs.write_msr(msr::IA32_FIXED_CTR_CTRL, cpu.fixed_ctrl.load(Ordering::Relaxed));
+    }
+}
+
+/// The counter value of row `row_in_class` on the current CPU (bits above the counter's width
+/// unspecified).
 pub(crate) fn read(
-    msrs: &dyn Msrs,
+    msrs: &(impl Msrs + ?Sized),
     tsc: &dyn Fn() -> u64,
     cpu: &PerCpu,
     slot: &Slot,
@@ -219,20 +276,14 @@ pub(crate) fn read(
     match config {
         HwConfig::Soft { .. } => slot.soft_counter().load(Ordering::Relaxed),
         HwConfig::Tsc => tsc(),
-        HwConfig::Iap { .. } => match cpu.pmu {
-            Some(pmu) => {
-                msrs.read_pmc(Counter::Gp(row_in_class as u8).rdpmc_index())
-                    & low_bits(u32::from(pmu.gp_width))
-            }
-            None => 0,
-        },
-        HwConfig::Iaf { index, .. } => match cpu.pmu {
-            Some(pmu) => {
-                msrs.read_pmc(Counter::Fixed(index).rdpmc_index())
-                    & low_bits(u32::from(pmu.fixed_width))
-            }
-            None => 0,
-        },
+        // The caller masks the value to the counter's width when it folds it.
+        HwConfig::Iap { .. } if cpu.pmu.is_some() => {
+            msrs.read_pmc(Counter::Gp(row_in_class as u8).rdpmc_index())
+        }
+        HwConfig::Iaf { index, .. } if cpu.pmu.is_some() => {
+            msrs.read_pmc(Counter::Fixed(index).rdpmc_index())
+        }
+        HwConfig::Iap { .. } | HwConfig::Iaf { .. } => 0,
     }
 }
 
@@ -245,32 +296,10 @@ pub(crate) fn counter_of(config: HwConfig, row_in_class: u32) -> Option<Counter>
     }
 }
 
-fn enable_globally(msrs: &dyn Msrs, cpu: &PerCpu, pmu: &IntelPmu, counter: Counter) {
-    if !pmu.has_global_ctrl() {
-        return;
-    }
-    let enabled =
-        CounterSet::from_bits_within(cpu.global_ctrl.load(Ordering::Relaxed), pmu.counters());
-    let enabled = enabled.with(counter).intersection(pmu.counters());
-    cpu.global_ctrl.store(enabled.bits(), Ordering::Relaxed);
-    msrs.write_msr(msr::IA32_PERF_GLOBAL_CTRL, GlobalCtrl::from_counters(enabled).bits());
-}
-
-fn disable_globally(msrs: &dyn Msrs, cpu: &PerCpu, pmu: &IntelPmu, counter: Counter) {
-    if !pmu.has_global_ctrl() {
-        return;
-    }
-    let enabled =
-        CounterSet::from_bits_within(cpu.global_ctrl.load(Ordering::Relaxed), pmu.counters());
-    let enabled = enabled.without(counter).intersection(pmu.counters());
-    cpu.global_ctrl.store(enabled.bits(), Ordering::Relaxed);
-    msrs.write_msr(msr::IA32_PERF_GLOBAL_CTRL, GlobalCtrl::from_counters(enabled).bits());
-}
-
-fn set_fixed_field(msrs: &dyn Msrs, cpu: &PerCpu, pmu: &IntelPmu, index: u8, field: FixedCtrField) {
-    let bits = cpu.fixed_ctrl.load(Ordering::Relaxed);
-    let ctrl = FixedCtrCtrl::from_bits_within(bits, pmu.fixed_mask, pmu.fixed_field_valid());
+/// Updates counter `index`'s field in the cached IA32_FIXED_CTR_CTRL image (which only ever
+/// holds values built by [`FixedCtrCtrl`] for this CPU's PMU).
+fn set_fixed_field(cpu: &PerCpu, pmu: &IntelPmu, index: u8, field: FixedCtrField) {
+    let ctrl = FixedCtrCtrl::from_built_bits(cpu.fixed_ctrl.load(Ordering::Relaxed));
     let Some(ctrl) = ctrl.with_field(index, pmu.fixed_mask, field) else { return };
     cpu.fixed_ctrl.store(ctrl.bits(), Ordering::Relaxed);
-    msrs.write_msr(msr::IA32_FIXED_CTR_CTRL, ctrl.bits());
 }

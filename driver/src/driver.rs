@@ -13,6 +13,7 @@ use crate::hw::{Hardware, msr};
 use crate::kernel::{Cpu, Kernel, LoadError, Pid, Tunables};
 use crate::percpu::{PerCpu, PmcHandle, Slot};
 use crate::pmu::{CpuSignature, FreezeMode, IntelPmu};
+use crate::regs::CounterSet;
 use crate::state::{Core, Pmc};
 
 /// What a kernel tells the driver about an `execve`.
@@ -81,6 +82,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             (0..ncpu).filter(|&c| kernel.cpu_active(c)).map(|c| pmus[c as usize]).collect();
         let layout = Layout::new(&active);
         let rows = layout.rows() as usize;
+        debug_assert!(rows <= crate::percpu::MAX_ROWS);
         let cpus = pmus.iter().map(|pmu| PerCpu::new(rows, *pmu)).collect::<Vec<_>>();
         let signature = CpuSignature::read(&hw.cpuid());
         let cpu_type = cpu_type_of(&signature, layout.pmu.is_some());
@@ -190,18 +192,41 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.cpus.get(cpu as usize)?.slots.get(row as usize)
     }
 
-    /// Programs `pmc` on its row of the current CPU `cpu` and starts it. `pid` is the target it
-    /// runs for (-1 for a system PMC).
-    pub(crate) fn load_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc, pid: Pid) {
-        let Some(slot) = self.slot(cpu, pmc.row) else { return };
-        let state = &self.cpus[cpu as usize];
+    /// Programs `pmc` on its row of the current CPU `cpu`, for target `pid` (-1 for a system
+    /// PMC), and returns the hardware counter to start with [`Self::enable_counters`].
+    pub(crate) fn program_pmc(
+        &self,
+        cpu: Cpu,
+        handle: PmcHandle,
+        pmc: &Pmc,
+        pid: Pid,
+    ) -> CounterSet {
+        let Some(state) = self.cpus.get(cpu as usize) else { return CounterSet::EMPTY };
+        let Some(slot) = state.slots.get(pmc.row as usize) else { return CounterSet::EMPTY };
         let sampling = pmc.mode().is_sampling();
         let start =
             if sampling { pmc.width_mask.wrapping_sub(pmc.reload).wrapping_add(1) } else { 0 };
         let start = start & pmc.width_mask;
         slot.claim(handle, pid, start, pmc.width_mask, sampling);
+        state.mark_loaded(pmc.row, true);
         // Counting PMCs interrupt too: the handler folds each wrap into the 64-bit count.
-        class::load(&self.hw, state, slot, pmc.class_row, pmc.config, start, true);
+        class::program(&self.hw, state, slot, pmc.class_row, pmc.config, start, true)
+    }
+
+    /// Starts `counters` on the current CPU `cpu`, all at once.
+    pub(crate) fn enable_counters(&self, cpu: Cpu, counters: CounterSet) {
+        class::enable(&self.hw, &self.cpus[cpu as usize], counters);
+    }
+
+    /// Programs and starts `pmc` on the current CPU `cpu`.
+    pub(crate) fn load_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc, pid: Pid) {
+        let counters = self.program_pmc(cpu, handle, pmc, pid);
+        self.enable_counters(cpu, counters);
+    }
+
+    /// The hardware counter behind `row`, if it is one.
+    pub(crate) fn counter_of_row(&self, row: u32) -> CounterSet {
+        self.layout.counter_of_row(row)
     }
 
     /// Stops and unloads `handle` from its row on the current CPU `cpu`; returns the target it
@@ -212,11 +237,23 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return None;
         }
         let state = &self.cpus[cpu as usize];
-        class::stop(&self.hw, state, slot, pmc.class_row, pmc.config);
-        let delta = self.fold(cpu, slot, pmc.class_row, pmc.config, pmc.width_mask);
+        slot.unpublish();
+        class::disable(&self.hw, state, self.counter_of_row(pmc.row));
+        let result = self.finish_unload(cpu, slot, pmc);
+        class::write_fixed_ctrl(&self.hw, state);
+        Some(result)
+    }
+
+    /// Unloads a PMC whose counter [`class::disable`] already stopped: clears the row, folds the
+    /// final value, empties the slot. The caller writes IA32_FIXED_CTR_CTRL afterwards.
+    pub(crate) fn finish_unload(&self, cpu: Cpu, slot: &Slot, pmc: &Pmc) -> (Pid, u64) {
+        let state = &self.cpus[cpu as usize];
+        class::unprogram(&self.hw, state, slot, pmc.class_row, pmc.config);
+        let delta = self.fold(cpu, slot, pmc.class_row, pmc.config);
         let pid = slot.pid();
         slot.release();
-        Some((pid, delta))
+        state.mark_loaded(pmc.row, false);
+        (pid, delta)
     }
 
     /// The events `handle` counted on the current CPU `cpu` since it was loaded or last folded,
@@ -226,15 +263,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if slot.handle() != Some(handle) {
             return None;
         }
-        Some((slot.pid(), self.fold(cpu, slot, pmc.class_row, pmc.config, pmc.width_mask)))
+        Some((slot.pid(), self.fold(cpu, slot, pmc.class_row, pmc.config)))
     }
 
-    fn fold(&self, cpu: Cpu, slot: &Slot, class_row: u32, config: HwConfig, mask: u64) -> u64 {
+    fn fold(&self, cpu: Cpu, slot: &Slot, class_row: u32, config: HwConfig) -> u64 {
         let state = &self.cpus[cpu as usize];
         let tsc = || self.hw.read_tsc();
-        let now = class::read(&self.hw, &tsc, state, slot, class_row, config);
-        slot.fold(now, mask);
-        slot.take_pending()
+        slot.fold_all(class::read(&self.hw, &tsc, state, slot, class_row, config))
     }
 
     /// Runs `f` on `cpu` and returns its result.
@@ -319,16 +354,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
 /// [`Driver::credit`] with the lock held.
 pub(crate) fn credit_locked(core: &mut Core, handle: PmcHandle, pid: Pid, delta: u64) {
-    let Some(pmc) = core.pmc_mut(handle) else { return };
-    if pmc.mode().is_sampling() {
-        return;
-    }
-    pmc.value = pmc.value.wrapping_add(delta);
-    let row = pmc.row;
-    if let Some(target_row) = core.targets.get_mut(&pid).and_then(|t| t.rows.get_mut(&row)) {
-        if target_row.pmc == handle {
-            target_row.value = target_row.value.wrapping_add(delta);
-        }
+    if let Some(pmc) = core.pmcs.get_mut(handle) {
+        pmc.credit(handle, core.targets.get_mut(&pid), delta);
     }
 }
 

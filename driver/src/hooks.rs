@@ -6,54 +6,73 @@ use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
 use crate::abi::{Class, PmcFlags, event};
-use crate::driver::{Driver, ExecInfo, credit_locked};
+use crate::class;
+use crate::driver::{Driver, ExecInfo};
 use crate::errno::Errno;
 use crate::hw::{Hardware, msr};
 use crate::kernel::{Cpu, Kernel, Pid, Tid, TrapFrame};
 use crate::ops::link_target;
 use crate::percpu::PmcHandle;
-use crate::regs::{Counter, GlobalStatus, GlobalStatusReset};
+use crate::regs::{Counter, CounterSet, GlobalStatus, GlobalStatusReset};
 use crate::state::SoftEvent;
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Scheduler hook: thread `tid` of process `pid` starts running on `cpu` (called on `cpu`,
-    /// with preemption disabled). Loads the running PMCs attached to `pid` on this CPU.
+    /// with preemption disabled). Loads the running PMCs attached to `pid` on this CPU and
+    /// starts them together.
     pub fn switch_in(&self, cpu: Cpu, pid: Pid, tid: Tid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         state.set_current(pid, tid);
         let core = self.core.lock();
         let Some(target) = core.targets.get(&pid) else { return };
-        for (&row, target_row) in &target.rows {
+        let mut counters = CounterSet::EMPTY;
+        for (row, target_row) in target.iter() {
             let handle = target_row.pmc;
             let Some(pmc) = core.pmc(handle) else { continue };
-            let free = self.slot(cpu, row).is_some_and(|s| s.handle().is_none());
+            let free = state.slots.get(row as usize).is_some_and(|s| s.handle().is_none());
             if pmc.is_running() && free {
-                self.load_pmc(cpu, handle, pmc, pid);
+                counters = counters.union(self.program_pmc(cpu, handle, pmc, pid));
             }
         }
+        self.enable_counters(cpu, counters);
     }
 
     /// Scheduler hook: thread `tid` of process `pid` stops running on `cpu` (called on `cpu`,
-    /// with preemption disabled). Unloads its PMCs and adds what they counted.
+    /// with preemption disabled). Stops its PMCs together, then unloads them and adds what they
+    /// counted.
     pub fn switch_out(&self, cpu: Cpu, pid: Pid, tid: Tid) {
         let _ = tid;
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         state.set_current(-1, -1);
-        let loaded_here = state.slots.iter().any(|s| s.handle().is_some() && s.pid() == pid);
+        let mut counters = CounterSet::EMPTY;
+        let mut loaded_here = false;
+        for row in state.loaded_rows() {
+            let slot = &state.slots[row as usize];
+            if slot.pid() == pid {
+                slot.unpublish();
+                counters = counters.union(self.counter_of_row(row));
+                loaded_here = true;
+            }
+        }
         if !loaded_here {
             return;
         }
-        let mut core = self.core.lock();
-        for slot in state.slots.iter() {
+        class::disable(&self.hw, state, counters);
+        let mut guard = self.core.lock();
+        let core = &mut *guard;
+        let mut target = core.targets.get_mut(&pid);
+        for row in state.loaded_rows() {
+            let slot = &state.slots[row as usize];
             let Some(handle) = slot.handle().filter(|_| slot.pid() == pid) else { continue };
-            let Some(pmc) = core.pmc(handle) else {
+            let Some(pmc) = core.pmcs.get_mut(handle) else {
                 slot.release();
+                state.mark_loaded(row, false);
                 continue;
             };
-            if let Some((pid, delta)) = self.unload_pmc(cpu, handle, pmc) {
-                credit_locked(&mut core, handle, pid, delta);
-            }
+            let (_, delta) = self.finish_unload(cpu, slot, pmc);
+            pmc.credit(handle, target.as_deref_mut(), delta);
         }
+        class::write_fixed_ctrl(&self.hw, state);
     }
 
     /// Process `parent` forked `child` (called after the child exists, before it runs). PMCs
@@ -62,12 +81,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let mut core = self.core.lock();
         let Some(target) = core.targets.get(&parent) else { return };
         let inherited: Vec<(u32, PmcHandle)> = target
-            .rows
             .iter()
             .filter(|(_, r)| {
                 core.pmc(r.pmc).is_some_and(|p| p.flags.contains(PmcFlags::DESCENDANTS))
             })
-            .map(|(&row, r)| (row, r.pmc))
+            .map(|(row, r)| (row, r.pmc))
             .collect();
         for (row, handle) in inherited {
             link_target(&mut core, handle, row, child);
@@ -87,7 +105,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let attached: Vec<(PmcHandle, Pid)> = {
             let core = self.core.lock();
             let Some(target) = core.targets.get(&pid) else { return };
-            target.rows.values().filter_map(|r| core.pmc(r.pmc).map(|p| (r.pmc, p.owner))).collect()
+            target.iter().filter_map(|(_, r)| core.pmc(r.pmc).map(|p| (r.pmc, p.owner))).collect()
         };
         for (handle, owner) in attached {
             if owner != pid && !self.kernel.may_debug(owner, pid) {
@@ -102,7 +120,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub fn process_exit(&self, pid: Pid) {
         let attached: Vec<PmcHandle> = {
             let core = self.core.lock();
-            core.targets.get(&pid).map(|t| t.rows.values().map(|r| r.pmc).collect())
+            core.targets.get(&pid).map(|t| t.iter().map(|(_, r)| r.pmc).collect())
         }
         .unwrap_or_default();
         for handle in attached {

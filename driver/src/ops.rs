@@ -19,7 +19,7 @@ use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, Privilege, ProcessState, Signal, UserPtr};
 use crate::percpu::PmcHandle;
 use crate::regs::{FixedCtrField, PerfEvtSel};
-use crate::state::{Core, Pmc, TargetRow};
+use crate::state::{Core, Pmc};
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// The hwpmc system call: `op` is a `PMC_OP_*` number and `arg` the caller's argument
@@ -445,7 +445,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                     .iter()
                     .any(|&h| core.pmc(h).is_some_and(|p| p.row == row && p.mode().is_virtual()))
             });
-            let targeted = core.targets.get(&owner).is_some_and(|t| t.rows.contains_key(&row));
+            let targeted = core.targets.get(&owner).is_some_and(|t| t.get(row).is_some());
             if owns_row || targeted {
                 return false;
             }
@@ -488,7 +488,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let row = pmc.row;
         for &p in &pids {
-            let holder = core.targets.get(&p).and_then(|t| t.rows.get(&row)).map(|r| r.pmc);
+            let holder = core.targets.get(&p).and_then(|t| t.get(row)).map(|r| r.pmc);
             if holder.is_some_and(|h| h != handle) {
                 return Err(Errno::Busy);
             }
@@ -526,7 +526,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         {
             let core = self.core.lock();
             let target = core.targets.get(&pid).ok_or(Errno::Srch)?;
-            if target.rows.get(&pmc.row).map(|r| r.pmc) != Some(handle) {
+            if target.get(pmc.row).map(|r| r.pmc) != Some(handle) {
                 return Err(Errno::Inval);
             }
         }
@@ -603,7 +603,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                     return Err(Errno::Srch);
                 }
                 let row = pmc.row;
-                let holder = core.targets.get(&caller).and_then(|t| t.rows.get(&row));
+                let holder = core.targets.get(&caller).and_then(|t| t.get(row));
                 if holder.is_some_and(|r| r.pmc != handle) {
                     return Err(Errno::Busy);
                 }
@@ -810,7 +810,7 @@ pub(crate) fn link_target(core: &mut Core, handle: PmcHandle, row: u32, pid: Pid
     } else if pmc.mode().is_sampling() {
         pmc.flags |= PmcFlags::NEEDS_LOGFILE;
     }
-    core.targets.entry(pid).or_default().rows.insert(row, TargetRow { pmc: handle, value: 0 });
+    core.attach(pid, row, handle);
 }
 
 /// Detaches `handle` (at `row`) from process `pid`.
@@ -821,14 +821,7 @@ pub(crate) fn unlink_target(core: &mut Core, handle: PmcHandle, row: u32, pid: P
             pmc.flags.remove(PmcFlags::ATTACHED_TO_OWNER);
         }
     }
-    if let Some(target) = core.targets.get_mut(&pid) {
-        if target.rows.get(&row).is_some_and(|r| r.pmc == handle) {
-            target.rows.remove(&row);
-        }
-        if target.rows.is_empty() {
-            core.targets.remove(&pid);
-        }
-    }
+    core.detach(pid, row, handle);
 }
 
 /// An IAP-style config's fixed counter: INST_RETIRED.ANY (0xC0/0) is 0, CPU_CLK_UNHALTED.THREAD

@@ -112,6 +112,13 @@ impl Slot {
         self.pending.fetch_add(now.wrapping_sub(last) & mask, Ordering::Relaxed);
     }
 
+    /// Folds the final value `now` and takes everything counted since the slot was claimed.
+    pub(crate) fn fold_all(&self, now: u64) -> u64 {
+        let last = self.last.swap(now, Ordering::Relaxed);
+        let mask = self.mask.load(Ordering::Relaxed);
+        self.pending.swap(0, Ordering::Relaxed).wrapping_add(now.wrapping_sub(last) & mask)
+    }
+
     /// Whether the counter wrapped since the last fold (`now` below `last`).
     pub(crate) fn wrapped(&self, now: u64) -> bool {
         now < self.last.load(Ordering::Relaxed)
@@ -137,11 +144,6 @@ impl Slot {
         self.last.store(self.start.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
-    /// Takes the folded events.
-    pub(crate) fn take_pending(&self) -> u64 {
-        self.pending.swap(0, Ordering::Relaxed)
-    }
-
     pub(crate) fn soft_counter(&self) -> &AtomicU64 {
         &self.soft_counter
     }
@@ -154,6 +156,9 @@ impl Slot {
         self.soft_event.store(event, Ordering::Relaxed);
     }
 }
+
+/// The most rows a machine may have (the PMC id's row field is 8 bits wide).
+pub(crate) const MAX_ROWS: usize = 256;
 
 /// The state of one CPU.
 #[derive(Debug)]
@@ -168,6 +173,8 @@ pub(crate) struct PerCpu {
     pub(crate) fixed_ctrl: AtomicU64,
     /// IA32_DEBUGCTL as found at load, restored at unload.
     pub(crate) saved_debugctl: AtomicU64,
+    /// Bit `row` set while the slot of `row` holds a PMC, so the hooks visit only those.
+    loaded: [AtomicU64; MAX_ROWS / 64],
     /// The thread running here, as the switch hooks saw it (pid, tid), or (-1, -1).
     current_pid: AtomicI32,
     current_tid: AtomicI32,
@@ -185,9 +192,36 @@ impl PerCpu {
             global_ctrl: AtomicU64::new(0),
             fixed_ctrl: AtomicU64::new(0),
             saved_debugctl: AtomicU64::new(0),
+            loaded: Default::default(),
             current_pid: AtomicI32::new(-1),
             current_tid: AtomicI32::new(-1),
         }
+    }
+
+    /// Records that the slot of `row` holds a PMC (or no longer does).
+    pub(crate) fn mark_loaded(&self, row: u32, loaded: bool) {
+        let Some(word) = self.loaded.get(row as usize / 64) else { return };
+        let bit = 1u64 << (row % 64);
+        if loaded {
+            word.fetch_or(bit, Ordering::Relaxed);
+        } else {
+            word.fetch_and(!bit, Ordering::Relaxed);
+        }
+    }
+
+    /// The rows whose slots hold a PMC.
+    pub(crate) fn loaded_rows(&self) -> impl Iterator<Item = u32> + '_ {
+        self.loaded.iter().enumerate().flat_map(|(w, word)| {
+            let mut bits = word.load(Ordering::Relaxed);
+            core::iter::from_fn(move || {
+                if bits == 0 {
+                    return None;
+                }
+                let bit = bits.trailing_zeros();
+                bits &= bits - 1;
+                Some(w as u32 * 64 + bit)
+            })
+        })
     }
 
     pub(crate) fn set_current(&self, pid: Pid, tid: Tid) {

@@ -105,15 +105,19 @@ impl FixedCtrCtrl {
     /// A value from raw bits, keeping only the fields of the counters in `existing` (bit `i` for
     /// fixed counter `i`) and only the field bits in `field_valid`.
     pub const fn from_bits_within(bits: u64, existing: u32, field_valid: u8) -> Self {
+        // One nibble of `field_valid` per existing counter (bits 0..16 only).
+        let mut counters = existing & 0xFFFF;
         let mut mask = 0u64;
-        let mut i = 0;
-        while i < 16 {
-            if existing >> i & 1 != 0 {
-                mask |= ((field_valid & 0xF) as u64) << (4 * i);
-            }
-            i += 1;
+        while counters != 0 {
+            mask |= ((field_valid & 0xF) as u64) << (4 * counters.trailing_zeros());
+            counters &= counters - 1;
         }
         FixedCtrCtrl(bits & mask)
+    }
+    /// A value from bits that [`FixedCtrCtrl::bits`] returned for a value built for the same
+    /// PMU (a cached image), so already valid.
+    pub(crate) const fn from_built_bits(bits: u64) -> Self {
+        FixedCtrCtrl(bits)
     }
     /// The raw value.
     pub const fn bits(self) -> u64 {
@@ -185,6 +189,18 @@ impl CounterSet {
     /// Whether `counter` is in the set.
     pub const fn contains(self, counter: Counter) -> bool {
         self.0 & counter.bit() != 0
+    }
+    /// Counters in either set.
+    pub const fn union(self, other: CounterSet) -> Self {
+        CounterSet(self.0 | other.0)
+    }
+    /// Counters of this set that are not in `other`.
+    pub const fn minus(self, other: CounterSet) -> Self {
+        CounterSet(self.0 & !other.0)
+    }
+    /// Whether any fixed counter is in the set.
+    pub const fn has_fixed(self) -> bool {
+        self.0 >> 32 != 0
     }
     /// Counters in both sets.
     pub const fn intersection(self, other: CounterSet) -> Self {

@@ -50,13 +50,68 @@ impl Pmc {
     pub(crate) fn is_running(&self) -> bool {
         self.state == State::Running
     }
+
+    /// Adds `delta` counted events to this PMC (`handle`) and to `target`'s share of it.
+    /// Sampling PMCs count samples, not events, so they take nothing.
+    pub(crate) fn credit(&mut self, handle: PmcHandle, target: Option<&mut Target>, delta: u64) {
+        if self.mode().is_sampling() {
+            return;
+        }
+        self.value = self.value.wrapping_add(delta);
+        let share = target.and_then(|t| t.get_mut(self.row)).filter(|s| s.pmc == handle);
+        if let Some(share) = share {
+            share.value = share.value.wrapping_add(delta);
+        }
+    }
 }
 
-/// A process that PMCs are attached to (FreeBSD's `pmc_process`).
-#[derive(Debug, Clone, Default)]
+/// A process that PMCs are attached to (FreeBSD's `pmc_process`): at most one PMC per row,
+/// indexed by row so the context-switch hooks find them without searching.
+#[derive(Debug, Clone)]
 pub(crate) struct Target {
-    /// Row → the PMC attached at that row and what it counted for this process.
-    pub(crate) rows: BTreeMap<u32, TargetRow>,
+    rows: Vec<Option<TargetRow>>,
+    /// The rows that have a PMC, in attach order.
+    attached: Vec<u32>,
+}
+
+impl Target {
+    fn new(rows: u32) -> Self {
+        Target { rows: alloc::vec![None; rows as usize], attached: Vec::new() }
+    }
+
+    /// The PMC attached at `row`.
+    pub(crate) fn get(&self, row: u32) -> Option<&TargetRow> {
+        self.rows.get(row as usize)?.as_ref()
+    }
+
+    pub(crate) fn get_mut(&mut self, row: u32) -> Option<&mut TargetRow> {
+        self.rows.get_mut(row as usize)?.as_mut()
+    }
+
+    fn insert(&mut self, row: u32, entry: TargetRow) {
+        if let Some(slot) = self.rows.get_mut(row as usize) {
+            if slot.replace(entry).is_none() {
+                self.attached.push(row);
+            }
+        }
+    }
+
+    fn remove(&mut self, row: u32) {
+        if let Some(slot) = self.rows.get_mut(row as usize) {
+            if slot.take().is_some() {
+                self.attached.retain(|&r| r != row);
+            }
+        }
+    }
+
+    /// The attached PMCs with their rows.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &TargetRow)> {
+        self.attached.iter().filter_map(|&row| Some((row, self.get(row)?)))
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.attached.is_empty()
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -85,10 +140,65 @@ struct Entry {
     pmc: Option<Pmc>,
 }
 
+/// The PMCs, addressed by handle; a stale handle (of a freed, reused entry) finds nothing.
+#[derive(Debug, Default)]
+pub(crate) struct PmcTable {
+    entries: Vec<Entry>,
+}
+
+impl PmcTable {
+    pub(crate) fn get(&self, handle: PmcHandle) -> Option<&Pmc> {
+        let entry = self.entries.get(handle.index())?;
+        if PmcHandle::new(handle.index(), entry.generation) != handle {
+            return None;
+        }
+        entry.pmc.as_ref()
+    }
+
+    pub(crate) fn get_mut(&mut self, handle: PmcHandle) -> Option<&mut Pmc> {
+        let entry = self.entries.get_mut(handle.index())?;
+        if PmcHandle::new(handle.index(), entry.generation) != handle {
+            return None;
+        }
+        entry.pmc.as_mut()
+    }
+
+    fn insert(&mut self, pmc: Pmc) -> PmcHandle {
+        match self.entries.iter().position(|e| e.pmc.is_none()) {
+            Some(index) => {
+                let entry = &mut self.entries[index];
+                entry.generation = entry.generation.wrapping_add(1);
+                entry.pmc = Some(pmc);
+                PmcHandle::new(index, entry.generation)
+            }
+            None => {
+                self.entries.push(Entry { generation: 0, pmc: Some(pmc) });
+                PmcHandle::new(self.entries.len() - 1, 0)
+            }
+        }
+    }
+
+    fn remove(&mut self, handle: PmcHandle) -> Option<Pmc> {
+        let index = handle.index();
+        let entry = self.entries.get_mut(index)?;
+        if PmcHandle::new(index, entry.generation) != handle {
+            return None;
+        }
+        entry.pmc.take()
+    }
+
+    fn handles(&self) -> impl Iterator<Item = PmcHandle> + '_ {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.pmc.as_ref().map(|_| PmcHandle::new(i, e.generation)))
+    }
+}
+
 /// Everything under the driver's lock.
 #[derive(Debug)]
 pub(crate) struct Core {
-    entries: Vec<Entry>,
+    pub(crate) pmcs: PmcTable,
     pub(crate) owners: BTreeMap<Pid, Owner>,
     pub(crate) targets: BTreeMap<Pid, Target>,
     /// Per row: 0 free, n > 0 used by n process PMCs, n < 0 used by −n system PMCs.
@@ -102,7 +212,7 @@ pub(crate) struct Core {
 impl Core {
     pub(crate) fn new(cpus: u32, rows: u32) -> Self {
         Core {
-            entries: Vec::new(),
+            pmcs: PmcTable::default(),
             owners: BTreeMap::new(),
             targets: BTreeMap::new(),
             disposition: alloc::vec![0; rows as usize],
@@ -113,48 +223,24 @@ impl Core {
     }
 
     pub(crate) fn pmc(&self, handle: PmcHandle) -> Option<&Pmc> {
-        let entry = self.entries.get(handle.index())?;
-        if PmcHandle::new(handle.index(), entry.generation) != handle {
-            return None;
-        }
-        entry.pmc.as_ref()
+        self.pmcs.get(handle)
     }
 
     pub(crate) fn pmc_mut(&mut self, handle: PmcHandle) -> Option<&mut Pmc> {
-        let entry = self.entries.get_mut(handle.index())?;
-        if PmcHandle::new(handle.index(), entry.generation) != handle {
-            return None;
-        }
-        entry.pmc.as_mut()
+        self.pmcs.get_mut(handle)
     }
 
     /// Stores a new PMC and registers it with its owner.
     pub(crate) fn insert(&mut self, pmc: Pmc) -> PmcHandle {
         let owner = pmc.owner;
-        let handle = match self.entries.iter().position(|e| e.pmc.is_none()) {
-            Some(index) => {
-                let entry = &mut self.entries[index];
-                entry.generation = entry.generation.wrapping_add(1);
-                entry.pmc = Some(pmc);
-                PmcHandle::new(index, entry.generation)
-            }
-            None => {
-                self.entries.push(Entry { generation: 0, pmc: Some(pmc) });
-                PmcHandle::new(self.entries.len() - 1, 0)
-            }
-        };
+        let handle = self.pmcs.insert(pmc);
         self.owners.entry(owner).or_default().pmcs.push(handle);
         handle
     }
 
     /// Removes a PMC (already unloaded and detached) and forgets an owner left with nothing.
     pub(crate) fn remove(&mut self, handle: PmcHandle) -> Option<Pmc> {
-        let index = handle.index();
-        let entry = self.entries.get_mut(index)?;
-        if PmcHandle::new(index, entry.generation) != handle {
-            return None;
-        }
-        let pmc = entry.pmc.take()?;
+        let pmc = self.pmcs.remove(handle)?;
         if let Some(owner) = self.owners.get_mut(&pmc.owner) {
             owner.pmcs.retain(|&h| h != handle);
             if owner.pmcs.is_empty() {
@@ -177,10 +263,26 @@ impl Core {
 
     /// Every live PMC.
     pub(crate) fn handles(&self) -> impl Iterator<Item = PmcHandle> + '_ {
-        self.entries
-            .iter()
-            .enumerate()
-            .filter_map(|(i, e)| e.pmc.as_ref().map(|_| PmcHandle::new(i, e.generation)))
+        self.pmcs.handles()
+    }
+
+    /// Attaches `pmc` at `row` of process `pid`.
+    pub(crate) fn attach(&mut self, pid: Pid, row: u32, pmc: PmcHandle) {
+        let rows = self.rows;
+        let target = self.targets.entry(pid).or_insert_with(|| Target::new(rows));
+        target.insert(row, TargetRow { pmc, value: 0 });
+    }
+
+    /// Detaches whatever is at `row` of process `pid` if it is `pmc`; forgets a process left
+    /// with nothing attached.
+    pub(crate) fn detach(&mut self, pid: Pid, row: u32, pmc: PmcHandle) {
+        let Some(target) = self.targets.get_mut(&pid) else { return };
+        if target.get(row).is_some_and(|r| r.pmc == pmc) {
+            target.remove(row);
+        }
+        if target.is_empty() {
+            self.targets.remove(&pid);
+        }
     }
 
     pub(crate) fn is_disabled(&self, cpu: Cpu, row: u32) -> bool {

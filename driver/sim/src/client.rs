@@ -7,6 +7,7 @@ use hwpmc::abi::{
     PmcOpGetCpuInfo, PmcOpGetDriverStats, PmcOpGetMsr, PmcOpGetPmcInfo, PmcOpPmcAdmin,
     PmcOpPmcAllocate, PmcOpPmcAttach, PmcOpPmcRw, PmcOpPmcSetCount, PmcOpSimple, State,
 };
+use hwpmc::hw::Hardware;
 use hwpmc::{Driver, Errno, Pid, Tunables, UserPtr};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
@@ -133,16 +134,23 @@ impl AllocateRequest {
     }
 }
 
-/// A process's view of the hwpmc system call.
-#[derive(Clone, Copy)]
-pub struct PmcClient<'a> {
-    driver: &'a SimDriver,
+/// A process's view of the hwpmc system call (on the simulated kernel; the hardware may be any).
+pub struct PmcClient<'a, H: Hardware = SimHardware> {
+    driver: &'a Driver<SimKernel, H>,
     pid: Pid,
 }
 
-impl<'a> PmcClient<'a> {
+impl<H: Hardware> Clone for PmcClient<'_, H> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<H: Hardware> Copy for PmcClient<'_, H> {}
+
+impl<'a, H: Hardware> PmcClient<'a, H> {
     /// Calls as process `pid`.
-    pub fn new(driver: &'a SimDriver, pid: Pid) -> Self {
+    pub fn new(driver: &'a Driver<SimKernel, H>, pid: Pid) -> Self {
         PmcClient { driver, pid }
     }
 

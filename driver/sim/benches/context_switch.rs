@@ -1,0 +1,96 @@
+//! Cost of the context-switch hooks with 1, 4 and 8 running process PMCs.
+//!
+//! The driver runs on hardware whose MSR accesses do nothing (CPUID is the simulated Skylake),
+//! so what is measured is the driver's own work. `cargo bench -p hwpmc-sim --bench
+//! context_switch` prints nanoseconds per switch pair; `driver/sim/benches/csw-instructions.sh`
+//! runs it under callgrind and prints instructions per PMC per switch.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use hwpmc::abi::event;
+use hwpmc::hw::{CpuIdReader, Hardware, Lapic, Msrs};
+use hwpmc::{Driver, Tunables};
+use hwpmc_sim::kernel::SimKernel;
+use hwpmc_sim::{AllocateRequest, CpuidModel, Credentials, PmuModel, SimHardware};
+
+/// Hardware whose MSRs cost nothing: reads return 0, writes are dropped.
+#[derive(Clone)]
+struct FreeMsrs(CpuidModel);
+
+impl Msrs for FreeMsrs {
+    fn read_msr(&self, _msr: u32) -> u64 {
+        0
+    }
+    fn write_msr(&self, _msr: u32, _value: u64) {}
+    fn read_pmc(&self, _index: u32) -> u64 {
+        0
+    }
+}
+
+impl Lapic for FreeMsrs {
+    fn unmask_pmi(&self) {}
+    fn mask_pmi(&self) {}
+}
+
+impl Hardware for FreeMsrs {
+    type Cpuid = CpuidModel;
+    fn cpuid(&self) -> CpuidModel {
+        self.0
+    }
+    fn read_tsc(&self) -> u64 {
+        0
+    }
+}
+
+type BenchDriver = Driver<SimKernel, FreeMsrs>;
+
+/// A driver with one process that has `pmcs` running PMCs attached to itself.
+fn setup(pmcs: usize) -> (BenchDriver, i32, i32) {
+    let model = PmuModel::skylake();
+    let kernel = SimKernel::new(SimHardware::new(model, 1));
+    let hw = FreeMsrs(CpuidModel::new(model, 0));
+    assert!(hw.cpuid().cpuid1(0xA).eax != 0);
+    let driver = Driver::load(kernel.clone(), hw, Tunables::default()).expect("load");
+    let soft = driver.register_soft_event("CLOCK.HARD").expect("soft event");
+    let pid = kernel.spawn(None, Credentials::user(1000));
+    let tid = kernel.threads(pid)[0];
+    let requests = [
+        AllocateRequest::iap(0x00C0),
+        AllocateRequest::iaf(event::IAF_INSTR_RETIRED_ANY),
+        AllocateRequest::iap(0x003C),
+        AllocateRequest::iaf(event::IAF_CPU_CLK_UNHALTED_CORE),
+        AllocateRequest::iap(0x00C4),
+        AllocateRequest::iaf(event::IAF_CPU_CLK_UNHALTED_REF),
+        AllocateRequest::iap(0x00C5),
+        AllocateRequest::soft(soft),
+    ];
+    let client = hwpmc_sim::PmcClient::new(&driver, pid);
+    for request in &requests[..pmcs] {
+        let id = client.allocate(*request).expect("allocate");
+        client.start(id).expect("start");
+    }
+    (driver, pid, tid)
+}
+
+fn main() {
+    let quick = !std::env::args().any(|a| a == "--bench");
+    let only: Option<usize> =
+        std::env::args().find_map(|a| a.strip_prefix("--pmcs=")?.parse().ok());
+    let iterations: u32 = if quick { 1_000 } else { 200_000 };
+    println!("context-switch hooks (switch_in + switch_out), MSR accesses free");
+    for pmcs in [1, 4, 8].into_iter().filter(|n| only.is_none_or(|o| o == *n)) {
+        let (driver, pid, tid) = setup(pmcs);
+        let start = Instant::now();
+        for _ in 0..iterations {
+            driver.switch_in(black_box(0), black_box(pid), black_box(tid));
+            driver.switch_out(black_box(0), black_box(pid), black_box(tid));
+        }
+        let elapsed = start.elapsed();
+        let per_pair = elapsed.as_nanos() as f64 / f64::from(iterations);
+        println!(
+            "  {pmcs} PMC(s): {per_pair:8.1} ns per switch-in + switch-out, {:6.1} ns per PMC per switch",
+            per_pair / pmcs as f64 / 2.0
+        );
+    }
+}
