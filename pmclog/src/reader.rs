@@ -28,8 +28,10 @@ const _: () = assert!(BUFFER_LEN >= 2 * MAX_RECORD_LEN);
 ///
 /// [`LogReader::next_entry`] returns the next record, `None` after CLOSELOG or at the end of the
 /// input between records, and an error for a malformed log, for input that ends inside a record,
-/// or for a failed read. An error of kind `WouldBlock` (a non-blocking pipe or socket with no data
-/// yet) loses nothing: call again when there is data.
+/// or for a failed read. A decoding error is final: every later call returns it again, as
+/// [`StreamDecoder`](crate::StreamDecoder) does. A read error is not: an error of kind
+/// `WouldBlock` (a non-blocking pipe or socket with no data yet) loses nothing, so call again
+/// when there is data.
 #[derive(Debug)]
 pub struct LogReader<R> {
     input: R,
@@ -41,7 +43,14 @@ pub struct LogReader<R> {
     offset: u64,
     count: u64,
     input_ended: bool,
-    finished: bool,
+    state: State,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Reading,
+    Finished,
+    Failed(DecodeError),
 }
 
 impl<R: Read> LogReader<R> {
@@ -55,7 +64,7 @@ impl<R: Read> LogReader<R> {
             offset: 0,
             count: 0,
             input_ended: false,
-            finished: false,
+            state: State::Reading,
         }
     }
 
@@ -71,27 +80,34 @@ impl<R: Read> LogReader<R> {
 
     /// The next record; see the type's documentation.
     pub fn next_entry(&mut self) -> Result<Option<Entry<'_>>, ReadError> {
-        if self.finished {
-            return Ok(None);
+        match self.state {
+            State::Reading => {}
+            State::Finished => return Ok(None),
+            State::Failed(e) => return Err(e.into()),
         }
         if !self.fill(4)? {
             return self.end_of_input(4);
         }
         let header = parse_header_word(read_u32(&self.buffer[self.start..], 0), self.offset);
-        let (record_type, length) = header.inspect_err(|_| self.finished = true)?;
+        let (record_type, length) = header.inspect_err(|e| self.state = State::Failed(*e))?;
         if !self.fill(length)? {
             return self.end_of_input(length);
         }
         let record = &self.buffer[self.start..self.start + length];
         let offset = self.offset;
-        let decoded = decode_body(record_type, record, offset).inspect_err(|_| {
-            self.finished = true;
-        });
-        let decoded = decoded?;
+        let decoded = match decode_body(record_type, record, offset) {
+            Ok(decoded) => decoded,
+            Err(e) => {
+                self.state = State::Failed(e);
+                return Err(e.into());
+            }
+        };
         self.start += length;
         self.offset += length as u64;
         self.count += 1;
-        self.finished = matches!(decoded, Record::CloseLog);
+        if matches!(decoded, Record::CloseLog) {
+            self.state = State::Finished;
+        }
         let tsc = crate::bytes::read_u64(record, 8);
         Ok(Some(Entry { offset, count: self.count, tsc, raw: record, record: decoded }))
     }
@@ -109,7 +125,9 @@ impl<R: Read> LogReader<R> {
         while self.end - self.start < wanted && !self.input_ended {
             match self.input.read(&mut self.buffer[self.end..]) {
                 Ok(0) => self.input_ended = true,
-                Ok(n) => self.end += n,
+                // A reader that claims more than the buffer had room for breaks `Read`'s
+                // contract; count only what fits rather than trust it.
+                Ok(n) => self.end = (self.end + n).min(self.buffer.len()),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -118,11 +136,13 @@ impl<R: Read> LogReader<R> {
     }
 
     fn end_of_input(&mut self, need: usize) -> Result<Option<Entry<'_>>, ReadError> {
-        self.finished = true;
         let have = self.end - self.start;
         if have == 0 {
+            self.state = State::Finished;
             return Ok(None);
         }
-        Err(DecodeError::Truncated { offset: self.offset, have, need }.into())
+        let error = DecodeError::Truncated { offset: self.offset, have, need };
+        self.state = State::Failed(error);
+        Err(error.into())
     }
 }

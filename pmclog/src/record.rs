@@ -148,7 +148,8 @@ pub struct PmcAllocateDyn<'a> {
     pub event: u32,
     /// The allocation flags (`PMC_F_*`).
     pub flags: u32,
-    /// The reload or initial count; only the [`DynLayout::Kernel`] layout carries it (0 otherwise).
+    /// The reload or initial count. Only the [`DynLayout::Kernel`] layout carries it: decoding the
+    /// documented layout gives 0, and encoding it leaves the rate out.
     pub rate: u64,
     /// The event name, e.g. `CLOCK.PROF`.
     pub name: &'a [u8],
