@@ -26,15 +26,21 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let core = self.core.lock();
         let Some(target) = core.targets.get(&pid) else { return };
         let mut counters = CounterSet::EMPTY;
+        let mut rdpmc = false;
         for (row, target_row) in target.iter() {
             let handle = target_row.pmc;
             let Some(pmc) = core.pmc(handle) else { continue };
             let free = state.slots.get(row as usize).is_some_and(|s| s.handle().is_none());
             if pmc.is_running() && free {
                 counters = counters.union(self.program_pmc(cpu, handle, pmc, pid));
+                rdpmc |= pmc.msr_granted;
             }
         }
         self.enable_counters(cpu, counters);
+        if rdpmc {
+            state.user_rdpmc.store(true, Ordering::Relaxed);
+            self.kernel.set_user_rdpmc(true);
+        }
     }
 
     /// Scheduler hook: thread `tid` of process `pid` stops running on `cpu` (called on `cpu`,
@@ -44,6 +50,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let _ = tid;
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         state.set_current(-1, -1);
+        if state.user_rdpmc.swap(false, Ordering::Relaxed) {
+            self.kernel.set_user_rdpmc(false);
+        }
         let mut counters = CounterSet::EMPTY;
         let mut loaded_here = false;
         for row in state.loaded_rows() {

@@ -117,6 +117,11 @@ pub trait Kernel {
     /// Sends `signal` to process `pid` (ignored if it no longer exists).
     fn signal(&self, pid: Pid, signal: Signal);
 
+    /// Allows or forbids RDPMC in user mode on the current CPU (CR4.PCE on x86). The driver
+    /// allows it while a process that PMCGETMSR gave direct access to runs, and forbids it when
+    /// that process switches out.
+    fn set_user_rdpmc(&self, allowed: bool);
+
     /// Wall-clock time as (seconds, nanoseconds) since the epoch.
     fn nanotime(&self) -> (i64, i64);
     /// The TSC's frequency in Hz (0 if unknown).

@@ -744,6 +744,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if let Some(pmc) = self.core.lock().pmc_mut(handle) {
             pmc.msr_granted = true;
         }
+        // The caller runs now: if the PMC is on this CPU, RDPMC works from its next instruction.
+        let cpu = self.kernel.current_cpu();
+        let loaded_here = self.slot(cpu, pmc.row).is_some_and(|s| s.handle() == Some(handle));
+        if let Some(state) = self.cpus.get(cpu as usize).filter(|_| loaded_here) {
+            state.user_rdpmc.store(true, core::sync::atomic::Ordering::Relaxed);
+            self.kernel.set_user_rdpmc(true);
+        }
         Ok(())
     }
 

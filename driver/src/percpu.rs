@@ -175,6 +175,8 @@ pub(crate) struct PerCpu {
     pub(crate) saved_debugctl: AtomicU64,
     /// Bit `row` set while the slot of `row` holds a PMC, so the hooks visit only those.
     loaded: [AtomicU64; MAX_ROWS / 64],
+    /// Whether user-mode RDPMC is allowed here (for the process running now).
+    pub(crate) user_rdpmc: AtomicBool,
     /// The thread running here, as the switch hooks saw it (pid, tid), or (-1, -1).
     current_pid: AtomicI32,
     current_tid: AtomicI32,
@@ -193,6 +195,7 @@ impl PerCpu {
             fixed_ctrl: AtomicU64::new(0),
             saved_debugctl: AtomicU64::new(0),
             loaded: Default::default(),
+            user_rdpmc: AtomicBool::new(false),
             current_pid: AtomicI32::new(-1),
             current_tid: AtomicI32::new(-1),
         }

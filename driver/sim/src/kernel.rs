@@ -162,6 +162,7 @@ pub struct KernelState {
     unprivileged_syspmcs: bool,
     unprivileged_proc_debug: bool,
     signals: Vec<(Pid, Signal)>,
+    user_rdpmc: Vec<bool>,
     nanotime: (i64, i64),
     tsc_frequency: u64,
 }
@@ -191,6 +192,7 @@ impl SimKernel {
             unprivileged_syspmcs: false,
             unprivileged_proc_debug: true,
             signals: Vec::new(),
+            user_rdpmc: vec![false; hw.cpu_count()],
             nanotime: (1_700_000_000, 0),
             tsc_frequency: 2_000_000_000,
         };
@@ -311,6 +313,11 @@ impl SimKernel {
     /// PMCs to) their own other processes.
     pub fn set_unprivileged_proc_debug(&self, allowed: bool) {
         self.state.borrow_mut().unprivileged_proc_debug = allowed;
+    }
+
+    /// Whether user-mode RDPMC is allowed on `cpu` (the simulated CR4.PCE).
+    pub fn user_rdpmc(&self, cpu: Cpu) -> bool {
+        self.state.borrow().user_rdpmc.get(cpu as usize).copied().unwrap_or(false)
     }
 
     /// The signals sent so far, oldest first, and forgets them.
@@ -444,6 +451,13 @@ impl Kernel for SimKernel {
         let mut s = self.state.borrow_mut();
         if s.processes.contains_key(&pid) {
             s.signals.push((pid, signal));
+        }
+    }
+
+    fn set_user_rdpmc(&self, allowed: bool) {
+        let cpu = self.hw.current_cpu();
+        if let Some(flag) = self.state.borrow_mut().user_rdpmc.get_mut(cpu) {
+            *flag = allowed;
         }
     }
 
