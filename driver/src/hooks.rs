@@ -185,14 +185,15 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             // unmasked again.
             !overflowed.is_empty() || frozen
         } else {
-            // Perfmon v1 has no status register: a counter wrapped if it is below its last value.
+            // Perfmon v1 has no status register: a counter overflowed when its top bit went clear
+            // (counters are loaded at 2^width − period, with period at most 2^(width − 1)).
             let mut any = false;
             for index in 0..pmu.gp_counters {
                 let counter = Counter::Gp(index);
                 let Some(slot) = self.counter_slot(cpu, counter) else { continue };
                 if slot.is_running() {
                     let now = self.hw.read_pmc(counter.rdpmc_index()) & slot.mask();
-                    if slot.wrapped(now) {
+                    if slot.overflowed(now) {
                         self.counter_overflowed(cpu, counter);
                         any = true;
                     }
@@ -222,24 +223,22 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.slot(cpu, desc.first_row + u32::from(index))
     }
 
-    /// Handles one overflowed counter: a counting PMC folds the wrap into its count; a sampling
-    /// PMC is reloaded (recording the sample arrives with the sample rings).
+    /// Handles one overflowed counter: folds what it counted and reloads it with its period, so
+    /// the next fold is again less than 2^width away. (Recording a sampling PMC's sample arrives
+    /// with the sample rings.)
     fn counter_overflowed(&self, cpu: Cpu, counter: Counter) {
         let Some(slot) = self.counter_slot(cpu, counter) else { return };
+        let Some(pmu) = self.cpus[cpu as usize].pmu.as_ref() else { return };
         if !slot.is_running() {
             return;
         }
-        let now = self.hw.read_pmc(counter.rdpmc_index()) & slot.mask();
-        slot.fold(now, slot.mask());
-        if slot.is_sampling() {
-            let Some(pmu) = self.cpus[cpu as usize].pmu else { return };
-            let msr = match counter {
-                Counter::Gp(i) => pmu.gp_write_msr(i),
-                Counter::Fixed(i) => msr::IA32_FIXED_CTR0 + u32::from(i),
-            };
-            self.hw.write_msr(msr, slot.start());
-            slot.reloaded();
-        }
+        slot.fold(self.hw.read_pmc(counter.rdpmc_index()));
+        let msr = match counter {
+            Counter::Gp(i) => pmu.gp_write_msr(i),
+            Counter::Fixed(i) => msr::IA32_FIXED_CTR0 + u32::from(i),
+        };
+        self.hw.write_msr(msr, slot.start());
+        slot.reloaded();
     }
 
     /// A software event `event` (a code from [`Driver::register_soft_event`]) happened on `cpu`.

@@ -8,11 +8,11 @@
 //! * load: program the hardware (counter stopped), fill `start`/`last`/`pending`, store `handle`,
 //!   then `running.store(true, Release)`, then enable the counter;
 //! * unload: `running.store(false)`, disable the counter, fold its final value, clear `handle`;
-//! * interrupt: only slots it sees `running` (Acquire) are folded, and folding only moves events
-//!   from the hardware into `pending` — it never rewrites a counting PMC's counter.
+//! * interrupt: only slots it sees `running` (Acquire) are folded and reloaded.
 //!
-//! Folding adds `(now − last) mod 2^width`, so a counter may wrap once between folds without
-//! losing anything, and the overflow interrupt folds at every wrap: counts stay exact forever.
+//! A hardware counter is loaded at `2^width − period` with `period ≤ 2^(width − 1)`, and the
+//! overflow interrupt folds and reloads it, so between two folds it moves less than `2^width`
+//! and folding `(now − last) mod 2^width` is exact: counts stay exact forever.
 
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 
@@ -55,8 +55,6 @@ pub(crate) struct Slot {
     start: AtomicU64,
     /// The counter's width mask.
     mask: AtomicU64,
-    /// Whether the PMC samples (its overflows are samples, not just wraps).
-    sampling: AtomicBool,
     /// The counter of a SOFT row.
     soft_counter: AtomicU64,
     /// The event a SOFT row counts.
@@ -78,10 +76,9 @@ impl Slot {
 
     /// Claims the slot for `handle` (the counter is stopped); `start` is the value the counter
     /// was (or is about to be) written with.
-    pub(crate) fn claim(&self, handle: PmcHandle, pid: Pid, start: u64, mask: u64, sampling: bool) {
+    pub(crate) fn claim(&self, handle: PmcHandle, pid: Pid, start: u64, mask: u64) {
         self.start.store(start, Ordering::Relaxed);
         self.mask.store(mask, Ordering::Relaxed);
-        self.sampling.store(sampling, Ordering::Relaxed);
         self.last.store(start, Ordering::Relaxed);
         self.pending.store(0, Ordering::Relaxed);
         self.pid.store(pid, Ordering::Relaxed);
@@ -105,33 +102,32 @@ impl Slot {
         self.pid.store(-1, Ordering::Relaxed);
     }
 
-    /// Moves the events counted since the last fold into `pending`: `now` is the counter's value
-    /// and `mask` its width mask.
-    pub(crate) fn fold(&self, now: u64, mask: u64) {
-        let last = self.last.swap(now, Ordering::Relaxed);
+    /// Moves the events counted since the last fold into `pending`; `now` is the counter's
+    /// value (bits above its width are ignored). Exact while the counter moved less than
+    /// 2^width since the last fold, which the reload at every overflow guarantees.
+    pub(crate) fn fold(&self, now: u64) {
+        let mask = self.mask.load(Ordering::Relaxed);
+        let last = self.last.swap(now & mask, Ordering::Relaxed);
         self.pending.fetch_add(now.wrapping_sub(last) & mask, Ordering::Relaxed);
     }
 
     /// Folds the final value `now` and takes everything counted since the slot was claimed.
     pub(crate) fn fold_all(&self, now: u64) -> u64 {
-        let last = self.last.swap(now, Ordering::Relaxed);
         let mask = self.mask.load(Ordering::Relaxed);
+        let last = self.last.swap(now & mask, Ordering::Relaxed);
         self.pending.swap(0, Ordering::Relaxed).wrapping_add(now.wrapping_sub(last) & mask)
     }
 
-    /// Whether the counter wrapped since the last fold (`now` below `last`).
-    pub(crate) fn wrapped(&self, now: u64) -> bool {
-        now < self.last.load(Ordering::Relaxed)
+    /// Whether a hardware counter overflowed: loaded at 2^width − period (period at most
+    /// 2^(width − 1)), its top bit is set until it wraps.
+    pub(crate) fn overflowed(&self, now: u64) -> bool {
+        let mask = self.mask.load(Ordering::Relaxed);
+        now & ((mask >> 1) + 1) == 0
     }
 
     /// The counter's width mask.
     pub(crate) fn mask(&self) -> u64 {
         self.mask.load(Ordering::Relaxed)
-    }
-
-    /// Whether the PMC samples.
-    pub(crate) fn is_sampling(&self) -> bool {
-        self.sampling.load(Ordering::Relaxed)
     }
 
     /// The reload value of a sampling PMC.

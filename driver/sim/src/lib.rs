@@ -13,14 +13,22 @@
 //! * [`kernel`] — the simulated kernel's services to the driver ([`SimKernel`]): processes with
 //!   credentials and user memory, CPUs, signals.
 //! * [`client`] — issuing hwpmc system calls as a simulated process ([`PmcClient`]).
+//! * [`workload`] — programs of functions and basic blocks with exact event counts
+//!   ([`Program`], built with [`ProgramBuilder`]).
+//! * [`machine`] — the machine that runs them ([`Machine`]): a deterministic scheduler over N
+//!   CPUs calling the driver's hooks, and the ground truth of every event ([`GroundTruth`]).
 #![forbid(unsafe_code)]
 
 pub mod client;
 pub mod cpuid;
 pub mod kernel;
+pub mod machine;
 pub mod pmu;
+pub mod workload;
 
 pub use client::{AllocateRequest, PmcClient, SimDriver, load_driver};
 pub use cpuid::{ArchEvent, CpuidModel, PmuModel};
 pub use kernel::{Credentials, SimKernel};
+pub use machine::{GroundTruth, HookContext, Machine, MachineConfig, Thread, ThreadState};
 pub use pmu::{Fault, Pmi, Ring, SimHardware, SimPmu, Work};
+pub use workload::{Action, Block, Flow, FunctionId, Program, ProgramBuilder};

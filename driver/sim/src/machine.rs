@@ -1,0 +1,1230 @@
+//! The simulated machine: N CPUs running the threads of [workload](crate::workload) programs
+//! under a deterministic scheduler, calling the `hwpmc` driver's hooks exactly where a kernel
+//! does, and keeping the ground truth of every event per thread, per process and per CPU.
+//!
+//! # Time and scheduling
+//!
+//! Time advances in *ticks*. In each tick every active CPU, in an order the machine's PRNG
+//! shuffles, first *schedules* and then runs its thread for one *quantum*, measured in block
+//! executions (a block repeated `r` times is `r` executions; a block that does no work costs one).
+//! Scheduling: if no thread waits in the run queue, the CPU keeps its thread (or stays idle);
+//! otherwise it switches its thread out to the back of the queue and switches in a thread the
+//! PRNG picks among the oldest few (as many as there are CPUs), so threads migrate between CPUs.
+//! Threads stay on their CPUs between ticks: when a test acts between two ticks, the threads that
+//! ran last are still switched in, as on a live system.
+//!
+//! The PRNG is a SplitMix64 seeded from [`MachineConfig::seed`]: the same seed and the same
+//! workloads give the same interleaving, the same hook calls and the same counts; another seed
+//! gives another interleaving, but every thread still executes exactly the same blocks.
+//!
+//! # What the driver sees
+//!
+//! * A context switch calls `switch_out(cpu, pid, tid)` / `switch_in(cpu, pid, tid)` with the
+//!   hardware's current CPU set to `cpu`.
+//! * A block executes as [`SimPmu::retire_repeated`](crate::pmu::SimPmu::retire_repeated) on its
+//!   CPU; if the PMU then delivers a PMI, the machine calls `interrupt(cpu, frame)` with the
+//!   thread's [`TrapFrame`] (`pc` = the start of the block that was executing, its frame and stack
+//!   pointers, and its mode). A block repeated many times is retired in chunks small enough that
+//!   no counter can advance by more than half its range between two PMIs (as on real hardware,
+//!   where a PMI follows an overflow within a few instructions).
+//! * Fork: [`SimKernel::fork`] then `process_fork(parent, child)`, before the child can run.
+//! * Exec: the other threads exit (`switch_out` if running, `thread_exit`); for a set-id program
+//!   the process takes its new credentials and is marked set-id; then `process_exec`.
+//! * Thread creation and exit: `thread_create` / `thread_exit`.
+//! * Process exit (as FreeBSD's `exit1`): [`SimKernel::begin_exit`]; the other threads are
+//!   switched out and exit; the exiting thread is switched out; `process_exit(pid)`;
+//!   `thread_exit` for the exiting thread; then the process is **reaped at once**
+//!   ([`SimKernel::reap`]): there are no zombies and no `wait`, and the children of an exited
+//!   process have no parent from then on. The machine keeps its own record of every process and
+//!   thread (its ground truth, its parent and children) after it is gone.
+//!
+//! # Ground truth
+//!
+//! [`GroundTruth`] holds, per ring, every architectural event (Intel SDM Vol. 3B Table 21-1),
+//! every raw event and the number of block executions. The machine keeps one per thread, per
+//! process (all its threads, across execs), per CPU (including idle work) and lets tests take
+//! snapshots and differences ([`GroundTruth::since`]). The per-CPU totals equal the PMU's own
+//! [`ground_truth`](crate::pmu::SimPmu::ground_truth).
+//!
+//! # Stacks
+//!
+//! Each thread has a user stack of [`STACK_SIZE`] bytes mapped in its process at
+//! [`stack_base`]`(tid)`. Every call pushes an x86-64 frame record there: at the new frame
+//! pointer `fp`, the caller's frame pointer, and at `fp + 8`, the return address (both zero for
+//! the entry frame). The stack pointer equals the innermost frame pointer (frames have no locals).
+//! All frames live on the user stack, whatever the ring of their blocks (a simplification).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::{Add, AddAssign};
+use std::rc::Rc;
+
+use hwpmc::{Cpu, ExecInfo, Pid, Tid, TrapFrame, Tunables};
+
+use crate::client::{PmcClient, SimDriver, load_driver};
+use crate::cpuid::{ArchEvent, PmuModel};
+use crate::kernel::{Credentials, SimKernel};
+use crate::pmu::{Ring, SimHardware, Work};
+use crate::workload::{Action, Flow, FunctionId, Program, ProgramBuilder};
+
+/// Size of each thread's user stack.
+pub const STACK_SIZE: u64 = 64 * 1024;
+/// Where thread stacks are mapped (see [`stack_base`]).
+pub const STACKS_BASE: u64 = 0x7f00_0000_0000;
+/// The address reported as the interrupted PC when a PMI arrives in the scheduler or an idle CPU.
+pub const KERNEL_IDLE_PC: u64 = 0xffff_ffff_8010_0000;
+
+/// The lowest address of thread `tid`'s stack: [`STACKS_BASE`] + (`tid` mod 65536) × 2 ×
+/// [`STACK_SIZE`] (an unmapped guard gap separates stacks).
+pub fn stack_base(tid: Tid) -> u64 {
+    STACKS_BASE + (tid as u64 % 0x1_0000) * 2 * STACK_SIZE
+}
+
+/// How a [`Machine`] is built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MachineConfig {
+    /// The CPU model of every CPU.
+    pub model: PmuModel,
+    /// The number of CPUs.
+    pub cpus: usize,
+    /// The driver's load-time tunables.
+    pub tunables: Tunables,
+    /// The scheduler's seed.
+    pub seed: u64,
+    /// Block executions per time slice (at least 1).
+    pub quantum: u64,
+    /// Work an idle CPU retires in kernel mode once per tick (none by default), counted in the
+    /// CPU's ground truth only.
+    pub idle_work: Option<Work>,
+}
+
+impl MachineConfig {
+    /// `cpus` CPUs of `model`, default tunables, seed 0, a quantum of 64 block executions, no idle
+    /// work.
+    pub fn new(model: PmuModel, cpus: usize) -> Self {
+        MachineConfig {
+            model,
+            cpus,
+            tunables: Tunables::default(),
+            seed: 0,
+            quantum: 64,
+            idle_work: None,
+        }
+    }
+
+    /// With this scheduler seed.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// With this quantum (block executions per time slice).
+    pub fn quantum(mut self, quantum: u64) -> Self {
+        self.quantum = quantum;
+        self
+    }
+
+    /// With these tunables.
+    pub fn tunables(mut self, tunables: Tunables) -> Self {
+        self.tunables = tunables;
+        self
+    }
+
+    /// With this idle work.
+    pub fn idle_work(mut self, work: Work) -> Self {
+        self.idle_work = Some(work);
+        self
+    }
+}
+
+/// Events of one ring: every architectural event, every raw event and the block executions.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RingTruth {
+    arch: [u128; 8],
+    raw: BTreeMap<(u8, u8), u128>,
+    blocks: u128,
+}
+
+impl RingTruth {
+    /// Occurrences of architectural event `event`.
+    pub fn arch(&self, event: ArchEvent) -> u128 {
+        self.arch[usize::from(event.index())]
+    }
+
+    /// Occurrences of raw event (`event_select`, `umask`) given in [`Work::raw`].
+    pub fn raw(&self, event_select: u8, umask: u8) -> u128 {
+        self.raw.get(&(event_select, umask)).copied().unwrap_or(0)
+    }
+
+    /// Block executions.
+    pub fn blocks(&self) -> u128 {
+        self.blocks
+    }
+
+    fn record(&mut self, work: &Work, repeat: u64, slots_per_cycle: u8) {
+        let repeat = u128::from(repeat);
+        for event in ArchEvent::ALL {
+            self.arch[usize::from(event.index())] +=
+                u128::from(work.arch(event, slots_per_cycle)) * repeat;
+        }
+        for raw in &work.raw {
+            *self.raw.entry((raw.event_select, raw.umask)).or_default() +=
+                u128::from(raw.count) * repeat;
+        }
+        self.blocks += repeat;
+    }
+
+    fn since(&self, earlier: &RingTruth) -> RingTruth {
+        let less = |now: u128, then: u128| {
+            now.checked_sub(then).expect("GroundTruth::since: not an earlier snapshot")
+        };
+        let mut arch = [0; 8];
+        for (i, value) in arch.iter_mut().enumerate() {
+            *value = less(self.arch[i], earlier.arch[i]);
+        }
+        let mut raw = self.raw.clone();
+        for (key, &then) in &earlier.raw {
+            let now = raw.entry(*key).or_default();
+            *now = less(*now, then);
+        }
+        RingTruth { arch, raw, blocks: less(self.blocks, earlier.blocks) }
+    }
+
+    fn add(&mut self, other: &RingTruth) {
+        for (mine, theirs) in self.arch.iter_mut().zip(other.arch) {
+            *mine += theirs;
+        }
+        for (key, value) in &other.raw {
+            *self.raw.entry(*key).or_default() += value;
+        }
+        self.blocks += other.blocks;
+    }
+}
+
+/// Ground truth: every event retired, split by ring.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroundTruth {
+    rings: [RingTruth; 2],
+}
+
+const fn ring_index(ring: Ring) -> usize {
+    match ring {
+        Ring::Kernel => 0,
+        Ring::User => 1,
+    }
+}
+
+impl GroundTruth {
+    /// The events of one ring.
+    pub fn ring(&self, ring: Ring) -> &RingTruth {
+        &self.rings[ring_index(ring)]
+    }
+
+    /// Occurrences of architectural event `event` in both rings.
+    pub fn arch(&self, event: ArchEvent) -> u128 {
+        self.rings.iter().map(|r| r.arch(event)).sum()
+    }
+
+    /// Occurrences of architectural event `event` in `ring`.
+    pub fn arch_in(&self, ring: Ring, event: ArchEvent) -> u128 {
+        self.ring(ring).arch(event)
+    }
+
+    /// Occurrences of raw event (`event_select`, `umask`) in both rings.
+    pub fn raw(&self, event_select: u8, umask: u8) -> u128 {
+        self.rings.iter().map(|r| r.raw(event_select, umask)).sum()
+    }
+
+    /// Block executions in both rings.
+    pub fn blocks(&self) -> u128 {
+        self.rings.iter().map(RingTruth::blocks).sum()
+    }
+
+    /// Adds `repeat` executions of `work` in `ring` (TOPDOWN.SLOTS at `slots_per_cycle` per core
+    /// cycle).
+    pub fn record(&mut self, ring: Ring, work: &Work, repeat: u64, slots_per_cycle: u8) {
+        self.rings[ring_index(ring)].record(work, repeat, slots_per_cycle);
+    }
+
+    /// What happened since the snapshot `earlier` of the same totals.
+    ///
+    /// # Panics
+    /// If `earlier` has more of something than `self` (it is not an earlier snapshot).
+    pub fn since(&self, earlier: &GroundTruth) -> GroundTruth {
+        GroundTruth {
+            rings: [self.rings[0].since(&earlier.rings[0]), self.rings[1].since(&earlier.rings[1])],
+        }
+    }
+}
+
+impl AddAssign<&GroundTruth> for GroundTruth {
+    fn add_assign(&mut self, other: &GroundTruth) {
+        for (mine, theirs) in self.rings.iter_mut().zip(&other.rings) {
+            mine.add(theirs);
+        }
+    }
+}
+
+impl Add<&GroundTruth> for GroundTruth {
+    type Output = GroundTruth;
+    fn add(mut self, other: &GroundTruth) -> GroundTruth {
+        self += other;
+        self
+    }
+}
+
+impl<'a> std::iter::Sum<&'a GroundTruth> for GroundTruth {
+    fn sum<I: Iterator<Item = &'a GroundTruth>>(iter: I) -> GroundTruth {
+        iter.fold(GroundTruth::default(), |sum, t| sum + t)
+    }
+}
+
+impl std::iter::Sum<GroundTruth> for GroundTruth {
+    fn sum<I: Iterator<Item = GroundTruth>>(iter: I) -> GroundTruth {
+        iter.fold(GroundTruth::default(), |sum, t| sum + &t)
+    }
+}
+
+/// What a thread is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ThreadState {
+    /// Waiting in the run queue.
+    Runnable,
+    /// On this CPU.
+    Running(Cpu),
+    /// Asleep until [`Machine::wake`].
+    Sleeping,
+    /// Gone.
+    Exited,
+}
+
+#[derive(Debug, Clone)]
+struct Frame {
+    function: FunctionId,
+    /// The block to execute next.
+    block: usize,
+    /// Executions left of a block interrupted by the end of a quantum.
+    remaining: Option<u64>,
+    /// Per loop block: jumps back still to do.
+    loops: BTreeMap<usize, u64>,
+    return_address: Option<u64>,
+    fp: u64,
+}
+
+/// A simulated thread: its program, its call stack and its ground truth.
+#[derive(Debug, Clone)]
+pub struct Thread {
+    pid: Pid,
+    tid: Tid,
+    program: Rc<Program>,
+    frames: Vec<Frame>,
+    state: ThreadState,
+    main: bool,
+    last_cpu: Option<Cpu>,
+    truth: GroundTruth,
+}
+
+impl Thread {
+    /// Its process.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// Its id.
+    pub fn tid(&self) -> Tid {
+        self.tid
+    }
+
+    /// What it is doing.
+    pub fn state(&self) -> ThreadState {
+        self.state
+    }
+
+    /// The program it runs.
+    pub fn program(&self) -> &Rc<Program> {
+        &self.program
+    }
+
+    /// Whether it is its process's main thread (its return from the entry function exits the
+    /// process).
+    pub fn is_main(&self) -> bool {
+        self.main
+    }
+
+    /// The CPU it last ran on.
+    pub fn last_cpu(&self) -> Option<Cpu> {
+        self.last_cpu
+    }
+
+    /// Every event it retired.
+    pub fn truth(&self) -> &GroundTruth {
+        &self.truth
+    }
+
+    /// The return addresses of its call stack, innermost first (empty in the entry function;
+    /// empty once exited).
+    pub fn stack(&self) -> Vec<u64> {
+        self.frames.iter().rev().filter_map(|f| f.return_address).collect()
+    }
+
+    /// The function and block it executes next (`block` may be one past the function's last
+    /// block when it is about to return), or `None` once exited.
+    pub fn position(&self) -> Option<(FunctionId, usize)> {
+        self.frames.last().map(|f| (f.function, f.block))
+    }
+
+    /// The address it executes next: the start of its next block (the end of the function when
+    /// it is about to return), or `None` once exited.
+    pub fn pc(&self) -> Option<u64> {
+        let frame = self.frames.last()?;
+        let function = self.program.function(frame.function);
+        Some(function.blocks().get(frame.block).map_or(function.end(), |b| b.start))
+    }
+
+    /// Its frame pointer (the innermost frame record), or `None` once exited.
+    pub fn frame_pointer(&self) -> Option<u64> {
+        self.frames.last().map(|f| f.fp)
+    }
+
+    /// Its stack pointer (equal to the frame pointer: frames have no locals).
+    pub fn stack_pointer(&self) -> Option<u64> {
+        self.frame_pointer()
+    }
+
+    fn top(&mut self) -> &mut Frame {
+        self.frames.last_mut().expect("a live thread has a frame")
+    }
+
+    fn trap_frame(&self, pc: u64, ring: Ring) -> TrapFrame {
+        let fp = self.frame_pointer().unwrap_or(0);
+        TrapFrame { pc, fp, sp: fp, user: ring == Ring::User }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct ProcessRecord {
+    parent: Option<Pid>,
+    children: Vec<Pid>,
+    threads: Vec<Tid>,
+    truth: GroundTruth,
+    alive: bool,
+}
+
+#[derive(Debug, Clone)]
+struct CpuState {
+    current: Option<Tid>,
+    truth: GroundTruth,
+    /// The narrowest counter width of this CPU's PMU, if it has one.
+    wrap_width: Option<u32>,
+    slots_per_cycle: u8,
+}
+
+/// A thread switched in, as recorded in [`Machine::trace`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Dispatch {
+    /// The tick (1 for the first).
+    pub tick: u64,
+    /// The CPU.
+    pub cpu: Cpu,
+    /// The process.
+    pub pid: Pid,
+    /// The thread.
+    pub tid: Tid,
+}
+
+/// Counters of what the machine did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct MachineStats {
+    /// Ticks run.
+    pub ticks: u64,
+    /// Threads switched in.
+    pub switches: u64,
+    /// Threads switched in on another CPU than the one they last ran on.
+    pub migrations: u64,
+    /// PMIs delivered to the driver.
+    pub pmis: u64,
+    /// PMIs the driver claimed.
+    pub pmis_claimed: u64,
+    /// Forks.
+    pub forks: u64,
+    /// Execs.
+    pub execs: u64,
+    /// Threads created (not counting a process's first thread).
+    pub threads_created: u64,
+    /// Process exits.
+    pub exits: u64,
+}
+
+/// A hook's view of the machine: the thread calling it and where it runs.
+#[derive(Clone, Copy)]
+pub struct HookContext<'a> {
+    machine: &'a Machine,
+    pid: Pid,
+    tid: Tid,
+    cpu: Cpu,
+}
+
+impl<'a> HookContext<'a> {
+    /// The machine (read-only).
+    pub fn machine(&self) -> &'a Machine {
+        self.machine
+    }
+
+    /// The calling process.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// The calling thread.
+    pub fn tid(&self) -> Tid {
+        self.tid
+    }
+
+    /// The CPU it runs on.
+    pub fn cpu(&self) -> Cpu {
+        self.cpu
+    }
+
+    /// The hwpmc system call as the calling process.
+    pub fn client(&self) -> PmcClient<'a> {
+        self.machine.client(self.pid)
+    }
+
+    /// The calling thread.
+    pub fn thread(&self) -> &'a Thread {
+        &self.machine.threads[&self.tid]
+    }
+}
+
+/// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", 2014).
+#[derive(Debug, Clone)]
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number below `n` (`n` > 0).
+    fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+/// PMIs handled per poll at most (each handler may unmask the LVT entry and let a held PMI in).
+const MAX_PMIS_PER_POLL: usize = 8;
+/// [`Machine::run_until_idle`] gives up after this many ticks.
+pub const MAX_TICKS: u64 = 1_000_000;
+
+/// The simulated machine: the driver on N simulated CPUs, a scheduler, and the workloads' threads.
+pub struct Machine {
+    driver: SimDriver,
+    rng: SplitMix64,
+    quantum: u64,
+    idle_work: Option<Work>,
+    cpus: Vec<CpuState>,
+    threads: BTreeMap<Tid, Thread>,
+    processes: BTreeMap<Pid, ProcessRecord>,
+    run_queue: VecDeque<Tid>,
+    tick: u64,
+    trace: Vec<Dispatch>,
+    stats: MachineStats,
+    tool: Rc<Program>,
+}
+
+impl std::fmt::Debug for Machine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let running: Vec<Option<Tid>> = self.cpus.iter().map(|c| c.current).collect();
+        f.debug_struct("Machine")
+            .field("tick", &self.tick)
+            .field("quantum", &self.quantum)
+            .field("running", &running)
+            .field("run_queue", &self.run_queue)
+            .field("threads", &self.threads.len())
+            .field("processes", &self.processes.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Machine {
+    /// Builds the hardware, loads the driver and starts with no process.
+    ///
+    /// # Panics
+    /// If the driver refuses to load, or the quantum is 0.
+    pub fn new(config: MachineConfig) -> Self {
+        let driver = load_driver(config.model, config.cpus, config.tunables);
+        let mut machine = Machine::with_driver(driver, config.seed, config.quantum);
+        machine.idle_work = config.idle_work;
+        machine
+    }
+
+    /// A machine around a driver already loaded on simulated hardware (for example on CPUs of
+    /// different models).
+    ///
+    /// # Panics
+    /// If the quantum is 0.
+    pub fn with_driver(driver: SimDriver, seed: u64, quantum: u64) -> Self {
+        assert!(quantum > 0, "the quantum must be at least one block execution");
+        let hw = driver.kernel().hardware().clone();
+        let cpus = (0..hw.cpu_count())
+            .map(|cpu| {
+                let pmu = hw.pmu(cpu);
+                let model = pmu.model();
+                let mut widths = Vec::new();
+                if model.has_pmu() && model.gp_counter_count() > 0 {
+                    widths.push(u32::from(model.gp_width));
+                }
+                if model.has_pmu() && model.has_global_ctrl() && model.fixed_mask() != 0 {
+                    widths.push(u32::from(model.fixed_width));
+                }
+                CpuState {
+                    current: None,
+                    truth: GroundTruth::default(),
+                    wrap_width: widths.into_iter().min(),
+                    slots_per_cycle: model.topdown_slots_per_cycle,
+                }
+            })
+            .collect();
+        let tool = ProgramBuilder::new("/usr/sbin/pmctool").function("main", |f| f.sleep()).build();
+        Machine {
+            driver,
+            rng: SplitMix64(seed),
+            quantum,
+            idle_work: None,
+            cpus,
+            threads: BTreeMap::new(),
+            processes: BTreeMap::new(),
+            run_queue: VecDeque::new(),
+            tick: 0,
+            trace: Vec::new(),
+            stats: MachineStats::default(),
+            tool,
+        }
+    }
+
+    /// The driver.
+    pub fn driver(&self) -> &SimDriver {
+        &self.driver
+    }
+
+    /// The simulated kernel.
+    pub fn kernel(&self) -> &SimKernel {
+        self.driver.kernel()
+    }
+
+    /// The simulated hardware.
+    pub fn hardware(&self) -> &SimHardware {
+        self.driver.kernel().hardware()
+    }
+
+    /// The number of CPUs.
+    pub fn cpu_count(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// The hwpmc system call as process `pid`.
+    pub fn client(&self, pid: Pid) -> PmcClient<'_> {
+        PmcClient::new(&self.driver, pid)
+    }
+
+    /// Changes the quantum from the next time slice on.
+    ///
+    /// # Panics
+    /// If `quantum` is 0.
+    pub fn set_quantum(&mut self, quantum: u64) {
+        assert!(quantum > 0, "the quantum must be at least one block execution");
+        self.quantum = quantum;
+    }
+
+    /// Changes the idle work.
+    pub fn set_idle_work(&mut self, work: Option<Work>) {
+        self.idle_work = work;
+    }
+
+    /// Starts a process with `credentials` whose main thread runs `program` from its entry; it
+    /// is runnable from the next tick. No driver hook runs (it is not forked from a process the
+    /// driver knows).
+    pub fn spawn(&mut self, program: &Rc<Program>, credentials: Credentials) -> Pid {
+        let pid = self.kernel().spawn(None, credentials);
+        let tid = self.kernel().threads(pid)[0];
+        self.processes.insert(pid, ProcessRecord { alive: true, ..ProcessRecord::default() });
+        self.new_thread(pid, tid, program.clone(), program.entry(), true);
+        self.run_queue.push_back(tid);
+        pid
+    }
+
+    /// Starts a process with `credentials` whose only thread sleeps: a tool (like pmcstat) that
+    /// tests drive with [`Machine::client`] between ticks. Woken, it exits.
+    pub fn spawn_tool(&mut self, credentials: Credentials) -> Pid {
+        let pid = self.kernel().spawn(None, credentials);
+        let tid = self.kernel().threads(pid)[0];
+        self.processes.insert(pid, ProcessRecord { alive: true, ..ProcessRecord::default() });
+        let program = self.tool.clone();
+        let entry = program.entry();
+        self.new_thread(pid, tid, program, entry, true);
+        self.thread_mut(tid).state = ThreadState::Sleeping;
+        pid
+    }
+
+    /// Makes sleeping thread `tid` runnable (nothing if it is not asleep).
+    pub fn wake(&mut self, tid: Tid) {
+        let Some(thread) = self.threads.get_mut(&tid) else { return };
+        if thread.state == ThreadState::Sleeping {
+            thread.state = ThreadState::Runnable;
+            self.run_queue.push_back(tid);
+        }
+    }
+
+    /// Makes process `pid` exit now, wherever its threads are (as if killed by a signal).
+    /// Nothing if it has already exited.
+    pub fn kill(&mut self, pid: Pid) {
+        if self.process_alive(pid) {
+            self.exit_process(pid, None);
+        }
+    }
+
+    /// Runs one tick; returns whether any thread ran.
+    pub fn step(&mut self) -> bool {
+        self.tick += 1;
+        self.stats.ticks += 1;
+        for cpu in 0..self.cpus.len() as Cpu {
+            self.poll_pmi(cpu, &idle_frame());
+        }
+        let mut order: Vec<Cpu> = (0..self.cpus.len() as Cpu)
+            .filter(|&c| hwpmc::Kernel::cpu_active(self.kernel(), c))
+            .collect();
+        for i in (1..order.len()).rev() {
+            let j = self.rng.below(i as u64 + 1) as usize;
+            order.swap(i, j);
+        }
+        let mut ran = false;
+        for cpu in order {
+            self.schedule(cpu);
+            let busy = self.run_slice(cpu);
+            if !busy {
+                if let Some(work) = self.idle_work.clone() {
+                    self.retire(cpu, None, Ring::Kernel, &work, 1);
+                    self.poll_pmi(cpu, &idle_frame());
+                }
+            }
+            ran |= busy;
+        }
+        ran
+    }
+
+    /// Runs up to `ticks` ticks, stopping early when the machine is idle; returns the ticks run.
+    pub fn run_for(&mut self, ticks: u64) -> u64 {
+        let mut run = 0;
+        while run < ticks && !self.is_idle() {
+            self.step();
+            run += 1;
+        }
+        run
+    }
+
+    /// Runs until no thread is runnable or running (every thread has exited or sleeps); returns
+    /// the ticks run.
+    ///
+    /// # Panics
+    /// After [`MAX_TICKS`] ticks.
+    pub fn run_until_idle(&mut self) -> u64 {
+        let mut run = 0;
+        while !self.is_idle() {
+            assert!(run < MAX_TICKS, "the machine is still busy after {MAX_TICKS} ticks");
+            self.step();
+            run += 1;
+        }
+        run
+    }
+
+    /// Runs until `done` holds (checked before each tick) or the machine is idle; returns whether
+    /// `done` held.
+    ///
+    /// # Panics
+    /// After [`MAX_TICKS`] ticks.
+    pub fn run_until(&mut self, mut done: impl FnMut(&Machine) -> bool) -> bool {
+        let mut run = 0;
+        loop {
+            if done(self) {
+                return true;
+            }
+            if self.is_idle() {
+                return false;
+            }
+            assert!(run < MAX_TICKS, "the condition still fails after {MAX_TICKS} ticks");
+            self.step();
+            run += 1;
+        }
+    }
+
+    /// Whether no thread is runnable or running.
+    pub fn is_idle(&self) -> bool {
+        self.run_queue.is_empty() && self.cpus.iter().all(|c| c.current.is_none())
+    }
+
+    /// Ticks run so far.
+    pub fn tick(&self) -> u64 {
+        self.tick
+    }
+
+    /// Every switch-in so far, in order.
+    pub fn trace(&self) -> &[Dispatch] {
+        &self.trace
+    }
+
+    /// What the machine did so far.
+    pub fn stats(&self) -> MachineStats {
+        self.stats
+    }
+
+    /// The thread on `cpu`, if any.
+    pub fn running_on(&self, cpu: Cpu) -> Option<&Thread> {
+        self.cpus.get(cpu as usize)?.current.map(|tid| &self.threads[&tid])
+    }
+
+    /// Thread `tid` (kept after it exits).
+    pub fn thread(&self, tid: Tid) -> Option<&Thread> {
+        self.threads.get(&tid)
+    }
+
+    /// Every thread process `pid` ever had, in creation order.
+    pub fn threads_of(&self, pid: Pid) -> Vec<Tid> {
+        self.processes.get(&pid).map(|p| p.threads.clone()).unwrap_or_default()
+    }
+
+    /// The threads of `pid` that have not exited.
+    pub fn live_threads(&self, pid: Pid) -> Vec<Tid> {
+        self.threads_of(pid)
+            .into_iter()
+            .filter(|t| self.threads[t].state != ThreadState::Exited)
+            .collect()
+    }
+
+    /// Whether process `pid` was started by this machine and has not exited.
+    pub fn process_alive(&self, pid: Pid) -> bool {
+        self.processes.get(&pid).is_some_and(|p| p.alive)
+    }
+
+    /// The parent `pid` was forked from.
+    pub fn parent(&self, pid: Pid) -> Option<Pid> {
+        self.processes.get(&pid)?.parent
+    }
+
+    /// The processes `pid` forked, in order.
+    pub fn children(&self, pid: Pid) -> Vec<Pid> {
+        self.processes.get(&pid).map(|p| p.children.clone()).unwrap_or_default()
+    }
+
+    /// Every process forked from `pid`, directly or not, depth first.
+    pub fn descendants(&self, pid: Pid) -> Vec<Pid> {
+        let mut out = Vec::new();
+        for child in self.children(pid) {
+            out.push(child);
+            out.extend(self.descendants(child));
+        }
+        out
+    }
+
+    /// Every event thread `tid` retired.
+    ///
+    /// # Panics
+    /// If the machine never had the thread.
+    pub fn thread_truth(&self, tid: Tid) -> GroundTruth {
+        self.threads.get(&tid).unwrap_or_else(|| panic!("no thread {tid}")).truth.clone()
+    }
+
+    /// Every event the threads of process `pid` retired.
+    ///
+    /// # Panics
+    /// If the machine never had the process.
+    pub fn process_truth(&self, pid: Pid) -> GroundTruth {
+        self.processes.get(&pid).unwrap_or_else(|| panic!("no process {pid}")).truth.clone()
+    }
+
+    /// Every event `pid` and its descendants retired.
+    pub fn tree_truth(&self, pid: Pid) -> GroundTruth {
+        std::iter::once(pid).chain(self.descendants(pid)).map(|p| self.process_truth(p)).sum()
+    }
+
+    /// Every event retired on `cpu` (threads and idle work).
+    ///
+    /// # Panics
+    /// If there is no such CPU.
+    pub fn cpu_truth(&self, cpu: Cpu) -> GroundTruth {
+        self.cpus[cpu as usize].truth.clone()
+    }
+
+    /// Every event retired on the machine.
+    pub fn total_truth(&self) -> GroundTruth {
+        self.cpus.iter().map(|c| &c.truth).sum()
+    }
+
+    // ----- scheduling and execution -----
+
+    fn thread_mut(&mut self, tid: Tid) -> &mut Thread {
+        self.threads.get_mut(&tid).expect("a known thread")
+    }
+
+    fn schedule(&mut self, cpu: Cpu) {
+        if self.run_queue.is_empty() {
+            return;
+        }
+        if let Some(tid) = self.cpus[cpu as usize].current {
+            self.switch_out(cpu, tid);
+            self.run_queue.push_back(tid);
+        }
+        let window = self.run_queue.len().min(self.cpus.len()).max(1);
+        let index = self.rng.below(window as u64) as usize;
+        let tid = self.run_queue.remove(index).expect("index within the queue");
+        self.switch_in(cpu, tid);
+    }
+
+    fn switch_in(&mut self, cpu: Cpu, tid: Tid) {
+        let thread = self.thread_mut(tid);
+        let pid = thread.pid;
+        let migrated = thread.last_cpu.is_some_and(|c| c != cpu);
+        thread.state = ThreadState::Running(cpu);
+        thread.last_cpu = Some(cpu);
+        self.cpus[cpu as usize].current = Some(tid);
+        self.stats.switches += 1;
+        self.stats.migrations += u64::from(migrated);
+        self.trace.push(Dispatch { tick: self.tick, cpu, pid, tid });
+        self.hardware().set_current_cpu(cpu as usize);
+        self.driver.switch_in(cpu, pid, tid);
+        self.poll_pmi(cpu, &idle_frame());
+    }
+
+    /// Switches `tid` out of `cpu`; it becomes runnable (the caller queues it or changes that).
+    fn switch_out(&mut self, cpu: Cpu, tid: Tid) {
+        let thread = self.thread_mut(tid);
+        let pid = thread.pid;
+        thread.state = ThreadState::Runnable;
+        self.cpus[cpu as usize].current = None;
+        self.hardware().set_current_cpu(cpu as usize);
+        self.driver.switch_out(cpu, pid, tid);
+        self.poll_pmi(cpu, &idle_frame());
+    }
+
+    /// Runs `cpu`'s thread(s) for one quantum; returns whether a thread ran.
+    fn run_slice(&mut self, cpu: Cpu) -> bool {
+        let mut budget = self.quantum;
+        let mut ran = false;
+        while budget > 0 {
+            let Some(tid) = self.cpus[cpu as usize].current else { break };
+            ran = true;
+            self.advance(cpu, tid, &mut budget);
+        }
+        ran
+    }
+
+    /// Executes (part of) the thread's next block and its control flow.
+    fn advance(&mut self, cpu: Cpu, tid: Tid, budget: &mut u64) {
+        let (program, function, index, remaining) = {
+            let thread = &self.threads[&tid];
+            let frame = thread.frames.last().expect("a running thread has a frame");
+            (thread.program.clone(), frame.function, frame.block, frame.remaining)
+        };
+        let Some(block) = program.function(function).blocks().get(index) else {
+            self.return_from_function(tid);
+            return;
+        };
+        let to_run = remaining.unwrap_or(block.repeat);
+        if to_run > 0 {
+            let n = to_run.min(*budget).min(self.chunk(cpu, &block.work));
+            self.retire(cpu, Some(tid), block.ring, &block.work, n);
+            *budget -= n;
+            let frame = self.threads[&tid].trap_frame(block.start, block.ring);
+            self.poll_pmi(cpu, &frame);
+            if n < to_run {
+                self.thread_mut(tid).top().remaining = Some(to_run - n);
+                return;
+            }
+        } else {
+            *budget -= 1;
+        }
+        let top = self.thread_mut(tid).top();
+        top.remaining = None;
+        match &block.flow {
+            Flow::Next => top.block += 1,
+            Flow::Loop { to, times } => {
+                let left = top.loops.entry(index).or_insert(times.saturating_sub(1));
+                if *left > 0 {
+                    *left -= 1;
+                    top.block = *to;
+                } else {
+                    top.loops.remove(&index);
+                    top.block += 1;
+                }
+            }
+            Flow::Call(callee) => {
+                top.block += 1;
+                self.push_frame(tid, *callee, Some(block.end()));
+            }
+            Flow::Return => self.return_from_function(tid),
+            Flow::System(action) => {
+                top.block += 1;
+                self.act(cpu, tid, action, budget);
+            }
+        }
+    }
+
+    /// The most executions of `work` to retire at once on `cpu`: no counter may advance by more
+    /// than half its range, so the driver sees every wrap in a PMI.
+    fn chunk(&self, cpu: Cpu, work: &Work) -> u64 {
+        let state = &self.cpus[cpu as usize];
+        let Some(width) = state.wrap_width else { return u64::MAX };
+        let arch = ArchEvent::ALL.iter().map(|&e| work.arch(e, state.slots_per_cycle)).max();
+        let raw = work.raw.iter().fold(0u64, |sum, r| sum.saturating_add(r.count));
+        let per_execution = arch.unwrap_or(0).saturating_add(raw).saturating_add(1);
+        let half = 1u128 << (width - 1);
+        u64::try_from((half / u128::from(per_execution)).max(1)).unwrap_or(u64::MAX)
+    }
+
+    fn retire(&mut self, cpu: Cpu, tid: Option<Tid>, ring: Ring, work: &Work, repeat: u64) {
+        self.hardware().pmu(cpu as usize).retire_repeated(ring, work, repeat);
+        let slots = self.cpus[cpu as usize].slots_per_cycle;
+        self.cpus[cpu as usize].truth.record(ring, work, repeat, slots);
+        if let Some(tid) = tid {
+            let thread = self.thread_mut(tid);
+            thread.truth.record(ring, work, repeat, slots);
+            let pid = thread.pid;
+            if let Some(process) = self.processes.get_mut(&pid) {
+                process.truth.record(ring, work, repeat, slots);
+            }
+        }
+    }
+
+    /// Delivers the PMIs `cpu`'s local APIC has for it to the driver.
+    fn poll_pmi(&mut self, cpu: Cpu, frame: &TrapFrame) {
+        for _ in 0..MAX_PMIS_PER_POLL {
+            let pmi = self.hardware().pmu(cpu as usize).take_pmi();
+            if pmi.is_none() {
+                return;
+            }
+            self.hardware().set_current_cpu(cpu as usize);
+            let claimed = self.driver.interrupt(cpu, frame);
+            self.stats.pmis += 1;
+            self.stats.pmis_claimed += u64::from(claimed);
+        }
+    }
+
+    fn new_thread(
+        &mut self,
+        pid: Pid,
+        tid: Tid,
+        program: Rc<Program>,
+        entry: FunctionId,
+        main: bool,
+    ) {
+        self.kernel().with_process(pid, |p| p.memory.map(stack_base(tid), STACK_SIZE as usize));
+        let thread = Thread {
+            pid,
+            tid,
+            program,
+            frames: Vec::new(),
+            state: ThreadState::Runnable,
+            main,
+            last_cpu: None,
+            truth: GroundTruth::default(),
+        };
+        self.threads.insert(tid, thread);
+        if let Some(process) = self.processes.get_mut(&pid) {
+            process.threads.push(tid);
+        }
+        self.push_frame(tid, entry, None);
+    }
+
+    /// Calls `function`: pushes its frame and writes the frame record on the user stack.
+    fn push_frame(&mut self, tid: Tid, function: FunctionId, return_address: Option<u64>) {
+        let thread = self.thread_mut(tid);
+        let depth = thread.frames.len() as u64;
+        let top = stack_base(tid) + STACK_SIZE;
+        let fp = top.checked_sub(16 * (depth + 1)).filter(|&fp| fp >= stack_base(tid));
+        let fp = fp.unwrap_or_else(|| panic!("thread {tid}: stack overflow (depth {depth})"));
+        let caller_fp = thread.frames.last().map_or(0, |f| f.fp);
+        thread.frames.push(Frame {
+            function,
+            block: 0,
+            remaining: None,
+            loops: BTreeMap::new(),
+            return_address,
+            fp,
+        });
+        let pid = thread.pid;
+        let mut record = [0u8; 16];
+        record[..8].copy_from_slice(&caller_fp.to_le_bytes());
+        record[8..].copy_from_slice(&return_address.unwrap_or(0).to_le_bytes());
+        self.kernel()
+            .write_memory(pid, fp, &record)
+            .unwrap_or_else(|e| panic!("thread {tid}: its stack is not mapped ({e:?})"));
+    }
+
+    fn return_from_function(&mut self, tid: Tid) {
+        let thread = self.thread_mut(tid);
+        thread.frames.pop();
+        if thread.frames.is_empty() {
+            let (pid, main) = (thread.pid, thread.main);
+            if main {
+                self.exit_process(pid, Some(tid));
+            } else {
+                self.exit_thread(tid);
+            }
+        }
+    }
+
+    fn act(&mut self, cpu: Cpu, tid: Tid, action: &Action, budget: &mut u64) {
+        let pid = self.threads[&tid].pid;
+        match action {
+            Action::Fork { child } => self.fork(cpu, tid, *child),
+            Action::Exec { program, set_id } => self.exec(cpu, tid, program, set_id.as_ref()),
+            Action::Exit => self.exit_process(pid, Some(tid)),
+            Action::ExitThread => self.exit_thread(tid),
+            Action::SpawnThread { entry } => {
+                let new = self.kernel().add_thread(pid).expect("the process exists");
+                self.hardware().set_current_cpu(cpu as usize);
+                self.driver.thread_create(pid, new);
+                let program = self.threads[&tid].program.clone();
+                self.new_thread(pid, new, program, *entry, false);
+                self.run_queue.push_back(new);
+                self.stats.threads_created += 1;
+            }
+            Action::Yield => *budget = 0,
+            Action::Sleep => {
+                self.switch_out(cpu, tid);
+                self.thread_mut(tid).state = ThreadState::Sleeping;
+            }
+            Action::Hook(hook) => {
+                self.hardware().set_current_cpu(cpu as usize);
+                hook(&HookContext { machine: self, pid, tid, cpu });
+            }
+        }
+    }
+
+    fn fork(&mut self, cpu: Cpu, tid: Tid, child_entry: FunctionId) {
+        let (pid, program) = {
+            let thread = &self.threads[&tid];
+            (thread.pid, thread.program.clone())
+        };
+        let child = self.kernel().fork(pid).expect("the parent exists");
+        self.hardware().set_current_cpu(cpu as usize);
+        self.driver.process_fork(pid, child);
+        self.processes.insert(
+            child,
+            ProcessRecord { parent: Some(pid), alive: true, ..ProcessRecord::default() },
+        );
+        if let Some(parent) = self.processes.get_mut(&pid) {
+            parent.children.push(child);
+        }
+        let child_tid = self.kernel().threads(child)[0];
+        self.new_thread(child, child_tid, program, child_entry, true);
+        self.run_queue.push_back(child_tid);
+        self.stats.forks += 1;
+    }
+
+    fn exec(&mut self, cpu: Cpu, tid: Tid, program: &Rc<Program>, set_id: Option<&Credentials>) {
+        let pid = self.threads[&tid].pid;
+        if let Some(credentials) = set_id {
+            self.kernel().with_process(pid, |p| {
+                p.credentials = credentials.clone();
+                p.set_id = true;
+            });
+        }
+        for other in self.live_threads(pid) {
+            if other != tid {
+                self.end_thread(other);
+            }
+        }
+        self.hardware().set_current_cpu(cpu as usize);
+        let info = ExecInfo {
+            path: program.path().as_bytes(),
+            base_addr: 0,
+            dyn_addr: 0,
+            credentials_changed: set_id.is_some(),
+        };
+        self.driver.process_exec(pid, &info);
+        let thread = self.thread_mut(tid);
+        thread.program = program.clone();
+        thread.frames.clear();
+        thread.main = true;
+        self.push_frame(tid, program.entry(), None);
+        self.stats.execs += 1;
+    }
+
+    /// Thread `tid` exits; the process exits with its last thread.
+    fn exit_thread(&mut self, tid: Tid) {
+        let pid = self.threads[&tid].pid;
+        if self.live_threads(pid).iter().all(|&t| t == tid) {
+            self.exit_process(pid, Some(tid));
+        } else {
+            self.end_thread(tid);
+        }
+    }
+
+    /// Takes `tid` off its CPU or the run queue and lets it exit (not the last thread).
+    fn end_thread(&mut self, tid: Tid) {
+        let (pid, state) = (self.threads[&tid].pid, self.threads[&tid].state);
+        self.unschedule(tid, state);
+        self.driver.thread_exit(pid, tid);
+        self.kernel().remove_thread(pid, tid);
+        self.kernel().with_process(pid, |p| p.memory.unmap(stack_base(tid)));
+        let thread = self.thread_mut(tid);
+        thread.state = ThreadState::Exited;
+        thread.frames.clear();
+    }
+
+    /// Takes `tid` off its CPU (switching it out) or out of the run queue; returns its CPU.
+    fn unschedule(&mut self, tid: Tid, state: ThreadState) -> Option<Cpu> {
+        match state {
+            ThreadState::Running(cpu) => {
+                self.switch_out(cpu, tid);
+                Some(cpu)
+            }
+            ThreadState::Runnable => {
+                self.run_queue.retain(|&t| t != tid);
+                None
+            }
+            ThreadState::Sleeping | ThreadState::Exited => None,
+        }
+    }
+
+    /// Process `pid` exits from thread `exiting` (any of its threads when `None`).
+    fn exit_process(&mut self, pid: Pid, exiting: Option<Tid>) {
+        let live = self.live_threads(pid);
+        let exiting = exiting.or_else(|| live.first().copied());
+        self.kernel().begin_exit(pid);
+        for &other in &live {
+            if Some(other) != exiting {
+                self.end_thread(other);
+            }
+        }
+        let mut cpu = None;
+        if let Some(tid) = exiting {
+            let state = self.threads[&tid].state;
+            cpu = self.unschedule(tid, state);
+        }
+        if let Some(cpu) = cpu {
+            self.hardware().set_current_cpu(cpu as usize);
+        }
+        self.driver.process_exit(pid);
+        if let Some(tid) = exiting {
+            self.driver.thread_exit(pid, tid);
+            let thread = self.thread_mut(tid);
+            thread.state = ThreadState::Exited;
+            thread.frames.clear();
+        }
+        self.kernel().reap(pid);
+        if let Some(process) = self.processes.get_mut(&pid) {
+            process.alive = false;
+        }
+        self.stats.exits += 1;
+    }
+}
+
+/// The trap frame of a PMI taken in the scheduler or on an idle CPU.
+fn idle_frame() -> TrapFrame {
+    TrapFrame { pc: KERNEL_IDLE_PC, fp: 0, sp: 0, user: false }
+}
