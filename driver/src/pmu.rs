@@ -135,20 +135,20 @@ pub struct IntelPmu {
     pub gp_counters: u8,
     /// Width of the GP counters in bits.
     pub gp_width: u8,
-    /// Bit `i` set when fixed counter `i` exists (v2+: the contiguous count of EDX[4:0]; v5 also
+    /// Bit `i` set when fixed counter `i` exists (v2+: the contiguous count of EDX\[4:0\]; v5 also
     /// the bitmap of ECX).
     pub fixed_mask: u32,
     /// Width of the fixed counters in bits.
     pub fixed_width: u8,
     /// Bit `i` set when architectural event `i` is available (leaf 0xA EBX, inverted, limited to
-    /// the vector length of EAX[31:24]): 0 core cycles, 1 instructions retired, 2 reference
+    /// the vector length of EAX\[31:24\]): 0 core cycles, 1 instructions retired, 2 reference
     /// cycles, 3 LLC references, 4 LLC misses, 5 branches retired, 6 branch mispredicts retired,
     /// 7 top-down slots.
     pub arch_events: u32,
     /// IA32_PERF_CAPABILITIES.FW_WRITE: GP counters can be written at full width through
     /// IA32_A_PMCx.
     pub full_width_write: bool,
-    /// Whether the AnyThread bit exists (v3+ unless leaf 0xA EDX[15] deprecates it).
+    /// Whether the AnyThread bit exists (v3+ unless leaf 0xA EDX\[15\] deprecates it).
     pub any_thread: bool,
     /// How the PMU freezes on a PMI (never under a hypervisor).
     pub freeze: FreezeMode,

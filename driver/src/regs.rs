@@ -7,7 +7,7 @@
 //! these types. References are to the Intel SDM Vol. 3B, chapter 21 ("Performance Monitoring").
 
 /// IA32_PERFEVTSELx: the event select register of a GP counter (SDM Vol. 3B §21.2.1.1, Figure
-/// 21-1; bit 21 AnyThread from §21.2.3, deprecated from perfmon v5 when CPUID.0AH:EDX[15]).
+/// 21-1; bit 21 AnyThread from §21.2.3, deprecated from perfmon v5 when CPUID.0AH:EDX\[15\]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub struct PerfEvtSel(u64);
 

@@ -15,6 +15,7 @@ use crate::record::{
 
 /// Checks a record header word (the first 4 bytes of a record, little-endian) and returns the
 /// record's type and total length. `offset` is the record's position, for the error.
+#[inline]
 pub fn parse_header_word(word: u32, offset: u64) -> Result<(RecordType, usize), DecodeError> {
     let magic = (word >> 24) as u8;
     if magic != HEADER_MAGIC {
@@ -48,6 +49,7 @@ pub fn parse_header_word(word: u32, offset: u64) -> Result<(RecordType, usize), 
 
 /// Decodes the record at the start of `bytes` (which may hold more after it). Returns the record,
 /// its timestamp and its length. `offset` is the record's position in the stream, for errors.
+#[inline]
 pub fn decode_record(bytes: &[u8], offset: u64) -> Result<(Record<'_>, u64, usize), DecodeError> {
     if bytes.len() < 4 {
         return Err(DecodeError::Truncated { offset, have: bytes.len(), need: 4 });
@@ -61,6 +63,7 @@ pub fn decode_record(bytes: &[u8], offset: u64) -> Result<(Record<'_>, u64, usiz
 
 /// Decodes a record whose header was checked by [`parse_header_word`] and whose bytes are all
 /// present (`record.len()` is the header's length).
+#[inline]
 pub(crate) fn decode_body(
     record_type: RecordType,
     record: &[u8],

@@ -28,7 +28,8 @@ pub enum EncodeError {
         /// Which field.
         field: &'static str,
     },
-    /// A string is longer than its field allows (the limit leaves room for the NUL).
+    /// A string is longer than its field allows. A path needs room for its NUL; a name in a
+    /// fixed-size field may fill the field.
     #[error("{field} is {len} bytes long; at most {max} fit")]
     TooLong {
         /// Which field.
@@ -190,9 +191,11 @@ fn write_pcs(out: &mut [u8], pcs: ProgramCounters<'_>) {
 /// Checks the string fields of fixed-size records against their room.
 fn check_strings(record: &Record<'_>) -> Result<(), EncodeError> {
     match record {
-        Record::Initialize(r) => check_string("cpuid", r.cpuid, CPUID_LEN - 1),
-        Record::ThrCreate(r) => check_string("thread name", r.name, COMM_LEN - 1),
-        Record::ProcCreate(r) => check_string("command name", r.comm, COMM_LEN - 1),
+        // A name that fills its fixed field is written without a NUL; readers (this crate's and
+        // FreeBSD's) take the whole field then, so every decodable record can be written back.
+        Record::Initialize(r) => check_string("cpuid", r.cpuid, CPUID_LEN),
+        Record::ThrCreate(r) => check_string("thread name", r.name, COMM_LEN),
+        Record::ProcCreate(r) => check_string("command name", r.comm, COMM_LEN),
         Record::PmcAllocateDyn(r) => {
             // The kernel layout has 56 bytes for the name inside the record: FreeBSD writes all 64
             // and lets the next record overwrite the last 8. A name that fills the room is kept

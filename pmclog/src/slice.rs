@@ -37,6 +37,7 @@ impl<'a> Records<'a> {
 impl<'a> Iterator for Records<'a> {
     type Item = Result<Entry<'a>, DecodeError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.done || self.position >= self.data.len() {
             return None;

@@ -804,11 +804,8 @@ fn fixed_name_fields_may_be_full() {
     let expected =
         Record::ThrCreate(ThrCreate { tid: 1, pid: 2, flags: 0, name: b"abcdefghijklmnopqrst" });
     assert_eq!(pmclog::decode_record(&bytes, 0), Ok((expected, 0, 52)));
-    // ...but a writer must leave room for the NUL.
-    assert_eq!(
-        pmclog::encoded_len(&expected),
-        Err(EncodeError::TooLong { field: "thread name", len: 20, max: 19 })
-    );
+    // ...and written back the same way, so every decodable record re-encodes.
+    assert_eq!(common::encode_vec(&expected, 0), bytes);
 }
 
 #[test]
@@ -943,17 +940,17 @@ fn encode_refuses_strings_that_do_not_fit() {
     assert_eq!(pmclog::encoded_len(&map_in_record(&path[..1023])), Ok(32 + 1024));
 
     refused(
-        Record::ProcCreate(ProcCreate { pid: 1, flags: 0, comm: &[b'c'; 20] }),
-        EncodeError::TooLong { field: "command name", len: 20, max: 19 },
+        Record::ProcCreate(ProcCreate { pid: 1, flags: 0, comm: &[b'c'; 21] }),
+        EncodeError::TooLong { field: "command name", len: 21, max: 20 },
     );
-    let comm = [b'c'; 19];
+    let comm = [b'c'; 20];
     assert_eq!(
         pmclog::encoded_len(&Record::ProcCreate(ProcCreate { pid: 1, flags: 0, comm: &comm })),
         Ok(44)
     );
     refused(
-        Record::ThrCreate(ThrCreate { tid: 1, pid: 2, flags: 0, name: &[b't'; 20] }),
-        EncodeError::TooLong { field: "thread name", len: 20, max: 19 },
+        Record::ThrCreate(ThrCreate { tid: 1, pid: 2, flags: 0, name: &[b't'; 21] }),
+        EncodeError::TooLong { field: "thread name", len: 21, max: 20 },
     );
     refused(
         Record::Initialize(Initialize {
@@ -962,9 +959,9 @@ fn encode_refuses_strings_that_do_not_fit() {
             tsc_freq: 0,
             time_sec: 0,
             time_nsec: 0,
-            cpuid: &[b'x'; 64],
+            cpuid: &[b'x'; 65],
         }),
-        EncodeError::TooLong { field: "cpuid", len: 64, max: 63 },
+        EncodeError::TooLong { field: "cpuid", len: 65, max: 64 },
     );
     let dyn_record = |name, layout| {
         Record::PmcAllocateDyn(PmcAllocateDyn {
