@@ -299,7 +299,7 @@ pub struct CallchainFlags(pub u32);
 impl CallchainFlags {
     /// `PMC_CC_F_USERSPACE`: the sample was taken in user mode.
     pub const USERSPACE: u32 = 0x1;
-    /// `PMC_CC_F_MULTIPART`: `pc\[0\]` is a multipart header (AMD IBS).
+    /// `PMC_CC_F_MULTIPART`: `pc[0]` is a multipart header (AMD IBS).
     pub const MULTIPART: u32 = 0x2;
 
     /// Builds the word from a CPU number and the low 16 flag bits.
@@ -324,7 +324,7 @@ impl CallchainFlags {
     }
 }
 
-/// CALLCHAIN: one sample. `pcs\[0\]` is the sampled PC, later entries are return addresses.
+/// CALLCHAIN: one sample. `pcs[0]` is the sampled PC, later entries are return addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Callchain<'a> {
     /// The process.
@@ -502,7 +502,7 @@ pub struct Part<'a> {
 
 /// The parts of a multipart (IBS) CALLCHAIN record.
 ///
-/// `pc\[0\]` is a header of up to four (type, length) byte pairs, byte `2i` the type and byte `2i+1`
+/// `pc[0]` is a header of up to four (type, length) byte pairs, byte `2i` the type and byte `2i+1`
 /// the length in 8-byte words; type 0 ends the list. The parts' words follow in order. (The byte
 /// order of the pairs inside the header word is read from `hwpmc_ibs.c`'s description and is not
 /// confirmed against a real IBS log: UNVERIFIED.)
