@@ -203,23 +203,24 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     ) -> CounterSet {
         let Some(state) = self.cpus.get(cpu as usize) else { return CounterSet::EMPTY };
         let Some(slot) = state.slots.get(pmc.row as usize) else { return CounterSet::EMPTY };
-        let sampling = pmc.mode().is_sampling();
-        let start = match max_period(state, pmc) {
-            // A hardware counter counts up from 2^width − period and overflows after `period`
-            // events; the handler folds and reloads it, so the distance from the last fold is
-            // always below 2^width and the modular fold is exact (and on perfmon v1, bit
-            // width − 1 going clear shows the overflow).
-            Some(period) => {
-                let period = if sampling { pmc.reload.clamp(1, period) } else { period };
-                pmc.width_mask.wrapping_sub(period).wrapping_add(1) & pmc.width_mask
-            }
-            // Software counters are 64 bits wide and start from zero.
-            None => 0,
-        };
-        slot.claim(handle, pid, start, pmc.width_mask);
+        slot.claim(handle, pid, pmc.start, pmc.width_mask);
         state.mark_loaded(pmc.row, true);
         // Counting PMCs interrupt too: the handler folds each wrap into the 64-bit count.
-        class::program(&self.hw, state, slot, pmc.class_row, pmc.config, start, true)
+        class::program(&self.hw, state, slot, pmc.class_row, pmc.config, pmc.start, true)
+    }
+
+    /// The value `pmc`'s counter is loaded with. A hardware counter counts up from
+    /// 2^width − period and overflows after `period` events (the reload of a sampling PMC, or the
+    /// longest period for a counting one); the handler folds and reloads it, so the distance
+    /// from the last fold stays below 2^width and the modular fold is exact (and on perfmon v1,
+    /// bit width − 1 going clear shows the overflow). Software counters are 64 bits wide and
+    /// start from zero.
+    pub(crate) fn counter_start(&self, pmc: &Pmc) -> u64 {
+        let Some(period) = self.layout.pmu.as_ref().and_then(|pmu| max_period(pmu, pmc)) else {
+            return 0;
+        };
+        let period = if pmc.mode().is_sampling() { pmc.reload.clamp(1, period) } else { period };
+        pmc.width_mask.wrapping_sub(period).wrapping_add(1) & pmc.width_mask
     }
 
     /// Starts `counters` on the current CPU `cpu`, all at once.
@@ -368,11 +369,10 @@ pub(crate) fn credit_locked(core: &mut Core, handle: PmcHandle, pid: Pid, delta:
     }
 }
 
-/// The longest period a hardware counter of `pmc` can be loaded with on this CPU: 2^(width − 1),
+/// The longest period a hardware counter of `pmc` can be loaded with: 2^(width − 1),
 /// or 2^31 for a GP counter without full-width writes (legacy writes sign-extend bit 31). `None`
 /// for software rows.
-fn max_period(cpu: &PerCpu, pmc: &Pmc) -> Option<u64> {
-    let pmu = cpu.pmu.as_ref()?;
+fn max_period(pmu: &IntelPmu, pmc: &Pmc) -> Option<u64> {
     let half_width = (pmc.width_mask >> 1) + 1;
     match pmc.config {
         HwConfig::Iap { .. } if !pmu.full_width_write => Some(half_width.min(1 << 31)),

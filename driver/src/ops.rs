@@ -296,9 +296,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             width_mask: class.mask(),
             value: if mode.is_sampling() { 0 } else { request.pm_count },
             reload: if mode.is_sampling() { request.pm_count.max(min_reload) } else { 0 },
+            start: 0,
             targets: Vec::new(),
             msr_granted: false,
         };
+        pmc.start = self.counter_start(&pmc);
         if mode == Mode::SystemSampling {
             pmc.flags |= PmcFlags::NEEDS_LOGFILE;
         }
@@ -682,6 +684,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             let pmc = core.pmc_mut(handle).ok_or(Errno::Inval)?;
             if pmc.mode().is_sampling() {
                 pmc.reload = request.pm_value;
+                pmc.start = self.counter_start(pmc);
             } else {
                 pmc.value = request.pm_value;
             }
@@ -723,6 +726,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if pmc.mode().is_sampling() {
             let floor = if pmc.id.class == Class::Soft { 1 } else { min };
             pmc.reload = request.pm_count.max(floor);
+            pmc.start = self.counter_start(pmc);
         } else {
             pmc.value = request.pm_count;
         }

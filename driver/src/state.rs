@@ -34,6 +34,9 @@ pub(crate) struct Pmc {
     pub(crate) value: u64,
     /// Sampling modes: the reload count.
     pub(crate) reload: u64,
+    /// The value its counter is loaded with at every (re)load: 2^width − period for hardware
+    /// counters (see `Driver::counter_start`), 0 for software ones. Kept in step with `reload`.
+    pub(crate) start: u64,
     /// The processes a process-mode PMC is attached to.
     pub(crate) targets: Vec<Pid>,
     /// Whether PMCGETMSR gave its owner direct RDPMC access.
