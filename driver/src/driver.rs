@@ -145,15 +145,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// the PMI entry unmasked.
     fn init_cpu(&self, cpu: Cpu) {
         let state = &self.cpus[cpu as usize];
-        let Some(pmu) = state.pmu else { return };
-        for i in 0..u32::from(pmu.gp_counters) {
-            self.hw.write_msr(msr::IA32_PERFEVTSEL0 + i, 0);
-        }
+        let Some(pmu) = state.pmu.as_ref() else { return };
+        self.stop_all_counters(pmu);
         if pmu.has_global_ctrl() {
-            self.hw.write_msr(msr::IA32_PERF_GLOBAL_CTRL, 0);
-            if pmu.fixed_counters() > 0 {
-                self.hw.write_msr(msr::IA32_FIXED_CTR_CTRL, 0);
-            }
             let status = self.hw.read_msr(msr::IA32_PERF_GLOBAL_STATUS);
             let reset = status & pmu.status_reset_valid();
             if reset != 0 {
@@ -171,8 +165,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Undoes [`Self::init_cpu`] on the current CPU `cpu`.
     fn fini_cpu(&self, cpu: Cpu) {
         let state = &self.cpus[cpu as usize];
-        let Some(pmu) = state.pmu else { return };
+        let Some(pmu) = state.pmu.as_ref() else { return };
         self.hw.mask_pmi();
+        self.stop_all_counters(pmu);
+        if pmu.freeze != FreezeMode::None {
+            self.hw.write_msr(msr::IA32_DEBUGCTL, state.saved_debugctl.load(Ordering::Relaxed));
+        }
+    }
+
+    /// Clears every event select, the fixed-counter control and GLOBAL_CTRL of the current CPU.
+    fn stop_all_counters(&self, pmu: &IntelPmu) {
         for i in 0..u32::from(pmu.gp_counters) {
             self.hw.write_msr(msr::IA32_PERFEVTSEL0 + i, 0);
         }
@@ -181,9 +183,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             if pmu.fixed_counters() > 0 {
                 self.hw.write_msr(msr::IA32_FIXED_CTR_CTRL, 0);
             }
-        }
-        if pmu.freeze != FreezeMode::None {
-            self.hw.write_msr(msr::IA32_DEBUGCTL, state.saved_debugctl.load(Ordering::Relaxed));
         }
     }
 

@@ -21,6 +21,7 @@ mod percpu;
 pub mod pmu;
 pub mod regs;
 mod state;
+pub mod text;
 
 pub use driver::{Driver, ExecInfo};
 pub use errno::Errno;

@@ -20,6 +20,8 @@ use crate::kernel::{Cpu, Kernel, Pid, Privilege, ProcessState, Signal, UserPtr};
 use crate::percpu::PmcHandle;
 use crate::regs::{FixedCtrField, PerfEvtSel};
 use crate::state::{Core, Pmc};
+use crate::text::FixedText;
+use core::fmt::Write;
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// The hwpmc system call: `op` is a `PMC_OP_*` number and `arg` the caller's argument
@@ -455,15 +457,26 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         true
     }
 
-    /// PMCATTACH.
-    fn op_attach(&self, arg: UserPtr) -> Result<(), Errno> {
+    /// The PMC and target of a PMCATTACH or PMCDETACH request: a process PMC of the caller,
+    /// and a pid (0 is the caller; negative is EINVAL).
+    fn attach_request(&self, arg: UserPtr) -> Result<(PmcHandle, Pmc, Pid, Pid), Errno> {
         let request: PmcOpPmcAttach = self.copy_in(arg)?;
         let caller = self.kernel.current_pid();
         let (handle, pmc) = self.find_cloned(caller, request.pm_pmc)?;
         if pmc.mode().is_system() {
             return Err(Errno::Inval);
         }
-        let pid = target_pid(request.pm_pid, caller)?;
+        let pid = match request.pm_pid {
+            0 => caller,
+            pid if pid < 0 => return Err(Errno::Inval),
+            pid => pid,
+        };
+        Ok((handle, pmc, pid, caller))
+    }
+
+    /// PMCATTACH.
+    fn op_attach(&self, arg: UserPtr) -> Result<(), Errno> {
+        let (handle, pmc, pid, caller) = self.attach_request(arg)?;
         if pmc.is_running() {
             return Err(Errno::Busy);
         }
@@ -515,13 +528,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// PMCDETACH.
     fn op_detach(&self, arg: UserPtr) -> Result<(), Errno> {
-        let request: PmcOpPmcAttach = self.copy_in(arg)?;
-        let caller = self.kernel.current_pid();
-        let (handle, pmc) = self.find_cloned(caller, request.pm_pmc)?;
-        if pmc.mode().is_system() {
-            return Err(Errno::Inval);
-        }
-        let pid = target_pid(request.pm_pid, caller)?;
+        let (handle, pmc, pid, _) = self.attach_request(arg)?;
         if self.kernel.process_state(pid) == ProcessState::NotFound {
             return Err(Errno::Srch);
         }
@@ -800,15 +807,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 }
 
-/// `pm_pid` of ATTACH/DETACH: 0 is the caller, negative is invalid.
-fn target_pid(requested: i32, caller: Pid) -> Result<Pid, Errno> {
-    match requested {
-        0 => Ok(caller),
-        pid if pid < 0 => Err(Errno::Inval),
-        pid => Ok(pid),
-    }
-}
-
 /// Attaches `handle` (at `row`) to process `pid`.
 pub(crate) fn link_target(core: &mut Core, handle: PmcHandle, row: u32, pid: Pid) {
     let Some(pmc) = core.pmc_mut(handle) else { return };
@@ -865,25 +863,8 @@ fn with_rings(evtsel: PerfEvtSel, caps: Caps) -> PerfEvtSel {
 
 /// `<CLASS>-<n>`, NUL-padded.
 fn write_row_name(out: &mut [u8; 64], class: &str, index: u32) {
-    let mut len = 0;
-    let mut push = |b: u8| {
-        if len < out.len() - 1 {
-            out[len] = b;
-            len += 1;
-        }
-    };
-    class.bytes().for_each(&mut push);
-    push(b'-');
-    let mut digits = [0u8; 10];
-    let mut n = index;
-    let mut count = 0;
-    loop {
-        digits[count] = b'0' + (n % 10) as u8;
-        count += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    digits[..count].iter().rev().for_each(|&d| push(d));
+    let mut name = FixedText::<64>::new();
+    // Writing into a fixed buffer cannot fail; it truncates.
+    let _ = write!(name, "{class}-{index}");
+    *out = name.field();
 }

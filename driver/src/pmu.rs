@@ -8,6 +8,8 @@
 
 use crate::hw::{CpuIdReader, Msrs, msr};
 use crate::regs::{CounterSet, FixedCtrField, GlobalStatus, PerfEvtSel, low_bits};
+use crate::text::FixedText;
+use core::fmt::Write;
 
 /// The highest perfmon version this driver programs with version-specific features.
 pub const MAX_KNOWN_VERSION: u8 = 5;
@@ -66,62 +68,17 @@ impl CpuSignature {
     /// The `kern.hwpmc.cpuid` string libpmc uses to choose its event tables:
     /// `GenuineIntel-6-55` (vendor, decimal family, two upper-case hex digits of model).
     pub fn cpuid_string(&self) -> CpuIdString {
-        let mut out = CpuIdString { bytes: [0; 64], len: 0 };
-        let vendor = self.vendor.iter().take_while(|&&b| b != 0).copied();
-        vendor.for_each(|b| out.push(b));
-        out.push(b'-');
-        out.push_decimal(self.family);
-        out.push(b'-');
-        let hex = b"0123456789ABCDEF";
-        if self.model > 0xFF {
-            out.push_decimal(self.model);
-        } else {
-            out.push(hex[(self.model >> 4) as usize]);
-            out.push(hex[(self.model & 0xF) as usize]);
-        }
+        let mut out = CpuIdString::new();
+        let vendor_len = self.vendor.iter().position(|&b| b == 0).unwrap_or(12);
+        let vendor = core::str::from_utf8(&self.vendor[..vendor_len]).unwrap_or("Unknown");
+        // Writing into a fixed buffer cannot fail; it truncates.
+        let _ = write!(out, "{vendor}-{}-{:02X}", self.family, self.model);
         out
     }
 }
 
-/// A short string (at most 63 bytes) held without allocation.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct CpuIdString {
-    bytes: [u8; 64],
-    len: usize,
-}
-
-impl CpuIdString {
-    fn push(&mut self, b: u8) {
-        if self.len < 63 {
-            self.bytes[self.len] = b;
-            self.len += 1;
-        }
-    }
-    fn push_decimal(&mut self, value: u32) {
-        let mut digits = [0u8; 10];
-        let mut n = value;
-        let mut count = 0;
-        loop {
-            digits[count] = b'0' + (n % 10) as u8;
-            count += 1;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        digits[..count].iter().rev().for_each(|&d| self.push(d));
-    }
-    /// The bytes.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-}
-
-impl core::fmt::Debug for CpuIdString {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        core::fmt::Debug::fmt(core::str::from_utf8(self.as_bytes()).unwrap_or("?"), f)
-    }
-}
+/// The cpuid string (at most 63 bytes), held without allocation.
+pub type CpuIdString = FixedText<64>;
 
 /// The Intel architectural PMU of one CPU (CPUID leaf 0xA, SDM Vol. 3B §21.2; PERF_CAPABILITIES,
 /// SDM Vol. 4 Table 2-2).
@@ -266,3 +223,29 @@ impl IntelPmu {
 
 /// IA32_PERF_CAPABILITIES bit 13: full-width writes to IA32_A_PMCx.
 pub const PERF_CAPABILITIES_FW_WRITE: u64 = 1 << 13;
+
+#[cfg(test)]
+mod tests {
+    use super::CpuSignature;
+    use raw_cpuid::CpuIdResult;
+
+    fn skylake(eax: u32, _ecx: u32) -> CpuIdResult {
+        match eax {
+            0 => CpuIdResult {
+                eax: 0x16,
+                ebx: u32::from_le_bytes(*b"Genu"),
+                edx: u32::from_le_bytes(*b"ineI"),
+                ecx: u32::from_le_bytes(*b"ntel"),
+            },
+            1 => CpuIdResult { eax: 0x0005_06E3, ebx: 0, ecx: 0, edx: 0 },
+            _ => CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 },
+        }
+    }
+
+    #[test]
+    fn cpuid_string_is_vendor_family_and_hex_model() {
+        let signature = CpuSignature::read(&skylake);
+        assert_eq!((signature.family, signature.model, signature.stepping), (6, 0x5E, 3));
+        assert_eq!(signature.cpuid_string().as_bytes(), b"GenuineIntel-6-5E");
+    }
+}

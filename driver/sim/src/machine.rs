@@ -63,7 +63,7 @@ use hwpmc::{Cpu, ExecInfo, Pid, Tid, TrapFrame, Tunables};
 use crate::client::{PmcClient, SimDriver, load_driver};
 use crate::cpuid::{ArchEvent, PmuModel};
 use crate::kernel::{Credentials, SimKernel};
-use crate::pmu::{Ring, SimHardware, Work};
+use crate::pmu::{EventTotals, Ring, SimHardware, Work};
 use crate::workload::{Action, Flow, FunctionId, Program, ProgramBuilder};
 
 /// Size of each thread's user stack.
@@ -136,69 +136,8 @@ impl MachineConfig {
     }
 }
 
-/// Events of one ring: every architectural event, every raw event and the block executions.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RingTruth {
-    arch: [u128; 8],
-    raw: BTreeMap<(u8, u8), u128>,
-    blocks: u128,
-}
-
-impl RingTruth {
-    /// Occurrences of architectural event `event`.
-    pub fn arch(&self, event: ArchEvent) -> u128 {
-        self.arch[usize::from(event.index())]
-    }
-
-    /// Occurrences of raw event (`event_select`, `umask`) given in [`Work::raw`].
-    pub fn raw(&self, event_select: u8, umask: u8) -> u128 {
-        self.raw.get(&(event_select, umask)).copied().unwrap_or(0)
-    }
-
-    /// Block executions.
-    pub fn blocks(&self) -> u128 {
-        self.blocks
-    }
-
-    fn record(&mut self, work: &Work, repeat: u64, slots_per_cycle: u8) {
-        let repeat = u128::from(repeat);
-        for event in ArchEvent::ALL {
-            self.arch[usize::from(event.index())] +=
-                u128::from(work.arch(event, slots_per_cycle)) * repeat;
-        }
-        for raw in &work.raw {
-            *self.raw.entry((raw.event_select, raw.umask)).or_default() +=
-                u128::from(raw.count) * repeat;
-        }
-        self.blocks += repeat;
-    }
-
-    fn since(&self, earlier: &RingTruth) -> RingTruth {
-        let less = |now: u128, then: u128| {
-            now.checked_sub(then).expect("GroundTruth::since: not an earlier snapshot")
-        };
-        let mut arch = [0; 8];
-        for (i, value) in arch.iter_mut().enumerate() {
-            *value = less(self.arch[i], earlier.arch[i]);
-        }
-        let mut raw = self.raw.clone();
-        for (key, &then) in &earlier.raw {
-            let now = raw.entry(*key).or_default();
-            *now = less(*now, then);
-        }
-        RingTruth { arch, raw, blocks: less(self.blocks, earlier.blocks) }
-    }
-
-    fn add(&mut self, other: &RingTruth) {
-        for (mine, theirs) in self.arch.iter_mut().zip(other.arch) {
-            *mine += theirs;
-        }
-        for (key, value) in &other.raw {
-            *self.raw.entry(*key).or_default() += value;
-        }
-        self.blocks += other.blocks;
-    }
-}
+/// The events of one ring: the PMU's own [`EventTotals`].
+pub type RingTruth = EventTotals;
 
 /// Ground truth: every event retired, split by ring.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -259,7 +198,7 @@ impl GroundTruth {
 impl AddAssign<&GroundTruth> for GroundTruth {
     fn add_assign(&mut self, other: &GroundTruth) {
         for (mine, theirs) in self.rings.iter_mut().zip(&other.rings) {
-            mine.add(theirs);
+            mine.merge(theirs);
         }
     }
 }
@@ -495,12 +434,15 @@ impl<'a> HookContext<'a> {
     }
 }
 
-/// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", 2014).
+/// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", 2014):
+/// the simulator's deterministic random numbers, also for tests that want a seeded sequence.
 #[derive(Debug, Clone)]
-struct SplitMix64(u64);
+pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    /// The next number.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -509,7 +451,7 @@ impl SplitMix64 {
     }
 
     /// A number below `n` (`n` > 0).
-    fn below(&mut self, n: u64) -> u64 {
+    pub fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
     }
 }

@@ -229,7 +229,8 @@ impl EventTotals {
     pub fn blocks(&self) -> u128 {
         self.blocks
     }
-    fn add(&mut self, work: &Work, repeat: u64, slots_per_cycle: u8) {
+    /// Adds `repeat` executions of `work`.
+    pub(crate) fn record(&mut self, work: &Work, repeat: u64, slots_per_cycle: u8) {
         let repeat = u128::from(repeat);
         for event in ArchEvent::ALL {
             self.arch[usize::from(event.index())] +=
@@ -240,6 +241,34 @@ impl EventTotals {
                 u128::from(raw.count) * repeat;
         }
         self.blocks += repeat;
+    }
+
+    /// What was added since the snapshot `earlier` (panics if it is not an earlier snapshot).
+    pub(crate) fn since(&self, earlier: &EventTotals) -> EventTotals {
+        let less = |now: u128, then: u128| {
+            now.checked_sub(then).expect("EventTotals::since: not an earlier snapshot")
+        };
+        let mut arch = [0; 8];
+        for (i, value) in arch.iter_mut().enumerate() {
+            *value = less(self.arch[i], earlier.arch[i]);
+        }
+        let mut raw = self.raw.clone();
+        for (key, &then) in &earlier.raw {
+            let now = raw.entry(*key).or_default();
+            *now = less(*now, then);
+        }
+        EventTotals { arch, raw, blocks: less(self.blocks, earlier.blocks) }
+    }
+
+    /// Adds `other`'s totals.
+    pub(crate) fn merge(&mut self, other: &EventTotals) {
+        for (mine, theirs) in self.arch.iter_mut().zip(other.arch) {
+            *mine += theirs;
+        }
+        for (key, value) in &other.raw {
+            *self.raw.entry(*key).or_default() += value;
+        }
+        self.blocks += other.blocks;
     }
 }
 
@@ -885,7 +914,7 @@ impl SimPmu {
         }
         let model = *self.model();
         let slots_per_cycle = model.topdown_slots_per_cycle;
-        self.truth[ring.index()].add(work, repeat, slots_per_cycle);
+        self.truth[ring.index()].record(work, repeat, slots_per_cycle);
         self.tsc = self.tsc.wrapping_add(work.ref_cycles.wrapping_mul(repeat));
         let running = self.version() >= 1 && !self.frozen();
         let global = self.version() >= 2;

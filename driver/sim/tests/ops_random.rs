@@ -6,6 +6,7 @@
 use hwpmc::abi::{Disposition, Mode, Op, PMC_CPU_ANY, State, event};
 use hwpmc::{Errno, ExecInfo, Pid, Tid, Tunables, UserPtr};
 use hwpmc_sim::kernel::SCRATCH_BASE;
+use hwpmc_sim::machine::SplitMix64;
 use hwpmc_sim::pmu::{Ring, Work};
 use hwpmc_sim::{AllocateRequest, Credentials, PmcClient, PmuModel, SimDriver, load_driver};
 use proptest::prelude::*;
@@ -34,20 +35,15 @@ fn documented(op: Op) -> &'static [Errno] {
     }
 }
 
-/// A small deterministic generator driven by proptest's seed.
-struct Rng(u64);
+/// The simulator's generator, seeded by proptest.
+struct Rng(SplitMix64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        // splitmix64
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next()
     }
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.0.below(n)
     }
     fn pick<T: Copy>(&mut self, items: &[T]) -> T {
         items[self.below(items.len() as u64) as usize]
@@ -243,7 +239,7 @@ fn run(seed: u64, steps: usize) {
         kernel.spawn(None, Credentials::root()),
     ];
     let mut world = World { driver, processes, ids: Vec::new(), running: vec![None, None] };
-    let mut rng = Rng(seed);
+    let mut rng = Rng(SplitMix64(seed));
     for _ in 0..steps {
         if rng.chance(40) {
             world.churn(&mut rng);
