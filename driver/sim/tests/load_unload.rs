@@ -1,0 +1,72 @@
+//! Loading checks the tunables and resets every CPU's PMU; unloading releases every PMC, sends
+//! SIGBUS to owners, and leaves the hardware as it was found.
+
+use hwpmc::{Driver, LoadError, Signal, Tunables};
+use hwpmc_sim::kernel::SimKernel;
+use hwpmc_sim::pmu::msr;
+use hwpmc_sim::{AllocateRequest, Credentials, PmcClient, PmuModel, SimHardware, load_driver};
+
+#[test]
+fn bad_tunables_refuse_to_load() {
+    let hw = SimHardware::new(PmuModel::skylake(), 1);
+    let load = |tunables| Driver::load(SimKernel::new(hw.clone()), hw.clone(), tunables).err();
+    let default = Tunables::default();
+    assert_eq!(
+        load(Tunables { nsamples: 300, ..default }),
+        Some(LoadError::BadSampleRingSize(300))
+    );
+    assert_eq!(load(Tunables { nsamples: 1, ..default }), Some(LoadError::BadSampleRingSize(1)));
+    assert_eq!(
+        load(Tunables { callchain_depth: 513, ..default }),
+        Some(LoadError::BadCallchainDepth(513))
+    );
+    assert_eq!(
+        load(Tunables { log_buffer_kib: 16384, log_buffers_per_cpu: 4, ..default }),
+        Some(LoadError::BadLogBuffers { kib: 16384, count: 4 })
+    );
+    assert!(load(Tunables { nsamples: 65536, callchain_depth: 512, ..default }).is_none());
+    let message = LoadError::BadSampleRingSize(300).to_string();
+    assert!(message.contains("power of two"), "{message}");
+}
+
+#[test]
+fn load_resets_the_pmu_and_unload_restores_it() {
+    let hw = SimHardware::new(PmuModel::skylake(), 2);
+    // Something left counters running and DEBUGCTL clear before the driver loads.
+    hw.pmu(1).write_msr(msr::IA32_PERFEVTSEL0, 0x43_00C0).unwrap();
+    let driver = Driver::load(SimKernel::new(hw.clone()), hw.clone(), Tunables::default()).unwrap();
+    for cpu in 0..2 {
+        let pmu = hw.pmu(cpu);
+        assert_eq!(pmu.read_msr(msr::IA32_PERFEVTSEL0).unwrap(), 0);
+        assert_eq!(pmu.read_msr(msr::IA32_PERF_GLOBAL_CTRL).unwrap(), 0);
+        assert_eq!(pmu.read_msr(msr::IA32_DEBUGCTL).unwrap(), 1 << 12, "freeze on PMI");
+        assert_eq!(pmu.read_msr(msr::IA32_X2APIC_LVT_PMI).unwrap() & 1 << 16, 0, "PMI unmasked");
+    }
+    let kernel = driver.kernel().clone();
+    let owner = kernel.spawn(None, Credentials::user(1000));
+    let client = PmcClient::new(&driver, owner);
+    let id = client.allocate(AllocateRequest::iap(0x00C0)).unwrap();
+    client.start(id).unwrap();
+    let tid = kernel.threads(owner)[0];
+    hw.set_current_cpu(0);
+    driver.switch_in(0, owner, tid);
+    assert_ne!(hw.pmu(0).read_msr(msr::IA32_PERF_GLOBAL_CTRL).unwrap(), 0);
+    driver.unload();
+    assert_eq!(kernel.take_signals(), [(owner, Signal::Bus)]);
+    for cpu in 0..2 {
+        let pmu = hw.pmu(cpu);
+        assert_eq!(pmu.read_msr(msr::IA32_PERFEVTSEL0).unwrap(), 0, "cpu {cpu}");
+        assert_eq!(pmu.read_msr(msr::IA32_PERF_GLOBAL_CTRL).unwrap(), 0, "cpu {cpu}");
+        assert_eq!(pmu.read_msr(msr::IA32_FIXED_CTR_CTRL).unwrap(), 0, "cpu {cpu}");
+        assert_eq!(pmu.read_msr(msr::IA32_DEBUGCTL).unwrap(), 0, "DEBUGCTL restored");
+        assert_ne!(pmu.read_msr(msr::IA32_X2APIC_LVT_PMI).unwrap() & 1 << 16, 0, "PMI masked");
+    }
+    hw.assert_no_faults();
+}
+
+#[test]
+fn a_vm_without_a_pmu_loads_and_unloads_without_touching_pmu_msrs() {
+    let driver = load_driver(PmuModel::no_pmu_vm(), 2, Tunables::default());
+    driver.unload();
+    driver.kernel().hardware().assert_no_faults();
+}
