@@ -68,6 +68,8 @@ pub(crate) struct Layout {
     pub(crate) pmu: Option<IntelPmu>,
     /// The hardware counter behind each row (empty for SOFT and TSC rows).
     row_counters: Vec<CounterSet>,
+    /// Each row's index within its class.
+    class_rows: Vec<u32>,
 }
 
 impl Layout {
@@ -90,7 +92,9 @@ impl Layout {
             }
         }
         let mut row_counters = Vec::new();
+        let mut class_rows = Vec::new();
         for class in &classes {
+            class_rows.extend(0..class.rows);
             for index in 0..class.rows as u8 {
                 let counter = match class.class {
                     Class::Iap => CounterSet::EMPTY.with(Counter::Gp(index)),
@@ -100,7 +104,17 @@ impl Layout {
                 row_counters.push(counter);
             }
         }
-        Layout { classes, pmu: common, row_counters }
+        Layout { classes, pmu: common, row_counters, class_rows }
+    }
+
+    /// `row`'s index within its class.
+    pub(crate) fn class_row(&self, row: u32) -> u32 {
+        self.class_rows.get(row as usize).copied().unwrap_or(0)
+    }
+
+    /// The width mask of each row's counter.
+    pub(crate) fn row_masks(&self) -> Vec<u64> {
+        self.classes.iter().flat_map(|c| (0..c.rows).map(move |_| c.mask())).collect()
     }
 
     /// The hardware counter behind `row`, as a set (empty for software rows).
@@ -144,16 +158,44 @@ fn common_pmu(pmus: &[Option<IntelPmu>]) -> Option<IntelPmu> {
 }
 
 /// How a PMC is programmed on its row (what the class accepted at allocation).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum HwConfig {
     /// A software event.
     Soft { event: u32 },
     /// The time-stamp counter.
+    #[default]
     Tsc,
     /// A GP counter with this event select (EN and INT clear; the driver sets them).
     Iap { evtsel: PerfEvtSel },
     /// Fixed counter `index` with this field (PMI clear; the driver sets it).
     Iaf { index: u8, field: FixedCtrField },
+}
+
+impl HwConfig {
+    /// The configuration as one word, so a slot can hold it in an atomic.
+    pub(crate) fn encode(self) -> u64 {
+        match self {
+            HwConfig::Tsc => 0,
+            HwConfig::Soft { event } => 1 << 60 | u64::from(event),
+            HwConfig::Iap { evtsel } => 2 << 60 | evtsel.bits() & 0xFFFF_FFFF,
+            HwConfig::Iaf { index, field } => {
+                3 << 60 | u64::from(index) << 8 | u64::from(field.bits())
+            }
+        }
+    }
+
+    /// The configuration [`HwConfig::encode`] gave this word for.
+    pub(crate) fn decode(word: u64) -> HwConfig {
+        match word >> 60 {
+            1 => HwConfig::Soft { event: word as u32 },
+            2 => HwConfig::Iap { evtsel: PerfEvtSel::from_built_bits(word & 0xFFFF_FFFF) },
+            3 => HwConfig::Iaf {
+                index: (word >> 8) as u8,
+                field: FixedCtrField::from_built_bits(word as u8),
+            },
+            _ => HwConfig::Tsc,
+        }
+    }
 }
 
 /// Programs `config` on row `row_in_class` of the current CPU with the counter at `start` and
@@ -215,9 +257,9 @@ pub(crate) fn enable(msrs: &(impl Msrs + ?Sized), cpu: &PerCpu, counters: Counte
         msrs.write_msr(msr::IA32_FIXED_CTR_CTRL, cpu.fixed_ctrl.load(Ordering::Relaxed));
     }
     if pmu.has_global_ctrl() {
-        let enabled =
-            CounterSet::from_bits_within(cpu.global_ctrl.load(Ordering::Relaxed), pmu.counters());
-        let enabled = enabled.union(counters).intersection(pmu.counters());
+        // The cached image only ever holds counters that exist, as `counters` does.
+        let enabled = CounterSet::from_built_bits(cpu.global_ctrl.load(Ordering::Relaxed));
+        let enabled = enabled.union(counters);
         cpu.global_ctrl.store(enabled.bits(), Ordering::Relaxed);
         msrs.write_msr(msr::IA32_PERF_GLOBAL_CTRL, GlobalCtrl::from_counters(enabled).bits());
     }
@@ -230,24 +272,21 @@ pub(crate) fn disable(msrs: &(impl Msrs + ?Sized), cpu: &PerCpu, counters: Count
     if counters.is_empty() || !pmu.has_global_ctrl() {
         return;
     }
-    let enabled =
-        CounterSet::from_bits_within(cpu.global_ctrl.load(Ordering::Relaxed), pmu.counters());
+    let enabled = CounterSet::from_built_bits(cpu.global_ctrl.load(Ordering::Relaxed));
     let enabled = enabled.minus(counters);
     cpu.global_ctrl.store(enabled.bits(), Ordering::Relaxed);
     msrs.write_msr(msr::IA32_PERF_GLOBAL_CTRL, GlobalCtrl::from_counters(enabled).bits());
 }
 
-/// Clears row `row_in_class`'s configuration on the current CPU, hiding its slot from the
-/// interrupt path first. A fixed counter's field changes only in the cached IA32_FIXED_CTR_CTRL
+/// Clears row `row_in_class`'s configuration on the current CPU (its slot already hidden from
+/// the interrupt path). A fixed counter's field changes only in the cached IA32_FIXED_CTR_CTRL
 /// image: [`write_fixed_ctrl`] writes it.
 pub(crate) fn unprogram(
     msrs: &(impl Msrs + ?Sized),
     cpu: &PerCpu,
-    slot: &Slot,
     row_in_class: u32,
     config: HwConfig,
 ) {
-    slot.unpublish();
     let Some(pmu) = cpu.pmu.as_ref() else { return };
     match config {
         HwConfig::Soft { .. } | HwConfig::Tsc => {}

@@ -14,7 +14,7 @@ use crate::kernel::{Cpu, Kernel, LoadError, Pid, Tunables};
 use crate::percpu::{PerCpu, PmcHandle, Slot};
 use crate::pmu::{CpuSignature, FreezeMode, IntelPmu};
 use crate::regs::CounterSet;
-use crate::state::{Core, Pmc};
+use crate::state::{Core, LoadSpec, Pmc};
 
 /// What a kernel tells the driver about an `execve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,7 +83,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let layout = Layout::new(&active);
         let rows = layout.rows() as usize;
         debug_assert!(rows <= crate::percpu::MAX_ROWS);
-        let cpus = pmus.iter().map(|pmu| PerCpu::new(rows, *pmu)).collect::<Vec<_>>();
+        let row_masks = layout.row_masks();
+        let cpus = pmus.iter().map(|pmu| PerCpu::new(&row_masks, *pmu)).collect::<Vec<_>>();
         let signature = CpuSignature::read(&hw.cpuid());
         let cpu_type = cpu_type_of(&signature, layout.pmu.is_some());
         let driver = Driver {
@@ -191,21 +192,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.cpus.get(cpu as usize)?.slots.get(row as usize)
     }
 
-    /// Programs `pmc` on its row of the current CPU `cpu`, for target `pid` (-1 for a system
-    /// PMC), and returns the hardware counter to start with [`Self::enable_counters`].
-    pub(crate) fn program_pmc(
-        &self,
-        cpu: Cpu,
-        handle: PmcHandle,
-        pmc: &Pmc,
-        pid: Pid,
-    ) -> CounterSet {
-        let Some(state) = self.cpus.get(cpu as usize) else { return CounterSet::EMPTY };
-        let Some(slot) = state.slots.get(pmc.row as usize) else { return CounterSet::EMPTY };
-        slot.claim(handle, pid, pmc.start, pmc.width_mask);
-        state.mark_loaded(pmc.row, true);
-        // Counting PMCs interrupt too: the handler folds each wrap into the 64-bit count.
-        class::program(&self.hw, state, slot, pmc.class_row, pmc.config, pmc.start, true)
+    /// Programs the PMC `spec` describes on its row of the current CPU, for target `pid` (-1 for
+    /// a system PMC), and returns the hardware counter to start with [`Self::enable_counters`].
+    pub(crate) fn program_pmc(&self, state: &PerCpu, spec: &LoadSpec, pid: Pid) -> CounterSet {
+        let Some(slot) = state.slots.get(spec.row as usize) else { return CounterSet::EMPTY };
+        slot.claim(spec.handle, pid, spec.start, spec.config);
+        state.mark_loaded(spec.row, true);
+        // Counting PMCs interrupt too: the handler folds and reloads at every overflow.
+        class::program(&self.hw, state, slot, spec.class_row, spec.config, spec.start, true)
     }
 
     /// The value `pmc`'s counter is loaded with. A hardware counter counts up from
@@ -227,9 +221,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         class::enable(&self.hw, &self.cpus[cpu as usize], counters);
     }
 
-    /// Programs and starts `pmc` on the current CPU `cpu`.
+    /// Programs and starts `pmc` on the current CPU `cpu` for target `pid` (-1 for a system
+    /// PMC).
     pub(crate) fn load_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc, pid: Pid) {
-        let counters = self.program_pmc(cpu, handle, pmc, pid);
+        let Some(state) = self.cpus.get(cpu as usize) else { return };
+        let counters = self.program_pmc(state, &LoadSpec::of(handle, pmc), pid);
+        if pid >= 0 && pid == state.current_pid() {
+            state.current_counters.fetch_or(counters.bits(), Ordering::Relaxed);
+        }
         self.enable_counters(cpu, counters);
     }
 
@@ -238,47 +237,50 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.layout.counter_of_row(row)
     }
 
-    /// Stops and unloads `handle` from its row on the current CPU `cpu`; returns the target it
+    /// Stops and unloads `handle` from row `row` of the current CPU `cpu`; returns the target it
     /// ran for and the events it counted since loaded, or `None` if it was not loaded there.
-    pub(crate) fn unload_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc) -> Option<(Pid, u64)> {
-        let slot = self.slot(cpu, pmc.row)?;
+    pub(crate) fn unload_pmc(&self, cpu: Cpu, handle: PmcHandle, row: u32) -> Option<(Pid, u64)> {
+        let state = self.cpus.get(cpu as usize)?;
+        let slot = state.slots.get(row as usize)?;
         if slot.handle() != Some(handle) {
             return None;
         }
-        let state = &self.cpus[cpu as usize];
+        let counters = self.counter_of_row(row);
+        state.current_counters.fetch_and(!counters.bits(), Ordering::Relaxed);
         slot.unpublish();
-        class::disable(&self.hw, state, self.counter_of_row(pmc.row));
-        let result = self.finish_unload(cpu, slot, pmc);
+        class::disable(&self.hw, state, counters);
+        let pid = slot.pid();
+        let delta = self.finish_unload(state, slot, row);
         class::write_fixed_ctrl(&self.hw, state);
-        Some(result)
+        Some((pid, delta))
     }
 
-    /// Unloads a PMC whose counter [`class::disable`] already stopped: clears the row, folds the
-    /// final value, empties the slot. The caller writes IA32_FIXED_CTR_CTRL afterwards.
-    pub(crate) fn finish_unload(&self, cpu: Cpu, slot: &Slot, pmc: &Pmc) -> (Pid, u64) {
-        let state = &self.cpus[cpu as usize];
-        class::unprogram(&self.hw, state, slot, pmc.class_row, pmc.config);
-        let delta = self.fold(cpu, slot, pmc.class_row, pmc.config);
-        let pid = slot.pid();
+    /// Unloads the PMC of row `row` whose counter is already stopped and whose slot is hidden
+    /// from the interrupt path: clears the row, folds the final value, empties the slot, and
+    /// returns the events counted. The caller writes IA32_FIXED_CTR_CTRL afterwards.
+    pub(crate) fn finish_unload(&self, state: &PerCpu, slot: &Slot, row: u32) -> u64 {
+        let config = slot.config();
+        let class_row = self.layout.class_row(row);
+        class::unprogram(&self.hw, state, class_row, config);
+        let tsc = || self.hw.read_tsc();
+        let delta = slot.fold_all(class::read(&self.hw, &tsc, state, slot, class_row, config));
         slot.release();
-        state.mark_loaded(pmc.row, false);
-        (pid, delta)
+        state.mark_loaded(row, false);
+        delta
     }
 
     /// The events `handle` counted on the current CPU `cpu` since it was loaded or last folded,
     /// leaving it running; `None` if it is not loaded there.
-    pub(crate) fn fold_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc) -> Option<(Pid, u64)> {
-        let slot = self.slot(cpu, pmc.row)?;
+    pub(crate) fn fold_pmc(&self, cpu: Cpu, handle: PmcHandle, row: u32) -> Option<(Pid, u64)> {
+        let state = self.cpus.get(cpu as usize)?;
+        let slot = state.slots.get(row as usize)?;
         if slot.handle() != Some(handle) {
             return None;
         }
-        Some((slot.pid(), self.fold(cpu, slot, pmc.class_row, pmc.config)))
-    }
-
-    fn fold(&self, cpu: Cpu, slot: &Slot, class_row: u32, config: HwConfig) -> u64 {
-        let state = &self.cpus[cpu as usize];
         let tsc = || self.hw.read_tsc();
-        slot.fold_all(class::read(&self.hw, &tsc, state, slot, class_row, config))
+        let class_row = self.layout.class_row(row);
+        let now = class::read(&self.hw, &tsc, state, slot, class_row, slot.config());
+        Some((slot.pid(), slot.fold_all(now)))
     }
 
     /// Runs `f` on `cpu` and returns its result.
@@ -296,9 +298,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             if !loaded {
                 continue;
             }
-            let Some(pmc) = self.core.lock().pmc(handle).cloned() else { return };
-            if let Some(Some((pid, delta))) =
-                self.on_cpu(cpu, || self.unload_pmc(cpu, handle, &pmc))
+            let Some(row) = self.core.lock().pmc(handle).map(|p| p.row) else { return };
+            if let Some(Some((pid, delta))) = self.on_cpu(cpu, || self.unload_pmc(cpu, handle, row))
             {
                 self.credit(handle, pid, delta);
             }
@@ -311,9 +312,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             if !self.slot_holds(cpu, handle) {
                 continue;
             }
-            let Some(pmc) = self.core.lock().pmc(handle).cloned() else { return };
-            if let Some(Some((pid, delta))) = self.on_cpu(cpu, || self.fold_pmc(cpu, handle, &pmc))
-            {
+            let Some(row) = self.core.lock().pmc(handle).map(|p| p.row) else { return };
+            if let Some(Some((pid, delta))) = self.on_cpu(cpu, || self.fold_pmc(cpu, handle, row)) {
                 self.credit(handle, pid, delta);
             }
         }
@@ -342,9 +342,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Stops, detaches and frees one PMC.
     pub(crate) fn release_pmc(&self, handle: PmcHandle) {
-        if let Some(pmc) = self.core.lock().pmc_mut(handle) {
-            pmc.state = State::Deleted;
-        }
+        self.core.lock().set_state(handle, State::Deleted);
         self.unload_everywhere(handle);
         let mut core = self.core.lock();
         let Some(pmc) = core.pmc(handle).cloned() else { return };

@@ -14,7 +14,7 @@ use crate::kernel::{Cpu, Kernel, Pid, Tid, TrapFrame};
 use crate::ops::link_target;
 use crate::percpu::PmcHandle;
 use crate::regs::{Counter, CounterSet, GlobalStatus, GlobalStatusReset};
-use crate::state::SoftEvent;
+use crate::state::{Core, SoftEvent};
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Scheduler hook: thread `tid` of process `pid` starts running on `cpu` (called on `cpu`,
@@ -27,15 +27,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(target) = core.targets.get(&pid) else { return };
         let mut counters = CounterSet::EMPTY;
         let mut rdpmc = false;
-        for (row, target_row) in target.iter() {
-            let handle = target_row.pmc;
-            let Some(pmc) = core.pmc(handle) else { continue };
-            let free = state.slots.get(row as usize).is_some_and(|s| s.handle().is_none());
-            if pmc.is_running() && free {
-                counters = counters.union(self.program_pmc(cpu, handle, pmc, pid));
-                rdpmc |= pmc.msr_granted;
+        for spec in &target.running {
+            let free = state.slots.get(spec.row as usize).is_some_and(|s| s.handle().is_none());
+            if free {
+                counters = counters.union(self.program_pmc(state, spec, pid));
+                rdpmc |= spec.user_rdpmc;
             }
         }
+        state.current_counters.store(counters.bits(), Ordering::Relaxed);
         self.enable_counters(cpu, counters);
         if rdpmc {
             state.user_rdpmc.store(true, Ordering::Relaxed);
@@ -53,35 +52,28 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if state.user_rdpmc.swap(false, Ordering::Relaxed) {
             self.kernel.set_user_rdpmc(false);
         }
-        let mut counters = CounterSet::EMPTY;
-        let mut loaded_here = false;
-        for row in state.loaded_rows() {
-            let slot = &state.slots[row as usize];
-            if slot.pid() == pid {
-                slot.unpublish();
-                counters = counters.union(self.counter_of_row(row));
-                loaded_here = true;
-            }
-        }
-        if !loaded_here {
+        // Only the hooks and loading store counters of this CPU's PMU there.
+        let counters =
+            CounterSet::from_built_bits(state.current_counters.swap(0, Ordering::Relaxed));
+        class::disable(&self.hw, state, counters);
+        if state.loaded_rows().next().is_none() {
             return;
         }
-        class::disable(&self.hw, state, counters);
         let mut guard = self.core.lock();
-        let core = &mut *guard;
-        let mut target = core.targets.get_mut(&pid);
+        let Core { pmcs, targets, .. } = &mut *guard;
+        let mut target = targets.get_mut(&pid);
         for row in state.loaded_rows() {
             let slot = &state.slots[row as usize];
             let Some(handle) = slot.handle().filter(|_| slot.pid() == pid) else { continue };
-            let Some(pmc) = core.pmcs.get_mut(handle) else {
-                slot.release();
-                state.mark_loaded(row, false);
-                continue;
-            };
-            let (_, delta) = self.finish_unload(cpu, slot, pmc);
-            pmc.credit(handle, target.as_deref_mut(), delta);
+            slot.unpublish();
+            let delta = self.finish_unload(state, slot, row);
+            if let Some(pmc) = pmcs.get_mut(handle) {
+                pmc.credit(handle, target.as_deref_mut(), delta);
+            }
         }
-        class::write_fixed_ctrl(&self.hw, state);
+        if counters.has_fixed() {
+            class::write_fixed_ctrl(&self.hw, state);
+        }
     }
 
     /// Process `parent` forked `child` (called after the child exists, before it runs). PMCs

@@ -557,7 +557,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 .is_some_and(|s| s.handle() == Some(handle) && pids.contains(&s.pid()));
             if loaded_for_target {
                 if let Some(Some((pid, delta))) =
-                    self.on_cpu(cpu, || self.unload_pmc(cpu, handle, &pmc))
+                    self.on_cpu(cpu, || self.unload_pmc(cpu, handle, pmc.row))
                 {
                     self.credit(handle, pid, delta);
                 }
@@ -618,9 +618,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 }
                 link_target(&mut core, handle, row, caller);
             }
-            if let Some(pmc) = core.pmc_mut(handle) {
-                pmc.state = State::Running;
-            }
+            core.set_state(handle, State::Running);
         }
         // Threads of the targets that are on a CPU right now start counting at once.
         for cpu in 0..self.kernel.cpu_count() {
@@ -646,9 +644,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     fn set_state(&self, handle: PmcHandle, state: State) {
-        if let Some(pmc) = self.core.lock().pmc_mut(handle) {
-            pmc.state = state;
-        }
+        self.core.lock().set_state(handle, state);
     }
 
     /// PMCSTOP: the PMC leaves every CPU at once and its count is final until restarted.
@@ -752,8 +748,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let counter = crate::class::counter_of(pmc.config, pmc.class_row).ok_or(Errno::NoSys)?;
         request.pm_msr = counter.rdpmc_index();
         self.copy_out(&request, arg)?;
-        if let Some(pmc) = self.core.lock().pmc_mut(handle) {
-            pmc.msr_granted = true;
+        {
+            let mut core = self.core.lock();
+            if let Some(pmc) = core.pmc_mut(handle) {
+                pmc.msr_granted = true;
+            }
+            core.refresh_targets_of(handle);
         }
         // The caller runs now: if the PMC is on this CPU, RDPMC works from its next instruction.
         let cpu = self.kernel.current_cpu();

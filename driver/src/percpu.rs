@@ -16,6 +16,7 @@
 
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 
+use crate::class::HwConfig;
 use crate::kernel::{Pid, Tid};
 use crate::pmu::IntelPmu;
 
@@ -53,8 +54,10 @@ pub(crate) struct Slot {
     pending: AtomicU64,
     /// The value the counter is (re)loaded with: 0 when counting, 2^width − reload when sampling.
     start: AtomicU64,
-    /// The counter's width mask.
+    /// The counter's width mask (fixed for the row).
     mask: AtomicU64,
+    /// How the PMC is programmed (`HwConfig::encode`), for unloading it without looking it up.
+    config: AtomicU64,
     /// The counter of a SOFT row.
     soft_counter: AtomicU64,
     /// The event a SOFT row counts.
@@ -75,14 +78,18 @@ impl Slot {
     }
 
     /// Claims the slot for `handle` (the counter is stopped); `start` is the value the counter
-    /// was (or is about to be) written with.
-    pub(crate) fn claim(&self, handle: PmcHandle, pid: Pid, start: u64, mask: u64) {
+    /// was (or is about to be) written with. (`pending` is already 0: unloading takes it.)
+    pub(crate) fn claim(&self, handle: PmcHandle, pid: Pid, start: u64, config: HwConfig) {
         self.start.store(start, Ordering::Relaxed);
-        self.mask.store(mask, Ordering::Relaxed);
         self.last.store(start, Ordering::Relaxed);
-        self.pending.store(0, Ordering::Relaxed);
+        self.config.store(config.encode(), Ordering::Relaxed);
         self.pid.store(pid, Ordering::Relaxed);
         self.handle.store(handle.raw(), Ordering::Release);
+    }
+
+    /// How the PMC in the slot is programmed.
+    pub(crate) fn config(&self) -> HwConfig {
+        HwConfig::decode(self.config.load(Ordering::Relaxed))
     }
 
     /// Lets the interrupt path see the slot (after the counter is programmed, before enabling).
@@ -95,11 +102,9 @@ impl Slot {
         self.running.store(false, Ordering::Release);
     }
 
-    /// Empties the slot.
+    /// Empties the slot (already hidden from the interrupt path).
     pub(crate) fn release(&self) {
-        self.running.store(false, Ordering::Release);
         self.handle.store(0, Ordering::Release);
-        self.pid.store(-1, Ordering::Relaxed);
     }
 
     /// Moves the events counted since the last fold into `pending`; `now` is the counter's
@@ -153,6 +158,28 @@ impl Slot {
     }
 }
 
+/// The iterator of [`PerCpu::loaded_rows`].
+pub(crate) struct LoadedRows<'a> {
+    words: &'a [AtomicU64],
+    word: usize,
+    bits: u64,
+}
+
+impl Iterator for LoadedRows<'_> {
+    type Item = u32;
+
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        while self.bits == 0 {
+            self.word += 1;
+            self.bits = self.words.get(self.word)?.load(Ordering::Relaxed);
+        }
+        let bit = self.bits.trailing_zeros();
+        self.bits &= self.bits - 1;
+        Some(self.word as u32 * 64 + bit)
+    }
+}
+
 /// The most rows a machine may have (the PMC id's row field is 8 bits wide).
 pub(crate) const MAX_ROWS: usize = 256;
 
@@ -173,15 +200,24 @@ pub(crate) struct PerCpu {
     loaded: [AtomicU64; MAX_ROWS / 64],
     /// Whether user-mode RDPMC is allowed here (for the process running now).
     pub(crate) user_rdpmc: AtomicBool,
+    /// The hardware counters loaded here for the process running now (GLOBAL_CTRL layout), so
+    /// switching out stops them with one write.
+    pub(crate) current_counters: AtomicU64,
     /// The thread running here, as the switch hooks saw it (pid, tid), or (-1, -1).
     current_pid: AtomicI32,
     current_tid: AtomicI32,
 }
 
 impl PerCpu {
-    pub(crate) fn new(rows: usize, pmu: Option<IntelPmu>) -> Self {
-        let slots = (0..rows)
-            .map(|_| Slot { pid: AtomicI32::new(-1), ..Slot::default() })
+    /// A CPU whose rows have counters of these width masks.
+    pub(crate) fn new(row_masks: &[u64], pmu: Option<IntelPmu>) -> Self {
+        let slots = row_masks
+            .iter()
+            .map(|&mask| Slot {
+                pid: AtomicI32::new(-1),
+                mask: AtomicU64::new(mask),
+                ..Slot::default()
+            })
             .collect::<alloc::vec::Vec<_>>()
             .into_boxed_slice();
         PerCpu {
@@ -192,6 +228,7 @@ impl PerCpu {
             saved_debugctl: AtomicU64::new(0),
             loaded: Default::default(),
             user_rdpmc: AtomicBool::new(false),
+            current_counters: AtomicU64::new(0),
             current_pid: AtomicI32::new(-1),
             current_tid: AtomicI32::new(-1),
         }
@@ -208,19 +245,10 @@ impl PerCpu {
         }
     }
 
-    /// The rows whose slots hold a PMC.
-    pub(crate) fn loaded_rows(&self) -> impl Iterator<Item = u32> + '_ {
-        self.loaded.iter().enumerate().flat_map(|(w, word)| {
-            let mut bits = word.load(Ordering::Relaxed);
-            core::iter::from_fn(move || {
-                if bits == 0 {
-                    return None;
-                }
-                let bit = bits.trailing_zeros();
-                bits &= bits - 1;
-                Some(w as u32 * 64 + bit)
-            })
-        })
+    /// The rows whose slots hold a PMC (as they were when the iteration reached their word).
+    pub(crate) fn loaded_rows(&self) -> LoadedRows<'_> {
+        let words = &self.loaded[..self.slots.len().div_ceil(64)];
+        LoadedRows { words, word: 0, bits: words.first().map_or(0, |w| w.load(Ordering::Relaxed)) }
     }
 
     pub(crate) fn set_current(&self, pid: Pid, tid: Tid) {

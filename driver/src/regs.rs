@@ -42,6 +42,10 @@ impl PerfEvtSel {
         if bits & !valid != 0 { None } else { Some(PerfEvtSel(bits)) }
     }
 
+    /// A value from bits that [`PerfEvtSel::bits`] returned (a stored copy), so already valid.
+    pub(crate) const fn from_built_bits(bits: u64) -> Self {
+        PerfEvtSel(bits)
+    }
     /// The raw value.
     pub const fn bits(self) -> u64 {
         self.0
@@ -85,6 +89,10 @@ impl FixedCtrField {
     /// A field from its bits; `None` if a bit outside `valid` (a subset of 0xF) is set.
     pub const fn new(bits: u8, valid: u8) -> Option<Self> {
         if bits & !(valid & 0xF) != 0 { None } else { Some(FixedCtrField(bits)) }
+    }
+    /// A field from bits that [`FixedCtrField::bits`] returned (a stored copy), so already valid.
+    pub(crate) const fn from_built_bits(bits: u8) -> Self {
+        FixedCtrField(bits & 0xF)
     }
     /// The raw nibble.
     pub const fn bits(self) -> u8 {
@@ -173,6 +181,11 @@ impl CounterSet {
     /// GP counters `0..gp` and the fixed counters whose bits are set in `fixed_mask`.
     pub const fn new(gp: u8, fixed_mask: u32) -> Self {
         CounterSet(low_bits(gp as u32) | (fixed_mask as u64) << 32)
+    }
+    /// A set from bits that [`CounterSet::bits`] returned for a set of existing counters (a
+    /// cached copy), so already valid.
+    pub(crate) const fn from_built_bits(bits: u64) -> Self {
+        CounterSet(bits)
     }
     /// The counters of `bits` (GLOBAL_CTRL layout) that are in `existing`.
     pub const fn from_bits_within(bits: u64, existing: CounterSet) -> Self {

@@ -75,11 +75,41 @@ pub(crate) struct Target {
     rows: Vec<Option<TargetRow>>,
     /// The rows that have a PMC, in attach order.
     attached: Vec<u32>,
+    /// What the context-switch hook loads: the running PMCs, with everything loading needs,
+    /// rebuilt whenever one of them changes ([`Core::refresh_target`]).
+    pub(crate) running: Vec<LoadSpec>,
+}
+
+/// How to load one PMC on its row: all the context-switch hook needs, without looking the PMC
+/// up.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LoadSpec {
+    pub(crate) row: u32,
+    pub(crate) class_row: u32,
+    pub(crate) handle: PmcHandle,
+    pub(crate) config: HwConfig,
+    /// The value the counter is loaded with.
+    pub(crate) start: u64,
+    /// Whether the owner may read the counter with RDPMC.
+    pub(crate) user_rdpmc: bool,
+}
+
+impl LoadSpec {
+    pub(crate) fn of(handle: PmcHandle, pmc: &Pmc) -> Self {
+        LoadSpec {
+            row: pmc.row,
+            class_row: pmc.class_row,
+            handle,
+            config: pmc.config,
+            start: pmc.start,
+            user_rdpmc: pmc.msr_granted,
+        }
+    }
 }
 
 impl Target {
     fn new(rows: u32) -> Self {
-        Target { rows: alloc::vec![None; rows as usize], attached: Vec::new() }
+        Target { rows: alloc::vec![None; rows as usize], attached: Vec::new(), running: Vec::new() }
     }
 
     /// The PMC attached at `row`.
@@ -274,6 +304,37 @@ impl Core {
         let rows = self.rows;
         let target = self.targets.entry(pid).or_insert_with(|| Target::new(rows));
         target.insert(row, TargetRow { pmc, value: 0 });
+        self.refresh_target(pid);
+    }
+
+    /// Rebuilds what the context-switch hook loads for process `pid`.
+    pub(crate) fn refresh_target(&mut self, pid: Pid) {
+        let Core { pmcs, targets, .. } = self;
+        let Some(target) = targets.get_mut(&pid) else { return };
+        let mut running = core::mem::take(&mut target.running);
+        running.clear();
+        for (_, row) in target.iter() {
+            if let Some(pmc) = pmcs.get(row.pmc).filter(|p| p.is_running()) {
+                running.push(LoadSpec::of(row.pmc, pmc));
+            }
+        }
+        target.running = running;
+    }
+
+    /// Sets a PMC's state and refreshes its targets' load lists.
+    pub(crate) fn set_state(&mut self, handle: PmcHandle, state: State) {
+        let Some(pmc) = self.pmcs.get_mut(handle) else { return };
+        pmc.state = state;
+        self.refresh_targets_of(handle);
+    }
+
+    /// Refreshes the load lists of every process `handle` is attached to (after a change to the
+    /// PMC that loading depends on).
+    pub(crate) fn refresh_targets_of(&mut self, handle: PmcHandle) {
+        let targets = self.pmcs.get(handle).map(|p| p.targets.clone()).unwrap_or_default();
+        for pid in targets {
+            self.refresh_target(pid);
+        }
     }
 
     /// Detaches whatever is at `row` of process `pid` if it is `pmc`; forgets a process left
@@ -285,6 +346,8 @@ impl Core {
         }
         if target.is_empty() {
             self.targets.remove(&pid);
+        } else {
+            self.refresh_target(pid);
         }
     }
 
