@@ -20,6 +20,7 @@ mod ops;
 mod percpu;
 pub mod pmu;
 pub mod regs;
+mod sample;
 mod state;
 pub mod text;
 
