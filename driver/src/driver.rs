@@ -11,6 +11,7 @@ use crate::abi::State;
 use crate::class::{self, HwConfig, Layout};
 use crate::hw::{Hardware, msr};
 use crate::kernel::{Cpu, Kernel, LoadError, Pid, Tunables};
+use crate::log::Logs;
 use crate::percpu::{PerCpu, PmcHandle, Slot};
 use crate::pmu::{CpuSignature, FreezeMode, IntelPmu};
 use crate::regs::CounterSet;
@@ -54,6 +55,8 @@ pub struct Driver<K: Kernel, H: Hardware> {
     pub(crate) layout: Layout,
     pub(crate) cpus: Box<[PerCpu]>,
     pub(crate) core: Mutex<Core>,
+    /// Owners' logs (taken after `core` when both are needed).
+    pub(crate) logs: Mutex<Logs>,
     pub(crate) stats: Stats,
     /// `pmc_cputype` reported by GETCPUINFO and INITIALIZE.
     pub(crate) cpu_type: u32,
@@ -89,6 +92,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let cpu_type = cpu_type_of(&signature, layout.pmu.is_some());
         let driver = Driver {
             core: Mutex::new(Core::new(ncpu, layout.rows())),
+            logs: Mutex::new(Logs::default()),
             layout,
             cpus: cpus.into_boxed_slice(),
             stats: Stats::default(),
@@ -113,6 +117,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         for owner in owners {
             self.release_all_of(owner);
             self.kernel.signal(owner, crate::kernel::Signal::Bus);
+        }
+        let logged: Vec<Pid> = self.logs.lock().owners.keys().copied().collect();
+        for owner in logged {
+            let _ = self.close_log(owner);
         }
         for cpu in 0..self.kernel.cpu_count() {
             if self.kernel.cpu_active(cpu) {

@@ -46,7 +46,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// with preemption disabled). Stops its PMCs together, then unloads them and adds what they
     /// counted.
     pub fn switch_out(&self, cpu: Cpu, pid: Pid, tid: Tid) {
-        let _ = tid;
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         state.set_current(-1, -1);
         if state.user_rdpmc.swap(false, Ordering::Relaxed) {
@@ -69,6 +68,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             let delta = self.finish_unload(state, slot, row);
             if let Some(pmc) = pmcs.get_mut(handle) {
                 pmc.credit(handle, target.as_deref_mut(), delta);
+                if pmc.flags.contains(PmcFlags::LOG_PROCCSW) {
+                    self.log_proc_csw(pmc, pid, tid, delta);
+                }
             }
         }
         if counters.has_fixed() {
@@ -129,6 +131,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         if self.core.lock().owners.contains_key(&pid) {
             self.release_all_of(pid);
+        }
+        if self.has_log(pid) {
+            let _ = self.close_log(pid);
         }
     }
 

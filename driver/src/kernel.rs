@@ -28,6 +28,11 @@ impl UserPtr {
     }
 }
 
+/// A log file: the kernel's own reference to the descriptor a process gave CONFIGURELOG, so the
+/// log goes on if the process closes its descriptor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LogFile(pub u64);
+
 /// A privilege the driver checks (FreeBSD's `priv_check`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Privilege {
@@ -121,6 +126,24 @@ pub trait Kernel {
     /// allows it while a process that PMCGETMSR gave direct access to runs, and forbids it when
     /// that process switches out.
     fn set_user_rdpmc(&self, allowed: bool);
+
+    /// Takes a reference to the caller's descriptor `fd` to write a log to: `Err(Errno::Badf)`
+    /// unless it is open for writing and is a file, a pipe or a socket (not a directory). The
+    /// driver holds the reference until [`Kernel::log_close`]. Thread context.
+    fn log_open(&self, fd: i32) -> Result<LogFile, Errno>;
+    /// Writes all of `bytes` to `file`, or fails with the write's errno (EIO, ENOSPC, …). Thread
+    /// context; may sleep. Called by [`Driver::write_logs`](crate::Driver::write_logs) and by
+    /// FLUSHLOG and CLOSELOG.
+    fn log_write(&self, file: LogFile, bytes: &[u8]) -> Result<(), Errno>;
+    /// Drops the driver's reference to `file`. Thread context.
+    fn log_close(&self, file: LogFile);
+    /// Asks the kernel to call [`Driver::write_logs`](crate::Driver::write_logs) soon from a
+    /// thread context (where writing may sleep): full log buffers are waiting. Called from any
+    /// context but the NMI; must not call back into the driver.
+    fn wake_log_writer(&self);
+    /// The path of process `pid`'s executable, copied into `buf`; returns its length (0 if
+    /// unknown). For PMCATTACH records. Thread context.
+    fn process_path(&self, pid: Pid, buf: &mut [u8]) -> usize;
 
     /// Wall-clock time as (seconds, nanoseconds) since the epoch.
     fn nanotime(&self) -> (i64, i64);

@@ -16,6 +16,8 @@ pub mod errno;
 mod hooks;
 pub mod hw;
 pub mod kernel;
+mod log;
+mod logging;
 mod ops;
 mod percpu;
 pub mod pmu;
@@ -27,5 +29,6 @@ pub mod text;
 pub use driver::{Driver, ExecInfo};
 pub use errno::Errno;
 pub use kernel::{
-    Cpu, Kernel, LoadError, Pid, Privilege, ProcessState, Signal, Tid, TrapFrame, Tunables, UserPtr,
+    Cpu, Kernel, LoadError, LogFile, Pid, Privilege, ProcessState, Signal, Tid, TrapFrame,
+    Tunables, UserPtr,
 };

@@ -8,9 +8,9 @@ use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 use crate::abi::{
     Caps, Class, Disposition, Mode, Op, PMC_CPU_ANY, PMC_VERSION, PmcDynEventDescr, PmcFlags,
-    PmcId, PmcInfo, PmcOpCaps, PmcOpConfigureLog, PmcOpGetCpuInfo, PmcOpGetDriverStats,
-    PmcOpGetMsr, PmcOpGetPmcInfo, PmcOpPmcAdmin, PmcOpPmcAllocate, PmcOpPmcAttach, PmcOpPmcRw,
-    PmcOpPmcSetCount, PmcOpSimple, PmcOpWriteLog, State, event,
+    PmcId, PmcInfo, PmcOpCaps, PmcOpGetCpuInfo, PmcOpGetDriverStats, PmcOpGetMsr, PmcOpGetPmcInfo,
+    PmcOpPmcAdmin, PmcOpPmcAllocate, PmcOpPmcAttach, PmcOpPmcRw, PmcOpPmcSetCount, PmcOpSimple,
+    State, event,
 };
 use crate::class::{ClassDesc, HwConfig};
 use crate::driver::Driver;
@@ -58,12 +58,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             Op::PmcGetMsr => self.op_get_msr(arg),
             Op::PmcRelease => self.op_release(arg),
             Op::ConfigureLog => self.op_configure_log(arg),
-            Op::FlushLog | Op::CloseLog => self.op_log_without_argument(),
+            Op::FlushLog => self.op_flush_log(),
+            Op::CloseLog => self.op_close_log(),
             Op::WriteLog => self.op_write_log(arg),
         }
     }
 
-    fn copy_in<T: FromBytes + IntoBytes + KnownLayout + Immutable>(
+    pub(crate) fn copy_in<T: FromBytes + IntoBytes + KnownLayout + Immutable>(
         &self,
         arg: UserPtr,
     ) -> Result<T, Errno> {
@@ -328,6 +329,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             self.release_pmc(handle);
             return Err(e);
         }
+        self.log_allocation(&pmc);
         Ok(())
     }
 
@@ -508,8 +510,15 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 return Err(Errno::Busy);
             }
         }
-        for p in pids {
+        for &p in &pids {
             link_target(&mut core, handle, row, p);
+        }
+        let pmc = core.pmc(handle).cloned();
+        drop(core);
+        if let Some(pmc) = pmc {
+            for p in pids {
+                self.log_attach(&pmc, p);
+            }
         }
         Ok(())
     }
@@ -544,6 +553,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             self.collect_descendants(pid, &mut pids);
         }
         self.detach_targets(handle, &pids);
+        for p in pids {
+            self.log_detach(&pmc, p);
+        }
         Ok(())
     }
 
@@ -564,9 +576,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
         }
         let mut core = self.core.lock();
-        let Some(pmc) = core.pmc(handle) else { return };
+        let Some(pmc) = core.pmc(handle).cloned() else { return };
         let (row, owner, had_targets) = (pmc.row, pmc.owner, !pmc.targets.is_empty());
+        let log_exit = pmc.flags.contains(PmcFlags::LOG_PROCEXIT) && !pmc.mode().is_sampling();
         for &pid in pids {
+            let share = core.targets.get(&pid).and_then(|t| t.get(row)).filter(|r| r.pmc == handle);
+            if let Some(value) = share.map(|r| r.value).filter(|_| log_exit) {
+                self.log_proc_exit(&pmc, pid, value);
+            }
             unlink_target(&mut core, handle, row, pid);
         }
         let now_empty = core.pmc(handle).is_some_and(|p| p.targets.is_empty());
@@ -586,9 +603,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             State::Allocated | State::Stopped => {}
             _ => return Err(Errno::Inval),
         }
-        if pmc.flags.contains(PmcFlags::NEEDS_LOGFILE) {
-            // No log can be configured yet (logging arrives with the sampling work), so a PMC
-            // that needs one cannot start: EDOOFUS, as hwpmc(4) documents.
+        if pmc.flags.contains(PmcFlags::NEEDS_LOGFILE) && !self.has_log(pmc.owner) {
             return Err(Errno::Doofus);
         }
         if let Some(cpu) = pmc.cpu() {
@@ -772,30 +787,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let handle = self.core.lock().find(caller, request.pm_pmcid)?;
         self.release_pmc(handle);
         Ok(())
-    }
-
-    /// CONFIGURELOG. Checks the request; configuring a log is not implemented yet (ENOSYS).
-    fn op_configure_log(&self, arg: UserPtr) -> Result<(), Errno> {
-        let request: PmcOpConfigureLog = self.copy_in(arg)?;
-        if request.pm_flags != 0 {
-            return Err(Errno::Inval);
-        }
-        if request.pm_logfd < 0 {
-            // No log can be configured yet, so there is none to close.
-            return Err(Errno::Inval);
-        }
-        Err(Errno::NoSys)
-    }
-
-    /// FLUSHLOG and CLOSELOG: EINVAL while the caller has no log.
-    fn op_log_without_argument(&self) -> Result<(), Errno> {
-        Err(Errno::Inval)
-    }
-
-    /// WRITELOG: EINVAL while the caller has no log.
-    fn op_write_log(&self, arg: UserPtr) -> Result<(), Errno> {
-        let _request: PmcOpWriteLog = self.copy_in(arg)?;
-        Err(Errno::Inval)
     }
 
     /// The caller's PMC `id` and a copy of it.

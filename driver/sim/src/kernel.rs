@@ -85,6 +85,34 @@ pub struct Process {
     pub threads: Vec<Tid>,
     /// Its user memory.
     pub memory: UserMemory,
+    /// Its executable's path.
+    pub path: Vec<u8>,
+    /// Its open descriptors: descriptor → sink.
+    pub files: BTreeMap<i32, SinkId>,
+}
+
+/// What a descriptor refers to, for CONFIGURELOG: only writable files, pipes and sockets may
+/// take a log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SinkKind {
+    /// A writable file (or pipe or socket): writes append to its bytes.
+    Writable,
+    /// A file opened read-only.
+    ReadOnly,
+    /// A directory.
+    Directory,
+}
+
+/// A sink: the object behind a descriptor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SinkId(pub usize);
+
+#[derive(Debug, Clone)]
+struct Sink {
+    kind: SinkKind,
+    bytes: Vec<u8>,
+    /// Writes fail with this errno (a full disk, a broken pipe) while it is set.
+    failure: Option<Errno>,
 }
 
 /// A process's user address space: mapped regions of bytes, each readable and optionally
@@ -163,6 +191,11 @@ pub struct KernelState {
     unprivileged_proc_debug: bool,
     signals: Vec<(Pid, Signal)>,
     user_rdpmc: Vec<bool>,
+    sinks: Vec<Sink>,
+    /// The driver's log references: log file → sink.
+    log_files: BTreeMap<u64, SinkId>,
+    next_log_file: u64,
+    writer_wakeups: u64,
     nanotime: (i64, i64),
     tsc_frequency: u64,
 }
@@ -193,6 +226,10 @@ impl SimKernel {
             unprivileged_proc_debug: true,
             signals: Vec::new(),
             user_rdpmc: vec![false; hw.cpu_count()],
+            sinks: Vec::new(),
+            log_files: BTreeMap::new(),
+            next_log_file: 1,
+            writer_wakeups: 0,
             nanotime: (1_700_000_000, 0),
             tsc_frequency: 2_000_000_000,
         };
@@ -222,6 +259,8 @@ impl SimKernel {
             exiting: false,
             threads: vec![tid],
             memory,
+            path: b"/usr/bin/simulated".to_vec(),
+            files: BTreeMap::new(),
         };
         s.processes.insert(pid, process);
         pid
@@ -229,15 +268,17 @@ impl SimKernel {
 
     /// Forks `parent`: a new process with its credentials, a copy of its memory and one thread.
     pub fn fork(&self, parent: Pid) -> Option<Pid> {
-        let (credentials, memory, set_id) = {
+        let (credentials, memory, set_id, path, files) = {
             let s = self.state.borrow();
             let p = s.processes.get(&parent)?;
-            (p.credentials.clone(), p.memory.clone(), p.set_id)
+            (p.credentials.clone(), p.memory.clone(), p.set_id, p.path.clone(), p.files.clone())
         };
         let child = self.spawn(Some(parent), credentials);
         self.with_process(child, |p| {
             p.memory = memory;
             p.set_id = set_id;
+            p.path = path;
+            p.files = files;
         });
         Some(child)
     }
@@ -313,6 +354,49 @@ impl SimKernel {
     /// PMCs to) their own other processes.
     pub fn set_unprivileged_proc_debug(&self, allowed: bool) {
         self.state.borrow_mut().unprivileged_proc_debug = allowed;
+    }
+
+    /// Opens a new sink of `kind` as a descriptor of `pid`; returns the descriptor.
+    pub fn open_sink(&self, pid: Pid, kind: SinkKind) -> i32 {
+        let mut s = self.state.borrow_mut();
+        let sink = SinkId(s.sinks.len());
+        s.sinks.push(Sink { kind, bytes: Vec::new(), failure: None });
+        let Some(process) = s.processes.get_mut(&pid) else { return -1 };
+        let fd = (3..).find(|fd| !process.files.contains_key(fd)).unwrap_or(3);
+        process.files.insert(fd, sink);
+        fd
+    }
+
+    /// The sink behind `pid`'s descriptor `fd`.
+    pub fn sink_of(&self, pid: Pid, fd: i32) -> Option<SinkId> {
+        self.state.borrow().processes.get(&pid)?.files.get(&fd).copied()
+    }
+
+    /// Closes `pid`'s descriptor `fd` (the sink lives on while the driver holds a reference).
+    pub fn close_fd(&self, pid: Pid, fd: i32) {
+        self.with_process(pid, |p| p.files.remove(&fd));
+    }
+
+    /// The bytes written to `sink`.
+    pub fn sink_bytes(&self, sink: SinkId) -> Vec<u8> {
+        self.state.borrow().sinks.get(sink.0).map(|s| s.bytes.clone()).unwrap_or_default()
+    }
+
+    /// Makes writes to `sink` fail with `errno` (or succeed again with `None`).
+    pub fn set_sink_failure(&self, sink: SinkId, errno: Option<Errno>) {
+        if let Some(s) = self.state.borrow_mut().sinks.get_mut(sink.0) {
+            s.failure = errno;
+        }
+    }
+
+    /// How many times the driver asked for its log writer to run.
+    pub fn writer_wakeups(&self) -> u64 {
+        self.state.borrow().writer_wakeups
+    }
+
+    /// Log files the driver holds open.
+    pub fn open_log_files(&self) -> usize {
+        self.state.borrow().log_files.len()
     }
 
     /// Whether user-mode RDPMC is allowed on `cpu` (the simulated CR4.PCE).
@@ -459,6 +543,46 @@ impl Kernel for SimKernel {
         if let Some(flag) = self.state.borrow_mut().user_rdpmc.get_mut(cpu) {
             *flag = allowed;
         }
+    }
+
+    fn log_open(&self, fd: i32) -> Result<hwpmc::LogFile, Errno> {
+        let caller = self.caller();
+        let sink = self.sink_of(caller, fd).ok_or(Errno::Badf)?;
+        let mut s = self.state.borrow_mut();
+        if s.sinks[sink.0].kind != SinkKind::Writable {
+            return Err(Errno::Badf);
+        }
+        let file = s.next_log_file;
+        s.next_log_file += 1;
+        s.log_files.insert(file, sink);
+        Ok(hwpmc::LogFile(file))
+    }
+
+    fn log_write(&self, file: hwpmc::LogFile, bytes: &[u8]) -> Result<(), Errno> {
+        let mut s = self.state.borrow_mut();
+        let sink = *s.log_files.get(&file.0).ok_or(Errno::Badf)?;
+        let sink = &mut s.sinks[sink.0];
+        if let Some(errno) = sink.failure {
+            return Err(errno);
+        }
+        sink.bytes.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn log_close(&self, file: hwpmc::LogFile) {
+        self.state.borrow_mut().log_files.remove(&file.0);
+    }
+
+    fn wake_log_writer(&self) {
+        self.state.borrow_mut().writer_wakeups += 1;
+    }
+
+    fn process_path(&self, pid: Pid, buf: &mut [u8]) -> usize {
+        let s = self.state.borrow();
+        let Some(path) = s.processes.get(&pid).map(|p| &p.path) else { return 0 };
+        let len = path.len().min(buf.len());
+        buf[..len].copy_from_slice(&path[..len]);
+        len
     }
 
     fn nanotime(&self) -> (i64, i64) {

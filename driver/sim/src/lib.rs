@@ -28,7 +28,7 @@ pub mod workload;
 
 pub use client::{AllocateRequest, PmcClient, SimDriver, load_driver};
 pub use cpuid::{ArchEvent, CpuidModel, PmuModel};
-pub use kernel::{Credentials, SimKernel};
+pub use kernel::{Credentials, SimKernel, SinkId, SinkKind};
 pub use machine::{GroundTruth, HookContext, Machine, MachineConfig, Thread, ThreadState};
 pub use pmu::{Fault, Pmi, Ring, SimHardware, SimPmu, Work};
 pub use workload::{Action, Block, Flow, FunctionId, Program, ProgramBuilder};

@@ -3,12 +3,16 @@
 //! #GP, every failure an errno hwpmc(4) documents for that operation, and no leaked row once
 //! every owner has exited.
 
-use hwpmc::abi::{Disposition, Mode, Op, PMC_CPU_ANY, State, event};
+use hwpmc::abi::{
+    Disposition, Mode, Op, PMC_CPU_ANY, PmcOpConfigureLog, PmcOpWriteLog, State, event,
+};
 use hwpmc::{Errno, ExecInfo, Pid, Tid, Tunables, UserPtr};
 use hwpmc_sim::kernel::SCRATCH_BASE;
 use hwpmc_sim::machine::SplitMix64;
 use hwpmc_sim::pmu::{Ring, Work};
-use hwpmc_sim::{AllocateRequest, Credentials, PmcClient, PmuModel, SimDriver, load_driver};
+use hwpmc_sim::{
+    AllocateRequest, Credentials, PmcClient, PmuModel, SimDriver, SinkKind, load_driver,
+};
 use proptest::prelude::*;
 
 /// The errnos hwpmc(4) documents for each operation (plus EFAULT everywhere an argument is read).
@@ -29,8 +33,9 @@ fn documented(op: Op) -> &'static [Errno] {
         Op::GetPmcInfo => &[Fault, Inval, Nxio],
         Op::GetModuleVersion => &[Fault, ProgMismatch],
         Op::GetDynEventInfo => &[Fault, Inval],
-        Op::ConfigureLog | Op::WriteLog => &[Fault, Inval, NoSys],
-        Op::FlushLog | Op::CloseLog => &[Inval],
+        Op::ConfigureLog => &[Fault, Inval, Busy, Badf],
+        Op::WriteLog => &[Fault, Inval, NoMem],
+        Op::FlushLog | Op::CloseLog => &[Inval, Io, NoSpc],
         Op::GetCpuInfo | Op::GetDriverStats => &[Fault],
     }
 }
@@ -147,9 +152,19 @@ impl World {
             Op::GetDynEventInfo => client.dyn_events(rng.pick(&[0x0F, 0x07])).map(drop),
             Op::GetCpuInfo => client.cpu_info().map(drop),
             Op::GetDriverStats => client.driver_stats().map(drop),
-            Op::ConfigureLog | Op::FlushLog | Op::CloseLog | Op::WriteLog => {
-                client.call_raw(op.as_u32(), UserPtr(SCRATCH_BASE))
+            Op::ConfigureLog => {
+                // Descriptor 3 is a writable file, 4 read-only, others not open.
+                let fd = rng.pick(&[3, 3, 3, -1, -1, 4, 9]);
+                let flags = if rng.chance(10) { 1 } else { 0 };
+                client.call(
+                    Op::ConfigureLog,
+                    &mut PmcOpConfigureLog { pm_flags: flags, pm_logfd: fd },
+                )
             }
+            Op::WriteLog => {
+                client.call(Op::WriteLog, &mut PmcOpWriteLog { pm_userdata: rng.next() as u32 })
+            }
+            Op::FlushLog | Op::CloseLog => client.call_raw(op.as_u32(), UserPtr::NULL),
         };
         (op, result)
     }
@@ -172,7 +187,7 @@ impl World {
                     self.running[cpu] = Some((pid, tid));
                 }
             }
-            4..=6 => {
+            4 | 5 => {
                 let work = Work { instructions: 1 << 20, core_cycles: 3 << 20, ..Work::default() };
                 let ring = if rng.chance(50) { Ring::User } else { Ring::Kernel };
                 hw.pmu(cpu).retire_repeated(ring, &work, rng.below(1 << 12));
@@ -183,6 +198,15 @@ impl World {
                 if rng.chance(30) {
                     self.driver.soft_event(cpu as u32, event::SOFT_FIRST, &Default::default());
                 }
+            }
+            6 => {
+                // The log writer runs; sometimes the disk is full for a while.
+                let pid = self.processes[rng.below(self.processes.len() as u64) as usize];
+                if let Some(sink) = kernel.sink_of(pid, 3) {
+                    let failure = if rng.chance(20) { Some(Errno::NoSpc) } else { None };
+                    kernel.set_sink_failure(sink, failure);
+                }
+                self.driver.write_logs();
             }
             7 => {
                 let parent = self.processes[rng.below(self.processes.len() as u64) as usize];
@@ -238,6 +262,12 @@ fn run(seed: u64, steps: usize) {
         kernel.spawn(None, Credentials::user(2000)),
         kernel.spawn(None, Credentials::root()),
     ];
+    let mut sinks = Vec::new();
+    for &pid in &processes {
+        assert_eq!(kernel.open_sink(pid, SinkKind::Writable), 3);
+        assert_eq!(kernel.open_sink(pid, SinkKind::ReadOnly), 4);
+        sinks.extend(kernel.sink_of(pid, 3));
+    }
     let mut world = World { driver, processes, ids: Vec::new(), running: vec![None, None] };
     let mut rng = Rng(SplitMix64(seed));
     for _ in 0..steps {
@@ -250,9 +280,19 @@ fn run(seed: u64, steps: usize) {
         }
         world.driver.kernel().hardware().assert_no_faults();
     }
-    // Every owner exits: every row of every CPU is free again and nothing is loaded.
+    // Every owner exits: every row of every CPU is free again, nothing is loaded, every log
+    // file is closed, and each log decodes.
     for pid in std::mem::take(&mut world.processes) {
         world.exit(pid);
+    }
+    assert_eq!(kernel.open_log_files(), 0, "a log file leaked");
+    for sink in sinks {
+        let bytes = kernel.sink_bytes(sink);
+        for entry in pmclog::Records::new(&bytes) {
+            if let Err(e) = entry {
+                panic!("a log does not decode: {e}");
+            }
+        }
     }
     let observer = kernel.spawn(None, Credentials::root());
     let client = PmcClient::new(&world.driver, observer);
