@@ -15,6 +15,7 @@ use crate::log::Logs;
 use crate::percpu::{PerCpu, PmcHandle, Slot};
 use crate::pmu::{CpuSignature, FreezeMode, IntelPmu};
 use crate::regs::CounterSet;
+use crate::sample::SampleRing;
 use crate::state::{Core, LoadSpec, Pmc};
 
 /// What a kernel tells the driver about an `execve`.
@@ -87,7 +88,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let rows = layout.rows() as usize;
         debug_assert!(rows <= crate::percpu::MAX_ROWS);
         let row_masks = layout.row_masks();
-        let cpus = pmus.iter().map(|pmu| PerCpu::new(&row_masks, *pmu)).collect::<Vec<_>>();
+        let depth = tunables.callchain_depth as usize;
+        let mut cpus = Vec::with_capacity(pmus.len());
+        for pmu in &pmus {
+            let ring = SampleRing::new(tunables.nsamples as usize, depth)
+                .map_err(|_| LoadError::BadSampleRingSize(tunables.nsamples))?;
+            cpus.push(PerCpu::new(&row_masks, *pmu, ring, depth));
+        }
         let signature = CpuSignature::read(&hw.cpuid());
         let cpu_type = cpu_type_of(&signature, layout.pmu.is_some());
         let driver = Driver {
@@ -204,7 +211,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// a system PMC), and returns the hardware counter to start with [`Self::enable_counters`].
     pub(crate) fn program_pmc(&self, state: &PerCpu, spec: &LoadSpec, pid: Pid) -> CounterSet {
         let Some(slot) = state.slots.get(spec.row as usize) else { return CounterSet::EMPTY };
-        slot.claim(spec.handle, pid, spec.start, spec.config);
+        slot.claim(spec.handle, pid, spec.start, spec.sampling, spec.config);
         state.mark_loaded(spec.row, true);
         // Counting PMCs interrupt too: the handler folds and reloads at every overflow.
         class::program(&self.hw, state, slot, spec.class_row, spec.config, spec.start, true)
@@ -246,8 +253,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// Stops and unloads `handle` from row `row` of the current CPU `cpu`; returns the target it
-    /// ran for and the events it counted since loaded, or `None` if it was not loaded there.
-    pub(crate) fn unload_pmc(&self, cpu: Cpu, handle: PmcHandle, row: u32) -> Option<(Pid, u64)> {
+    /// ran for, the events it counted since loaded and the samples it lost, or `None` if it was
+    /// not loaded there.
+    pub(crate) fn unload_pmc(
+        &self,
+        cpu: Cpu,
+        handle: PmcHandle,
+        row: u32,
+    ) -> Option<(Pid, u64, u64)> {
         let state = self.cpus.get(cpu as usize)?;
         let slot = state.slots.get(row as usize)?;
         if slot.handle() != Some(handle) {
@@ -258,23 +271,25 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         slot.unpublish();
         class::disable(&self.hw, state, counters);
         let pid = slot.pid();
-        let delta = self.finish_unload(state, slot, row);
+        let (delta, dropped) = self.finish_unload(state, slot, row);
         class::write_fixed_ctrl(&self.hw, state);
-        Some((pid, delta))
+        Some((pid, delta, dropped))
     }
 
     /// Unloads the PMC of row `row` whose counter is already stopped and whose slot is hidden
     /// from the interrupt path: clears the row, folds the final value, empties the slot, and
-    /// returns the events counted. The caller writes IA32_FIXED_CTR_CTRL afterwards.
-    pub(crate) fn finish_unload(&self, state: &PerCpu, slot: &Slot, row: u32) -> u64 {
+    /// returns the events counted and the samples lost. The caller writes IA32_FIXED_CTR_CTRL
+    /// afterwards.
+    pub(crate) fn finish_unload(&self, state: &PerCpu, slot: &Slot, row: u32) -> (u64, u64) {
         let config = slot.config();
         let class_row = self.layout.class_row(row);
         class::unprogram(&self.hw, state, class_row, config);
         let tsc = || self.hw.read_tsc();
         let delta = slot.fold_all(class::read(&self.hw, &tsc, state, slot, class_row, config));
+        let dropped = slot.take_drops();
         slot.release();
         state.mark_loaded(row, false);
-        delta
+        (delta, dropped)
     }
 
     /// The events `handle` counted on the current CPU `cpu` since it was loaded or last folded,
@@ -307,9 +322,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 continue;
             }
             let Some(row) = self.core.lock().pmc(handle).map(|p| p.row) else { return };
-            if let Some(Some((pid, delta))) = self.on_cpu(cpu, || self.unload_pmc(cpu, handle, row))
+            if let Some(Some((pid, delta, dropped))) =
+                self.on_cpu(cpu, || self.unload_pmc(cpu, handle, row))
             {
-                self.credit(handle, pid, delta);
+                self.credit(handle, pid, delta, dropped);
             }
         }
     }
@@ -322,7 +338,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
             let Some(row) = self.core.lock().pmc(handle).map(|p| p.row) else { return };
             if let Some(Some((pid, delta))) = self.on_cpu(cpu, || self.fold_pmc(cpu, handle, row)) {
-                self.credit(handle, pid, delta);
+                self.credit(handle, pid, delta, 0);
             }
         }
     }
@@ -333,10 +349,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             .is_some_and(|c| c.slots.iter().any(|s| s.handle() == Some(handle)))
     }
 
-    /// Adds `delta` events to `handle`'s count and to target `pid`'s share of it.
-    pub(crate) fn credit(&self, handle: PmcHandle, pid: Pid, delta: u64) {
+    /// Adds `delta` events to `handle`'s count and to target `pid`'s share of it, and
+    /// `dropped` lost samples.
+    pub(crate) fn credit(&self, handle: PmcHandle, pid: Pid, delta: u64, dropped: u64) {
         let mut core = self.core.lock();
-        credit_locked(&mut core, handle, pid, delta);
+        credit_locked(&mut core, handle, pid, delta, dropped);
     }
 
     /// Stops, detaches and frees every PMC `owner` owns.
@@ -368,9 +385,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 }
 
 /// [`Driver::credit`] with the lock held.
-pub(crate) fn credit_locked(core: &mut Core, handle: PmcHandle, pid: Pid, delta: u64) {
+pub(crate) fn credit_locked(
+    core: &mut Core,
+    handle: PmcHandle,
+    pid: Pid,
+    delta: u64,
+    dropped: u64,
+) {
     if let Some(pmc) = core.pmcs.get_mut(handle) {
         pmc.credit(handle, core.targets.get_mut(&pid), delta);
+        pmc.dropped += dropped;
     }
 }
 

@@ -13,8 +13,11 @@ use crate::hw::{Hardware, msr};
 use crate::kernel::{Cpu, Kernel, Pid, Tid, TrapFrame};
 use crate::ops::link_target;
 use crate::percpu::PmcHandle;
+use crate::percpu::{PerCpu, Slot};
 use crate::regs::{Counter, CounterSet, GlobalStatus, GlobalStatusReset};
+use crate::sample::SampleHeader;
 use crate::state::{Core, SoftEvent};
+use pmclog::{Callchain, CallchainFlags, ProgramCounters, Record};
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Scheduler hook: thread `tid` of process `pid` starts running on `cpu` (called on `cpu`,
@@ -65,9 +68,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             let slot = &state.slots[row as usize];
             let Some(handle) = slot.handle().filter(|_| slot.pid() == pid) else { continue };
             slot.unpublish();
-            let delta = self.finish_unload(state, slot, row);
+            let (delta, dropped) = self.finish_unload(state, slot, row);
             if let Some(pmc) = pmcs.get_mut(handle) {
                 pmc.credit(handle, target.as_deref_mut(), delta);
+                pmc.dropped += dropped;
                 if pmc.flags.contains(PmcFlags::LOG_PROCCSW) {
                     self.log_proc_csw(pmc, pid, tid, delta);
                 }
@@ -152,7 +156,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// is claimed). Takes no lock and allocates nothing; a CPU without a PMU never has its MSRs
     /// read here.
     pub fn interrupt(&self, cpu: Cpu, frame: &TrapFrame) -> bool {
-        let _ = frame;
         let Some(state) = self.cpus.get(cpu as usize) else { return false };
         let Some(pmu) = state.pmu else { return false };
         let claimed = if pmu.has_global_ctrl() {
@@ -167,7 +170,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 self.hw.write_msr(msr::IA32_PERF_GLOBAL_CTRL, 0);
             }
             for counter in overflowed.iter() {
-                self.counter_overflowed(cpu, counter);
+                self.counter_overflowed(cpu, counter, frame);
             }
             let reset = GlobalStatusReset::clearing(status, pmu.status_reset_valid());
             self.hw.write_msr(msr::IA32_PERF_GLOBAL_OVF_CTRL, reset.bits());
@@ -191,7 +194,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 if slot.is_running() {
                     let now = self.hw.read_pmc(counter.rdpmc_index()) & slot.mask();
                     if slot.overflowed(now) {
-                        self.counter_overflowed(cpu, counter);
+                        self.counter_overflowed(cpu, counter, frame);
                         any = true;
                     }
                 }
@@ -220,14 +223,17 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.slot(cpu, desc.first_row + u32::from(index))
     }
 
-    /// Handles one overflowed counter: folds what it counted and reloads it with its period, so
-    /// the next fold is again less than 2^width away. (Recording a sampling PMC's sample arrives
-    /// with the sample rings.)
-    fn counter_overflowed(&self, cpu: Cpu, counter: Counter) {
+    /// Handles one overflowed counter: a sampling PMC's overflow is a sample; every counter is
+    /// folded and reloaded with its period, so the next fold is again less than 2^width away.
+    fn counter_overflowed(&self, cpu: Cpu, counter: Counter, frame: &TrapFrame) {
         let Some(slot) = self.counter_slot(cpu, counter) else { return };
-        let Some(pmu) = self.cpus[cpu as usize].pmu.as_ref() else { return };
+        let state = &self.cpus[cpu as usize];
+        let Some(pmu) = state.pmu.as_ref() else { return };
         if !slot.is_running() {
             return;
+        }
+        if slot.is_sampling() {
+            self.record_sample(state, slot, frame);
         }
         slot.fold(self.hw.read_pmc(counter.rdpmc_index()));
         let msr = match counter {
@@ -236,6 +242,84 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         };
         self.hw.write_msr(msr, slot.start());
         slot.reloaded();
+    }
+
+    /// Puts a sample of `slot`'s PMC in `state`'s ring, or counts it lost if the ring is full.
+    /// Interrupt path: no lock, no allocation.
+    fn record_sample(&self, state: &PerCpu, slot: &Slot, frame: &TrapFrame) {
+        let pid = if slot.pid() >= 0 { slot.pid() } else { state.current_pid() };
+        let header = SampleHeader {
+            pmc: slot.raw_handle(),
+            pid,
+            tid: state.current_tid(),
+            flags: if frame.user { CallchainFlags::USERSPACE } else { 0 },
+            tsc: self.hw.read_tsc(),
+        };
+        // The sampled PC; the callers follow with callchain capture.
+        if !state.ring.push(header, |frames| _ = frames.push(frame.pc)) {
+            slot.count_drop();
+            self.stats.intr_bufferfull.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The periodic tick on `cpu` (called on `cpu`, in thread or timer-interrupt context, never
+    /// in the NMI): moves the CPU's samples into their owners' logs as CALLCHAIN records, and
+    /// sends a DROPNOTIFY to owners whose samples were lost to a full ring.
+    pub fn tick(&self, cpu: Cpu) {
+        let Some(state) = self.cpus.get(cpu as usize) else { return };
+        let mut scratch = state.scratch.lock();
+        let core = self.core.lock();
+        let mut drained = false;
+        while state.ring.pop(|sample| {
+            scratch.clear();
+            scratch.extend(sample.frames());
+            let header = sample.header;
+            let Some(pmc) = PmcHandle::from_raw(header.pmc).and_then(|h| core.pmc(h)) else {
+                return;
+            };
+            let record = Record::Callchain(Callchain {
+                pid: header.pid,
+                tid: header.tid,
+                pmcid: pmc.id.to_u32(),
+                cpuflags: CallchainFlags::new(cpu as u16, header.flags as u16),
+                pcs: ProgramCounters::from_words(&scratch),
+            });
+            self.log_record_at(pmc.owner, cpu, &record, header.tsc);
+        }) {
+            drained = true;
+        }
+        drop(core);
+        drop(scratch);
+        if drained {
+            self.stats.log_sweeps.fetch_add(1, Ordering::Relaxed);
+        }
+        self.report_drops(state);
+    }
+
+    /// Moves the loaded slots' lost-sample counts to their PMCs and writes a DROPNOTIFY for
+    /// each PMC that lost samples.
+    fn report_drops(&self, state: &PerCpu) {
+        let mut core = self.core.lock();
+        for row in state.loaded_rows() {
+            let slot = &state.slots[row as usize];
+            let dropped = slot.take_drops();
+            if let Some(pmc) = slot.handle().and_then(|h| core.pmc_mut(h)).filter(|_| dropped > 0) {
+                pmc.dropped += dropped;
+            }
+        }
+        let lossy: Vec<PmcHandle> =
+            core.handles().filter(|&h| core.pmc(h).is_some_and(|p| p.dropped > 0)).collect();
+        let mut owners = Vec::with_capacity(lossy.len());
+        for handle in lossy {
+            if let Some(pmc) = core.pmc_mut(handle) {
+                pmc.dropped = 0;
+                owners.push(pmc.owner);
+            }
+        }
+        drop(core);
+        for owner in owners {
+            self.log_record(owner, &Record::DropNotify);
+        }
     }
 
     /// A software event `event` (a code from [`Driver::register_soft_event`]) happened on `cpu`.

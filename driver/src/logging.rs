@@ -11,7 +11,7 @@ use crate::class::HwConfig;
 use crate::driver::Driver;
 use crate::errno::Errno;
 use crate::hw::Hardware;
-use crate::kernel::{Kernel, Pid, Signal, Tid, UserPtr};
+use crate::kernel::{Cpu, Kernel, Pid, Signal, Tid, UserPtr};
 use crate::log::OwnerLog;
 use crate::state::Pmc;
 
@@ -43,8 +43,17 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Appends `record` to `owner`'s log, if it has one, on the current CPU; wakes the writer
     /// when a buffer filled. Returns false if the owner has a log and the record was lost.
     pub(crate) fn log_record(&self, owner: Pid, record: &Record<'_>) -> bool {
-        let cpu = self.kernel.current_cpu();
-        let tsc = self.hw.read_tsc();
+        self.log_record_at(owner, self.kernel.current_cpu(), record, self.hw.read_tsc())
+    }
+
+    /// [`Self::log_record`] into `cpu`'s buffer with timestamp `tsc` (a sample's own).
+    pub(crate) fn log_record_at(
+        &self,
+        owner: Pid,
+        cpu: Cpu,
+        record: &Record<'_>,
+        tsc: u64,
+    ) -> bool {
         let mut logs = self.logs.lock();
         let Some(log) = logs.owners.get_mut(&owner) else { return true };
         let appended = log.append(cpu, record, tsc);

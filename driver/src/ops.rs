@@ -302,6 +302,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             start: 0,
             targets: Vec::new(),
             msr_granted: false,
+            dropped: 0,
         };
         pmc.start = self.counter_start(&pmc);
         if mode == Mode::SystemSampling {
@@ -568,10 +569,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 .slot(cpu, pmc.row)
                 .is_some_and(|s| s.handle() == Some(handle) && pids.contains(&s.pid()));
             if loaded_for_target {
-                if let Some(Some((pid, delta))) =
+                if let Some(Some((pid, delta, dropped))) =
                     self.on_cpu(cpu, || self.unload_pmc(cpu, handle, pmc.row))
                 {
-                    self.credit(handle, pid, delta);
+                    self.credit(handle, pid, delta, dropped);
                 }
             }
         }

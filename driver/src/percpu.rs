@@ -19,6 +19,7 @@ use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use crate::class::HwConfig;
 use crate::kernel::{Pid, Tid};
 use crate::pmu::IntelPmu;
+use crate::sample::SampleRing;
 
 /// A PMC in the driver's table: index and generation, so a stale reference never matches a
 /// reused entry. Zero means "none".
@@ -35,7 +36,7 @@ impl PmcHandle {
     fn raw(self) -> u64 {
         self.0
     }
-    fn from_raw(raw: u64) -> Option<Self> {
+    pub(crate) fn from_raw(raw: u64) -> Option<Self> {
         (raw != 0).then_some(PmcHandle(raw))
     }
 }
@@ -58,6 +59,10 @@ pub(crate) struct Slot {
     mask: AtomicU64,
     /// How the PMC is programmed (`HwConfig::encode`), for unloading it without looking it up.
     config: AtomicU64,
+    /// Whether the PMC samples (an overflow is a sample, not only a wrap).
+    sampling: AtomicBool,
+    /// Samples of this slot's PMC lost to a full ring.
+    dropped: AtomicU64,
     /// The counter of a SOFT row.
     soft_counter: AtomicU64,
     /// The event a SOFT row counts.
@@ -65,6 +70,11 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
+    /// The raw value of the handle in the slot (0 if none), for a sample's header.
+    pub(crate) fn raw_handle(&self) -> u64 {
+        self.handle.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn handle(&self) -> Option<PmcHandle> {
         PmcHandle::from_raw(self.handle.load(Ordering::Acquire))
     }
@@ -79,12 +89,35 @@ impl Slot {
 
     /// Claims the slot for `handle` (the counter is stopped); `start` is the value the counter
     /// was (or is about to be) written with. (`pending` is already 0: unloading takes it.)
-    pub(crate) fn claim(&self, handle: PmcHandle, pid: Pid, start: u64, config: HwConfig) {
+    pub(crate) fn claim(
+        &self,
+        handle: PmcHandle,
+        pid: Pid,
+        start: u64,
+        sampling: bool,
+        config: HwConfig,
+    ) {
         self.start.store(start, Ordering::Relaxed);
+        self.sampling.store(sampling, Ordering::Relaxed);
         self.last.store(start, Ordering::Relaxed);
         self.config.store(config.encode(), Ordering::Relaxed);
         self.pid.store(pid, Ordering::Relaxed);
         self.handle.store(handle.raw(), Ordering::Release);
+    }
+
+    /// Whether the PMC in the slot samples.
+    pub(crate) fn is_sampling(&self) -> bool {
+        self.sampling.load(Ordering::Relaxed)
+    }
+
+    /// Counts a sample lost to a full ring (interrupt path).
+    pub(crate) fn count_drop(&self) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Takes the count of lost samples.
+    pub(crate) fn take_drops(&self) -> u64 {
+        self.dropped.swap(0, Ordering::Relaxed)
     }
 
     /// How the PMC in the slot is programmed.
@@ -203,14 +236,23 @@ pub(crate) struct PerCpu {
     /// The hardware counters loaded here for the process running now (GLOBAL_CTRL layout), so
     /// switching out stops them with one write.
     pub(crate) current_counters: AtomicU64,
+    /// Samples the interrupt path leaves for the drain.
+    pub(crate) ring: SampleRing,
+    /// Where the drain gathers one sample's frames (`callchain_depth` preallocated).
+    pub(crate) scratch: spin::Mutex<alloc::vec::Vec<u64>>,
     /// The thread running here, as the switch hooks saw it (pid, tid), or (-1, -1).
     current_pid: AtomicI32,
     current_tid: AtomicI32,
 }
 
 impl PerCpu {
-    /// A CPU whose rows have counters of these width masks.
-    pub(crate) fn new(row_masks: &[u64], pmu: Option<IntelPmu>) -> Self {
+    /// A CPU whose rows have counters of these width masks, with a sample ring.
+    pub(crate) fn new(
+        row_masks: &[u64],
+        pmu: Option<IntelPmu>,
+        ring: SampleRing,
+        depth: usize,
+    ) -> Self {
         let slots = row_masks
             .iter()
             .map(|&mask| Slot {
@@ -229,6 +271,8 @@ impl PerCpu {
             loaded: Default::default(),
             user_rdpmc: AtomicBool::new(false),
             current_counters: AtomicU64::new(0),
+            ring,
+            scratch: spin::Mutex::new(alloc::vec::Vec::with_capacity(depth)),
             current_pid: AtomicI32::new(-1),
             current_tid: AtomicI32::new(-1),
         }
@@ -258,5 +302,9 @@ impl PerCpu {
 
     pub(crate) fn current_pid(&self) -> Pid {
         self.current_pid.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn current_tid(&self) -> Tid {
+        self.current_tid.load(Ordering::Relaxed)
     }
 }

@@ -9,12 +9,8 @@
 //! the slot. Slot fields are atomics so that all of this needs no `unsafe`; the ordering comes
 //! from `head` and `tail` alone, so the field accesses themselves are Relaxed.
 //!
-//! A full ring drops the new sample and counts it; the count is what DROPNOTIFY records and
-//! GETDRIVERSTATS report.
-//!
-//! (The interrupt path and the drain start using the rings with the sampling work; until then
-//! only the tests do.)
-#![cfg_attr(not(test), allow(dead_code))]
+//! A full ring refuses the new sample; the caller counts it lost, per PMC (for DROPNOTIFY
+//! records) and in the driver's statistics.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -66,8 +62,6 @@ pub(crate) struct SampleRing {
     headers: Box<[SlotHeader]>,
     /// `capacity × depth` program counters, slot `i` at `i × depth`.
     frames: Box<[AtomicU64]>,
-    /// Samples dropped because the ring was full.
-    dropped: AtomicU64,
 }
 
 /// Writes a sample's program counters straight into its slot.
@@ -127,12 +121,11 @@ impl SampleRing {
             tail: AtomicU64::new(0),
             headers: headers.into_boxed_slice(),
             frames: frames.into_boxed_slice(),
-            dropped: AtomicU64::new(0),
         })
     }
 
-    /// Producer: stores a sample whose frames `fill` writes. Returns false, counting a drop,
-    /// when the ring is full. Allocates nothing and takes no lock.
+    /// Producer: stores a sample whose frames `fill` writes. Returns false (the sample is
+    /// lost) when the ring is full. Allocates nothing and takes no lock.
     #[inline]
     pub(crate) fn push(
         &self,
@@ -142,7 +135,6 @@ impl SampleRing {
         let head = self.head.load(Ordering::Relaxed);
         let tail = self.tail.load(Ordering::Acquire);
         if head.wrapping_sub(tail) > self.mask {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
             return false;
         }
         let index = (head & self.mask) as usize;
@@ -189,14 +181,10 @@ impl SampleRing {
     }
 
     /// Samples waiting.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         let head = self.head.load(Ordering::Acquire);
         head.wrapping_sub(self.tail.load(Ordering::Acquire)) as usize
-    }
-
-    /// Samples dropped because the ring was full, since the ring was made.
-    pub(crate) fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
     }
 }
 
@@ -259,7 +247,6 @@ mod tests {
         }
         assert!(!ring.push(header(4), |_| panic!("a full ring does not call fill")));
         assert!(!ring.push(header(5), |_| {}));
-        assert_eq!(ring.dropped(), 2);
         assert_eq!(collect(&ring).len(), 4);
         assert!(ring.push(header(6), |_| {}), "room again after draining");
         assert_eq!(collect(&ring), vec![(header(6), vec![])]);
@@ -275,7 +262,6 @@ mod tests {
             }));
             assert_eq!(collect(&ring), vec![(header(n), vec![n, !n])]);
         }
-        assert_eq!(ring.dropped(), 0);
     }
 
     #[test]
@@ -287,13 +273,15 @@ mod tests {
         let producer = {
             let ring = Arc::clone(&ring);
             std::thread::spawn(move || {
-                let mut delivered = 0;
+                let (mut delivered, mut lost) = (0, 0);
                 for n in 0..total {
                     if ring.push(header(n), |w| (0..4).for_each(|i| _ = w.push(n * 4 + i))) {
                         delivered += 1;
+                    } else {
+                        lost += 1;
                     }
                 }
-                delivered
+                (delivered, lost)
             })
         };
         let mut received = Vec::new();
@@ -310,9 +298,9 @@ mod tests {
                 break;
             }
         }
-        let delivered = producer.join().unwrap();
+        let (delivered, lost) = producer.join().unwrap();
         assert_eq!(received.len() as u64, delivered);
-        assert_eq!(delivered + ring.dropped(), total);
+        assert_eq!(delivered + lost, total);
         assert!(received.windows(2).all(|w| w[0] < w[1]), "samples arrived out of order");
     }
 }

@@ -41,6 +41,8 @@ pub(crate) struct Pmc {
     pub(crate) targets: Vec<Pid>,
     /// Whether PMCGETMSR gave its owner direct RDPMC access.
     pub(crate) msr_granted: bool,
+    /// Samples lost to a full ring and not yet reported by a DROPNOTIFY record.
+    pub(crate) dropped: u64,
 }
 
 impl Pmc {
@@ -92,6 +94,8 @@ pub(crate) struct LoadSpec {
     pub(crate) start: u64,
     /// Whether the owner may read the counter with RDPMC.
     pub(crate) user_rdpmc: bool,
+    /// Whether the PMC samples.
+    pub(crate) sampling: bool,
 }
 
 impl LoadSpec {
@@ -103,6 +107,7 @@ impl LoadSpec {
             config: pmc.config,
             start: pmc.start,
             user_rdpmc: pmc.msr_granted,
+            sampling: pmc.mode().is_sampling(),
         }
     }
 }

@@ -1,0 +1,128 @@
+//! Process sampling: each overflow of a sampling PMC is one CALLCHAIN record in the owner's log,
+//! and samples lost to a full ring are counted and reported with DROPNOTIFY.
+
+use hwpmc::abi::{Mode, Op, PmcOpConfigureLog};
+use hwpmc::{Pid, Tid, TrapFrame, Tunables, UserPtr};
+use hwpmc_sim::pmu::{Ring, Work};
+use hwpmc_sim::{
+    AllocateRequest, Credentials, PmcClient, PmuModel, SimDriver, SinkId, SinkKind, load_driver,
+};
+use pmclog::{Record, Records};
+
+const BLOCK_PC: u64 = 0x40_1000;
+
+struct World {
+    driver: SimDriver,
+    pid: Pid,
+    tid: Tid,
+    sink: SinkId,
+}
+
+impl World {
+    fn new(model: PmuModel, tunables: Tunables) -> Self {
+        let driver = load_driver(model, 1, tunables);
+        let kernel = driver.kernel().clone();
+        let pid = kernel.spawn(None, Credentials::user(1000));
+        let tid = kernel.threads(pid)[0];
+        let fd = kernel.open_sink(pid, SinkKind::Writable);
+        let sink = kernel.sink_of(pid, fd).unwrap();
+        let mut configure = PmcOpConfigureLog { pm_flags: 0, pm_logfd: fd };
+        PmcClient::new(&driver, pid).call(Op::ConfigureLog, &mut configure).unwrap();
+        World { driver, pid, tid, sink }
+    }
+
+    fn client(&self) -> PmcClient<'_> {
+        PmcClient::new(&self.driver, self.pid)
+    }
+
+    /// Runs `blocks` blocks of 1000 user instructions on CPU 0, delivering every PMI, without
+    /// draining the ring.
+    fn run(&self, blocks: u64) {
+        let hw = self.driver.kernel().hardware().clone();
+        hw.set_current_cpu(0);
+        let work = Work { instructions: 1000, core_cycles: 1500, ..Work::default() };
+        for _ in 0..blocks {
+            hw.pmu(0).retire(Ring::User, &work);
+            if hw.pmu(0).take_pmi().is_some() {
+                let frame = TrapFrame { pc: BLOCK_PC, fp: 0, sp: 0, user: true };
+                assert!(self.driver.interrupt(0, &frame), "the PMI is the driver's");
+            }
+        }
+    }
+
+    fn records(&self) -> Vec<Record<'static>> {
+        let bytes: &'static [u8] = self.driver.kernel().sink_bytes(self.sink).leak();
+        Records::new(bytes).map(|e| e.expect("the log decodes").record).collect()
+    }
+}
+
+fn sample_count(records: &[Record<'_>]) -> usize {
+    records.iter().filter(|r| matches!(r, Record::Callchain(_))).count()
+}
+
+#[test]
+fn each_overflow_of_a_process_sampling_pmc_is_one_callchain_record() {
+    for model in [PmuModel::skylake(), PmuModel::core2(), PmuModel::yonah()] {
+        let w = World::new(model, Tunables::default());
+        let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+        let id = w.client().allocate(request.with_count(10_000)).unwrap();
+        w.client().start(id).unwrap();
+        w.driver.switch_in(0, w.pid, w.tid);
+        w.run(95);
+        w.driver.tick(0);
+        w.driver.switch_out(0, w.pid, w.tid);
+        w.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+        let records = w.records();
+        assert_eq!(sample_count(&records), 9, "95 000 instructions at one sample per 10 000");
+        for record in &records {
+            if let Record::Callchain(cc) = record {
+                assert_eq!((cc.pid, cc.tid, cc.pmcid), (w.pid, w.tid, id));
+                assert_eq!((cc.cpuflags.cpu(), cc.cpuflags.is_user()), (0, true));
+                assert_eq!(cc.pcs.iter().collect::<Vec<_>>(), [BLOCK_PC]);
+            }
+        }
+        w.driver.kernel().hardware().assert_no_faults();
+    }
+}
+
+#[test]
+fn a_full_ring_drops_exactly_what_it_cannot_hold_and_says_so() {
+    let w = World::new(PmuModel::skylake(), Tunables { nsamples: 2, ..Tunables::default() });
+    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let id = w.client().allocate(request.with_count(1000)).unwrap();
+    w.client().start(id).unwrap();
+    w.driver.switch_in(0, w.pid, w.tid);
+    // Five samples before any drain: two fit, three are lost.
+    w.run(5);
+    w.driver.tick(0);
+    w.run(1);
+    w.driver.switch_out(0, w.pid, w.tid);
+    w.driver.tick(0);
+    w.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+    let records = w.records();
+    let delivered = sample_count(&records);
+    let stats = w.client().driver_stats().unwrap();
+    assert_eq!(delivered, 3);
+    assert_eq!(stats.pm_intr_bufferfull, 3);
+    assert_eq!(delivered as u32 + stats.pm_intr_bufferfull, 6, "delivered + dropped = generated");
+    let drops = records.iter().filter(|r| matches!(r, Record::DropNotify)).count();
+    assert_eq!(drops, 1, "one DROPNOTIFY for the loss");
+    assert!(records.iter().all(|r| !matches!(r, Record::Callchain(cc) if cc.pmcid != id)));
+}
+
+#[test]
+fn counting_pmcs_beside_a_sampling_one_still_count_exactly() {
+    let w = World::new(PmuModel::skylake(), Tunables::default());
+    let sampler = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let sampler = w.client().allocate(sampler.with_count(7_000)).unwrap();
+    let counter = w.client().allocate(AllocateRequest::iap(0x003C)).unwrap();
+    w.client().start(sampler).unwrap();
+    w.client().start(counter).unwrap();
+    w.driver.switch_in(0, w.pid, w.tid);
+    w.run(70);
+    w.driver.switch_out(0, w.pid, w.tid);
+    w.driver.tick(0);
+    assert_eq!(w.client().read(counter), Ok(70 * 1500));
+    w.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+    assert_eq!(sample_count(&w.records()), 10);
+}
