@@ -17,7 +17,15 @@ use crate::percpu::{PerCpu, Slot};
 use crate::regs::{Counter, CounterSet, GlobalStatus, GlobalStatusReset};
 use crate::sample::SampleHeader;
 use crate::state::{Core, SoftEvent};
-use pmclog::{Callchain, CallchainFlags, ProgramCounters, Record};
+use core::fmt::Write;
+
+use pmclog::{
+    Callchain, CallchainFlags, ProcCreate, ProcExec, ProcFork, ProgramCounters, Record, SysExit,
+    ThrCreate, ThrExit,
+};
+
+use crate::abi::{Mode, PMC_ID_INVALID};
+use crate::text::FixedText;
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Scheduler hook: thread `tid` of process `pid` starts running on `cpu` (called on `cpu`,
@@ -86,23 +94,97 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// attached to the parent with PMC_F_DESCENDANTS follow the child; the child owns nothing.
     pub fn process_fork(&self, parent: Pid, child: Pid) {
         let mut core = self.core.lock();
-        let Some(target) = core.targets.get(&parent) else { return };
-        let inherited: Vec<(u32, PmcHandle)> = target
-            .iter()
-            .filter(|(_, r)| {
-                core.pmc(r.pmc).is_some_and(|p| p.flags.contains(PmcFlags::DESCENDANTS))
-            })
-            .map(|(row, r)| (row, r.pmc))
-            .collect();
-        for (row, handle) in inherited {
+        let inherited: Vec<(u32, PmcHandle)> =
+            core.targets.get(&parent).map_or_else(Vec::new, |t| {
+                t.iter()
+                    .filter(|(_, r)| {
+                        core.pmc(r.pmc).is_some_and(|p| p.flags.contains(PmcFlags::DESCENDANTS))
+                    })
+                    .map(|(row, r)| (row, r.pmc))
+                    .collect()
+            });
+        let mut followers: Vec<Pid> = Vec::new();
+        for &(row, handle) in &inherited {
             link_target(&mut core, handle, row, child);
+            if let Some(pmc) = core.pmc(handle) {
+                followers.push(pmc.owner);
+            }
         }
+        drop(core);
+        let ss_owners = self.ss_owners();
+        followers.extend(ss_owners.iter().copied());
+        followers.sort_unstable();
+        followers.dedup();
+        for owner in followers {
+            self.log_record(owner, &Record::ProcFork(ProcFork { old_pid: parent, new_pid: child }));
+        }
+        if !ss_owners.is_empty() {
+            let comm = self.command_name(child);
+            let record =
+                Record::ProcCreate(ProcCreate { pid: child, flags: 0, comm: comm.as_bytes() });
+            for owner in ss_owners {
+                self.log_record(owner, &record);
+            }
+        }
+    }
+
+    /// Owners of running system-sampling PMCs: they see every process (FreeBSD's
+    /// `pmc_ss_owners`).
+    fn ss_owners(&self) -> Vec<Pid> {
+        let core = self.core.lock();
+        let mut owners: Vec<Pid> = core
+            .handles()
+            .filter_map(|h| core.pmc(h))
+            .filter(|p| p.mode() == Mode::SystemSampling && p.is_running())
+            .map(|p| p.owner)
+            .collect();
+        owners.sort_unstable();
+        owners.dedup();
+        owners
+    }
+
+    /// The command name of `pid`: its executable's base name, cut to 19 bytes.
+    fn command_name(&self, pid: Pid) -> FixedText<{ pmclog::COMM_LEN }> {
+        let mut path = [0u8; 1024];
+        let len = self.kernel.process_path(pid, &mut path).min(path.len());
+        let path = &path[..len];
+        let base = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
+        let mut name = FixedText::new();
+        // Writing into a fixed buffer cannot fail; it truncates.
+        let _ = name.write_str(core::str::from_utf8(base).unwrap_or("?"));
+        name
     }
 
     /// Process `pid` executed a new program. A process that owned PMCs loses them; after a
     /// set-id exec, PMCs whose owners may no longer debug the process are detached from it.
     /// (FreeBSD's check is inverted and keeps exactly those; see hwpmc-internals §4.2.)
     pub fn process_exec(&self, pid: Pid, exec: &ExecInfo<'_>) {
+        let path = &exec.path[..exec.path.len().min(pmclog::PATH_MAX - 1)];
+        let path = &path[..path.iter().position(|&b| b == 0).unwrap_or(path.len())];
+        let exec_record = |pmcid| {
+            Record::ProcExec(ProcExec {
+                pid,
+                pmcid,
+                base_addr: exec.base_addr,
+                dyn_addr: exec.dyn_addr,
+                path,
+            })
+        };
+        for owner in self.ss_owners() {
+            self.log_record(owner, &exec_record(PMC_ID_INVALID));
+        }
+        let attached: Vec<(Pid, u32)> = {
+            let core = self.core.lock();
+            core.targets.get(&pid).map_or_else(Vec::new, |t| {
+                t.iter()
+                    .filter_map(|(_, r)| core.pmc(r.pmc))
+                    .map(|p| (p.owner, p.id.to_u32()))
+                    .collect()
+            })
+        };
+        for (owner, pmcid) in attached {
+            self.log_record(owner, &exec_record(pmcid));
+        }
         if self.core.lock().owners.contains_key(&pid) {
             self.release_all_of(pid);
         }
@@ -125,6 +207,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// detached (an owner gets SIGIO when its PMC loses its last target), and the PMCs it owned
     /// are released.
     pub fn process_exit(&self, pid: Pid) {
+        for owner in self.ss_owners() {
+            self.log_record(owner, &Record::SysExit(SysExit { pid }));
+        }
         let attached: Vec<PmcHandle> = {
             let core = self.core.lock();
             core.targets.get(&pid).map(|t| t.iter().map(|(_, r)| r.pmc).collect())
@@ -143,12 +228,23 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Thread `tid` was created in process `pid`.
     pub fn thread_create(&self, pid: Pid, tid: Tid) {
-        let _ = (pid, tid);
+        let owners = self.ss_owners();
+        if owners.is_empty() {
+            return;
+        }
+        let name = self.command_name(pid);
+        let record = Record::ThrCreate(ThrCreate { tid, pid, flags: 0, name: name.as_bytes() });
+        for owner in owners {
+            self.log_record(owner, &record);
+        }
     }
 
     /// Thread `tid` of process `pid` exited.
     pub fn thread_exit(&self, pid: Pid, tid: Tid) {
-        let _ = (pid, tid);
+        let _ = pid;
+        for owner in self.ss_owners() {
+            self.log_record(owner, &Record::ThrExit(ThrExit { tid }));
+        }
     }
 
     /// The performance-monitoring interrupt (an NMI on x86) on `cpu`, called on `cpu` with the
