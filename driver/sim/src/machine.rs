@@ -472,6 +472,8 @@ pub struct Machine {
     processes: BTreeMap<Pid, ProcessRecord>,
     run_queue: VecDeque<Tid>,
     tick: u64,
+    /// The kernel's count of log-writer requests when the writer last ran.
+    writer_wakeups: u64,
     trace: Vec<Dispatch>,
     stats: MachineStats,
     tool: Rc<Program>,
@@ -542,6 +544,7 @@ impl Machine {
             processes: BTreeMap::new(),
             run_queue: VecDeque::new(),
             tick: 0,
+            writer_wakeups: 0,
             trace: Vec::new(),
             stats: MachineStats::default(),
             tool,
@@ -655,7 +658,25 @@ impl Machine {
             }
             ran |= busy;
         }
+        self.timer_work();
         ran
+    }
+
+    /// What the kernel's timer and its log-writer thread do after each tick: every active CPU's
+    /// samples go into their owners' logs, and the writer runs when the driver asked for it.
+    fn timer_work(&mut self) {
+        let hw = self.hardware().clone();
+        for cpu in 0..self.cpus.len() as Cpu {
+            if hwpmc::Kernel::cpu_active(self.kernel(), cpu) {
+                hw.set_current_cpu(cpu as usize);
+                self.driver.tick(cpu);
+            }
+        }
+        let wakeups = self.kernel().writer_wakeups();
+        if wakeups != self.writer_wakeups {
+            self.writer_wakeups = wakeups;
+            self.driver.write_logs();
+        }
     }
 
     /// Runs up to `ticks` ticks, stopping early when the machine is idle; returns the ticks run.

@@ -126,3 +126,42 @@ fn counting_pmcs_beside_a_sampling_one_still_count_exactly() {
     w.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
     assert_eq!(sample_count(&w.records()), 10);
 }
+
+#[test]
+fn a_simulated_workload_sampled_by_another_process_fills_its_log() {
+    use hwpmc_sim::machine::{Machine, MachineConfig};
+    use hwpmc_sim::workload::ProgramBuilder;
+
+    let work = Work { instructions: 1000, core_cycles: 1200, ..Work::default() };
+    let program = ProgramBuilder::new("/usr/bin/busy")
+        .function("main", move |f| f.block(Ring::User, work.clone()).loop_to(0, 500))
+        .build();
+    let mut machine = Machine::new(MachineConfig::new(PmuModel::skylake(), 2));
+    let tool = machine.spawn_tool(Credentials::user(1000));
+    let kernel = machine.kernel().clone();
+    let fd = kernel.open_sink(tool, SinkKind::Writable);
+    let sink = kernel.sink_of(tool, fd).unwrap();
+    let mut configure = PmcOpConfigureLog { pm_flags: 0, pm_logfd: fd };
+    machine.client(tool).call(Op::ConfigureLog, &mut configure).unwrap();
+    let target = machine.spawn(&program, Credentials::user(1000));
+    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let id = machine.client(tool).allocate(request.with_count(10_000)).unwrap();
+    machine.client(tool).attach(id, target).unwrap();
+    machine.client(tool).start(id).unwrap();
+    machine.run_until_idle();
+    machine.client(tool).call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+    let bytes = kernel.sink_bytes(sink);
+    let samples: Vec<_> = Records::new(&bytes)
+        .map(|e| e.expect("the log decodes").record)
+        .filter_map(|r| match r {
+            Record::Callchain(cc) => Some((cc.pid, cc.pmcid, cc.cpuflags.is_user())),
+            _ => None,
+        })
+        .collect();
+    // 500 blocks of 1000 instructions, one sample per 10 000: the machine's timer drained the
+    // rings into the log and its writer wrote it.
+    assert_eq!(machine.process_truth(target).arch(hwpmc_sim::ArchEvent::Instructions), 500_000);
+    assert_eq!(samples.len(), 50);
+    assert!(samples.iter().all(|&s| s == (target, id, true)));
+    machine.hardware().assert_no_faults();
+}
