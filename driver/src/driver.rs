@@ -42,6 +42,9 @@ pub(crate) struct Stats {
     pub(crate) buffer_requests: AtomicU64,
     pub(crate) buffer_requests_failed: AtomicU64,
     pub(crate) log_sweeps: AtomicU64,
+    /// Set when a sample was lost and no DROPNOTIFY has said so yet (so quiet ticks cost
+    /// nothing).
+    pub(crate) unreported_drops: core::sync::atomic::AtomicBool,
 }
 
 /// The hwpmc driver, embedded in a kernel.
@@ -354,6 +357,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub(crate) fn credit(&self, handle: PmcHandle, pid: Pid, delta: u64, dropped: u64) {
         let mut core = self.core.lock();
         credit_locked(&mut core, handle, pid, delta, dropped);
+        if dropped > 0 {
+            self.stats.unreported_drops.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Stops, detaches and frees every PMC `owner` owns.

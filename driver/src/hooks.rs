@@ -80,6 +80,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             if let Some(pmc) = pmcs.get_mut(handle) {
                 pmc.credit(handle, target.as_deref_mut(), delta);
                 pmc.dropped += dropped;
+                if dropped > 0 {
+                    self.stats.unreported_drops.store(true, Ordering::Relaxed);
+                }
                 if pmc.flags.contains(PmcFlags::LOG_PROCCSW) {
                     self.log_proc_csw(pmc, pid, tid, delta);
                 }
@@ -354,6 +357,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         // The sampled PC; the callers follow with callchain capture.
         if !state.ring.push(header, |frames| _ = frames.push(frame.pc)) {
             slot.count_drop();
+            state.slot_drops.store(true, Ordering::Relaxed);
             self.stats.intr_bufferfull.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -363,6 +367,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// sends a DROPNOTIFY to owners whose samples were lost to a full ring.
     pub fn tick(&self, cpu: Cpu) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
+        let quiet = state.ring.is_empty()
+            && !state.slot_drops.load(Ordering::Relaxed)
+            && !self.stats.unreported_drops.load(Ordering::Relaxed);
+        if quiet {
+            // A quiet tick takes no lock.
+            return;
+        }
         let mut scratch = state.scratch.lock();
         let core = self.core.lock();
         let mut drained = false;
@@ -396,12 +407,19 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// each PMC that lost samples.
     fn report_drops(&self, state: &PerCpu) {
         let mut core = self.core.lock();
-        for row in state.loaded_rows() {
-            let slot = &state.slots[row as usize];
-            let dropped = slot.take_drops();
-            if let Some(pmc) = slot.handle().and_then(|h| core.pmc_mut(h)).filter(|_| dropped > 0) {
-                pmc.dropped += dropped;
+        if state.slot_drops.swap(false, Ordering::Relaxed) {
+            for row in state.loaded_rows() {
+                let slot = &state.slots[row as usize];
+                let dropped = slot.take_drops();
+                let pmc = slot.handle().and_then(|h| core.pmc_mut(h)).filter(|_| dropped > 0);
+                if let Some(pmc) = pmc {
+                    pmc.dropped += dropped;
+                    self.stats.unreported_drops.store(true, Ordering::Relaxed);
+                }
             }
+        }
+        if !self.stats.unreported_drops.swap(false, Ordering::Relaxed) {
+            return;
         }
         let lossy: Vec<PmcHandle> =
             core.handles().filter(|&h| core.pmc(h).is_some_and(|p| p.dropped > 0)).collect();

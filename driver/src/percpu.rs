@@ -238,6 +238,8 @@ pub(crate) struct PerCpu {
     pub(crate) current_counters: AtomicU64,
     /// Samples the interrupt path leaves for the drain.
     pub(crate) ring: SampleRing,
+    /// Set by the interrupt path when a slot here lost a sample the drain has not collected.
+    pub(crate) slot_drops: AtomicBool,
     /// Where the drain gathers one sample's frames (`callchain_depth` preallocated).
     pub(crate) scratch: spin::Mutex<alloc::vec::Vec<u64>>,
     /// The thread running here, as the switch hooks saw it (pid, tid), or (-1, -1).
@@ -272,6 +274,7 @@ impl PerCpu {
             user_rdpmc: AtomicBool::new(false),
             current_counters: AtomicU64::new(0),
             ring,
+            slot_drops: AtomicBool::new(false),
             scratch: spin::Mutex::new(alloc::vec::Vec::with_capacity(depth)),
             current_pid: AtomicI32::new(-1),
             current_tid: AtomicI32::new(-1),

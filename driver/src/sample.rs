@@ -180,6 +180,11 @@ impl SampleRing {
         true
     }
 
+    /// Whether no sample waits.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head.load(Ordering::Acquire) == self.tail.load(Ordering::Relaxed)
+    }
+
     /// Samples waiting.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
