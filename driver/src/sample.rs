@@ -299,7 +299,7 @@ mod tests {
                 assert_eq!(frames, [n * 4, n * 4 + 1, n * 4 + 2, n * 4 + 3], "frames arrived torn");
                 received.push(n);
             }) {}
-            if done && ring.len() == 0 {
+            if done && ring.is_empty() {
                 break;
             }
         }
