@@ -66,19 +66,24 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let counters =
             CounterSet::from_built_bits(state.current_counters.swap(0, Ordering::Relaxed));
         class::disable(&self.hw, state, counters);
-        if state.loaded_rows().next().is_none() {
+        if state.loaded_count() == 0 {
             return;
         }
         let mut guard = self.core.lock();
         let Core { pmcs, targets, .. } = &mut *guard;
-        let mut target = targets.get_mut(&pid);
         for row in state.loaded_rows() {
             let slot = &state.slots[row as usize];
             let Some(handle) = slot.handle().filter(|_| slot.pid() == pid) else { continue };
             slot.unpublish();
             let (delta, dropped) = self.finish_unload(state, slot, row);
             if let Some(pmc) = pmcs.get_mut(handle) {
-                pmc.credit(handle, target.as_deref_mut(), delta);
+                // Only PROCEXIT logging needs the per-process share (and so the lookup).
+                let target = if pmc.flags.contains(PmcFlags::LOG_PROCEXIT) {
+                    targets.get_mut(&pid)
+                } else {
+                    None
+                };
+                pmc.credit(handle, target, delta);
                 pmc.dropped += dropped;
                 if dropped > 0 {
                     self.stats.unreported_drops.store(true, Ordering::Relaxed);

@@ -231,6 +231,10 @@ pub(crate) struct PerCpu {
     pub(crate) saved_debugctl: AtomicU64,
     /// Bit `row` set while the slot of `row` holds a PMC, so the hooks visit only those.
     loaded: [AtomicU64; MAX_ROWS / 64],
+    /// How many words of `loaded` the rows use.
+    loaded_words: usize,
+    /// How many slots hold a PMC.
+    loaded_count: AtomicU32,
     /// Whether user-mode RDPMC is allowed here (for the process running now).
     pub(crate) user_rdpmc: AtomicBool,
     /// The hardware counters loaded here for the process running now (GLOBAL_CTRL layout), so
@@ -271,6 +275,8 @@ impl PerCpu {
             fixed_ctrl: AtomicU64::new(0),
             saved_debugctl: AtomicU64::new(0),
             loaded: Default::default(),
+            loaded_words: row_masks.len().div_ceil(64),
+            loaded_count: AtomicU32::new(0),
             user_rdpmc: AtomicBool::new(false),
             current_counters: AtomicU64::new(0),
             ring,
@@ -286,15 +292,22 @@ impl PerCpu {
         let Some(word) = self.loaded.get(row as usize / 64) else { return };
         let bit = 1u64 << (row % 64);
         if loaded {
-            word.fetch_or(bit, Ordering::Relaxed);
-        } else {
-            word.fetch_and(!bit, Ordering::Relaxed);
+            if word.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
+                self.loaded_count.fetch_add(1, Ordering::Relaxed);
+            }
+        } else if word.fetch_and(!bit, Ordering::Relaxed) & bit != 0 {
+            self.loaded_count.fetch_sub(1, Ordering::Relaxed);
         }
+    }
+
+    /// How many slots hold a PMC.
+    pub(crate) fn loaded_count(&self) -> u32 {
+        self.loaded_count.load(Ordering::Relaxed)
     }
 
     /// The rows whose slots hold a PMC (as they were when the iteration reached their word).
     pub(crate) fn loaded_rows(&self) -> LoadedRows<'_> {
-        let words = &self.loaded[..self.slots.len().div_ceil(64)];
+        let words = &self.loaded[..self.loaded_words];
         LoadedRows { words, word: 0, bits: words.first().map_or(0, |w| w.load(Ordering::Relaxed)) }
     }
 

@@ -56,13 +56,17 @@ impl Pmc {
         self.state == State::Running
     }
 
-    /// Adds `delta` counted events to this PMC (`handle`) and to `target`'s share of it.
-    /// Sampling PMCs count samples, not events, so they take nothing.
+    /// Adds `delta` counted events to this PMC (`handle`) and, when it logs PROCEXIT records
+    /// (the only use of per-process shares), to `target`'s share of it. Sampling PMCs count
+    /// samples, not events, so they take nothing.
     pub(crate) fn credit(&mut self, handle: PmcHandle, target: Option<&mut Target>, delta: u64) {
         if self.mode().is_sampling() {
             return;
         }
         self.value = self.value.wrapping_add(delta);
+        if !self.flags.contains(PmcFlags::LOG_PROCEXIT) {
+            return;
+        }
         let share = target.and_then(|t| t.get_mut(self.row)).filter(|s| s.pmc == handle);
         if let Some(share) = share {
             share.value = share.value.wrapping_add(delta);
