@@ -70,6 +70,9 @@ pub(crate) struct Layout {
     row_counters: Vec<CounterSet>,
     /// Each row's index within its class.
     class_rows: Vec<u32>,
+    /// First row and row count of the IAP and IAF classes (0, 0 when absent).
+    iap_rows: (u32, u32),
+    iaf_rows: (u32, u32),
 }
 
 impl Layout {
@@ -104,7 +107,24 @@ impl Layout {
                 row_counters.push(counter);
             }
         }
-        Layout { classes, pmu: common, row_counters, class_rows }
+        let rows_of = |class| {
+            classes
+                .iter()
+                .find(|c: &&ClassDesc| c.class == class)
+                .map_or((0, 0), |c| (c.first_row, c.rows))
+        };
+        let (iap_rows, iaf_rows) = (rows_of(Class::Iap), rows_of(Class::Iaf));
+        Layout { classes, pmu: common, row_counters, class_rows, iap_rows, iaf_rows }
+    }
+
+    /// The row of a hardware counter, if the layout has it.
+    #[inline]
+    pub(crate) fn row_of_counter(&self, counter: Counter) -> Option<u32> {
+        let ((first, rows), index) = match counter {
+            Counter::Gp(i) => (self.iap_rows, u32::from(i)),
+            Counter::Fixed(i) => (self.iaf_rows, u32::from(i)),
+        };
+        (index < rows).then_some(first + index)
     }
 
     /// `row`'s index within its class.

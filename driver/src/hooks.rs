@@ -259,6 +259,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// interrupted context. Returns whether a counter of the driver overflowed (whether the NMI
     /// is claimed). Takes no lock and allocates nothing; a CPU without a PMU never has its MSRs
     /// read here.
+    // An entry point the NMI handler calls; kept out of line so its cost is its own.
+    #[inline(never)]
     pub fn interrupt(&self, cpu: Cpu, frame: &TrapFrame) -> bool {
         let Some(state) = self.cpus.get(cpu as usize) else { return false };
         let Some(pmu) = state.pmu else { return false };
@@ -315,16 +317,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// The slot holding `counter` on `cpu`.
-    fn counter_slot(&self, cpu: Cpu, counter: Counter) -> Option<&crate::percpu::Slot> {
-        let (class, index) = match counter {
-            Counter::Gp(i) => (Class::Iap, i),
-            Counter::Fixed(i) => (Class::Iaf, i),
-        };
-        let desc = self.layout.class(class)?;
-        if u32::from(index) >= desc.rows {
-            return None;
-        }
-        self.slot(cpu, desc.first_row + u32::from(index))
+    fn counter_slot(&self, cpu: Cpu, counter: Counter) -> Option<&Slot> {
+        self.slot(cpu, self.layout.row_of_counter(counter)?)
     }
 
     /// Handles one overflowed counter: a sampling PMC's overflow is a sample; every counter is

@@ -229,9 +229,21 @@ impl CounterSet {
     }
     /// The counters in the set, fixed counters first (as FreeBSD's PMI handler visits them).
     pub fn iter(self) -> impl Iterator<Item = Counter> {
-        let fixed = (0..32u8).filter(move |i| self.0 >> (32 + u32::from(*i)) & 1 != 0);
-        let gp = (0..32u8).filter(move |i| self.0 >> i & 1 != 0);
-        fixed.map(Counter::Fixed).chain(gp.map(Counter::Gp))
+        let mut fixed = (self.0 >> 32) as u32;
+        let mut gp = self.0 as u32;
+        core::iter::from_fn(move || {
+            if fixed != 0 {
+                let index = fixed.trailing_zeros() as u8;
+                fixed &= fixed - 1;
+                return Some(Counter::Fixed(index));
+            }
+            if gp != 0 {
+                let index = gp.trailing_zeros() as u8;
+                gp &= gp - 1;
+                return Some(Counter::Gp(index));
+            }
+            None
+        })
     }
 }
 

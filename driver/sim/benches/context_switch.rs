@@ -2,7 +2,7 @@
 //!
 //! The driver runs on hardware whose MSR accesses do nothing (CPUID is the simulated Skylake),
 //! so what is measured is the driver's own work. `cargo bench -p hwpmc-sim --bench
-//! context_switch` prints nanoseconds per switch pair; `driver/sim/benches/csw-instructions.sh`
+//! context_switch` prints nanoseconds per switch pair; `driver/sim/benches/instructions.sh`
 //! runs it under callgrind and prints instructions per PMC per switch.
 
 use std::hint::black_box;
