@@ -214,7 +214,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// a system PMC), and returns the hardware counter to start with [`Self::enable_counters`].
     pub(crate) fn program_pmc(&self, state: &PerCpu, spec: &LoadSpec, pid: Pid) -> CounterSet {
         let Some(slot) = state.slots.get(spec.row as usize) else { return CounterSet::EMPTY };
-        slot.claim(spec.handle, pid, spec.start, spec.sampling, spec.config);
+        slot.claim(spec.handle, pid, spec.start, (spec.sampling, spec.callchain), spec.config);
         state.mark_loaded(spec.row, true);
         // Counting PMCs interrupt too: the handler folds and reloads at every overflow.
         class::program(&self.hw, state, slot, spec.class_row, spec.config, spec.start, true)

@@ -353,7 +353,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             flags: if frame.user { CallchainFlags::USERSPACE } else { 0 },
             tsc: self.hw.read_tsc(),
         };
-        // The sampled PC; the callers follow with callchain capture.
+        // A user-mode sample with a callchain waits for its thread to return to user mode,
+        // where its stack can be read; everything else goes to the ring with the sampled PC.
+        if slot.records_callchains() && frame.user && state.pending.park(header, frame.pc, frame.fp)
+        {
+            return;
+        }
         if !state.ring.push(header, |frames| _ = frames.push(frame.pc)) {
             slot.count_drop();
             state.slot_drops.store(true, Ordering::Relaxed);
@@ -361,12 +366,15 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
     }
 
-    /// The periodic tick on `cpu` (called on `cpu`, in thread or timer-interrupt context, never
-    /// in the NMI): moves the CPU's samples into their owners' logs as CALLCHAIN records, and
-    /// sends a DROPNOTIFY to owners whose samples were lost to a full ring.
+    /// The periodic drain of `cpu`, called on `cpu` from thread context (a per-CPU kernel thread
+    /// or a softclock run by the timer, never the NMI or a hard interrupt handler, since it
+    /// takes the driver's locks): moves the CPU's samples into their owners' logs as CALLCHAIN
+    /// records, and sends a DROPNOTIFY to owners whose samples were lost to a full ring. A tick
+    /// with nothing to do takes no lock.
     pub fn tick(&self, cpu: Cpu) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         let quiet = state.ring.is_empty()
+            && !state.pending.any_pending()
             && !state.slot_drops.load(Ordering::Relaxed)
             && !self.stats.unreported_drops.load(Ordering::Relaxed);
         if quiet {
@@ -399,7 +407,65 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if drained {
             self.stats.log_sweeps.fetch_add(1, Ordering::Relaxed);
         }
+        // A sample whose thread has not returned to user mode for two ticks (it sleeps in the
+        // kernel, or exited) is logged with the sampled PC alone rather than lost.
+        state.pending.take_stale(2, |sample| self.log_sample(cpu, sample.header, &[sample.pc]));
         self.report_drops(state);
+    }
+
+    /// Return-to-user hook: thread `tid` of process `pid` is about to return to user mode on
+    /// `cpu` after an interrupt (called on `cpu`, in the thread's context, where the process's
+    /// memory can be read with faults handled). Completes the thread's user-mode samples with
+    /// their user callchains, walked through the frame pointers with fault-tolerant reads: an
+    /// unreadable stack ends the callchain there.
+    pub fn user_return(&self, cpu: Cpu, pid: Pid, tid: Tid) {
+        let Some(state) = self.cpus.get(cpu as usize) else { return };
+        let depth = self.tunables.callchain_depth as usize;
+        state.pending.take_thread(tid, |sample| {
+            let mut frames = alloc::vec::Vec::with_capacity(depth);
+            frames.push(sample.pc);
+            self.walk_user_stack(sample.fp, depth, &mut frames);
+            self.log_sample(cpu, sample.header, &frames);
+        });
+        let _ = pid;
+    }
+
+    /// Appends the return addresses of the frame records from `fp` outwards, up to `depth`
+    /// frames in all, reading user memory with `copy_in` (a fault ends the walk).
+    fn walk_user_stack(&self, mut fp: u64, depth: usize, frames: &mut alloc::vec::Vec<u64>) {
+        while frames.len() < depth && fp != 0 {
+            let mut record = [0u8; 16];
+            if self.kernel.copy_in(crate::kernel::UserPtr(fp), &mut record).is_err() {
+                break;
+            }
+            let caller_fp = u64::from_le_bytes(record[..8].try_into().unwrap_or([0; 8]));
+            let return_address = u64::from_le_bytes(record[8..].try_into().unwrap_or([0; 8]));
+            if return_address == 0 {
+                break;
+            }
+            frames.push(return_address);
+            // Stacks grow down: a caller's frame is above its callee's, or the chain is bad.
+            if caller_fp <= fp {
+                break;
+            }
+            fp = caller_fp;
+        }
+    }
+
+    /// Logs one sample as a CALLCHAIN record in its PMC owner's log.
+    fn log_sample(&self, cpu: Cpu, header: SampleHeader, frames: &[u64]) {
+        let core = self.core.lock();
+        let Some(pmc) = PmcHandle::from_raw(header.pmc).and_then(|h| core.pmc(h)) else {
+            return;
+        };
+        let record = Record::Callchain(Callchain {
+            pid: header.pid,
+            tid: header.tid,
+            pmcid: pmc.id.to_u32(),
+            cpuflags: CallchainFlags::new(cpu as u16, header.flags as u16),
+            pcs: ProgramCounters::from_words(frames),
+        });
+        self.log_record_at(pmc.owner, cpu, &record, header.tsc);
     }
 
     /// Moves the loaded slots' lost-sample counts to their PMCs and writes a DROPNOTIFY for

@@ -19,7 +19,7 @@ use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use crate::class::HwConfig;
 use crate::kernel::{Pid, Tid};
 use crate::pmu::IntelPmu;
-use crate::sample::SampleRing;
+use crate::sample::{PendingTable, SampleRing};
 
 /// A PMC in the driver's table: index and generation, so a stale reference never matches a
 /// reused entry. Zero means "none".
@@ -61,6 +61,8 @@ pub(crate) struct Slot {
     config: AtomicU64,
     /// Whether the PMC samples (an overflow is a sample, not only a wrap).
     sampling: AtomicBool,
+    /// Whether its samples carry callchains.
+    callchain: AtomicBool,
     /// Samples of this slot's PMC lost to a full ring.
     dropped: AtomicU64,
     /// The counter of a SOFT row.
@@ -94,11 +96,12 @@ impl Slot {
         handle: PmcHandle,
         pid: Pid,
         start: u64,
-        sampling: bool,
+        sampling: (bool, bool),
         config: HwConfig,
     ) {
         self.start.store(start, Ordering::Relaxed);
-        self.sampling.store(sampling, Ordering::Relaxed);
+        self.sampling.store(sampling.0, Ordering::Relaxed);
+        self.callchain.store(sampling.1, Ordering::Relaxed);
         self.last.store(start, Ordering::Relaxed);
         self.config.store(config.encode(), Ordering::Relaxed);
         self.pid.store(pid, Ordering::Relaxed);
@@ -108,6 +111,11 @@ impl Slot {
     /// Whether the PMC in the slot samples.
     pub(crate) fn is_sampling(&self) -> bool {
         self.sampling.load(Ordering::Relaxed)
+    }
+
+    /// Whether the PMC in the slot records callchains.
+    pub(crate) fn records_callchains(&self) -> bool {
+        self.callchain.load(Ordering::Relaxed)
     }
 
     /// Counts a sample lost to a full ring (interrupt path).
@@ -213,6 +221,11 @@ impl Iterator for LoadedRows<'_> {
     }
 }
 
+/// User-mode samples a CPU holds while their threads return to user mode (a thread returns
+/// right after the interrupt, so a few are plenty; when they run out, samples go to the ring
+/// with the sampled PC alone).
+const PENDING_USER_SAMPLES: usize = 16;
+
 /// The most rows a machine may have (the PMC id's row field is 8 bits wide).
 pub(crate) const MAX_ROWS: usize = 256;
 
@@ -242,6 +255,8 @@ pub(crate) struct PerCpu {
     pub(crate) current_counters: AtomicU64,
     /// Samples the interrupt path leaves for the drain.
     pub(crate) ring: SampleRing,
+    /// User-mode samples waiting for their thread to return to user mode.
+    pub(crate) pending: PendingTable,
     /// Set by the interrupt path when a slot here lost a sample the drain has not collected.
     pub(crate) slot_drops: AtomicBool,
     /// Where the drain gathers one sample's frames (`callchain_depth` preallocated).
@@ -280,6 +295,7 @@ impl PerCpu {
             user_rdpmc: AtomicBool::new(false),
             current_counters: AtomicU64::new(0),
             ring,
+            pending: PendingTable::new(PENDING_USER_SAMPLES),
             slot_drops: AtomicBool::new(false),
             scratch: spin::Mutex::new(alloc::vec::Vec::with_capacity(depth)),
             current_pid: AtomicI32::new(-1),

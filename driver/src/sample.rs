@@ -193,6 +193,127 @@ impl SampleRing {
     }
 }
 
+/// User-mode samples waiting for their user callchain.
+///
+/// The interrupt cannot read user memory (a page may be absent), so a user-mode sample of a PMC
+/// that records callchains waits here, outside the ring, until its thread returns to user mode
+/// and the driver walks its stack with fault-tolerant reads. Waiting samples never hold up the
+/// ring (FreeBSD leaves them in the ring and stalls the drain behind them). Entries are claimed
+/// with compare-and-swap, so the interrupt (which fills them) and thread context (which empties
+/// them) on the same CPU never see one half-written.
+#[derive(Debug)]
+pub(crate) struct PendingTable {
+    entries: Box<[PendingEntry]>,
+}
+
+#[derive(Debug, Default)]
+struct PendingEntry {
+    /// `FREE`, `WRITING`, `PENDING` or `TAKEN`.
+    state: AtomicU32,
+    header: SlotHeader,
+    /// The user frame pointer at the interruption.
+    fp: AtomicU64,
+    /// The sampled PC.
+    pc: AtomicU64,
+    /// Ticks the entry has waited.
+    age: AtomicU32,
+}
+
+const FREE: u32 = 0;
+const WRITING: u32 = 1;
+const PENDING: u32 = 2;
+const TAKEN: u32 = 3;
+
+/// A sample taken out of the pending table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PendingSample {
+    pub(crate) header: SampleHeader,
+    pub(crate) pc: u64,
+    pub(crate) fp: u64,
+}
+
+impl PendingTable {
+    /// A table of `capacity` entries.
+    pub(crate) fn new(capacity: usize) -> Self {
+        PendingTable { entries: (0..capacity).map(|_| PendingEntry::default()).collect() }
+    }
+
+    /// Interrupt path: parks a user-mode sample; false if every entry is taken.
+    pub(crate) fn park(&self, header: SampleHeader, pc: u64, fp: u64) -> bool {
+        for entry in self.entries.iter() {
+            let claimed =
+                entry.state.compare_exchange(FREE, WRITING, Ordering::Acquire, Ordering::Relaxed);
+            if claimed.is_err() {
+                continue;
+            }
+            entry.header.pmc.store(header.pmc, Ordering::Relaxed);
+            entry.header.pid.store(header.pid, Ordering::Relaxed);
+            entry.header.tid.store(header.tid, Ordering::Relaxed);
+            entry.header.flags.store(header.flags, Ordering::Relaxed);
+            entry.header.tsc.store(header.tsc, Ordering::Relaxed);
+            entry.fp.store(fp, Ordering::Relaxed);
+            entry.pc.store(pc, Ordering::Relaxed);
+            entry.age.store(0, Ordering::Relaxed);
+            entry.state.store(PENDING, Ordering::Release);
+            return true;
+        }
+        false
+    }
+
+    /// Thread context: hands every waiting sample of thread `tid` to `take`, oldest first in
+    /// table order, and frees its entry.
+    pub(crate) fn take_thread(&self, tid: Tid, mut take: impl FnMut(PendingSample)) {
+        for entry in self.entries.iter() {
+            if entry.state.load(Ordering::Acquire) != PENDING
+                || entry.header.tid.load(Ordering::Relaxed) != tid
+            {
+                continue;
+            }
+            if let Some(sample) = Self::claim(entry) {
+                take(sample);
+            }
+        }
+    }
+
+    /// Thread or tick context: hands every sample that waited more than `max_age` ticks to
+    /// `take` (its thread did not return to user mode: it sleeps or exited) and ages the others.
+    pub(crate) fn take_stale(&self, max_age: u32, mut take: impl FnMut(PendingSample)) {
+        for entry in self.entries.iter() {
+            if entry.state.load(Ordering::Acquire) != PENDING {
+                continue;
+            }
+            if entry.age.fetch_add(1, Ordering::Relaxed) < max_age {
+                continue;
+            }
+            if let Some(sample) = Self::claim(entry) {
+                take(sample);
+            }
+        }
+    }
+
+    /// Whether any sample waits.
+    pub(crate) fn any_pending(&self) -> bool {
+        self.entries.iter().any(|e| e.state.load(Ordering::Relaxed) == PENDING)
+    }
+
+    fn claim(entry: &PendingEntry) -> Option<PendingSample> {
+        entry.state.compare_exchange(PENDING, TAKEN, Ordering::Acquire, Ordering::Relaxed).ok()?;
+        let sample = PendingSample {
+            header: SampleHeader {
+                pmc: entry.header.pmc.load(Ordering::Relaxed),
+                pid: entry.header.pid.load(Ordering::Relaxed),
+                tid: entry.header.tid.load(Ordering::Relaxed),
+                flags: entry.header.flags.load(Ordering::Relaxed),
+                tsc: entry.header.tsc.load(Ordering::Relaxed),
+            },
+            pc: entry.pc.load(Ordering::Relaxed),
+            fp: entry.fp.load(Ordering::Relaxed),
+        };
+        entry.state.store(FREE, Ordering::Release);
+        Some(sample)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,5 +428,25 @@ mod tests {
         assert_eq!(received.len() as u64, delivered);
         assert_eq!(delivered + lost, total);
         assert!(received.windows(2).all(|w| w[0] < w[1]), "samples arrived out of order");
+    }
+
+    #[test]
+    fn pending_samples_wait_outside_the_ring_until_their_thread_returns() {
+        let table = PendingTable::new(2);
+        let a = SampleHeader { tid: 7, ..header(1) };
+        let b = SampleHeader { tid: 8, ..header(2) };
+        assert!(table.park(a, 0x10, 0x7000));
+        assert!(table.park(b, 0x20, 0x8000));
+        assert!(!table.park(header(3), 0x30, 0), "a full table refuses");
+        let mut taken = vec![];
+        table.take_thread(7, |s| taken.push(s));
+        assert_eq!(taken, [PendingSample { header: a, pc: 0x10, fp: 0x7000 }]);
+        assert!(table.park(header(4), 0x40, 0), "the entry is free again");
+        taken.clear();
+        table.take_stale(1, |s| taken.push(s));
+        assert!(taken.is_empty(), "one tick is not stale yet");
+        table.take_stale(1, |s| taken.push(s));
+        assert_eq!(taken.len(), 2, "after two ticks both wait too long");
+        assert!(!table.any_pending());
     }
 }

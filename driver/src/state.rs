@@ -100,6 +100,8 @@ pub(crate) struct LoadSpec {
     pub(crate) user_rdpmc: bool,
     /// Whether the PMC samples.
     pub(crate) sampling: bool,
+    /// Whether its samples carry callchains.
+    pub(crate) callchain: bool,
 }
 
 impl LoadSpec {
@@ -112,6 +114,7 @@ impl LoadSpec {
             start: pmc.start,
             user_rdpmc: pmc.msr_granted,
             sampling: pmc.mode().is_sampling(),
+            callchain: pmc.flags.contains(PmcFlags::CALLCHAIN),
         }
     }
 }

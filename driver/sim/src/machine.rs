@@ -972,6 +972,12 @@ impl Machine {
             let claimed = self.driver.interrupt(cpu, frame);
             self.stats.pmis += 1;
             self.stats.pmis_claimed += u64::from(claimed);
+            // Back to user mode: the thread's context, where its stack can be read.
+            let running = self.running_on(cpu).map(|t| (t.pid(), t.tid()));
+            if let (true, Some((pid, tid))) = (frame.user, running) {
+                self.kernel().set_caller(pid);
+                self.driver.user_return(cpu, pid, tid);
+            }
         }
     }
 

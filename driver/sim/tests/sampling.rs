@@ -165,3 +165,125 @@ fn a_simulated_workload_sampled_by_another_process_fills_its_log() {
     assert!(samples.iter().all(|&s| s == (target, id, true)));
     machine.hardware().assert_no_faults();
 }
+
+#[test]
+fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode() {
+    use hwpmc::abi::PmcFlags;
+    use hwpmc_sim::machine::{Machine, MachineConfig};
+    use hwpmc_sim::workload::ProgramBuilder;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    let work = Work { instructions: 1000, core_cycles: 1200, ..Work::default() };
+    // main calls f, f calls g; g's only block runs 300 times. The hook records the stack g's
+    // block runs with: [return address into f, return address into main].
+    let stack: Rc<RefCell<Vec<u64>>> = Rc::default();
+    let seen = stack.clone();
+    let program = ProgramBuilder::new("/usr/bin/nested")
+        .function("main", |f| f.call("f").exit())
+        .function("f", |f| f.call("g").ret())
+        .function("g", move |f| {
+            f.block(Ring::User, work.clone())
+                .loop_to(0, 300)
+                .hook(move |ctx| *seen.borrow_mut() = ctx.thread().stack())
+                .ret()
+        })
+        .build();
+    let g_block = program.function(program.function_id("g").unwrap()).block(0).start;
+    let mut machine = Machine::new(MachineConfig::new(PmuModel::skylake(), 1));
+    let tool = machine.spawn_tool(Credentials::user(1000));
+    let kernel = machine.kernel().clone();
+    let fd = kernel.open_sink(tool, SinkKind::Writable);
+    let sink = kernel.sink_of(tool, fd).unwrap();
+    let mut configure = PmcOpConfigureLog { pm_flags: 0, pm_logfd: fd };
+    machine.client(tool).call(Op::ConfigureLog, &mut configure).unwrap();
+    let target = machine.spawn(&program, Credentials::user(1000));
+    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let request = request.with_count(10_000).with_flags(PmcFlags::CALLCHAIN);
+    let id = machine.client(tool).allocate(request).unwrap();
+    machine.client(tool).attach(id, target).unwrap();
+    machine.client(tool).start(id).unwrap();
+    machine.run_until_idle();
+    machine.client(tool).call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+    let stack = stack.borrow().clone();
+    assert_eq!(stack.len(), 2, "g runs two calls deep");
+    let mut expected = vec![g_block];
+    expected.extend(&stack);
+    let bytes = kernel.sink_bytes(sink);
+    let chains: Vec<Vec<u64>> = Records::new(&bytes)
+        .map(|e| e.expect("the log decodes").record)
+        .filter_map(|r| match r {
+            Record::Callchain(cc) if cc.pmcid == id => Some(cc.pcs.iter().collect()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(chains.len(), 30, "300 000 instructions at one sample per 10 000");
+    assert!(chains.iter().all(|c| *c == expected), "{chains:x?} != {expected:x?}");
+    machine.hardware().assert_no_faults();
+}
+
+#[test]
+fn user_callchains_stop_where_the_stack_cannot_be_read_or_is_not_a_chain() {
+    use hwpmc::abi::PmcFlags;
+    use hwpmc_sim::kernel::SCRATCH_BASE;
+
+    let w = World::new(PmuModel::skylake(), Tunables::default());
+    let kernel = w.driver.kernel().clone();
+    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let request = request.with_count(1000).with_flags(PmcFlags::CALLCHAIN);
+    let id = w.client().allocate(request).unwrap();
+    w.client().start(id).unwrap();
+    // Two frame records in the process's memory: inner at A (caller at B, returns to 0x111),
+    // outer at B (caller at 0x10, below B: not a chain, so the walk ends there).
+    let (a, b) = (SCRATCH_BASE + 0x100, SCRATCH_BASE + 0x200);
+    let record = |caller: u64, ret: u64| [caller.to_le_bytes(), ret.to_le_bytes()].concat();
+    kernel.write_memory(w.pid, a, &record(b, 0x111)).unwrap();
+    kernel.write_memory(w.pid, b, &record(0x10, 0x222)).unwrap();
+    let hw = kernel.hardware().clone();
+    hw.set_current_cpu(0);
+    w.driver.switch_in(0, w.pid, w.tid);
+    let work = Work { instructions: 1000, core_cycles: 1000, ..Work::default() };
+    for fp in [a, 0xdead_0000] {
+        hw.pmu(0).retire(Ring::User, &work);
+        assert!(hw.pmu(0).take_pmi().is_some());
+        let frame = TrapFrame { pc: BLOCK_PC, fp, sp: fp, user: true };
+        assert!(w.driver.interrupt(0, &frame));
+        kernel.set_caller(w.pid);
+        w.driver.user_return(0, w.pid, w.tid);
+    }
+    w.driver.switch_out(0, w.pid, w.tid);
+    w.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+    let chains: Vec<Vec<u64>> = w
+        .records()
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Callchain(cc) => Some(cc.pcs.iter().collect()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(chains, [vec![BLOCK_PC, 0x111, 0x222], vec![BLOCK_PC]]);
+}
+
+#[test]
+fn a_user_sample_whose_thread_never_returns_is_logged_with_its_pc_after_two_ticks() {
+    use hwpmc::abi::PmcFlags;
+
+    let w = World::new(PmuModel::skylake(), Tunables::default());
+    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let request = request.with_count(1000).with_flags(PmcFlags::CALLCHAIN);
+    let id = w.client().allocate(request).unwrap();
+    w.client().start(id).unwrap();
+    w.driver.switch_in(0, w.pid, w.tid);
+    w.run(1);
+    w.driver.switch_out(0, w.pid, w.tid);
+    let callchains = |w: &World| sample_count(&w.records());
+    let flush = |w: &World| w.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+    for _ in 0..2 {
+        w.driver.tick(0);
+        flush(&w);
+        assert_eq!(callchains(&w), 0, "still waiting for its thread");
+    }
+    w.driver.tick(0);
+    flush(&w);
+    assert_eq!(callchains(&w), 1);
+}
