@@ -224,9 +224,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// 2^width − period and overflows after `period` events (the reload of a sampling PMC, or the
     /// longest period for a counting one); the handler folds and reloads it, so the distance
     /// from the last fold stays below 2^width and the modular fold is exact (and on perfmon v1,
-    /// bit width − 1 going clear shows the overflow). Software counters are 64 bits wide and
-    /// start from zero.
+    /// bit width − 1 going clear shows the overflow). Software counters are 64 bits wide: a
+    /// counting one starts from zero, a sampling one at 2^64 − reload.
     pub(crate) fn counter_start(&self, pmc: &Pmc) -> u64 {
+        if let HwConfig::Soft { .. } = pmc.config {
+            // A sampling software counter counts up to its 64-bit overflow, as hardware does.
+            return if pmc.mode().is_sampling() { pmc.reload.max(1).wrapping_neg() } else { 0 };
+        }
         let Some(period) = self.layout.pmu.as_ref().and_then(|pmu| max_period(pmu, pmc)) else {
             return 0;
         };
@@ -371,10 +375,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
     }
 
-    /// Stops, detaches and frees one PMC.
+    /// Stops, detaches and frees one PMC. Its samples still in the CPUs' rings and pending
+    /// tables are logged first: a PMC is freed only when no sample refers to it.
     pub(crate) fn release_pmc(&self, handle: PmcHandle) {
         self.core.lock().set_state(handle, State::Deleted);
         self.unload_everywhere(handle);
+        for cpu in 0..self.kernel.cpu_count() {
+            if self.kernel.cpu_active(cpu) {
+                self.on_cpu(cpu, || self.drain_samples_of(cpu, handle));
+            }
+        }
         let mut core = self.core.lock();
         let Some(pmc) = core.pmc(handle).cloned() else { return };
         for target in &pmc.targets {

@@ -413,6 +413,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.report_drops(state);
     }
 
+    /// Logs every sample of `handle` still waiting on the current CPU `cpu` (with the rest of
+    /// the ring, which is drained in order).
+    pub(crate) fn drain_samples_of(&self, cpu: Cpu, handle: PmcHandle) {
+        self.tick(cpu);
+        let Some(state) = self.cpus.get(cpu as usize) else { return };
+        state
+            .pending
+            .take_pmc(handle.raw(), |sample| self.log_sample(cpu, sample.header, &[sample.pc]));
+    }
+
     /// Return-to-user hook: thread `tid` of process `pid` is about to return to user mode on
     /// `cpu` after an interrupt (called on `cpu`, in the thread's context, where the process's
     /// memory can be read with faults handled). Completes the thread's user-mode samples with
@@ -503,14 +513,20 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// A software event `event` (a code from [`Driver::register_soft_event`]) happened on `cpu`.
     /// Interrupt-safe: takes no lock and allocates nothing.
+    /// A sampling SOFT PMC takes a sample when its counter overflows (every `reload` events),
+    /// through the same path as a hardware sample.
     pub fn soft_event(&self, cpu: Cpu, event: u32, frame: &TrapFrame) {
-        let _ = frame;
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         let Some(soft) = self.layout.class(Class::Soft) else { return };
         let rows = soft.first_row as usize..(soft.first_row + soft.rows) as usize;
         for slot in &state.slots[rows] {
-            if slot.is_running() && slot.soft_event() == event {
-                slot.soft_counter().fetch_add(1, Ordering::Relaxed);
+            if !slot.is_running() || slot.soft_event() != event {
+                continue;
+            }
+            let before = slot.soft_counter().fetch_add(1, Ordering::Relaxed);
+            if slot.is_sampling() && before == u64::MAX {
+                self.record_sample(state, slot, frame);
+                slot.soft_counter().store(slot.start(), Ordering::Relaxed);
             }
         }
     }

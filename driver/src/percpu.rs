@@ -33,7 +33,8 @@ impl PmcHandle {
     pub(crate) fn index(self) -> usize {
         (self.0 as u32 as usize).wrapping_sub(1)
     }
-    fn raw(self) -> u64 {
+    /// The raw value (what samples carry).
+    pub(crate) fn raw(self) -> u64 {
         self.0
     }
     pub(crate) fn from_raw(raw: u64) -> Option<Self> {

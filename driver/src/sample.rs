@@ -291,6 +291,20 @@ impl PendingTable {
         }
     }
 
+    /// Thread context: hands every waiting sample of PMC `pmc` (a handle's raw value) to `take`.
+    pub(crate) fn take_pmc(&self, pmc: u64, mut take: impl FnMut(PendingSample)) {
+        for entry in self.entries.iter() {
+            if entry.state.load(Ordering::Acquire) != PENDING
+                || entry.header.pmc.load(Ordering::Relaxed) != pmc
+            {
+                continue;
+            }
+            if let Some(sample) = Self::claim(entry) {
+                take(sample);
+            }
+        }
+    }
+
     /// Whether any sample waits.
     pub(crate) fn any_pending(&self) -> bool {
         self.entries.iter().any(|e| e.state.load(Ordering::Relaxed) == PENDING)

@@ -287,3 +287,41 @@ fn a_user_sample_whose_thread_never_returns_is_logged_with_its_pc_after_two_tick
     flush(&w);
     assert_eq!(callchains(&w), 1);
 }
+
+#[test]
+fn software_events_sample_every_reload_events() {
+    let w = World::new(PmuModel::skylake(), Tunables::default());
+    let faults = w.driver.register_soft_event("PAGE_FAULT.ALL").unwrap();
+    let request = AllocateRequest::soft(faults).in_mode(Mode::ThreadSampling, None);
+    let id = w.client().allocate(request.with_count(3)).unwrap();
+    w.client().start(id).unwrap();
+    w.driver.switch_in(0, w.pid, w.tid);
+    let frame = TrapFrame { pc: 0x50_0000, fp: 0, sp: 0, user: false };
+    for _ in 0..10 {
+        w.driver.soft_event(0, faults, &frame);
+    }
+    w.driver.switch_out(0, w.pid, w.tid);
+    w.driver.tick(0);
+    w.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+    let records = w.records();
+    assert_eq!(sample_count(&records), 3, "samples at the 3rd, 6th and 9th event");
+    assert!(records.iter().all(|r| !matches!(r, Record::Callchain(cc)
+        if cc.pmcid != id || cc.cpuflags.is_user() || cc.pcs.iter().collect::<Vec<_>>() != [0x50_0000])));
+}
+
+#[test]
+fn releasing_a_pmc_logs_its_samples_still_in_the_ring_first() {
+    let w = World::new(PmuModel::skylake(), Tunables::default());
+    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let id = w.client().allocate(request.with_count(1000)).unwrap();
+    w.client().start(id).unwrap();
+    w.driver.switch_in(0, w.pid, w.tid);
+    w.run(5);
+    w.driver.switch_out(0, w.pid, w.tid);
+    // No tick ran: five samples wait in the ring when the PMC goes.
+    w.client().release(id).unwrap();
+    w.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+    let records = w.records();
+    assert_eq!(sample_count(&records), 5);
+    assert!(records.iter().all(|r| !matches!(r, Record::Callchain(cc) if cc.pmcid != id)));
+}
