@@ -325,3 +325,20 @@ fn releasing_a_pmc_logs_its_samples_still_in_the_ring_first() {
     assert_eq!(sample_count(&records), 5);
     assert!(records.iter().all(|r| !matches!(r, Record::Callchain(cc) if cc.pmcid != id)));
 }
+
+#[test]
+fn hardware_sampling_rates_have_a_floor_of_mincount_and_software_ones_of_one() {
+    let w = World::new(PmuModel::skylake(), Tunables { min_count: 1000, ..Tunables::default() });
+    let c = w.client();
+    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let id = c.allocate(request.with_count(10)).unwrap();
+    assert_eq!(c.read(id), Ok(1000), "PMCRW reads a sampling PMC's reload");
+    c.set_count(id, 5).unwrap();
+    assert_eq!(c.read(id), Ok(1000));
+    c.set_count(id, 123_456).unwrap();
+    assert_eq!(c.read(id), Ok(123_456));
+    let faults = w.driver.register_soft_event("PAGE_FAULT.ALL").unwrap();
+    let soft = AllocateRequest::soft(faults).in_mode(Mode::ThreadSampling, None);
+    let soft = c.allocate(soft.with_count(0)).unwrap();
+    assert_eq!(c.read(soft), Ok(1));
+}
