@@ -11,6 +11,7 @@ use crate::driver::{Driver, ExecInfo};
 use crate::errno::Errno;
 use crate::hw::{Hardware, msr};
 use crate::kernel::{Cpu, Kernel, Pid, Tid, TrapFrame};
+use crate::logging::record_path;
 use crate::ops::link_target;
 use crate::percpu::PmcHandle;
 use crate::percpu::{PerCpu, Slot};
@@ -20,8 +21,8 @@ use crate::state::{Core, SoftEvent};
 use core::fmt::Write;
 
 use pmclog::{
-    Callchain, CallchainFlags, ProcCreate, ProcExec, ProcFork, ProgramCounters, Record, SysExit,
-    ThrCreate, ThrExit,
+    Callchain, CallchainFlags, MapIn, MapOut, ProcCreate, ProcExec, ProcFork, ProgramCounters,
+    Record, SysExit, ThrCreate, ThrExit,
 };
 
 use crate::abi::{Mode, PMC_ID_INVALID};
@@ -167,8 +168,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// set-id exec, PMCs whose owners may no longer debug the process are detached from it.
     /// (FreeBSD's check is inverted and keeps exactly those; see hwpmc-internals §4.2.)
     pub fn process_exec(&self, pid: Pid, exec: &ExecInfo<'_>) {
-        let path = &exec.path[..exec.path.len().min(pmclog::PATH_MAX - 1)];
-        let path = &path[..path.iter().position(|&b| b == 0).unwrap_or(path.len())];
+        let path = record_path(exec.path);
         let exec_record = |pmcid| {
             Record::ProcExec(ProcExec {
                 pid,
@@ -232,6 +232,40 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if self.has_log(pid) {
             let _ = self.close_log(pid);
         }
+    }
+
+    /// Process `pid` mapped `path` executable at `start..end` (mmap, or a dynamic loader).
+    /// Owners of system-sampling PMCs and of sampling PMCs attached to `pid` get MAP_IN.
+    /// (A MAP_IN record carries no end: FreeBSD's format names only the start.)
+    pub fn mmap(&self, pid: Pid, start: u64, _end: u64, path: &[u8]) {
+        let path = record_path(path);
+        for owner in self.mapping_audience(pid) {
+            self.log_record(owner, &Record::MapIn(MapIn { pid, start, path }));
+        }
+    }
+
+    /// Process `pid` unmapped the executable mapping `start..end`: MAP_OUT, to the same owners
+    /// as [`Self::mmap`].
+    pub fn munmap(&self, pid: Pid, start: u64, end: u64) {
+        for owner in self.mapping_audience(pid) {
+            self.log_record(owner, &Record::MapOut(MapOut { pid, start, end }));
+        }
+    }
+
+    /// Who hears about `pid`'s mappings: owners of running system-sampling PMCs and of sampling
+    /// PMCs attached to `pid`.
+    fn mapping_audience(&self, pid: Pid) -> Vec<Pid> {
+        let mut owners = self.ss_owners();
+        {
+            let core = self.core.lock();
+            if let Some(target) = core.targets.get(&pid) {
+                let sampling = target.iter().filter_map(|(_, r)| core.pmc(r.pmc));
+                owners.extend(sampling.filter(|p| p.mode().is_sampling()).map(|p| p.owner));
+            }
+        }
+        owners.sort_unstable();
+        owners.dedup();
+        owners
     }
 
     /// Thread `tid` was created in process `pid`.

@@ -145,6 +145,12 @@ pub trait Kernel {
     /// unknown). For PMCATTACH records. Thread context.
     fn process_path(&self, pid: Pid, buf: &mut [u8]) -> usize;
 
+    /// Calls `f(start, end, path)` for each executable mapping of process `pid` (for MAP_IN
+    /// records when a sampling PMC attaches or a system-sampling PMC starts). Thread context.
+    fn for_each_executable_mapping(&self, pid: Pid, f: &mut dyn FnMut(u64, u64, &[u8]));
+    /// Calls `f` for each live process. Thread context.
+    fn for_each_process(&self, f: &mut dyn FnMut(Pid));
+
     /// Wall-clock time as (seconds, nanoseconds) since the epoch.
     fn nanotime(&self) -> (i64, i64);
     /// The TSC's frequency in Hz (0 if unknown).

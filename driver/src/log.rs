@@ -34,6 +34,9 @@ pub(crate) struct OwnerLog {
     pub(crate) error: Option<Errno>,
     /// Records dropped since the last DROPNOTIFY record.
     unreported_drops: u64,
+    /// Whether every process's mappings went into this log (at the first system-sampling
+    /// start).
+    pub(crate) mappings_logged: bool,
 }
 
 impl OwnerLog {
@@ -47,6 +50,7 @@ impl OwnerLog {
             free: (0..buffers).map(|_| Vec::with_capacity(buffer_size)).collect(),
             error: None,
             unreported_drops: 0,
+            mappings_logged: false,
         }
     }
 

@@ -2,8 +2,8 @@
 //! the driver's operations and hooks emit.
 
 use pmclog::{
-    Initialize, PmcAllocate, PmcAllocateDyn, PmcAttach, PmcDetach, ProcCsw, ProcExit, Record,
-    UserData,
+    Initialize, MapIn, PmcAllocate, PmcAllocateDyn, PmcAttach, PmcDetach, ProcCsw, ProcExit,
+    Record, UserData,
 };
 
 use crate::abi::{PMC_VERSION, PmcOpConfigureLog, PmcOpWriteLog};
@@ -15,8 +15,14 @@ use crate::kernel::{Cpu, Kernel, Pid, Signal, Tid, UserPtr};
 use crate::log::OwnerLog;
 use crate::state::Pmc;
 
-/// Longest executable path a PMCATTACH record carries (`PATH_MAX` with its NUL).
+/// Longest executable path a record carries (`PATH_MAX` with its NUL).
 const PATH_MAX: usize = pmclog::PATH_MAX - 1;
+
+/// `path` as a record carries it: at most [`PATH_MAX`] bytes, cut at the first NUL.
+pub(crate) fn record_path(path: &[u8]) -> &[u8] {
+    let path = &path[..path.len().min(PATH_MAX)];
+    &path[..path.iter().position(|&b| b == 0).unwrap_or(path.len())]
+}
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Writes the full log buffers of every owner to their files. A kernel calls it from a
@@ -107,10 +113,39 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub(crate) fn log_attach(&self, pmc: &Pmc, pid: Pid) {
         let mut path = [0u8; PATH_MAX];
         let len = self.kernel.process_path(pid, &mut path).min(PATH_MAX);
-        let path = &path[..len];
-        let path = &path[..path.iter().position(|&b| b == 0).unwrap_or(len)];
+        let path = record_path(&path[..len]);
         let record = Record::PmcAttach(PmcAttach { pmcid: pmc.id.to_u32(), pid, path });
         self.log_record(pmc.owner, &record);
+    }
+
+    /// MAP_IN records for every executable mapping of process `pid`, in `owner`'s log.
+    pub(crate) fn log_mappings(&self, owner: Pid, pid: Pid) {
+        let mut records = alloc::vec::Vec::new();
+        self.kernel.for_each_executable_mapping(pid, &mut |start, _end, path| {
+            records.push((start, alloc::vec::Vec::from(record_path(path))));
+        });
+        for (start, path) in records {
+            self.log_record(owner, &Record::MapIn(MapIn { pid, start, path: &path }));
+        }
+    }
+
+    /// MAP_IN records for every process's executable mappings, the first time `owner` starts a
+    /// system-sampling PMC while it has a log.
+    pub(crate) fn log_initial_mappings(&self, owner: Pid) {
+        let first = {
+            let mut logs = self.logs.lock();
+            logs.owners
+                .get_mut(&owner)
+                .is_some_and(|log| !core::mem::replace(&mut log.mappings_logged, true))
+        };
+        if !first {
+            return;
+        }
+        let mut pids = alloc::vec::Vec::new();
+        self.kernel.for_each_process(&mut |pid| pids.push(pid));
+        for pid in pids {
+            self.log_mappings(owner, pid);
+        }
     }
 
     /// The PMCDETACH record of `pmc` leaving `pid`.

@@ -519,6 +519,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if let Some(pmc) = pmc {
             for p in pids {
                 self.log_attach(&pmc, p);
+                // A sampling PMC's log needs the target's executables to name its samples.
+                if pmc.mode().is_sampling() {
+                    self.log_mappings(pmc.owner, p);
+                }
             }
         }
         Ok(())
@@ -610,6 +614,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if let Some(cpu) = pmc.cpu() {
             if !self.kernel.cpu_active(cpu) {
                 return Err(Errno::Nxio);
+            }
+            if pmc.mode() == Mode::SystemSampling {
+                self.log_initial_mappings(pmc.owner);
             }
             self.set_state(handle, State::Running);
             self.on_cpu(cpu, || {

@@ -89,6 +89,8 @@ pub struct Process {
     pub path: Vec<u8>,
     /// Its open descriptors: descriptor → sink.
     pub files: BTreeMap<i32, SinkId>,
+    /// Its executable mappings: (start, end, path).
+    pub mappings: Vec<(u64, u64, Vec<u8>)>,
 }
 
 /// What a descriptor refers to, for CONFIGURELOG: only writable files, pipes and sockets may
@@ -261,6 +263,7 @@ impl SimKernel {
             memory,
             path: b"/usr/bin/simulated".to_vec(),
             files: BTreeMap::new(),
+            mappings: Vec::new(),
         };
         s.processes.insert(pid, process);
         pid
@@ -268,10 +271,11 @@ impl SimKernel {
 
     /// Forks `parent`: a new process with its credentials, a copy of its memory and one thread.
     pub fn fork(&self, parent: Pid) -> Option<Pid> {
-        let (credentials, memory, set_id, path, files) = {
+        let (credentials, memory, set_id, path, files, mappings) = {
             let s = self.state.borrow();
             let p = s.processes.get(&parent)?;
-            (p.credentials.clone(), p.memory.clone(), p.set_id, p.path.clone(), p.files.clone())
+            let copy = (p.memory.clone(), p.path.clone(), p.files.clone(), p.mappings.clone());
+            (p.credentials.clone(), copy.0, p.set_id, copy.1, copy.2, copy.3)
         };
         let child = self.spawn(Some(parent), credentials);
         self.with_process(child, |p| {
@@ -279,6 +283,7 @@ impl SimKernel {
             p.set_id = set_id;
             p.path = path;
             p.files = files;
+            p.mappings = mappings;
         });
         Some(child)
     }
@@ -583,6 +588,20 @@ impl Kernel for SimKernel {
         let len = path.len().min(buf.len());
         buf[..len].copy_from_slice(&path[..len]);
         len
+    }
+
+    fn for_each_executable_mapping(&self, pid: Pid, f: &mut dyn FnMut(u64, u64, &[u8])) {
+        let mappings = self.with_process(pid, |p| p.mappings.clone()).unwrap_or_default();
+        for (start, end, path) in &mappings {
+            f(*start, *end, path);
+        }
+    }
+
+    fn for_each_process(&self, f: &mut dyn FnMut(Pid)) {
+        let pids: Vec<Pid> = self.state.borrow().processes.keys().copied().collect();
+        for pid in pids {
+            f(pid);
+        }
     }
 
     fn nanotime(&self) -> (i64, i64) {

@@ -1,8 +1,9 @@
 //! Records of process life — PROCFORK, PROC_CREATE, PROCEXEC, THR_CREATE, THR_EXIT, SYSEXIT — go
 //! to owners of running system-sampling PMCs (who see every process) and, for fork and exec, to
-//! owners of PMCs attached to the process.
+//! owners of PMCs attached to the process. MAP_IN and MAP_OUT records name the executables a
+//! sampling log's program counters fall in.
 
-use hwpmc::abi::{Mode, Op, PMC_ID_INVALID, PmcFlags, PmcOpConfigureLog};
+use hwpmc::abi::{Mode, Op, PMC_ID_INVALID, PmcFlags, PmcOpConfigureLog, event};
 use hwpmc::{ExecInfo, Pid, Tunables, UserPtr};
 use hwpmc_sim::{
     AllocateRequest, Credentials, PmcClient, PmuModel, SimDriver, SinkId, SinkKind, load_driver,
@@ -103,4 +104,106 @@ fn owners_following_a_process_see_its_forks_and_execs() {
     let other_child = kernel.fork(other).unwrap();
     driver.process_fork(other, other_child);
     assert_eq!(records(&driver, owner, sink).len(), log.len());
+}
+
+fn map_in(pid: Pid, start: u64, path: &[u8]) -> String {
+    format!("MapIn(MapIn {{ pid: {pid}, start: {start}, path: {path:?} }})")
+}
+
+#[test]
+fn attaching_a_sampling_pmc_logs_the_target_s_executable_mappings() {
+    let driver = load_driver(PmuModel::skylake(), 1, Tunables::default());
+    let kernel = driver.kernel().clone();
+    let (owner, sink) = logging_owner(&driver, Credentials::user(1000));
+    let target = kernel.spawn(None, Credentials::user(1000));
+    kernel.with_process(target, |p| {
+        p.mappings.push((0x40_0000, 0x40_8000, b"/bin/prog".to_vec()));
+        p.mappings.push((0x8_0000_0000, 0x8_0001_0000, b"/lib/libc.so.7".to_vec()));
+    });
+    let client = PmcClient::new(&driver, owner);
+    let sampling = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let id = client.allocate(sampling.with_count(1 << 16)).unwrap();
+    client.attach(id, target).unwrap();
+    let log = records(&driver, owner, sink);
+    assert!(log[0].starts_with("PmcAttach"), "{log:?}");
+    assert_eq!(
+        log[1..],
+        [map_in(target, 0x40_0000, b"/bin/prog"), map_in(target, 0x8_0000_0000, b"/lib/libc.so.7")]
+    );
+}
+
+#[test]
+fn attaching_a_counting_pmc_logs_no_mappings() {
+    let driver = load_driver(PmuModel::skylake(), 1, Tunables::default());
+    let kernel = driver.kernel().clone();
+    let (owner, sink) = logging_owner(&driver, Credentials::user(1000));
+    let target = kernel.spawn(None, Credentials::user(1000));
+    kernel.with_process(target, |p| p.mappings.push((0x40_0000, 0x40_8000, b"/bin/x".to_vec())));
+    let client = PmcClient::new(&driver, owner);
+    let id = client.allocate(AllocateRequest::iap(0x00C0)).unwrap();
+    client.attach(id, target).unwrap();
+    let log = records(&driver, owner, sink);
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert!(log[0].starts_with("PmcAttach"), "{log:?}");
+}
+
+#[test]
+fn system_sampling_start_logs_every_process_s_mappings_once() {
+    let driver = load_driver(PmuModel::skylake(), 2, Tunables::default());
+    let kernel = driver.kernel().clone();
+    let a = kernel.spawn(None, Credentials::user(1000));
+    let b = kernel.spawn(None, Credentials::user(1001));
+    kernel.with_process(a, |p| p.mappings.push((0x1000, 0x2000, b"/bin/a".to_vec())));
+    kernel.with_process(b, |p| p.mappings.push((0x3000, 0x4000, b"/bin/b".to_vec())));
+    let (root, sink) = logging_owner(&driver, Credentials::root());
+    let client = PmcClient::new(&driver, root);
+    let ss = |cpu| AllocateRequest::iap(0x00C0).in_mode(Mode::SystemSampling, Some(cpu));
+    let first = client.allocate(ss(0).with_count(1 << 20)).unwrap();
+    let second = client.allocate(ss(1).with_count(1 << 20)).unwrap();
+    client.start(first).unwrap();
+    client.start(second).unwrap();
+    client.stop(first).unwrap();
+    client.start(first).unwrap();
+    let log = records(&driver, root, sink);
+    assert_eq!(log, [map_in(a, 0x1000, b"/bin/a"), map_in(b, 0x3000, b"/bin/b")]);
+}
+
+#[test]
+fn mmap_and_munmap_reach_system_samplers_and_attached_samplers_only() {
+    let driver = load_driver(PmuModel::skylake(), 1, Tunables::default());
+    let kernel = driver.kernel().clone();
+    let (root, root_sink) = logging_owner(&driver, Credentials::root());
+    let (follower, follower_sink) = logging_owner(&driver, Credentials::user(1000));
+    let (counter, counter_sink) = logging_owner(&driver, Credentials::user(1000));
+    let target = kernel.spawn(None, Credentials::user(1000));
+    let ss = AllocateRequest::iap(0x00C0).in_mode(Mode::SystemSampling, Some(0));
+    let id = PmcClient::new(&driver, root).allocate(ss.with_count(1 << 20)).unwrap();
+    PmcClient::new(&driver, root).start(id).unwrap();
+    let ps = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let follower_client = PmcClient::new(&driver, follower);
+    let id = follower_client.allocate(ps.with_count(1 << 16)).unwrap();
+    follower_client.attach(id, target).unwrap();
+    let counter_client = PmcClient::new(&driver, counter);
+    // (A fixed counter: two PMCs on one row cannot share a target.)
+    let id = counter_client.allocate(AllocateRequest::iaf(event::IAF_INSTR_RETIRED_ANY)).unwrap();
+    counter_client.attach(id, target).unwrap();
+    let before = |driver: &SimDriver, owner, sink| records(driver, owner, sink).len();
+    let (root_before, follower_before, counter_before) = (
+        before(&driver, root, root_sink),
+        before(&driver, follower, follower_sink),
+        before(&driver, counter, counter_sink),
+    );
+    // A path with a NUL is cut there, as the kernel's string would be.
+    driver.mmap(target, 0x7000_0000, 0x7001_0000, b"/lib/libm.so.5\0garbage");
+    driver.munmap(target, 0x7000_0000, 0x7001_0000);
+    let expected = [
+        map_in(target, 0x7000_0000, b"/lib/libm.so.5"),
+        format!(
+            "MapOut(MapOut {{ pid: {target}, start: {}, end: {} }})",
+            0x7000_0000u64, 0x7001_0000u64
+        ),
+    ];
+    assert_eq!(records(&driver, root, root_sink)[root_before..], expected);
+    assert_eq!(records(&driver, follower, follower_sink)[follower_before..], expected);
+    assert_eq!(records(&driver, counter, counter_sink).len(), counter_before);
 }
