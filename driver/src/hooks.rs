@@ -421,18 +421,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         while state.ring.pop(|sample| {
             scratch.clear();
             scratch.extend(sample.frames());
-            let header = sample.header;
-            let Some(pmc) = PmcHandle::from_raw(header.pmc).and_then(|h| core.pmc(h)) else {
-                return;
-            };
-            let record = Record::Callchain(Callchain {
-                pid: header.pid,
-                tid: header.tid,
-                pmcid: pmc.id.to_u32(),
-                cpuflags: CallchainFlags::new(cpu as u16, header.flags as u16),
-                pcs: ProgramCounters::from_words(&scratch),
-            });
-            self.log_record_at(pmc.owner, cpu, &record, header.tsc);
+            self.log_sample_locked(&core, cpu, sample.header, &scratch);
         }) {
             drained = true;
         }
@@ -498,7 +487,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Logs one sample as a CALLCHAIN record in its PMC owner's log.
     fn log_sample(&self, cpu: Cpu, header: SampleHeader, frames: &[u64]) {
-        let core = self.core.lock();
+        self.log_sample_locked(&self.core.lock(), cpu, header, frames);
+    }
+
+    /// [`Self::log_sample`] with the bookkeeping lock held. A sample of a PMC released since is
+    /// dropped (release logs a PMC's samples first, so none should be left).
+    fn log_sample_locked(&self, core: &Core, cpu: Cpu, header: SampleHeader, frames: &[u64]) {
         let Some(pmc) = PmcHandle::from_raw(header.pmc).and_then(|h| core.pmc(h)) else {
             return;
         };

@@ -56,6 +56,16 @@ impl World {
     }
 }
 
+/// A tool process on `machine` with a log: its pid and the sink its log goes to.
+fn logging_tool(machine: &mut hwpmc_sim::machine::Machine) -> (Pid, SinkId) {
+    let tool = machine.spawn_tool(Credentials::user(1000));
+    let kernel = machine.kernel().clone();
+    let fd = kernel.open_sink(tool, SinkKind::Writable);
+    let mut configure = PmcOpConfigureLog { pm_flags: 0, pm_logfd: fd };
+    machine.client(tool).call(Op::ConfigureLog, &mut configure).unwrap();
+    (tool, kernel.sink_of(tool, fd).unwrap())
+}
+
 fn sample_count(records: &[Record<'_>]) -> usize {
     records.iter().filter(|r| matches!(r, Record::Callchain(_))).count()
 }
@@ -137,12 +147,8 @@ fn a_simulated_workload_sampled_by_another_process_fills_its_log() {
         .function("main", move |f| f.block(Ring::User, work.clone()).loop_to(0, 500))
         .build();
     let mut machine = Machine::new(MachineConfig::new(PmuModel::skylake(), 2));
-    let tool = machine.spawn_tool(Credentials::user(1000));
+    let (tool, sink) = logging_tool(&mut machine);
     let kernel = machine.kernel().clone();
-    let fd = kernel.open_sink(tool, SinkKind::Writable);
-    let sink = kernel.sink_of(tool, fd).unwrap();
-    let mut configure = PmcOpConfigureLog { pm_flags: 0, pm_logfd: fd };
-    machine.client(tool).call(Op::ConfigureLog, &mut configure).unwrap();
     let target = machine.spawn(&program, Credentials::user(1000));
     let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
     let id = machine.client(tool).allocate(request.with_count(10_000)).unwrap();
@@ -191,12 +197,8 @@ fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode() {
         .build();
     let g_block = program.function(program.function_id("g").unwrap()).block(0).start;
     let mut machine = Machine::new(MachineConfig::new(PmuModel::skylake(), 1));
-    let tool = machine.spawn_tool(Credentials::user(1000));
+    let (tool, sink) = logging_tool(&mut machine);
     let kernel = machine.kernel().clone();
-    let fd = kernel.open_sink(tool, SinkKind::Writable);
-    let sink = kernel.sink_of(tool, fd).unwrap();
-    let mut configure = PmcOpConfigureLog { pm_flags: 0, pm_logfd: fd };
-    machine.client(tool).call(Op::ConfigureLog, &mut configure).unwrap();
     let target = machine.spawn(&program, Credentials::user(1000));
     let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
     let request = request.with_count(10_000).with_flags(PmcFlags::CALLCHAIN);
