@@ -26,7 +26,11 @@
 //!   thread's [`TrapFrame`] (`pc` = the start of the block that was executing, its frame and stack
 //!   pointers, and its mode). A block repeated many times is retired in chunks small enough that
 //!   no counter can advance by more than half its range between two PMIs (as on real hardware,
-//!   where a PMI follows an overflow within a few instructions).
+//!   where a PMI follows an overflow within a few instructions), and that end at the execution
+//!   in which the next interrupting counter overflows
+//!   ([`SimPmu::executions_to_next_pmi`](crate::pmu::SimPmu::executions_to_next_pmi)), so a
+//!   sampling PMC sees every overflow of a hot loop. (Counters filtered by CMASK/EDGE have no
+//!   closed-form overflow point; for them the half-range bound alone applies.)
 //! * Fork: [`SimKernel::fork`] then `process_fork(parent, child)`, before the child can run.
 //! * Exec: the other threads exit (`switch_out` if running, `thread_exit`); for a set-id program
 //!   the process takes its new credentials and is marked set-id; then `process_exec`.
@@ -897,7 +901,13 @@ impl Machine {
         };
         let to_run = remaining.unwrap_or(block.repeat);
         if to_run > 0 {
-            let n = to_run.min(*budget).min(self.chunk(cpu, &block.work));
+            // Stopping at the next interrupting overflow delivers each PMI where it happens.
+            let next_pmi =
+                self.hardware().pmu(cpu as usize).executions_to_next_pmi(block.ring, &block.work);
+            let n = to_run
+                .min(*budget)
+                .min(self.chunk(cpu, &block.work))
+                .min(next_pmi.unwrap_or(u64::MAX));
             self.retire(cpu, Some(tid), block.ring, &block.work, n);
             *budget -= n;
             let frame = self.threads[&tid].trap_frame(block.start, block.ring);

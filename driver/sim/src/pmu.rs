@@ -916,23 +916,14 @@ impl SimPmu {
         let slots_per_cycle = model.topdown_slots_per_cycle;
         self.truth[ring.index()].record(work, repeat, slots_per_cycle);
         self.tsc = self.tsc.wrapping_add(work.ref_cycles.wrapping_mul(repeat));
-        let running = self.version() >= 1 && !self.frozen();
         let global = self.version() >= 2;
-        let (ring_evtsel, ring_fixed) = match ring {
-            Ring::Kernel => (EVTSEL_OS, FIXED_OS),
-            Ring::User => (EVTSEL_USR, FIXED_USR),
-        };
         let mut overflowed = 0u64;
         let mut interrupt = false;
         let gp_width = self.gp_width();
         for i in 0..self.gp.len() {
             let counter = self.gp[i];
             let sel = counter.evtsel;
-            let counting = running
-                && sel & EVTSEL_EN != 0
-                && (!global || self.global_ctrl >> i & 1 != 0)
-                && sel & ring_evtsel != 0;
-            if !counting {
+            if !self.gp_counts(i, ring) {
                 if work.core_cycles > 0 {
                     self.gp[i].asserted = false;
                 }
@@ -955,22 +946,11 @@ impl SimPmu {
         }
         let fixed_width = self.fixed_width();
         for i in 0..7u8 {
-            if !model.has_fixed(i) {
+            if !self.fixed_counts(i, ring) {
                 continue;
             }
             let nibble = self.fixed_ctrl >> (4 * i) & 0xF;
-            let counting =
-                running && self.global_ctrl >> (32 + i) & 1 != 0 && nibble & ring_fixed != 0;
-            if !counting {
-                continue;
-            }
-            let per_block = match i {
-                0 => work.instructions,
-                1 => work.core_cycles,
-                2 => work.ref_cycles,
-                3 => work.arch(ArchEvent::TopdownSlots, slots_per_cycle),
-                _ => 0,
-            };
+            let per_block = Self::fixed_events(&model, work, i);
             let increment = u128::from(per_block) * u128::from(repeat);
             let (value, wrapped) = add_wrapping(self.fixed[usize::from(i)], increment, fixed_width);
             self.fixed[usize::from(i)] = value;
@@ -985,6 +965,78 @@ impl SimPmu {
         if interrupt {
             self.raise_pmi();
         }
+    }
+
+    /// Whether GP counter `i` counts in `ring`: the PMU runs (not frozen), EN is set, its
+    /// GLOBAL_CTRL bit is set (v2+) and USR or OS matches the ring.
+    fn gp_counts(&self, i: usize, ring: Ring) -> bool {
+        let ring_bit = match ring {
+            Ring::Kernel => EVTSEL_OS,
+            Ring::User => EVTSEL_USR,
+        };
+        let sel = self.gp[i].evtsel;
+        self.version() >= 1
+            && !self.frozen()
+            && sel & EVTSEL_EN != 0
+            && (self.version() < 2 || self.global_ctrl >> i & 1 != 0)
+            && sel & ring_bit != 0
+    }
+
+    /// Whether fixed counter `i` counts in `ring`: it exists, the PMU runs, its GLOBAL_CTRL bit
+    /// is set and its FIXED_CTR_CTRL nibble enables the ring.
+    fn fixed_counts(&self, i: u8, ring: Ring) -> bool {
+        let ring_bits = match ring {
+            Ring::Kernel => FIXED_OS,
+            Ring::User => FIXED_USR,
+        };
+        self.model().has_fixed(i)
+            && self.version() >= 1
+            && !self.frozen()
+            && self.global_ctrl >> (32 + i) & 1 != 0
+            && self.fixed_ctrl >> (4 * i) & ring_bits != 0
+    }
+
+    /// Events fixed counter `i` counts in one execution of `work`.
+    fn fixed_events(model: &PmuModel, work: &Work, i: u8) -> u64 {
+        match i {
+            0 => work.instructions,
+            1 => work.core_cycles,
+            2 => work.ref_cycles,
+            3 => work.arch(ArchEvent::TopdownSlots, model.topdown_slots_per_cycle),
+            _ => 0,
+        }
+    }
+
+    /// How many executions of `work` in `ring` reach the next overflow that raises a PMI, so that
+    /// a machine retiring huge repeated blocks can stop there and deliver every PMI on time:
+    /// the least over interrupting counters of ⌈(2^width − value) / events per execution⌉.
+    /// `None` when no interrupting counter counts events here, or the only ones count filtered
+    /// cycles or edges (CMASK/EDGE), whose overflow point has no closed form.
+    pub fn executions_to_next_pmi(&self, ring: Ring, work: &Work) -> Option<u64> {
+        let model = *self.model();
+        let until = |value: u64, width: u32, per_execution: u64| {
+            let left = (1u128 << width) - u128::from(value);
+            let executions = left.div_ceil(u128::from(per_execution.max(1)));
+            u64::try_from(executions).unwrap_or(u64::MAX)
+        };
+        let gp = (0..self.gp.len()).filter_map(|i| {
+            let sel = self.gp[i].evtsel;
+            let exact = CycleFilter::from_evtsel(sel).counts_events() && sel & EVTSEL_INV == 0;
+            if sel & EVTSEL_INT == 0 || !exact || !self.gp_counts(i, ring) {
+                return None;
+            }
+            let events = Self::events(&model, work, sel as u8, (sel >> 8) as u8);
+            (events > 0).then(|| until(self.gp[i].value, self.gp_width(), events))
+        });
+        let fixed = (0..7u8).filter_map(|i| {
+            let nibble = self.fixed_ctrl >> (4 * i) & 0xF;
+            if nibble & FIXED_PMI == 0 || !self.fixed_counts(i, ring) {
+                return None;
+            }
+            let events = Self::fixed_events(&model, work, i);
+            (events > 0).then(|| until(self.fixed[usize::from(i)], self.fixed_width(), events))
+        });
+        gp.chain(fixed).min()
     }
 
     /// Events of (`event_select`, `umask`) in one execution of `work` (saturating at 2^64 − 1).

@@ -1171,3 +1171,34 @@ proptest! {
         prop_assert_eq!(pmu.read_pmc(0), Ok(expected));
     }
 }
+
+#[test]
+fn executions_to_next_pmi_is_the_first_interrupting_overflow() {
+    let mut pmu = SimPmu::new(PmuModel::skylake());
+    let work = user_block(); // 100 instructions, 50 core cycles per execution
+    assert_eq!(pmu.executions_to_next_pmi(Ring::User, &work), None, "nothing counts");
+    // GP 0 counts instructions 1050 short of overflow, with INT: 11 executions reach it.
+    let instructions = evtsel(ArchEvent::Instructions, EVTSEL_USR | EVTSEL_INT);
+    wr(&mut pmu, IA32_PERFEVTSEL0, instructions);
+    wr(&mut pmu, IA32_A_PMC0, W48 - 1050);
+    wr(&mut pmu, IA32_PERF_GLOBAL_CTRL, 0b1);
+    assert_eq!(pmu.executions_to_next_pmi(Ring::User, &work), Some(11));
+    assert_eq!(pmu.executions_to_next_pmi(Ring::Kernel, &work), None, "USR only");
+    // Fixed counter 1 (core cycles) 200 short, with PMI: 4 executions come first.
+    wr(&mut pmu, IA32_FIXED_CTR0 + 1, W48 - 200);
+    wr(&mut pmu, IA32_FIXED_CTR_CTRL, (FIXED_USR | FIXED_PMI) << 4);
+    wr(&mut pmu, IA32_PERF_GLOBAL_CTRL, 0b1 | 1 << 33);
+    assert_eq!(pmu.executions_to_next_pmi(Ring::User, &work), Some(4));
+    // Without PMI the fixed counter's overflow interrupts nothing.
+    wr(&mut pmu, IA32_FIXED_CTR_CTRL, FIXED_USR << 4);
+    assert_eq!(pmu.executions_to_next_pmi(Ring::User, &work), Some(11));
+    // Retiring exactly that many overflows GP 0 and raises the PMI; one fewer does not.
+    pmu.retire_repeated(Ring::User, &work, 10);
+    assert_eq!(rd(&pmu, IA32_PERF_GLOBAL_STATUS) & 1, 0);
+    assert_eq!(pmu.executions_to_next_pmi(Ring::User, &work), Some(1));
+    pmu.retire_repeated(Ring::User, &work, 1);
+    assert_eq!(rd(&pmu, IA32_PERF_GLOBAL_STATUS) & 1, 1);
+    // A CMASK filter counts cycles, whose overflow point has no closed form.
+    wr(&mut pmu, IA32_PERFEVTSEL0, instructions | 1 << 24);
+    assert_eq!(pmu.executions_to_next_pmi(Ring::User, &work), None);
+}

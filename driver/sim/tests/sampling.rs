@@ -173,6 +173,34 @@ fn a_simulated_workload_sampled_by_another_process_fills_its_log() {
 }
 
 #[test]
+fn a_huge_repeated_block_is_sampled_at_every_overflow_not_once_per_time_slice() {
+    use hwpmc_sim::machine::{Machine, MachineConfig};
+    use hwpmc_sim::workload::ProgramBuilder;
+
+    // One block of 1000 instructions executed 5000 times: a time slice retires 64 executions
+    // (64 000 instructions) at once, which crosses six overflows of a 10 000 period.
+    let work = Work { instructions: 1000, core_cycles: 1200, ..Work::default() };
+    let program = ProgramBuilder::new("/usr/bin/hot")
+        .function("main", move |f| f.repeat(Ring::User, work.clone(), 5000).exit())
+        .build();
+    let mut machine = Machine::new(MachineConfig::new(PmuModel::skylake(), 1));
+    let (tool, sink) = logging_tool(&mut machine);
+    let kernel = machine.kernel().clone();
+    let target = machine.spawn(&program, Credentials::user(1000));
+    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let id = machine.client(tool).allocate(request.with_count(10_000)).unwrap();
+    machine.client(tool).attach(id, target).unwrap();
+    machine.client(tool).start(id).unwrap();
+    machine.run_until_idle();
+    machine.client(tool).call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+    let bytes = kernel.sink_bytes(sink);
+    let records: Vec<_> = Records::new(&bytes).map(|e| e.unwrap().record).collect();
+    assert_eq!(machine.process_truth(target).arch(hwpmc_sim::ArchEvent::Instructions), 5_000_000);
+    assert_eq!(sample_count(&records), 500, "one sample per 10 000 of 5 000 000 instructions");
+    machine.hardware().assert_no_faults();
+}
+
+#[test]
 fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode() {
     use hwpmc::abi::PmcFlags;
     use hwpmc_sim::machine::{Machine, MachineConfig};
