@@ -453,14 +453,19 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// unreadable stack ends the callchain there.
     pub fn user_return(&self, cpu: Cpu, pid: Pid, tid: Tid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
+        let _ = pid;
+        if !state.pending.any_pending() {
+            return;
+        }
         let depth = self.tunables.callchain_depth as usize;
+        // The CPU's preallocated frame buffer (lock order: scratch, then core, as in `tick`).
+        let mut frames = state.scratch.lock();
         state.pending.take_thread(tid, |sample| {
-            let mut frames = alloc::vec::Vec::with_capacity(depth);
+            frames.clear();
             frames.push(sample.pc);
             self.walk_user_stack(sample.fp, depth, &mut frames);
             self.log_sample(cpu, sample.header, &frames);
         });
-        let _ = pid;
     }
 
     /// Appends the return addresses of the frame records from `fp` outwards, up to `depth`

@@ -260,7 +260,8 @@ pub(crate) struct PerCpu {
     pub(crate) pending: PendingTable,
     /// Set by the interrupt path when a slot here lost a sample the drain has not collected.
     pub(crate) slot_drops: AtomicBool,
-    /// Where the drain gathers one sample's frames (`callchain_depth` preallocated).
+    /// Where the drain and the user-return walk gather one sample's frames (`callchain_depth`
+    /// preallocated).
     pub(crate) scratch: spin::Mutex<alloc::vec::Vec<u64>>,
     /// The thread running here, as the switch hooks saw it (pid, tid), or (-1, -1).
     current_pid: AtomicI32,

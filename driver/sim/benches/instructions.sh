@@ -22,9 +22,21 @@ for pmcs in 1 4 8; do
     echo "  $pmcs PMC(s): $n instructions for $iterations switch pairs = $per_switch per switch, $((per_switch / pmcs)) per PMC per switch"
 done
 
-# The quick run of interrupt.rs takes 2000 samples, then 4000 more for the log path.
-samples=6000
+# The quick run of interrupt.rs takes 2000 samples, 4000 more for the log path, then 2048 samples
+# of a CALLCHAIN PMC whose user stacks (32 frames) are walked at return to user mode.
+samples=8048
+deep=2048
 valgrind --tool=callgrind --callgrind-out-file="$out/intr" --toggle-collect='*Driver*interrupt*' \
     "$(newest interrupt)" >/dev/null 2>&1
 n=$(total "$out/intr")
-echo "interrupt path: $n instructions for $samples samples = $((n / samples)) per sample (callchain depth 1)"
+echo "interrupt path: $n instructions for $samples samples = $((n / samples)) per sample (the callchain is walked later)"
+valgrind --tool=callgrind --callgrind-out-file="$out/walk" --toggle-collect='*return_to_user*' \
+    "$(newest interrupt)" >/dev/null 2>&1
+n=$(total "$out/walk")
+# The simulated kernel's copy_in (a BTreeMap of pages behind a RefCell) is not the driver's work.
+sim=$(callgrind_annotate --inclusive=yes "$out/walk" 2>/dev/null | awk '
+    /sim\/src\/kernel.rs:<hwpmc_sim::kernel::SimKernel as hwpmc::kernel::Kernel>::copy_in$/ && !done {
+        gsub(",", "", $1); print $1; done = 1
+    }')
+own=$((n - ${sim:-0}))
+echo "user-return walk, depth 32: $n instructions for $deep samples = $((n / deep)) per sample; without the simulated kernel's copy_in: $((own / deep)) (walk + CALLCHAIN record)"

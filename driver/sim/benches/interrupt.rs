@@ -9,10 +9,10 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use hwpmc::abi::{Mode, Op, PmcOpConfigureLog};
+use hwpmc::abi::{Mode, Op, PmcFlags, PmcOpConfigureLog};
 use hwpmc::hw::{CpuIdReader, Hardware, Lapic, Msrs, msr};
 use hwpmc::{Driver, TrapFrame, Tunables};
-use hwpmc_sim::kernel::SimKernel;
+use hwpmc_sim::kernel::{SCRATCH_BASE, SimKernel};
 use hwpmc_sim::{
     AllocateRequest, CpuidModel, Credentials, PmcClient, PmuModel, SimHardware, SinkKind,
 };
@@ -102,4 +102,68 @@ fn main() {
     println!("  {:8.2} M CALLCHAIN records/s ({records} records)", rate / 1e6);
     let stats = client.driver_stats().unwrap();
     assert_eq!(stats.pm_intr_bufferfull, 0, "the bench must not drop samples");
+
+    // Depth 32: a CALLCHAIN PMC; the interrupt parks the sample, the return to user mode walks
+    // 31 frame records of the sampled thread's stack, the tick logs 32-PC records.
+    driver.switch_out(0, owner, tid);
+    client.release(id).unwrap();
+    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let request = request.with_count(100_000).with_flags(PmcFlags::CALLCHAIN);
+    let id = client.allocate(request).unwrap();
+    client.start(id).unwrap();
+    driver.switch_in(0, owner, tid);
+    let innermost = SCRATCH_BASE + 0x1000;
+    for i in 0..DEPTH - 1 {
+        let fp = innermost + 16 * i;
+        let caller = if i + 1 < DEPTH - 1 { fp + 16 } else { 0 };
+        let record = [caller.to_le_bytes(), (0x40_2000 + i).to_le_bytes()].concat();
+        kernel.write_memory(owner, fp, &record).unwrap();
+    }
+    let frame = TrapFrame { pc: 0x40_1000, fp: innermost, sp: innermost, user: true };
+    let zero = std::time::Duration::ZERO;
+    let (mut in_interrupt, mut walking, mut logging) = (zero, zero, zero);
+    let mut records = 0u64;
+    kernel.set_caller(owner);
+    while records < u64::from(samples) {
+        for _ in 0..64 {
+            let start = Instant::now();
+            black_box(driver.interrupt(black_box(0), black_box(&frame)));
+            let interrupted = Instant::now();
+            return_to_user(&driver, owner, tid);
+            walking += interrupted.elapsed();
+            in_interrupt += interrupted - start;
+        }
+        let start = Instant::now();
+        driver.tick(0);
+        driver.write_logs();
+        logging += start.elapsed();
+        records += 64;
+    }
+    let per = |d: std::time::Duration| d.as_nanos() as f64 / records as f64;
+    println!("callchain depth {DEPTH} (user stack walked at return to user mode):");
+    println!("  {:8.1} ns per sample in the interrupt", per(in_interrupt));
+    println!("  {:8.1} ns per sample walking the stack at user return", per(walking));
+    let rate = records as f64 / logging.as_secs_f64();
+    println!("  {:8.2} M CALLCHAIN records/s through the log path ({records} records)", rate / 1e6);
+    let stats = client.driver_stats().unwrap();
+    assert_eq!(stats.pm_intr_bufferfull, 0, "the bench must not drop samples");
+    client.call_raw(Op::FlushLog.as_u32(), hwpmc::UserPtr::NULL).unwrap();
+    let bytes = kernel.sink_bytes(kernel.sink_of(owner, fd).unwrap());
+    let last_depth = pmclog::Records::new(&bytes)
+        .filter_map(|e| match e.expect("the log decodes").record {
+            pmclog::Record::Callchain(cc) => Some(cc.pcs.len()),
+            _ => None,
+        })
+        .last();
+    assert_eq!(last_depth, Some(DEPTH as usize), "the walk must reach every frame");
+}
+
+/// Frames per callchain in the deep-callchain part.
+const DEPTH: u64 = 32;
+
+/// The driver's return-to-user hook, kept out of line so callgrind can count it
+/// (`--toggle-collect='*return_to_user*'`).
+#[inline(never)]
+fn return_to_user(driver: &Driver<SimKernel, OverflowingPmu>, pid: hwpmc::Pid, tid: hwpmc::Tid) {
+    driver.user_return(0, pid, tid);
 }
