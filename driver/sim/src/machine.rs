@@ -599,6 +599,7 @@ impl Machine {
     /// driver knows).
     pub fn spawn(&mut self, program: &Rc<Program>, credentials: Credentials) -> Pid {
         let pid = self.kernel().spawn(None, credentials);
+        self.map_program(pid, program);
         let tid = self.kernel().threads(pid)[0];
         self.processes.insert(pid, ProcessRecord { alive: true, ..ProcessRecord::default() });
         self.new_thread(pid, tid, program.clone(), program.entry(), true);
@@ -1104,6 +1105,18 @@ impl Machine {
         self.stats.forks += 1;
     }
 
+    /// Makes `program` process `pid`'s executable: its path, and its text as the process's only
+    /// executable mapping (what MAP_IN records and PMCATTACH paths report).
+    fn map_program(&self, pid: Pid, program: &Program) {
+        let path = program.path().as_bytes().to_vec();
+        let start = program.functions().iter().map(|f| f.start()).min().unwrap_or(0);
+        let end = program.functions().iter().map(|f| f.end()).max().unwrap_or(start);
+        self.kernel().with_process(pid, |p| {
+            p.path = path.clone();
+            p.mappings = vec![(start, end, path)];
+        });
+    }
+
     fn exec(&mut self, cpu: Cpu, tid: Tid, program: &Rc<Program>, set_id: Option<&Credentials>) {
         let pid = self.threads[&tid].pid;
         if let Some(credentials) = set_id {
@@ -1124,6 +1137,7 @@ impl Machine {
             dyn_addr: 0,
             credentials_changed: set_id.is_some(),
         };
+        self.map_program(pid, program);
         self.driver.process_exec(pid, &info);
         let thread = self.thread_mut(tid);
         thread.program = program.clone();
