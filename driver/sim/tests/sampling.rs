@@ -70,11 +70,35 @@ fn sample_count(records: &[Record<'_>]) -> usize {
     records.iter().filter(|r| matches!(r, Record::Callchain(_))).count()
 }
 
+/// The models the exact sampling tests run on: perfmon v4 (streamlined freeze), v2 (legacy
+/// freeze), v1 (no freeze, no fixed counters), and v4 and v2 under a hypervisor (no freeze).
+fn sampling_models() -> Vec<PmuModel> {
+    let unfrozen = |mut model: PmuModel| {
+        model.hypervisor = true;
+        model.freeze_on_pmi = false;
+        model
+    };
+    vec![
+        PmuModel::skylake(),
+        PmuModel::core2(),
+        PmuModel::yonah(),
+        unfrozen(PmuModel::skylake()),
+        unfrozen(PmuModel::core2()),
+    ]
+}
+
 #[test]
 fn each_overflow_of_a_process_sampling_pmc_is_one_callchain_record() {
-    for model in [PmuModel::skylake(), PmuModel::core2(), PmuModel::yonah()] {
+    use hwpmc::abi::event::IAF_INSTR_RETIRED_ANY;
+    let counters = [AllocateRequest::iap(0x00C0), AllocateRequest::iaf(IAF_INSTR_RETIRED_ANY)];
+    let mut runs = 0;
+    for (model, counter) in sampling_models().into_iter().flat_map(|m| counters.map(|c| (m, c))) {
+        if model.version < 2 && counter.class == hwpmc::abi::Class::Iaf.as_u32() {
+            continue; // perfmon v1 has no fixed counters
+        }
+        runs += 1;
         let w = World::new(model, Tunables::default());
-        let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+        let request = counter.in_mode(Mode::ThreadSampling, None);
         let id = w.client().allocate(request.with_count(10_000)).unwrap();
         w.client().start(id).unwrap();
         w.driver.switch_in(0, w.pid, w.tid);
@@ -93,6 +117,7 @@ fn each_overflow_of_a_process_sampling_pmc_is_one_callchain_record() {
         }
         w.driver.kernel().hardware().assert_no_faults();
     }
+    assert_eq!(runs, 9, "5 models × GP and fixed, but no fixed counter on v1");
 }
 
 #[test]
