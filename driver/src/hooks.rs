@@ -76,14 +76,21 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             let slot = &state.slots[row as usize];
             let Some(handle) = slot.handle().filter(|_| slot.pid() == pid) else { continue };
             slot.unpublish();
-            let (delta, dropped) = self.finish_unload(state, slot, row);
+            let (delta, dropped, resume) = self.finish_unload(state, slot, row);
             if let Some(pmc) = pmcs.get_mut(handle) {
-                // Only PROCEXIT logging needs the per-process share (and so the lookup).
-                let target = if pmc.flags.contains(PmcFlags::LOG_PROCEXIT) {
+                // Only PROCEXIT logging and sampling need the process's entry (and the lookup).
+                let mut target = if resume.is_some() || pmc.flags.contains(PmcFlags::LOG_PROCEXIT) {
                     targets.get_mut(&pid)
                 } else {
                     None
                 };
+                if let (Some(resume), Some(target)) = (resume, target.as_deref_mut()) {
+                    // The next switch-in continues the period where this one left it.
+                    let spec = target.running.iter_mut().find(|s| s.handle == handle);
+                    if let Some(spec) = spec {
+                        spec.resume = resume;
+                    }
+                }
                 pmc.credit(handle, target, delta);
                 pmc.dropped += dropped;
                 if dropped > 0 {

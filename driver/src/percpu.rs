@@ -90,20 +90,21 @@ impl Slot {
         self.running.load(Ordering::Acquire)
     }
 
-    /// Claims the slot for `handle` (the counter is stopped); `start` is the value the counter
-    /// was (or is about to be) written with. (`pending` is already 0: unloading takes it.)
+    /// Claims the slot for `handle` (the counter is stopped); `start` is the reload value after
+    /// an overflow and `load` the value the counter was (or is about to be) written with.
+    /// (`pending` is already 0: unloading takes it.)
     pub(crate) fn claim(
         &self,
         handle: PmcHandle,
         pid: Pid,
-        start: u64,
+        (start, load): (u64, u64),
         sampling: (bool, bool),
         config: HwConfig,
     ) {
         self.start.store(start, Ordering::Relaxed);
         self.sampling.store(sampling.0, Ordering::Relaxed);
         self.callchain.store(sampling.1, Ordering::Relaxed);
-        self.last.store(start, Ordering::Relaxed);
+        self.last.store(load, Ordering::Relaxed);
         self.config.store(config.encode(), Ordering::Relaxed);
         self.pid.store(pid, Ordering::Relaxed);
         self.handle.store(handle.raw(), Ordering::Release);
@@ -163,6 +164,16 @@ impl Slot {
         let mask = self.mask.load(Ordering::Relaxed);
         let last = self.last.swap(now & mask, Ordering::Relaxed);
         self.pending.swap(0, Ordering::Relaxed).wrapping_add(now.wrapping_sub(last) & mask)
+    }
+
+    /// The value a sampling PMC resumes with at its next switch-in, given the counter's value
+    /// `now` at switch-out: `now` while it is still on its way from the reload value to the
+    /// overflow, else (it overflowed and the PMI was not taken) the reload value — never a value
+    /// that would make a huge first period.
+    pub(crate) fn resume_value(&self, now: u64) -> u64 {
+        let start = self.start();
+        let now = now & self.mask();
+        if !self.overflowed(now) && now >= start { now } else { start }
     }
 
     /// Whether a hardware counter overflowed: loaded at 2^width − period (period at most

@@ -94,8 +94,12 @@ pub(crate) struct LoadSpec {
     pub(crate) class_row: u32,
     pub(crate) handle: PmcHandle,
     pub(crate) config: HwConfig,
-    /// The value the counter is loaded with.
+    /// The value the counter is reloaded with after an overflow.
     pub(crate) start: u64,
+    /// The value the counter is loaded with at switch-in: `start`, or for a sampling PMC where
+    /// the process left off at its last switch-out (FreeBSD's `pt_pmcval`), so that every
+    /// `reload` events of the process give one sample however often it is switched.
+    pub(crate) resume: u64,
     /// Whether the owner may read the counter with RDPMC.
     pub(crate) user_rdpmc: bool,
     /// Whether the PMC samples.
@@ -112,6 +116,7 @@ impl LoadSpec {
             handle,
             config: pmc.config,
             start: pmc.start,
+            resume: pmc.start,
             user_rdpmc: pmc.msr_granted,
             sampling: pmc.mode().is_sampling(),
             callchain: pmc.flags.contains(PmcFlags::CALLCHAIN),
@@ -323,11 +328,16 @@ impl Core {
     pub(crate) fn refresh_target(&mut self, pid: Pid) {
         let Core { pmcs, targets, .. } = self;
         let Some(target) = targets.get_mut(&pid) else { return };
-        let mut running = core::mem::take(&mut target.running);
-        running.clear();
+        let previous = core::mem::take(&mut target.running);
+        let mut running = Vec::with_capacity(previous.len() + 1);
         for (_, row) in target.iter() {
             if let Some(pmc) = pmcs.get(row.pmc).filter(|p| p.is_running()) {
-                running.push(LoadSpec::of(row.pmc, pmc));
+                let mut spec = LoadSpec::of(row.pmc, pmc);
+                // A PMC that kept running with the same reload keeps its place in the period.
+                let kept =
+                    previous.iter().find(|p| p.handle == spec.handle && p.start == spec.start);
+                spec.resume = kept.map_or(spec.start, |p| p.resume);
+                running.push(spec);
             }
         }
         target.running = running;

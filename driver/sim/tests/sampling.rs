@@ -50,6 +50,12 @@ impl World {
         }
     }
 
+    /// The log so far, flushed.
+    fn flushed_records(&self) -> Vec<Record<'static>> {
+        self.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+        self.records()
+    }
+
     fn records(&self) -> Vec<Record<'static>> {
         let bytes: &'static [u8] = self.driver.kernel().sink_bytes(self.sink).leak();
         Records::new(bytes).map(|e| e.expect("the log decodes").record).collect()
@@ -223,6 +229,92 @@ fn a_huge_repeated_block_is_sampled_at_every_overflow_not_once_per_time_slice() 
     assert_eq!(machine.process_truth(target).arch(hwpmc_sim::ArchEvent::Instructions), 5_000_000);
     assert_eq!(sample_count(&records), 500, "one sample per 10 000 of 5 000 000 instructions");
     machine.hardware().assert_no_faults();
+}
+
+#[test]
+fn a_counter_that_overflowed_unseen_before_switch_out_resumes_at_a_full_period() {
+    let w = World::new(PmuModel::skylake(), Tunables::default());
+    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let id = w.client().allocate(request.with_count(10_000)).unwrap();
+    w.client().start(id).unwrap();
+    let hw = w.driver.kernel().hardware().clone();
+    hw.set_current_cpu(0);
+    w.driver.switch_in(0, w.pid, w.tid);
+    // 3000 instructions, switch out and in: the period continues (7000 to go).
+    w.run(3);
+    w.driver.switch_out(0, w.pid, w.tid);
+    w.driver.switch_in(0, w.pid, w.tid);
+    w.run(7);
+    w.driver.tick(0);
+    assert_eq!(sample_count(&w.flushed_records()), 1, "3000 + 7000 = one period");
+    // Now the counter overflows and the switch-out comes before its PMI (the interrupt arrives
+    // once the PMC is unloaded): the next period is a whole one, not 2^48 events.
+    let work = Work { instructions: 10_000, core_cycles: 10_000, ..Work::default() };
+    hw.pmu(0).retire(Ring::User, &work);
+    w.driver.switch_out(0, w.pid, w.tid);
+    assert!(hw.pmu(0).take_pmi().is_some(), "the counter overflowed");
+    let frame = TrapFrame { pc: BLOCK_PC, fp: 0, sp: 0, user: true };
+    w.driver.interrupt(0, &frame);
+    w.driver.switch_in(0, w.pid, w.tid);
+    w.run(9);
+    w.driver.tick(0);
+    assert_eq!(sample_count(&w.flushed_records()), 1, "9000 instructions: no new sample");
+    w.run(1);
+    w.driver.tick(0);
+    w.driver.switch_out(0, w.pid, w.tid);
+    assert_eq!(sample_count(&w.flushed_records()), 2, "the 10 000th instruction samples");
+}
+
+/// Samples of a TS PMC (period 10 000) on `target`, which shares `cpus` CPUs with two busy
+/// processes under a 13-block quantum (13 000 instructions: every slice ends mid-period).
+fn samples_under_switching(cpus: usize, target_threads: u32) -> (usize, u128) {
+    use hwpmc_sim::machine::{Machine, MachineConfig};
+    use hwpmc_sim::workload::ProgramBuilder;
+
+    let work = Work { instructions: 1000, core_cycles: 1200, ..Work::default() };
+    let (w1, w2) = (work.clone(), work);
+    let target_program = ProgramBuilder::new("/usr/bin/target")
+        .function("main", move |f| {
+            (1..target_threads).fold(f, |f, _| f.spawn_thread("worker")).call("body").exit()
+        })
+        .function("worker", |f| f.call("body").exit_thread())
+        .function("body", move |f| f.repeat(Ring::User, w1.clone(), 95).ret())
+        .build();
+    let busy = ProgramBuilder::new("/usr/bin/busy")
+        .function("main", move |f| f.repeat(Ring::User, w2.clone(), 120).exit())
+        .build();
+    let mut machine = Machine::new(MachineConfig::new(PmuModel::skylake(), cpus).quantum(13));
+    let (tool, sink) = logging_tool(&mut machine);
+    let kernel = machine.kernel().clone();
+    let target = machine.spawn(&target_program, Credentials::user(1000));
+    machine.spawn(&busy, Credentials::user(1000));
+    machine.spawn(&busy, Credentials::user(1000));
+    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let id = machine.client(tool).allocate(request.with_count(10_000)).unwrap();
+    machine.client(tool).attach(id, target).unwrap();
+    machine.client(tool).start(id).unwrap();
+    machine.run_until_idle();
+    let switches = machine.stats().switches;
+    assert!(switches >= 10, "the target was switched often: {switches} switches");
+    machine.client(tool).call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+    let bytes = kernel.sink_bytes(sink);
+    let records: Vec<_> = Records::new(&bytes).map(|e| e.unwrap().record).collect();
+    machine.hardware().assert_no_faults();
+    let instructions = machine.process_truth(target).arch(hwpmc_sim::ArchEvent::Instructions);
+    (sample_count(&records), instructions)
+}
+
+#[test]
+fn a_process_sampled_across_context_switches_resumes_its_period() {
+    // One thread, migrating between two CPUs among two busy processes.
+    let (samples, instructions) = samples_under_switching(2, 1);
+    assert_eq!(instructions, 95_000);
+    assert_eq!(samples, 9, "95 000 instructions at one sample per 10 000");
+    // Two threads of the process taking turns on one CPU share its period (the process ends
+    // when its main thread exits, wherever the worker is).
+    let (samples, instructions) = samples_under_switching(1, 2);
+    assert!(instructions > 150_000, "both threads ran: {instructions}");
+    assert_eq!(samples as u128, instructions / 10_000, "one sample per 10 000 instructions");
 }
 
 #[test]
