@@ -72,6 +72,24 @@ fn logging_tool(machine: &mut hwpmc_sim::machine::Machine) -> (Pid, SinkId) {
     (tool, kernel.sink_of(tool, fd).unwrap())
 }
 
+/// Attaches a PMC of `request` (with a 10 000 period) from `tool` to `target`, starts it, runs
+/// the machine until it is idle, and returns the PMC's id and the tool's flushed log.
+fn sample_until_idle(
+    machine: &mut hwpmc_sim::machine::Machine,
+    (tool, sink): (Pid, SinkId),
+    target: Pid,
+    request: AllocateRequest,
+) -> (u32, Vec<Record<'static>>) {
+    let id = machine.client(tool).allocate(request.with_count(10_000)).unwrap();
+    machine.client(tool).attach(id, target).unwrap();
+    machine.client(tool).start(id).unwrap();
+    machine.run_until_idle();
+    machine.client(tool).call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+    let bytes: &'static [u8] = machine.kernel().sink_bytes(sink).leak();
+    machine.hardware().assert_no_faults();
+    (id, Records::new(bytes).map(|e| e.expect("the log decodes").record).collect())
+}
+
 fn sample_count(records: &[Record<'_>]) -> usize {
     records.iter().filter(|r| matches!(r, Record::Callchain(_))).count()
 }
@@ -178,18 +196,12 @@ fn a_simulated_workload_sampled_by_another_process_fills_its_log() {
         .function("main", move |f| f.block(Ring::User, work.clone()).loop_to(0, 500))
         .build();
     let mut machine = Machine::new(MachineConfig::new(PmuModel::skylake(), 2));
-    let (tool, sink) = logging_tool(&mut machine);
-    let kernel = machine.kernel().clone();
+    let tool = logging_tool(&mut machine);
     let target = machine.spawn(&program, Credentials::user(1000));
     let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
-    let id = machine.client(tool).allocate(request.with_count(10_000)).unwrap();
-    machine.client(tool).attach(id, target).unwrap();
-    machine.client(tool).start(id).unwrap();
-    machine.run_until_idle();
-    machine.client(tool).call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
-    let bytes = kernel.sink_bytes(sink);
-    let samples: Vec<_> = Records::new(&bytes)
-        .map(|e| e.expect("the log decodes").record)
+    let (id, records) = sample_until_idle(&mut machine, tool, target, request);
+    let samples: Vec<_> = records
+        .into_iter()
         .filter_map(|r| match r {
             Record::Callchain(cc) => Some((cc.pid, cc.pmcid, cc.cpuflags.is_user())),
             _ => None,
@@ -200,7 +212,6 @@ fn a_simulated_workload_sampled_by_another_process_fills_its_log() {
     assert_eq!(machine.process_truth(target).arch(hwpmc_sim::ArchEvent::Instructions), 500_000);
     assert_eq!(samples.len(), 50);
     assert!(samples.iter().all(|&s| s == (target, id, true)));
-    machine.hardware().assert_no_faults();
 }
 
 #[test]
@@ -215,20 +226,12 @@ fn a_huge_repeated_block_is_sampled_at_every_overflow_not_once_per_time_slice() 
         .function("main", move |f| f.repeat(Ring::User, work.clone(), 5000).exit())
         .build();
     let mut machine = Machine::new(MachineConfig::new(PmuModel::skylake(), 1));
-    let (tool, sink) = logging_tool(&mut machine);
-    let kernel = machine.kernel().clone();
+    let tool = logging_tool(&mut machine);
     let target = machine.spawn(&program, Credentials::user(1000));
     let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
-    let id = machine.client(tool).allocate(request.with_count(10_000)).unwrap();
-    machine.client(tool).attach(id, target).unwrap();
-    machine.client(tool).start(id).unwrap();
-    machine.run_until_idle();
-    machine.client(tool).call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
-    let bytes = kernel.sink_bytes(sink);
-    let records: Vec<_> = Records::new(&bytes).map(|e| e.unwrap().record).collect();
+    let (_, records) = sample_until_idle(&mut machine, tool, target, request);
     assert_eq!(machine.process_truth(target).arch(hwpmc_sim::ArchEvent::Instructions), 5_000_000);
     assert_eq!(sample_count(&records), 500, "one sample per 10 000 of 5 000 000 instructions");
-    machine.hardware().assert_no_faults();
 }
 
 #[test]
@@ -284,22 +287,14 @@ fn samples_under_switching(cpus: usize, target_threads: u32) -> (usize, u128) {
         .function("main", move |f| f.repeat(Ring::User, w2.clone(), 120).exit())
         .build();
     let mut machine = Machine::new(MachineConfig::new(PmuModel::skylake(), cpus).quantum(13));
-    let (tool, sink) = logging_tool(&mut machine);
-    let kernel = machine.kernel().clone();
+    let tool = logging_tool(&mut machine);
     let target = machine.spawn(&target_program, Credentials::user(1000));
     machine.spawn(&busy, Credentials::user(1000));
     machine.spawn(&busy, Credentials::user(1000));
     let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
-    let id = machine.client(tool).allocate(request.with_count(10_000)).unwrap();
-    machine.client(tool).attach(id, target).unwrap();
-    machine.client(tool).start(id).unwrap();
-    machine.run_until_idle();
+    let (_, records) = sample_until_idle(&mut machine, tool, target, request);
     let switches = machine.stats().switches;
     assert!(switches >= 10, "the target was switched often: {switches} switches");
-    machine.client(tool).call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
-    let bytes = kernel.sink_bytes(sink);
-    let records: Vec<_> = Records::new(&bytes).map(|e| e.unwrap().record).collect();
-    machine.hardware().assert_no_faults();
     let instructions = machine.process_truth(target).arch(hwpmc_sim::ArchEvent::Instructions);
     (sample_count(&records), instructions)
 }
