@@ -308,11 +308,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let claimed = if pmu.has_global_ctrl() {
             let status = GlobalStatus::from_bits(self.hw.read_msr(msr::IA32_PERF_GLOBAL_STATUS));
             let overflowed = status.overflowed(pmu.counters());
-            if overflowed.is_empty() && !status.counters_frozen() {
+            let frozen = status.counters_frozen();
+            if overflowed.is_empty() && !frozen {
                 self.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
                 return false;
             }
-            let frozen = status.counters_frozen();
             if !frozen {
                 self.hw.write_msr(msr::IA32_PERF_GLOBAL_CTRL, 0);
             }

@@ -618,9 +618,6 @@ struct Parser {
     /// A copy of the last record; `pl_data` points here.
     raw: Vec<u8>,
     names: EventNames,
-    /// `ps_version`, `ps_arch` and `ps_cpuid` from the last INITIALIZE record. FreeBSD uses them to
-    /// name PMU events (`pmc_pmu_event_get_by_idx`); this crate has no PMU tables yet.
-    initialize: Option<(u32, u32, Vec<u8>)>,
     /// A panic happened inside the parser; it reports errors from now on.
     poisoned: bool,
 }
@@ -683,7 +680,6 @@ impl Parser {
             input,
             raw,
             names: EventNames::default(),
-            initialize: None,
             poisoned: false,
         })
     }
@@ -697,13 +693,7 @@ impl Parser {
             let (used, found) = {
                 let (used, step) = self.decoder.next(self.input.pending());
                 let found = match step {
-                    Step::Record(entry) => Some(store(
-                        &entry,
-                        out,
-                        &mut self.raw,
-                        &mut self.names,
-                        &mut self.initialize,
-                    )),
+                    Step::Record(entry) => Some(store(&entry, out, &mut self.raw, &mut self.names)),
                     Step::NeedData => None,
                     Step::Eof => Some(Outcome::Eof),
                     Step::Error(_) => Some(Outcome::Error(libc::EINVAL)),
@@ -795,12 +785,10 @@ fn store(
     out: &mut pmclog_ev_u,
     raw: &mut Vec<u8>,
     names: &mut EventNames,
-    initialize: &mut Option<(u32, u32, Vec<u8>)>,
 ) -> Outcome {
     match entry.record {
         Record::CloseLog | Record::DropNotify => {}
         Record::Initialize(r) => {
-            *initialize = Some((r.version, r.cpu_type, r.cpuid.to_vec()));
             out.pl_i = pmclog_ev_initialize {
                 pl_version: r.version,
                 pl_arch: r.cpu_type,

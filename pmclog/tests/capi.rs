@@ -10,6 +10,8 @@ use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 
+mod common;
+
 use pmclog::capi::*;
 use pmclog::names::PMC_F_EV_PMU;
 use pmclog::{
@@ -79,13 +81,7 @@ fn clear_errno() {
 
 /// The records encoded one after the other, each with its TSC.
 fn encode_log(records: &[(Record<'_>, u64)]) -> Vec<u8> {
-    let mut log = Vec::new();
-    for (record, tsc) in records {
-        let mut buf = vec![0; pmclog::MAX_RECORD_LEN];
-        let len = pmclog::encode(record, *tsc, &mut buf).unwrap();
-        log.extend_from_slice(&buf[..len]);
-    }
-    log
+    records.iter().flat_map(|(record, tsc)| common::encode_vec(record, *tsc)).collect()
 }
 
 /// The bytes of a C string field up to its NUL, which must be there.
