@@ -145,10 +145,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         .as_u32();
         info.pm_ownerpid = -1;
-        let system = core
-            .handles()
-            .find(|&h| core.pmc(h).is_some_and(|p| p.row == row && p.cpu() == Some(cpu)));
-        let on_row = system.or_else(|| self.slot(cpu, row).and_then(|s| s.handle()));
+        let on_row =
+            core.system_pmc_on(cpu, row).or_else(|| self.slot(cpu, row).and_then(|s| s.handle()));
         if let Some(pmc) = on_row.and_then(|h| core.pmc(h)) {
             info.pm_ownerpid = pmc.owner;
             info.pm_mode = pmc.mode().as_u32();
@@ -217,10 +215,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             if core.disposition[row as usize] > 0 {
                 return Err(Errno::Busy);
             }
-            let in_use = core
-                .handles()
-                .any(|h| core.pmc(h).is_some_and(|p| p.row == row && p.cpu() == Some(cpu)));
-            if in_use {
+            if core.system_pmc_on(cpu, row).is_some() {
                 return Err(Errno::Busy);
             }
         }
@@ -283,8 +278,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return Err(Errno::OpNotSupp);
         }
         let (config, rows) = self.configure(class, &request, mode, caps, flags)?;
-        let min_reload =
-            if class.class == Class::Soft { 1 } else { self.tunables.min_count.max(1) };
+        let min_reload = self.min_reload(class.class);
         let owner = self.kernel.current_pid();
         let mut pmc = Pmc {
             id: PmcId { cpu: cpu.map(|c| c as u16), mode, class: class.class, row: 0 },
@@ -429,9 +423,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 if disposition > 0 || core.is_disabled(cpu, row) {
                     return false;
                 }
-                let taken = core
-                    .handles()
-                    .any(|h| core.pmc(h).is_some_and(|p| p.row == row && p.cpu() == Some(cpu)));
+                let taken = core.system_pmc_on(cpu, row).is_some();
                 if taken && !class.shareable() {
                     return false;
                 }
@@ -738,20 +730,24 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.core.lock().pmc(handle).map(|p| p.value).ok_or(Errno::Inval)
     }
 
+    /// The smallest reload a sampling PMC of `class` takes: `kern.hwpmc.mincount` for hardware
+    /// events, 1 for software ones.
+    fn min_reload(&self, class: Class) -> u64 {
+        if class == Class::Soft { 1 } else { self.tunables.min_count.max(1) }
+    }
+
     /// PMCSETCOUNT: the reload of a sampling PMC, or the initial count of a counting one.
     fn op_set_count(&self, arg: UserPtr) -> Result<(), Errno> {
         let request: PmcOpPmcSetCount = self.copy_in(arg)?;
         let caller = self.kernel.current_pid();
         let mut core = self.core.lock();
         let handle = core.find(caller, request.pm_pmcid)?;
-        let min = self.tunables.min_count.max(1);
         let pmc = core.pmc_mut(handle).ok_or(Errno::Inval)?;
         if pmc.is_running() {
             return Err(Errno::Busy);
         }
         if pmc.mode().is_sampling() {
-            let floor = if pmc.id.class == Class::Soft { 1 } else { min };
-            pmc.reload = request.pm_count.max(floor);
+            pmc.reload = request.pm_count.max(self.min_reload(pmc.id.class));
             pmc.start = self.counter_start(pmc);
         } else {
             pmc.value = request.pm_count;

@@ -50,6 +50,30 @@ struct SlotHeader {
     tsc: AtomicU64,
 }
 
+impl SlotHeader {
+    /// Stores `header` (the writer publishes it afterwards with a release store).
+    #[inline]
+    fn store(&self, header: &SampleHeader) {
+        self.pmc.store(header.pmc, Ordering::Relaxed);
+        self.pid.store(header.pid, Ordering::Relaxed);
+        self.tid.store(header.tid, Ordering::Relaxed);
+        self.flags.store(header.flags, Ordering::Relaxed);
+        self.tsc.store(header.tsc, Ordering::Relaxed);
+    }
+
+    /// The stored header (the reader acquired it first).
+    #[inline]
+    fn load(&self) -> SampleHeader {
+        SampleHeader {
+            pmc: self.pmc.load(Ordering::Relaxed),
+            pid: self.pid.load(Ordering::Relaxed),
+            tid: self.tid.load(Ordering::Relaxed),
+            flags: self.flags.load(Ordering::Relaxed),
+            tsc: self.tsc.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// A single-producer, single-consumer ring of samples of up to `depth` frames each.
 #[derive(Debug)]
 pub(crate) struct SampleRing {
@@ -143,11 +167,7 @@ impl SampleRing {
             FrameWriter { frames: &self.frames[start..start + self.depth], written: 0 };
         fill(&mut writer);
         let slot = &self.headers[index];
-        slot.pmc.store(header.pmc, Ordering::Relaxed);
-        slot.pid.store(header.pid, Ordering::Relaxed);
-        slot.tid.store(header.tid, Ordering::Relaxed);
-        slot.flags.store(header.flags, Ordering::Relaxed);
-        slot.tsc.store(header.tsc, Ordering::Relaxed);
+        slot.store(&header);
         slot.frames.store(writer.len() as u32, Ordering::Relaxed);
         self.head.store(head.wrapping_add(1), Ordering::Release);
         true
@@ -165,16 +185,7 @@ impl SampleRing {
         let slot = &self.headers[index];
         let frames = (slot.frames.load(Ordering::Relaxed) as usize).min(self.depth);
         let start = index * self.depth;
-        let view = SampleView {
-            header: SampleHeader {
-                pmc: slot.pmc.load(Ordering::Relaxed),
-                pid: slot.pid.load(Ordering::Relaxed),
-                tid: slot.tid.load(Ordering::Relaxed),
-                flags: slot.flags.load(Ordering::Relaxed),
-                tsc: slot.tsc.load(Ordering::Relaxed),
-            },
-            frames: &self.frames[start..start + frames],
-        };
+        let view = SampleView { header: slot.load(), frames: &self.frames[start..start + frames] };
         read(&view);
         self.tail.store(tail.wrapping_add(1), Ordering::Release);
         true
@@ -246,11 +257,7 @@ impl PendingTable {
             if claimed.is_err() {
                 continue;
             }
-            entry.header.pmc.store(header.pmc, Ordering::Relaxed);
-            entry.header.pid.store(header.pid, Ordering::Relaxed);
-            entry.header.tid.store(header.tid, Ordering::Relaxed);
-            entry.header.flags.store(header.flags, Ordering::Relaxed);
-            entry.header.tsc.store(header.tsc, Ordering::Relaxed);
+            entry.header.store(&header);
             entry.fp.store(fp, Ordering::Relaxed);
             entry.pc.store(pc, Ordering::Relaxed);
             entry.age.store(0, Ordering::Relaxed);
@@ -262,17 +269,8 @@ impl PendingTable {
 
     /// Thread context: hands every waiting sample of thread `tid` to `take`, oldest first in
     /// table order, and frees its entry.
-    pub(crate) fn take_thread(&self, tid: Tid, mut take: impl FnMut(PendingSample)) {
-        for entry in self.entries.iter() {
-            if entry.state.load(Ordering::Acquire) != PENDING
-                || entry.header.tid.load(Ordering::Relaxed) != tid
-            {
-                continue;
-            }
-            if let Some(sample) = Self::claim(entry) {
-                take(sample);
-            }
-        }
+    pub(crate) fn take_thread(&self, tid: Tid, take: impl FnMut(PendingSample)) {
+        self.take_if(|header| header.tid.load(Ordering::Relaxed) == tid, take);
     }
 
     /// Thread or tick context: hands every sample that waited more than `max_age` ticks to
@@ -292,11 +290,14 @@ impl PendingTable {
     }
 
     /// Thread context: hands every waiting sample of PMC `pmc` (a handle's raw value) to `take`.
-    pub(crate) fn take_pmc(&self, pmc: u64, mut take: impl FnMut(PendingSample)) {
+    pub(crate) fn take_pmc(&self, pmc: u64, take: impl FnMut(PendingSample)) {
+        self.take_if(|header| header.pmc.load(Ordering::Relaxed) == pmc, take);
+    }
+
+    /// Hands every waiting sample whose header matches `wanted` to `take`, in table order.
+    fn take_if(&self, wanted: impl Fn(&SlotHeader) -> bool, mut take: impl FnMut(PendingSample)) {
         for entry in self.entries.iter() {
-            if entry.state.load(Ordering::Acquire) != PENDING
-                || entry.header.pmc.load(Ordering::Relaxed) != pmc
-            {
+            if entry.state.load(Ordering::Acquire) != PENDING || !wanted(&entry.header) {
                 continue;
             }
             if let Some(sample) = Self::claim(entry) {
@@ -313,13 +314,7 @@ impl PendingTable {
     fn claim(entry: &PendingEntry) -> Option<PendingSample> {
         entry.state.compare_exchange(PENDING, TAKEN, Ordering::Acquire, Ordering::Relaxed).ok()?;
         let sample = PendingSample {
-            header: SampleHeader {
-                pmc: entry.header.pmc.load(Ordering::Relaxed),
-                pid: entry.header.pid.load(Ordering::Relaxed),
-                tid: entry.header.tid.load(Ordering::Relaxed),
-                flags: entry.header.flags.load(Ordering::Relaxed),
-                tsc: entry.header.tsc.load(Ordering::Relaxed),
-            },
+            header: entry.header.load(),
             pc: entry.pc.load(Ordering::Relaxed),
             fp: entry.fp.load(Ordering::Relaxed),
         };

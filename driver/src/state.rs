@@ -316,6 +316,11 @@ impl Core {
         self.pmcs.handles()
     }
 
+    /// The system PMC allocated on `row` of `cpu`, if any.
+    pub(crate) fn system_pmc_on(&self, cpu: Cpu, row: u32) -> Option<PmcHandle> {
+        self.handles().find(|&h| self.pmc(h).is_some_and(|p| p.row == row && p.cpu() == Some(cpu)))
+    }
+
     /// Attaches `pmc` at `row` of process `pid`.
     pub(crate) fn attach(&mut self, pid: Pid, row: u32, pmc: PmcHandle) {
         let rows = self.rows;
