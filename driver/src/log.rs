@@ -40,6 +40,14 @@ pub(crate) struct OwnerLog {
 }
 
 impl OwnerLog {
+    /// The oldest full buffer, with the file it goes to, unless the log stopped on an error.
+    fn pop_full(&mut self) -> Option<(LogFile, Vec<u8>)> {
+        if self.error.is_some() {
+            return None;
+        }
+        self.full.pop_front().map(|buffer| (self.file, buffer))
+    }
+
     /// A log on `file` with `buffers` buffers of `buffer_size` bytes, all allocated now.
     pub(crate) fn new(file: LogFile, cpus: usize, buffers: usize, buffer_size: usize) -> Self {
         OwnerLog {
@@ -121,21 +129,12 @@ pub(crate) struct Logs {
 impl Logs {
     /// The oldest full buffer of any owner whose log still writes, with its file.
     pub(crate) fn next_full(&mut self) -> Option<(Pid, LogFile, Vec<u8>)> {
-        self.owners.iter_mut().find_map(|(&pid, log)| {
-            if log.error.is_some() {
-                return None;
-            }
-            log.full.pop_front().map(|buffer| (pid, log.file, buffer))
-        })
+        self.owners.iter_mut().find_map(|(&pid, log)| log.pop_full().map(|(f, b)| (pid, f, b)))
     }
 
     /// The oldest full buffer of `owner`.
     pub(crate) fn next_full_of(&mut self, owner: Pid) -> Option<(LogFile, Vec<u8>)> {
-        let log = self.owners.get_mut(&owner)?;
-        if log.error.is_some() {
-            return None;
-        }
-        log.full.pop_front().map(|buffer| (log.file, buffer))
+        self.owners.get_mut(&owner)?.pop_full()
     }
 
     /// Takes back a buffer the writer wrote (`result` is the write's outcome): an error stops

@@ -11,7 +11,7 @@ use crate::class::HwConfig;
 use crate::driver::Driver;
 use crate::errno::Errno;
 use crate::hw::Hardware;
-use crate::kernel::{Cpu, Kernel, Pid, Signal, Tid, UserPtr};
+use crate::kernel::{Cpu, Kernel, LogFile, Pid, Signal, Tid, UserPtr};
 use crate::log::OwnerLog;
 use crate::state::Pmc;
 
@@ -33,12 +33,18 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             // The lock is released before writing (a `while let` would hold it in the body).
             let next = self.logs.lock().next_full();
             let Some((owner, file, buffer)) = next else { break };
-            let result = self.kernel.log_write(file, &buffer);
-            if result.is_err() {
-                self.kernel.signal(owner, Signal::Io);
-            }
-            self.logs.lock().written(owner, buffer, result);
+            self.write_buffer(owner, file, buffer);
         }
+    }
+
+    /// Writes one full buffer of `owner`'s log to `file` (no lock held) and gives it back; a
+    /// failed write stops the log and sends the owner SIGIO.
+    fn write_buffer(&self, owner: Pid, file: LogFile, buffer: alloc::vec::Vec<u8>) {
+        let result = self.kernel.log_write(file, &buffer);
+        if result.is_err() {
+            self.kernel.signal(owner, Signal::Io);
+        }
+        self.logs.lock().written(owner, buffer, result);
     }
 
     /// Whether `owner` has a log.
@@ -177,11 +183,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         loop {
             let next = self.logs.lock().next_full_of(owner);
             let Some((file, buffer)) = next else { break };
-            let result = self.kernel.log_write(file, &buffer);
-            if result.is_err() {
-                self.kernel.signal(owner, Signal::Io);
-            }
-            self.logs.lock().written(owner, buffer, result);
+            self.write_buffer(owner, file, buffer);
         }
         let logs = self.logs.lock();
         let log = logs.owners.get(&owner).ok_or(Errno::Inval)?;
