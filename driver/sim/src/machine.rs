@@ -149,17 +149,10 @@ pub struct GroundTruth {
     rings: [RingTruth; 2],
 }
 
-const fn ring_index(ring: Ring) -> usize {
-    match ring {
-        Ring::Kernel => 0,
-        Ring::User => 1,
-    }
-}
-
 impl GroundTruth {
     /// The events of one ring.
     pub fn ring(&self, ring: Ring) -> &RingTruth {
-        &self.rings[ring_index(ring)]
+        &self.rings[ring.index()]
     }
 
     /// Occurrences of architectural event `event` in both rings.
@@ -185,7 +178,7 @@ impl GroundTruth {
     /// Adds `repeat` executions of `work` in `ring` (TOPDOWN.SLOTS at `slots_per_cycle` per core
     /// cycle).
     pub fn record(&mut self, ring: Ring, work: &Work, repeat: u64, slots_per_cycle: u8) {
-        self.rings[ring_index(ring)].record(work, repeat, slots_per_cycle);
+        self.rings[ring.index()].record(work, repeat, slots_per_cycle);
     }
 
     /// What happened since the snapshot `earlier` of the same totals.
@@ -475,7 +468,6 @@ pub struct Machine {
     threads: BTreeMap<Tid, Thread>,
     processes: BTreeMap<Pid, ProcessRecord>,
     run_queue: VecDeque<Tid>,
-    tick: u64,
     /// The kernel's count of log-writer requests when the writer last ran.
     writer_wakeups: u64,
     trace: Vec<Dispatch>,
@@ -487,7 +479,7 @@ impl std::fmt::Debug for Machine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let running: Vec<Option<Tid>> = self.cpus.iter().map(|c| c.current).collect();
         f.debug_struct("Machine")
-            .field("tick", &self.tick)
+            .field("tick", &self.stats.ticks)
             .field("quantum", &self.quantum)
             .field("running", &running)
             .field("run_queue", &self.run_queue)
@@ -547,7 +539,6 @@ impl Machine {
             threads: BTreeMap::new(),
             processes: BTreeMap::new(),
             run_queue: VecDeque::new(),
-            tick: 0,
             writer_wakeups: 0,
             trace: Vec::new(),
             stats: MachineStats::default(),
@@ -639,7 +630,6 @@ impl Machine {
 
     /// Runs one tick; returns whether any thread ran.
     pub fn step(&mut self) -> bool {
-        self.tick += 1;
         self.stats.ticks += 1;
         for cpu in 0..self.cpus.len() as Cpu {
             self.poll_pmi(cpu, &idle_frame());
@@ -736,7 +726,7 @@ impl Machine {
 
     /// Ticks run so far.
     pub fn tick(&self) -> u64 {
-        self.tick
+        self.stats.ticks
     }
 
     /// Every switch-in so far, in order.
@@ -860,7 +850,7 @@ impl Machine {
         self.cpus[cpu as usize].current = Some(tid);
         self.stats.switches += 1;
         self.stats.migrations += u64::from(migrated);
-        self.trace.push(Dispatch { tick: self.tick, cpu, pid, tid });
+        self.trace.push(Dispatch { tick: self.stats.ticks, cpu, pid, tid });
         self.hardware().set_current_cpu(cpu as usize);
         self.driver.switch_in(cpu, pid, tid);
         self.poll_pmi(cpu, &idle_frame());

@@ -140,7 +140,8 @@ pub enum Ring {
 }
 
 impl Ring {
-    const fn index(self) -> usize {
+    /// The ring's index in per-ring arrays (kernel 0, user 1).
+    pub(crate) const fn index(self) -> usize {
         match self {
             Ring::Kernel => 0,
             Ring::User => 1,

@@ -129,8 +129,7 @@ fn each_overflow_of_a_process_sampling_pmc_is_one_callchain_record() {
         w.run(95);
         w.driver.tick(0);
         w.driver.switch_out(0, w.pid, w.tid);
-        w.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
-        let records = w.records();
+        let records = w.flushed_records();
         assert_eq!(sample_count(&records), 9, "95 000 instructions at one sample per 10 000");
         for record in &records {
             if let Record::Callchain(cc) = record {
@@ -157,8 +156,7 @@ fn a_full_ring_drops_exactly_what_it_cannot_hold_and_says_so() {
     w.run(1);
     w.driver.switch_out(0, w.pid, w.tid);
     w.driver.tick(0);
-    w.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
-    let records = w.records();
+    let records = w.flushed_records();
     let delivered = sample_count(&records);
     let stats = w.client().driver_stats().unwrap();
     assert_eq!(delivered, 3);
@@ -182,8 +180,7 @@ fn counting_pmcs_beside_a_sampling_one_still_count_exactly() {
     w.driver.switch_out(0, w.pid, w.tid);
     w.driver.tick(0);
     assert_eq!(w.client().read(counter), Ok(70 * 1500));
-    w.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
-    assert_eq!(sample_count(&w.records()), 10);
+    assert_eq!(sample_count(&w.flushed_records()), 10);
 }
 
 #[test]
@@ -394,9 +391,8 @@ fn user_callchains_stop_where_the_stack_cannot_be_read_or_is_not_a_chain() {
         w.driver.user_return(0, w.pid, w.tid);
     }
     w.driver.switch_out(0, w.pid, w.tid);
-    w.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
     let chains: Vec<Vec<u64>> = w
-        .records()
+        .flushed_records()
         .into_iter()
         .filter_map(|r| match r {
             Record::Callchain(cc) => Some(cc.pcs.iter().collect()),
@@ -418,15 +414,12 @@ fn a_user_sample_whose_thread_never_returns_is_logged_with_its_pc_after_two_tick
     w.driver.switch_in(0, w.pid, w.tid);
     w.run(1);
     w.driver.switch_out(0, w.pid, w.tid);
-    let callchains = |w: &World| sample_count(&w.records());
-    let flush = |w: &World| w.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+    let callchains = |w: &World| sample_count(&w.flushed_records());
     for _ in 0..2 {
         w.driver.tick(0);
-        flush(&w);
         assert_eq!(callchains(&w), 0, "still waiting for its thread");
     }
     w.driver.tick(0);
-    flush(&w);
     assert_eq!(callchains(&w), 1);
 }
 
@@ -444,8 +437,7 @@ fn software_events_sample_every_reload_events() {
     }
     w.driver.switch_out(0, w.pid, w.tid);
     w.driver.tick(0);
-    w.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
-    let records = w.records();
+    let records = w.flushed_records();
     assert_eq!(sample_count(&records), 3, "samples at the 3rd, 6th and 9th event");
     assert!(records.iter().all(|r| !matches!(r, Record::Callchain(cc)
         if cc.pmcid != id || cc.cpuflags.is_user() || cc.pcs.iter().collect::<Vec<_>>() != [0x50_0000])));
@@ -462,8 +454,7 @@ fn releasing_a_pmc_logs_its_samples_still_in_the_ring_first() {
     w.driver.switch_out(0, w.pid, w.tid);
     // No tick ran: five samples wait in the ring when the PMC goes.
     w.client().release(id).unwrap();
-    w.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
-    let records = w.records();
+    let records = w.flushed_records();
     assert_eq!(sample_count(&records), 5);
     assert!(records.iter().all(|r| !matches!(r, Record::Callchain(cc) if cc.pmcid != id)));
 }
