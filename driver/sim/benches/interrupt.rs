@@ -9,7 +9,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use hwpmc::abi::{Mode, Op, PmcFlags, PmcOpConfigureLog};
+use hwpmc::abi::{Mode, Op, PmcFlags};
 use hwpmc::hw::{CpuIdReader, Hardware, Lapic, Msrs, msr};
 use hwpmc::{Driver, TrapFrame, Tunables};
 use hwpmc_sim::kernel::{SCRATCH_BASE, SimKernel};
@@ -59,7 +59,7 @@ fn main() {
     let tid = kernel.threads(owner)[0];
     let fd = kernel.open_sink(owner, SinkKind::Writable);
     let client = PmcClient::new(&driver, owner);
-    client.call(Op::ConfigureLog, &mut PmcOpConfigureLog { pm_flags: 0, pm_logfd: fd }).unwrap();
+    client.configure_log(fd).unwrap();
     let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
     let id = client.allocate(request.with_count(100_000)).unwrap();
     client.start(id).unwrap();

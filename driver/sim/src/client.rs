@@ -4,8 +4,9 @@
 
 use hwpmc::abi::{
     Caps, Class, Mode, Op, PMC_CPU_ANY, PMC_VERSION_CLIENT, PmcFlags, PmcInfo, PmcOpCaps,
-    PmcOpGetCpuInfo, PmcOpGetDriverStats, PmcOpGetMsr, PmcOpGetPmcInfo, PmcOpPmcAdmin,
-    PmcOpPmcAllocate, PmcOpPmcAttach, PmcOpPmcRw, PmcOpPmcSetCount, PmcOpSimple, State,
+    PmcOpConfigureLog, PmcOpGetCpuInfo, PmcOpGetDriverStats, PmcOpGetMsr, PmcOpGetPmcInfo,
+    PmcOpPmcAdmin, PmcOpPmcAllocate, PmcOpPmcAttach, PmcOpPmcRw, PmcOpPmcSetCount, PmcOpSimple,
+    PmcOpWriteLog, State,
 };
 use hwpmc::hw::Hardware;
 use hwpmc::{Driver, Errno, Pid, Tunables, UserPtr};
@@ -177,6 +178,26 @@ impl<'a, H: Hardware> PmcClient<'a, H> {
     pub fn call_raw(&self, op: u32, arg: UserPtr) -> Result<(), Errno> {
         self.driver.kernel().set_caller(self.pid);
         self.driver.syscall(op, arg)
+    }
+
+    /// CONFIGURELOG with descriptor `fd` (flags 0; a negative `fd` closes the log).
+    pub fn configure_log(&self, fd: i32) -> Result<(), Errno> {
+        self.call(Op::ConfigureLog, &mut PmcOpConfigureLog { pm_flags: 0, pm_logfd: fd })
+    }
+
+    /// FLUSHLOG.
+    pub fn flush_log(&self) -> Result<(), Errno> {
+        self.call_raw(Op::FlushLog.as_u32(), UserPtr::NULL)
+    }
+
+    /// CLOSELOG.
+    pub fn close_log(&self) -> Result<(), Errno> {
+        self.call_raw(Op::CloseLog.as_u32(), UserPtr::NULL)
+    }
+
+    /// WRITELOG with user data `data`.
+    pub fn write_log(&self, data: u32) -> Result<(), Errno> {
+        self.call(Op::WriteLog, &mut PmcOpWriteLog { pm_userdata: data })
     }
 
     /// PMCALLOCATE; returns the PMC id.

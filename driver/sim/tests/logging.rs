@@ -1,8 +1,8 @@
 //! Owners' logs: CONFIGURELOG, the records the operations write, FLUSHLOG, WRITELOG, CLOSELOG,
 //! writer errors and buffer exhaustion, each checked by decoding the bytes the log file got.
 
-use hwpmc::abi::{Op, PMC_VERSION, PmcFlags, PmcOpConfigureLog, PmcOpWriteLog, cpu_type};
-use hwpmc::{Errno, Pid, Signal, Tunables, UserPtr};
+use hwpmc::abi::{Op, PMC_VERSION, PmcFlags, PmcOpConfigureLog, cpu_type};
+use hwpmc::{Errno, Pid, Signal, Tunables};
 use hwpmc_sim::pmu::{Ring, Work};
 use hwpmc_sim::{
     AllocateRequest, Credentials, PmcClient, PmuModel, SimDriver, SinkId, SinkKind, load_driver,
@@ -31,19 +31,19 @@ impl World {
     }
 
     fn configure(&self, fd: i32) -> Result<(), Errno> {
-        self.client().call(Op::ConfigureLog, &mut PmcOpConfigureLog { pm_flags: 0, pm_logfd: fd })
+        self.client().configure_log(fd)
     }
 
     fn write_log(&self, data: u32) -> Result<(), Errno> {
-        self.client().call(Op::WriteLog, &mut PmcOpWriteLog { pm_userdata: data })
+        self.client().write_log(data)
     }
 
     fn flush(&self) -> Result<(), Errno> {
-        self.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL)
+        self.client().flush_log()
     }
 
     fn close(&self) -> Result<(), Errno> {
-        self.client().call_raw(Op::CloseLog.as_u32(), UserPtr::NULL)
+        self.client().close_log()
     }
 
     /// The records the log file holds, decoded.

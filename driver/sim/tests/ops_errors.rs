@@ -428,8 +428,8 @@ fn log_operations_without_a_log_are_einval() {
     w.fails(Errno::Inval, || c.call(Op::ConfigureLog, &mut configure));
     let mut close = PmcOpConfigureLog { pm_flags: 0, pm_logfd: -1 };
     w.fails(Errno::Inval, || c.call(Op::ConfigureLog, &mut close));
-    w.fails(Errno::Inval, || c.call_raw(Op::FlushLog.as_u32(), UserPtr::NULL));
-    w.fails(Errno::Inval, || c.call_raw(Op::CloseLog.as_u32(), UserPtr::NULL));
+    w.fails(Errno::Inval, || c.flush_log());
+    w.fails(Errno::Inval, || c.close_log());
     w.fails(Errno::Inval, || c.call(Op::WriteLog, &mut PmcOpWriteLog { pm_userdata: 7 }));
 }
 

@@ -3,8 +3,8 @@
 //! owners of PMCs attached to the process. MAP_IN and MAP_OUT records name the executables a
 //! sampling log's program counters fall in.
 
-use hwpmc::abi::{Mode, Op, PMC_ID_INVALID, PmcFlags, PmcOpConfigureLog, event};
-use hwpmc::{ExecInfo, Pid, Tunables, UserPtr};
+use hwpmc::abi::{Mode, PMC_ID_INVALID, PmcFlags, event};
+use hwpmc::{ExecInfo, Pid, Tunables};
 use hwpmc_sim::{
     AllocateRequest, Credentials, PmcClient, PmuModel, SimDriver, SinkId, SinkKind, load_driver,
 };
@@ -14,13 +14,12 @@ fn logging_owner(driver: &SimDriver, credentials: Credentials) -> (Pid, SinkId) 
     let kernel = driver.kernel();
     let pid = kernel.spawn(None, credentials);
     let fd = kernel.open_sink(pid, SinkKind::Writable);
-    let mut configure = PmcOpConfigureLog { pm_flags: 0, pm_logfd: fd };
-    PmcClient::new(driver, pid).call(Op::ConfigureLog, &mut configure).unwrap();
+    PmcClient::new(driver, pid).configure_log(fd).unwrap();
     (pid, kernel.sink_of(pid, fd).unwrap())
 }
 
 fn records(driver: &SimDriver, owner: Pid, sink: SinkId) -> Vec<String> {
-    PmcClient::new(driver, owner).call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+    PmcClient::new(driver, owner).flush_log().unwrap();
     let bytes = driver.kernel().sink_bytes(sink);
     Records::new(&bytes)
         .map(|e| format!("{:?}", e.unwrap().record))

@@ -1,8 +1,8 @@
 //! Process sampling: each overflow of a sampling PMC is one CALLCHAIN record in the owner's log,
 //! and samples lost to a full ring are counted and reported with DROPNOTIFY.
 
-use hwpmc::abi::{Mode, Op, PmcOpConfigureLog};
-use hwpmc::{Pid, Tid, TrapFrame, Tunables, UserPtr};
+use hwpmc::abi::Mode;
+use hwpmc::{Pid, Tid, TrapFrame, Tunables};
 use hwpmc_sim::pmu::{Ring, Work};
 use hwpmc_sim::{
     AllocateRequest, Credentials, PmcClient, PmuModel, SimDriver, SinkId, SinkKind, load_driver,
@@ -26,8 +26,7 @@ impl World {
         let tid = kernel.threads(pid)[0];
         let fd = kernel.open_sink(pid, SinkKind::Writable);
         let sink = kernel.sink_of(pid, fd).unwrap();
-        let mut configure = PmcOpConfigureLog { pm_flags: 0, pm_logfd: fd };
-        PmcClient::new(&driver, pid).call(Op::ConfigureLog, &mut configure).unwrap();
+        PmcClient::new(&driver, pid).configure_log(fd).unwrap();
         World { driver, pid, tid, sink }
     }
 
@@ -52,7 +51,7 @@ impl World {
 
     /// The log so far, flushed.
     fn flushed_records(&self) -> Vec<Record<'static>> {
-        self.client().call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+        self.client().flush_log().unwrap();
         self.records()
     }
 
@@ -67,8 +66,7 @@ fn logging_tool(machine: &mut hwpmc_sim::machine::Machine) -> (Pid, SinkId) {
     let tool = machine.spawn_tool(Credentials::user(1000));
     let kernel = machine.kernel().clone();
     let fd = kernel.open_sink(tool, SinkKind::Writable);
-    let mut configure = PmcOpConfigureLog { pm_flags: 0, pm_logfd: fd };
-    machine.client(tool).call(Op::ConfigureLog, &mut configure).unwrap();
+    machine.client(tool).configure_log(fd).unwrap();
     (tool, kernel.sink_of(tool, fd).unwrap())
 }
 
@@ -84,7 +82,7 @@ fn sample_until_idle(
     machine.client(tool).attach(id, target).unwrap();
     machine.client(tool).start(id).unwrap();
     machine.run_until_idle();
-    machine.client(tool).call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+    machine.client(tool).flush_log().unwrap();
     let bytes: &'static [u8] = machine.kernel().sink_bytes(sink).leak();
     machine.hardware().assert_no_faults();
     (id, Records::new(bytes).map(|e| e.expect("the log decodes").record).collect())
@@ -343,7 +341,7 @@ fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode() {
     machine.client(tool).attach(id, target).unwrap();
     machine.client(tool).start(id).unwrap();
     machine.run_until_idle();
-    machine.client(tool).call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+    machine.client(tool).flush_log().unwrap();
     let stack = stack.borrow().clone();
     assert_eq!(stack.len(), 2, "g runs two calls deep");
     let mut expected = vec![g_block];

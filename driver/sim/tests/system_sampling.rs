@@ -5,8 +5,7 @@
 use std::collections::BTreeMap;
 
 use hwpmc::Pid;
-use hwpmc::UserPtr;
-use hwpmc::abi::{Mode, Op, PmcOpConfigureLog};
+use hwpmc::abi::Mode;
 use hwpmc_sim::machine::{Machine, MachineConfig};
 use hwpmc_sim::pmu::{Ring, Work};
 use hwpmc_sim::workload::ProgramBuilder;
@@ -42,8 +41,7 @@ fn run(seed: u64) -> (Vec<u8>, Machine, [Pid; 4]) {
     let tool = machine.spawn_tool(Credentials::root());
     let kernel = machine.kernel().clone();
     let fd = kernel.open_sink(tool, SinkKind::Writable);
-    let mut configure = PmcOpConfigureLog { pm_flags: 0, pm_logfd: fd };
-    machine.client(tool).call(Op::ConfigureLog, &mut configure).unwrap();
+    machine.client(tool).configure_log(fd).unwrap();
     for cpu in 0..CPUS {
         let request = AllocateRequest::iap(0x00C0).in_mode(Mode::SystemSampling, Some(cpu));
         let id = machine.client(tool).allocate(request.with_count(PERIOD)).unwrap();
@@ -51,7 +49,7 @@ fn run(seed: u64) -> (Vec<u8>, Machine, [Pid; 4]) {
     }
     let pc = machine.spawn(&c, Credentials::user(1002));
     machine.run_until_idle();
-    machine.client(tool).call_raw(Op::FlushLog.as_u32(), UserPtr::NULL).unwrap();
+    machine.client(tool).flush_log().unwrap();
     let bytes = kernel.sink_bytes(kernel.sink_of(tool, fd).unwrap());
     let child = machine.children(pc)[0];
     machine.hardware().assert_no_faults();
