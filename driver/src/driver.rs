@@ -255,11 +255,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.enable_counters(cpu, counters);
     }
 
-    /// The hardware counter behind `row`, if it is one.
-    pub(crate) fn counter_of_row(&self, row: u32) -> CounterSet {
-        self.layout.counter_of_row(row)
-    }
-
     /// Stops and unloads `handle` from row `row` of the current CPU `cpu`; returns the target it
     /// ran for, the events it counted since loaded and the samples it lost, or `None` if it was
     /// not loaded there.
@@ -274,7 +269,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if slot.handle() != Some(handle) {
             return None;
         }
-        let counters = self.counter_of_row(row);
+        let counters = self.layout.counter_of_row(row);
         state.current_counters.fetch_and(!counters.bits(), Ordering::Relaxed);
         slot.unpublish();
         class::disable(&self.hw, state, counters);
@@ -334,37 +329,33 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Unloads `handle` from every CPU where it is loaded and adds what it counted to its count
     /// (and to its targets' counts). Must be called without the core lock held.
     pub(crate) fn unload_everywhere(&self, handle: PmcHandle) {
-        for cpu in 0..self.kernel.cpu_count() {
-            let loaded = self.slot_holds(cpu, handle);
-            if !loaded {
-                continue;
-            }
-            let Some(row) = self.core.lock().pmc(handle).map(|p| p.row) else { return };
+        self.on_cpus_holding(handle, |cpu, row| {
             if let Some(Some((pid, delta, dropped))) =
                 self.on_cpu(cpu, || self.unload_pmc(cpu, handle, row))
             {
                 self.credit(handle, pid, delta, dropped);
             }
-        }
+        });
     }
 
     /// Folds what `handle` counted so far on every CPU where it is loaded into its count.
     pub(crate) fn fold_everywhere(&self, handle: PmcHandle) {
-        for cpu in 0..self.kernel.cpu_count() {
-            if !self.slot_holds(cpu, handle) {
-                continue;
-            }
-            let Some(row) = self.core.lock().pmc(handle).map(|p| p.row) else { return };
+        self.on_cpus_holding(handle, |cpu, row| {
             if let Some(Some((pid, delta))) = self.on_cpu(cpu, || self.fold_pmc(cpu, handle, row)) {
                 self.credit(handle, pid, delta, 0);
             }
-        }
+        });
     }
 
-    fn slot_holds(&self, cpu: Cpu, handle: PmcHandle) -> bool {
-        self.cpus
-            .get(cpu as usize)
-            .is_some_and(|c| c.slots.iter().any(|s| s.handle() == Some(handle)))
+    /// Calls `act(cpu, row)` for every CPU whose slot of `handle`'s row holds it (a PMC's row
+    /// never changes, so it is looked up once). Must be called without the core lock held.
+    pub(crate) fn on_cpus_holding(&self, handle: PmcHandle, mut act: impl FnMut(Cpu, u32)) {
+        let Some(row) = self.core.lock().pmc(handle).map(|p| p.row) else { return };
+        for cpu in 0..self.kernel.cpu_count() {
+            if self.slot(cpu, row).is_some_and(|s| s.handle() == Some(handle)) {
+                act(cpu, row);
+            }
+        }
     }
 
     /// Adds `delta` events to `handle`'s count and to target `pid`'s share of it, and

@@ -559,19 +559,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Unloads `handle` from the CPUs where it runs for one of `pids`, then unlinks those
     /// targets; the owner gets SIGIO if the PMC lost its last target.
     pub(crate) fn detach_targets(&self, handle: PmcHandle, pids: &[Pid]) {
-        for cpu in 0..self.kernel.cpu_count() {
-            let Some(pmc) = self.core.lock().pmc(handle).cloned() else { return };
-            let loaded_for_target = self
-                .slot(cpu, pmc.row)
-                .is_some_and(|s| s.handle() == Some(handle) && pids.contains(&s.pid()));
-            if loaded_for_target {
+        self.on_cpus_holding(handle, |cpu, row| {
+            let for_target = self.slot(cpu, row).is_some_and(|s| pids.contains(&s.pid()));
+            if for_target {
                 if let Some(Some((pid, delta, dropped))) =
-                    self.on_cpu(cpu, || self.unload_pmc(cpu, handle, pmc.row))
+                    self.on_cpu(cpu, || self.unload_pmc(cpu, handle, row))
                 {
                     self.credit(handle, pid, delta, dropped);
                 }
             }
-        }
+        });
         let mut core = self.core.lock();
         let Some(pmc) = core.pmc(handle).cloned() else { return };
         let (row, owner, had_targets) = (pmc.row, pmc.owner, !pmc.targets.is_empty());
