@@ -248,6 +248,7 @@ fn single_thread_self_attached(model: PmuModel) {
     stop_all(&m, pid, &counters);
     assert_counts(&m, pid, &counters, &truth, "self-attached, stopped");
     start_all(&m, pid, &counters);
+    assert_counts(&m, pid, &counters, &truth, "self-attached, restarted off-CPU");
     let tid = m.threads_of(pid)[0];
     m.wake(tid);
     m.run_until_idle();
