@@ -1,0 +1,411 @@
+//! The Rust API: PMC handles that release themselves, and the calls of pmc(3) over the host.
+//!
+//! ```no_run
+//! use pmc::{Mode, PmcSpec};
+//! let pmc = PmcSpec::new("page-faults").mode(Mode::ThreadCounting).allocate()?;
+//! pmc.attach(0)?; // this process
+//! pmc.start()?;
+//! let v: Vec<u8> = vec![1; 1 << 20];
+//! pmc.stop()?;
+//! println!("{} page faults", pmc.read()?);
+//! # Ok::<(), pmc::Error>(())
+//! ```
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::OsString;
+
+use hwpmc::abi::{
+    Caps, Class, Mode, Op, PMC_CPU_ANY, PMC_VERSION_CLIENT, PmcClassInfo, PmcFlags, PmcInfo,
+    PmcOpCaps, PmcOpConfigureLog, PmcOpGetCpuInfo, PmcOpGetDriverStats, PmcOpGetDynEventInfo,
+    PmcOpGetMsr, PmcOpGetPmcInfo, PmcOpPmcAdmin, PmcOpPmcAllocate, PmcOpPmcAttach, PmcOpPmcRw,
+    PmcOpPmcSetCount, PmcOpSimple, PmcOpWriteLog, State, event,
+};
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
+
+use crate::error::{Error, Result};
+use crate::events::{Event, EventKind, HostEvents};
+use crate::host::{self, HostKind};
+
+/// Issues `op` with `arg` on this process's host.
+pub fn call<T: IntoBytes + FromBytes>(op: Op, arg: &mut T) -> Result<()> {
+    host::with_host(|h| h.syscall(op, arg.as_mut_bytes()))
+}
+
+/// Issues `op` with no argument.
+fn call_empty(op: Op) -> Result<()> {
+    host::with_host(|h| h.syscall(op, &mut []))
+}
+
+/// The host this process uses.
+pub fn host_kind() -> Result<HostKind> {
+    host::selected()
+}
+
+/// Checks that the host speaks this library's ABI version (FreeBSD's `pmc_init`): the host's
+/// PMC_VERSION, or EPROGMISMATCH.
+pub fn init() -> Result<u32> {
+    let mut version = PMC_VERSION_CLIENT;
+    call(Op::GetModuleVersion, &mut version)?;
+    Ok(version)
+}
+
+/// The machine's description (`pmc_cpuinfo`).
+pub fn cpu_info() -> Result<PmcOpGetCpuInfo> {
+    let mut info = PmcOpGetCpuInfo::new_zeroed();
+    call(Op::GetCpuInfo, &mut info)?;
+    Ok(info)
+}
+
+/// The classes of this machine, from [`cpu_info`].
+pub fn classes() -> Result<Vec<PmcClassInfo>> {
+    let info = cpu_info()?;
+    Ok(info.pm_classes[..(info.pm_nclass as usize).min(info.pm_classes.len())].to_vec())
+}
+
+/// The rows of `cpu` (`pmc_pmcinfo`).
+pub fn pmc_info(cpu: u32) -> Result<Vec<PmcInfo>> {
+    let npmc = cpu_info()?.pm_npmc as usize;
+    let header = size_of::<PmcOpGetPmcInfo>();
+    let mut buf = vec![0u8; header + npmc * size_of::<PmcInfo>()];
+    let head = PmcOpGetPmcInfo { pm_cpu: cpu as i32, pm_pad: 0 };
+    buf[..header].copy_from_slice(head.as_bytes());
+    host::with_host(|h| h.syscall(Op::GetPmcInfo, &mut buf))?;
+    Ok(buf[header..]
+        .chunks_exact(size_of::<PmcInfo>())
+        .filter_map(|c| PmcInfo::read_from_bytes(c).ok())
+        .collect())
+}
+
+/// Driver statistics (`pmc_get_driver_stats`).
+pub fn driver_stats() -> Result<PmcOpGetDriverStats> {
+    let mut stats = PmcOpGetDriverStats::new_zeroed();
+    call(Op::GetDriverStats, &mut stats)?;
+    Ok(stats)
+}
+
+/// The host's software events: (name, event code).
+pub fn soft_events() -> Result<Vec<(String, u32)>> {
+    let mut info = PmcOpGetDynEventInfo::new_zeroed();
+    info.pm_class = Class::Soft.as_u32();
+    call(Op::GetDynEventInfo, &mut info)?;
+    let n = (info.pm_nevent as usize).min(info.pm_events.len());
+    Ok(info.pm_events[..n]
+        .iter()
+        .map(|e| {
+            let end = e.pm_ev_name.iter().position(|&b| b == 0).unwrap_or(e.pm_ev_name.len());
+            (String::from_utf8_lossy(&e.pm_ev_name[..end]).into_owned(), e.pm_ev_code)
+        })
+        .collect())
+}
+
+thread_local! {
+    /// The event catalog of this thread's host, made on first use.
+    static CATALOG: RefCell<Option<(HostEvents, HashMap<String, u32>)>> = const { RefCell::new(None) };
+}
+
+fn with_catalog<R>(f: impl FnOnce(&HostEvents, &HashMap<String, u32>) -> Result<R>) -> Result<R> {
+    CATALOG.with(|cell| {
+        if cell.borrow().is_none() {
+            let classes = classes()?.iter().filter_map(|c| Class::from_u32(c.pm_class)).collect();
+            let soft = soft_events().unwrap_or_default();
+            let (missing_reason, intel_model) =
+                host::with_host(|h| Ok((h.missing_hardware_reason(), h.intel_model())))?;
+            let events = HostEvents {
+                classes,
+                missing_reason,
+                soft_events: soft.iter().map(|(n, _)| n.clone()).collect(),
+                intel_model,
+                arch_events_unavailable: 0,
+            };
+            *cell.borrow_mut() = Some((events, soft.into_iter().collect()));
+        }
+        let catalog = cell.borrow();
+        let (events, codes) = catalog.as_ref().expect("filled above");
+        f(events, codes)
+    })
+}
+
+/// Resolves an event spec for this host.
+pub fn lookup_event(spec: &str) -> Result<Event> {
+    with_catalog(|events, _| {
+        events.lookup(spec).map_err(|e| Error::with_detail("event", libc::EINVAL, e.to_string()))
+    })
+}
+
+/// Every event this host offers, (class, name).
+pub fn list_events() -> Result<Vec<(Class, String)>> {
+    with_catalog(|events, _| Ok(events.list()))
+}
+
+/// What to allocate.
+#[derive(Debug, Clone)]
+pub struct PmcSpec {
+    spec: String,
+    mode: Mode,
+    cpu: Option<u32>,
+    flags: PmcFlags,
+    rate: Option<u64>,
+}
+
+impl PmcSpec {
+    /// A process-counting PMC of event `spec` (`"instructions"`, `"page-faults,usr"`, …).
+    pub fn new(spec: &str) -> Self {
+        PmcSpec {
+            spec: spec.to_string(),
+            mode: Mode::ThreadCounting,
+            cpu: None,
+            flags: PmcFlags::empty(),
+            rate: None,
+        }
+    }
+    /// In `mode`.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+    /// On `cpu` (system modes).
+    pub fn cpu(mut self, cpu: u32) -> Self {
+        self.cpu = Some(cpu);
+        self
+    }
+    /// With PMC_F_* `flags` added.
+    pub fn flags(mut self, flags: PmcFlags) -> Self {
+        self.flags |= flags;
+        self
+    }
+    /// Sampling every `rate` events (default: the event's default rate).
+    pub fn rate(mut self, rate: u64) -> Self {
+        self.rate = Some(rate);
+        self
+    }
+
+    /// The PMCALLOCATE request for this spec on this host.
+    pub fn request(&self) -> Result<PmcOpPmcAllocate> {
+        let event = lookup_event(&self.spec)?;
+        let cpu = if self.mode.is_system() { self.cpu.unwrap_or(0) } else { PMC_CPU_ANY };
+        with_catalog(|_, codes| {
+            allocate_request(&event, self.mode, cpu, self.flags, self.rate, codes)
+        })
+    }
+
+    /// Allocates the PMC.
+    pub fn allocate(&self) -> Result<Pmc> {
+        let mut request = self.request()?;
+        call(Op::PmcAllocate, &mut request)?;
+        Ok(Pmc { id: request.pm_pmcid, mode: self.mode })
+    }
+}
+
+/// The PMCALLOCATE request for `event`: how FreeBSD's libpmc fills `struct pmc_op_pmcallocate`.
+pub fn allocate_request(
+    event: &Event,
+    mode: Mode,
+    cpu: u32,
+    flags: PmcFlags,
+    rate: Option<u64>,
+    soft_codes: &HashMap<String, u32>,
+) -> Result<PmcOpPmcAllocate> {
+    let mut req = PmcOpPmcAllocate::new_zeroed();
+    req.pm_class = event.class.as_u32();
+    req.pm_mode = mode.as_u32();
+    req.pm_cpu = cpu;
+    req.pm_flags = flags.bits();
+    let mut caps = Caps::empty();
+    let rings = |usr: bool, os: bool| {
+        let mut c = Caps::empty();
+        c.set(Caps::USER, usr);
+        c.set(Caps::SYSTEM, os);
+        c
+    };
+    match &event.kind {
+        EventKind::Iap { evtsel } => {
+            req.pm_flags |= PmcFlags::EV_PMU.bits();
+            req.pm_md.set_iap_config(*evtsel);
+            caps |= rings(evtsel & 1 << 16 != 0, evtsel & 1 << 17 != 0);
+            if evtsel & 1 << 18 != 0 {
+                caps |= Caps::EDGE;
+            }
+            if evtsel & 1 << 23 != 0 {
+                caps |= Caps::INVERT;
+            }
+            if evtsel >> 24 != 0 {
+                caps |= Caps::THRESHOLD;
+            }
+        }
+        EventKind::Iaf { event, usr, os, .. } => {
+            req.pm_ev = *event;
+            caps |= rings(*usr, *os);
+        }
+        EventKind::Tsc => {
+            req.pm_ev = event::TSC_TSC;
+            caps |= Caps::READ;
+        }
+        EventKind::Soft { name } => {
+            req.pm_ev = *soft_codes.get(name).ok_or_else(|| {
+                Error::with_detail(
+                    "event",
+                    libc::EINVAL,
+                    format!("this host has no SOFT event {name}"),
+                )
+            })?;
+        }
+    }
+    if mode.is_sampling() {
+        caps |= Caps::INTERRUPT;
+        req.pm_count = rate.unwrap_or(event.default_rate);
+    }
+    req.pm_caps = caps.bits();
+    Ok(req)
+}
+
+/// An allocated PMC, released when dropped.
+#[derive(Debug)]
+pub struct Pmc {
+    id: u32,
+    mode: Mode,
+}
+
+impl Pmc {
+    /// The PMC id.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+    /// Its mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+    /// Attaches it to process `pid` (0: this process).
+    pub fn attach(&self, pid: i32) -> Result<()> {
+        attach(self.id, pid)
+    }
+    /// Detaches it from process `pid` (0: this process).
+    pub fn detach(&self, pid: i32) -> Result<()> {
+        detach(self.id, pid)
+    }
+    /// Starts it.
+    pub fn start(&self) -> Result<()> {
+        start(self.id)
+    }
+    /// Stops it.
+    pub fn stop(&self) -> Result<()> {
+        stop(self.id)
+    }
+    /// Its value (the count; the reload count for sampling PMCs).
+    pub fn read(&self) -> Result<u64> {
+        read(self.id)
+    }
+    /// Sets its value (it must be stopped).
+    pub fn write(&self, value: u64) -> Result<()> {
+        write(self.id, value)
+    }
+    /// Sets a sampling PMC's reload count.
+    pub fn set_count(&self, count: u64) -> Result<()> {
+        set_count(self.id, count)
+    }
+    /// Its capabilities.
+    pub fn capabilities(&self) -> Result<Caps> {
+        capabilities(self.id)
+    }
+    /// Gives up the handle without releasing the PMC; returns its id.
+    pub fn into_id(self) -> u32 {
+        let id = self.id;
+        std::mem::forget(self);
+        id
+    }
+}
+
+impl Drop for Pmc {
+    fn drop(&mut self) {
+        let _ = release(self.id);
+    }
+}
+
+/// PMCATTACH.
+pub fn attach(id: u32, pid: i32) -> Result<()> {
+    call(Op::PmcAttach, &mut PmcOpPmcAttach { pm_pmc: id, pm_pid: pid })
+}
+/// PMCDETACH.
+pub fn detach(id: u32, pid: i32) -> Result<()> {
+    call(Op::PmcDetach, &mut PmcOpPmcAttach { pm_pmc: id, pm_pid: pid })
+}
+/// PMCSTART.
+pub fn start(id: u32) -> Result<()> {
+    call(Op::PmcStart, &mut PmcOpSimple { pm_pmcid: id })
+}
+/// PMCSTOP.
+pub fn stop(id: u32) -> Result<()> {
+    call(Op::PmcStop, &mut PmcOpSimple { pm_pmcid: id })
+}
+/// PMCRELEASE.
+pub fn release(id: u32) -> Result<()> {
+    call(Op::PmcRelease, &mut PmcOpSimple { pm_pmcid: id })
+}
+/// PMCRW with `flags` (PMC_F_OLDVALUE / PMC_F_NEWVALUE): returns the old value.
+pub fn rw(id: u32, flags: PmcFlags, value: u64) -> Result<u64> {
+    let mut op = PmcOpPmcRw { pm_flags: flags.bits(), pm_pmcid: id, pm_value: value };
+    call(Op::PmcRw, &mut op)?;
+    Ok(op.pm_value)
+}
+/// Reads a PMC.
+pub fn read(id: u32) -> Result<u64> {
+    rw(id, PmcFlags::OLDVALUE, 0)
+}
+/// Writes a PMC.
+pub fn write(id: u32, value: u64) -> Result<()> {
+    rw(id, PmcFlags::NEWVALUE, value).map(drop)
+}
+/// PMCSETCOUNT.
+pub fn set_count(id: u32, count: u64) -> Result<()> {
+    call(Op::PmcSetCount, &mut PmcOpPmcSetCount { pm_count: count, pm_pmcid: id, pm_pad: 0 })
+}
+/// GETCAPS.
+pub fn capabilities(id: u32) -> Result<Caps> {
+    let mut op = PmcOpCaps { pm_pmcid: id, pm_caps: 0 };
+    call(Op::GetCaps, &mut op)?;
+    Ok(Caps::from_bits_truncate(op.pm_caps))
+}
+/// PMCX86GETMSR: the RDPMC index of a self-attached process PMC.
+pub fn get_msr(id: u32) -> Result<u32> {
+    let mut op = PmcOpGetMsr { pm_msr: 0, pm_pmcid: id };
+    call(Op::PmcGetMsr, &mut op)?;
+    Ok(op.pm_msr)
+}
+/// PMCADMIN: enables or disables row `row` of `cpu`.
+pub fn admin(cpu: i32, row: i32, enable: bool) -> Result<()> {
+    let state = if enable { State::Free } else { State::Disabled };
+    call(
+        Op::PmcAdmin,
+        &mut PmcOpPmcAdmin { pm_cpu: cpu, pm_flags: 0, pm_pmc: row, pm_state: state.as_u32() },
+    )
+}
+/// CONFIGURELOG: logs to descriptor `fd` (negative: deconfigure).
+pub fn configure_log(fd: i32) -> Result<()> {
+    call(Op::ConfigureLog, &mut PmcOpConfigureLog { pm_flags: 0, pm_logfd: fd })
+}
+/// FLUSHLOG.
+pub fn flush_log() -> Result<()> {
+    call_empty(Op::FlushLog)
+}
+/// CLOSELOG.
+pub fn close_log() -> Result<()> {
+    call_empty(Op::CloseLog)
+}
+/// WRITELOG: a USERDATA record.
+pub fn write_log(data: u32) -> Result<()> {
+    call(Op::WriteLog, &mut PmcOpWriteLog { pm_userdata: data })
+}
+
+/// Launches `argv` held before it runs (a command on Linux and FreeBSD; a simulated program's
+/// name on the simulator); attach PMCs to the pid, then [`resume`] it.
+pub fn spawn(argv: &[OsString]) -> Result<i32> {
+    host::with_host(|h| h.spawn(argv))
+}
+/// Lets a child from [`spawn`] run.
+pub fn resume(pid: i32) -> Result<()> {
+    host::with_host(|h| h.resume(pid))
+}
+/// Waits for a child from [`spawn`]; its exit status (128 + signal if killed).
+pub fn wait(pid: i32) -> Result<i32> {
+    host::with_host(|h| h.wait(pid))
+}

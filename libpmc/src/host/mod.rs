@@ -1,0 +1,170 @@
+//! Hosts: where the hwpmc system call goes.
+//!
+//! Every host takes the same call, `syscall(op, arg)`, with the argument struct's bytes laid out as
+//! FreeBSD's `sys/pmc.h` on amd64, and answers with FreeBSD's semantics and errno. The rest of
+//! libpmc (the Rust API, the C ABI) marshals structs and never knows which host it talks to.
+//!
+//! * `freebsd` — the real system call of the `hwpmc` kernel module (FreeBSD only).
+//! * `linux` — counters and samplers backed by `perf_event_open(2)`, for this process, the
+//!   children it launches and other processes perf lets it measure.
+//! * `sim` — the `hwpmc` driver itself, embedded, on the simulated machine of `hwpmc-sim`: exact
+//!   numbers for built-in simulated programs.
+//!
+//! The host is chosen once per process: `PMC_HOST=freebsd|linux|sim`, or automatically (FreeBSD's
+//! module if present, else Linux).
+
+use std::ffi::OsString;
+
+use hwpmc::abi::Op;
+
+use crate::error::{Error, Result};
+
+#[cfg(target_os = "freebsd")]
+mod freebsd;
+#[cfg(target_os = "linux")]
+pub mod linux;
+pub mod sim;
+#[cfg(unix)]
+mod unix_process;
+
+/// Which host serves this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HostKind {
+    /// FreeBSD's hwpmc(4) kernel module.
+    FreeBsd,
+    /// Linux `perf_event_open(2)`.
+    Linux,
+    /// The embedded driver on the simulated machine.
+    Sim,
+}
+
+impl HostKind {
+    /// The name `PMC_HOST` uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            HostKind::FreeBsd => "freebsd",
+            HostKind::Linux => "linux",
+            HostKind::Sim => "sim",
+        }
+    }
+
+    /// The host named by `PMC_HOST`, or the automatic choice when it is unset or empty.
+    pub fn from_env() -> Result<HostKind> {
+        match std::env::var("PMC_HOST").ok().as_deref() {
+            None | Some("") => Ok(Self::automatic()),
+            Some("freebsd") => Ok(HostKind::FreeBsd),
+            Some("linux") => Ok(HostKind::Linux),
+            Some("sim") => Ok(HostKind::Sim),
+            Some(other) => Err(Error::with_detail(
+                "PMC_HOST",
+                libc::EINVAL,
+                format!("unknown host {other:?}: use freebsd, linux or sim"),
+            )),
+        }
+    }
+
+    fn automatic() -> HostKind {
+        if cfg!(target_os = "freebsd") { HostKind::FreeBsd } else { HostKind::Linux }
+    }
+}
+
+/// A process a host launched for measuring: created, held before it runs its program until
+/// [`Host::resume`].
+pub type ChildPid = i32;
+
+/// One host.
+pub trait Host {
+    /// Which host this is.
+    fn kind(&self) -> HostKind;
+
+    /// The hwpmc system call: operation `op` with its argument struct's bytes, read and written in
+    /// place. Errors carry FreeBSD's errno in this system's numbering.
+    fn syscall(&self, op: Op, arg: &mut [u8]) -> Result<()>;
+
+    /// Why the hardware classes are missing on this host, if they are (for event errors).
+    fn missing_hardware_reason(&self) -> Option<String> {
+        None
+    }
+
+    /// The Intel model key of this CPU for the event tables (`"GenuineIntel-6-55"`), if any.
+    fn intel_model(&self) -> Option<String> {
+        None
+    }
+
+    /// Launches `argv` (a command on Linux and FreeBSD; a built-in program's name on the
+    /// simulator), held before it runs so PMCs can be attached first.
+    fn spawn(&self, argv: &[OsString]) -> Result<ChildPid>;
+
+    /// Lets a child from [`Host::spawn`] run its program.
+    fn resume(&self, pid: ChildPid) -> Result<()>;
+
+    /// Waits for a child to end; returns its exit status as a shell reports it (128 + signal
+    /// for a killed child).
+    fn wait(&self, pid: ChildPid) -> Result<i32>;
+}
+
+/// Runs `f` with this process's host (made on first use).
+pub fn with_host<R>(f: impl FnOnce(&dyn Host) -> Result<R>) -> Result<R> {
+    match selected()? {
+        HostKind::Sim => sim::with(|host| f(host)),
+        #[cfg(target_os = "linux")]
+        HostKind::Linux => f(linux::get()?),
+        #[cfg(target_os = "freebsd")]
+        HostKind::FreeBsd => f(freebsd::get()?),
+        #[allow(unreachable_patterns)]
+        other => Err(Error::with_detail(
+            "host",
+            libc::ENOSYS,
+            format!("the {} host does not exist on this system", other.name()),
+        )),
+    }
+}
+
+static KIND: std::sync::OnceLock<Result<HostKind>> = std::sync::OnceLock::new();
+
+/// The host this process uses: the one [`select`] chose, else `PMC_HOST`'s, else the automatic
+/// choice.
+pub fn selected() -> Result<HostKind> {
+    KIND.get_or_init(HostKind::from_env).clone()
+}
+
+/// Chooses this process's host before its first use (as `PMC_HOST` would); EBUSY if another
+/// host is already in use.
+pub fn select(kind: HostKind) -> Result<()> {
+    let chosen = KIND.get_or_init(|| Ok(kind)).clone()?;
+    if chosen == kind {
+        Ok(())
+    } else {
+        Err(Error::with_detail(
+            "select host",
+            libc::EBUSY,
+            format!("this process already uses the {} host", chosen.name()),
+        ))
+    }
+}
+
+/// FreeBSD's name of operation `op` (`PMC_OP_` without the prefix), for messages.
+pub fn op_name(op: Op) -> &'static str {
+    match op {
+        Op::ConfigureLog => "CONFIGURELOG",
+        Op::FlushLog => "FLUSHLOG",
+        Op::GetCpuInfo => "GETCPUINFO",
+        Op::GetDriverStats => "GETDRIVERSTATS",
+        Op::GetModuleVersion => "GETMODULEVERSION",
+        Op::GetPmcInfo => "GETPMCINFO",
+        Op::PmcAdmin => "PMCADMIN",
+        Op::PmcAllocate => "PMCALLOCATE",
+        Op::PmcAttach => "PMCATTACH",
+        Op::PmcDetach => "PMCDETACH",
+        Op::PmcGetMsr => "PMCX86GETMSR",
+        Op::PmcRelease => "PMCRELEASE",
+        Op::PmcRw => "PMCRW",
+        Op::PmcSetCount => "PMCSETCOUNT",
+        Op::PmcStart => "PMCSTART",
+        Op::PmcStop => "PMCSTOP",
+        Op::WriteLog => "WRITELOG",
+        Op::CloseLog => "CLOSELOG",
+        Op::GetDynEventInfo => "GETDYNEVENTINFO",
+        Op::GetCaps => "GETCAPS",
+    }
+}

@@ -1,0 +1,272 @@
+//! The simulator host: the `hwpmc` driver itself, embedded, on `hwpmc-sim`'s deterministic
+//! machine. The calling program is a tool process of that machine (root); the programs it
+//! measures are the built-in simulated programs below, launched with [`Host::spawn`] by name and
+//! run to their end by [`Host::wait`]. Counts and samples are exact.
+//!
+//! Configuration, read once per thread from the environment:
+//! * `PMC_SIM_CPUS` — CPUs of the machine (default 2);
+//! * `PMC_SIM_MODEL` — `skylake` (default), `icelake`, `nehalem`, `core2` or `vm` (no PMU);
+//! * `PMC_SIM_SEED` — the scheduler's seed (default 1).
+//!
+//! The machine is single-threaded by construction, so each thread of the calling process has
+//! its own; a program drives it from one thread.
+
+use std::cell::{OnceCell, RefCell};
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{FromRawFd, RawFd};
+use std::rc::Rc;
+
+use hwpmc::UserPtr;
+use hwpmc::abi::{Op, PmcOpConfigureLog};
+use hwpmc_sim::kernel::{SCRATCH_BASE, SCRATCH_LEN};
+use hwpmc_sim::machine::{Machine, MachineConfig};
+use hwpmc_sim::pmu::{Ring, Work};
+use hwpmc_sim::workload::{Program, ProgramBuilder};
+use hwpmc_sim::{Credentials, PmuModel, SinkId, SinkKind};
+use zerocopy::FromBytes;
+
+use super::{ChildPid, Host, HostKind, op_name};
+use crate::error::{Error, Result};
+
+/// Work of one block of the built-in programs: 10 000 instructions.
+pub const BLOCK_INSTRUCTIONS: u64 = 10_000;
+
+fn block() -> Work {
+    Work {
+        instructions: BLOCK_INSTRUCTIONS,
+        core_cycles: 12_500,
+        ref_cycles: 10_000,
+        branches: 1_000,
+        branch_mispredicts: 10,
+        llc_references: 50,
+        llc_misses: 5,
+        ..Work::default()
+    }
+}
+
+/// The built-in programs: (name, description).
+pub const PROGRAMS: &[(&str, &str)] = &[
+    (
+        "hot-cold",
+        "main calls hot (900 blocks) then cold (100 blocks), each block 10 000 user \
+         instructions: 10 000 000 instructions in all, 90% of them in hot",
+    ),
+    ("forker", "forks a child; parent and child each run hot (900 blocks)"),
+    ("threads", "main starts a second thread; each thread runs hot (900 blocks)"),
+];
+
+/// The built-in program `name`.
+pub fn program(name: &str) -> Option<Rc<Program>> {
+    let (hot, cold) = (block(), block());
+    let path = format!("/usr/sim/bin/{name}");
+    let builder = ProgramBuilder::new(&path)
+        .function("hot", move |f| f.repeat(Ring::User, hot.clone(), 900).ret())
+        .function("cold", move |f| f.repeat(Ring::User, cold.clone(), 100).ret());
+    let program = match name {
+        "hot-cold" => builder.function("main", |f| f.call("hot").call("cold").exit()),
+        "forker" => builder
+            .function("main", |f| f.fork("child").call("hot").exit())
+            .function("child", |f| f.call("hot").exit()),
+        "threads" => builder
+            .function("main", |f| f.spawn_thread("worker").call("hot").exit())
+            .function("worker", |f| f.call("hot").exit_thread()),
+        _ => return None,
+    };
+    Some(program.entry("main").build())
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn model_from_env() -> PmuModel {
+    match std::env::var("PMC_SIM_MODEL").as_deref() {
+        Ok("icelake") => PmuModel::icelake(),
+        Ok("nehalem") => PmuModel::nehalem(),
+        Ok("core2") => PmuModel::core2(),
+        Ok("vm") => PmuModel::no_pmu_vm(),
+        _ => PmuModel::skylake(),
+    }
+}
+
+/// The log: the simulated descriptor the driver writes to, and the caller's real one its bytes
+/// are copied to.
+struct LogPipe {
+    sink: SinkId,
+    file: File,
+    copied: usize,
+}
+
+/// The simulator host.
+pub struct SimHost {
+    machine: RefCell<Machine>,
+    tool: i32,
+    model: PmuModel,
+    log: RefCell<Option<LogPipe>>,
+}
+
+thread_local! {
+    static SIM: OnceCell<SimHost> = const { OnceCell::new() };
+}
+
+/// Runs `f` with this thread's simulator host.
+pub(crate) fn with<R>(f: impl FnOnce(&SimHost) -> R) -> R {
+    SIM.with(|cell| f(cell.get_or_init(SimHost::from_env)))
+}
+
+impl SimHost {
+    /// A machine configured from the environment (see the module documentation).
+    pub fn from_env() -> SimHost {
+        SimHost::new(
+            model_from_env(),
+            env_or("PMC_SIM_CPUS", 2usize).clamp(1, 64),
+            env_or("PMC_SIM_SEED", 1),
+        )
+    }
+
+    /// A machine of `cpus` CPUs of `model`, scheduling with `seed`.
+    pub fn new(model: PmuModel, cpus: usize, seed: u64) -> SimHost {
+        let mut machine = Machine::new(MachineConfig::new(model, cpus).seed(seed));
+        let tool = machine.spawn_tool(Credentials::root());
+        SimHost { machine: RefCell::new(machine), tool, model, log: RefCell::new(None) }
+    }
+
+    /// The machine (for tests that compare with its ground truth).
+    pub fn machine(&self) -> std::cell::Ref<'_, Machine> {
+        self.machine.borrow()
+    }
+
+    fn raw_call(&self, op: Op, arg: &mut [u8]) -> std::result::Result<(), hwpmc::Errno> {
+        let machine = self.machine.borrow();
+        let kernel = machine.kernel();
+        let len = arg.len().min(SCRATCH_LEN);
+        let ptr = if arg.is_empty() { UserPtr::NULL } else { UserPtr(SCRATCH_BASE) };
+        kernel.write_memory(self.tool, SCRATCH_BASE, &arg[..len])?;
+        let result = machine.client(self.tool).call_raw(op.as_u32(), ptr);
+        let back = kernel.read_memory(self.tool, SCRATCH_BASE, len)?;
+        arg[..len].copy_from_slice(&back);
+        result
+    }
+
+    /// Copies what the driver wrote to the simulated log since the last call to the real one.
+    fn pump_log(&self) -> Result<()> {
+        let mut log = self.log.borrow_mut();
+        let Some(pipe) = log.as_mut() else { return Ok(()) };
+        let bytes = self.machine.borrow().kernel().sink_bytes(pipe.sink);
+        if bytes.len() > pipe.copied {
+            pipe.file.write_all(&bytes[pipe.copied..]).map_err(|e| Error::os("log write", &e))?;
+            pipe.copied = bytes.len();
+        }
+        Ok(())
+    }
+
+    fn configure_log(&self, arg: &mut [u8]) -> Result<()> {
+        let (mut req, _) = PmcOpConfigureLog::read_from_prefix(arg)
+            .map_err(|_| Error::new("CONFIGURELOG", libc::EFAULT))?;
+        let real_fd = req.pm_logfd;
+        let machine_fd = if real_fd < 0 || req.pm_flags != 0 {
+            real_fd
+        } else {
+            let file = dup_for_writing(real_fd)?;
+            let kernel = self.machine.borrow().kernel().clone();
+            let fd = kernel.open_sink(self.tool, SinkKind::Writable);
+            let sink = kernel
+                .sink_of(self.tool, fd)
+                .ok_or_else(|| Error::new("CONFIGURELOG", libc::EBADF))?;
+            let previous = self.log.borrow_mut().replace(LogPipe { sink, file, copied: 0 });
+            if let Some(previous) = previous {
+                // A log is active: the driver says EBUSY below; keep the active one.
+                *self.log.borrow_mut() = Some(previous);
+            }
+            fd
+        };
+        req.pm_logfd = machine_fd;
+        let mut bytes = zerocopy::IntoBytes::as_bytes(&req).to_vec();
+        let result = self.raw_call(Op::ConfigureLog, &mut bytes);
+        self.pump_log()?;
+        if real_fd < 0 && result.is_ok() {
+            *self.log.borrow_mut() = None;
+        }
+        result.map_err(|e| Error::driver("CONFIGURELOG", e))
+    }
+}
+
+/// The caller's descriptor `fd` duplicated for the host's own writes; EBADF unless open for
+/// writing.
+fn dup_for_writing(fd: RawFd) -> Result<File> {
+    // SAFETY: F_GETFL on any int is safe; an invalid descriptor gives -1/EBADF.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || flags & libc::O_ACCMODE == libc::O_RDONLY {
+        return Err(Error::with_detail(
+            "CONFIGURELOG",
+            libc::EBADF,
+            format!("descriptor {fd} is not open for writing"),
+        ));
+    }
+    // SAFETY: F_DUPFD_CLOEXEC duplicates an open descriptor; the copy is ours alone.
+    let own = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if own < 0 {
+        return Err(Error::os("CONFIGURELOG", &std::io::Error::last_os_error()));
+    }
+    // SAFETY: `own` is a fresh descriptor nothing else owns.
+    Ok(unsafe { File::from_raw_fd(own) })
+}
+
+impl Host for SimHost {
+    fn kind(&self) -> HostKind {
+        HostKind::Sim
+    }
+
+    fn syscall(&self, op: Op, arg: &mut [u8]) -> Result<()> {
+        if op == Op::ConfigureLog {
+            return self.configure_log(arg);
+        }
+        let result = self.raw_call(op, arg).map_err(|e| Error::driver(op_name(op), e));
+        self.pump_log()?;
+        if op == Op::CloseLog && result.is_ok() {
+            *self.log.borrow_mut() = None;
+        }
+        result
+    }
+
+    fn missing_hardware_reason(&self) -> Option<String> {
+        (!self.model.has_pmu()).then(|| {
+            "no hardware PMU: the simulated CPU reports perfmon version 0 (PMC_SIM_MODEL=vm)".into()
+        })
+    }
+
+    fn intel_model(&self) -> Option<String> {
+        Some(format!("GenuineIntel-{}-{:X}", self.model.family, self.model.model))
+    }
+
+    fn spawn(&self, argv: &[OsString]) -> Result<ChildPid> {
+        let name = argv.first().and_then(|a| a.to_str()).unwrap_or_default();
+        let name = name.rsplit('/').next().unwrap_or(name);
+        let program = program(name).ok_or_else(|| {
+            let known: Vec<&str> = PROGRAMS.iter().map(|(n, _)| *n).collect();
+            Error::with_detail(
+                "spawn",
+                libc::ENOENT,
+                format!(
+                    "{name:?} is not a simulated program; the simulator runs: {}",
+                    known.join(", ")
+                ),
+            )
+        })?;
+        Ok(self.machine.borrow_mut().spawn(&program, Credentials::user(1000)))
+    }
+
+    fn resume(&self, _pid: ChildPid) -> Result<()> {
+        // Simulated processes run when the machine does: in `wait`.
+        Ok(())
+    }
+
+    fn wait(&self, pid: ChildPid) -> Result<i32> {
+        self.machine.borrow_mut().run_until(|m| !m.process_alive(pid));
+        self.machine.borrow_mut().run_until_idle();
+        self.pump_log()?;
+        Ok(0)
+    }
+}

@@ -1,0 +1,167 @@
+//! The Linux host with real software events: counting this process and a launched child,
+//! sampling this process, and the pmc(3) error paths.
+#![cfg(target_os = "linux")]
+
+use pmc::api;
+use pmc::{Mode, PmcFlags, PmcSpec};
+
+const PAGE: usize = 4096;
+
+/// The tests share this process's PMC rows and threads (process PMCs follow every thread), so
+/// they run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Touches `pages` fresh pages (one write each) and returns them so they stay mapped.
+fn touch_fresh_pages(pages: usize) -> Vec<u8> {
+    let mut v: Vec<u8> = Vec::with_capacity(pages * PAGE);
+    // SAFETY-free: write through the spare capacity one byte per page.
+    for i in 0..pages {
+        v.spare_capacity_mut()[i * PAGE].write(1);
+    }
+    v
+}
+
+#[test]
+fn counting_own_page_faults_is_within_ten_percent_of_pages_touched() {
+    let _serial = serial();
+    let pmc = PmcSpec::new("page-faults").allocate().unwrap();
+    pmc.attach(0).unwrap();
+    pmc.start().unwrap();
+    let pages = 20_000;
+    let kept = touch_fresh_pages(pages);
+    pmc.stop().unwrap();
+    let faults = pmc.read().unwrap();
+    drop(kept);
+    let low = pages as u64 * 9 / 10;
+    let high = pages as u64 * 11 / 10;
+    assert!((low..=high).contains(&faults), "{faults} faults for {pages} pages");
+}
+
+#[test]
+fn a_launched_child_is_counted_from_its_exec_and_reports_its_status() {
+    let _serial = serial();
+    let pmc = PmcSpec::new("task-clock").allocate().unwrap();
+    let pid = api::spawn(&[
+        "sh".into(),
+        "-c".into(),
+        "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exit 3".into(),
+    ])
+    .unwrap();
+    pmc.attach(pid).unwrap();
+    pmc.start().unwrap();
+    api::resume(pid).unwrap();
+    assert_eq!(api::wait(pid).unwrap(), 3);
+    let ns = pmc.read().unwrap();
+    assert!(ns > 1_000_000, "the shell loop ran {ns} ns of task-clock");
+}
+
+#[test]
+fn attaching_twice_to_the_same_process_fails_with_eexist() {
+    let _serial = serial();
+    let pmc = PmcSpec::new("context-switches").allocate().unwrap();
+    pmc.attach(0).unwrap();
+    assert_eq!(pmc.attach(0).unwrap_err().errno, libc::EEXIST);
+}
+
+#[test]
+fn writing_a_running_pmc_fails_with_ebusy_and_a_stopped_one_takes_the_value() {
+    let _serial = serial();
+    let pmc = PmcSpec::new("page-faults").allocate().unwrap();
+    pmc.attach(0).unwrap();
+    pmc.start().unwrap();
+    assert_eq!(pmc.write(5).unwrap_err().errno, libc::EBUSY);
+    pmc.stop().unwrap();
+    pmc.write(1_000_000).unwrap();
+    let v = pmc.read().unwrap();
+    assert!((1_000_000..1_000_100).contains(&v), "{v}");
+}
+
+#[test]
+fn an_unknown_pmc_id_fails_with_einval_everywhere() {
+    let _serial = serial();
+    let id = 0xFFF3_0F0F;
+    assert_eq!(api::start(id).unwrap_err().errno, libc::EINVAL);
+    assert_eq!(api::read(id).unwrap_err().errno, libc::EINVAL);
+    assert_eq!(api::release(id).unwrap_err().errno, libc::EINVAL);
+    assert_eq!(api::capabilities(id).unwrap_err().errno, libc::EINVAL);
+}
+
+#[test]
+fn hardware_events_on_a_pmu_less_machine_say_why() {
+    let _serial = serial();
+    if api::classes().unwrap().iter().any(|c| c.pm_class == pmc::Class::Iap.as_u32()) {
+        return; // this machine has a PMU
+    }
+    let e = PmcSpec::new("instructions").allocate().unwrap_err();
+    assert_eq!(e.errno, libc::EINVAL);
+    assert!(e.to_string().contains("PMU"), "{e}");
+}
+
+#[test]
+fn the_soft_class_has_sixteen_rows_per_owner() {
+    let _serial = serial();
+    let pmcs: Vec<_> = (0..16).map(|_| PmcSpec::new("minor-faults").allocate().unwrap()).collect();
+    let e = PmcSpec::new("minor-faults").allocate().unwrap_err();
+    assert_eq!(e.errno, libc::EINVAL);
+    drop(pmcs);
+    PmcSpec::new("minor-faults").allocate().unwrap();
+}
+
+/// Spins until `until`, almost all of the time in its own code: no calls in the inner loop even
+/// in a debug build (no ranges, no wrapping_* methods, no black_box).
+#[inline(never)]
+fn busy(until: std::time::Instant) -> u64 {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    while std::time::Instant::now() < until {
+        let mut i = 0u32;
+        while i < 2_000_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            i += 1;
+        }
+    }
+    x
+}
+
+#[test]
+fn sampling_own_process_puts_most_samples_in_the_busy_function() {
+    let _serial = serial();
+    let path = std::env::temp_dir().join(format!("libpmc-sample-{}.log", std::process::id()));
+    let file = std::fs::File::create(&path).unwrap();
+    api::configure_log(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+    let pmc = PmcSpec::new("cpu-clock")
+        .mode(Mode::ThreadSampling)
+        .flags(PmcFlags::CALLCHAIN)
+        .rate(1)
+        .allocate()
+        .unwrap();
+    pmc.attach(0).unwrap();
+    pmc.start().unwrap();
+    busy(std::time::Instant::now() + std::time::Duration::from_millis(300));
+    pmc.stop().unwrap();
+    api::flush_log().unwrap();
+    api::close_log().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let busy_addr = busy as *const () as u64;
+    let (mut total, mut inside) = (0, 0);
+    for entry in pmclog::Records::new(&bytes) {
+        if let pmclog::Record::Callchain(cc) = entry.unwrap().record {
+            if cc.pmcid != pmc.id() {
+                continue;
+            }
+            total += 1;
+            // The sampled PC or a caller within busy's first 4 KiB (it is small and inlined into).
+            if cc.pcs.iter().any(|pc| (busy_addr..busy_addr + 4096).contains(&pc)) {
+                inside += 1;
+            }
+        }
+    }
+    assert!(total >= 50, "only {total} samples in 300 ms at 1 kHz");
+    assert!(inside * 10 >= total * 7, "{inside} of {total} samples in busy()");
+}
