@@ -49,6 +49,8 @@ pub(crate) struct RingMeta {
 pub(crate) struct Log {
     state: Mutex<LogState>,
     rings: Mutex<Vec<Ring>>,
+    /// Processes that executed a program whose path is not known yet (see [`convert`]).
+    pending_exec: Mutex<Vec<i32>>,
     /// Samples perf reported lost (ring full), in total.
     pub(crate) lost: AtomicU64,
     drain_running: AtomicBool,
@@ -171,14 +173,16 @@ impl Log {
         let mut out = Vec::new();
         let mut pcs = Vec::with_capacity(pmclog::CALLCHAIN_DEPTH_MAX);
         let mut lost = 0;
+        let mut pending = std::mem::take(&mut *lock(&self.pending_exec));
         for ring in lock(&self.rings).iter_mut() {
             let meta = ring.meta;
             while let Some(raw) = ring.sampler.next_record() {
                 let Ok(record) = raw.parse_record() else { continue };
                 let misc = raw.misc();
-                lost += convert(meta, misc, &record, &mut pcs, &mut out);
+                lost += convert(meta, misc, &record, &mut pcs, &mut pending, &mut out);
             }
         }
+        *lock(&self.pending_exec) = pending;
         if lost > 0 {
             self.lost.fetch_add(lost, Ordering::Relaxed);
             let mut buf = [0u8; 64];
@@ -198,6 +202,7 @@ fn convert(
     misc: u16,
     record: &PerfRecord<'_>,
     pcs: &mut Vec<u64>,
+    pending: &mut Vec<i32>,
     out: &mut Vec<u8>,
 ) -> u64 {
     let mut emit = |record: &Record<'_>, tsc: u64| {
@@ -234,38 +239,22 @@ fn convert(
             0
         }
         PerfRecord::Mmap(m) => {
-            if m.filename.starts_with(b"/") {
-                let map = MapIn {
-                    pid: m.pid as i32,
-                    start: m.addr.wrapping_sub(m.pgoff),
-                    path: &m.filename,
-                };
-                emit(&Record::MapIn(map), now);
-            }
+            map_in(m.pid, m.addr, m.pgoff, &m.filename, ring.pmcid, pending, &mut emit, now);
             0
         }
         PerfRecord::Mmap2(m) => {
-            if m.filename.starts_with(b"/") {
-                let map = MapIn {
-                    pid: m.pid as i32,
-                    start: m.addr.wrapping_sub(m.pgoff),
-                    path: &m.filename,
-                };
-                emit(&Record::MapIn(map), now);
-            }
+            map_in(m.pid, m.addr, m.pgoff, &m.filename, ring.pmcid, pending, &mut emit, now);
             0
         }
         PerfRecord::Comm(c) if misc & MISC_COMM_EXEC != 0 && c.pid == c.tid => {
+            // The executable's path: from /proc while the process lives, else from its first
+            // file mapping after the exec (the executable itself), which follows in the ring.
             let path = process::exe_path(c.pid as i32);
-            let path = if path.is_empty() { c.comm.to_vec() } else { path };
-            let exec = ProcExec {
-                pid: c.pid as i32,
-                pmcid: ring.pmcid,
-                base_addr: 0,
-                dyn_addr: 0,
-                path: &path,
-            };
-            emit(&Record::ProcExec(exec), now);
+            if path.is_empty() {
+                pending.push(c.pid as i32);
+            } else {
+                emit(&Record::ProcExec(exec_record(c.pid as i32, ring.pmcid, &path)), now);
+            }
             0
         }
         PerfRecord::Fork(f) if f.pid != f.ppid => {
@@ -292,6 +281,41 @@ fn convert(
         PerfRecord::LostSamples(l) => l.lost,
         _ => 0,
     }
+}
+
+fn exec_record(pid: i32, pmcid: u32, path: &[u8]) -> ProcExec<'_> {
+    ProcExec { pid, pmcid, base_addr: 0, dyn_addr: 0, path }
+}
+
+/// A MAP_IN record for an executable file mapping (its load base: the address of file offset
+/// 0), preceded by the PROCEXEC of a process whose exec was waiting for its path.
+#[allow(clippy::too_many_arguments)]
+fn map_in(
+    pid: u32,
+    addr: u64,
+    pgoff: u64,
+    filename: &[u8],
+    pmcid: u32,
+    pending: &mut Vec<i32>,
+    emit: &mut impl FnMut(&Record<'_>, u64),
+    now: u64,
+) {
+    let path = c_string(filename);
+    if !path.starts_with(b"/") {
+        return;
+    }
+    let pid = pid as i32;
+    if let Some(at) = pending.iter().position(|&p| p == pid) {
+        pending.swap_remove(at);
+        emit(&Record::ProcExec(exec_record(pid, pmcid, path)), now);
+    }
+    emit(&Record::MapIn(MapIn { pid, start: addr.wrapping_sub(pgoff), path }), now);
+}
+
+/// The bytes of a NUL-padded perf string up to its first NUL (perf-event-data leaves the padding,
+/// and with `sample_id_all` the sample id fields, in the name).
+fn c_string(bytes: &[u8]) -> &[u8] {
+    &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]
 }
 
 /// The program counters of a perf callchain, without perf's context markers: the user frames

@@ -13,7 +13,9 @@ use hwpmc::abi::{
 };
 use perf_event::Counter;
 use perf_event::events::Hardware;
-use pmclog::{Initialize, PmcAllocate, PmcAttach, PmcDetach, Record, UserData};
+use pmclog::{
+    DynLayout, Initialize, PmcAllocate, PmcAllocateDyn, PmcAttach, PmcDetach, Record, UserData,
+};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 use super::log::{Ring, RingMeta};
@@ -533,15 +535,10 @@ impl LinuxHost {
         req.pm_pmcid = id.to_u32();
         req.pm_caps = pmc.caps.bits();
         write_arg(OP, &req, arg)?;
-        let record = PmcAllocate {
-            pmcid: id.to_u32(),
-            event: pmc.event,
-            flags: pmc.flags.bits(),
-            rate: pmc.reload,
-        };
+        let record = allocation_record(id.to_u32(), &pmc);
         state.pmcs.insert(id.to_u32(), pmc);
         drop(state);
-        self.log.write(&Record::PmcAllocate(record));
+        self.log.write(&record);
         Ok(())
     }
 
@@ -794,23 +791,37 @@ impl LinuxHost {
             cpuid: trim_nul(&self.cpuid),
         }));
         let state = self.lock();
-        let allocations: Vec<PmcAllocate> = state
+        let allocations: Vec<Record<'static>> = state
             .pmcs
-            .values()
-            .filter(|p| p.owner == getpid())
-            .map(|p| PmcAllocate {
-                pmcid: p.id.to_u32(),
-                event: p.event,
-                flags: p.flags.bits(),
-                rate: p.reload,
-            })
+            .iter()
+            .filter(|(_, p)| p.owner == getpid())
+            .map(|(&id, p)| allocation_record(id, p))
             .collect();
         drop(state);
-        for a in allocations {
-            self.log.write(&Record::PmcAllocate(a));
+        for record in &allocations {
+            self.log.write(record);
         }
         Ok(())
     }
+}
+
+/// The record of an allocation: PMCALLOCATEDYN (with the event's name) for a SOFT PMC, as
+/// FreeBSD writes, else PMCALLOCATE.
+fn allocation_record(pmcid: u32, pmc: &Pmc) -> Record<'static> {
+    let (flags, rate) = (pmc.flags.bits(), pmc.reload);
+    if pmc.id.class == Class::Soft {
+        let index = pmc.event.wrapping_sub(event::SOFT_FIRST) as usize;
+        let name = perf::SOFTWARE_EVENTS.get(index).map_or("", |(n, _)| n);
+        return Record::PmcAllocateDyn(PmcAllocateDyn {
+            pmcid,
+            event: pmc.event,
+            flags,
+            rate,
+            name: name.as_bytes(),
+            layout: DynLayout::Kernel,
+        });
+    }
+    Record::PmcAllocate(PmcAllocate { pmcid, event: pmc.event, flags, rate })
 }
 
 fn trim_nul(bytes: &[u8]) -> &[u8] {

@@ -1,0 +1,168 @@
+//! Executable images: what the analysis needs from an ELF file (how it is laid out in memory and
+//! its function symbols), read once per path with the `object` crate.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use object::{Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
+
+/// A function symbol: `[start, end)` in the image's link-time addresses.
+#[derive(Debug, Clone)]
+pub(crate) struct Symbol {
+    /// First address.
+    pub(crate) start: u64,
+    /// One past the last address.
+    pub(crate) end: u64,
+    /// The name as stored in the symbol table (mangled).
+    pub(crate) name: Arc<str>,
+}
+
+/// An ELF image, as far as symbol resolution needs it.
+#[derive(Debug)]
+pub(crate) struct Image {
+    /// `ET_EXEC`: the image runs at its link-time addresses. Otherwise (`ET_DYN`: shared objects
+    /// and PIE executables) it is relocated as a whole.
+    pub(crate) fixed: bool,
+    /// Link-time address of file offset 0: the lowest `PT_LOAD` segment's address minus its
+    /// file offset (0 for ordinary shared objects and PIEs).
+    pub(crate) link_base: u64,
+    /// Bytes from `link_base` to the end of the highest `PT_LOAD` segment.
+    pub(crate) span: u64,
+    /// The program interpreter (`PT_INTERP`, from `.interp`) of a dynamically linked executable.
+    pub(crate) interp: Option<Vec<u8>>,
+    /// Function symbols sorted by start; zero-sized ones reach to the next symbol.
+    symbols: Vec<Symbol>,
+}
+
+impl Image {
+    /// Reads and parses the ELF file at `path`.
+    pub(crate) fn load(path: &Path) -> Result<Image, String> {
+        let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Image::parse(&data).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Parses an ELF file held in memory.
+    pub(crate) fn parse(data: &[u8]) -> Result<Image, String> {
+        let file = object::File::parse(data).map_err(|e| format!("not an object file: {e}"))?;
+        if file.format() != object::BinaryFormat::Elf {
+            return Err(format!("{:?} is not ELF", file.format()));
+        }
+        let fixed = file.kind() == ObjectKind::Executable;
+        let mut link_base = u64::MAX;
+        let mut high = 0u64;
+        for segment in file.segments() {
+            let (offset, _) = segment.file_range();
+            link_base = link_base.min(segment.address().saturating_sub(offset));
+            high = high.max(segment.address().saturating_add(segment.size()));
+        }
+        if link_base == u64::MAX {
+            return Err("no loadable segments".to_owned());
+        }
+        let interp = file
+            .section_by_name(".interp")
+            .and_then(|s| s.data().ok())
+            .map(|d| d.split(|&b| b == 0).next().unwrap_or(d).to_vec())
+            .filter(|p| !p.is_empty());
+        let mut symbols = collect_symbols(file.symbols());
+        if symbols.is_empty() {
+            symbols = collect_symbols(file.dynamic_symbols());
+        }
+        finish_symbols(&mut symbols, high);
+        Ok(Image { fixed, link_base, span: high.saturating_sub(link_base), interp, symbols })
+    }
+
+    /// The function symbol containing the link-time address `addr`.
+    pub(crate) fn symbol_at(&self, addr: u64) -> Option<&Symbol> {
+        let after = self.symbols.partition_point(|s| s.start <= addr);
+        let symbol = self.symbols[..after].last()?;
+        (addr < symbol.end).then_some(symbol)
+    }
+}
+
+fn collect_symbols<'data, 'file, I, S>(iter: I) -> Vec<Symbol>
+where
+    I: Iterator<Item = S>,
+    S: ObjectSymbol<'data>,
+{
+    iter.filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
+        .filter_map(|s| {
+            let name = s.name().ok().filter(|n| !n.is_empty())?;
+            Some(Symbol { start: s.address(), end: s.address() + s.size(), name: Arc::from(name) })
+        })
+        .collect()
+}
+
+/// Sorts the symbols, keeps one per start address (the sized, global-looking one), and gives
+/// zero-sized symbols the room up to the next symbol (or the end of the image).
+fn finish_symbols(symbols: &mut Vec<Symbol>, image_end: u64) {
+    // At one address, prefer a symbol with a size, then a name without a leading underscore,
+    // then the shorter name (aliases like `__libc_malloc` / `malloc`).
+    symbols.sort_by(|a, b| {
+        a.start
+            .cmp(&b.start)
+            .then((a.end == a.start).cmp(&(b.end == b.start)))
+            .then(a.name.starts_with('_').cmp(&b.name.starts_with('_')))
+            .then(a.name.len().cmp(&b.name.len()))
+            .then(a.name.cmp(&b.name))
+    });
+    symbols.dedup_by(|later, first| later.start == first.start);
+    for i in 0..symbols.len() {
+        if symbols[i].end <= symbols[i].start {
+            let next = symbols.get(i + 1).map_or(image_end, |s| s.start);
+            symbols[i].end = next.max(symbols[i].start + 1);
+        }
+    }
+}
+
+/// A readable form of a symbol name: Rust (legacy and v0) and C++ (Itanium) names are demangled,
+/// anything else is returned as it is. Rust hashes are left out.
+pub(crate) fn demangle(name: &str) -> String {
+    if name.starts_with("_R") || (name.starts_with("_ZN") && name.contains("17h")) {
+        if let Ok(d) = rustc_demangle::try_demangle(name) {
+            return format!("{d:#}");
+        }
+    }
+    if name.starts_with("_Z") {
+        if let Ok(symbol) = cpp_demangle::Symbol::new(name) {
+            if let Ok(d) = symbol.demangle(&cpp_demangle::DemangleOptions::default()) {
+                return d;
+            }
+        }
+    }
+    name.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demangle_handles_rust_cpp_and_c_names() {
+        assert_eq!(demangle("hot"), "hot");
+        assert_eq!(demangle("_ZN3std2rt10lang_start17h0123456789abcdefE"), "std::rt::lang_start");
+        assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
+        assert_eq!(demangle("_Z4workii"), "work(int, int)");
+        assert_eq!(demangle("_Zbogus"), "_Zbogus");
+    }
+
+    #[test]
+    fn zero_sized_symbols_reach_to_the_next_symbol() {
+        let mut symbols = vec![
+            Symbol { start: 0x20, end: 0x20, name: Arc::from("b") },
+            Symbol { start: 0x10, end: 0x10, name: Arc::from("a") },
+            Symbol { start: 0x10, end: 0x18, name: Arc::from("_a_alias") },
+        ];
+        finish_symbols(&mut symbols, 0x40);
+        let image = Image { fixed: true, link_base: 0, span: 0x40, interp: None, symbols };
+        assert_eq!(&*image.symbol_at(0x10).unwrap().name, "_a_alias");
+        assert!(image.symbol_at(0x18).is_none());
+        assert_eq!(&*image.symbol_at(0x3f).unwrap().name, "b");
+        assert!(image.symbol_at(0x40).is_none());
+        assert!(image.symbol_at(0x0f).is_none());
+    }
+
+    #[test]
+    fn non_elf_data_is_rejected() {
+        assert!(Image::parse(b"#!/bin/sh\necho hi\n").is_err());
+    }
+}

@@ -1,0 +1,55 @@
+//! Offline analysis of pmclog files: `pmcstat -R file` with `-G` and beyond.
+//!
+//! [`Profile::from_log`] reads a log once. It follows each process's address space (PROCEXEC,
+//! MAP_IN, MAP_OUT, PROCFORK; MAP_IN records of pid -1 are the kernel's), names the PMCs
+//! (PMCALLOCATE, PMCALLOCATEDYN), and turns every CALLCHAIN sample into a stack of frames: each
+//! program counter is looked up in the mappings, made an address of the image's own link-time
+//! layout, and resolved to the function containing it with the image's ELF symbol table
+//! (`.symtab`, else `.dynsym`; names demangled). The writers then print it:
+//!
+//! - [`write_callgraph`]: `pmcstat -G`, FreeBSD's text call graph, byte for byte;
+//! - [`write_folded`]: folded stacks for flame-graph tools; [`write_flamegraph`]: the SVG;
+//! - [`write_top`]: a flat profile (self and total samples per function);
+//! - [`write_pprof`]: a gzipped pprof profile.
+//!
+//! # Where images are
+//!
+//! A MAP_IN record carries only a start address. It is taken as the load base of the image — the
+//! address where file offset 0 is mapped — so a program counter `pc` of an `ET_DYN` image (shared
+//! object or PIE) is at `pc - start + lowest PT_LOAD address` in the file's layout. `ET_EXEC`
+//! images run at their link-time addresses. A mapping reaches over the image's `PT_LOAD`
+//! segments; an image that cannot be read reaches to the next mapping. A PROCEXEC places the
+//! executable at its PIE load base (`pl_dyn`) and its run-time linker (`PT_INTERP`) at `pl_base`,
+//! as FreeBSD's pmcstat does. Producers on Linux must therefore write the load base (a mapping's
+//! start minus its file offset, from `/proc/PID/maps`), not the start of the executable mapping.
+//!
+//! Program counters outside every mapping become unresolved frames of the image [`KERNEL_IMAGE`]
+//! (addresses in the upper half, and the sampled PC and kernel-half frames of a kernel-mode
+//! sample) or [`UNKNOWN_IMAGE`] (other user addresses). FreeBSD drops such frames instead.
+//!
+//! # Several PMCs
+//!
+//! [`write_callgraph`] prints each PMC (each PMC id) on its own, as FreeBSD does.
+//! [`write_top`] and [`Profile::sample_counts`] add up PMCs of the same event name (a system-mode
+//! PMC is one PMC per CPU). [`write_folded`] and [`write_flamegraph`] merge all PMCs
+//! ([`write_folded_pmc`] selects one event); [`write_pprof`] has a value column per event.
+
+mod callgraph;
+mod error;
+mod folded;
+mod image;
+mod pprof;
+mod profile;
+mod top;
+
+#[cfg(test)]
+mod testutil;
+
+pub use callgraph::{DEFAULT_CALLGRAPH_DEPTH, write_callgraph, write_callgraph_depth};
+pub use error::AnalysisError;
+pub use folded::{write_flamegraph, write_folded, write_folded_pmc};
+pub use pprof::write_pprof;
+pub use profile::{
+    Frame, FrameId, KERNEL_IMAGE, LogInfo, PmcProfile, Profile, ResolveOptions, UNKNOWN_IMAGE,
+};
+pub use top::{FlatRow, flat_rows, write_top};

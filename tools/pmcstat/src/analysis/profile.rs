@@ -1,0 +1,1026 @@
+//! Reading a log into a [`Profile`]: which images each process has mapped where, which PMC each
+//! sample belongs to, and each sample's call chain resolved to functions.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use pmclog::{Callchain, EventNames, MultipartKind, Record, Records, StaticEventNames};
+
+use super::error::AnalysisError;
+use super::image::{Image, demangle};
+
+/// How program counters are turned into functions (pmcstat's `-r`, `-I` and `-A`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResolveOptions {
+    /// `-r fsroot`: look executables up under this directory instead of `/`. The log's path names
+    /// are still the ones printed.
+    pub fsroot: Option<PathBuf>,
+    /// `-I`: keep the offset of each program counter inside its function, so that different
+    /// addresses in one function are different frames, printed `name+0x1a`.
+    pub show_offsets: bool,
+    /// `-A`: do not resolve symbols; every frame is its address (in the image's link-time
+    /// addresses), printed `0x…`.
+    pub raw_addresses: bool,
+}
+
+/// Start of the upper (kernel) half of the x86-64 address space.
+const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
+/// End of the lower (user) half of the x86-64 address space.
+const USER_END: u64 = 0x0000_8000_0000_0000;
+
+/// The image name of frames in kernel addresses that no mapping covers.
+pub const KERNEL_IMAGE: &str = "kernel";
+/// The image name of frames in user addresses that no mapping covers.
+pub const UNKNOWN_IMAGE: &str = "[unknown]";
+
+/// An index into [`Profile::frames`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FrameId(u32);
+
+impl FrameId {
+    /// The index of the frame in [`Profile::frames`].
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A function (or, where it cannot be resolved, an address) in an image.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Frame {
+    /// The image as the log names it (`/usr/lib/libc.so.7`), or [`KERNEL_IMAGE`] /
+    /// [`UNKNOWN_IMAGE`] for addresses that no mapping covers.
+    pub image: Arc<str>,
+    /// The function's name, demangled; `None` when unresolved.
+    pub symbol: Option<Arc<str>>,
+    /// The address in the image's link-time addresses (what `nm` prints): the function's start
+    /// when resolved (unless [`ResolveOptions::show_offsets`]), otherwise the exact address. For
+    /// images that could not be read, and for addresses no mapping covers, the run-time address.
+    pub address: u64,
+    /// With [`ResolveOptions::show_offsets`], the offset of the address inside the function.
+    pub offset: Option<u64>,
+}
+
+impl Frame {
+    /// The frame as pmcstat prints it: the symbol (`hot`), the symbol and offset (`hot+0x1a`)
+    /// with `-I`, or the address as `%p` does (`0x401136`).
+    pub fn name(&self) -> String {
+        match (&self.symbol, self.offset) {
+            (Some(symbol), Some(offset)) => format!("{symbol}+{offset:#x}"),
+            (Some(symbol), None) => symbol.to_string(),
+            (None, _) => format!("{:#x}", self.address),
+        }
+    }
+
+    /// The last component of the image's path (`libc.so.7`).
+    pub fn image_basename(&self) -> &str {
+        self.image.rsplit('/').next().unwrap_or(&self.image)
+    }
+}
+
+/// The samples of one PMC.
+#[derive(Debug, Clone)]
+pub struct PmcProfile {
+    pmcid: u32,
+    name: String,
+    rate: u64,
+    samples: u64,
+    stacks: Vec<(Vec<FrameId>, u64)>,
+}
+
+impl PmcProfile {
+    /// The PMC id from the log.
+    pub fn pmcid(&self) -> u32 {
+        self.pmcid
+    }
+
+    /// The event name (`INSTR_RETIRED_ANY`, `CLOCK.PROF`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The sampling rate the PMC was allocated with (0 when not known).
+    pub fn rate(&self) -> u64 {
+        self.rate
+    }
+
+    /// Samples with at least one program counter.
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// The distinct call stacks, each innermost frame first (the sampled function, then its
+    /// callers), with how many samples had it. Sorted by frame ids.
+    pub fn stacks(&self) -> impl Iterator<Item = (&[FrameId], u64)> + '_ {
+        self.stacks.iter().map(|(frames, count)| (frames.as_slice(), *count))
+    }
+}
+
+/// What a log's INITIALIZE record says about the machine and the time.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogInfo {
+    /// `kern.hwpmc.cpuid`.
+    pub cpuid: String,
+    /// `enum pmc_cputype`.
+    pub cpu_type: u32,
+    /// The TSC frequency in Hz (0 if unknown).
+    pub tsc_freq: u64,
+    /// Wall-clock time when the log was configured, in nanoseconds since the epoch.
+    pub start_time_ns: i128,
+    /// The first and last TSC values of CALLCHAIN records.
+    pub tsc_range: Option<(u64, u64)>,
+}
+
+/// A log's samples, aggregated per PMC and resolved to functions.
+#[derive(Debug, Clone, Default)]
+pub struct Profile {
+    frames: Vec<Frame>,
+    pmcs: Vec<PmcProfile>,
+    dropped_notices: u64,
+    empty_samples: u64,
+    records: u64,
+    info: LogInfo,
+    unreadable_images: Vec<(String, String)>,
+}
+
+impl Profile {
+    /// Reads the whole log in `bytes`. PMC names come from PMCALLOCATE (FreeBSD's static event
+    /// names) and PMCALLOCATEDYN records.
+    pub fn from_log(bytes: &[u8], opts: &ResolveOptions) -> Result<Profile, AnalysisError> {
+        Profile::from_log_with_names(bytes, opts, &StaticEventNames)
+    }
+
+    /// Reads the whole log in `bytes`, naming PMU-table events (`PMC_F_EV_PMU`) with `names`.
+    pub fn from_log_with_names(
+        bytes: &[u8],
+        opts: &ResolveOptions,
+        names: &dyn EventNames,
+    ) -> Result<Profile, AnalysisError> {
+        let mut builder = Builder::new(opts, names);
+        for entry in Records::new(bytes) {
+            let entry = entry.map_err(|e| AnalysisError::decode(e, builder.records + 1))?;
+            builder.record(&entry.record, entry.tsc);
+        }
+        Ok(builder.finish())
+    }
+
+    /// Every frame the stacks refer to; index with [`FrameId::index`].
+    pub fn frames(&self) -> &[Frame] {
+        &self.frames
+    }
+
+    /// The frame `id`.
+    pub fn frame(&self, id: FrameId) -> &Frame {
+        &self.frames[id.index()]
+    }
+
+    /// The PMCs that have samples or were allocated, in the order the log introduced them.
+    pub fn pmcs(&self) -> &[PmcProfile] {
+        &self.pmcs
+    }
+
+    /// Samples per PMC name, in the order the names first appear. PMCs with the same name (a
+    /// system-mode PMC is one PMC per CPU) are added together.
+    pub fn sample_counts(&self) -> Vec<(String, u64)> {
+        let mut counts: Vec<(String, u64)> = Vec::new();
+        for pmc in &self.pmcs {
+            match counts.iter_mut().find(|(name, _)| *name == pmc.name) {
+                Some((_, n)) => *n += pmc.samples,
+                None => counts.push((pmc.name.clone(), pmc.samples)),
+            }
+        }
+        counts
+    }
+
+    /// All samples of all PMCs.
+    pub fn total_samples(&self) -> u64 {
+        self.pmcs.iter().map(|p| p.samples).sum()
+    }
+
+    /// DROPNOTIFY records: each says the kernel lost samples because its buffers were full.
+    pub fn dropped_notices(&self) -> u64 {
+        self.dropped_notices
+    }
+
+    /// CALLCHAIN records with no program counter (or an IBS record without an address); they
+    /// are not counted as samples.
+    pub fn empty_samples(&self) -> u64 {
+        self.empty_samples
+    }
+
+    /// Records read.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// What INITIALIZE said, and the span of the samples' timestamps.
+    pub fn info(&self) -> &LogInfo {
+        &self.info
+    }
+
+    /// Images named in the log that could not be read as ELF files, with the reason; their
+    /// frames stay unresolved.
+    pub fn unreadable_images(&self) -> &[(String, String)] {
+        &self.unreadable_images
+    }
+}
+
+/// One executable mapping of a process: `[lo, hi)` in run-time addresses.
+#[derive(Debug, Clone)]
+struct Mapping {
+    lo: u64,
+    /// `None` when the image could not be read: it then reaches to the next mapping.
+    hi: Option<u64>,
+    /// Run-time address minus link-time address.
+    bias: u64,
+    name: u32,
+    image: Option<Arc<Image>>,
+}
+
+#[derive(Debug, Default)]
+struct PmcBuild {
+    pmcid: u32,
+    name: String,
+    rate: u64,
+    samples: u64,
+    stacks: HashMap<Vec<FrameId>, u64>,
+}
+
+/// How a frame is told apart from others: image, address, and whether the address is a
+/// function's start (resolved), an exact address in a function (`-I`), or unresolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct FrameKey {
+    image: u32,
+    address: u64,
+    kind: u8,
+}
+
+struct Builder<'a> {
+    opts: &'a ResolveOptions,
+    names: &'a dyn EventNames,
+    cpuid: Vec<u8>,
+    images: HashMap<Vec<u8>, Option<Arc<Image>>>,
+    image_names: Vec<Arc<str>>,
+    image_ids: HashMap<Arc<str>, u32>,
+    processes: HashMap<i32, Vec<Mapping>>,
+    kernel: Vec<Mapping>,
+    frames: Vec<Frame>,
+    frame_ids: HashMap<FrameKey, FrameId>,
+    cache: HashMap<(i32, bool, u64), FrameId>,
+    pmcs: Vec<PmcBuild>,
+    pmc_index: HashMap<u32, usize>,
+    dropped_notices: u64,
+    empty_samples: u64,
+    records: u64,
+    info: LogInfo,
+    unreadable_images: Vec<(String, String)>,
+}
+
+impl<'a> Builder<'a> {
+    fn new(opts: &'a ResolveOptions, names: &'a dyn EventNames) -> Self {
+        Builder {
+            opts,
+            names,
+            cpuid: Vec::new(),
+            images: HashMap::new(),
+            image_names: Vec::new(),
+            image_ids: HashMap::new(),
+            processes: HashMap::new(),
+            kernel: Vec::new(),
+            frames: Vec::new(),
+            frame_ids: HashMap::new(),
+            cache: HashMap::new(),
+            pmcs: Vec::new(),
+            pmc_index: HashMap::new(),
+            dropped_notices: 0,
+            empty_samples: 0,
+            records: 0,
+            info: LogInfo::default(),
+            unreadable_images: Vec::new(),
+        }
+    }
+
+    fn record(&mut self, record: &Record<'_>, tsc: u64) {
+        self.records += 1;
+        match record {
+            Record::Initialize(init) => {
+                self.cpuid = init.cpuid.to_vec();
+                self.info.cpuid = String::from_utf8_lossy(init.cpuid).into_owned();
+                self.info.cpu_type = init.cpu_type;
+                self.info.tsc_freq = init.tsc_freq;
+                self.info.start_time_ns =
+                    i128::from(init.time_sec) * 1_000_000_000 + i128::from(init.time_nsec);
+            }
+            Record::DropNotify => self.dropped_notices += 1,
+            Record::PmcAllocate(a) => {
+                let name = if a.flags & pmclog::names::PMC_F_EV_PMU != 0 {
+                    self.names.pmu_event(&self.cpuid, a.event)
+                } else {
+                    self.names.static_event(a.event)
+                };
+                let name =
+                    name.map_or_else(|| format!("(unknown event {:#x})", a.event), str::to_owned);
+                self.allocate(a.pmcid, name, a.rate);
+            }
+            Record::PmcAllocateDyn(a) => {
+                let name = String::from_utf8_lossy(a.name).into_owned();
+                let name =
+                    if name.is_empty() { format!("(unknown event {:#x})", a.event) } else { name };
+                self.allocate(a.pmcid, name, a.rate);
+            }
+            Record::ProcExec(exec) => self.exec(exec.pid, exec.path, exec.base_addr, exec.dyn_addr),
+            Record::MapIn(map) => {
+                let mapping = self.mapping(map.path, map.start);
+                self.add_mapping(map.pid, mapping);
+            }
+            Record::MapOut(map) => {
+                let maps = if map.pid == -1 {
+                    &mut self.kernel
+                } else {
+                    self.processes.entry(map.pid).or_default()
+                };
+                maps.retain(|m| m.lo < map.start || m.lo >= map.end);
+                self.cache.clear();
+            }
+            Record::ProcFork(fork) => {
+                let maps = self.processes.get(&fork.old_pid).cloned().unwrap_or_default();
+                self.processes.insert(fork.new_pid, maps);
+                self.cache.clear();
+            }
+            Record::Callchain(cc) => self.sample(cc, tsc),
+            _ => {}
+        }
+    }
+
+    fn allocate(&mut self, pmcid: u32, name: String, rate: u64) {
+        if let Some(&i) = self.pmc_index.get(&pmcid) {
+            if self.pmcs[i].name == name {
+                return;
+            }
+            if self.pmcs[i].samples == 0 {
+                self.pmcs[i].name = name;
+                self.pmcs[i].rate = rate;
+                return;
+            }
+        }
+        self.pmc_index.insert(pmcid, self.pmcs.len());
+        self.pmcs.push(PmcBuild { pmcid, name, rate, ..PmcBuild::default() });
+    }
+
+    fn pmc(&mut self, pmcid: u32) -> &mut PmcBuild {
+        let index = match self.pmc_index.get(&pmcid) {
+            Some(&i) => i,
+            None => {
+                let name = format!("(unallocated pmc {pmcid:#x})");
+                self.pmc_index.insert(pmcid, self.pmcs.len());
+                self.pmcs.push(PmcBuild { pmcid, name, ..PmcBuild::default() });
+                self.pmcs.len() - 1
+            }
+        };
+        &mut self.pmcs[index]
+    }
+
+    /// The image file behind a path from the log (read once per path).
+    fn image(&mut self, path: &[u8]) -> Option<Arc<Image>> {
+        if let Some(image) = self.images.get(path) {
+            return image.clone();
+        }
+        let file = file_path(self.opts.fsroot.as_deref(), path);
+        let image = match Image::load(&file) {
+            Ok(image) => Some(Arc::new(image)),
+            Err(reason) => {
+                self.unreadable_images.push((String::from_utf8_lossy(path).into_owned(), reason));
+                None
+            }
+        };
+        self.images.insert(path.to_vec(), image.clone());
+        image
+    }
+
+    fn image_name(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.image_ids.get(name) {
+            return id;
+        }
+        let id = self.image_names.len() as u32;
+        let name: Arc<str> = Arc::from(name);
+        self.image_names.push(name.clone());
+        self.image_ids.insert(name, id);
+        id
+    }
+
+    /// The mapping of the image at `path` loaded with file offset 0 at `start` (or, for an
+    /// `ET_EXEC` image, at its link-time addresses).
+    fn mapping(&mut self, path: &[u8], start: u64) -> Mapping {
+        let name = self.image_name(&String::from_utf8_lossy(path));
+        let image = self.image(path);
+        match &image {
+            Some(img)
+                if img.fixed && start >= img.link_base && start < img.link_base + img.span =>
+            {
+                Mapping {
+                    lo: img.link_base,
+                    hi: Some(img.link_base + img.span),
+                    bias: 0,
+                    name,
+                    image,
+                }
+            }
+            Some(img) => Mapping {
+                lo: start,
+                hi: Some(start.saturating_add(img.span)),
+                bias: start.wrapping_sub(img.link_base),
+                name,
+                image,
+            },
+            None => Mapping { lo: start, hi: None, bias: 0, name, image },
+        }
+    }
+
+    fn add_mapping(&mut self, pid: i32, mapping: Mapping) {
+        let maps =
+            if pid == -1 { &mut self.kernel } else { self.processes.entry(pid).or_default() };
+        maps.retain(|m| m.lo != mapping.lo);
+        let at = maps.partition_point(|m| m.lo < mapping.lo);
+        maps.insert(at, mapping);
+        self.cache.clear();
+    }
+
+    /// PROCEXEC: a new address space with the executable at `dyn_addr` (its PIE load base; an
+    /// `ET_EXEC` image at its link-time addresses) and, for a dynamically linked executable, the
+    /// run-time linker at `base_addr` (AT_BASE) when that is not 0, as pmcstat does.
+    fn exec(&mut self, pid: i32, path: &[u8], base_addr: u64, dyn_addr: u64) {
+        self.processes.insert(pid, Vec::new());
+        self.cache.clear();
+        let image = self.image(path);
+        let start = match &image {
+            Some(img) if img.fixed => img.link_base,
+            // No PIE is loaded at 0: a zero `pl_dyn` (as Linux hosts write) leaves the placing
+            // to the MAP_IN records that follow.
+            _ if dyn_addr == 0 => return,
+            Some(img) => dyn_addr.wrapping_add(img.link_base),
+            None => dyn_addr,
+        };
+        let mapping = self.mapping(path, start);
+        self.add_mapping(pid, mapping);
+        if let Some(interp) = image.as_ref().and_then(|img| img.interp.clone()) {
+            if base_addr != 0 {
+                let mapping = self.mapping(&interp, base_addr);
+                self.add_mapping(pid, mapping);
+            }
+        }
+    }
+
+    fn sample(&mut self, cc: &Callchain<'_>, tsc: u64) {
+        let pcs: Vec<u64> = match cc.multipart() {
+            None => cc.pcs.iter().collect(),
+            Some(Ok(parts)) => {
+                if let Some(chain) = parts.callchain() {
+                    chain.words.iter().collect()
+                } else {
+                    // An IBS sample without a call chain: the op's RIP, or the fetch address.
+                    parts
+                        .parts()
+                        .find_map(|p| match p.kind {
+                            MultipartKind::IbsOp => p.words.get(1),
+                            MultipartKind::IbsFetch => p.words.get(2),
+                            _ => None,
+                        })
+                        .into_iter()
+                        .collect()
+                }
+            }
+            Some(Err(_)) => Vec::new(),
+        };
+        if pcs.is_empty() {
+            self.empty_samples += 1;
+            return;
+        }
+        self.info.tsc_range = Some(match self.info.tsc_range {
+            None => (tsc, tsc),
+            Some((lo, hi)) => (lo.min(tsc), hi.max(tsc)),
+        });
+        let user = cc.cpuflags.is_user();
+        let stack: Vec<FrameId> =
+            pcs.iter().enumerate().map(|(i, &pc)| self.resolve(cc.pid, user, i, pc)).collect();
+        let pmc = self.pmc(cc.pmcid);
+        pmc.samples += 1;
+        *pmc.stacks.entry(stack).or_default() += 1;
+    }
+
+    /// The frame of `pc`, the `index`-th program counter of a sample of `pid` taken in user
+    /// (`user`) or kernel mode. Kernel-mode samples look in the kernel's mappings first and then
+    /// in the process's (a chain that runs on into user space), user-mode ones only in the
+    /// process's.
+    fn resolve(&mut self, pid: i32, user: bool, index: usize, pc: u64) -> FrameId {
+        if let Some(&id) = self.cache.get(&(pid, user, pc)) {
+            return id;
+        }
+        let empty = Vec::new();
+        let process = self.processes.get(&pid).unwrap_or(&empty);
+        let mapping = if user {
+            find_mapping(process, pc, true)
+        } else {
+            find_mapping(&self.kernel, pc, false).or_else(|| find_mapping(process, pc, true))
+        };
+        let (image_name, key, symbol, offset) = match mapping {
+            Some(m) => {
+                let image_name = m.name;
+                match &m.image {
+                    Some(image) => {
+                        let link = pc.wrapping_sub(m.bias);
+                        match image.symbol_at(link).filter(|_| !self.opts.raw_addresses) {
+                            Some(sym) if self.opts.show_offsets => (
+                                image_name,
+                                FrameKey { image: image_name, address: link, kind: 2 },
+                                Some(sym.name.clone()),
+                                Some(link - sym.start),
+                            ),
+                            Some(sym) => (
+                                image_name,
+                                FrameKey { image: image_name, address: sym.start, kind: 1 },
+                                Some(sym.name.clone()),
+                                None,
+                            ),
+                            None => (
+                                image_name,
+                                FrameKey { image: image_name, address: link, kind: 0 },
+                                None,
+                                None,
+                            ),
+                        }
+                    }
+                    None => (
+                        image_name,
+                        FrameKey { image: image_name, address: pc, kind: 0 },
+                        None,
+                        None,
+                    ),
+                }
+            }
+            None => {
+                let kernel = pc >= KERNEL_HALF || (!user && (index == 0 || pc >= USER_END));
+                let name = self.image_name(if kernel { KERNEL_IMAGE } else { UNKNOWN_IMAGE });
+                (name, FrameKey { image: name, address: pc, kind: 0 }, None, None)
+            }
+        };
+        let id = match self.frame_ids.get(&key) {
+            Some(&id) => id,
+            None => {
+                let id = FrameId(self.frames.len() as u32);
+                self.frames.push(Frame {
+                    image: self.image_names[image_name as usize].clone(),
+                    symbol: symbol.map(|s| Arc::from(demangle(&s))),
+                    address: key.address,
+                    offset,
+                });
+                self.frame_ids.insert(key, id);
+                id
+            }
+        };
+        self.cache.insert((pid, user, pc), id);
+        id
+    }
+
+    fn finish(self) -> Profile {
+        let pmcs = self
+            .pmcs
+            .into_iter()
+            .map(|p| {
+                let mut stacks: Vec<(Vec<FrameId>, u64)> = p.stacks.into_iter().collect();
+                stacks.sort_unstable();
+                PmcProfile {
+                    pmcid: p.pmcid,
+                    name: p.name,
+                    rate: p.rate,
+                    samples: p.samples,
+                    stacks,
+                }
+            })
+            .collect();
+        Profile {
+            frames: self.frames,
+            pmcs,
+            dropped_notices: self.dropped_notices,
+            empty_samples: self.empty_samples,
+            records: self.records,
+            info: self.info,
+            unreadable_images: self.unreadable_images,
+        }
+    }
+}
+
+/// The file to read for a path from the log: under `fsroot` when given.
+fn file_path(fsroot: Option<&Path>, path: &[u8]) -> PathBuf {
+    let path = PathBuf::from(String::from_utf8_lossy(path).into_owned());
+    match fsroot {
+        Some(root) => root.join(path.strip_prefix("/").unwrap_or(&path)),
+        None => path,
+    }
+}
+
+/// How many mappings below a program counter are tried (mappings rarely overlap).
+const OVERLAP_SCAN: usize = 8;
+
+/// The mapping that covers `pc`. A mapping of an unreadable image reaches to the next mapping
+/// (and, in a process, not past the user half of the address space).
+fn find_mapping(maps: &[Mapping], pc: u64, user_space: bool) -> Option<&Mapping> {
+    let after = maps.partition_point(|m| m.lo <= pc);
+    for i in (after.saturating_sub(OVERLAP_SCAN)..after).rev() {
+        let m = &maps[i];
+        let hi = match m.hi {
+            Some(hi) => hi,
+            None => {
+                let next = maps[i + 1..].iter().map(|n| n.lo).find(|&lo| lo > m.lo);
+                let limit = if user_space && m.lo < USER_END { USER_END } else { u64::MAX };
+                next.map_or(limit, |n| n.min(limit))
+            }
+        };
+        if pc < hi {
+            return Some(m);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testutil::{
+        CPU_CLK_UNHALTED_CORE, INSTR_RETIRED_ANY, LogBuilder, Program, hot_warm_main,
+    };
+    use object::{Object, ObjectSection, ObjectSymbol};
+    use pmclog::{MapOut, PmcAllocateDyn, ProcFork};
+
+    fn profile(log: &LogBuilder, opts: &ResolveOptions) -> Profile {
+        Profile::from_log(&log.bytes(), opts).unwrap()
+    }
+
+    /// Each stack of the first PMC as `name@image-basename` strings, with its count.
+    fn stacks(profile: &Profile) -> Vec<(Vec<String>, u64)> {
+        let mut out: Vec<(Vec<String>, u64)> = profile.pmcs()[0]
+            .stacks()
+            .map(|(frames, count)| {
+                let names = frames
+                    .iter()
+                    .map(|&f| {
+                        let frame = profile.frame(f);
+                        format!("{}@{}", frame.name(), frame.image_basename())
+                    })
+                    .collect();
+                (names, count)
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn strings(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn samples_resolve_to_functions_of_a_non_pie_executable() {
+        let p = Program::build(false);
+        let profile = profile(&hot_warm_main(&p), &ResolveOptions::default());
+        assert_eq!(profile.sample_counts(), vec![("INSTR_RETIRED_ANY".to_owned(), 10)]);
+        assert_eq!(profile.total_samples(), 10);
+        assert_eq!(profile.pmcs()[0].pmcid(), 0x100);
+        assert_eq!(profile.pmcs()[0].rate(), 65536);
+        assert_eq!(
+            stacks(&profile),
+            vec![
+                (strings(&["hot@prog", "main@prog"]), 1),
+                (strings(&["hot@prog", "warm@prog", "main@prog"]), 6),
+                (strings(&["warm@prog", "main@prog"]), 3),
+            ]
+        );
+        let hot = profile.frames().iter().find(|f| f.name() == "hot").unwrap();
+        assert_eq!(hot.address, p.functions["hot"].0);
+        assert_eq!(&*hot.image, p.log_path());
+        assert_eq!(profile.records(), 1 + 1 + 1 + 10);
+        assert!(profile.unreadable_images().is_empty());
+        assert_eq!(profile.info().cpuid, "GenuineIntel-6-55");
+        assert_eq!(profile.info().start_time_ns, 1_000_000_000_005);
+    }
+
+    #[test]
+    fn pie_mapped_at_a_nonzero_base_resolves() {
+        let p = Program::build(true);
+        let base = 0x5555_5555_4000;
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).map_in(200, base, p.log_path());
+        log.samples(
+            200,
+            0x100,
+            &[base + p.at("hot", 3), base + p.at("warm", 9), base + p.at("main", 17)],
+            2,
+        );
+        // Outside the image's segments: not resolved.
+        log.samples(200, 0x100, &[base - 0x10], 1);
+        let profile = profile(&log, &ResolveOptions::default());
+        assert_eq!(
+            stacks(&profile),
+            vec![
+                (vec![format!("{:#x}@[unknown]", base - 0x10)], 1),
+                (strings(&["hot@prog", "warm@prog", "main@prog"]), 2),
+            ]
+        );
+        // The link-time address of the function, as `nm` prints it.
+        let hot = profile.frames().iter().find(|f| f.name() == "hot").unwrap();
+        assert_eq!(hot.address, p.functions["hot"].0);
+    }
+
+    #[test]
+    fn procexec_places_a_pie_at_its_load_base_and_the_runtime_linker_at_at_base() {
+        let p = Program::build(true);
+        let data = std::fs::read(&p.path).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        let interp = file.section_by_name(".interp").unwrap().data().unwrap();
+        let interp = std::str::from_utf8(interp).unwrap().trim_end_matches('\0').to_owned();
+        let ld_data = std::fs::read(&interp).unwrap();
+        let ld = object::File::parse(&*ld_data).unwrap();
+        let (ld_name, ld_addr) = ld
+            .dynamic_symbols()
+            .chain(ld.symbols())
+            .filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition() && s.size() > 4)
+            .map(|s| (s.name().unwrap().to_owned(), s.address()))
+            .min_by_key(|(_, a)| *a)
+            .expect("a function in the run-time linker");
+        let (pie_base, ld_base) = (0x5600_0000_0000u64, 0x7f00_0000_0000u64);
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).exec(300, p.log_path(), ld_base, pie_base);
+        log.samples(300, 0x100, &[ld_base + ld_addr + 2, pie_base + p.at("main", 5)], 1);
+        let profile = profile(&log, &ResolveOptions::default());
+        let ld_basename = interp.rsplit('/').next().unwrap();
+        assert_eq!(
+            stacks(&profile),
+            vec![(
+                vec![format!("{}@{ld_basename}", demangle(&ld_name)), "main@prog".to_owned()],
+                1
+            )]
+        );
+    }
+
+    #[test]
+    fn corrupt_log_error_carries_the_offset() {
+        let p = Program::build(false);
+        let mut log = hot_warm_main(&p);
+        let bad = log.push(&Record::DropNotify);
+        log.samples(100, 0x100, &[p.at("hot", 4)], 1);
+        let mut bytes = log.bytes();
+        bytes[bad as usize + 3] = 0xAB; // the magic byte of the header word
+        let error = Profile::from_log(&bytes, &ResolveOptions::default()).unwrap_err();
+        assert_eq!(error.offset(), bad);
+        assert_eq!(error.record(), 14);
+        assert!(error.message().contains("bad magic"), "{}", error.message());
+        assert!(matches!(error.decode_error(), Some(pmclog::DecodeError::BadMagic { .. })));
+        assert!(error.to_string().contains(&format!("offset {bad:#x}")), "{error}");
+    }
+
+    #[test]
+    fn truncated_log_error_carries_the_offset() {
+        let p = Program::build(false);
+        let log = hot_warm_main(&p);
+        let bytes = log.bytes();
+        let last = bytes.len() as u64 - (32 + 8 * 2);
+        let error =
+            Profile::from_log(&bytes[..bytes.len() - 4], &ResolveOptions::default()).unwrap_err();
+        assert_eq!(error.offset(), last);
+        assert!(matches!(error.decode_error(), Some(pmclog::DecodeError::Truncated { .. })));
+    }
+
+    #[test]
+    fn dropnotify_records_are_counted() {
+        let p = Program::build(false);
+        let mut log = hot_warm_main(&p);
+        log.push(&Record::DropNotify);
+        log.push(&Record::DropNotify);
+        log.push(&Record::CloseLog);
+        let profile = profile(&log, &ResolveOptions::default());
+        assert_eq!(profile.dropped_notices(), 2);
+        assert_eq!(profile.total_samples(), 10);
+    }
+
+    #[test]
+    fn fsroot_prefixes_image_lookups() {
+        let p = Program::build(false);
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("usr/bin")).unwrap();
+        std::fs::copy(&p.path, root.path().join("usr/bin/prog")).unwrap();
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).exec(5, "/usr/bin/prog", 0, 0);
+        log.samples(5, 0x100, &[p.at("cold", 2), p.at("main", 2)], 4);
+        let opts = ResolveOptions { fsroot: Some(root.path().to_owned()), ..Default::default() };
+        let profile = profile(&log, &opts);
+        assert_eq!(stacks(&profile), vec![(strings(&["cold@prog", "main@prog"]), 4)]);
+        assert_eq!(&*profile.frames()[0].image, "/usr/bin/prog");
+        // Without the root the image cannot be read and its frames stay addresses.
+        let profile = super::tests::profile(&log, &ResolveOptions::default());
+        assert_eq!(profile.unreadable_images().len(), 1);
+        assert_eq!(profile.unreadable_images()[0].0, "/usr/bin/prog");
+    }
+
+    #[test]
+    fn unreadable_image_frames_keep_runtime_addresses() {
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).map_in(9, 0x1000_0000, "/nonexistent/a.so").map_in(
+            9,
+            0x2000_0000,
+            "/nonexistent/b.so",
+        );
+        log.samples(9, 0x100, &[0x1000_0042, 0x2000_0010, 0x7fff_0000_0000], 1);
+        let profile = profile(&log, &ResolveOptions::default());
+        assert_eq!(
+            stacks(&profile),
+            vec![(strings(&["0x10000042@a.so", "0x20000010@b.so", "0x7fff00000000@b.so"]), 1)]
+        );
+        // Past the user half, an unreadable image does not reach.
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).map_in(9, 0x1000_0000, "/nonexistent/a.so");
+        log.samples(9, 0x100, &[0xffff_ffff_8000_0000, 0x10], 1);
+        let profile = super::tests::profile(&log, &ResolveOptions::default());
+        assert_eq!(
+            stacks(&profile),
+            vec![(strings(&["0xffffffff80000000@kernel", "0x10@[unknown]"]), 1)]
+        );
+    }
+
+    #[test]
+    fn show_offsets_keeps_offsets_inside_functions() {
+        let p = Program::build(false);
+        let opts = ResolveOptions { show_offsets: true, ..Default::default() };
+        let profile = profile(&hot_warm_main(&p), &opts);
+        assert_eq!(
+            stacks(&profile),
+            vec![
+                (strings(&["hot+0x4@prog", "warm+0xa@prog", "main+0x14@prog"]), 6),
+                (strings(&["hot+0x8@prog", "main+0x1e@prog"]), 1),
+                (strings(&["warm+0x4@prog", "main+0x14@prog"]), 3),
+            ]
+        );
+    }
+
+    #[test]
+    fn raw_addresses_skip_symbol_resolution() {
+        let p = Program::build(false);
+        let opts = ResolveOptions { raw_addresses: true, ..Default::default() };
+        let profile = profile(&hot_warm_main(&p), &opts);
+        let frames = stacks(&profile);
+        assert_eq!(frames.len(), 3);
+        let want = format!("{:#x}@prog", p.at("hot", 4));
+        assert!(frames.iter().any(|(names, _)| names[0] == want), "{frames:?}");
+        assert!(profile.frames().iter().all(|f| f.symbol.is_none()));
+    }
+
+    #[test]
+    fn map_out_removes_a_mapping() {
+        let p = Program::build(true);
+        let base = 0x4000_0000;
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).map_in(3, base, p.log_path());
+        log.samples(3, 0x100, &[base + p.at("hot", 1)], 1);
+        log.push(&Record::MapOut(MapOut { pid: 3, start: base, end: base + 0x10000 }));
+        log.samples(3, 0x100, &[base + p.at("hot", 1)], 1);
+        let profile = profile(&log, &ResolveOptions::default());
+        let unmapped = format!("{:#x}@[unknown]", base + p.at("hot", 1));
+        assert_eq!(stacks(&profile), vec![(vec![unmapped], 1), (strings(&["hot@prog"]), 1)]);
+    }
+
+    #[test]
+    fn fork_inherits_mappings_and_exec_replaces_them() {
+        let p = Program::build(false);
+        let pie = Program::build(true);
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).exec(10, p.log_path(), 0, 0);
+        log.push(&Record::ProcFork(ProcFork { old_pid: 10, new_pid: 11 }));
+        log.samples(11, 0x100, &[p.at("warm", 1)], 1);
+        log.exec(11, pie.log_path(), 0, 0x10_0000);
+        log.samples(11, 0x100, &[0x10_0000 + pie.at("cold", 1)], 1);
+        log.samples(11, 0x100, &[p.at("warm", 1)], 1);
+        let profile = profile(&log, &ResolveOptions::default());
+        let gone = format!("{:#x}@[unknown]", p.at("warm", 1));
+        assert_eq!(
+            stacks(&profile),
+            vec![(vec![gone], 1), (strings(&["cold@prog"]), 1), (strings(&["warm@prog"]), 1)]
+        );
+    }
+
+    #[test]
+    fn samples_of_unallocated_pmcs_are_kept_under_their_id() {
+        let p = Program::build(false);
+        let mut log = LogBuilder::new();
+        log.exec(1, p.log_path(), 0, 0);
+        log.samples(1, 0x42, &[p.at("hot", 1)], 2);
+        let profile = profile(&log, &ResolveOptions::default());
+        assert_eq!(profile.sample_counts(), vec![("(unallocated pmc 0x42)".to_owned(), 2)]);
+    }
+
+    #[test]
+    fn pmcs_with_the_same_name_add_up_in_sample_counts() {
+        let p = Program::build(false);
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY)
+            .allocate(0x101, INSTR_RETIRED_ANY)
+            .allocate(0x200, CPU_CLK_UNHALTED_CORE)
+            .exec(1, p.log_path(), 0, 0);
+        log.samples(1, 0x101, &[p.at("hot", 1)], 2);
+        log.samples(1, 0x100, &[p.at("hot", 1)], 3);
+        log.samples(1, 0x200, &[p.at("hot", 1)], 4);
+        let profile = profile(&log, &ResolveOptions::default());
+        assert_eq!(
+            profile.sample_counts(),
+            vec![("INSTR_RETIRED_ANY".to_owned(), 5), ("CPU_CLK_UNHALTED_CORE".to_owned(), 4)]
+        );
+        assert_eq!(profile.pmcs().len(), 3);
+    }
+
+    #[test]
+    fn allocatedyn_and_unknown_events_name_the_pmc() {
+        let mut log = LogBuilder::new();
+        log.push(&Record::PmcAllocateDyn(PmcAllocateDyn {
+            pmcid: 0x300,
+            event: 0x20001,
+            flags: 0,
+            rate: 100,
+            name: b"CLOCK.PROF",
+            layout: pmclog::DynLayout::Kernel,
+        }));
+        log.allocate(0x301, 0x7777);
+        log.samples(1, 0x300, &[0x1000], 1);
+        log.samples(1, 0x301, &[0x1000], 1);
+        let profile = profile(&log, &ResolveOptions::default());
+        assert_eq!(
+            profile.sample_counts(),
+            vec![("CLOCK.PROF".to_owned(), 1), ("(unknown event 0x7777)".to_owned(), 1)]
+        );
+    }
+
+    #[test]
+    fn empty_callchains_are_not_samples() {
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY);
+        log.samples(1, 0x100, &[], 3);
+        let profile = profile(&log, &ResolveOptions::default());
+        assert_eq!(profile.empty_samples(), 3);
+        assert_eq!(profile.total_samples(), 0);
+    }
+
+    #[test]
+    fn kernel_mappings_resolve_kernel_mode_samples() {
+        // A pid -1 MAP_IN is the kernel's; use the test program as a stand-in kernel image.
+        let p = Program::build(false);
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).map_in(-1, 0x40_0000, p.log_path());
+        log.samples_mode(55, 0x100, false, &[p.at("hot", 1), p.at("warm", 1)], 1);
+        log.samples_mode(55, 0x100, true, &[p.at("hot", 1)], 1);
+        let profile = profile(&log, &ResolveOptions::default());
+        let user_view = format!("{:#x}@[unknown]", p.at("hot", 1));
+        assert_eq!(
+            stacks(&profile),
+            vec![(vec![user_view], 1), (strings(&["hot@prog", "warm@prog"]), 1)]
+        );
+    }
+
+    #[test]
+    fn exec_of_a_pie_without_load_base_waits_for_map_in() {
+        let p = Program::build(true);
+        let base = 0x5600_0000_0000;
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).exec(4, p.log_path(), 0, 0);
+        log.samples(4, 0x100, &[p.at("hot", 1)], 1);
+        log.map_in(4, base, p.log_path());
+        log.samples(4, 0x100, &[base + p.at("hot", 1)], 1);
+        let profile = profile(&log, &ResolveOptions::default());
+        let unplaced = format!("{:#x}@[unknown]", p.at("hot", 1));
+        assert_eq!(stacks(&profile), vec![(vec![unplaced], 1), (strings(&["hot@prog"]), 1)]);
+    }
+
+    #[test]
+    fn ibs_samples_use_their_callchain_part_or_the_op_address() {
+        let p = Program::build(false);
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, 0x2001).exec(8, p.log_path(), 0, 0);
+        let mut op = vec![0u64; 9];
+        op[1] = p.at("cold", 2); // IBS_OP_RIP
+        let flags = pmclog::CallchainFlags::new(0, 0x3);
+        // An op part alone, then an op part followed by a two-frame call chain.
+        let alone: Vec<u64> = [vec![0x0903], op.clone()].concat();
+        let chained: Vec<u64> =
+            [vec![0x0201_0903], op, vec![p.at("hot", 1), p.at("main", 1)]].concat();
+        for pcs in [&alone, &chained] {
+            log.push(&Record::Callchain(pmclog::Callchain {
+                pid: 8,
+                tid: 8,
+                pmcid: 0x100,
+                cpuflags: flags,
+                pcs: pmclog::ProgramCounters::from_words(pcs),
+            }));
+        }
+        let profile = profile(&log, &ResolveOptions::default());
+        assert_eq!(profile.sample_counts(), vec![("IBS_OP".to_owned(), 2)]);
+        assert_eq!(
+            stacks(&profile),
+            vec![(strings(&["cold@prog"]), 1), (strings(&["hot@prog", "main@prog"]), 1)]
+        );
+    }
+}

@@ -1,0 +1,384 @@
+//! A measurement: allocate the PMCs, launch or find the targets, start, print counts every
+//! interval, and at the end print the final counts, close the log, analyse it if asked, and say
+//! what was lost.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use pmc::api;
+use pmc::host::HostKind;
+use pmc::{Mode, Pmc, PmcSpec};
+
+use crate::cli::{Options, PmcRequest};
+use crate::counts::{self, Column};
+use crate::failure::{Failure, io_failure};
+use crate::report;
+
+/// FreeBSD's default printing interval.
+const DEFAULT_INTERVAL: f64 = 5.0;
+
+/// One allocated PMC and how to show it.
+struct Allocated {
+    pmc: Pmc,
+    request: PmcRequest,
+    cpu: Option<u32>,
+}
+
+/// Where the log goes.
+enum LogSink {
+    File(File),
+    Socket(std::net::TcpStream),
+    /// A temporary file pmcstat analyses itself (sampling without `-O`).
+    Temporary(File, std::path::PathBuf),
+}
+
+impl LogSink {
+    fn fd(&self) -> i32 {
+        match self {
+            LogSink::File(f) | LogSink::Temporary(f, _) => f.as_raw_fd(),
+            LogSink::Socket(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+fn open_log(o: &Options) -> Result<LogSink, Failure> {
+    match &o.log_output {
+        Some(target) if !target.contains('/') && target.contains(':') => {
+            let stream = std::net::TcpStream::connect(target.as_str())
+                .map_err(|e| io_failure(&format!("cannot connect to {target}"), &e))?;
+            Ok(LogSink::Socket(stream))
+        }
+        Some(path) => File::create(path)
+            .map(LogSink::File)
+            .map_err(|e| io_failure(&format!("cannot create log {path}"), &e)),
+        None => {
+            let path = std::env::temp_dir().join(format!("pmcstat-{}.log", std::process::id()));
+            let file = File::options()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)
+                .map_err(|e| io_failure(&format!("cannot create {}", path.display()), &e))?;
+            Ok(LogSink::Temporary(file, path))
+        }
+    }
+}
+
+/// The CPUs a system PMC goes on.
+fn cpus_of(request: &PmcRequest, ncpu: u32) -> Result<Vec<u32>, Failure> {
+    match &request.cpus {
+        None => Ok((0..ncpu).collect()),
+        Some(cpus) => {
+            if let Some(bad) = cpus.iter().find(|&&c| c >= ncpu) {
+                return Err(Failure::usage(format!(
+                    "-c: CPU {bad} does not exist (this machine has {ncpu})"
+                )));
+            }
+            Ok(cpus.clone())
+        }
+    }
+}
+
+fn allocate(o: &Options, ncpu: u32) -> Result<Vec<Allocated>, Failure> {
+    let mut out = Vec::new();
+    for request in &o.pmcs {
+        let cpus: Vec<Option<u32>> = if request.mode.is_system() {
+            cpus_of(request, ncpu)?.into_iter().map(Some).collect()
+        } else {
+            vec![None]
+        };
+        for cpu in cpus {
+            let mut spec = PmcSpec::new(&request.spec).mode(request.mode).flags(request.flags);
+            if let Some(cpu) = cpu {
+                spec = spec.cpu(cpu);
+            }
+            if let Some(rate) = request.rate {
+                spec = spec.rate(rate);
+            }
+            let pmc = spec
+                .allocate()
+                .map_err(|e| Failure::pmc(&format!("cannot allocate {:?}", request.spec), &e))?;
+            out.push(Allocated { pmc, request: request.clone(), cpu });
+        }
+    }
+    Ok(out)
+}
+
+/// The pids `-t` names: a number, or a regex matched against command names (Linux `/proc`).
+fn resolve_targets(specs: &[String]) -> Result<Vec<i32>, Failure> {
+    let mut pids = Vec::new();
+    for spec in specs {
+        if let Ok(pid) = spec.parse::<i32>() {
+            if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                return Err(Failure::usage(format!("-t {spec}: no such process")));
+            }
+            pids.push(pid);
+            continue;
+        }
+        let re = regex_lite::Regex::new(spec)
+            .map_err(|e| Failure::usage(format!("-t {spec:?}: not a pid or a valid regex: {e}")))?;
+        let me = std::process::id() as i32;
+        let found: Vec<i32> = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|&pid| pid != me)
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|c| re.is_match(c.trim_end()))
+            })
+            .collect();
+        if found.is_empty() {
+            return Err(Failure::usage(format!(
+                "-t {spec:?}: no process has a matching command name"
+            )));
+        }
+        pids.extend(found);
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    Ok(pids)
+}
+
+/// How the measured work ends.
+enum Ending {
+    /// The command's exit status.
+    Command(i32),
+    /// Attached processes went away, or the duration elapsed.
+    Done,
+}
+
+/// Runs the measurement and returns pmcstat's exit status.
+pub fn run(o: &Options) -> Result<i32, Failure> {
+    api::init().map_err(|e| Failure::pmc("cannot use the PMC driver", &e))?;
+    let host = api::host_kind().map_err(|e| Failure::pmc("PMC_HOST", &e))?;
+    let ncpu = api::cpu_info().map_err(|e| Failure::pmc("GETCPUINFO", &e))?.pm_ncpu;
+    let needs_log = o.pmcs.iter().any(|p| {
+        p.mode.is_sampling()
+            || p.flags.intersects(pmc::PmcFlags::LOG_PROCEXIT | pmc::PmcFlags::LOG_PROCCSW)
+    });
+    let log = if needs_log || o.log_output.is_some() { Some(open_log(o)?) } else { None };
+    if let Some(log) = &log {
+        api::configure_log(log.fd()).map_err(|e| Failure::pmc("cannot configure the log", &e))?;
+    }
+    let pmcs = allocate(o, ncpu)?;
+
+    let child = if o.command.is_empty() {
+        None
+    } else {
+        Some(
+            api::spawn(&o.command)
+                .map_err(|e| Failure::pmc(&format!("cannot run {:?}", o.command[0]), &e))?,
+        )
+    };
+    let mut targets = resolve_targets(&o.targets)?;
+    targets.extend(child);
+    for a in pmcs.iter().filter(|a| a.request.mode.is_virtual()) {
+        for &pid in &targets {
+            a.pmc.attach(pid).map_err(|e| {
+                Failure::pmc(&format!("cannot attach {:?} to process {pid}", a.request.spec), &e)
+            })?;
+        }
+    }
+    for a in &pmcs {
+        a.pmc
+            .start()
+            .map_err(|e| Failure::pmc(&format!("cannot start {:?}", a.request.spec), &e))?;
+    }
+    if let Some(pid) = child {
+        api::resume(pid).map_err(|e| Failure::pmc("cannot start the command", &e))?;
+    }
+
+    let mut columns: Vec<Column> = pmcs
+        .iter()
+        .filter(|a| !a.request.mode.is_sampling())
+        .map(|a| {
+            let width = api::classes()
+                .ok()
+                .and_then(|cs| {
+                    let class = (a.pmc.id() >> 8) & 0xFF;
+                    cs.into_iter().find(|c| c.pm_class == class).map(|c| c.pm_width)
+                })
+                .unwrap_or(64);
+            Column::new(&a.request.spec, a.cpu, width, a.request.cumulative)
+        })
+        .collect();
+    let counting: Vec<&Allocated> = pmcs.iter().filter(|a| !a.request.mode.is_sampling()).collect();
+    let mut out = text_sink(o)?;
+    let print_counts = !o.json && !columns.is_empty();
+    if print_counts {
+        counts::write_header(&columns, &mut out).map_err(|e| io_failure("writing counts", &e))?;
+    }
+    let read_all = || -> Result<Vec<u64>, Failure> {
+        counting
+            .iter()
+            .map(|a| {
+                a.pmc
+                    .read()
+                    .map_err(|e| Failure::pmc(&format!("cannot read {:?}", a.request.spec), &e))
+            })
+            .collect()
+    };
+
+    let interval = Duration::from_secs_f64(o.interval.unwrap_or(DEFAULT_INTERVAL));
+    let deadline = o.duration.map(|d| Instant::now() + Duration::from_secs_f64(d));
+    let ending = if host == HostKind::Sim {
+        // The simulated machine runs in this thread, to the command's end.
+        match child {
+            Some(pid) => Ending::Command(
+                api::wait(pid).map_err(|e| Failure::pmc("waiting for the command", &e))?,
+            ),
+            None => Ending::Done,
+        }
+    } else {
+        let (tx, rx) = mpsc::channel();
+        if let Some(pid) = child {
+            std::thread::spawn(move || {
+                let _ = tx.send(api::wait(pid));
+            });
+        }
+        loop {
+            let timeout = match deadline {
+                Some(d) => interval.min(d.saturating_duration_since(Instant::now())),
+                None => interval,
+            };
+            match rx.recv_timeout(timeout) {
+                Ok(status) => {
+                    break Ending::Command(
+                        status.map_err(|e| Failure::pmc("waiting for the command", &e))?,
+                    );
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) if child.is_some() => break Ending::Done,
+                Err(_) => {}
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                if let Some(pid) = child {
+                    // SAFETY: kill(2) with a pid we launched; no memory is involved.
+                    unsafe { libc::kill(pid, libc::SIGINT) };
+                    if let Ok(status) = rx.recv() {
+                        break Ending::Command(
+                            status.map_err(|e| Failure::pmc("waiting for the command", &e))?,
+                        );
+                    }
+                }
+                break Ending::Done;
+            }
+            if child.is_none()
+                && !targets.is_empty()
+                && targets.iter().all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+            {
+                break Ending::Done;
+            }
+            if print_counts {
+                let values = read_all()?;
+                counts::write_values(&mut columns, &values, &mut out)
+                    .map_err(|e| io_failure("writing counts", &e))?;
+            }
+        }
+    };
+
+    for a in &pmcs {
+        a.pmc.stop().map_err(|e| Failure::pmc(&format!("cannot stop {:?}", a.request.spec), &e))?;
+    }
+    let values = read_all()?;
+    if print_counts {
+        counts::write_values(&mut columns, &values, &mut out)
+            .map_err(|e| io_failure("writing counts", &e))?;
+        writeln!(out).map_err(|e| io_failure("writing counts", &e))?;
+    }
+    if o.json {
+        write_json(&mut out, &counting, &values, &ending)
+            .map_err(|e| io_failure("writing counts", &e))?;
+    }
+    out.flush().map_err(|e| io_failure("writing counts", &e))?;
+
+    let lost = api::driver_stats().map(|s| u64::from(s.pm_intr_bufferfull)).unwrap_or(0);
+    if let Some(log) = log {
+        api::flush_log().map_err(|e| Failure::pmc("writing the log", &e))?;
+        api::close_log().map_err(|e| Failure::pmc("closing the log", &e))?;
+        drop(pmcs);
+        if let LogSink::Temporary(_, path) = &log {
+            let bytes = std::fs::read(path).map_err(|e| io_failure("reading the log back", &e))?;
+            let _ = std::fs::remove_file(path);
+            live_report(o, &bytes)?;
+        } else if report::wants_analysis(o) {
+            if let LogSink::File(_) = &log {
+                let path = o.log_output.as_deref().unwrap_or_default();
+                let bytes =
+                    std::fs::read(path).map_err(|e| io_failure("reading the log back", &e))?;
+                report::analyse(o, &bytes, path)?;
+            }
+        } else {
+            report::report_drops(0, lost);
+        }
+    }
+    Ok(match ending {
+        Ending::Command(status) => status,
+        Ending::Done => 0,
+    })
+}
+
+/// Sampling without `-O`: the analyses asked for, or a flat profile of the top 20 functions.
+fn live_report(o: &Options, bytes: &[u8]) -> Result<(), Failure> {
+    if report::wants_analysis(o) {
+        report::analyse(o, bytes, "the log")?;
+        return Ok(());
+    }
+    let mut with_top = o.clone();
+    with_top.top = Some(20);
+    report::analyse(&with_top, bytes, "the log").map(drop)
+}
+
+/// Counting output: the `-o` file, else standard error (as FreeBSD's pmcstat).
+fn text_sink(o: &Options) -> Result<Box<dyn Write>, Failure> {
+    match &o.output {
+        Some(path) => Ok(Box::new(std::io::BufWriter::new(
+            File::create(path)
+                .map_err(|e| io_failure(&format!("cannot create {}", path.display()), &e))?,
+        ))),
+        None if o.json => Ok(Box::new(std::io::stdout())),
+        None => Ok(Box::new(std::io::stderr())),
+    }
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn write_json(
+    out: &mut dyn Write,
+    pmcs: &[&Allocated],
+    values: &[u64],
+    ending: &Ending,
+) -> std::io::Result<()> {
+    write!(out, "{{\"pmcs\":[")?;
+    for (i, (a, v)) in pmcs.iter().zip(values).enumerate() {
+        let sep = if i > 0 { "," } else { "" };
+        let mode = if a.request.mode == Mode::SystemCounting { "system" } else { "process" };
+        let cpu = a.cpu.map_or("null".to_string(), |c| c.to_string());
+        write!(
+            out,
+            "{sep}{{\"event\":{},\"mode\":\"{mode}\",\"cpu\":{cpu},\"value\":{v}}}",
+            json_string(&a.request.spec)
+        )?;
+    }
+    let status = match ending {
+        Ending::Command(s) => s.to_string(),
+        Ending::Done => "null".into(),
+    };
+    writeln!(out, "],\"exit_status\":{status}}}")
+}
