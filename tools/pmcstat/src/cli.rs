@@ -166,7 +166,7 @@ fn positioned<'a>(m: &'a ArgMatches, id: &str) -> Vec<(usize, &'a String)> {
 }
 
 fn last<'a>(m: &'a ArgMatches, id: &str) -> Option<&'a String> {
-    m.get_many::<String>(id).and_then(|v| v.last())
+    m.get_many::<String>(id).and_then(|mut v| v.next_back())
 }
 
 fn number<T: std::str::FromStr>(option: char, text: &str) -> Result<T, CliError> {

@@ -28,6 +28,8 @@ impl Column {
         // FreeBSD: header width = strlen(name) + 2 ("p/"), + 3 for "CC/" of system PMCs;
         // display width = floor(bits / log2(10)) + 1.
         let header = name.len() + 2 + if cpu.is_some() { 3 } else { 0 };
+        // FreeBSD's own constant, not LOG2_10, so the widths are the same digit for digit.
+        #[allow(clippy::approx_constant)]
         let display = (f64::from(width_bits) / 3.32193).floor() as usize + 1;
         let (field_width, field_skip) =
             if header > display { (header, 0) } else { (display, display - header) };
