@@ -82,17 +82,17 @@ struct pmclog_ev_map_out {
 
 /* PMCALLOCATE (pl_a). */
 struct pmclog_ev_pmcallocate {
-	const char	*pl_evname;	/* owned by the parser (see capi.rs) */
-	uint64_t	pl_rate;	/* reload count (sampling) or initial count */
 	uint32_t	pl_event;	/* enum pmc_event, or PMU index (PMC_F_EV_PMU) */
+	const char	*pl_evname;	/* owned by the parser (see capi.rs) */
 	uint32_t	pl_flags;	/* PMC_F_* */
 	pmc_id_t	pl_pmcid;
+	pmc_value_t	pl_rate;	/* reload count (sampling) or initial count */
 };
 
 /* PMCALLOCATEDYN (pl_ad). */
 struct pmclog_ev_pmcallocatedyn {
-	char		pl_evname[PMC_NAME_MAX];
 	uint32_t	pl_event;
+	char		pl_evname[PMC_NAME_MAX];
 	uint32_t	pl_flags;
 	pmc_id_t	pl_pmcid;
 };

@@ -200,27 +200,27 @@ pub struct pmclog_ev_map_out {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct pmclog_ev_pmcallocate {
+    /// The event (a PMU table index when `pl_flags` has `PMC_F_EV_PMU`).
+    pub pl_event: u32,
     /// The event's name, NUL-terminated, owned by the parser until `pmclog_close` (past the first
     /// 4096 distinct names of a log, only until the next `pmclog_read`).
     pub pl_evname: *const c_char,
-    /// The reload count of a sampling PMC, otherwise the initial count.
-    pub pl_rate: u64,
-    /// The event (a PMU table index when `pl_flags` has `PMC_F_EV_PMU`).
-    pub pl_event: u32,
     /// The allocation flags (`PMC_F_*`).
     pub pl_flags: u32,
     /// The PMC id.
     pub pl_pmcid: pmc_id_t,
+    /// The reload count of a sampling PMC, otherwise the initial count.
+    pub pl_rate: u64,
 }
 
 /// PMCALLOCATEDYN (`pl_ad`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct pmclog_ev_pmcallocatedyn {
-    /// The event's name, NUL-terminated.
-    pub pl_evname: [c_char; PMC_NAME_MAX],
     /// The event.
     pub pl_event: u32,
+    /// The event's name, NUL-terminated.
+    pub pl_evname: [c_char; PMC_NAME_MAX],
     /// The allocation flags.
     pub pl_flags: u32,
     /// The PMC id.

@@ -706,15 +706,16 @@ fn layout_matches_freebsd_amd64() {
     assert_eq!(offset_of!(pmclog_ev_map_out, pl_end), 16);
 
     assert_eq!(size_of::<pmclog_ev_pmcallocate>(), 32);
-    assert_eq!(offset_of!(pmclog_ev_pmcallocate, pl_evname), 0);
-    assert_eq!(offset_of!(pmclog_ev_pmcallocate, pl_rate), 8);
-    assert_eq!(offset_of!(pmclog_ev_pmcallocate, pl_event), 16);
-    assert_eq!(offset_of!(pmclog_ev_pmcallocate, pl_flags), 20);
-    assert_eq!(offset_of!(pmclog_ev_pmcallocate, pl_pmcid), 24);
+    // FreeBSD's member order: pl_event, pl_evname, pl_flags, pl_pmcid, pl_rate.
+    assert_eq!(offset_of!(pmclog_ev_pmcallocate, pl_event), 0);
+    assert_eq!(offset_of!(pmclog_ev_pmcallocate, pl_evname), 8);
+    assert_eq!(offset_of!(pmclog_ev_pmcallocate, pl_flags), 16);
+    assert_eq!(offset_of!(pmclog_ev_pmcallocate, pl_pmcid), 20);
+    assert_eq!(offset_of!(pmclog_ev_pmcallocate, pl_rate), 24);
 
     assert_eq!(size_of::<pmclog_ev_pmcallocatedyn>(), 76);
-    assert_eq!(offset_of!(pmclog_ev_pmcallocatedyn, pl_evname), 0);
-    assert_eq!(offset_of!(pmclog_ev_pmcallocatedyn, pl_event), 64);
+    assert_eq!(offset_of!(pmclog_ev_pmcallocatedyn, pl_event), 0);
+    assert_eq!(offset_of!(pmclog_ev_pmcallocatedyn, pl_evname), 4);
     assert_eq!(offset_of!(pmclog_ev_pmcallocatedyn, pl_flags), 68);
     assert_eq!(offset_of!(pmclog_ev_pmcallocatedyn, pl_pmcid), 72);
 
