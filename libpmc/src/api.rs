@@ -86,9 +86,11 @@ pub fn driver_stats() -> Result<PmcOpGetDriverStats> {
 
 /// The host's software events: (name, event code).
 pub fn soft_events() -> Result<Vec<(String, u32)>> {
-    let mut info = PmcOpGetDynEventInfo::new_zeroed();
+    // 272 KiB: on the heap, not the stack.
+    let mut info = PmcOpGetDynEventInfo::new_box_zeroed()
+        .map_err(|_| Error::new("GETDYNEVENTINFO", libc::ENOMEM))?;
     info.pm_class = Class::Soft.as_u32();
-    call(Op::GetDynEventInfo, &mut info)?;
+    call(Op::GetDynEventInfo, &mut *info)?;
     let n = (info.pm_nevent as usize).min(info.pm_events.len());
     Ok(info.pm_events[..n]
         .iter()

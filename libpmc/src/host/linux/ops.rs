@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::fd::{FromRawFd, RawFd};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
 use hwpmc::abi::{
     Caps, Class, Disposition, Mode, Op, PMC_CPU_ANY, PMC_NAME_MAX, PMC_VERSION, PMC_VERSION_MAJOR,
@@ -76,12 +77,9 @@ impl Pmc {
     }
 }
 
-/// Driver statistics (`struct pmc_op_getdriverstats`).
-#[derive(Default)]
-struct Stats {
-    syscalls: u32,
-    syscall_errors: u32,
-}
+/// Driver statistics (`struct pmc_op_getdriverstats`): operations and failed operations.
+static SYSCALLS: AtomicU32 = AtomicU32::new(0);
+static SYSCALL_ERRORS: AtomicU32 = AtomicU32::new(0);
 
 /// Everything the Linux host's operations change.
 pub(crate) struct LinuxState {
@@ -89,17 +87,11 @@ pub(crate) struct LinuxState {
     pmcs: BTreeMap<u32, Pmc>,
     /// Rows an administrator disabled, by (cpu, row).
     disabled: Vec<(u32, u32)>,
-    stats: Stats,
 }
 
 impl LinuxState {
     pub(crate) fn new(classes: &[ClassRows]) -> Self {
-        LinuxState {
-            classes: classes.to_vec(),
-            pmcs: BTreeMap::new(),
-            disabled: Vec::new(),
-            stats: Stats::default(),
-        }
+        LinuxState { classes: classes.to_vec(), pmcs: BTreeMap::new(), disabled: Vec::new() }
     }
     fn class(&self, class: Class) -> Option<ClassRows> {
         self.classes.iter().copied().find(|c| c.class == class)
@@ -127,8 +119,29 @@ fn write_arg<T: IntoBytes + Immutable>(op: &'static str, value: &T, arg: &mut [u
     Ok(())
 }
 
+/// This process's pid, cached: a system call per PMC operation would cost as much as the perf
+/// read itself. A fork handler forgets it in the child, where the PMCs of the parent are no
+/// longer the caller's (FreeBSD semantics: the child owns none of them).
+static PID: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forget_pid_in_child() {
+    PID.store(0, Ordering::Relaxed);
+}
+
 fn getpid() -> i32 {
-    std::process::id() as i32
+    let pid = PID.load(Ordering::Relaxed);
+    if pid != 0 {
+        return pid;
+    }
+    static AT_FORK: std::sync::Once = std::sync::Once::new();
+    AT_FORK.call_once(|| {
+        // SAFETY: registers a handler that only stores to an atomic, which is async-signal-safe
+        // and valid in the child after fork.
+        unsafe { libc::pthread_atfork(None, None, Some(forget_pid_in_child)) };
+    });
+    let pid = std::process::id() as i32;
+    PID.store(pid, Ordering::Relaxed);
+    pid
 }
 
 fn is_root() -> bool {
@@ -168,10 +181,9 @@ impl LinuxHost {
 
     pub(super) fn dispatch(&self, op: Op, arg: &mut [u8]) -> Result<()> {
         let result = self.dispatch_inner(op, arg);
-        let mut state = self.lock();
-        state.stats.syscalls = state.stats.syscalls.wrapping_add(1);
+        SYSCALLS.fetch_add(1, Ordering::Relaxed);
         if result.is_err() {
-            state.stats.syscall_errors = state.stats.syscall_errors.wrapping_add(1);
+            SYSCALL_ERRORS.fetch_add(1, Ordering::Relaxed);
         }
         result
     }
@@ -260,8 +272,8 @@ impl LinuxHost {
     fn driver_stats(&self, arg: &mut [u8]) -> Result<()> {
         let state = self.lock();
         let mut stats = PmcOpGetDriverStats::new_zeroed();
-        stats.pm_syscalls = state.stats.syscalls;
-        stats.pm_syscall_errors = state.stats.syscall_errors;
+        stats.pm_syscalls = SYSCALLS.load(Ordering::Relaxed);
+        stats.pm_syscall_errors = SYSCALL_ERRORS.load(Ordering::Relaxed);
         stats.pm_intr_bufferfull = self.log.lost.load(std::sync::atomic::Ordering::Relaxed) as u32;
         write_arg("GETDRIVERSTATS", &stats, arg)
     }
@@ -314,12 +326,16 @@ impl LinuxHost {
         Ok(())
     }
 
+    #[inline(never)]
     fn dyn_event_info(&self, arg: &mut [u8]) -> Result<()> {
         let class: u32 = read_arg("GETDYNEVENTINFO", arg)?;
         if class != Class::Soft.as_u32() {
             return Err(inval("GETDYNEVENTINFO", "only the SOFT class has dynamic events"));
         }
-        let mut info = PmcOpGetDynEventInfo::new_zeroed();
+        // 272 KiB: on the heap, so that no stack frame of the dispatch path is that large
+        // (its stack probes would cost every operation hundreds of nanoseconds).
+        let mut info = PmcOpGetDynEventInfo::new_box_zeroed()
+            .map_err(|_| Error::new("GETDYNEVENTINFO", libc::ENOMEM))?;
         info.pm_class = class;
         info.pm_nevent = perf::SOFTWARE_EVENTS.len() as u32;
         for (i, (name, _)) in perf::SOFTWARE_EVENTS.iter().enumerate() {
@@ -328,7 +344,7 @@ impl LinuxHost {
             descr.pm_ev_code = event::SOFT_FIRST + i as u32;
             info.pm_events[i] = descr;
         }
-        write_arg("GETDYNEVENTINFO", &info, arg)
+        write_arg("GETDYNEVENTINFO", &*info, arg)
     }
 
     fn admin(&self, arg: &mut [u8]) -> Result<()> {
