@@ -689,6 +689,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if write && pmc.is_running() {
             return Err(Errno::Busy);
         }
+        // Read and write together: the old value goes back to the caller, the new one is kept.
+        let new_value = request.pm_value;
         if flags.contains(PmcFlags::OLDVALUE) {
             request.pm_value = self.current_value(handle, &pmc)?;
             let value_at = arg.offset(8).ok_or(Errno::Fault)?;
@@ -698,10 +700,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             let mut core = self.core.lock();
             let pmc = core.pmc_mut(handle).ok_or(Errno::Inval)?;
             if pmc.mode().is_sampling() {
-                pmc.reload = request.pm_value;
+                pmc.reload = new_value;
                 pmc.start = self.counter_start(pmc);
             } else {
-                pmc.value = request.pm_value;
+                pmc.value = new_value;
             }
         }
         Ok(())

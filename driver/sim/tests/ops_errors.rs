@@ -404,6 +404,9 @@ fn rw_setcount_and_getmsr_errors() {
     user.stop(id).unwrap();
     user.write(id, 5).unwrap();
     assert_eq!(user.read(id), Ok(5));
+    // Read and write in one call: the old value comes back, the new one stays.
+    assert_eq!(user.rw(id, 0x30, 9), Ok(5));
+    assert_eq!(user.read(id), Ok(9));
     let sys = root.allocate(AllocateRequest::tsc(0)).unwrap();
     w.fails(Errno::Inval, || root.get_msr(sys));
     let desc =
