@@ -81,9 +81,13 @@ fn writing_a_running_pmc_fails_with_ebusy_and_a_stopped_one_takes_the_value() {
 }
 
 #[test]
-fn an_unknown_pmc_id_fails_with_einval_everywhere() {
+fn an_unknown_pmc_id_is_esrch_without_pmcs_and_einval_with_others() {
     let _serial = serial();
     let id = 0xFFF3_0F0F;
+    // No owner descriptor yet: FreeBSD says ESRCH.
+    assert_eq!(api::start(id).unwrap_err().errno, libc::ESRCH);
+    assert_eq!(api::release(id).unwrap_err().errno, libc::ESRCH);
+    let _mine = PmcSpec::new("page-faults").allocate().unwrap();
     assert_eq!(api::start(id).unwrap_err().errno, libc::EINVAL);
     assert_eq!(api::read(id).unwrap_err().errno, libc::EINVAL);
     assert_eq!(api::release(id).unwrap_err().errno, libc::EINVAL);

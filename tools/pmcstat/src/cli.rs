@@ -131,7 +131,7 @@ fn command() -> Command {
         .arg(Arg::new("pprof").long("pprof").num_args(1).help("write a gzipped pprof profile"))
         .arg(Arg::new("top").long("top").num_args(1).help("print a flat profile of the top N functions"))
         .arg(Arg::new("json").long("json").action(ArgAction::SetTrue).help("print counts as JSON"))
-        .arg(Arg::new("command").num_args(1..).trailing_var_arg(true).allow_hyphen_values(true).value_parser(clap::value_parser!(OsString)))
+        .arg(Arg::new("command").num_args(1..).trailing_var_arg(true).value_parser(clap::value_parser!(OsString)))
 }
 
 /// Why the command line is wrong.

@@ -6,7 +6,7 @@
 //! Process PMCs count with perf's per-task virtualization (one event per thread of the target,
 //! inherited by the threads — and with PMC_F_DESCENDANTS the children — it creates afterwards);
 //! system PMCs are per-CPU events. Sampling PMCs get one perf ring per CPU, and a drain thread
-//! turns their samples and side-band records into the owner's pmclog (see [`log`]).
+//! turns their samples and side-band records into the owner's pmclog (module `log`).
 
 mod log;
 mod ops;

@@ -270,11 +270,10 @@ impl LinuxHost {
     }
 
     fn driver_stats(&self, arg: &mut [u8]) -> Result<()> {
-        let state = self.lock();
         let mut stats = PmcOpGetDriverStats::new_zeroed();
         stats.pm_syscalls = SYSCALLS.load(Ordering::Relaxed);
         stats.pm_syscall_errors = SYSCALL_ERRORS.load(Ordering::Relaxed);
-        stats.pm_intr_bufferfull = self.log.lost.load(std::sync::atomic::Ordering::Relaxed) as u32;
+        stats.pm_intr_bufferfull = self.log.lost.load(Ordering::Relaxed) as u32;
         write_arg("GETDRIVERSTATS", &stats, arg)
     }
 
@@ -570,8 +569,11 @@ impl LinuxHost {
         if pmc.running() {
             return Err(Error::with_detail(OP, libc::EBUSY, "stop the PMC before attaching it"));
         }
-        if req.pm_pid < 0 || !process_exists(pid) {
-            return Err(Error::with_detail(OP, libc::ESRCH, format!("no process {}", req.pm_pid)));
+        if req.pm_pid < 0 {
+            return Err(inval(OP, format!("{} is not a process id", req.pm_pid)));
+        }
+        if !process_exists(pid) {
+            return Err(Error::with_detail(OP, libc::ESRCH, format!("no process {pid}")));
         }
         if pmc.targets.contains_key(&pid) {
             return Err(Error::with_detail(OP, libc::EEXIST, format!("already attached to {pid}")));
@@ -632,15 +634,23 @@ impl LinuxHost {
         let req: PmcOpPmcAttach = read_arg(OP, arg)?;
         let pid = if req.pm_pid == 0 { getpid() } else { req.pm_pid };
         let mut state = self.lock();
-        let pmc = owned_mut(&mut state, OP, req.pm_pmc)?;
+        let pmc = owned(&state, OP, req.pm_pmc)?;
         if pmc.mode().is_system() {
             return Err(inval(OP, "system-scope PMCs are not attached to processes"));
         }
+        if !pmc.targets.contains_key(&pid) {
+            let monitored = state.pmcs.values().any(|p| p.targets.contains_key(&pid));
+            let (errno, why) = if monitored {
+                (libc::EINVAL, format!("this PMC is not attached to {pid}"))
+            } else {
+                (libc::ESRCH, format!("no PMC is attached to process {pid}"))
+            };
+            return Err(Error::with_detail(OP, errno, why));
+        }
+        let pmc = owned_mut(&mut state, OP, req.pm_pmc)?;
         // The detached target's count stays in the PMC's value.
         let value = pmc.base.wrapping_add(pmc.live_sum().wrapping_sub(pmc.offset));
-        if pmc.targets.remove(&pid).is_none() {
-            return Err(Error::with_detail(OP, libc::EINVAL, format!("not attached to {pid}")));
-        }
+        pmc.targets.remove(&pid);
         pmc.base = value;
         pmc.offset = pmc.live_sum();
         drop(state);
@@ -765,9 +775,6 @@ impl LinuxHost {
         let req: PmcOpPmcSetCount = read_arg(OP, arg)?;
         let mut state = self.lock();
         let pmc = owned_mut(&mut state, OP, req.pm_pmcid)?;
-        if !pmc.mode().is_sampling() {
-            return Err(inval(OP, "only sampling PMCs have a reload count"));
-        }
         if pmc.running() {
             return Err(Error::with_detail(
                 OP,
@@ -775,7 +782,13 @@ impl LinuxHost {
                 "stop the PMC before changing its count",
             ));
         }
-        pmc.reload = req.pm_count.max(1);
+        if pmc.mode().is_sampling() {
+            pmc.reload = req.pm_count.max(1);
+        } else {
+            // A counting PMC's count, as the driver does.
+            pmc.base = req.pm_count;
+            pmc.offset = pmc.live_sum();
+        }
         Ok(())
     }
 
@@ -919,20 +932,29 @@ fn row_usable(state: &LinuxState, row: u32, mode: Mode, cpu: Option<u32>, owner:
     })
 }
 
-/// The PMC `id` if the caller owns it (EINVAL otherwise, as for an id that does not exist:
-/// after fork a child owns none of its parent's PMCs).
+/// Why the caller cannot use PMC `id`, as FreeBSD says it: ESRCH when the caller owns no PMC
+/// at all (it has no owner descriptor; after fork a child owns none of its parent's PMCs),
+/// EINVAL when it owns others but not this one.
+fn not_owned(state: &LinuxState, op: &'static str, id: u32) -> Error {
+    let me = getpid();
+    if state.pmcs.values().any(|p| p.owner == me) {
+        inval(op, format!("{id:#010x} is not a PMC of this process"))
+    } else {
+        Error::with_detail(op, libc::ESRCH, "this process owns no PMC")
+    }
+}
+
+/// The PMC `id` if the caller owns it.
 fn owned<'a>(state: &'a LinuxState, op: &'static str, id: u32) -> Result<&'a Pmc> {
-    state
-        .pmcs
-        .get(&id)
-        .filter(|p| p.owner == getpid())
-        .ok_or_else(|| inval(op, format!("{id:#010x} is not a PMC of this process")))
+    match state.pmcs.get(&id) {
+        Some(p) if p.owner == getpid() => Ok(p),
+        _ => Err(not_owned(state, op, id)),
+    }
 }
 
 fn owned_mut<'a>(state: &'a mut LinuxState, op: &'static str, id: u32) -> Result<&'a mut Pmc> {
-    state
-        .pmcs
-        .get_mut(&id)
-        .filter(|p| p.owner == getpid())
-        .ok_or_else(|| inval(op, format!("{id:#010x} is not a PMC of this process")))
+    if state.pmcs.get(&id).is_none_or(|p| p.owner != getpid()) {
+        return Err(not_owned(state, op, id));
+    }
+    state.pmcs.get_mut(&id).ok_or_else(|| inval(op, "vanished"))
 }

@@ -1,0 +1,188 @@
+//! pmcstat's failures end to end: each is one line on standard error that says what is wrong,
+//! and a non-zero exit status (sysexits(3), as FreeBSD's pmcstat) — never a panic.
+
+mod common;
+
+use common::{Host, arg, one_line_error, pmcstat, pmcstat_env, record_offsets};
+
+/// `EX_USAGE`, `EX_DATAERR`, `EX_NOINPUT`, `EX_UNAVAILABLE`, `EX_IOERR` of sysexits(3).
+const EX_USAGE: i32 = 64;
+const EX_DATAERR: i32 = 65;
+const EX_NOINPUT: i32 = 66;
+const EX_UNAVAILABLE: i32 = 69;
+const EX_IOERR: i32 = 74;
+
+#[track_caller]
+fn fails_with(run: &common::Run, status: i32, words: &[&str]) {
+    let line = one_line_error(run);
+    assert_eq!(run.status, status, "pmcstat {:?}\n{}", run.args, run.describe());
+    for word in words {
+        assert!(line.contains(word), "pmcstat {:?}: {line:?} does not say {word:?}", run.args);
+    }
+    assert_eq!(run.stdout, "", "pmcstat {:?}", run.args);
+}
+
+#[test]
+fn an_unknown_event_is_refused_with_suggestions() {
+    let run = pmcstat(Host::Linux, &["-p", "task-clok", "--", "true"]);
+    fails_with(
+        &run,
+        EX_UNAVAILABLE,
+        &["unknown event", "task-clok", "did you mean task-clock", "-L"],
+    );
+    let run = pmcstat(Host::Sim, &["-p", "instructionz", "--", "hot-cold"]);
+    fails_with(&run, EX_UNAVAILABLE, &["unknown event", "did you mean instructions"]);
+    let run = pmcstat(Host::Sim, &["-n", "1000", "-P", "INST_RETIRED.ANYP", "hot-cold"]);
+    fails_with(&run, EX_UNAVAILABLE, &["unknown event", "INST_RETIRED.ANY_P"]);
+}
+
+#[test]
+fn a_hardware_event_without_a_pmu_says_there_is_no_hardware_pmu() {
+    let env = [("PMC_SIM_MODEL", "vm")];
+    let run = pmcstat_env(Host::Sim, &env, &["-p", "instructions", "--", "hot-cold"]);
+    fails_with(&run, EX_UNAVAILABLE, &["instructions", "not available", "no hardware PMU"]);
+}
+
+#[test]
+fn a_hardware_event_on_a_linux_vm_without_a_pmu_says_why() {
+    let list = pmcstat(Host::Linux, &["-L"]);
+    list.assert_status(0);
+    if list.stdout.lines().any(|l| l == "IAF" || l == "IAP" || l == "K8") {
+        eprintln!("this machine has a hardware PMU: nothing to check");
+        return;
+    }
+    let run = pmcstat(Host::Linux, &["-p", "instructions", "--", "true"]);
+    fails_with(&run, EX_UNAVAILABLE, &["instructions", "not available", "no hardware PMU"]);
+    // It names what is there instead.
+    assert!(one_line_error(&run).contains("task-clock"), "{}", run.describe());
+}
+
+#[test]
+fn a_command_that_does_not_exist_is_named() {
+    let run = pmcstat(Host::Linux, &["-p", "task-clock", "--", "no-such-command-e2e", "x"]);
+    fails_with(&run, EX_NOINPUT, &["no-such-command-e2e", "command not found"]);
+    let run = pmcstat(Host::Linux, &["-p", "task-clock", "--", "/nonexistent/e2e/prog"]);
+    fails_with(&run, EX_NOINPUT, &["/nonexistent/e2e/prog", "command not found"]);
+    // The simulator runs its own programs only, and lists them.
+    let run = pmcstat(Host::Sim, &["-p", "instructions", "--", "ls"]);
+    fails_with(&run, EX_NOINPUT, &["\"ls\"", "not a simulated program", "hot-cold"]);
+}
+
+#[test]
+fn attaching_to_a_pid_that_does_not_exist_fails() {
+    // No process has a pid above pid_max.
+    let max: u64 =
+        std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap().trim().parse().unwrap();
+    let pid = (max + 1).to_string();
+    let run = pmcstat(Host::Linux, &["-p", "task-clock", "-t", &pid]);
+    fails_with(&run, EX_USAGE, &[&format!("-t {pid}"), "no such process"]);
+    let run = pmcstat(Host::Linux, &["-p", "task-clock", "-t", "no-such-command-e2e"]);
+    fails_with(&run, EX_USAGE, &["no-such-command-e2e", "no process"]);
+}
+
+#[test]
+fn a_missing_log_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.log");
+    for extra in [&[][..], &["-G", "-"][..], &["--top", "5"][..]] {
+        let mut args = vec!["-R", arg(&missing)];
+        args.extend_from_slice(extra);
+        let run = pmcstat(Host::Linux, &args);
+        fails_with(&run, EX_NOINPUT, &[arg(&missing), "No such file or directory"]);
+    }
+}
+
+#[test]
+fn an_unreadable_log_is_named() {
+    // A directory cannot be read as a file, whoever runs the test (root reads any file).
+    let dir = tempfile::tempdir().unwrap();
+    let run = pmcstat(Host::Linux, &["-R", arg(dir.path()), "-G", "-"]);
+    fails_with(&run, EX_IOERR, &[arg(dir.path()), "Is a directory"]);
+}
+
+/// A sampling log of `hot-cold` (sim), and the offset of its tenth record.
+fn sim_log(dir: &std::path::Path) -> (Vec<u8>, u64) {
+    let log = dir.join("good.log");
+    let run =
+        pmcstat(Host::Sim, &["-n", "100000", "-P", "instructions", "-O", arg(&log), "hot-cold"]);
+    run.assert_status(0);
+    let bytes = std::fs::read(&log).unwrap();
+    let offset = record_offsets(&bytes)[9];
+    (bytes, offset)
+}
+
+#[test]
+fn a_corrupt_log_is_refused_at_the_byte_offset_of_the_bad_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut bytes, offset) = sim_log(dir.path());
+    bytes[offset as usize + 3] = 0x5a; // the magic byte of the header word
+    let corrupt = dir.path().join("corrupt.log");
+    std::fs::write(&corrupt, &bytes).unwrap();
+    let at = format!("{offset:#x}");
+    for analysis in [&["-G", "-"][..], &["--top", "3"][..], &["--folded", "/dev/null"][..]] {
+        let mut args = vec!["-R", arg(&corrupt)];
+        args.extend_from_slice(analysis);
+        let run = pmcstat(Host::Sim, &args);
+        fails_with(&run, EX_DATAERR, &[arg(&corrupt), "corrupt", &at, "magic"]);
+    }
+    // The dump prints the records before the bad one, then the error (see e2e_log.rs).
+    let run = pmcstat(Host::Sim, &["-R", arg(&corrupt)]);
+    let line = one_line_error(&run);
+    assert_eq!(run.status, EX_DATAERR);
+    assert!(line.contains(&format!("offset {at}")), "{line}");
+}
+
+#[test]
+fn a_truncated_log_is_refused_at_the_byte_offset_of_the_cut_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, offset) = sim_log(dir.path());
+    let truncated = dir.path().join("truncated.log");
+    std::fs::write(&truncated, &bytes[..offset as usize + 5]).unwrap();
+    let at = format!("{offset:#x}");
+    let run = pmcstat(Host::Sim, &["-R", arg(&truncated), "-G", "-"]);
+    fails_with(&run, EX_DATAERR, &[arg(&truncated), &at]);
+    let run = pmcstat(Host::Sim, &["-R", arg(&truncated)]);
+    assert!(one_line_error(&run).contains(&at), "{}", run.describe());
+}
+
+#[test]
+fn options_that_conflict_or_lack_what_they_need_are_usage_errors() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["-R", "x.log", "-p", "task-clock"], &["-R", "cannot be combined"]),
+        (&["-p", "task-clock", "-R", "x.log"], &["-R", "cannot be combined"]),
+        (&["-R", "x.log", "-P", "cpu-clock"], &["-R", "cannot be combined"]),
+        (&["-R", "x.log", "-t", "1"], &["-R", "cannot be combined"]),
+        (&["-R", "x.log", "--", "true"], &["-R", "cannot be combined"]),
+        (&["--", "true"], &["no PMC"]),
+        (&[], &["no PMC"]),
+        (&["-p", "task-clock"], &["need a command"]),
+        (&["-n", "0", "-P", "cpu-clock", "true"], &["-n 0", "at least 1"]),
+        (&["-n", "many", "-P", "cpu-clock", "true"], &["-n", "not a valid number"]),
+        (&["-w", "0", "-p", "task-clock", "true"], &["-w", "positive"]),
+        (&["-c", "3-1", "-s", "task-clock"], &["-c", "CPU list"]),
+        (&["-c", "4096", "-s", "task-clock", "-l", "1"], &["CPU 4096 does not exist"]),
+        (&["-p"], &["-p"]),
+    ];
+    for (args, words) in cases {
+        let run = pmcstat(Host::Linux, args);
+        fails_with(&run, EX_USAGE, words);
+    }
+}
+
+#[test]
+fn an_unknown_option_is_a_usage_error_naming_it() {
+    for (args, option) in [
+        (&["-p", "task-clock", "-x", "--", "true"][..], "-x"),
+        (&["--bogus", "-p", "task-clock", "--", "true"][..], "--bogus"),
+    ] {
+        let run = pmcstat(Host::Linux, args);
+        fails_with(&run, EX_USAGE, &[option]);
+        assert!(!one_line_error(&run).contains("cannot run"), "{}", run.describe());
+    }
+}
+
+#[test]
+fn an_unknown_host_is_named() {
+    let run = pmcstat_env(Host::Linux, &[("PMC_HOST", "bogus")], &["-p", "task-clock", "true"]);
+    fails_with(&run, EX_UNAVAILABLE, &["bogus", "linux", "sim"]);
+}

@@ -1,0 +1,360 @@
+//! pmcstat end to end on the simulated machine (`PMC_HOST=sim`): exact counts and exact sample
+//! counts for the built-in programs.
+//!
+//! `hot-cold`: main calls hot (900 blocks) then cold (100 blocks); every block retires exactly
+//! 10 000 instructions, 1 000 branches and 12 500 core cycles, all in user mode. So the program
+//! retires 10 000 000 instructions, and sampling every 100 000 instructions gives 100 samples,
+//! 90 in hot and 10 in cold. `forker`: the parent and its child each run hot (900 blocks).
+//!
+//! The simulated program is not a file: `/usr/sim/bin/hot-cold` does not exist on this machine,
+//! so the analysis cannot read its symbols. pmcstat then names each frame by its address (`%p`)
+//! in the image the log names, and warns once that the image's symbols are unavailable.
+
+mod common;
+
+use common::{Host, allocations, arg, parse_callgraph, parse_folded, pmcstat, samples_per_pmc};
+
+/// The simulated program's path, as the simulated kernel reports it.
+const IMAGE: &str = "/usr/sim/bin/hot-cold";
+
+/// Where the functions of `hot-cold` are: the start of hot and of cold, and the return addresses
+/// in main after its calls to hot and to cold (the caller frames of the samples).
+struct Layout {
+    hot: u64,
+    cold: u64,
+    after_hot: u64,
+    after_cold: u64,
+}
+
+fn layout() -> Layout {
+    let program = pmc::host::sim::program("hot-cold").unwrap();
+    let function = |name: &str| program.function(program.function_id(name).unwrap());
+    let main = function("main");
+    Layout {
+        hot: function("hot").start(),
+        cold: function("cold").start(),
+        // main's first block calls hot, its second calls cold.
+        after_hot: main.block(0).end(),
+        after_cold: main.block(1).end(),
+    }
+}
+
+/// FreeBSD's counting header and values for 48-bit counters (the simulated Skylake's width):
+/// each column as wide as its title or 15 digits (floor(48 / log2 10) + 1), whichever is more;
+/// titles right-aligned after `# `, values right-aligned with the first column 2 wider.
+fn counting_output(columns: &[(&str, u64)]) -> String {
+    let mut header = String::from("# ");
+    let mut values = String::new();
+    for (i, (name, value)) in columns.iter().enumerate() {
+        let title = format!("p/{name}");
+        let width = title.len().max(15);
+        header.push_str(&format!("{title:>width$} "));
+        let width = if i == 0 { width + 2 } else { width };
+        values.push_str(&format!("{value:>width$} "));
+    }
+    format!("{header}\n{values}\n")
+}
+
+#[test]
+fn counting_instructions_of_hot_cold_prints_exactly_ten_million() {
+    let run = pmcstat(Host::Sim, &["-p", "instructions", "--", "hot-cold"]);
+    run.assert_status(0);
+    assert_eq!(run.stderr, counting_output(&[("instructions", 10_000_000)]));
+    // Spelled out once, so that the layout itself is pinned down.
+    assert_eq!(run.stderr, "#  p/instructions \n         10000000 \n");
+    assert_eq!(run.stdout, "");
+}
+
+#[test]
+fn counting_fixed_programmable_and_branch_events_is_exact() {
+    let run = pmcstat(
+        Host::Sim,
+        &["-p", "INSTR_RETIRED.ANY", "-p", "INST_RETIRED.ANY_P", "-p", "branches", "hot-cold"],
+    );
+    run.assert_status(0);
+    assert_eq!(
+        run.stderr,
+        counting_output(&[
+            ("INSTR_RETIRED.ANY", 10_000_000),
+            ("INST_RETIRED.ANY_P", 10_000_000),
+            // 1 000 branches per block.
+            ("branches", 1_000_000),
+        ])
+    );
+}
+
+#[test]
+fn counting_cycles_and_ring_qualifiers_is_exact() {
+    let run = pmcstat(
+        Host::Sim,
+        &[
+            "-p",
+            "unhalted-cycles",
+            "-p",
+            "instructions,usr",
+            "-p",
+            "INST_RETIRED.ANY_P,os",
+            "--",
+            "hot-cold",
+        ],
+    );
+    run.assert_status(0);
+    assert_eq!(
+        run.stderr,
+        counting_output(&[
+            ("unhalted-cycles", 12_500_000),
+            ("instructions,usr", 10_000_000),
+            // Every block runs in user mode.
+            ("INST_RETIRED.ANY_P,os", 0),
+        ])
+    );
+}
+
+#[test]
+fn the_descendants_toggle_counts_the_child_of_forker_too() {
+    // -d applies to the PMCs after it: the first counts the parent only.
+    let run =
+        pmcstat(Host::Sim, &["-p", "instructions", "-d", "-p", "INST_RETIRED.ANY_P", "forker"]);
+    run.assert_status(0);
+    assert_eq!(
+        run.stderr,
+        counting_output(&[("instructions", 9_000_000), ("INST_RETIRED.ANY_P", 18_000_000)])
+    );
+}
+
+#[test]
+fn json_counts_are_exact() {
+    let run =
+        pmcstat(Host::Sim, &["--json", "-p", "instructions", "-p", "branches", "--", "hot-cold"]);
+    run.assert_status(0);
+    assert_eq!(
+        run.stdout,
+        "{\"pmcs\":[\
+         {\"event\":\"instructions\",\"mode\":\"process\",\"cpu\":null,\"value\":10000000},\
+         {\"event\":\"branches\",\"mode\":\"process\",\"cpu\":null,\"value\":1000000}\
+         ],\"exit_status\":0}\n"
+    );
+    assert_eq!(run.stderr, "", "--json prints no counting table");
+}
+
+/// Samples `hot-cold` every 100 000 instructions into a log in `dir`; returns the log's path.
+fn sample_hot_cold(dir: &std::path::Path) -> std::path::PathBuf {
+    let log = dir.join("hot-cold.log");
+    let run =
+        pmcstat(Host::Sim, &["-n", "100000", "-P", "instructions", "-O", arg(&log), "hot-cold"]);
+    run.assert_status(0);
+    assert_eq!((run.stdout.as_str(), run.stderr.as_str()), ("", ""), "-O: no report, no drops");
+    log
+}
+
+#[test]
+fn sampling_hot_cold_gives_exactly_100_samples_90_in_hot_and_10_in_cold() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = sample_hot_cold(dir.path());
+    let bytes = std::fs::read(&log).unwrap();
+    // The log itself, read with pmclog: one PMC, 10 000 000 / 100 000 samples.
+    let pmcs = allocations(&bytes);
+    assert_eq!(pmcs.len(), 1);
+    assert_eq!((pmcs[0].1.as_str(), pmcs[0].2), ("INSTR_RETIRED_ANY", 100_000));
+    assert_eq!(samples_per_pmc(&bytes)[&pmcs[0].0], 100);
+
+    let run = pmcstat(Host::Sim, &["-R", arg(&log), "-G", "-"]);
+    run.assert_status(0);
+    let l = layout();
+    assert_eq!(
+        run.stdout,
+        format!(
+            "@ INSTR_RETIRED_ANY [100 samples]\n\
+             \n\
+             90.00%  [90]       {:#x} @ {IMAGE}\n \
+             100.0%  [90]        {:#x}\n\
+             \n\
+             10.00%  [10]       {:#x} @ {IMAGE}\n \
+             100.0%  [10]        {:#x}\n\
+             \n",
+            l.hot, l.after_hot, l.cold, l.after_cold
+        )
+    );
+    // Parsed back: 90.00% and 10.00% of 100 samples, in hot's and cold's addresses.
+    let graph = parse_callgraph(&run.stdout);
+    assert_eq!(graph.len(), 1);
+    let roots: Vec<(&str, u64, &str)> =
+        graph[0].roots().iter().map(|r| (r.percent.as_str(), r.count, r.name.as_str())).collect();
+    let (hot, cold) = (format!("{:#x}", l.hot), format!("{:#x}", l.cold));
+    assert_eq!(roots, [("90.00", 90, hot.as_str()), ("10.00", 10, cold.as_str())]);
+}
+
+#[test]
+fn an_unreadable_image_gives_address_frames_in_that_image_and_one_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = sample_hot_cold(dir.path());
+    let run = pmcstat(Host::Sim, &["-R", arg(&log), "-G", "-"]);
+    run.assert_status(0);
+    let graph = parse_callgraph(&run.stdout);
+    for tree in &graph[0].trees {
+        assert_eq!(tree[0].image.as_deref(), Some(IMAGE), "frames keep the log's image path");
+        for line in tree {
+            assert!(line.name.starts_with("0x"), "unresolved frames are addresses: {line:?}");
+        }
+    }
+    let warning = format!("pmcstat: warning: symbols of {IMAGE} unavailable: ");
+    assert!(run.stderr.starts_with(&warning), "{}", run.describe());
+    assert_eq!(run.stderr.lines().count(), 1, "one warning per image\n{}", run.describe());
+    // -q keeps it quiet.
+    let quiet = pmcstat(Host::Sim, &["-q", "-R", arg(&log), "-G", "-"]);
+    quiet.assert_status(0);
+    assert_eq!(quiet.stderr, "");
+    assert_eq!(quiet.stdout, run.stdout);
+}
+
+#[test]
+#[ignore = "gap: the simulated program's functions are not named in the analysis; the image \
+            /usr/sim/bin/hot-cold is not a file and the simulator's function names do not reach \
+            pmcstat"]
+fn sampled_simulated_functions_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = sample_hot_cold(dir.path());
+    let run = pmcstat(Host::Sim, &["-R", arg(&log), "-G", "-"]);
+    run.assert_status(0);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "@ INSTR_RETIRED_ANY [100 samples]\n\
+             \n\
+             90.00%  [90]       hot @ {IMAGE}\n \
+             100.0%  [90]        main\n\
+             \n\
+             10.00%  [10]       cold @ {IMAGE}\n \
+             100.0%  [10]        main\n\
+             \n"
+        )
+    );
+    assert_eq!(run.stderr, "", "no warning: the names are known");
+}
+
+#[test]
+fn folded_stacks_of_hot_cold_are_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = sample_hot_cold(dir.path());
+    let folded = dir.path().join("out.folded");
+    let run = pmcstat(Host::Sim, &["-q", "-R", arg(&log), "--folded", arg(&folded)]);
+    run.assert_status(0);
+    assert_eq!(run.stdout, "");
+    let text = std::fs::read_to_string(&folded).unwrap();
+    let l = layout();
+    assert_eq!(
+        text,
+        format!(
+            "{:#x} (hot-cold);{:#x} (hot-cold) 90\n{:#x} (hot-cold);{:#x} (hot-cold) 10\n",
+            l.after_hot, l.hot, l.after_cold, l.cold
+        )
+    );
+    let counts: Vec<u64> = parse_folded(&text).into_iter().map(|(_, n)| n).collect();
+    assert_eq!(counts, [90, 10]);
+}
+
+#[test]
+fn top_of_hot_cold_is_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = sample_hot_cold(dir.path());
+    let run = pmcstat(Host::Sim, &["-q", "-R", arg(&log), "--top", "2"]);
+    run.assert_status(0);
+    let l = layout();
+    assert_eq!(
+        run.stdout,
+        format!(
+            "@ INSTR_RETIRED_ANY [100 samples]\n \
+             self%     self  total%    total  function  image\n \
+             90.00       90   90.00       90  {:#x}  {IMAGE}\n \
+             10.00       10   10.00       10  {:#x}  {IMAGE}\n",
+            l.hot, l.cold
+        )
+    );
+}
+
+#[test]
+fn sampling_without_a_log_file_prints_the_flat_profile() {
+    let run = pmcstat(Host::Sim, &["-q", "-n", "100000", "-P", "instructions", "hot-cold"]);
+    run.assert_status(0);
+    let blocks = common::parse_top(&run.stdout);
+    assert_eq!(blocks.len(), 1);
+    let (name, samples, rows) = &blocks[0];
+    assert_eq!((name.as_str(), *samples), ("INSTR_RETIRED_ANY", 100));
+    let l = layout();
+    let top: Vec<(u64, &str)> =
+        rows.iter().take(2).map(|r| (r.self_samples, r.function.as_str())).collect();
+    let (hot, cold) = (format!("{:#x}", l.hot), format!("{:#x}", l.cold));
+    assert_eq!(top, [(90, hot.as_str()), (10, cold.as_str())]);
+}
+
+#[test]
+fn the_rate_applies_to_the_sampling_pmcs_that_follow_it() {
+    // As on FreeBSD, -n sets the rate of the -P/-S options after it: instructions keeps the
+    // default rate (65 536), unhalted-cycles samples every 100 000 cycles.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("rates.log");
+    let run = pmcstat(
+        Host::Sim,
+        &[
+            "-P",
+            "instructions",
+            "-n",
+            "100000",
+            "-P",
+            "unhalted-cycles",
+            "-O",
+            arg(&log),
+            "hot-cold",
+        ],
+    );
+    run.assert_status(0);
+    let bytes = std::fs::read(&log).unwrap();
+    let pmcs = allocations(&bytes);
+    let rates: Vec<(&str, u64)> = pmcs.iter().map(|(_, n, r)| (n.as_str(), *r)).collect();
+    assert_eq!(rates, [("INSTR_RETIRED_ANY", 65_536), ("CPU_CLK_UNHALTED_CORE", 100_000)]);
+    // 12 500 cycles per block: 12 500 000 cycles, one sample per 100 000 (8 whole blocks).
+    assert_eq!(samples_per_pmc(&bytes)[&pmcs[1].0], 125);
+}
+
+#[test]
+#[ignore = "bug: programmable (IAP) events are logged with event 0 and PMC_F_EV_PMU, and the \
+            analysis names every one `(unknown event 0x0)`, so --top merges different events"]
+fn two_programmable_events_stay_apart_in_the_analysis() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("two.log");
+    // 1 000 000 branches every 10 000, 10 000 000 instructions every 100 000: 100 samples each.
+    let run = pmcstat(
+        Host::Sim,
+        &[
+            "-n",
+            "10000",
+            "-P",
+            "branches",
+            "-n",
+            "100000",
+            "-P",
+            "INST_RETIRED.ANY_P",
+            "-O",
+            arg(&log),
+            "hot-cold",
+        ],
+    );
+    run.assert_status(0);
+    let top = pmcstat(Host::Sim, &["-q", "-R", arg(&log), "--top", "1"]);
+    top.assert_status(0);
+    let blocks = common::parse_top(&top.stdout);
+    let names: Vec<&str> = blocks.iter().map(|(n, _, _)| n.as_str()).collect();
+    assert_eq!(blocks.len(), 2, "one block per event: {names:?}\n{}", top.describe());
+    assert_ne!(names[0], names[1]);
+    for (name, samples, _) in &blocks {
+        assert!(!name.contains("unknown event"), "{name}");
+        assert_eq!(*samples, 100, "{name}");
+    }
+}
+
+#[test]
+fn the_same_run_writes_the_same_log_byte_for_byte() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (first, second) = (sample_hot_cold(a.path()), sample_hot_cold(b.path()));
+    assert_eq!(std::fs::read(first).unwrap(), std::fs::read(second).unwrap());
+}
