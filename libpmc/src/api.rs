@@ -24,7 +24,7 @@ use hwpmc::abi::{
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use crate::error::{Error, Result};
-use crate::events::{Event, EventKind, HostEvents};
+use crate::events::{Event, EventKind, HostEvents, pmu_table};
 use crate::host::{self, HostKind};
 
 /// Issues `op` with `arg` on this process's host.
@@ -223,6 +223,9 @@ pub fn allocate_request(
     match &event.kind {
         EventKind::Iap { evtsel } => {
             req.pm_flags |= PmcFlags::EV_PMU.bits();
+            // FreeBSD's pm_ev for a PMU event: its row in the CPU's table (0 for a raw
+            // encoding), which logs carry and readers name with `PmuEventNames`.
+            req.pm_ev = pmu_index(&event.name).unwrap_or(0);
             req.pm_md.set_iap_config(*evtsel);
             caps |= rings(evtsel & 1 << 16 != 0, evtsel & 1 << 17 != 0);
             if evtsel & 1 << 18 != 0 {
@@ -259,6 +262,13 @@ pub fn allocate_request(
     }
     req.pm_caps = caps.bits();
     Ok(req)
+}
+
+/// The row of event `name` in the host CPU's PMU table, if it has one.
+fn pmu_index(name: &str) -> Option<u32> {
+    let model = host::with_host(|h| Ok(h.intel_model())).ok().flatten()?;
+    let key = pmu_table::model_key(&model)?;
+    pmu_table::index_in(&pmu_table::table(&key), name)
 }
 
 /// An allocated PMC, released when dropped.

@@ -35,6 +35,7 @@ use hwpmc::regs::PerfEvtSel;
 
 mod catalog;
 mod intel;
+pub mod pmu_table;
 mod suggest;
 #[cfg(test)]
 mod tests;

@@ -68,8 +68,22 @@ enum Linkage {
     Static,
 }
 
-/// Compiles `tests/c/<name>.c` linked as `linkage`, once per test process and linkage.
+/// Compiles `tests/c/<name>.c` linked as `linkage`, once per test process and linkage (tests
+/// running at once share the executable: compiling it twice into one path would let one test
+/// run a file the other's linker is replacing).
 fn build(name: &str, linkage: Linkage) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let key = format!("{name}-{linkage:?}");
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, exe)) = built.iter().find(|(k, _)| *k == key) {
+        return exe.clone();
+    }
+    let exe = compile(name, linkage);
+    built.push((key, exe.clone()));
+    exe
+}
+
+fn compile(name: &str, linkage: Linkage) -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let source = manifest.join("tests/c").join(format!("{name}.c"));
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c-clients");

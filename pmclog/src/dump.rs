@@ -188,7 +188,16 @@ fn quoted<W: Write + ?Sized>(out: &mut W, bytes: &[u8]) -> io::Result<()> {
 
 /// Prints a whole log held in memory, as `pmcstat -R` does, into `out`.
 pub fn dump_bytes<W: Write + ?Sized>(log: &[u8], out: &mut W) -> io::Result<DumpEnd> {
-    let mut dump = TextDump::new();
+    dump_bytes_with_names(log, StaticEventNames, out)
+}
+
+/// [`dump_bytes`] naming PMU-table events (`PMC_F_EV_PMU`) with `names`.
+pub fn dump_bytes_with_names<N: EventNames, W: Write + ?Sized>(
+    log: &[u8],
+    names: N,
+    out: &mut W,
+) -> io::Result<DumpEnd> {
+    let mut dump = TextDump::with_names(names);
     let mut records = crate::slice::Records::new(log);
     while let Some(item) = records.next() {
         match item {

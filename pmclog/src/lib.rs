@@ -55,6 +55,8 @@ pub use slice::Records;
 pub use stream::{Step, StreamDecoder};
 
 #[cfg(feature = "std")]
-pub use dump::{DumpEnd, EventNames, StaticEventNames, TextDump, dump_bytes, dump_reader};
+pub use dump::{
+    DumpEnd, EventNames, StaticEventNames, TextDump, dump_bytes, dump_bytes_with_names, dump_reader,
+};
 #[cfg(feature = "std")]
 pub use reader::{LogReader, ReadError};

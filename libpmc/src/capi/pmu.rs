@@ -11,7 +11,6 @@ use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
-use std::sync::{Arc, Mutex, PoisonError};
 
 use hwpmc::abi::{Caps, Class, Mode, PmcFlags};
 use x86::perfcnt::intel::EventDescription;
@@ -21,49 +20,13 @@ use super::boundary::{c_str, guard, intern, invalid, non_null, report};
 use super::pmc_op_pmcallocate;
 use crate::api;
 use crate::error::{Error, Result};
-use crate::events::{DEFAULT_SAMPLE_RATE, Event, EventKind, HostEvents, intel_model_key};
+use crate::events::pmu_table::{full_machine, index_in, model_key, table};
+use crate::events::{DEFAULT_SAMPLE_RATE, Event, EventKind};
 use crate::host;
-
-/// The catalog's table key (`"GenuineIntel-6-55"`) of a CPU id string as `kern.hwpmc.cpuid`
-/// and the hosts spell it (`"GenuineIntel-6-55"`, `"GenuineIntel-6-55-4"` with the stepping):
-/// vendor, decimal family, hex model. `None` for anything but Intel.
-fn model_key(cpuid: &str) -> Option<String> {
-    let mut parts = cpuid.trim().split('-');
-    if parts.next()? != "GenuineIntel" {
-        return None;
-    }
-    let family = parts.next()?.parse().ok()?;
-    let model = u32::from_str_radix(parts.next()?, 16).ok()?;
-    Some(intel_model_key(family, model))
-}
 
 /// The table key of the host's CPU, if it is an Intel CPU.
 fn host_key() -> Option<String> {
     host::with_host(|h| Ok(h.intel_model())).ok().flatten().and_then(|m| model_key(&m))
-}
-
-/// The events of a CPU whose PMU has every IAF and IAP event of model `key`.
-fn full_machine(key: &str) -> HostEvents {
-    HostEvents {
-        classes: vec![Class::Iaf, Class::Iap],
-        intel_model: Some(key.to_string()),
-        ..HostEvents::default()
-    }
-}
-
-/// The tables made so far, by key.
-static TABLES: Mutex<Option<HashMap<String, Arc<Vec<String>>>>> = Mutex::new(None);
-
-/// The PMU table of model `key`: event names, in index order.
-fn table(key: &str) -> Arc<Vec<String>> {
-    let mut tables = TABLES.lock().unwrap_or_else(PoisonError::into_inner);
-    let tables = tables.get_or_insert_with(HashMap::new);
-    tables
-        .entry(key.to_string())
-        .or_insert_with(|| {
-            Arc::new(full_machine(key).list().into_iter().map(|(_, name)| name).collect())
-        })
-        .clone()
 }
 
 /// The table key `cpuid` names (NULL: the host's CPU), or `EINVAL`.
@@ -79,35 +42,6 @@ unsafe fn key_of(op: &'static str, cpuid: *const c_char) -> Result<String> {
         model_key(unsafe { c_str(op, "cpuid", cpuid) }?)
     };
     key.ok_or_else(|| invalid(op, "no PMU event table for this CPU (not an Intel CPU)"))
-}
-
-/// FreeBSD's PMU aliases (`pmu_alias_get`) for the catalog's aliases: the table names they stand
-/// for, the first one present in a table winning.
-const PMU_ALIASES: &[(&str, &[&str])] = &[
-    ("instructions", &["INST_RETIRED.ANY", "INSTR_RETIRED.ANY", "INSTRUCTION_RETIRED"]),
-    (
-        "unhalted-cycles",
-        &["CPU_CLK_UNHALTED.THREAD", "CPU_CLK_UNHALTED.CORE", "UNHALTED_CORE_CYCLES"],
-    ),
-    (
-        "unhalted-reference-cycles",
-        &["CPU_CLK_UNHALTED.REF_TSC", "CPU_CLK_UNHALTED.REF", "UNHALTED_REFERENCE_CYCLES"],
-    ),
-    ("branches", &["BR_INST_RETIRED.ALL_BRANCHES", "BRANCH_INSTRUCTION_RETIRED"]),
-    ("branch-mispredicts", &["BR_MISP_RETIRED.ALL_BRANCHES", "BRANCH_MISSES_RETIRED"]),
-    ("cache-references", &["LONGEST_LAT_CACHE.REFERENCE", "LLC_REFERENCE"]),
-    ("cache-misses", &["LONGEST_LAT_CACHE.MISS", "LLC_MISSES"]),
-];
-
-/// The index in `table` of the event the catalog calls `name` (a canonical name or an alias).
-fn index_in(table: &[String], name: &str) -> Option<u32> {
-    let aliases = PMU_ALIASES.iter().find(|(alias, _)| alias.eq_ignore_ascii_case(name));
-    let candidates =
-        std::iter::once(name).chain(aliases.into_iter().flat_map(|(_, n)| n.iter().copied()));
-    candidates
-        .filter_map(|candidate| table.iter().position(|n| n.eq_ignore_ascii_case(candidate)))
-        .map(|i| i as u32)
-        .next()
 }
 
 /// The index in the host CPU's table of the event of spec `spec`, if it has one.

@@ -54,13 +54,17 @@ pub const PROGRAMS: &[(&str, &str)] = &[
          instructions: 10 000 000 instructions in all, 90% of them in hot",
     ),
     ("forker", "forks a child; parent and child each run hot (900 blocks)"),
-    ("threads", "main starts a second thread; each thread runs hot (900 blocks)"),
+    (
+        "threads",
+        "main starts a second thread; each thread runs hot (up to 900 blocks: a thread still \
+         running when main exits ends with the process)",
+    ),
 ];
 
 /// The built-in program `name`.
 pub fn program(name: &str) -> Option<Rc<Program>> {
     let (hot, cold) = (block(), block());
-    let path = format!("/usr/sim/bin/{name}");
+    let path = format!("{PROGRAM_DIR}{name}");
     let builder = ProgramBuilder::new(&path)
         .function("hot", move |f| f.repeat(Ring::User, hot.clone(), 900).ret())
         .function("cold", move |f| f.repeat(Ring::User, cold.clone(), 100).ret());
@@ -75,6 +79,17 @@ pub fn program(name: &str) -> Option<Rc<Program>> {
         _ => return None,
     };
     Some(program.entry("main").build())
+}
+
+/// Where the simulator says its programs live: `/usr/sim/bin/<name>`.
+pub const PROGRAM_DIR: &str = "/usr/sim/bin/";
+
+/// The function symbols of the simulated program at `path` (`/usr/sim/bin/<name>`), as
+/// (start, end, name) in its absolute addresses: what a log reader needs to name sampled
+/// functions of a program that has no file.
+pub fn symbols(path: &str) -> Option<Vec<(u64, u64, String)>> {
+    let program = program(path.strip_prefix(PROGRAM_DIR)?)?;
+    Some(program.functions().iter().map(|f| (f.start(), f.end(), f.name().to_string())).collect())
 }
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {

@@ -5,6 +5,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use pmc::events::pmu_table::PmuEventNames;
+
 use crate::analysis::{self, Profile, ResolveOptions};
 use crate::cli::Options;
 use crate::failure::{Failure, io_failure};
@@ -38,8 +40,8 @@ pub fn run(o: &Options, log: &Path) -> Result<i32, Failure> {
         .map_err(|e| io_failure(&format!("cannot read log {}", log.display()), &e))?;
     if !wants_analysis(o) {
         let mut out = text_output(o)?;
-        let end =
-            pmclog::dump_bytes(&bytes, &mut out).map_err(|e| io_failure("writing the dump", &e))?;
+        let end = pmclog::dump_bytes_with_names(&bytes, PmuEventNames, &mut out)
+            .map_err(|e| io_failure("writing the dump", &e))?;
         out.flush().map_err(|e| io_failure("writing the dump", &e))?;
         if let Some(message) = end.error_message() {
             return Err(Failure::data(format!("{}: {message}", log.display())));
@@ -56,7 +58,7 @@ pub fn analyse(o: &Options, bytes: &[u8], name: &str) -> Result<i32, Failure> {
         show_offsets: o.offsets,
         raw_addresses: o.addresses,
     };
-    let profile = Profile::from_log(bytes, &resolve).map_err(|e| {
+    let profile = Profile::from_log_with_names(bytes, &resolve, &PmuEventNames).map_err(|e| {
         Failure::data(format!(
             "{name}: corrupt log at byte offset {:#x} (record {}): {}",
             e.offset(),

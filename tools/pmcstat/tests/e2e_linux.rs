@@ -8,6 +8,7 @@
 
 mod common;
 
+use pmc::events::pmu_table::PmuEventNames;
 use std::sync::OnceLock;
 
 use common::{
@@ -256,7 +257,7 @@ fn the_dump_of_a_linux_log_is_pmclogs_text_dump() {
     run.assert_status(0);
     let mut expected = Vec::new();
     assert_eq!(
-        pmclog::dump_bytes(&sampled().log, &mut expected).unwrap(),
+        pmclog::dump_bytes_with_names(&sampled().log, PmuEventNames, &mut expected).unwrap(),
         pmclog::DumpEnd::Finished
     );
     assert_eq!(run.stdout.as_bytes(), expected.as_slice());

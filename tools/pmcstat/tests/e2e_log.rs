@@ -4,6 +4,7 @@
 mod common;
 
 use common::{Host, allocations, arg, parse_callgraph, pmcstat, record_offsets, samples_per_pmc};
+use pmc::events::pmu_table::PmuEventNames;
 
 /// A log of `hot-cold` with three sampling PMCs at different rates, written into `dir`:
 /// instructions every 100 000 (100 samples), core cycles every 250 000 (12 500 000 cycles: 50)
@@ -44,7 +45,10 @@ fn the_dump_is_pmclogs_text_dump_byte_for_byte() {
     run.assert_status(0);
     assert_eq!(run.stderr, "");
     let mut expected = Vec::new();
-    assert_eq!(pmclog::dump_bytes(&bytes, &mut expected).unwrap(), pmclog::DumpEnd::Finished);
+    assert_eq!(
+        pmclog::dump_bytes_with_names(&bytes, PmuEventNames, &mut expected).unwrap(),
+        pmclog::DumpEnd::Finished
+    );
     assert_eq!(run.stdout.as_bytes(), expected.as_slice());
     // And it is the dump of this log: FreeBSD's record names, 170 samples.
     assert!(run.stdout.starts_with("initlog   "), "{}", &run.stdout[..200]);
@@ -60,7 +64,7 @@ fn the_dump_goes_to_the_output_file_of_o() {
     run.assert_status(0);
     assert_eq!(run.stdout, "");
     let mut expected = Vec::new();
-    pmclog::dump_bytes(&bytes, &mut expected).unwrap();
+    pmclog::dump_bytes_with_names(&bytes, PmuEventNames, &mut expected).unwrap();
     assert_eq!(std::fs::read(&out).unwrap(), expected);
 }
 
@@ -105,7 +109,7 @@ fn a_corrupt_log_dumps_what_precedes_the_bad_record_then_names_its_offset() {
     let run = pmcstat(Host::Sim, &["-R", arg(&corrupt)]);
     let line = common::one_line_error(&run);
     let mut expected = Vec::new();
-    let end = pmclog::dump_bytes(&bytes, &mut expected).unwrap();
+    let end = pmclog::dump_bytes_with_names(&bytes, PmuEventNames, &mut expected).unwrap();
     assert_eq!(run.stdout.as_bytes(), expected.as_slice(), "the nine good records");
     assert_eq!(run.stdout.lines().filter(|l| !l.starts_with("...")).count(), 9);
     assert_eq!(line, format!("pmcstat: {}: {}", arg(&corrupt), end.error_message().unwrap()));

@@ -41,6 +41,19 @@ impl Image {
         Image::parse(&data).map_err(|e| format!("{}: {e}", path.display()))
     }
 
+    /// An image that has no file, described by its function symbols (start, end, name) at the
+    /// absolute addresses it runs at: the simulator's programs.
+    pub(crate) fn from_symbols(functions: Vec<(u64, u64, String)>) -> Option<Image> {
+        let low = functions.iter().map(|f| f.0).min()?;
+        let high = functions.iter().map(|f| f.1).max()?;
+        let mut symbols: Vec<Symbol> = functions
+            .into_iter()
+            .map(|(start, end, name)| Symbol { start, end, name: Arc::from(name) })
+            .collect();
+        symbols.sort_by_key(|s| s.start);
+        Some(Image { fixed: true, link_base: low, span: high - low, interp: None, symbols })
+    }
+
     /// Parses an ELF file held in memory.
     pub(crate) fn parse(data: &[u8]) -> Result<Image, String> {
         let file = object::File::parse(data).map_err(|e| format!("not an object file: {e}"))?;

@@ -386,8 +386,14 @@ impl<'a> Builder<'a> {
             return image.clone();
         }
         let file = file_path(self.opts.fsroot.as_deref(), path);
+        let simulated = || {
+            let path = std::str::from_utf8(path).ok()?;
+            Image::from_symbols(pmc::host::sim::symbols(path)?)
+        };
         let image = match Image::load(&file) {
             Ok(image) => Some(Arc::new(image)),
+            // A program of the simulated machine: no file, but libpmc knows its functions.
+            Err(_) if simulated().is_some() => simulated().map(Arc::new),
             Err(reason) => {
                 self.unreadable_images.push((String::from_utf8_lossy(path).into_owned(), reason));
                 None

@@ -8,6 +8,7 @@
 // Each test binary uses a different part of this module.
 #![allow(dead_code)]
 
+use pmc::events::pmu_table::PmuEventNames;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -167,10 +168,10 @@ pub(crate) fn c_program(name: &str) -> PathBuf {
 // ---------------------------------------------------------------------------------------------
 // Logs, read with the pmclog crate (independently of pmcstat's analysis).
 
-/// The PMCs a log allocates, in order: (pmcid, name as `pmclog::dump_bytes` prints it, rate).
+/// The PMCs a log allocates, in order: (pmcid, name as `pmcstat -R` prints it, rate).
 pub(crate) fn allocations(log: &[u8]) -> Vec<(u32, String, u64)> {
     let mut text = Vec::new();
-    pmclog::dump_bytes(log, &mut text).unwrap();
+    pmclog::dump_bytes_with_names(log, PmuEventNames, &mut text).unwrap();
     let names: HashMap<u32, String> = String::from_utf8(text)
         .unwrap()
         .lines()
