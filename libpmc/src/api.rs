@@ -176,7 +176,8 @@ impl PmcSpec {
         self.flags |= flags;
         self
     }
-    /// Sampling every `rate` events (default: the event's default rate).
+    /// Sampling every `rate` events (default: the event's default rate); for a counting PMC,
+    /// the initial count (`pm_count`).
     pub fn rate(mut self, rate: u64) -> Self {
         self.rate = Some(rate);
         self
@@ -259,6 +260,8 @@ pub fn allocate_request(
     if mode.is_sampling() {
         caps |= Caps::INTERRUPT;
         req.pm_count = rate.unwrap_or(event.default_rate);
+    } else {
+        req.pm_count = rate.unwrap_or(0);
     }
     req.pm_caps = caps.bits();
     Ok(req)

@@ -36,6 +36,15 @@ fn instructions_of_hot_cold_are_exactly_ten_million() {
 }
 
 #[test]
+fn a_counting_pmc_starts_from_its_initial_count() {
+    sim();
+    let pmc = PmcSpec::new("instructions").rate(5).allocate().unwrap();
+    assert_eq!(pmc.read().unwrap(), 5);
+    run_with("hot-cold", &[&pmc]);
+    assert_eq!(pmc.read().unwrap(), 10_000_005);
+}
+
+#[test]
 fn user_only_and_kernel_only_qualifiers_split_the_count() {
     sim();
     let usr = PmcSpec::new("instructions,usr").allocate().unwrap();
@@ -103,6 +112,16 @@ fn a_program_the_simulator_does_not_have_is_enoent_with_the_list() {
     let e = api::spawn(&["/bin/ls".into()]).unwrap_err();
     assert_eq!(e.errno, libc::ENOENT);
     assert!(e.to_string().contains("hot-cold"), "{e}");
+}
+
+#[test]
+fn waiting_for_a_process_that_is_not_a_spawned_child_is_echild() {
+    sim();
+    assert_eq!(api::wait(4242).unwrap_err().errno, libc::ECHILD);
+    let pid = api::spawn(&["hot-cold".into()]).unwrap();
+    api::resume(pid).unwrap();
+    assert_eq!(api::wait(pid).unwrap(), 0);
+    assert_eq!(api::wait(pid).unwrap_err().errno, libc::ECHILD, "already waited for");
 }
 
 #[test]

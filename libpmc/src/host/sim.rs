@@ -118,6 +118,8 @@ struct LogPipe {
 pub struct SimHost {
     machine: RefCell<Machine>,
     tool: i32,
+    /// The programs [`Host::spawn`] started and nobody has waited for yet.
+    children: RefCell<Vec<i32>>,
     model: PmuModel,
     log: RefCell<Option<LogPipe>>,
 }
@@ -145,7 +147,13 @@ impl SimHost {
     pub fn new(model: PmuModel, cpus: usize, seed: u64) -> SimHost {
         let mut machine = Machine::new(MachineConfig::new(model, cpus).seed(seed));
         let tool = machine.spawn_tool(Credentials::root());
-        SimHost { machine: RefCell::new(machine), tool, model, log: RefCell::new(None) }
+        SimHost {
+            machine: RefCell::new(machine),
+            tool,
+            children: RefCell::new(Vec::new()),
+            model,
+            log: RefCell::new(None),
+        }
     }
 
     /// The machine (for tests that compare with its ground truth).
@@ -205,6 +213,20 @@ impl SimHost {
             *self.log.borrow_mut() = None;
         }
         result.map_err(|e| Error::driver("CONFIGURELOG", e))
+    }
+}
+
+impl SimHost {
+    /// Where `pid` is among the programs spawned and not waited for; ECHILD otherwise (as
+    /// waitpid(2) says of a process that is not the caller's child).
+    fn child(&self, op: &'static str, pid: ChildPid) -> Result<usize> {
+        self.children.borrow().iter().position(|&c| c == pid).ok_or_else(|| {
+            Error::with_detail(
+                op,
+                libc::ECHILD,
+                format!("{pid} is not a program this host spawned"),
+            )
+        })
     }
 }
 
@@ -270,15 +292,19 @@ impl Host for SimHost {
                 ),
             )
         })?;
-        Ok(self.machine.borrow_mut().spawn(&program, Credentials::user(1000)))
+        let pid = self.machine.borrow_mut().spawn(&program, Credentials::user(1000));
+        self.children.borrow_mut().push(pid);
+        Ok(pid)
     }
 
-    fn resume(&self, _pid: ChildPid) -> Result<()> {
+    fn resume(&self, pid: ChildPid) -> Result<()> {
         // Simulated processes run when the machine does: in `wait`.
-        Ok(())
+        self.child("resume", pid).map(drop)
     }
 
     fn wait(&self, pid: ChildPid) -> Result<i32> {
+        let at = self.child("wait", pid)?;
+        self.children.borrow_mut().swap_remove(at);
         self.machine.borrow_mut().run_until(|m| !m.process_alive(pid));
         self.machine.borrow_mut().run_until_idle();
         self.pump_log()?;
