@@ -307,6 +307,26 @@ bitflags::bitflags! {
     }
 }
 
+impl Caps {
+    /// What a SOFT-class PMC can do.
+    pub const SOFT_CLASS: Caps =
+        Caps::READ.union(Caps::WRITE).union(Caps::INTERRUPT).union(Caps::USER).union(Caps::SYSTEM);
+    /// What an IAP-class (Intel general-purpose counter) PMC can do.
+    pub const IAP_CLASS: Caps = Caps::INTERRUPT
+        .union(Caps::USER)
+        .union(Caps::SYSTEM)
+        .union(Caps::EDGE)
+        .union(Caps::THRESHOLD)
+        .union(Caps::READ)
+        .union(Caps::WRITE)
+        .union(Caps::INVERT)
+        .union(Caps::QUALIFIER)
+        .union(Caps::PRECISE);
+    /// What an IAF-class (Intel fixed counter) PMC can do.
+    pub const IAF_CLASS: Caps =
+        Caps::INTERRUPT.union(Caps::USER).union(Caps::SYSTEM).union(Caps::READ).union(Caps::WRITE);
+}
+
 bitflags::bitflags! {
     /// `PMC_F_*` flags of PMCALLOCATE and PMCRW, and the driver's internal flags.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -45,20 +45,9 @@ impl ClassDesc {
     }
 }
 
-const SOFT_CAPS: Caps =
-    Caps::READ.union(Caps::WRITE).union(Caps::INTERRUPT).union(Caps::USER).union(Caps::SYSTEM);
-const IAP_CAPS: Caps = Caps::INTERRUPT
-    .union(Caps::USER)
-    .union(Caps::SYSTEM)
-    .union(Caps::EDGE)
-    .union(Caps::THRESHOLD)
-    .union(Caps::READ)
-    .union(Caps::WRITE)
-    .union(Caps::INVERT)
-    .union(Caps::QUALIFIER)
-    .union(Caps::PRECISE);
-const IAF_CAPS: Caps =
-    Caps::INTERRUPT.union(Caps::USER).union(Caps::SYSTEM).union(Caps::READ).union(Caps::WRITE);
+const SOFT_CAPS: Caps = Caps::SOFT_CLASS;
+const IAP_CAPS: Caps = Caps::IAP_CLASS;
+const IAF_CAPS: Caps = Caps::IAF_CLASS;
 
 /// The classes of this machine and their rows.
 #[derive(Debug, Clone)]

@@ -46,19 +46,10 @@ pub struct LinuxHost {
 /// FreeBSD's SOFT row count.
 const SOFT_ROWS: u32 = 16;
 
-const SOFT_CAPS: Caps =
-    Caps::READ.union(Caps::WRITE).union(Caps::INTERRUPT).union(Caps::USER).union(Caps::SYSTEM);
-const IAP_CAPS: Caps = Caps::INTERRUPT
-    .union(Caps::USER)
-    .union(Caps::SYSTEM)
-    .union(Caps::EDGE)
-    .union(Caps::THRESHOLD)
-    .union(Caps::READ)
-    .union(Caps::WRITE)
-    .union(Caps::INVERT)
-    .union(Caps::QUALIFIER);
-const IAF_CAPS: Caps =
-    Caps::INTERRUPT.union(Caps::USER).union(Caps::SYSTEM).union(Caps::READ).union(Caps::WRITE);
+const SOFT_CAPS: Caps = Caps::SOFT_CLASS;
+/// perf has no precise (PEBS) sampling to offer through this host.
+const IAP_CAPS: Caps = Caps::IAP_CLASS.difference(Caps::PRECISE);
+const IAF_CAPS: Caps = Caps::IAF_CLASS;
 
 impl LinuxHost {
     /// Discovers this machine: CPUs, the CPUID PMU description, and whether perf can use it.
