@@ -169,3 +169,38 @@ fn sampling_own_process_puts_most_samples_in_the_busy_function() {
     assert!(total >= 50, "only {total} samples in 300 ms at 1 kHz");
     assert!(inside * 10 >= total * 7, "{inside} of {total} samples in busy()");
 }
+
+#[test]
+fn a_launched_child_that_exits_logs_its_count_with_log_procexit() {
+    let _serial = serial();
+    let path = std::env::temp_dir().join(format!("libpmc-procexit-{}.log", std::process::id()));
+    let file = std::fs::File::create(&path).unwrap();
+    api::configure_log(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+    let pmc = PmcSpec::new("page-faults").flags(PmcFlags::LOG_PROCEXIT).allocate().unwrap();
+    let pid = api::spawn(&["sh".into(), "-c".into(), "exit 0".into()]).unwrap();
+    pmc.attach(pid).unwrap();
+    pmc.start().unwrap();
+    api::resume(pid).unwrap();
+    assert_eq!(api::wait(pid).unwrap(), 0);
+    pmc.stop().unwrap();
+    let faults = pmc.read().unwrap();
+    api::close_log().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let exits: Vec<(u32, i32, u64)> = pmclog::Records::new(&bytes)
+        .filter_map(|e| match e.unwrap().record {
+            pmclog::Record::ProcExit(x) => Some((x.pmcid, x.pid, x.value)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(exits, [(pmc.id(), pid, faults)]);
+    assert!(faults > 0, "a shell faults in pages");
+}
+
+#[test]
+fn per_switch_logging_is_refused_with_the_reason() {
+    let _serial = serial();
+    let e = PmcSpec::new("page-faults").flags(PmcFlags::LOG_PROCCSW).allocate().unwrap_err();
+    assert_eq!(e.errno, libc::EOPNOTSUPP);
+    assert!(e.to_string().contains("context switch"), "{e}");
+}

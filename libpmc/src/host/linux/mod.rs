@@ -164,6 +164,7 @@ impl Host for LinuxHost {
         let status = super::unix_process::wait(pid)?;
         // Whatever the child left in the rings belongs in the log before anyone reads it.
         self.log.drain();
+        self.target_exited(pid);
         Ok(status)
     }
 }

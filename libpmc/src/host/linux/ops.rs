@@ -15,7 +15,8 @@ use hwpmc::abi::{
 use perf_event::Counter;
 use perf_event::events::Hardware;
 use pmclog::{
-    DynLayout, Initialize, PmcAllocate, PmcAllocateDyn, PmcAttach, PmcDetach, Record, UserData,
+    DynLayout, Initialize, PmcAllocate, PmcAllocateDyn, PmcAttach, PmcDetach, ProcExit, Record,
+    UserData,
 };
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
@@ -248,6 +249,27 @@ impl LinuxHost {
                 self.log.write(&Record::UserData(UserData { data: req.pm_userdata }));
                 Ok(())
             }
+        }
+    }
+
+    /// Process `pid` (a child this host launched) has ended: PMCs with PMC_F_LOG_PROCEXIT
+    /// attached to it log its share of their count (PROCEXIT), as FreeBSD does when a target
+    /// exits. The counters stay readable: the PMC's value still includes the share.
+    pub(super) fn target_exited(&self, pid: i32) {
+        let mut state = self.lock();
+        let mut records = Vec::new();
+        for (&pmcid, pmc) in state.pmcs.iter_mut() {
+            if !pmc.flags.contains(PmcFlags::LOG_PROCEXIT) {
+                continue;
+            }
+            let Some(counters) = pmc.targets.get_mut(&pid) else { continue };
+            let value =
+                counters.iter_mut().map(|c| c.read().unwrap_or(0)).fold(0, u64::wrapping_add);
+            records.push(ProcExit { pmcid, pid, value });
+        }
+        drop(state);
+        for record in records {
+            self.log.write(&Record::ProcExit(record));
         }
     }
 
@@ -491,6 +513,14 @@ impl LinuxHost {
         }
         if mode.is_sampling() && !class_rows.caps.contains(Caps::INTERRUPT) {
             return Err(inval(OP, format!("class {} cannot sample", class.name())));
+        }
+        if flags.contains(PmcFlags::LOG_PROCCSW) {
+            return Err(Error::with_detail(
+                OP,
+                libc::EOPNOTSUPP,
+                "PMC_F_LOG_PROCCSW (pmcstat -W) needs the driver's context-switch hook; the \
+                 Linux host does not see the context switches of the processes it measures",
+            ));
         }
         let source = self.source_of(class, &req, flags)?;
         let sel = u64::from(req.pm_md.iap_config());
