@@ -204,3 +204,56 @@ fn per_switch_logging_is_refused_with_the_reason() {
     assert_eq!(e.errno, libc::EOPNOTSUPP);
     assert!(e.to_string().contains("context switch"), "{e}");
 }
+
+#[test]
+fn system_sampling_logs_every_process_mappings_and_samples_of_this_process() {
+    let _serial = serial();
+    let path = std::env::temp_dir().join(format!("libpmc-ss-{}.log", std::process::id()));
+    let file = std::fs::File::create(&path).unwrap();
+    api::configure_log(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+    let pmc = match PmcSpec::new("cpu-clock").mode(Mode::SystemSampling).cpu(0).rate(1).allocate() {
+        Ok(pmc) => pmc,
+        Err(e) if e.errno == libc::EPERM => {
+            eprintln!("skipped: system-wide sampling needs privilege here ({e})");
+            api::close_log().unwrap();
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    pmc.start().unwrap();
+    // Run on CPU 0 for a while (pinned: the PMC samples that CPU only).
+    let pinned = pin_this_thread_to_cpu0();
+    busy(std::time::Instant::now() + std::time::Duration::from_millis(200));
+    pmc.stop().unwrap();
+    api::close_log().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let me = std::process::id() as i32;
+    let (mut my_maps, mut my_samples, mut samples) = (0, 0, 0);
+    for entry in pmclog::Records::new(&bytes) {
+        match entry.unwrap().record {
+            pmclog::Record::MapIn(m) if m.pid == me => my_maps += 1,
+            pmclog::Record::Callchain(cc) => {
+                samples += 1;
+                my_samples += usize::from(cc.pid == me);
+            }
+            _ => {}
+        }
+    }
+    assert!(my_maps > 0, "the mappings of a process that was running when sampling started");
+    assert!(samples > 50, "{samples} samples of CPU 0 in 200 ms at 1 kHz");
+    if pinned {
+        assert!(my_samples * 2 > samples, "{my_samples} of {samples} samples in this busy process");
+    }
+}
+
+/// Pins the calling thread to CPU 0; whether that worked.
+fn pin_this_thread_to_cpu0() -> bool {
+    // SAFETY: cpu_set_t is a plain bit array (all zeroes is the empty set); CPU_SET writes bit 0
+    // of it; sched_setaffinity(0, …) applies a valid set to the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut set);
+        libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}

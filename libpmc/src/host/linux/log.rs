@@ -54,6 +54,9 @@ pub(crate) struct Log {
     /// Samples perf reported lost (ring full), in total.
     pub(crate) lost: AtomicU64,
     drain_running: AtomicBool,
+    /// Whether this log has the executable mappings of every process (written once, at the
+    /// first system-sampling start).
+    all_mappings: AtomicBool,
 }
 
 #[derive(Default)]
@@ -87,6 +90,7 @@ impl Log {
     /// Starts logging to `file` (the host's own descriptor).
     pub(crate) fn open(self: &Arc<Self>, file: File) {
         *lock(&self.state) = LogState { file: Some(file), error: None, failed: false };
+        self.all_mappings.store(false, Ordering::Relaxed);
         if !self.drain_running.swap(true, Ordering::AcqRel) {
             let log = Arc::downgrade(self);
             std::thread::Builder::new()
@@ -147,6 +151,25 @@ impl Log {
             self.write(record);
         }
         *lock(&self.state) = LogState::default();
+    }
+
+    /// Whether [`Log::write_all_mappings`] ran for this log.
+    pub(crate) fn wrote_all_mappings(&self) -> bool {
+        self.all_mappings.load(Ordering::Relaxed)
+    }
+
+    /// Writes MAP_IN records for the executable mappings of every process (from `/proc`).
+    pub(crate) fn write_all_mappings(&self) {
+        self.all_mappings.store(true, Ordering::Relaxed);
+        let Ok(dir) = std::fs::read_dir("/proc") else { return };
+        let mut pids: Vec<i32> =
+            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
+        pids.sort_unstable();
+        for pid in pids {
+            for (start, path) in process::executable_mappings(pid) {
+                self.write(&Record::MapIn(MapIn { pid, start, path: &path }));
+            }
+        }
     }
 
     /// Adds a sampling ring.
