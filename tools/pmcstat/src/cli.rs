@@ -50,6 +50,8 @@ pub struct Options {
     pub gmon: bool,
     /// `-D`: gmon directory.
     pub gmon_dir: Option<PathBuf>,
+    /// `-M`: where to write the mapping of images to gmon files (with `-g`).
+    pub gmon_map: Option<PathBuf>,
     /// `-F`: calltree output.
     pub calltree: Option<String>,
     /// `-r`: file-system root for images.
@@ -90,7 +92,7 @@ fn command() -> Command {
     Command::new("pmcstat")
         .about("count and sample programs with performance-monitoring counters; analyse pmclog files")
         .override_usage(
-            "pmcstat [-p|-s|-P|-S spec]... [options] [command [args]]\n       pmcstat -R file [-G file] [-g] [--folded file] [--flamegraph file.svg] [--pprof file.pb.gz] [--top N]",
+            "pmcstat [-p|-s|-P|-S spec]... [options] [command [args]]\n       pmcstat -R file [-G file] [-g [-D dir] [-M file]] [-F file] [--folded file] [--flamegraph file.svg] [--pprof file.pb.gz] [--top N]",
         )
         .disable_help_flag(true)
         .disable_version_flag(true)
@@ -116,14 +118,15 @@ fn command() -> Command {
         .arg(value("G", 'G', "write a call graph (text) to file (\"-\": the -o output)"))
         .arg(toggle("g", 'g', "write gprof-compatible gmon profiles per image"))
         .arg(value("D", 'D', "directory for gmon files (default .)"))
-        .arg(value("F", 'F', "write a calltree (KCachegrind) profile"))
+        .arg(value("M", 'M', "with -g: write the mapping of executables to gmon files"))
+        .arg(value("F", 'F', "write a calltree (KCachegrind) profile (\"-\": the -o output)"))
         .arg(value("r", 'r', "root directory for executables"))
         .arg(toggle("I", 'I', "show offsets within symbols"))
         .arg(toggle("A", 'A', "show raw addresses"))
         .arg(value("z", 'z', "call graph depth (default 16)"))
         .arg(toggle("L", 'L', "list the events of this host"))
         .arg(value("u", 'u', "describe an event"))
-        .arg(toggle("T", 'T', "top mode: a live flat profile"))
+        .arg(toggle("T", 'T', "top mode: a flat profile every -w seconds while sampling"))
         .arg(toggle("q", 'q', "less verbose"))
         .arg(toggle("v", 'v', "more verbose"))
         .arg(Arg::new("folded").long("folded").num_args(1).help("write folded stacks (flame-graph input)"))
@@ -305,6 +308,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         callgraph: last(m, "G").cloned(),
         gmon: count("g"),
         gmon_dir: last(m, "D").map(PathBuf::from),
+        gmon_map: last(m, "M").map(PathBuf::from),
         calltree: last(m, "F").cloned(),
         fsroot: last(m, "r").map(PathBuf::from),
         offsets: count("I"),
@@ -327,6 +331,9 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
 /// Rejects combinations that make no sense, with the reason.
 fn check(o: &Options) -> Result<(), CliError> {
     let usage = |s: &str| Err(CliError::Usage(s.to_string()));
+    if o.gmon_map.is_some() && !o.gmon {
+        return usage("-M writes the mapping of images to gmon files: it needs -g");
+    }
     let analysis = o.callgraph.is_some()
         || o.gmon
         || o.calltree.is_some()
@@ -398,6 +405,19 @@ mod tests {
         let o = parse_str(&["-p", "task-clock", "ls", "-l", "/"]).unwrap();
         assert_eq!(o.command, ["ls", "-l", "/"]);
         assert_eq!(o.duration, None);
+    }
+
+    #[test]
+    fn gmon_options_and_the_mapping_file_need_g() {
+        let o = parse_str(&["-R", "log", "-g", "-D", "out", "-M", "map", "-F", "tree"]).unwrap();
+        assert!(o.gmon);
+        assert_eq!(o.gmon_dir, Some(PathBuf::from("out")));
+        assert_eq!(o.gmon_map, Some(PathBuf::from("map")));
+        assert_eq!(o.calltree.as_deref(), Some("tree"));
+        match parse_str(&["-R", "log", "-M", "map"]) {
+            Err(CliError::Usage(m)) => assert!(m.contains("needs -g"), "{m}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -1,10 +1,23 @@
 //! A measurement: allocate the PMCs, launch or find the targets, start, print counts every
 //! interval, and at the end print the final counts, close the log, analyse it if asked, and say
 //! what was lost.
+//!
+//! # The live profile
+//!
+//! Sampling without `-O` and without other analyses, or with `-T`, shows a flat profile of the
+//! top functions (20, or `--top N`) as `top` does: every `-w` seconds (default 5) pmcstat flushes
+//! the log, reads what has been written so far (whole records only: the last one may still be
+//! partly written) and prints the profile of everything sampled since the start, then prints
+//! the final profile at the end. The profile goes to the `-o` file, else to standard output; on
+//! a terminal the screen is cleared before each one, otherwise the profiles follow one another,
+//! separated by a blank line. On the simulator the measured program runs to its end inside
+//! pmcstat, so only the final profile is printed. With `-O host:port` the log cannot be read
+//! back, and there is no live profile.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -12,6 +25,7 @@ use pmc::api;
 use pmc::host::HostKind;
 use pmc::{Mode, Pmc, PmcSpec};
 
+use crate::analysis;
 use crate::cli::{Options, PmcRequest};
 use crate::counts::{self, Column};
 use crate::failure::{Failure, io_failure};
@@ -19,6 +33,9 @@ use crate::report;
 
 /// FreeBSD's default printing interval.
 const DEFAULT_INTERVAL: f64 = 5.0;
+
+/// Functions in the live profile unless `--top N` says otherwise.
+const LIVE_ROWS: usize = 20;
 
 /// One allocated PMC and how to show it.
 struct Allocated {
@@ -41,6 +58,84 @@ impl LogSink {
             LogSink::File(f) | LogSink::Temporary(f, _) => f.as_raw_fd(),
             LogSink::Socket(s) => s.as_raw_fd(),
         }
+    }
+
+    /// The file the log can be read back from.
+    fn path<'a>(&'a self, o: &'a Options) -> Option<&'a Path> {
+        match self {
+            LogSink::Temporary(_, path) => Some(path),
+            LogSink::File(_) => o.log_output.as_deref().map(Path::new),
+            LogSink::Socket(_) => None,
+        }
+    }
+}
+
+/// The live flat profile (see the module documentation).
+struct LiveProfile {
+    /// The log, read back.
+    log: PathBuf,
+    /// Functions shown.
+    rows: usize,
+    /// Whether the screen is cleared before each profile (standard output is a terminal).
+    clear: bool,
+    /// Whether a profile was printed (the next one is separated from it).
+    printed: bool,
+}
+
+impl LiveProfile {
+    /// The live profile of this run, if it shows one: sampling into a temporary log with no
+    /// analysis but `--top`, or `-T` with a log that can be read back.
+    fn of(o: &Options, log: &LogSink) -> Option<LiveProfile> {
+        let other_analyses = report::wants_analysis(&Options { top: None, ..o.clone() });
+        let temporary = matches!(log, LogSink::Temporary(..));
+        if !(o.top_mode || (temporary && !other_analyses)) {
+            return None;
+        }
+        Some(LiveProfile {
+            log: log.path(o)?.to_path_buf(),
+            rows: o.top.unwrap_or(LIVE_ROWS),
+            clear: o.output.is_none() && std::io::stdout().is_terminal(),
+            printed: false,
+        })
+    }
+
+    /// Prints the profile of the log written so far (nothing before the first sample). Errors
+    /// reading a log that is still being written are left for the final profile to report.
+    fn print_current(&mut self, o: &Options, out: &mut dyn Write) -> Result<(), Failure> {
+        let _ = api::flush_log();
+        let Ok(bytes) = std::fs::read(&self.log) else { return Ok(()) };
+        let Ok(profile) = report::load_profile(o, report::whole_records(&bytes), "the log") else {
+            return Ok(());
+        };
+        self.print(&profile, self.clear, out)
+    }
+
+    /// Prints the flat profile of `profile`, after clearing the screen when `clear`.
+    fn print(
+        &mut self,
+        profile: &analysis::Profile,
+        clear: bool,
+        out: &mut dyn Write,
+    ) -> Result<(), Failure> {
+        let mut text = Vec::new();
+        analysis::write_top(profile, self.rows, &mut text)
+            .map_err(|e| io_failure("writing the profile", &e))?;
+        if text.is_empty() {
+            return Ok(());
+        }
+        let before: &[u8] = if clear {
+            b"\x1b[H\x1b[2J"
+        } else if self.printed {
+            b"\n"
+        } else {
+            b""
+        };
+        out.write_all(before)
+            .and_then(|()| out.write_all(&text))
+            .and_then(|()| out.flush())
+            .map_err(|e| io_failure("writing the profile", &e))?;
+        self.printed = true;
+        Ok(())
     }
 }
 
@@ -224,6 +319,8 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             .collect()
     };
 
+    let mut live = log.as_ref().and_then(|log| LiveProfile::of(o, log));
+    let mut stdout = std::io::stdout();
     let interval = Duration::from_secs_f64(o.interval.unwrap_or(DEFAULT_INTERVAL));
     let deadline = o.duration.map(|d| Instant::now() + Duration::from_secs_f64(d));
     let ending = if host == HostKind::Sim {
@@ -273,6 +370,10 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             {
                 break Ending::Done;
             }
+            if let Some(view) = live.as_mut() {
+                let sink: &mut dyn Write = if o.output.is_some() { &mut out } else { &mut stdout };
+                view.print_current(o, sink)?;
+            }
             if print_counts {
                 let values = read_all()?;
                 counts::write_values(&mut columns, &values, &mut out)
@@ -301,36 +402,37 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
         api::flush_log().map_err(|e| Failure::pmc("writing the log", &e))?;
         api::close_log().map_err(|e| Failure::pmc("closing the log", &e))?;
         drop(pmcs);
-        if let LogSink::Temporary(_, path) = &log {
-            let bytes = std::fs::read(path).map_err(|e| io_failure("reading the log back", &e))?;
-            let _ = std::fs::remove_file(path);
-            live_report(o, &bytes)?;
-        } else if report::wants_analysis(o) {
-            if let LogSink::File(_) = &log {
-                let path = o.log_output.as_deref().unwrap_or_default();
-                let bytes =
-                    std::fs::read(path).map_err(|e| io_failure("reading the log back", &e))?;
-                report::analyse(o, &bytes, path)?;
+        let temporary = matches!(log, LogSink::Temporary(..));
+        match log.path(o) {
+            Some(path) if live.is_some() || report::wants_analysis(o) => {
+                let bytes = std::fs::read(path);
+                if temporary {
+                    let _ = std::fs::remove_file(path);
+                }
+                let bytes = bytes.map_err(|e| io_failure("reading the log back", &e))?;
+                let name =
+                    if temporary { "the log".to_owned() } else { path.display().to_string() };
+                let profile = report::load_profile(o, &bytes, &name)?;
+                let mut rest = o.clone();
+                if let Some(view) = live.as_mut() {
+                    // The final profile; on a terminal the screen is cleared first unless that
+                    // would hide the final counts.
+                    let clear = view.clear && !print_counts;
+                    let sink: &mut dyn Write =
+                        if o.output.is_some() { &mut out } else { &mut stdout };
+                    view.print(&profile, clear, sink)?;
+                    rest.top = None;
+                }
+                report::write_analyses(&rest, &profile)?;
+                report::report_profile_warnings(o, &profile);
             }
-        } else {
-            report::report_drops(0, lost);
+            _ => report::report_drops(0, lost),
         }
     }
     Ok(match ending {
         Ending::Command(status) => status,
         Ending::Done => 0,
     })
-}
-
-/// Sampling without `-O`: the analyses asked for, or a flat profile of the top 20 functions.
-fn live_report(o: &Options, bytes: &[u8]) -> Result<(), Failure> {
-    if report::wants_analysis(o) {
-        report::analyse(o, bytes, "the log")?;
-        return Ok(());
-    }
-    let mut with_top = o.clone();
-    with_top.top = Some(20);
-    report::analyse(&with_top, bytes, "the log").map(drop)
 }
 
 /// Counting output: the `-o` file, else standard error (as FreeBSD's pmcstat).

@@ -1,9 +1,9 @@
-//! `-R file`: a log printed as text, or turned into call graphs, folded stacks, flame graphs,
-//! pprof profiles and flat profiles.
+//! `-R file`: a log printed as text, or turned into call graphs, gmon files, calltree profiles,
+//! folded stacks, flame graphs, pprof profiles and flat profiles.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use pmc::events::pmu_table::PmuEventNames;
 
@@ -51,52 +51,96 @@ pub fn run(o: &Options, log: &Path) -> Result<i32, Failure> {
     analyse(o, &bytes, &log.display().to_string())
 }
 
-/// Writes every analysis the options ask for from the log in `bytes`.
+/// Writes every analysis the options ask for from the log in `bytes` (`name` names it in
+/// errors), then the warnings of [`report_profile_warnings`].
 pub fn analyse(o: &Options, bytes: &[u8], name: &str) -> Result<i32, Failure> {
+    let profile = load_profile(o, bytes, name)?;
+    write_analyses(o, &profile)?;
+    report_profile_warnings(o, &profile);
+    Ok(0)
+}
+
+/// Reads the log in `bytes` with the options' `-r`, `-I` and `-A`; `name` names it in errors.
+pub fn load_profile(o: &Options, bytes: &[u8], name: &str) -> Result<Profile, Failure> {
     let resolve = ResolveOptions {
         fsroot: o.fsroot.clone(),
         show_offsets: o.offsets,
         raw_addresses: o.addresses,
     };
-    let profile = Profile::from_log_with_names(bytes, &resolve, &PmuEventNames).map_err(|e| {
+    Profile::from_log_with_names(bytes, &resolve, &PmuEventNames).map_err(|e| {
         Failure::data(format!(
             "{name}: corrupt log at byte offset {:#x} (record {}): {}",
             e.offset(),
             e.record(),
             e.message()
         ))
-    })?;
+    })
+}
+
+/// The longest prefix of `bytes` made of whole records: a log still being written may end
+/// inside a record (or, read at the wrong moment, anywhere), and the part after the last
+/// record that decodes is left for a later read.
+pub fn whole_records(bytes: &[u8]) -> &[u8] {
+    let mut records = pmclog::Records::new(bytes);
+    for entry in records.by_ref() {
+        if let Err(e) = entry {
+            return &bytes[..usize::try_from(e.offset()).unwrap_or(0).min(bytes.len())];
+        }
+    }
+    &bytes[..usize::try_from(records.offset()).unwrap_or(bytes.len()).min(bytes.len())]
+}
+
+/// Writes the analyses the options ask for.
+pub fn write_analyses(o: &Options, profile: &Profile) -> Result<(), Failure> {
     let depth = o.depth.unwrap_or(analysis::DEFAULT_CALLGRAPH_DEPTH);
     if let Some(target) = &o.callgraph {
-        write_to(o, target, |out| analysis::write_callgraph_depth(&profile, depth, out))?;
+        write_to(o, target, |out| analysis::write_callgraph_depth(profile, depth, out))?;
+    }
+    if let Some(target) = &o.calltree {
+        write_to(o, target, |out| analysis::write_calltree(profile, out))?;
+    }
+    if o.gmon {
+        write_gmon(o, profile)?;
     }
     if let Some(path) = &o.folded {
-        write_file(path, |out| analysis::write_folded(&profile, out))?;
+        write_file(path, |out| analysis::write_folded(profile, out))?;
     }
     if let Some(path) = &o.flamegraph {
-        write_file(path, |out| analysis::write_flamegraph(&profile, out))?;
+        write_file(path, |out| analysis::write_flamegraph(profile, out))?;
     }
     if let Some(path) = &o.pprof {
-        write_file(path, |out| analysis::write_pprof(&profile, out))?;
+        write_file(path, |out| analysis::write_pprof(profile, out))?;
     }
     if let Some(rows) = o.top {
         let mut out = text_output(o)?;
-        analysis::write_top(&profile, rows, &mut out)
+        analysis::write_top(profile, rows, &mut out)
             .map_err(|e| io_failure("writing the profile", &e))?;
         out.flush().map_err(|e| io_failure("writing the profile", &e))?;
     }
-    if o.gmon || o.calltree.is_some() {
-        return Err(Failure::usage(
-            "-g (gmon) and -F (calltree) output are not available yet; use -G, --folded, --flamegraph, --pprof or --top",
-        ));
+    Ok(())
+}
+
+/// `-g`: the gmon files under the `-D` directory (default `.`), in the layout of the gprof of
+/// this system ([`analysis::GmonHeader::native`]); `-M`: the mapping of images to them.
+fn write_gmon(o: &Options, profile: &Profile) -> Result<(), Failure> {
+    let gmons = analysis::gmon_profiles(profile);
+    let dir = o.gmon_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    analysis::write_gmon_files(&gmons, &dir, analysis::GmonHeader::native())
+        .map_err(|e| io_failure("writing gmon files", &e))?;
+    if let Some(path) = &o.gmon_map {
+        write_file(path, |out| analysis::write_gmon_map(&gmons, out))?;
     }
+    Ok(())
+}
+
+/// Says on standard error which images had no symbols (unless `-q`) and what the log lost.
+pub fn report_profile_warnings(o: &Options, profile: &Profile) {
     for (image, why) in profile.unreadable_images() {
         if o.verbosity >= 0 {
             eprintln!("pmcstat: warning: symbols of {image} unavailable: {why}");
         }
     }
     report_drops(profile.dropped_notices(), 0);
-    Ok(0)
 }
 
 /// Says, on standard error, how much was lost and what fixes it.
@@ -138,4 +182,35 @@ fn write_to(
             .map_err(|e| io_failure("writing output", &e));
     }
     write_file(Path::new(target), f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(pmcid: u32, pcs: &[u64]) -> Vec<u8> {
+        let mut buf = vec![0u8; pmclog::MAX_RECORD_LEN];
+        let record = pmclog::Record::Callchain(pmclog::Callchain {
+            pid: 1,
+            tid: 1,
+            pmcid,
+            cpuflags: pmclog::CallchainFlags::new(0, 1),
+            pcs: pmclog::ProgramCounters::from_words(pcs),
+        });
+        let len = pmclog::encode(&record, 0, &mut buf).unwrap();
+        buf.truncate(len);
+        buf
+    }
+
+    #[test]
+    fn a_log_being_written_is_read_up_to_its_last_whole_record() {
+        let (first, second) = (record(1, &[0x10, 0x20]), record(2, &[0x30]));
+        let log = [first.clone(), second.clone()].concat();
+        assert_eq!(whole_records(&log), &log[..]);
+        for cut in 0..log.len() {
+            let expected = if cut < first.len() { 0 } else { first.len() };
+            assert_eq!(whole_records(&log[..cut]).len(), expected, "cut at {cut}");
+        }
+        assert_eq!(whole_records(&[]), &[] as &[u8]);
+    }
 }

@@ -4,7 +4,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use object::{Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
+use object::{
+    Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, SectionFlags, SegmentFlags,
+    SymbolKind,
+};
 
 /// A function symbol: `[start, end)` in the image's link-time addresses.
 #[derive(Debug, Clone)]
@@ -30,6 +33,10 @@ pub(crate) struct Image {
     pub(crate) span: u64,
     /// The program interpreter (`PT_INTERP`, from `.interp`) of a dynamically linked executable.
     pub(crate) interp: Option<Vec<u8>>,
+    /// `[start, end)` of the executable code in link-time addresses: from the lowest to the
+    /// highest allocated section with `SHF_EXECINSTR` (FreeBSD pmcstat's `pi_start` / `pi_end`),
+    /// else the executable (`PF_X`) `PT_LOAD` segments; `None` when there is no code.
+    pub(crate) text: Option<(u64, u64)>,
     /// Function symbols sorted by start; zero-sized ones reach to the next symbol.
     symbols: Vec<Symbol>,
 }
@@ -51,7 +58,14 @@ impl Image {
             .map(|(start, end, name)| Symbol { start, end, name: Arc::from(name) })
             .collect();
         symbols.sort_by_key(|s| s.start);
-        Some(Image { fixed: true, link_base: low, span: high - low, interp: None, symbols })
+        Some(Image {
+            fixed: true,
+            link_base: low,
+            span: high - low,
+            interp: None,
+            text: Some((low, high)),
+            symbols,
+        })
     }
 
     /// Parses an ELF file held in memory.
@@ -81,7 +95,8 @@ impl Image {
             symbols = collect_symbols(file.dynamic_symbols());
         }
         finish_symbols(&mut symbols, high);
-        Ok(Image { fixed, link_base, span: high.saturating_sub(link_base), interp, symbols })
+        let text = text_range(&file);
+        Ok(Image { fixed, link_base, span: high.saturating_sub(link_base), interp, text, symbols })
     }
 
     /// The function symbol containing the link-time address `addr`.
@@ -90,6 +105,31 @@ impl Image {
         let symbol = self.symbols[..after].last()?;
         (addr < symbol.end).then_some(symbol)
     }
+}
+
+/// The link-time range of an ELF file's code: its allocated `SHF_EXECINSTR` sections, or, without
+/// section headers, its `PF_X` `PT_LOAD` segments.
+fn text_range(file: &object::File<'_>) -> Option<(u64, u64)> {
+    let widen = |range: Option<(u64, u64)>, start: u64, size: u64| match range {
+        _ if size == 0 => range,
+        None => Some((start, start.saturating_add(size))),
+        Some((lo, hi)) => Some((lo.min(start), hi.max(start.saturating_add(size)))),
+    };
+    let code = u64::from(object::elf::SHF_EXECINSTR | object::elf::SHF_ALLOC);
+    let sections = file.sections().fold(None, |range, section| match section.flags() {
+        SectionFlags::Elf { sh_flags } if sh_flags & code == code => {
+            widen(range, section.address(), section.size())
+        }
+        _ => range,
+    });
+    sections.or_else(|| {
+        file.segments().fold(None, |range, segment| match segment.flags() {
+            SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0 => {
+                widen(range, segment.address(), segment.size())
+            }
+            _ => range,
+        })
+    })
 }
 
 fn collect_symbols<'data, 'file, I, S>(iter: I) -> Vec<Symbol>
@@ -166,12 +206,27 @@ mod tests {
             Symbol { start: 0x10, end: 0x18, name: Arc::from("_a_alias") },
         ];
         finish_symbols(&mut symbols, 0x40);
-        let image = Image { fixed: true, link_base: 0, span: 0x40, interp: None, symbols };
+        let image =
+            Image { fixed: true, link_base: 0, span: 0x40, interp: None, text: None, symbols };
         assert_eq!(&*image.symbol_at(0x10).unwrap().name, "_a_alias");
         assert!(image.symbol_at(0x18).is_none());
         assert_eq!(&*image.symbol_at(0x3f).unwrap().name, "b");
         assert!(image.symbol_at(0x40).is_none());
         assert!(image.symbol_at(0x0f).is_none());
+    }
+
+    #[test]
+    fn the_text_range_spans_the_executable_sections() {
+        let p = crate::analysis::testutil::Program::build(true);
+        let image = Image::load(&p.path).unwrap();
+        let data = std::fs::read(&p.path).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        let address = |name: &str| file.section_by_name(name).map(|s| (s.address(), s.size()));
+        let (init, _) = address(".init").unwrap();
+        let (fini, fini_size) = address(".fini").unwrap();
+        assert_eq!(image.text, Some((init, fini + fini_size)));
+        let functions = Image::from_symbols(vec![(0x40_0040, 0x40_0080, "b".into())]).unwrap();
+        assert_eq!(functions.text, Some((0x40_0040, 0x40_0080)));
     }
 
     #[test]

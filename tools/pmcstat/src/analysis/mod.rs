@@ -10,7 +10,16 @@
 //! - [`write_callgraph`]: `pmcstat -G`, FreeBSD's text call graph, byte for byte;
 //! - [`write_folded`]: folded stacks for flame-graph tools; [`write_flamegraph`]: the SVG;
 //! - [`write_top`]: a flat profile (self and total samples per function);
-//! - [`write_pprof`]: a gzipped pprof profile.
+//! - [`write_pprof`]: a gzipped pprof profile;
+//! - [`gmon_profiles`] / [`write_gmon_files`]: `pmcstat -g`, gprof's gmon files per image and
+//!   event (and [`write_gmon_map`], `-M`);
+//! - [`write_calltree`]: `pmcstat -F`, a callgrind-format profile for KCachegrind.
+//!
+//! A sample is kept both as a stack of frames ([`PmcProfile::stacks`]: functions) and as a stack
+//! of exact program counters ([`PmcProfile::location_stacks`]: [`Location`]s, in the image's
+//! link-time addresses), for the outputs that work below the function: the gmon histogram and
+//! arcs, and the calltree's instruction positions. [`Profile::text_range`] gives an image's code
+//! in the same addresses.
 //!
 //! # Where images are
 //!
@@ -35,8 +44,10 @@
 //! ([`write_folded_pmc`] selects one event); [`write_pprof`] has a value column per event.
 
 mod callgraph;
+mod calltree;
 mod error;
 mod folded;
+mod gmon;
 mod image;
 mod pprof;
 mod profile;
@@ -46,10 +57,16 @@ mod top;
 mod testutil;
 
 pub use callgraph::{DEFAULT_CALLGRAPH_DEPTH, write_callgraph, write_callgraph_depth};
+pub use calltree::write_calltree;
 pub use error::AnalysisError;
 pub use folded::{write_flamegraph, write_folded, write_folded_pmc};
+pub use gmon::{
+    CallArc, FUNCTION_ALIGNMENT, GMONVERSION, GmonHeader, GmonProfile, gmon_profiles,
+    write_gmon_files, write_gmon_map,
+};
 pub use pprof::write_pprof;
 pub use profile::{
-    Frame, FrameId, KERNEL_IMAGE, LogInfo, PmcProfile, Profile, ResolveOptions, UNKNOWN_IMAGE,
+    Frame, FrameId, KERNEL_IMAGE, Location, LogInfo, PmcProfile, Profile, ResolveOptions,
+    UNKNOWN_IMAGE,
 };
 pub use top::{FlatRow, flat_rows, write_top};

@@ -2,6 +2,7 @@
 //! sample belongs to, and each sample's call chain resolved to functions.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -78,6 +79,21 @@ impl Frame {
     }
 }
 
+/// One program counter of a sample: the frame it resolved to, and the exact address.
+///
+/// Frames merge program counters (all the addresses in a function are one frame); a location
+/// keeps the address itself, for outputs that work at instruction level (`-g` histograms and
+/// arcs, `-F` positions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Location {
+    /// The frame the program counter belongs to.
+    pub frame: FrameId,
+    /// The program counter in the image's link-time addresses when it lies in a mapping of an
+    /// image that could be read (then [`Profile::text_range`] of the frame's image is `Some`);
+    /// otherwise the run-time address.
+    pub address: u64,
+}
+
 /// The samples of one PMC.
 #[derive(Debug, Clone)]
 pub struct PmcProfile {
@@ -86,6 +102,7 @@ pub struct PmcProfile {
     rate: u64,
     samples: u64,
     stacks: Vec<(Vec<FrameId>, u64)>,
+    locations: Vec<(Vec<Location>, u64)>,
 }
 
 impl PmcProfile {
@@ -114,6 +131,13 @@ impl PmcProfile {
     pub fn stacks(&self) -> impl Iterator<Item = (&[FrameId], u64)> + '_ {
         self.stacks.iter().map(|(frames, count)| (frames.as_slice(), *count))
     }
+
+    /// The distinct call stacks of exact program counters, innermost first, with how many
+    /// samples had it; sorted. [`PmcProfile::stacks`] is these stacks with each location
+    /// replaced by its frame (and equal stacks merged).
+    pub fn location_stacks(&self) -> impl Iterator<Item = (&[Location], u64)> + '_ {
+        self.locations.iter().map(|(locations, count)| (locations.as_slice(), *count))
+    }
 }
 
 /// What a log's INITIALIZE record says about the machine and the time.
@@ -141,6 +165,7 @@ pub struct Profile {
     records: u64,
     info: LogInfo,
     unreadable_images: Vec<(String, String)>,
+    text_ranges: HashMap<Arc<str>, Range<u64>>,
 }
 
 impl Profile {
@@ -223,6 +248,15 @@ impl Profile {
     pub fn unreadable_images(&self) -> &[(String, String)] {
         &self.unreadable_images
     }
+
+    /// The executable code of the image named `image` (as [`Frame::image`] names it), in its
+    /// link-time addresses: from the lowest to the end of the highest `SHF_EXECINSTR` section,
+    /// as FreeBSD's pmcstat delimits an image's gmon histogram. `None` for images that could not
+    /// be read (and for [`KERNEL_IMAGE`] and [`UNKNOWN_IMAGE`]): their addresses are run-time
+    /// addresses.
+    pub fn text_range(&self, image: &str) -> Option<Range<u64>> {
+        self.text_ranges.get(image).cloned()
+    }
 }
 
 /// One executable mapping of a process: `[lo, hi)` in run-time addresses.
@@ -243,7 +277,7 @@ struct PmcBuild {
     name: String,
     rate: u64,
     samples: u64,
-    stacks: HashMap<Vec<FrameId>, u64>,
+    stacks: HashMap<Vec<Location>, u64>,
 }
 
 /// How a frame is told apart from others: image, address, and whether the address is a
@@ -266,7 +300,7 @@ struct Builder<'a> {
     kernel: Vec<Mapping>,
     frames: Vec<Frame>,
     frame_ids: HashMap<FrameKey, FrameId>,
-    cache: HashMap<(i32, bool, u64), FrameId>,
+    cache: HashMap<(i32, bool, u64), Location>,
     pmcs: Vec<PmcBuild>,
     pmc_index: HashMap<u32, usize>,
     dropped_notices: u64,
@@ -506,20 +540,20 @@ impl<'a> Builder<'a> {
             Some((lo, hi)) => (lo.min(tsc), hi.max(tsc)),
         });
         let user = cc.cpuflags.is_user();
-        let stack: Vec<FrameId> =
+        let stack: Vec<Location> =
             pcs.iter().enumerate().map(|(i, &pc)| self.resolve(cc.pid, user, i, pc)).collect();
         let pmc = self.pmc(cc.pmcid);
         pmc.samples += 1;
         *pmc.stacks.entry(stack).or_default() += 1;
     }
 
-    /// The frame of `pc`, the `index`-th program counter of a sample of `pid` taken in user
-    /// (`user`) or kernel mode. Kernel-mode samples look in the kernel's mappings first and then
-    /// in the process's (a chain that runs on into user space), user-mode ones only in the
-    /// process's.
-    fn resolve(&mut self, pid: i32, user: bool, index: usize, pc: u64) -> FrameId {
-        if let Some(&id) = self.cache.get(&(pid, user, pc)) {
-            return id;
+    /// The frame and link-time address of `pc`, the `index`-th program counter of a sample of
+    /// `pid` taken in user (`user`) or kernel mode. Kernel-mode samples look in the kernel's
+    /// mappings first and then in the process's (a chain that runs on into user space),
+    /// user-mode ones only in the process's.
+    fn resolve(&mut self, pid: i32, user: bool, index: usize, pc: u64) -> Location {
+        if let Some(&location) = self.cache.get(&(pid, user, pc)) {
+            return location;
         }
         let empty = Vec::new();
         let process = self.processes.get(&pid).unwrap_or(&empty);
@@ -528,12 +562,14 @@ impl<'a> Builder<'a> {
         } else {
             find_mapping(&self.kernel, pc, false).or_else(|| find_mapping(process, pc, true))
         };
+        let mut address = pc;
         let (image_name, key, symbol, offset) = match mapping {
             Some(m) => {
                 let image_name = m.name;
                 match &m.image {
                     Some(image) => {
                         let link = pc.wrapping_sub(m.bias);
+                        address = link;
                         match image.symbol_at(link).filter(|_| !self.opts.raw_addresses) {
                             Some(sym) if self.opts.show_offsets => (
                                 image_name,
@@ -583,8 +619,9 @@ impl<'a> Builder<'a> {
                 id
             }
         };
-        self.cache.insert((pid, user, pc), id);
-        id
+        let location = Location { frame: id, address };
+        self.cache.insert((pid, user, pc), location);
+        location
     }
 
     fn finish(self) -> Profile {
@@ -592,7 +629,13 @@ impl<'a> Builder<'a> {
             .pmcs
             .into_iter()
             .map(|p| {
-                let mut stacks: Vec<(Vec<FrameId>, u64)> = p.stacks.into_iter().collect();
+                let mut locations: Vec<(Vec<Location>, u64)> = p.stacks.into_iter().collect();
+                locations.sort_unstable();
+                let mut frames: HashMap<Vec<FrameId>, u64> = HashMap::new();
+                for (stack, count) in &locations {
+                    *frames.entry(stack.iter().map(|l| l.frame).collect()).or_default() += count;
+                }
+                let mut stacks: Vec<(Vec<FrameId>, u64)> = frames.into_iter().collect();
                 stacks.sort_unstable();
                 PmcProfile {
                     pmcid: p.pmcid,
@@ -600,7 +643,16 @@ impl<'a> Builder<'a> {
                     rate: p.rate,
                     samples: p.samples,
                     stacks,
+                    locations,
                 }
+            })
+            .collect();
+        let text_ranges = self
+            .images
+            .iter()
+            .filter_map(|(path, image)| {
+                let (start, end) = image.as_ref()?.text?;
+                Some((Arc::from(String::from_utf8_lossy(path).as_ref()), start..end))
             })
             .collect();
         Profile {
@@ -611,6 +663,7 @@ impl<'a> Builder<'a> {
             records: self.records,
             info: self.info,
             unreadable_images: self.unreadable_images,
+            text_ranges,
         }
     }
 }
@@ -1028,5 +1081,51 @@ mod tests {
             stacks(&profile),
             vec![(strings(&["cold@prog"]), 1), (strings(&["hot@prog", "main@prog"]), 1)]
         );
+    }
+
+    #[test]
+    fn location_stacks_keep_exact_link_time_addresses() {
+        let p = Program::build(true);
+        let base = 0x5600_0000_0000;
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).map_in(4, base, p.log_path());
+        log.map_in(4, 0x7000_0000, "/nonexistent/lib.so");
+        log.samples(4, 0x100, &[base + p.at("hot", 3), base + p.at("main", 9)], 2);
+        log.samples(4, 0x100, &[base + p.at("hot", 7), base + p.at("main", 9)], 1);
+        log.samples(4, 0x100, &[0x7000_0010, 0x10, 0xffff_ffff_8000_0000], 1);
+        let profile = profile(&log, &ResolveOptions::default());
+        let pmc = &profile.pmcs()[0];
+        let described: Vec<(Vec<(String, u64)>, u64)> = pmc
+            .location_stacks()
+            .map(|(locations, count)| {
+                let named =
+                    locations.iter().map(|l| (profile.frame(l.frame).name(), l.address)).collect();
+                (named, count)
+            })
+            .collect();
+        let main = ("main".to_owned(), p.at("main", 9));
+        assert_eq!(
+            described,
+            [
+                (vec![("hot".to_owned(), p.at("hot", 3)), main.clone()], 2),
+                (vec![("hot".to_owned(), p.at("hot", 7)), main], 1),
+                (
+                    vec![
+                        ("0x70000010".to_owned(), 0x7000_0010),
+                        ("0x10".to_owned(), 0x10),
+                        ("0xffffffff80000000".to_owned(), 0xffff_ffff_8000_0000)
+                    ],
+                    1
+                ),
+            ]
+        );
+        // The frame stacks merge the two hot addresses.
+        assert_eq!(pmc.stacks().map(|(_, n)| n).collect::<Vec<_>>(), [3, 1]);
+        // Only the readable image has link-time addresses.
+        let text = profile.text_range(p.log_path()).unwrap();
+        assert!(text.contains(&p.at("hot", 0)) && text.contains(&p.at("main", 0)), "{text:x?}");
+        for image in ["/nonexistent/lib.so", KERNEL_IMAGE, UNKNOWN_IMAGE] {
+            assert_eq!(profile.text_range(image), None, "{image}");
+        }
     }
 }
