@@ -27,6 +27,10 @@ pub mod sim;
 #[cfg(unix)]
 mod unix_process;
 
+/// Where the Linux host's logs say the kernel's function symbols are: the path of the kernel's
+/// MAP_IN record (process -1). A text symbol table (`address type name` lines), not an ELF file.
+pub const KERNEL_SYMBOLS: &str = "/proc/kallsyms";
+
 /// Which host serves this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HostKind {

@@ -17,6 +17,7 @@ use pmclog::{
 };
 
 use super::super::unix_process as process;
+use crate::host::KERNEL_SYMBOLS;
 
 /// `PERF_RECORD_MISC_CPUMODE_MASK` and its user value.
 const MISC_CPUMODE_MASK: u16 = 0x7;
@@ -57,6 +58,22 @@ pub(crate) struct Log {
     /// Whether this log has the executable mappings of every process (written once, at the
     /// first system-sampling start).
     all_mappings: AtomicBool,
+    /// Whether this log has the kernel's pseudo-mapping.
+    kernel_mapping: AtomicBool,
+}
+
+/// The address of the kernel's text (`_stext`, else `_text`) from [`KERNEL_SYMBOLS`], if the
+/// kernel shows its addresses.
+fn kernel_text_start() -> Option<u64> {
+    let text = std::fs::read_to_string(KERNEL_SYMBOLS).ok()?;
+    let find = |name: &str| {
+        text.lines().find_map(|line| {
+            let mut f = line.split_ascii_whitespace();
+            let (addr, _kind, sym) = (f.next()?, f.next()?, f.next()?);
+            (sym == name).then(|| u64::from_str_radix(addr, 16).ok()).flatten()
+        })
+    };
+    find("_stext").or_else(|| find("_text")).filter(|&a| a != 0)
 }
 
 #[derive(Default)]
@@ -91,6 +108,7 @@ impl Log {
     pub(crate) fn open(self: &Arc<Self>, file: File) {
         *lock(&self.state) = LogState { file: Some(file), error: None, failed: false };
         self.all_mappings.store(false, Ordering::Relaxed);
+        self.kernel_mapping.store(false, Ordering::Relaxed);
         if !self.drain_running.swap(true, Ordering::AcqRel) {
             let log = Arc::downgrade(self);
             std::thread::Builder::new()
@@ -151,6 +169,20 @@ impl Log {
             self.write(record);
         }
         *lock(&self.state) = LogState::default();
+    }
+
+    /// Writes, once per log, the kernel's pseudo-mapping: MAP_IN of process -1 (the kernel, as
+    /// FreeBSD logs its kernel and modules) at the start of the kernel's text, with the path
+    /// [`KERNEL_SYMBOLS`]: log readers take the kernel's function symbols from that file. Not
+    /// written when the kernel hides its addresses (`kernel.kptr_restrict`).
+    pub(crate) fn write_kernel_mapping(&self) {
+        if self.kernel_mapping.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        if let Some(start) = kernel_text_start() {
+            let path = KERNEL_SYMBOLS.as_bytes();
+            self.write(&Record::MapIn(MapIn { pid: -1, start, path }));
+        }
     }
 
     /// Whether [`Log::write_all_mappings`] ran for this log.

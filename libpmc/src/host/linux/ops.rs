@@ -717,6 +717,9 @@ impl LinuxHost {
             state = self.lock();
         }
         let pmc = owned_mut(&mut state, OP, req.pm_pmcid)?;
+        if pmc.mode().is_sampling() && self.log.is_open() {
+            self.log.write_kernel_mapping();
+        }
         if pmc.mode() == Mode::SystemSampling && !self.log.wrote_all_mappings() {
             // As FreeBSD at the first system-sampling start: the executable mappings of every
             // process, so samples of processes already running can be named.

@@ -68,6 +68,34 @@ impl Image {
         })
     }
 
+    /// A Linux kernel described by a `/proc/kallsyms`-style text symbol table (`address type
+    /// name [module]` lines): its text symbols at their absolute addresses, each reaching to the
+    /// next. `None` if the table has no text symbol with an address (a kernel hiding its
+    /// addresses lists them as 0).
+    pub(crate) fn from_kallsyms(table: &str) -> Option<Image> {
+        let mut starts: Vec<(u64, &str)> = table
+            .lines()
+            .filter_map(|line| {
+                let mut fields = line.split_ascii_whitespace();
+                let address = u64::from_str_radix(fields.next()?, 16).ok()?;
+                let kind = fields.next()?;
+                let name = fields.next()?;
+                let text = matches!(kind, "t" | "T" | "w" | "W");
+                (text && address != 0).then_some((address, name))
+            })
+            .collect();
+        starts.sort_by_key(|&(address, _)| address);
+        starts.dedup_by_key(|&mut (address, _)| address);
+        let ends =
+            starts.iter().skip(1).map(|&(a, _)| a).chain(starts.last().map(|&(a, _)| a + 4096));
+        let functions = starts
+            .iter()
+            .zip(ends)
+            .map(|(&(start, name), end)| (start, end, name.to_string()))
+            .collect();
+        Image::from_symbols(functions)
+    }
+
     /// Parses an ELF file held in memory.
     pub(crate) fn parse(data: &[u8]) -> Result<Image, String> {
         let file = object::File::parse(data).map_err(|e| format!("not an object file: {e}"))?;
@@ -196,6 +224,34 @@ mod tests {
         assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
         assert_eq!(demangle("_Z4workii"), "work(int, int)");
         assert_eq!(demangle("_Zbogus"), "_Zbogus");
+    }
+
+    #[test]
+    fn a_kallsyms_table_gives_the_kernel_text_symbols_at_their_addresses() {
+        let table = "\
+ffffffff81000000 T _stext
+ffffffff81000100 t helper
+ffffffff81000100 T helper_alias
+ffffffff81002000 D some_data
+ffffffff81003000 W weak_fn
+ffffffffc0001000 t mod_fn\t[ext4]
+";
+        let image = Image::from_kallsyms(table).unwrap();
+        assert!(image.fixed);
+        assert_eq!(image.link_base, 0xffff_ffff_8100_0000);
+        assert_eq!(&*image.symbol_at(0xffff_ffff_8100_0050).unwrap().name, "_stext");
+        // One name per address (the first); a function reaches to the next text symbol, over
+        // data symbols.
+        assert_eq!(&*image.symbol_at(0xffff_ffff_8100_2fff).unwrap().name, "helper");
+        assert_eq!(&*image.symbol_at(0xffff_ffff_8100_3000).unwrap().name, "weak_fn");
+        assert_eq!(&*image.symbol_at(0xffff_ffff_c000_1010).unwrap().name, "mod_fn");
+    }
+
+    #[test]
+    fn a_kallsyms_table_with_hidden_addresses_is_no_image() {
+        assert!(
+            Image::from_kallsyms("0000000000000000 T _stext\n0000000000000000 t f\n").is_none()
+        );
     }
 
     #[test]

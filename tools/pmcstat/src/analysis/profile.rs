@@ -424,6 +424,18 @@ impl<'a> Builder<'a> {
             let path = std::str::from_utf8(path).ok()?;
             Image::from_symbols(pmc::host::sim::symbols(path)?)
         };
+        if path == pmc::host::KERNEL_SYMBOLS.as_bytes() {
+            // The Linux host's kernel pseudo-mapping: a text symbol table, not an ELF file.
+            let image = std::fs::read_to_string(&file).ok().and_then(|t| Image::from_kallsyms(&t));
+            if image.is_none() {
+                let why =
+                    "no kernel text symbols with addresses (kernel.kptr_restrict?)".to_owned();
+                self.unreadable_images.push((String::from_utf8_lossy(path).into_owned(), why));
+            }
+            let image = image.map(Arc::new);
+            self.images.insert(path.to_vec(), image.clone());
+            return image;
+        }
         let image = match Image::load(&file) {
             Ok(image) => Some(Arc::new(image)),
             // A program of the simulated machine: no file, but libpmc knows its functions.
