@@ -257,3 +257,37 @@ fn pin_this_thread_to_cpu0() -> bool {
         libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) == 0
     }
 }
+
+#[test]
+fn an_attached_process_that_ends_logs_its_count_with_log_procexit() {
+    let _serial = serial();
+    let path = std::env::temp_dir().join(format!("libpmc-procexit-t-{}.log", std::process::id()));
+    let file = std::fs::File::create(&path).unwrap();
+    api::configure_log(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+    // A process this library did not launch (as `pmcstat -t` attaches to).
+    let mut child = std::process::Command::new("sleep").arg("0.2").spawn().unwrap();
+    let pid = child.id() as i32;
+    let pmc = PmcSpec::new("context-switches").flags(PmcFlags::LOG_PROCEXIT).allocate().unwrap();
+    pmc.attach(pid).unwrap();
+    pmc.start().unwrap();
+    child.wait().unwrap();
+    // The drain thread notices the end within its period.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let exits = loop {
+        api::flush_log().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let exits: Vec<(u32, i32)> = pmclog::Records::new(&bytes)
+            .filter_map(|e| match e.unwrap().record {
+                pmclog::Record::ProcExit(x) => Some((x.pmcid, x.pid)),
+                _ => None,
+            })
+            .collect();
+        if !exits.is_empty() || std::time::Instant::now() > deadline {
+            break exits;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    api::close_log().unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(exits, [(pmc.id(), pid)], "one PROCEXIT for the ended target");
+}

@@ -121,6 +121,9 @@ impl Log {
                         }
                         log.drain();
                         drop(log);
+                        if let Ok(host) = super::get() {
+                            host.log_ended_targets();
+                        }
                         std::thread::sleep(Duration::from_millis(20));
                     }
                 })

@@ -54,6 +54,8 @@ struct Pmc {
     /// Whether the PMC was ever attached (a process PMC whose targets all went away cannot
     /// start again: ESRCH).
     attach_done: bool,
+    /// Targets whose exit was logged (PMC_F_LOG_PROCEXIT).
+    exit_logged: Vec<i32>,
 }
 
 impl Pmc {
@@ -154,6 +156,14 @@ fn process_exists(pid: i32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
+/// Whether process `pid` exists and has not ended (a zombie has: it only waits to be reaped).
+fn process_running(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    // "pid (comm) S ...": the state follows the last ')' (comm may contain parentheses).
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+    !matches!(state, Some('Z' | 'X') | None)
+}
+
 /// The thread ids of process `pid`.
 fn threads_of(pid: i32) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
@@ -252,24 +262,49 @@ impl LinuxHost {
         }
     }
 
-    /// Process `pid` (a child this host launched) has ended: PMCs with PMC_F_LOG_PROCEXIT
-    /// attached to it log its share of their count (PROCEXIT), as FreeBSD does when a target
-    /// exits. The counters stay readable: the PMC's value still includes the share.
+    /// Process `pid` has ended (a child this host launched, reaped by `wait`, or a target the
+    /// drain thread found gone): PMCs with PMC_F_LOG_PROCEXIT attached to it log its share of
+    /// their count (PROCEXIT) once, as FreeBSD does when a target exits. The counters stay
+    /// readable: the PMC's value still includes the share.
     pub(super) fn target_exited(&self, pid: i32) {
         let mut state = self.lock();
         let mut records = Vec::new();
         for (&pmcid, pmc) in state.pmcs.iter_mut() {
-            if !pmc.flags.contains(PmcFlags::LOG_PROCEXIT) {
+            if !pmc.flags.contains(PmcFlags::LOG_PROCEXIT) || pmc.exit_logged.contains(&pid) {
                 continue;
             }
             let Some(counters) = pmc.targets.get_mut(&pid) else { continue };
             let value =
                 counters.iter_mut().map(|c| c.read().unwrap_or(0)).fold(0, u64::wrapping_add);
+            pmc.exit_logged.push(pid);
             records.push(ProcExit { pmcid, pid, value });
         }
         drop(state);
         for record in records {
             self.log.write(&Record::ProcExit(record));
+        }
+    }
+
+    /// Logs the exit of every PMC_F_LOG_PROCEXIT target that has ended (gone from `/proc`, or a
+    /// zombie) since the last look: the drain thread's periodic check, for targets this host
+    /// did not launch (`pmcstat -t`).
+    pub(super) fn log_ended_targets(&self) {
+        let ended: Vec<i32> = {
+            let state = self.lock();
+            let mut pids: Vec<i32> = state
+                .pmcs
+                .values()
+                .filter(|p| p.flags.contains(PmcFlags::LOG_PROCEXIT))
+                .flat_map(|p| p.targets.keys().filter(|pid| !p.exit_logged.contains(pid)))
+                .copied()
+                .collect();
+            pids.sort_unstable();
+            pids.dedup();
+            pids.retain(|&pid| !process_running(pid));
+            pids
+        };
+        for pid in ended {
+            self.target_exited(pid);
         }
     }
 
@@ -560,6 +595,7 @@ impl LinuxHost {
             targets: BTreeMap::new(),
             system: None,
             attach_done: false,
+            exit_logged: Vec::new(),
         };
         if let (Some(cpu), Some(source)) = (cpu, source) {
             if mode == Mode::SystemCounting {
