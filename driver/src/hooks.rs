@@ -16,7 +16,7 @@ use crate::ops::link_target;
 use crate::percpu::PmcHandle;
 use crate::percpu::{PerCpu, Slot};
 use crate::regs::{Counter, CounterSet, GlobalStatus, GlobalStatusReset};
-use crate::sample::SampleHeader;
+use crate::sample::{FrameWriter, PendingView, SampleHeader, UserStack};
 use crate::state::{Core, SoftEvent};
 use core::fmt::Write;
 
@@ -365,14 +365,15 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Handles one overflowed counter: a sampling PMC's overflow is a sample; every counter is
     /// folded and reloaded with its period, so the next fold is again less than 2^width away.
     fn counter_overflowed(&self, cpu: Cpu, counter: Counter, frame: &TrapFrame) {
-        let Some(slot) = self.counter_slot(cpu, counter) else { return };
+        let Some(row) = self.layout.row_of_counter(counter) else { return };
+        let Some(slot) = self.slot(cpu, row) else { return };
         let state = &self.cpus[cpu as usize];
         let Some(pmu) = state.pmu.as_ref() else { return };
         if !slot.is_running() {
             return;
         }
         if slot.is_sampling() {
-            self.record_sample(state, slot, frame);
+            self.record_sample(cpu, state, row, slot, frame);
         }
         slot.fold(self.hw.read_pmc(counter.rdpmc_index()));
         let msr = match counter {
@@ -383,9 +384,17 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         slot.reloaded();
     }
 
-    /// Puts a sample of `slot`'s PMC in `state`'s ring, or counts it lost if the ring is full.
-    /// Interrupt path: no lock, no allocation.
-    fn record_sample(&self, state: &PerCpu, slot: &Slot, frame: &TrapFrame) {
+    /// Puts a sample of `slot`'s PMC (on `row` of `cpu`, whose state is `state`) in the ring,
+    /// or counts it lost if the ring is full. Interrupt path: no lock, no allocation.
+    ///
+    /// Without PMC_F_CALLCHAIN the sample is the interrupted PC alone. With it, a kernel-mode
+    /// sample gets its kernel callchain here, walked through the saved frame pointers of the
+    /// interrupted stack; a user-mode sample waits in the pending table for its thread to
+    /// return to user mode, where its user stack can be read. With PMC_F_USERCALLCHAIN too, a
+    /// kernel-mode sample of a user thread waits there with its kernel callchain, and the user
+    /// stack is appended at the return to user mode; its flags stay those of a kernel-mode
+    /// sample (no PMC_CC_F_USERSPACE), as FreeBSD's UR ring leaves them.
+    fn record_sample(&self, cpu: Cpu, state: &PerCpu, row: u32, slot: &Slot, frame: &TrapFrame) {
         let pid = if slot.pid() >= 0 { slot.pid() } else { state.current_pid() };
         let header = SampleHeader {
             pmc: slot.raw_handle(),
@@ -394,13 +403,29 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             flags: if frame.user { CallchainFlags::USERSPACE } else { 0 },
             tsc: self.hw.read_tsc(),
         };
-        // A user-mode sample with a callchain waits for its thread to return to user mode,
-        // where its stack can be read; everything else goes to the ring with the sampled PC.
-        if slot.records_callchains() && frame.user && state.pending.park(header, frame.pc, frame.fp)
+        let callchain = slot.records_callchains();
+        if callchain && frame.user && state.pending.park(header, frame.pc, frame.fp) {
+            return;
+        }
+        let kernel_callchain = callchain && !frame.user;
+        // Only a thread of a user process (pid 0 is the kernel's own) returns to user mode.
+        let wants_user_stack = kernel_callchain
+            && state.current_pid() > 0
+            && state.current_tid() >= 0
+            && state.pending.user_stack_row(row);
+        if wants_user_stack
+            && state.pending.park_kernel(header, |frames| {
+                self.walk_kernel_stack(cpu, frame, frames);
+            })
         {
             return;
         }
-        if !state.ring.push(header, |frames| _ = frames.push(frame.pc)) {
+        let pushed = if kernel_callchain {
+            state.ring.push(header, |frames| self.walk_kernel_stack(cpu, frame, frames))
+        } else {
+            state.ring.push(header, |frames| _ = frames.push(frame.pc))
+        };
+        if !pushed {
             slot.count_drop();
             state.slot_drops.store(true, Ordering::Relaxed);
             self.stats.intr_bufferfull.fetch_add(1, Ordering::Relaxed);
@@ -438,8 +463,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             self.stats.log_sweeps.fetch_add(1, Ordering::Relaxed);
         }
         // A sample whose thread has not returned to user mode for two ticks (it sleeps in the
-        // kernel, or exited) is logged with the sampled PC alone rather than lost.
-        state.pending.take_stale(2, |sample| self.log_sample(cpu, sample.header, &[sample.pc]));
+        // kernel, exited, or went on to another CPU) is logged with the frames it has (the
+        // sampled PC, or a kernel callchain) rather than lost.
+        state.pending.take_stale(2, |sample| self.log_pending_as_is(cpu, state, sample));
         self.report_drops(state);
     }
 
@@ -448,17 +474,27 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub(crate) fn drain_samples_of(&self, cpu: Cpu, handle: PmcHandle) {
         self.tick(cpu);
         let Some(state) = self.cpus.get(cpu as usize) else { return };
-        state
-            .pending
-            .take_pmc(handle.raw(), |sample| self.log_sample(cpu, sample.header, &[sample.pc]));
+        state.pending.take_pmc(handle.raw(), |sample| self.log_pending_as_is(cpu, state, sample));
+    }
+
+    /// Logs a waiting sample without its user stack.
+    fn log_pending_as_is(&self, cpu: Cpu, state: &PerCpu, sample: &PendingView<'_>) {
+        let mut frames = state.scratch.lock();
+        frames.clear();
+        frames.extend(sample.frames());
+        self.log_sample(cpu, sample.header, &frames);
     }
 
     /// Return-to-user hook: thread `tid` of process `pid` is about to return to user mode on
-    /// `cpu` after an interrupt (called on `cpu`, in the thread's context, where the process's
-    /// memory can be read with faults handled). Completes the thread's user-mode samples with
-    /// their user callchains, walked through the frame pointers with fault-tolerant reads: an
-    /// unreadable stack ends the callchain there.
-    pub fn user_return(&self, cpu: Cpu, pid: Pid, tid: Tid) {
+    /// `cpu` (after an interrupt, a system call or a context switch; called on `cpu`, in the
+    /// thread's context, where the process's memory can be read with faults handled), to the
+    /// user context `frame` (its user PC and frame pointer). Completes the thread's waiting
+    /// samples: a user-mode sample gets its user callchain, walked from the frame pointer it
+    /// was taken with; a kernel-mode sample of a PMC_F_USERCALLCHAIN PMC gets `frame`'s PC and
+    /// user callchain after its kernel frames. Walks go through the frame pointers with
+    /// fault-tolerant reads: an unreadable stack ends the callchain there. Cheap when nothing
+    /// waits, so a kernel may call it on every return to user mode.
+    pub fn user_return(&self, cpu: Cpu, pid: Pid, tid: Tid, frame: &TrapFrame) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         let _ = pid;
         if !state.pending.any_pending() {
@@ -469,10 +505,48 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let mut frames = state.scratch.lock();
         state.pending.take_thread(tid, |sample| {
             frames.clear();
-            frames.push(sample.pc);
-            self.walk_user_stack(sample.fp, depth, &mut frames);
+            frames.extend(sample.frames().take(depth));
+            let fp = match sample.user_stack {
+                UserStack::FromSample { fp } => Some(fp),
+                UserStack::FromReturn if frame.user && frames.len() < depth => {
+                    frames.push(frame.pc);
+                    Some(frame.fp)
+                }
+                UserStack::FromReturn => None,
+            };
+            if let Some(fp) = fp {
+                self.walk_user_stack(fp, depth, &mut frames);
+            }
             self.log_sample(cpu, sample.header, &frames);
         });
+    }
+
+    /// Interrupt path: writes the kernel callchain of the interruption `frame` on `cpu`: its
+    /// PC, then the return addresses of the frame records from `frame.fp` outwards (at `fp` the
+    /// caller's frame pointer, at `fp + 8` the return address), up to `callchain_depth` frames
+    /// in all. Each record is read with [`Kernel::read_kernel_stack`], so nothing outside the
+    /// interrupted thread's kernel stack is touched; the walk ends at a record outside it, a
+    /// misaligned frame pointer, a zero return address (the outermost frame), or a caller's
+    /// frame pointer that is not above its callee's (stacks grow down). No lock, no allocation.
+    // Out of line: the common sample (the PC alone) stays short.
+    #[inline(never)]
+    fn walk_kernel_stack(&self, cpu: Cpu, frame: &TrapFrame, frames: &mut FrameWriter<'_>) {
+        let depth = self.tunables.callchain_depth as usize;
+        if !frames.push(frame.pc) {
+            return;
+        }
+        let mut fp = frame.fp;
+        while frames.len() < depth && fp % 8 == 0 {
+            let mut record = [0u8; 16];
+            if !self.kernel.read_kernel_stack(cpu, fp, &mut record) {
+                break;
+            }
+            let (caller_fp, return_address) = frame_record(&record);
+            if return_address == 0 || !frames.push(return_address) || caller_fp <= fp {
+                break;
+            }
+            fp = caller_fp;
+        }
     }
 
     /// Appends the return addresses of the frame records from `fp` outwards, up to `depth`
@@ -483,8 +557,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             if self.kernel.copy_in(crate::kernel::UserPtr(fp), &mut record).is_err() {
                 break;
             }
-            let caller_fp = u64::from_le_bytes(record[..8].try_into().unwrap_or([0; 8]));
-            let return_address = u64::from_le_bytes(record[8..].try_into().unwrap_or([0; 8]));
+            let (caller_fp, return_address) = frame_record(&record);
             if return_address == 0 {
                 break;
             }
@@ -559,13 +632,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         let Some(soft) = self.layout.class(Class::Soft) else { return };
         let rows = soft.first_row as usize..(soft.first_row + soft.rows) as usize;
-        for slot in &state.slots[rows] {
+        for (row, slot) in (soft.first_row..).zip(&state.slots[rows]) {
             if !slot.is_running() || slot.soft_event() != event {
                 continue;
             }
             let before = slot.soft_counter().fetch_add(1, Ordering::Relaxed);
             if slot.is_sampling() && before == u64::MAX {
-                self.record_sample(state, slot, frame);
+                self.record_sample(cpu, state, row, slot, frame);
                 slot.soft_counter().store(slot.start(), Ordering::Relaxed);
             }
         }
@@ -589,4 +662,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         core.soft_events.push(SoftEvent { name: String::from(name), code });
         Ok(code)
     }
+}
+
+/// An x86-64 frame record: the caller's frame pointer, then the return address.
+#[inline]
+fn frame_record(record: &[u8; 16]) -> (u64, u64) {
+    let words = u128::from_le_bytes(*record);
+    (words as u64, (words >> 64) as u64)
 }

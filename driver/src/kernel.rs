@@ -119,6 +119,20 @@ pub trait Kernel {
     /// Copies `src` to the caller's memory at `dst`; `Err(Errno::Fault)` for a bad address.
     /// Thread context.
     fn copy_out(&self, src: &[u8], dst: UserPtr) -> Result<(), Errno>;
+    /// Copies the `dst.len()` bytes at `addr` of the kernel stack of the thread interrupted on
+    /// `cpu` (the CPU executing the call) into `dst` and returns true. Returns false, with `dst`
+    /// unspecified, unless all of `addr..addr + dst.len()` lies within that thread's kernel
+    /// stack, and when no thread was running there (an idle CPU, the scheduler between two
+    /// threads).
+    ///
+    /// Interrupt path: the driver calls it from the performance-monitoring interrupt (an NMI
+    /// on x86), once per frame record, to walk a kernel callchain through saved frame pointers.
+    /// It must take no lock, allocate nothing, never sleep and never fault. The addresses come
+    /// from the stack itself and may be garbage (a function built without frame pointers, a
+    /// corrupted stack), so an implementation checks the whole range against the thread's
+    /// stack bounds, without overflow, before it copies (FreeBSD's bounds are `td_kstack` and
+    /// `td_kstack + td_kstack_pages * PAGE_SIZE`); memory outside them is never touched.
+    fn read_kernel_stack(&self, cpu: Cpu, addr: u64, dst: &mut [u8]) -> bool;
     /// Sends `signal` to process `pid` (ignored if it no longer exists).
     fn signal(&self, pid: Pid, signal: Signal);
 

@@ -305,6 +305,17 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if flags.intersects(PmcFlags::LOG_PROCCSW | PmcFlags::LOG_PROCEXIT) {
             pmc.flags |= PmcFlags::NEEDS_LOGFILE;
         }
+        if flags.contains(PmcFlags::USERCALLCHAIN) {
+            // Kernel-mode samples wait for their user stacks on every CPU: room for a ring's
+            // worth each, made once.
+            let (entries, depth) = (self.tunables.nsamples, self.tunables.callchain_depth);
+            for state in self.cpus.iter() {
+                state
+                    .pending
+                    .reserve_kernel_samples(entries as usize, depth as usize)
+                    .map_err(|_| Errno::NoMem)?;
+            }
+        }
         let handle = {
             let mut core = self.core.lock();
             let row = rows

@@ -106,6 +106,8 @@ pub(crate) struct LoadSpec {
     pub(crate) sampling: bool,
     /// Whether its samples carry callchains.
     pub(crate) callchain: bool,
+    /// Whether its kernel-mode samples get the user stack appended (PMC_F_USERCALLCHAIN).
+    pub(crate) user_callchain: bool,
 }
 
 impl LoadSpec {
@@ -120,6 +122,7 @@ impl LoadSpec {
             user_rdpmc: pmc.msr_granted,
             sampling: pmc.mode().is_sampling(),
             callchain: pmc.flags.contains(PmcFlags::CALLCHAIN),
+            user_callchain: pmc.flags.contains(PmcFlags::USERCALLCHAIN),
         }
     }
 }

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install valgrind)"; exit 1; }
 cargo bench -p hwpmc-sim --bench context_switch --bench interrupt --no-run 2>/dev/null
-newest() { ls -t target/release/deps/"$1"-* | grep -v '\.d$' | head -n 1; }
+newest() { ls -t "${CARGO_TARGET_DIR:-target}"/release/deps/"$1"-* | grep -v '\.d$' | head -n 1; }
 total() { callgrind_annotate "$1" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -23,15 +23,17 @@ for pmcs in 1 4 8; do
 done
 
 # The quick run of interrupt.rs takes 2000 samples, 4000 more for the log path, then 2048 samples
-# of a CALLCHAIN PMC whose user stacks (32 frames) are walked at return to user mode.
+# of a CALLCHAIN PMC whose user stacks (32 frames) are walked at return to user mode, then 2000
+# samples in the kernel whose 128-frame callchains are walked in the interrupt.
 samples=8048
 deep=2048
+kernel_samples=2000
 valgrind --tool=callgrind --callgrind-out-file="$out/intr" --toggle-collect='*Driver*interrupt*' \
-    "$(newest interrupt)" >/dev/null 2>&1
+    "$(newest interrupt)" --parts=pc,log,user >/dev/null 2>&1
 n=$(total "$out/intr")
 echo "interrupt path: $n instructions for $samples samples = $((n / samples)) per sample (the callchain is walked later)"
 valgrind --tool=callgrind --callgrind-out-file="$out/walk" --toggle-collect='*return_to_user*' \
-    "$(newest interrupt)" >/dev/null 2>&1
+    "$(newest interrupt)" --parts=user >/dev/null 2>&1
 n=$(total "$out/walk")
 # The simulated kernel's copy_in (a BTreeMap of pages behind a RefCell) is not the driver's work.
 sim=$(callgrind_annotate --inclusive=yes "$out/walk" 2>/dev/null | awk '
@@ -40,3 +42,14 @@ sim=$(callgrind_annotate --inclusive=yes "$out/walk" 2>/dev/null | awk '
     }')
 own=$((n - ${sim:-0}))
 echo "user-return walk, depth 32: $n instructions for $deep samples = $((n / deep)) per sample; without the simulated kernel's copy_in: $((own / deep)) (walk + CALLCHAIN record)"
+valgrind --tool=callgrind --callgrind-out-file="$out/kernel" --toggle-collect='*kernel_interrupt*' \
+    "$(newest interrupt)" --parts=kernel >/dev/null 2>&1
+n=$(total "$out/kernel")
+# The simulated kernel's read_kernel_stack (a RefCell and two BTreeMap look-ups per frame record,
+# where a kernel compares two bounds and copies 16 bytes) is not the driver's work.
+sim=$(callgrind_annotate --inclusive=yes "$out/kernel" 2>/dev/null | awk '
+    /sim\/src\/kernel.rs:<hwpmc_sim::kernel::SimKernel as hwpmc::kernel::Kernel>::read_kernel_stack$/ && !done {
+        gsub(",", "", $1); print $1; done = 1
+    }')
+own=$((n - ${sim:-0}))
+echo "kernel callchain, depth 128, walked in the interrupt: $n instructions for $kernel_samples samples = $((n / kernel_samples)) per sample; without the simulated kernel's read_kernel_stack: $((own / kernel_samples)) (interrupt + 127-record walk)"

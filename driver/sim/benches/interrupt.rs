@@ -1,10 +1,14 @@
 //! Cost of the sampling path: the performance-monitoring interrupt taking one sample, and the
-//! log path (ring → log buffers → the kernel's sink) writing CALLCHAIN records.
+//! log path (ring → log buffers → the kernel's sink) writing CALLCHAIN records; then deep
+//! callchains: a user stack walked at return to user mode, and a kernel stack of 128 frames
+//! walked in the interrupt.
 //!
 //! MSR accesses cost nothing here: GLOBAL_STATUS always reports GP counter 0 overflowed, every
 //! other read returns 0, writes are dropped; CPUID is the simulated Skylake. `cargo bench -p
 //! hwpmc-sim --bench interrupt` prints nanoseconds per interrupt and records/s through the log
-//! path; under callgrind (`--toggle-collect='*interrupt*'`) it gives instructions per sample.
+//! path; under callgrind (`--toggle-collect='*interrupt*'`) it gives instructions per sample
+//! (see `instructions.sh`). `--parts=pc,log,user,kernel` runs only the parts named (default:
+//! all).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -12,7 +16,7 @@ use std::time::Instant;
 use hwpmc::abi::{Mode, Op, PmcFlags};
 use hwpmc::hw::{CpuIdReader, Hardware, Lapic, Msrs, msr};
 use hwpmc::{Driver, TrapFrame, Tunables};
-use hwpmc_sim::kernel::{SCRATCH_BASE, SimKernel};
+use hwpmc_sim::kernel::{KERNEL_STACK_SIZE, SCRATCH_BASE, SimKernel, kernel_stack_base};
 use hwpmc_sim::{
     AllocateRequest, CpuidModel, Credentials, PmcClient, PmuModel, SimHardware, SinkKind,
 };
@@ -46,6 +50,12 @@ impl Hardware for OverflowingPmu {
     }
 }
 
+/// The parts of the bench `--parts=` names (all by default).
+fn part_enabled(part: &str) -> bool {
+    let parts = std::env::args().find_map(|a| a.strip_prefix("--parts=").map(str::to_owned));
+    parts.is_none_or(|parts| parts.split(',').any(|p| p == part))
+}
+
 fn main() {
     let quick = !std::env::args().any(|a| a == "--bench");
     let samples: u32 = if quick { 2_000 } else { 2_000_000 };
@@ -69,7 +79,7 @@ fn main() {
     // The interrupt path alone: drain every 4096 samples, outside the timed loop.
     let mut in_interrupt = std::time::Duration::ZERO;
     let mut taken = 0;
-    while taken < samples {
+    while part_enabled("pc") && taken < samples {
         let batch = 4000.min(samples - taken);
         let start = Instant::now();
         for _ in 0..batch {
@@ -80,14 +90,16 @@ fn main() {
         driver.tick(0);
         driver.write_logs();
     }
-    let per_sample = in_interrupt.as_nanos() as f64 / f64::from(samples);
-    println!("interrupt path, callchain depth 1 (the sampled PC), MSR accesses free:");
-    println!("  {per_sample:8.1} ns per sample ({samples} samples)");
+    if part_enabled("pc") {
+        let per_sample = in_interrupt.as_nanos() as f64 / f64::from(samples);
+        println!("interrupt path, callchain depth 1 (the sampled PC), MSR accesses free:");
+        println!("  {per_sample:8.1} ns per sample ({samples} samples)");
+    }
 
     // The log path: samples already in the ring, drained into CALLCHAIN records and written.
     let mut drained = std::time::Duration::ZERO;
     let mut records = 0u64;
-    while records < u64::from(samples) {
+    while part_enabled("log") && records < u64::from(samples) {
         for _ in 0..4000 {
             driver.interrupt(0, &frame);
         }
@@ -97,16 +109,34 @@ fn main() {
         drained += start.elapsed();
         records += 4000;
     }
-    let rate = records as f64 / drained.as_secs_f64();
-    println!("log path (ring -> buffers -> sink), depth 1:");
-    println!("  {:8.2} M CALLCHAIN records/s ({records} records)", rate / 1e6);
+    if part_enabled("log") {
+        let rate = records as f64 / drained.as_secs_f64();
+        println!("log path (ring -> buffers -> sink), depth 1:");
+        println!("  {:8.2} M CALLCHAIN records/s ({records} records)", rate / 1e6);
+    }
     let stats = client.driver_stats().unwrap();
     assert_eq!(stats.pm_intr_bufferfull, 0, "the bench must not drop samples");
-
-    // Depth 32: a CALLCHAIN PMC; the interrupt parks the sample, the return to user mode walks
-    // 31 frame records of the sampled thread's stack, the tick logs 32-PC records.
     driver.switch_out(0, owner, tid);
     client.release(id).unwrap();
+    if part_enabled("user") {
+        user_callchains(&driver, &kernel, &client, fd, samples);
+    }
+    if part_enabled("kernel") {
+        kernel_callchains(&driver, &kernel, &client, fd, samples);
+    }
+}
+
+/// Depth 32: a CALLCHAIN PMC; the interrupt parks the sample, the return to user mode walks 31
+/// frame records of the sampled thread's stack, the tick logs 32-PC records.
+fn user_callchains(
+    driver: &Driver<SimKernel, OverflowingPmu>,
+    kernel: &SimKernel,
+    client: &PmcClient<'_, OverflowingPmu>,
+    fd: i32,
+    samples: u32,
+) {
+    let owner = client.pid();
+    let tid = kernel.threads(owner)[0];
     let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
     let request = request.with_count(100_000).with_flags(PmcFlags::CALLCHAIN);
     let id = client.allocate(request).unwrap();
@@ -129,7 +159,7 @@ fn main() {
             let start = Instant::now();
             black_box(driver.interrupt(black_box(0), black_box(&frame)));
             let interrupted = Instant::now();
-            return_to_user(&driver, owner, tid);
+            return_to_user(driver, owner, tid, &frame);
             walking += interrupted.elapsed();
             in_interrupt += interrupted - start;
         }
@@ -156,6 +186,77 @@ fn main() {
         })
         .last();
     assert_eq!(last_depth, Some(DEPTH as usize), "the walk must reach every frame");
+    driver.switch_out(0, owner, tid);
+    client.release(id).unwrap();
+}
+
+/// Depth 128 (the default `kern.hwpmc.callchaindepth`) in the kernel: a CALLCHAIN PMC samples
+/// kernel mode, and the interrupt walks 127 frame records of the interrupted thread's kernel
+/// stack (each read through `Kernel::read_kernel_stack`) into the ring.
+fn kernel_callchains(
+    driver: &Driver<SimKernel, OverflowingPmu>,
+    kernel: &SimKernel,
+    client: &PmcClient<'_, OverflowingPmu>,
+    fd: i32,
+    samples: u32,
+) {
+    let owner = client.pid();
+    let tid = kernel.threads(owner)[0];
+    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let request = request.with_count(100_000).with_flags(PmcFlags::CALLCHAIN);
+    let id = client.allocate(request).unwrap();
+    client.start(id).unwrap();
+    kernel.set_running(0, Some(tid));
+    driver.switch_in(0, owner, tid);
+    let records_on_stack = KERNEL_DEPTH - 1;
+    let innermost = kernel_stack_base(tid) + KERNEL_STACK_SIZE - 16 * records_on_stack;
+    for i in 0..records_on_stack {
+        let fp = innermost + 16 * i;
+        let caller = if i + 1 < records_on_stack { fp + 16 } else { 0 };
+        let record = [caller.to_le_bytes(), (0xffff_ffff_8020_0000 + 16 * i).to_le_bytes()];
+        kernel.write_kernel_stack(tid, fp, &record.concat()).unwrap();
+    }
+    let frame = TrapFrame { pc: 0xffff_ffff_8010_0040, fp: innermost, sp: innermost, user: false };
+    let mut in_interrupt = std::time::Duration::ZERO;
+    let mut taken = 0;
+    while taken < samples {
+        let batch = 4000.min(samples - taken);
+        let start = Instant::now();
+        for _ in 0..batch {
+            black_box(kernel_interrupt(driver, black_box(&frame)));
+        }
+        in_interrupt += start.elapsed();
+        taken += batch;
+        driver.tick(0);
+        driver.write_logs();
+    }
+    let per_sample = in_interrupt.as_nanos() as f64 / f64::from(samples);
+    println!("callchain depth {KERNEL_DEPTH} in the kernel (walked in the interrupt):");
+    println!("  {per_sample:8.1} ns per sample ({samples} samples)");
+    let stats = client.driver_stats().unwrap();
+    assert_eq!(stats.pm_intr_bufferfull, 0, "the bench must not drop samples");
+    client.call_raw(Op::FlushLog.as_u32(), hwpmc::UserPtr::NULL).unwrap();
+    let bytes = kernel.sink_bytes(kernel.sink_of(owner, fd).unwrap());
+    let last = pmclog::Records::new(&bytes)
+        .filter_map(|e| match e.expect("the log decodes").record {
+            pmclog::Record::Callchain(cc) => Some((cc.pcs.len(), cc.cpuflags.is_user())),
+            _ => None,
+        })
+        .last();
+    assert_eq!(last, Some((KERNEL_DEPTH as usize, false)), "the walk must reach every frame");
+    driver.switch_out(0, owner, tid);
+    kernel.set_running(0, None);
+    client.release(id).unwrap();
+}
+
+/// Frames per callchain in the kernel-callchain part (the default depth).
+const KERNEL_DEPTH: u64 = 128;
+
+/// The interrupt of the kernel-callchain part, kept out of line so callgrind can count it
+/// (`--toggle-collect='*kernel_interrupt*'`).
+#[inline(never)]
+fn kernel_interrupt(driver: &Driver<SimKernel, OverflowingPmu>, frame: &TrapFrame) -> bool {
+    driver.interrupt(0, frame)
 }
 
 /// Frames per callchain in the deep-callchain part.
@@ -164,6 +265,11 @@ const DEPTH: u64 = 32;
 /// The driver's return-to-user hook, kept out of line so callgrind can count it
 /// (`--toggle-collect='*return_to_user*'`).
 #[inline(never)]
-fn return_to_user(driver: &Driver<SimKernel, OverflowingPmu>, pid: hwpmc::Pid, tid: hwpmc::Tid) {
-    driver.user_return(0, pid, tid);
+fn return_to_user(
+    driver: &Driver<SimKernel, OverflowingPmu>,
+    pid: hwpmc::Pid,
+    tid: hwpmc::Tid,
+    frame: &TrapFrame,
+) {
+    driver.user_return(0, pid, tid, frame);
 }

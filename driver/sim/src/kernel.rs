@@ -1,5 +1,12 @@
 //! The simulated kernel's services to the driver: CPUs, processes with credentials and user
-//! memory, signals, time. [`SimKernel`] implements [`hwpmc::Kernel`].
+//! memory, threads with kernel stacks, signals, time. [`SimKernel`] implements
+//! [`hwpmc::Kernel`].
+//!
+//! Every thread has a kernel stack of [`KERNEL_STACK_SIZE`] bytes at
+//! [`kernel_stack_base`]`(tid)`, outside every process's address space (`copy_in` cannot read
+//! it); the machine keeps the frame records of kernel functions there and tells the kernel which
+//! thread runs on each CPU, so [`Kernel::read_kernel_stack`] reads only the stack of the thread
+//! the interrupt came from.
 //!
 //! The state is shared (`Rc<RefCell<…>>`) between the kernel handle the driver owns and the
 //! machine that runs workloads. A method borrows it only for its own duration, never across a
@@ -185,6 +192,11 @@ impl UserMemory {
 #[derive(Debug)]
 pub struct KernelState {
     cpus_active: Vec<bool>,
+    /// The thread running on each CPU.
+    running: Vec<Option<Tid>>,
+    /// Each live thread's kernel stack ([`KERNEL_STACK_SIZE`] bytes at its
+    /// [`kernel_stack_base`]).
+    kernel_stacks: BTreeMap<Tid, Vec<u8>>,
     caller: Pid,
     processes: BTreeMap<Pid, Process>,
     next_pid: Pid,
@@ -214,12 +226,32 @@ pub struct SimKernel {
 pub const SCRATCH_BASE: u64 = 0x7fff_0000_0000;
 /// Size of the scratch memory (big enough for GETDYNEVENTINFO's 278 536 bytes).
 pub const SCRATCH_LEN: usize = 512 * 1024;
+/// Size of each thread's kernel stack (FreeBSD/amd64's four pages).
+pub const KERNEL_STACK_SIZE: u64 = 16 * 1024;
+/// Where kernel stacks are (see [`kernel_stack_base`]): kernel addresses, in no process's
+/// address space.
+pub const KERNEL_STACKS_BASE: u64 = 0xffff_fe00_0000_0000;
+
+/// The lowest address of thread `tid`'s kernel stack: [`KERNEL_STACKS_BASE`] + (`tid` mod
+/// 65536) × 2 × [`KERNEL_STACK_SIZE`] (an unmapped guard gap separates stacks).
+pub fn kernel_stack_base(tid: Tid) -> u64 {
+    KERNEL_STACKS_BASE + (tid as u64 % 0x1_0000) * 2 * KERNEL_STACK_SIZE
+}
+
+/// The offset of `addr..addr + len` in a kernel stack based at `base`, if all of it lies there.
+fn kernel_stack_offset(base: u64, addr: u64, len: usize) -> Option<usize> {
+    let offset = addr.checked_sub(base)?;
+    let end = offset.checked_add(len as u64)?;
+    (end <= KERNEL_STACK_SIZE).then_some(offset as usize)
+}
 
 impl SimKernel {
     /// A kernel for the CPUs of `hw`, all active, with no process.
     pub fn new(hw: SimHardware) -> Self {
         let state = KernelState {
             cpus_active: vec![true; hw.cpu_count()],
+            running: vec![None; hw.cpu_count()],
+            kernel_stacks: BTreeMap::new(),
             caller: 0,
             processes: BTreeMap::new(),
             next_pid: 100,
@@ -243,14 +275,15 @@ impl SimKernel {
         &self.hw
     }
 
-    /// Creates a process with one thread, `credentials`, and [`SCRATCH_LEN`] bytes of memory at
-    /// [`SCRATCH_BASE`]; returns its pid.
+    /// Creates a process with one thread (with its kernel stack), `credentials`, and
+    /// [`SCRATCH_LEN`] bytes of memory at [`SCRATCH_BASE`]; returns its pid.
     pub fn spawn(&self, parent: Option<Pid>, credentials: Credentials) -> Pid {
         let mut s = self.state.borrow_mut();
         let pid = s.next_pid;
         s.next_pid += 1;
         let tid = s.next_tid;
         s.next_tid += 1;
+        s.kernel_stacks.insert(tid, vec![0; KERNEL_STACK_SIZE as usize]);
         let mut memory = UserMemory::default();
         memory.map(SCRATCH_BASE, SCRATCH_LEN);
         let process = Process {
@@ -288,18 +321,53 @@ impl SimKernel {
         Some(child)
     }
 
-    /// Adds a thread to `pid` and returns its id.
+    /// Adds a thread (with its kernel stack) to `pid` and returns its id.
     pub fn add_thread(&self, pid: Pid) -> Option<Tid> {
         let mut s = self.state.borrow_mut();
         let tid = s.next_tid;
-        s.next_tid += 1;
         s.processes.get_mut(&pid)?.threads.push(tid);
+        s.next_tid += 1;
+        s.kernel_stacks.insert(tid, vec![0; KERNEL_STACK_SIZE as usize]);
         Some(tid)
     }
 
-    /// Removes thread `tid` from `pid`.
+    /// Removes thread `tid` from `pid` and frees its kernel stack.
     pub fn remove_thread(&self, pid: Pid, tid: Tid) {
         self.with_process(pid, |p| p.threads.retain(|&t| t != tid));
+        self.state.borrow_mut().kernel_stacks.remove(&tid);
+    }
+
+    /// Records that thread `tid` runs on `cpu` (`None`: no thread does), as the scheduler
+    /// switches: the kernel stack an interrupt on `cpu` may read is `tid`'s.
+    pub fn set_running(&self, cpu: Cpu, tid: Option<Tid>) {
+        if let Some(running) = self.state.borrow_mut().running.get_mut(cpu as usize) {
+            *running = tid;
+        }
+    }
+
+    /// The thread running on `cpu`, as [`SimKernel::set_running`] recorded it.
+    pub fn running(&self, cpu: Cpu) -> Option<Tid> {
+        self.state.borrow().running.get(cpu as usize).copied().flatten()
+    }
+
+    /// Writes `bytes` at `addr` of thread `tid`'s kernel stack (what the machine does to push a
+    /// frame record, and a test to corrupt one); `Err(Fault)` unless all of it lies in the stack,
+    /// `Err(Srch)` without such a thread.
+    pub fn write_kernel_stack(&self, tid: Tid, addr: u64, bytes: &[u8]) -> Result<(), Errno> {
+        let mut s = self.state.borrow_mut();
+        let stack = s.kernel_stacks.get_mut(&tid).ok_or(Errno::Srch)?;
+        let offset =
+            kernel_stack_offset(kernel_stack_base(tid), addr, bytes.len()).ok_or(Errno::Fault)?;
+        stack[offset..offset + bytes.len()].copy_from_slice(bytes);
+        Ok(())
+    }
+
+    /// Reads `len` bytes at `addr` of thread `tid`'s kernel stack.
+    pub fn read_kernel_stack_of(&self, tid: Tid, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
+        let s = self.state.borrow();
+        let stack = s.kernel_stacks.get(&tid).ok_or(Errno::Srch)?;
+        let offset = kernel_stack_offset(kernel_stack_base(tid), addr, len).ok_or(Errno::Fault)?;
+        Ok(stack[offset..offset + len].to_vec())
     }
 
     /// Marks `pid` as exiting (the driver's exit hook runs after this).
@@ -307,10 +375,15 @@ impl SimKernel {
         self.with_process(pid, |p| p.exiting = true);
     }
 
-    /// Removes `pid` (reaped); its children are re-parented to nobody.
+    /// Removes `pid` (reaped) and its threads' kernel stacks; its children are re-parented to
+    /// nobody.
     pub fn reap(&self, pid: Pid) {
         let mut s = self.state.borrow_mut();
-        s.processes.remove(&pid);
+        if let Some(process) = s.processes.remove(&pid) {
+            for tid in process.threads {
+                s.kernel_stacks.remove(&tid);
+            }
+        }
         for p in s.processes.values_mut() {
             if p.parent == Some(pid) {
                 p.parent = None;
@@ -534,6 +607,17 @@ impl Kernel for SimKernel {
     fn copy_out(&self, src: &[u8], dst: UserPtr) -> Result<(), Errno> {
         let caller = self.caller();
         self.with_process(caller, |p| p.memory.write(dst.0, src)).unwrap_or(Err(Errno::Fault))
+    }
+
+    fn read_kernel_stack(&self, cpu: Cpu, addr: u64, dst: &mut [u8]) -> bool {
+        let s = self.state.borrow();
+        let Some(tid) = s.running.get(cpu as usize).copied().flatten() else { return false };
+        let Some(stack) = s.kernel_stacks.get(&tid) else { return false };
+        let Some(offset) = kernel_stack_offset(kernel_stack_base(tid), addr, dst.len()) else {
+            return false;
+        };
+        dst.copy_from_slice(&stack[offset..offset + dst.len()]);
+        true
     }
 
     fn signal(&self, pid: Pid, signal: Signal) {

@@ -24,10 +24,16 @@
 //! * A block executes as [`SimPmu::retire_repeated`](crate::pmu::SimPmu::retire_repeated) on its
 //!   CPU; if the PMU then delivers a PMI, the machine calls `interrupt(cpu, frame)` with the
 //!   thread's [`TrapFrame`] (`pc` = the start of the block that was executing, its frame and stack
-//!   pointers, and its mode). A block repeated many times is retired in chunks small enough that
-//!   no counter can advance by more than half its range between two PMIs (as on real hardware,
-//!   where a PMI follows an overflow within a few instructions), and that end at the execution
-//!   in which the next interrupting counter overflows
+//!   pointers, and its mode; see [Stacks](#stacks)).
+//! * A thread returning to user mode calls `user_return(cpu, pid, tid, frame)` with the user
+//!   context it returns to, with the kernel's caller set to its process: after a PMI taken in
+//!   user mode (`frame` is the interrupted one), when the kernel function a system call entered
+//!   returns (the user PC after the system call block), when a kernel-mode block of a user
+//!   function completes, and when it is switched in to go on in user mode.
+//! * A block repeated many times is retired in chunks small enough that no counter can advance
+//!   by more than half its range between two PMIs (as on real hardware, where a PMI follows an
+//!   overflow within a few instructions), and that end at the execution in which the next
+//!   interrupting counter overflows
 //!   ([`SimPmu::executions_to_next_pmi`](crate::pmu::SimPmu::executions_to_next_pmi)), so a
 //!   sampling PMC sees every overflow of a hot loop. (Counters filtered by CMASK/EDGE have no
 //!   closed-form overflow point; for them the half-range bound alone applies.)
@@ -53,10 +59,18 @@
 //! # Stacks
 //!
 //! Each thread has a user stack of [`STACK_SIZE`] bytes mapped in its process at
-//! [`stack_base`]`(tid)`. Every call pushes an x86-64 frame record there: at the new frame
-//! pointer `fp`, the caller's frame pointer, and at `fp + 8`, the return address (both zero for
-//! the entry frame). The stack pointer equals the innermost frame pointer (frames have no locals).
-//! All frames live on the user stack, whatever the ring of their blocks (a simplification).
+//! [`stack_base`]`(tid)`, and a kernel stack the kernel allocates at
+//! [`kernel_stack_base`]`(tid)`. Every call pushes an x86-64 frame record on one of them: at the
+//! new frame pointer `fp`, the caller's frame pointer, and at `fp + 8`, the return address. Frames of user functions live on the user stack (the entry
+//! frame's record is two zeros); frames of kernel functions live on the kernel stack, where the
+//! outermost one, entered by a system call, also has a record of two zeros (what the user mode
+//! resumes at is in the trap frame, not in a frame record), so a walk of the kernel stack ends
+//! there. The stack pointer equals the innermost frame pointer (frames have no locals). A PMI
+//! reports the frame pointer of the innermost frame of its mode: a user-mode block's user frame,
+//! a kernel function's kernel frame; a kernel-mode block of a user function (a kernel excursion
+//! without kernel frames) reports a frame pointer of 0. The kernel is told which thread runs on
+//! each CPU ([`SimKernel::set_running`]), so the driver reads only the interrupted thread's
+//! kernel stack.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::{Add, AddAssign};
@@ -66,7 +80,7 @@ use hwpmc::{Cpu, ExecInfo, Pid, Tid, TrapFrame, Tunables};
 
 use crate::client::{PmcClient, SimDriver, load_driver};
 use crate::cpuid::{ArchEvent, PmuModel};
-use crate::kernel::{Credentials, SimKernel};
+use crate::kernel::{Credentials, KERNEL_STACK_SIZE, SimKernel, kernel_stack_base};
 use crate::pmu::{EventTotals, Ring, SimHardware, Work};
 use crate::workload::{Action, Flow, FunctionId, Program, ProgramBuilder};
 
@@ -236,6 +250,8 @@ pub enum ThreadState {
 #[derive(Debug, Clone)]
 struct Frame {
     function: FunctionId,
+    /// Whether it is a kernel function's frame (on the kernel stack).
+    kernel: bool,
     /// The block to execute next.
     block: usize,
     /// Executions left of a block interrupted by the end of a quantum.
@@ -297,9 +313,54 @@ impl Thread {
     }
 
     /// The return addresses of its call stack, innermost first (empty in the entry function;
-    /// empty once exited).
+    /// empty once exited). In a system call, the kernel frames' come first, then the address
+    /// the user mode resumes at after the system call, then the user frames' return addresses:
+    /// the callchain of a kernel-mode sample with the user stack appended, after its PC.
     pub fn stack(&self) -> Vec<u64> {
         self.frames.iter().rev().filter_map(|f| f.return_address).collect()
+    }
+
+    /// The return addresses a walk of its kernel stack finds, innermost first: those of its
+    /// kernel frames but the outermost (which returns to user mode through the trap frame).
+    /// Empty outside a system call.
+    pub fn kernel_stack(&self) -> Vec<u64> {
+        let kernel = self.frames.iter().filter(|f| f.kernel).skip(1);
+        let mut stack: Vec<u64> = kernel.filter_map(|f| f.return_address).collect();
+        stack.reverse();
+        stack
+    }
+
+    /// The return addresses of its user frames, innermost first.
+    pub fn user_stack(&self) -> Vec<u64> {
+        self.frames.iter().rev().filter(|f| !f.kernel).filter_map(|f| f.return_address).collect()
+    }
+
+    /// Whether it is in a system call (its innermost frame is a kernel function's).
+    pub fn in_kernel_function(&self) -> bool {
+        self.frames.last().is_some_and(|f| f.kernel)
+    }
+
+    /// The user context it returns to from the kernel: the address its innermost user frame
+    /// goes on at (after a system call, the end of the system call block), that frame's frame
+    /// pointer as frame and stack pointer, user mode. `None` once exited.
+    pub fn user_frame(&self) -> Option<TrapFrame> {
+        let frame = self.frames.iter().rev().find(|f| !f.kernel)?;
+        let pc = self.frame_pc(frame);
+        Some(TrapFrame { pc, fp: frame.fp, sp: frame.fp, user: true })
+    }
+
+    /// The address `frame` goes on at: the start of its next block, or its function's end.
+    fn frame_pc(&self, frame: &Frame) -> u64 {
+        let function = self.program.function(frame.function);
+        function.blocks().get(frame.block).map_or(function.end(), |b| b.start)
+    }
+
+    /// Whether it would go on in user mode: in a user function, and not in the middle of one of
+    /// its kernel-mode blocks.
+    fn resumes_in_user_mode(&self) -> bool {
+        let Some(frame) = self.frames.last().filter(|f| !f.kernel) else { return false };
+        let block = self.program.function(frame.function).blocks().get(frame.block);
+        !(frame.remaining.is_some() && block.is_some_and(|b| b.ring == Ring::Kernel))
     }
 
     /// The function and block it executes next (`block` may be one past the function's last
@@ -311,9 +372,7 @@ impl Thread {
     /// The address it executes next: the start of its next block (the end of the function when
     /// it is about to return), or `None` once exited.
     pub fn pc(&self) -> Option<u64> {
-        let frame = self.frames.last()?;
-        let function = self.program.function(frame.function);
-        Some(function.blocks().get(frame.block).map_or(function.end(), |b| b.start))
+        Some(self.frame_pc(self.frames.last()?))
     }
 
     /// Its frame pointer (the innermost frame record), or `None` once exited.
@@ -330,9 +389,12 @@ impl Thread {
         self.frames.last_mut().expect("a live thread has a frame")
     }
 
+    /// The frame of an interruption at `pc` in `ring`: the innermost frame's pointer when it is
+    /// of that mode (a kernel-mode block of a user function has no kernel frame: 0).
     fn trap_frame(&self, pc: u64, ring: Ring) -> TrapFrame {
-        let fp = self.frame_pointer().unwrap_or(0);
-        TrapFrame { pc, fp, sp: fp, user: ring == Ring::User }
+        let user = ring == Ring::User;
+        let fp = self.frames.last().filter(|f| f.kernel != user).map_or(0, |f| f.fp);
+        TrapFrame { pc, fp, sp: fp, user }
     }
 }
 
@@ -852,8 +914,12 @@ impl Machine {
         self.stats.migrations += u64::from(migrated);
         self.trace.push(Dispatch { tick: self.stats.ticks, cpu, pid, tid });
         self.hardware().set_current_cpu(cpu as usize);
+        self.kernel().set_running(cpu, Some(tid));
         self.driver.switch_in(cpu, pid, tid);
         self.poll_pmi(cpu, &idle_frame());
+        if self.threads[&tid].resumes_in_user_mode() {
+            self.return_to_user(cpu, tid, None);
+        }
     }
 
     /// Switches `tid` out of `cpu`; it becomes runnable (the caller queues it or changes that).
@@ -864,7 +930,20 @@ impl Machine {
         self.cpus[cpu as usize].current = None;
         self.hardware().set_current_cpu(cpu as usize);
         self.driver.switch_out(cpu, pid, tid);
+        self.kernel().set_running(cpu, None);
         self.poll_pmi(cpu, &idle_frame());
+    }
+
+    /// Thread `tid` returns to user mode on `cpu`, to its [`Thread::user_frame`] (at `pc`
+    /// instead when given): the driver completes its samples that wait for the user stack.
+    fn return_to_user(&mut self, cpu: Cpu, tid: Tid, pc: Option<u64>) {
+        let thread = &self.threads[&tid];
+        let Some(mut frame) = thread.user_frame() else { return };
+        frame.pc = pc.unwrap_or(frame.pc);
+        let pid = thread.pid;
+        self.hardware().set_current_cpu(cpu as usize);
+        self.kernel().set_caller(pid);
+        self.driver.user_return(cpu, pid, tid, &frame);
     }
 
     /// Runs `cpu`'s thread(s) for one quantum; returns whether a thread ran.
@@ -887,7 +966,7 @@ impl Machine {
             (thread.program.clone(), frame.function, frame.block, frame.remaining)
         };
         let Some(block) = program.function(function).blocks().get(index) else {
-            self.return_from_function(tid);
+            self.return_from_function(cpu, tid);
             return;
         };
         let to_run = remaining.unwrap_or(block.repeat);
@@ -907,6 +986,10 @@ impl Machine {
                 self.thread_mut(tid).top().remaining = Some(to_run - n);
                 return;
             }
+            if block.ring == Ring::Kernel && !self.threads[&tid].in_kernel_function() {
+                // The end of a kernel excursion of a user function.
+                self.return_to_user(cpu, tid, Some(block.end()));
+            }
         } else {
             *budget -= 1;
         }
@@ -924,11 +1007,11 @@ impl Machine {
                     top.block += 1;
                 }
             }
-            Flow::Call(callee) => {
+            Flow::Call(callee) | Flow::Syscall(callee) => {
                 top.block += 1;
                 self.push_frame(tid, *callee, Some(block.end()));
             }
-            Flow::Return => self.return_from_function(tid),
+            Flow::Return => self.return_from_function(cpu, tid),
             Flow::System(action) => {
                 top.block += 1;
                 self.act(cpu, tid, action, budget);
@@ -977,7 +1060,7 @@ impl Machine {
             let running = self.running_on(cpu).map(|t| (t.pid(), t.tid()));
             if let (true, Some((pid, tid))) = (frame.user, running) {
                 self.kernel().set_caller(pid);
-                self.driver.user_return(cpu, pid, tid);
+                self.driver.user_return(cpu, pid, tid, frame);
             }
         }
     }
@@ -1008,16 +1091,26 @@ impl Machine {
         self.push_frame(tid, entry, None);
     }
 
-    /// Calls `function`: pushes its frame and writes the frame record on the user stack.
+    /// Calls `function`: pushes its frame and writes the frame record on the user stack, or on
+    /// the kernel stack for a kernel function (the outermost kernel frame's record is two zeros:
+    /// it returns to user mode through the trap frame).
     fn push_frame(&mut self, tid: Tid, function: FunctionId, return_address: Option<u64>) {
         let thread = self.thread_mut(tid);
-        let depth = thread.frames.len() as u64;
-        let top = stack_base(tid) + STACK_SIZE;
-        let fp = top.checked_sub(16 * (depth + 1)).filter(|&fp| fp >= stack_base(tid));
+        let kernel = thread.program.function(function).is_kernel();
+        let (base, size) = if kernel {
+            (kernel_stack_base(tid), KERNEL_STACK_SIZE)
+        } else {
+            (stack_base(tid), STACK_SIZE)
+        };
+        let caller = thread.frames.iter().rev().find(|f| f.kernel == kernel);
+        let depth = thread.frames.iter().filter(|f| f.kernel == kernel).count() as u64;
+        let fp = (base + size).checked_sub(16 * (depth + 1)).filter(|&fp| fp >= base);
         let fp = fp.unwrap_or_else(|| panic!("thread {tid}: stack overflow (depth {depth})"));
-        let caller_fp = thread.frames.last().map_or(0, |f| f.fp);
+        let caller_fp = caller.map_or(0, |f| f.fp);
+        let recorded_return = caller.and(return_address).unwrap_or(0);
         thread.frames.push(Frame {
             function,
+            kernel,
             block: 0,
             remaining: None,
             loops: BTreeMap::new(),
@@ -1027,15 +1120,24 @@ impl Machine {
         let pid = thread.pid;
         let mut record = [0u8; 16];
         record[..8].copy_from_slice(&caller_fp.to_le_bytes());
-        record[8..].copy_from_slice(&return_address.unwrap_or(0).to_le_bytes());
-        self.kernel()
-            .write_memory(pid, fp, &record)
-            .unwrap_or_else(|e| panic!("thread {tid}: its stack is not mapped ({e:?})"));
+        record[8..].copy_from_slice(&recorded_return.to_le_bytes());
+        let written = if kernel {
+            self.kernel().write_kernel_stack(tid, fp, &record)
+        } else {
+            self.kernel().write_memory(pid, fp, &record)
+        };
+        written.unwrap_or_else(|e| panic!("thread {tid}: its stack is not mapped ({e:?})"));
     }
 
-    fn return_from_function(&mut self, tid: Tid) {
+    /// Returns from the innermost function of `tid` (running on `cpu`); a system call returns
+    /// to user mode.
+    fn return_from_function(&mut self, cpu: Cpu, tid: Tid) {
         let thread = self.thread_mut(tid);
-        thread.frames.pop();
+        let returned = thread.frames.pop();
+        if returned.is_some_and(|f| f.kernel) && !thread.in_kernel_function() {
+            self.return_to_user(cpu, tid, None);
+        }
+        let thread = self.thread_mut(tid);
         if thread.frames.is_empty() {
             let (pid, main) = (thread.pid, thread.main);
             if main {
@@ -1099,8 +1201,8 @@ impl Machine {
     /// executable mapping (what MAP_IN records and PMCATTACH paths report).
     fn map_program(&self, pid: Pid, program: &Program) {
         let path = program.path().as_bytes().to_vec();
-        let start = program.functions().iter().map(|f| f.start()).min().unwrap_or(0);
-        let end = program.functions().iter().map(|f| f.end()).max().unwrap_or(start);
+        let start = program.user_functions().map(|f| f.start()).min().unwrap_or(0);
+        let end = program.user_functions().map(|f| f.end()).max().unwrap_or(start);
         self.kernel().with_process(pid, |p| {
             p.path = path.clone();
             p.mappings = vec![(start, end, path)];

@@ -767,9 +767,12 @@ impl SimPmu {
     pub fn write_msr(&mut self, address: u32, value: u64) -> Result<(), Fault> {
         let access = Access::Wrmsr { msr: address, value };
         let fault = |kind, detail: String| Err(Fault { access, kind, detail });
-        let reserved = |valid: u64, detail: String| {
+        // The detail is worded only for a fault: a write that succeeds allocates nothing (the
+        // driver's interrupt path is checked for allocations through these writes).
+        let reserved = |valid: u64, detail: &dyn Fn() -> String| {
             if value & !valid != 0 {
-                Err(Fault { access, kind: FaultKind::ReservedBits(value & !valid), detail })
+                let kind = FaultKind::ReservedBits(value & !valid);
+                Err(Fault { access, kind, detail: detail() })
             } else {
                 Ok(())
             }
@@ -788,23 +791,27 @@ impl SimPmu {
                 return fault(FaultKind::UnknownMsr, "IA32_A_PMCx exist only with FW_WRITE".into());
             }
             let width = self.gp_width();
-            reserved(low_bits(width), format!("the value is wider than the {width}-bit counter"))?;
+            let detail = || format!("the value is wider than the {width}-bit counter");
+            reserved(low_bits(width), &detail)?;
             self.gp[i].value = value;
             return Ok(());
         }
         if let Some(i) = self.gp_index(address, msr::IA32_PERFEVTSEL0) {
-            let detail = if value & EVTSEL_ANY != 0 && !model.anythread_supported() {
-                format!("AnyThread (bit 21) is not supported: {}", self.anythread_reason())
-            } else {
-                "bits 63:32 are reserved".into()
+            let detail = || {
+                if value & EVTSEL_ANY != 0 && !model.anythread_supported() {
+                    format!("AnyThread (bit 21) is not supported: {}", self.anythread_reason())
+                } else {
+                    "bits 63:32 are reserved".into()
+                }
             };
-            reserved(self.evtsel_valid(), detail)?;
+            reserved(self.evtsel_valid(), &detail)?;
             self.gp[i] = GpCounter { evtsel: value, asserted: false, ..self.gp[i] };
             return Ok(());
         }
         if let Some(i) = self.fixed_index(address) {
             let width = self.fixed_width();
-            reserved(low_bits(width), format!("the value is wider than the {width}-bit counter"))?;
+            let detail = || format!("the value is wider than the {width}-bit counter");
+            reserved(low_bits(width), &detail)?;
             self.fixed[i] = value;
             return Ok(());
         }
@@ -820,7 +827,7 @@ impl SimPmu {
                 } else {
                     "only bit 12, FREEZE_PERFMON_ON_PMI, is implemented"
                 };
-                reserved(valid, detail.into())?;
+                reserved(valid, &|| detail.into())?;
                 self.debugctl = value;
                 Ok(())
             }
@@ -830,8 +837,7 @@ impl SimPmu {
             }
             msr::IA32_FIXED_CTR_CTRL if version >= 2 => {
                 let stray = value & !self.fixed_ctrl_valid();
-                let detail = self.fixed_ctrl_reason(stray);
-                reserved(self.fixed_ctrl_valid(), detail)?;
+                reserved(self.fixed_ctrl_valid(), &|| self.fixed_ctrl_reason(stray))?;
                 self.fixed_ctrl = value;
                 Ok(())
             }
@@ -841,25 +847,27 @@ impl SimPmu {
                     .into(),
             ),
             msr::IA32_PERF_GLOBAL_CTRL if version >= 2 => {
-                let detail = self.missing_counters_reason(value & !self.counter_bits());
-                reserved(self.counter_bits(), detail)?;
+                let detail = || self.missing_counters_reason(value & !self.counter_bits());
+                reserved(self.counter_bits(), &detail)?;
                 self.global_ctrl = value;
                 Ok(())
             }
             msr::IA32_PERF_GLOBAL_OVF_CTRL if version >= 2 => {
                 let stray = value & !self.status_reset_valid();
-                let detail = if stray & !self.counter_bits() & 0xFFFF_FFFF_FFFF != 0 {
-                    self.missing_counters_reason(stray)
-                } else {
-                    format!("bits not defined for perfmon v{version}")
+                let detail = || {
+                    if stray & !self.counter_bits() & 0xFFFF_FFFF_FFFF != 0 {
+                        self.missing_counters_reason(stray)
+                    } else {
+                        format!("bits not defined for perfmon v{version}")
+                    }
                 };
-                reserved(self.status_reset_valid(), detail)?;
+                reserved(self.status_reset_valid(), &detail)?;
                 self.global_status &= !value;
                 Ok(())
             }
             msr::IA32_PERF_GLOBAL_STATUS_SET if version >= 4 => {
-                let detail = format!("bits not defined in STATUS_SET for perfmon v{version}");
-                reserved(self.status_set_valid(), detail)?;
+                let detail = || format!("bits not defined in STATUS_SET for perfmon v{version}");
+                reserved(self.status_set_valid(), &detail)?;
                 self.global_status |= value;
                 Ok(())
             }

@@ -24,6 +24,12 @@
 //! * [`Flow::Call`] pushes a frame; the return address is the end of the calling block
 //!   (`start + len`), which is where execution resumes. [`Thread::stack`](crate::machine::Thread::stack)
 //!   lists the return addresses of the frames at any moment.
+//! * *Kernel functions* ([`ProgramBuilder::kernel_function`]) are laid out in kernel text from
+//!   [`KERNEL_TEXT_BASE`] and run in kernel mode, with their frames on the thread's kernel stack.
+//!   A user function enters one with [`Flow::Syscall`] (a system call); kernel functions call
+//!   each other with [`Flow::Call`]; when the entered function returns, the thread returns to
+//!   user mode after the system call block. A user function cannot call a kernel function, nor a
+//!   kernel function a user one.
 //! * When a thread returns from its entry function it exits; when the *main* thread (the first
 //!   thread of a process, or the thread that executed a program) does so, the process exits, as
 //!   when `main` returns in C. [`Action::ExitThread`] ends only the calling thread (the process
@@ -136,8 +142,11 @@ pub enum Flow {
         /// How many times the body runs (0 behaves as 1).
         times: u64,
     },
-    /// Call a function; execution resumes at the next block when it returns.
+    /// Call a function of the same mode; execution resumes at the next block when it returns.
     Call(FunctionId),
+    /// A system call: enter a kernel function from a user function; execution resumes in user
+    /// mode at the next block when it returns.
+    Syscall(FunctionId),
     /// Return from the function.
     Return,
     /// Perform a system action, then fall through (unless the action ends the thread).
@@ -178,6 +187,7 @@ impl Block {
 pub struct Function {
     name: String,
     start: u64,
+    kernel: bool,
     blocks: Vec<Block>,
 }
 
@@ -185,6 +195,11 @@ impl Function {
     /// Its name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Whether it is a kernel function (kernel text, kernel mode, frames on the kernel stack).
+    pub fn is_kernel(&self) -> bool {
+        self.kernel
     }
 
     /// Its first address.
@@ -230,9 +245,14 @@ impl Program {
         self.entry
     }
 
-    /// Every function, in layout order.
+    /// Every function, in definition order.
     pub fn functions(&self) -> &[Function] {
         &self.functions
+    }
+
+    /// The user functions (the executable's text), in definition order.
+    pub fn user_functions(&self) -> impl Iterator<Item = &Function> {
+        self.functions.iter().filter(|f| !f.kernel)
     }
 
     /// Function `id`.
@@ -259,6 +279,9 @@ impl Program {
 
 /// Where [`ProgramBuilder::new`] puts the first function.
 pub const DEFAULT_TEXT_BASE: u64 = 0x40_0000;
+/// Where [`ProgramBuilder::kernel_function`] puts the first kernel function (the kernel's text
+/// on amd64).
+pub const KERNEL_TEXT_BASE: u64 = 0xffff_ffff_8000_0000;
 /// The length of a block unless [`FunctionBuilder::len`] says otherwise.
 pub const DEFAULT_BLOCK_LEN: u64 = 16;
 /// Functions laid out by the builder start on this alignment.
@@ -301,8 +324,21 @@ impl ProgramBuilder {
         self
     }
 
-    /// Adds function `name` at address `start` (for example a kernel function at a kernel
-    /// address); the following functions are laid out after it.
+    /// Adds kernel function `name`, laid out in kernel text after the previous kernel function
+    /// (the first at [`KERNEL_TEXT_BASE`]), with the blocks `build` adds: they run in kernel mode
+    /// (its control blocks too) and its frames live on the thread's kernel stack. User functions
+    /// enter it with [`FunctionBuilder::syscall`], kernel functions with
+    /// [`FunctionBuilder::call`].
+    pub fn kernel_function(
+        mut self,
+        name: &str,
+        build: impl FnOnce(FunctionBuilder) -> FunctionBuilder,
+    ) -> Self {
+        self.functions.push((None, build(FunctionBuilder::kernel(name))));
+        self
+    }
+
+    /// Adds function `name` at address `start`; the following functions are laid out after it.
     pub fn function_at(
         mut self,
         name: &str,
@@ -323,22 +359,33 @@ impl ProgramBuilder {
     ///
     /// # Panics
     /// If a function name is defined twice or used but not defined, a function has no block, a
-    /// loop jumps forward, or the program has no function.
+    /// loop jumps forward, the program has no function, a call crosses between user and kernel
+    /// functions, a system call does not go from a user function to a kernel function, a kernel
+    /// function has a user-mode block, or the entry, a forked child or a new thread would start
+    /// in a kernel function.
     pub fn build(self) -> Rc<Program> {
         assert!(!self.functions.is_empty(), "program {} has no function", self.path);
         let mut ids = BTreeMap::new();
         for (i, (_, f)) in self.functions.iter().enumerate() {
-            let previous = ids.insert(f.name.clone(), FunctionId(i));
+            let previous = ids.insert(f.name.clone(), (FunctionId(i), f.kernel));
             assert!(previous.is_none(), "function {} defined twice", f.name);
         }
-        let resolve = |name: &str| -> FunctionId {
+        let resolve_any = |name: &str| -> (FunctionId, bool) {
             *ids.get(name).unwrap_or_else(|| panic!("no function named {name}"))
         };
+        let resolve_user = |name: &str, what: &str| -> FunctionId {
+            let (id, kernel) = resolve_any(name);
+            assert!(!kernel, "{what} {name} is a kernel function");
+            id
+        };
         let mut next = self.text_base;
+        let mut kernel_next = KERNEL_TEXT_BASE;
         let mut functions = Vec::with_capacity(self.functions.len());
         for (at, builder) in self.functions {
-            assert!(!builder.blocks.is_empty(), "function {} has no block", builder.name);
-            let start = at.unwrap_or_else(|| next.next_multiple_of(FUNCTION_ALIGN));
+            let name = &builder.name;
+            assert!(!builder.blocks.is_empty(), "function {name} has no block");
+            let cursor = if builder.kernel { kernel_next } else { next };
+            let start = at.unwrap_or_else(|| cursor.next_multiple_of(FUNCTION_ALIGN));
             let mut address = start;
             let mut blocks = Vec::with_capacity(builder.blocks.len());
             for (index, pending) in builder.blocks.into_iter().enumerate() {
@@ -352,14 +399,37 @@ impl ProgramBuilder {
                         );
                         Flow::Loop { to, times }
                     }
-                    PendingFlow::Call(name) => Flow::Call(resolve(&name)),
-                    PendingFlow::Return => Flow::Return,
-                    PendingFlow::Fork(name) => Flow::System(Action::Fork { child: resolve(&name) }),
-                    PendingFlow::SpawnThread(name) => {
-                        Flow::System(Action::SpawnThread { entry: resolve(&name) })
+                    PendingFlow::Call(callee) => {
+                        let (id, kernel) = resolve_any(&callee);
+                        assert!(
+                            kernel == builder.kernel,
+                            "{name} calls {callee} across the user/kernel boundary (a user \
+                             function enters the kernel with syscall)"
+                        );
+                        Flow::Call(id)
                     }
+                    PendingFlow::Syscall(callee) => {
+                        let (id, kernel) = resolve_any(&callee);
+                        assert!(
+                            kernel && !builder.kernel,
+                            "a system call goes from a user function to a kernel function, \
+                             not from {name} to {callee}"
+                        );
+                        Flow::Syscall(id)
+                    }
+                    PendingFlow::Return => Flow::Return,
+                    PendingFlow::Fork(child) => {
+                        Flow::System(Action::Fork { child: resolve_user(&child, "forked child") })
+                    }
+                    PendingFlow::SpawnThread(entry) => Flow::System(Action::SpawnThread {
+                        entry: resolve_user(&entry, "thread entry"),
+                    }),
                     PendingFlow::System(action) => Flow::System(action),
                 };
+                assert!(
+                    !builder.kernel || pending.ring == Ring::Kernel,
+                    "kernel function {name} has a user-mode block ({index})"
+                );
                 let block = Block {
                     start: address,
                     len: pending.len,
@@ -371,12 +441,23 @@ impl ProgramBuilder {
                 address = block.end();
                 blocks.push(block);
             }
-            next = address;
-            functions.push(Function { name: builder.name, start, blocks });
+            if builder.kernel {
+                kernel_next = address;
+            } else {
+                next = address;
+            }
+            functions.push(Function { name: builder.name, start, kernel: builder.kernel, blocks });
         }
         let entry = match &self.entry {
-            Some(name) => resolve(name),
-            None => FunctionId(0),
+            Some(name) => resolve_user(name, "the entry"),
+            None => {
+                assert!(
+                    !functions[0].kernel,
+                    "the entry {} is a kernel function",
+                    functions[0].name
+                );
+                FunctionId(0)
+            }
         };
         Rc::new(Program { path: self.path, functions, entry })
     }
@@ -387,6 +468,7 @@ enum PendingFlow {
     Next,
     Loop { to: usize, times: u64 },
     Call(String),
+    Syscall(String),
     Return,
     Fork(String),
     SpawnThread(String),
@@ -405,18 +487,23 @@ struct PendingBlock {
 /// Builds the blocks of one function, in order. Methods that set a property of "the last block"
 /// panic if there is none.
 ///
-/// Control blocks (`call`, `ret`, `fork`, …) are user-mode blocks with no work of their own
-/// (one execution of an empty [`Work`]); [`FunctionBuilder::work`] and
-/// [`FunctionBuilder::ring`] change that.
+/// Control blocks (`call`, `ret`, `fork`, …) are blocks with no work of their own (one
+/// execution of an empty [`Work`]), in user mode (kernel mode in a kernel function);
+/// [`FunctionBuilder::work`] and [`FunctionBuilder::ring`] change that.
 #[derive(Debug)]
 pub struct FunctionBuilder {
     name: String,
+    kernel: bool,
     blocks: Vec<PendingBlock>,
 }
 
 impl FunctionBuilder {
     fn new(name: &str) -> Self {
-        FunctionBuilder { name: name.to_owned(), blocks: Vec::new() }
+        FunctionBuilder { name: name.to_owned(), kernel: false, blocks: Vec::new() }
+    }
+
+    fn kernel(name: &str) -> Self {
+        FunctionBuilder { name: name.to_owned(), kernel: true, blocks: Vec::new() }
     }
 
     fn push(mut self, ring: Ring, work: Work, repeat: u64, flow: PendingFlow) -> Self {
@@ -425,7 +512,8 @@ impl FunctionBuilder {
     }
 
     fn control(self, flow: PendingFlow) -> Self {
-        self.push(Ring::User, Work::default(), 1, flow)
+        let ring = if self.kernel { Ring::Kernel } else { Ring::User };
+        self.push(ring, Work::default(), 1, flow)
     }
 
     fn last(&mut self) -> &mut PendingBlock {
@@ -474,9 +562,16 @@ impl FunctionBuilder {
         self
     }
 
-    /// A block that calls function `name`.
+    /// A block that calls function `name` (a user function from a user function, a kernel
+    /// function from a kernel function).
     pub fn call(self, name: &str) -> Self {
         self.control(PendingFlow::Call(name.to_owned()))
+    }
+
+    /// A block that makes a system call: it enters kernel function `name`, and the thread
+    /// returns to user mode, at the next block, when that function returns.
+    pub fn syscall(self, name: &str) -> Self {
+        self.control(PendingFlow::Syscall(name.to_owned()))
     }
 
     /// A block that returns.
@@ -549,6 +644,64 @@ mod tests {
         assert_eq!(program.block_at(g.start() + 99), Some((FunctionId(1), 0)));
         assert_eq!(program.block_at(g.start() + 100), None);
         assert_eq!(program.function_id("k"), Some(FunctionId(2)));
+    }
+
+    #[test]
+    fn kernel_functions_are_laid_out_in_kernel_text_and_run_in_kernel_mode() {
+        let program = ProgramBuilder::new("/bin/t")
+            .function("main", |f| f.syscall("sys").exit())
+            .kernel_function("sys", |f| f.block(Ring::Kernel, Work::default()).call("k").ret())
+            .function("g", |f| f.ret())
+            .kernel_function("k", |f| f.hook(|_| {}))
+            .build();
+        let function = |name| program.function(program.function_id(name).unwrap());
+        let (main, sys, g, k) = (function("main"), function("sys"), function("g"), function("k"));
+        assert!(
+            matches!(main.block(0).flow, Flow::Syscall(id) if id == program.function_id("sys").unwrap())
+        );
+        assert_eq!(sys.start(), KERNEL_TEXT_BASE);
+        assert!(sys.is_kernel() && k.is_kernel() && !main.is_kernel() && !g.is_kernel());
+        assert_eq!(g.start(), main.end().next_multiple_of(FUNCTION_ALIGN), "user text goes on");
+        assert_eq!(k.start(), sys.end().next_multiple_of(FUNCTION_ALIGN), "so does kernel text");
+        assert!(sys.blocks().iter().chain(k.blocks()).all(|b| b.ring == Ring::Kernel));
+        let user: Vec<&str> = program.user_functions().map(Function::name).collect();
+        assert_eq!(user, ["main", "g"]);
+    }
+
+    #[test]
+    #[should_panic(expected = "across the user/kernel boundary")]
+    fn a_user_function_cannot_call_a_kernel_function() {
+        ProgramBuilder::new("/bin/t")
+            .function("main", |f| f.call("sys"))
+            .kernel_function("sys", |f| f.ret())
+            .build();
+    }
+
+    #[test]
+    #[should_panic(expected = "a system call goes from a user function to a kernel function")]
+    fn a_system_call_must_enter_a_kernel_function() {
+        ProgramBuilder::new("/bin/t")
+            .function("main", |f| f.syscall("g"))
+            .function("g", |f| f.ret())
+            .build();
+    }
+
+    #[test]
+    #[should_panic(expected = "kernel function sys has a user-mode block")]
+    fn a_kernel_function_has_no_user_mode_block() {
+        ProgramBuilder::new("/bin/t")
+            .function("main", |f| f.syscall("sys"))
+            .kernel_function("sys", |f| f.block(Ring::User, Work::default()))
+            .build();
+    }
+
+    #[test]
+    #[should_panic(expected = "thread entry sys is a kernel function")]
+    fn a_thread_cannot_start_in_a_kernel_function() {
+        ProgramBuilder::new("/bin/t")
+            .function("main", |f| f.spawn_thread("sys"))
+            .kernel_function("sys", |f| f.ret())
+            .build();
     }
 
     #[test]

@@ -386,7 +386,7 @@ fn user_callchains_stop_where_the_stack_cannot_be_read_or_is_not_a_chain() {
         let frame = TrapFrame { pc: BLOCK_PC, fp, sp: fp, user: true };
         assert!(w.driver.interrupt(0, &frame));
         kernel.set_caller(w.pid);
-        w.driver.user_return(0, w.pid, w.tid);
+        w.driver.user_return(0, w.pid, w.tid, &frame);
     }
     w.driver.switch_out(0, w.pid, w.tid);
     let chains: Vec<Vec<u64>> = w
