@@ -42,14 +42,17 @@ sim=$(callgrind_annotate --inclusive=yes "$out/walk" 2>/dev/null | awk '
     }')
 own=$((n - ${sim:-0}))
 echo "user-return walk, depth 32: $n instructions for $deep samples = $((n / deep)) per sample; without the simulated kernel's copy_in: $((own / deep)) (walk + CALLCHAIN record)"
-valgrind --tool=callgrind --callgrind-out-file="$out/kernel" --toggle-collect='*kernel_interrupt*' \
-    "$(newest interrupt)" --parts=kernel >/dev/null 2>&1
-n=$(total "$out/kernel")
-# The simulated kernel's read_kernel_stack (a RefCell and two BTreeMap look-ups per frame record,
-# where a kernel compares two bounds and copies 16 bytes) is not the driver's work.
-sim=$(callgrind_annotate --inclusive=yes "$out/kernel" 2>/dev/null | awk '
-    /sim\/src\/kernel.rs:<hwpmc_sim::kernel::SimKernel as hwpmc::kernel::Kernel>::read_kernel_stack$/ && !done {
-        gsub(",", "", $1); print $1; done = 1
-    }')
-own=$((n - ${sim:-0}))
-echo "kernel callchain, depth 128, walked in the interrupt: $n instructions for $kernel_samples samples = $((n / kernel_samples)) per sample; without the simulated kernel's read_kernel_stack: $((own / kernel_samples)) (interrupt + 127-record walk)"
+for depth in 32 128; do
+    valgrind --tool=callgrind --callgrind-out-file="$out/kernel.$depth" \
+        --toggle-collect='*kernel_interrupt*' \
+        "$(newest interrupt)" --parts=kernel --kernel-depth="$depth" >/dev/null 2>&1
+    n=$(total "$out/kernel.$depth")
+    # The simulated kernel's read_kernel_stack (a RefCell and two BTreeMap look-ups per frame
+    # record, where a kernel compares two bounds and copies 16 bytes) is not the driver's work.
+    sim=$(callgrind_annotate --inclusive=yes "$out/kernel.$depth" 2>/dev/null | awk '
+        /sim\/src\/kernel.rs:<hwpmc_sim::kernel::SimKernel as hwpmc::kernel::Kernel>::read_kernel_stack$/ && !done {
+            gsub(",", "", $1); print $1; done = 1
+        }')
+    own=$((n - ${sim:-0}))
+    echo "kernel callchain, depth $depth, walked in the interrupt: $n instructions for $kernel_samples samples = $((n / kernel_samples)) per sample; without the simulated kernel's read_kernel_stack: $((own / kernel_samples)) (interrupt + $((depth - 1))-record walk)"
+done

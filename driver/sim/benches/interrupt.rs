@@ -190,9 +190,9 @@ fn user_callchains(
     client.release(id).unwrap();
 }
 
-/// Depth 128 (the default `kern.hwpmc.callchaindepth`) in the kernel: a CALLCHAIN PMC samples
-/// kernel mode, and the interrupt walks 127 frame records of the interrupted thread's kernel
-/// stack (each read through `Kernel::read_kernel_stack`) into the ring.
+/// A kernel callchain of [`kernel_depth`] frames (128 by default): a CALLCHAIN PMC samples
+/// kernel mode, and the interrupt walks depth − 1 frame records of the interrupted thread's
+/// kernel stack (each read through `Kernel::read_kernel_stack`) into the ring.
 fn kernel_callchains(
     driver: &Driver<SimKernel, OverflowingPmu>,
     kernel: &SimKernel,
@@ -208,7 +208,8 @@ fn kernel_callchains(
     client.start(id).unwrap();
     kernel.set_running(0, Some(tid));
     driver.switch_in(0, owner, tid);
-    let records_on_stack = KERNEL_DEPTH - 1;
+    let depth = kernel_depth();
+    let records_on_stack = depth - 1;
     let innermost = kernel_stack_base(tid) + KERNEL_STACK_SIZE - 16 * records_on_stack;
     for i in 0..records_on_stack {
         let fp = innermost + 16 * i;
@@ -231,7 +232,7 @@ fn kernel_callchains(
         driver.write_logs();
     }
     let per_sample = in_interrupt.as_nanos() as f64 / f64::from(samples);
-    println!("callchain depth {KERNEL_DEPTH} in the kernel (walked in the interrupt):");
+    println!("callchain depth {depth} in the kernel (walked in the interrupt):");
     println!("  {per_sample:8.1} ns per sample ({samples} samples)");
     let stats = client.driver_stats().unwrap();
     assert_eq!(stats.pm_intr_bufferfull, 0, "the bench must not drop samples");
@@ -243,14 +244,20 @@ fn kernel_callchains(
             _ => None,
         })
         .last();
-    assert_eq!(last, Some((KERNEL_DEPTH as usize, false)), "the walk must reach every frame");
+    assert_eq!(last, Some((depth as usize, false)), "the walk must reach every frame");
     driver.switch_out(0, owner, tid);
     kernel.set_running(0, None);
     client.release(id).unwrap();
 }
 
-/// Frames per callchain in the kernel-callchain part (the default depth).
-const KERNEL_DEPTH: u64 = 128;
+/// Frames per callchain in the kernel-callchain part: `--kernel-depth=N`, by default 128 (the
+/// default `kern.hwpmc.callchaindepth`).
+fn kernel_depth() -> u64 {
+    std::env::args()
+        .find_map(|a| a.strip_prefix("--kernel-depth=").and_then(|d| d.parse().ok()))
+        .filter(|d| (2..=128).contains(d))
+        .unwrap_or(128)
+}
 
 /// The interrupt of the kernel-callchain part, kept out of line so callgrind can count it
 /// (`--toggle-collect='*kernel_interrupt*'`).
