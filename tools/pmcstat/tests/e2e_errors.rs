@@ -186,3 +186,29 @@ fn an_unknown_host_is_named() {
     let run = pmcstat_env(Host::Linux, &[("PMC_HOST", "bogus")], &["-p", "task-clock", "true"]);
     fails_with(&run, EX_UNAVAILABLE, &["bogus", "linux", "sim"]);
 }
+
+#[test]
+fn measuring_another_users_process_without_privilege_is_eperm_with_the_reason() {
+    // Needs root to become an unprivileged user (and util-linux's setpriv); skipped otherwise.
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+    });
+    let setpriv = std::path::Path::new("/usr/bin/setpriv");
+    if !root || !setpriv.exists() {
+        eprintln!("skipped: needs root and /usr/bin/setpriv");
+        return;
+    }
+    let output = std::process::Command::new(setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_pmcstat"))
+        .args(["-p", "task-clock", "-t", "1", "-l", "0.2"])
+        .env("PMC_HOST", "linux")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(77), "EX_NOPERM\n{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    for word in ["EPERM", "process 1", "perf_event_paranoid", "CAP_PERFMON"] {
+        assert!(stderr.contains(word), "{stderr:?} does not say {word:?}");
+    }
+}
