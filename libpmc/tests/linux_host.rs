@@ -291,3 +291,48 @@ fn an_attached_process_that_ends_logs_its_count_with_log_procexit() {
     let _ = std::fs::remove_file(&path);
     assert_eq!(exits, [(pmc.id(), pid)], "one PROCEXIT for the ended target");
 }
+
+#[test]
+fn a_sampled_pipeline_logs_each_childs_fork_before_its_exec_and_mappings() {
+    let _serial = serial();
+    let path = std::env::temp_dir().join(format!("libpmc-pipeline-{}.log", std::process::id()));
+    let file = std::fs::File::create(&path).unwrap();
+    api::configure_log(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+    let pmc = PmcSpec::new("cpu-clock")
+        .mode(Mode::ThreadSampling)
+        .flags(PmcFlags::CALLCHAIN | PmcFlags::DESCENDANTS)
+        .rate(1)
+        .allocate()
+        .unwrap();
+    let script = "seq 1 300000 | sort -n > /dev/null";
+    let pid = api::spawn(&["sh".into(), "-c".into(), script.into()]).unwrap();
+    pmc.attach(pid).unwrap();
+    pmc.start().unwrap();
+    api::resume(pid).unwrap();
+    assert_eq!(api::wait(pid).unwrap(), 0);
+    pmc.stop().unwrap();
+    api::flush_log().unwrap();
+    api::close_log().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    // The order a reader meets: every child is forked before it executes its program and maps
+    // it (the records come from two CPUs' rings, merged in time order).
+    let mut forked = Vec::new();
+    let mut executed = Vec::new();
+    for entry in pmclog::Records::new(&bytes) {
+        match entry.unwrap().record {
+            pmclog::Record::ProcFork(f) if f.old_pid == pid => forked.push(f.new_pid),
+            pmclog::Record::ProcExec(x) if x.pid != pid => {
+                assert!(forked.contains(&x.pid), "exec of {} before its fork", x.pid);
+                executed.push((x.pid, x.path.to_vec()));
+            }
+            pmclog::Record::MapIn(m) if m.pid != pid && m.pid > 0 => {
+                assert!(forked.contains(&m.pid), "mapping of {} before its fork", m.pid);
+            }
+            _ => {}
+        }
+    }
+    let programs: Vec<&[u8]> = executed.iter().map(|(_, p)| p.as_slice()).collect();
+    assert!(programs.iter().any(|p| p.ends_with(b"/seq")), "{executed:?}");
+    assert!(programs.iter().any(|p| p.ends_with(b"/sort")), "{executed:?}");
+}

@@ -226,27 +226,35 @@ impl Log {
         Ok(())
     }
 
-    /// Moves every record the rings hold into the log.
+    /// Moves every record the rings hold into the log, in time order across the rings (a
+    /// child's FORK may sit in one CPU's ring and its EXEC and MMAP in another's: a reader that
+    /// met them out of order would give the child its parent's mappings).
     pub(crate) fn drain(&self) {
-        let mut out = Vec::new();
-        let mut pcs = Vec::with_capacity(pmclog::CALLCHAIN_DEPTH_MAX);
+        let mut events = Vec::new();
         let mut lost = 0;
-        let mut pending = std::mem::take(&mut *lock(&self.pending_exec));
         for ring in lock(&self.rings).iter_mut() {
             let meta = ring.meta;
             while let Some(raw) = ring.sampler.next_record() {
                 let Ok(record) = raw.parse_record() else { continue };
-                let misc = raw.misc();
-                lost += convert(meta, misc, &record, &mut pcs, &mut pending, &mut out);
+                let time = record_time(&record, &raw.to_contiguous());
+                match event_of(meta, raw.misc(), &record) {
+                    Some(Event::Lost(n)) => lost += n,
+                    Some(event) => events.push((time, event)),
+                    None => {}
+                }
             }
         }
-        *lock(&self.pending_exec) = pending;
+        // Stable: records of one ring keep their order when their times are equal.
+        events.sort_by_key(|(time, _)| *time);
+        let mut out = Vec::new();
+        let mut pending = lock(&self.pending_exec);
+        for (time, event) in &events {
+            emit_event(event, *time, &mut pending, &mut out);
+        }
+        drop(pending);
         if lost > 0 {
             self.lost.fetch_add(lost, Ordering::Relaxed);
-            let mut buf = [0u8; 64];
-            if let Ok(len) = pmclog::encode(&Record::DropNotify, now_ns(), &mut buf) {
-                out.extend_from_slice(&buf[..len]);
-            }
+            append(&mut out, &Record::DropNotify, now_ns());
         }
         if !out.is_empty() {
             self.write_bytes(&out);
@@ -254,30 +262,34 @@ impl Log {
     }
 }
 
-/// Appends the pmclog record of one perf record to `out`; returns the samples it says were lost.
-fn convert(
-    ring: RingMeta,
-    misc: u16,
-    record: &PerfRecord<'_>,
-    pcs: &mut Vec<u64>,
-    pending: &mut Vec<i32>,
-    out: &mut Vec<u8>,
-) -> u64 {
-    let mut emit = |record: &Record<'_>, tsc: u64| {
-        let start = out.len();
-        out.resize(start + 4200, 0);
-        match pmclog::encode(record, tsc, &mut out[start..]) {
-            Ok(len) => out.truncate(start + len),
-            Err(_) => out.truncate(start),
-        }
-    };
-    let now = now_ns();
-    match record {
+/// What one perf record becomes in the log.
+enum Event {
+    /// A sample: CALLCHAIN.
+    Sample { pid: i32, tid: i32, pmcid: u32, flags: CallchainFlags, pcs: Vec<u64> },
+    /// An executable file mapping (its load base): MAP_IN.
+    Map { pid: i32, start: u64, path: Vec<u8>, pmcid: u32 },
+    /// A process executed a program: PROCEXEC.
+    Exec { pid: i32, pmcid: u32 },
+    /// PROCFORK.
+    Fork { parent: i32, child: i32 },
+    /// THR_CREATE.
+    Thread { pid: i32, tid: i32 },
+    /// SYSEXIT: a process ended.
+    ProcessExit { pid: i32 },
+    /// THR_EXIT.
+    ThreadExit { tid: i32 },
+    /// Samples perf lost.
+    Lost(u64),
+}
+
+/// The event of one perf record of `ring` (with header flags `misc`), if it logs anything.
+fn event_of(ring: RingMeta, misc: u16, record: &PerfRecord<'_>) -> Option<Event> {
+    Some(match record {
         PerfRecord::Sample(s) => {
             let user = misc & MISC_CPUMODE_MASK == MISC_USER;
-            pcs.clear();
+            let mut pcs = Vec::new();
             match s.callchain() {
-                Some(chain) => callchain_pcs(chain, user, ring.user_callchain, pcs),
+                Some(chain) => callchain_pcs(chain, user, ring.user_callchain, &mut pcs),
                 None => pcs.extend(s.ip()),
             }
             if pcs.is_empty() {
@@ -286,88 +298,108 @@ fn convert(
             pcs.truncate(ring.depth.max(1));
             let cpu = s.cpu().unwrap_or(0) as u16;
             let flags = if user { CallchainFlags::USERSPACE as u16 } else { 0 };
-            let cc = Callchain {
+            Event::Sample {
                 pid: s.pid().unwrap_or(0) as i32,
                 tid: s.tid().unwrap_or(0) as i32,
                 pmcid: ring.pmcid,
-                cpuflags: CallchainFlags::new(cpu, flags),
-                pcs: ProgramCounters::from_words(pcs),
-            };
-            emit(&Record::Callchain(cc), s.time().unwrap_or(now));
-            0
-        }
-        PerfRecord::Mmap(m) => {
-            map_in(m.pid, m.addr, m.pgoff, &m.filename, ring.pmcid, pending, &mut emit, now);
-            0
-        }
-        PerfRecord::Mmap2(m) => {
-            map_in(m.pid, m.addr, m.pgoff, &m.filename, ring.pmcid, pending, &mut emit, now);
-            0
-        }
-        PerfRecord::Comm(c) if misc & MISC_COMM_EXEC != 0 && c.pid == c.tid => {
-            // The executable's path: from /proc while the process lives, else from its first
-            // file mapping after the exec (the executable itself), which follows in the ring.
-            let path = process::exe_path(c.pid as i32);
-            if path.is_empty() {
-                pending.push(c.pid as i32);
-            } else {
-                emit(&Record::ProcExec(exec_record(c.pid as i32, ring.pmcid, &path)), now);
+                flags: CallchainFlags::new(cpu, flags),
+                pcs,
             }
-            0
+        }
+        PerfRecord::Mmap(m) => map_event(m.pid, m.addr, m.pgoff, &m.filename, ring.pmcid)?,
+        PerfRecord::Mmap2(m) => map_event(m.pid, m.addr, m.pgoff, &m.filename, ring.pmcid)?,
+        PerfRecord::Comm(c) if misc & MISC_COMM_EXEC != 0 && c.pid == c.tid => {
+            Event::Exec { pid: c.pid as i32, pmcid: ring.pmcid }
         }
         PerfRecord::Fork(f) if f.pid != f.ppid => {
-            emit(
-                &Record::ProcFork(ProcFork { old_pid: f.ppid as i32, new_pid: f.pid as i32 }),
-                f.time,
-            );
-            0
+            Event::Fork { parent: f.ppid as i32, child: f.pid as i32 }
         }
-        PerfRecord::Fork(f) => {
-            let thr = ThrCreate { tid: f.tid as i32, pid: f.pid as i32, flags: 0, name: b"" };
-            emit(&Record::ThrCreate(thr), f.time);
-            0
+        PerfRecord::Fork(f) => Event::Thread { pid: f.pid as i32, tid: f.tid as i32 },
+        PerfRecord::Exit(e) if e.pid == e.tid => Event::ProcessExit { pid: e.pid as i32 },
+        PerfRecord::Exit(e) => Event::ThreadExit { tid: e.tid as i32 },
+        PerfRecord::Lost(l) => Event::Lost(l.lost),
+        PerfRecord::LostSamples(l) => Event::Lost(l.lost),
+        _ => return None,
+    })
+}
+
+/// The MAP_IN event of an executable file mapping (none for anonymous and special mappings).
+fn map_event(pid: u32, addr: u64, pgoff: u64, filename: &[u8], pmcid: u32) -> Option<Event> {
+    let path = c_string(filename);
+    path.starts_with(b"/").then(|| Event::Map {
+        pid: pid as i32,
+        start: addr.wrapping_sub(pgoff),
+        path: path.to_vec(),
+        pmcid,
+    })
+}
+
+/// When a perf record happened: a sample's time, else the time of its `sample_id_all` trailer
+/// (`{pid, tid}`, `time`, `{cpu, res}` for the sample type the samplers use: time is the
+/// second-to-last word).
+fn record_time(record: &PerfRecord<'_>, bytes: &[u8]) -> u64 {
+    match record {
+        PerfRecord::Sample(s) => s.time().unwrap_or(0),
+        PerfRecord::Fork(f) => f.time,
+        PerfRecord::Exit(e) => e.time,
+        _ => bytes
+            .len()
+            .checked_sub(16)
+            .and_then(|at| bytes.get(at..at + 8))
+            .and_then(|w| w.try_into().ok())
+            .map_or(0, u64::from_le_bytes),
+    }
+}
+
+/// Appends `record`, stamped `tsc`, to `out`.
+fn append(out: &mut Vec<u8>, record: &Record<'_>, tsc: u64) {
+    let start = out.len();
+    out.resize(start + 4200, 0);
+    match pmclog::encode(record, tsc, &mut out[start..]) {
+        Ok(len) => out.truncate(start + len),
+        Err(_) => out.truncate(start),
+    }
+}
+
+/// Appends the record(s) of `event` to `out`. A PROCEXEC waits in `pending` for its path when
+/// `/proc` no longer has it: the process's first file mapping after the exec is the executable.
+fn emit_event(event: &Event, time: u64, pending: &mut Vec<i32>, out: &mut Vec<u8>) {
+    match event {
+        Event::Sample { pid, tid, pmcid, flags, pcs } => {
+            let pcs = ProgramCounters::from_words(pcs);
+            let cc = Callchain { pid: *pid, tid: *tid, pmcid: *pmcid, cpuflags: *flags, pcs };
+            append(out, &Record::Callchain(cc), time);
         }
-        PerfRecord::Exit(e) if e.pid == e.tid => {
-            emit(&Record::SysExit(SysExit { pid: e.pid as i32 }), e.time);
-            0
+        Event::Map { pid, start, path, pmcid } => {
+            if let Some(at) = pending.iter().position(|p| p == pid) {
+                pending.swap_remove(at);
+                append(out, &Record::ProcExec(exec_record(*pid, *pmcid, path)), time);
+            }
+            append(out, &Record::MapIn(MapIn { pid: *pid, start: *start, path }), time);
         }
-        PerfRecord::Exit(e) => {
-            emit(&Record::ThrExit(ThrExit { tid: e.tid as i32 }), e.time);
-            0
+        Event::Exec { pid, pmcid } => {
+            let path = process::exe_path(*pid);
+            if path.is_empty() {
+                pending.push(*pid);
+            } else {
+                append(out, &Record::ProcExec(exec_record(*pid, *pmcid, &path)), time);
+            }
         }
-        PerfRecord::Lost(l) => l.lost,
-        PerfRecord::LostSamples(l) => l.lost,
-        _ => 0,
+        Event::Fork { parent, child } => {
+            append(out, &Record::ProcFork(ProcFork { old_pid: *parent, new_pid: *child }), time);
+        }
+        Event::Thread { pid, tid } => {
+            let thr = ThrCreate { tid: *tid, pid: *pid, flags: 0, name: b"" };
+            append(out, &Record::ThrCreate(thr), time);
+        }
+        Event::ProcessExit { pid } => append(out, &Record::SysExit(SysExit { pid: *pid }), time),
+        Event::ThreadExit { tid } => append(out, &Record::ThrExit(ThrExit { tid: *tid }), time),
+        Event::Lost(_) => {}
     }
 }
 
 fn exec_record(pid: i32, pmcid: u32, path: &[u8]) -> ProcExec<'_> {
     ProcExec { pid, pmcid, base_addr: 0, dyn_addr: 0, path }
-}
-
-/// A MAP_IN record for an executable file mapping (its load base: the address of file offset
-/// 0), preceded by the PROCEXEC of a process whose exec was waiting for its path.
-#[allow(clippy::too_many_arguments)]
-fn map_in(
-    pid: u32,
-    addr: u64,
-    pgoff: u64,
-    filename: &[u8],
-    pmcid: u32,
-    pending: &mut Vec<i32>,
-    emit: &mut impl FnMut(&Record<'_>, u64),
-    now: u64,
-) {
-    let path = c_string(filename);
-    if !path.starts_with(b"/") {
-        return;
-    }
-    let pid = pid as i32;
-    if let Some(at) = pending.iter().position(|&p| p == pid) {
-        pending.swap_remove(at);
-        emit(&Record::ProcExec(exec_record(pid, pmcid, path)), now);
-    }
-    emit(&Record::MapIn(MapIn { pid, start: addr.wrapping_sub(pgoff), path }), now);
 }
 
 /// The bytes of a NUL-padded perf string up to its first NUL (perf-event-data leaves the padding,
