@@ -204,15 +204,23 @@ fn allocate(o: &Options, ncpu: u32) -> Result<Vec<Allocated>, Failure> {
 }
 
 /// The pids `-t` names: a number, or a regex matched against command names (Linux `/proc`).
-fn resolve_targets(specs: &[String]) -> Result<Vec<i32>, Failure> {
+/// On the simulator the pids are the simulated machine's: they are checked by PMCATTACH, and
+/// there are no command names to match.
+fn resolve_targets(specs: &[String], host: HostKind) -> Result<Vec<i32>, Failure> {
     let mut pids = Vec::new();
     for spec in specs {
         if let Ok(pid) = spec.parse::<i32>() {
-            if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let real = host != HostKind::Sim;
+            if pid <= 0 || (real && !std::path::Path::new(&format!("/proc/{pid}")).exists()) {
                 return Err(Failure::usage(format!("-t {spec}: no such process")));
             }
             pids.push(pid);
             continue;
+        }
+        if host == HostKind::Sim {
+            return Err(Failure::usage(format!(
+                "-t {spec:?}: the simulator's processes are attached to by pid"
+            )));
         }
         let re = regex_lite::Regex::new(spec)
             .map_err(|e| Failure::usage(format!("-t {spec:?}: not a pid or a valid regex: {e}")))?;
@@ -270,7 +278,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 .map_err(|e| Failure::pmc(&format!("cannot run {:?}", o.command[0]), &e))?,
         )
     };
-    let mut targets = resolve_targets(&o.targets)?;
+    let mut targets = resolve_targets(&o.targets, host)?;
     targets.extend(child);
     for a in pmcs.iter().filter(|a| a.request.mode.is_virtual()) {
         for &pid in &targets {
