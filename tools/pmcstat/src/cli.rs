@@ -84,7 +84,18 @@ pub struct Options {
 
 fn command() -> Command {
     let value = |id: &'static str, short: char, help: &'static str| {
-        Arg::new(id).short(short).num_args(1).action(ArgAction::Append).help(help)
+        // The placeholder in --help: what the value is.
+        let name = match short {
+            'p' | 's' | 'P' | 'S' | 'u' => "spec",
+            'c' => "cpus",
+            'n' => "rate",
+            't' => "pid|regex",
+            'w' | 'l' => "secs",
+            'D' | 'r' => "dir",
+            'z' => "depth",
+            _ => "file",
+        };
+        Arg::new(id).short(short).num_args(1).action(ArgAction::Append).value_name(name).help(help)
     };
     let toggle = |id: &'static str, short: char, help: &'static str| {
         Arg::new(id).short(short).action(ArgAction::Count).help(help)
