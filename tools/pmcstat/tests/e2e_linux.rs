@@ -283,3 +283,32 @@ fn the_callgraph_of_a_linux_log_reproduces_its_sample_counts() {
         assert_eq!(pmc.root_total(), pmc.samples, "{}", pmc.name);
     }
 }
+
+#[test]
+fn an_unprivileged_user_counts_and_samples_own_commands_in_user_mode() {
+    // perf_event_paranoid 2 lets a user measure their own processes in user mode only: the
+    // PMCs (both rings by default) fall back to user mode instead of failing. Needs root to
+    // become an unprivileged user, and util-linux's setpriv; skipped otherwise.
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+    });
+    let setpriv = std::path::Path::new("/usr/bin/setpriv");
+    if !root || !setpriv.exists() {
+        eprintln!("skipped: needs root and /usr/bin/setpriv");
+        return;
+    }
+    let program = c_program("hot");
+    let output = std::process::Command::new(setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_pmcstat"))
+        .args(["-p", "task-clock", "-n", "1", "-P", "cpu-clock", "--"])
+        .arg(&program)
+        .env("PMC_HOST", "linux")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("p/task-clock"), "{stderr}");
+    assert!(stdout.contains("hot_function"), "the profile names the hot function:\n{stdout}");
+}

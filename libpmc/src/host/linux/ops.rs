@@ -152,6 +152,16 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Whether perf lets this process measure `pid` in kernel mode too (it does not for an
+/// unprivileged caller when `kernel.perf_event_paranoid` is 2 or more).
+fn kernel_mode_allowed(source: Source, rings: Rings, pid: i32) -> bool {
+    let scope = Scope::Thread { tid: pid, inherit: false, threads_only: false };
+    match perf::open_counter(source, rings, scope) {
+        Ok(_) => true,
+        Err(e) => !matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)),
+    }
+}
+
 fn process_exists(pid: i32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
@@ -647,6 +657,13 @@ impl LinuxHost {
         let source = pmc.source.ok_or_else(|| inval(OP, "this PMC cannot be attached"))?;
         let descendants = pmc.flags.contains(PmcFlags::DESCENDANTS);
         let what = format!("measuring process {pid}");
+        // Without privilege (kernel.perf_event_paranoid 2) perf measures a process in user
+        // mode only; a PMC that did not ask for one ring (both, FreeBSD's default) counts user
+        // mode then, as `perf stat` does, instead of failing. Asking for kernel mode alone
+        // still fails with EPERM.
+        if pmc.rings.user && pmc.rings.kernel && !kernel_mode_allowed(source, pmc.rings, pid) {
+            pmc.rings.kernel = false;
+        }
         let mut counters = Vec::new();
         if pmc.mode().is_sampling() {
             let sampling = Sampling {
@@ -660,7 +677,7 @@ impl LinuxHost {
                     let sampler = perf::open_sampler(
                         source,
                         pmc.rings,
-                        Scope::ThreadOnCpu { pid: tid, cpu },
+                        Scope::ThreadOnCpu { pid: tid, cpu, threads_only: !descendants },
                         sampling,
                     )
                     .map_err(|e| perf_error(OP, &what, &e))?;

@@ -50,9 +50,10 @@ pub(crate) enum Scope {
     Thread { tid: i32, inherit: bool, threads_only: bool },
     /// Every process on one CPU.
     Cpu(u32),
-    /// One process and what it creates, on one CPU (sampling a process needs one ring per CPU:
-    /// perf refuses to map an inherited event that follows a task on every CPU).
-    ThreadOnCpu { pid: i32, cpu: u32 },
+    /// One thread and the threads (and, unless `threads_only`, the processes) it creates, on
+    /// one CPU (sampling a process needs one ring per CPU: perf refuses to map an inherited
+    /// event that follows a task on every CPU).
+    ThreadOnCpu { pid: i32, cpu: u32, threads_only: bool },
 }
 
 /// Sampling parameters.
@@ -83,8 +84,8 @@ fn builder(source: Source, rings: Rings, scope: Scope) -> Builder<'static> {
         Scope::Cpu(cpu) => {
             b.any_pid().one_cpu(cpu as usize);
         }
-        Scope::ThreadOnCpu { pid, cpu } => {
-            b.observe_pid(pid).one_cpu(cpu as usize).inherit(true);
+        Scope::ThreadOnCpu { pid, cpu, threads_only } => {
+            b.observe_pid(pid).one_cpu(cpu as usize).inherit(true).inherit_thread(threads_only);
         }
     }
     b
