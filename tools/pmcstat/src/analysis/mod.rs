@@ -49,6 +49,7 @@ mod error;
 mod folded;
 mod gmon;
 mod image;
+mod kallsyms;
 mod pprof;
 mod profile;
 mod top;

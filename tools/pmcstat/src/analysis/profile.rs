@@ -10,6 +10,7 @@ use pmclog::{Callchain, EventNames, MultipartKind, Record, Records, StaticEventN
 
 use super::error::AnalysisError;
 use super::image::{Image, demangle};
+use super::kallsyms;
 
 /// How program counters are turned into functions (pmcstat's `-r`, `-I` and `-A`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -263,12 +264,17 @@ impl Profile {
 #[derive(Debug, Clone)]
 struct Mapping {
     lo: u64,
-    /// `None` when the image could not be read: it then reaches to the next mapping.
+    /// `None` when the image could not be read (or is not read yet): it then reaches to the
+    /// next mapping.
     hi: Option<u64>,
     /// Run-time address minus link-time address.
     bias: u64,
     name: u32,
     image: Option<Arc<Image>>,
+    /// The path of an image not read yet: MAP_IN records name every mapping of a process,
+    /// and most are never sampled, so an image is read when a program counter first falls in
+    /// its mapping ([`Builder::settle`]).
+    pending: Option<Arc<[u8]>>,
 }
 
 #[derive(Debug, Default)]
@@ -364,7 +370,10 @@ impl<'a> Builder<'a> {
             }
             Record::ProcExec(exec) => self.exec(exec.pid, exec.path, exec.base_addr, exec.dyn_addr),
             Record::MapIn(map) => {
-                let mapping = self.mapping(map.path, map.start);
+                let name = self.image_name(&String::from_utf8_lossy(map.path));
+                let pending = Some(Arc::from(map.path));
+                let mapping =
+                    Mapping { lo: map.start, hi: None, bias: 0, name, image: None, pending };
                 self.add_mapping(map.pid, mapping);
             }
             Record::MapOut(map) => {
@@ -426,7 +435,7 @@ impl<'a> Builder<'a> {
         };
         if path == pmc::host::KERNEL_SYMBOLS.as_bytes() {
             // The Linux host's kernel pseudo-mapping: a text symbol table, not an ELF file.
-            let image = std::fs::read_to_string(&file).ok().and_then(|t| Image::from_kallsyms(&t));
+            let image = kallsyms::read(&file).and_then(|t| Image::from_kallsyms(&t));
             if image.is_none() {
                 let why =
                     "no kernel text symbols with addresses (kernel.kptr_restrict?)".to_owned();
@@ -475,6 +484,7 @@ impl<'a> Builder<'a> {
                     bias: 0,
                     name,
                     image,
+                    pending: None,
                 }
             }
             Some(img) => Mapping {
@@ -483,8 +493,9 @@ impl<'a> Builder<'a> {
                 bias: start.wrapping_sub(img.link_base),
                 name,
                 image,
+                pending: None,
             },
-            None => Mapping { lo: start, hi: None, bias: 0, name, image },
+            None => Mapping { lo: start, hi: None, bias: 0, name, image, pending: None },
         }
     }
 
@@ -567,6 +578,10 @@ impl<'a> Builder<'a> {
         if let Some(&location) = self.cache.get(&(pid, user, pc)) {
             return location;
         }
+        if !user {
+            self.settle(None, pc, false);
+        }
+        self.settle(Some(pid), pc, true);
         let empty = Vec::new();
         let process = self.processes.get(&pid).unwrap_or(&empty);
         let mapping = if user {
@@ -636,6 +651,33 @@ impl<'a> Builder<'a> {
         location
     }
 
+    /// The mappings of process `pid` (`None`: the kernel's).
+    fn maps_mut(&mut self, pid: Option<i32>) -> Option<&mut Vec<Mapping>> {
+        match pid {
+            None => Some(&mut self.kernel),
+            Some(pid) => self.processes.get_mut(&pid),
+        }
+    }
+
+    /// Reads the images of the not-yet-read mappings that could cover `pc` (in `pid`'s
+    /// mappings, or the kernel's for `None`), until the mapping that covers it, if any, is one
+    /// whose image was read (or could not be): then the lookup sees the real extents.
+    fn settle(&mut self, pid: Option<i32>, pc: u64, user_space: bool) {
+        for _ in 0..=OVERLAP_SCAN {
+            let Some(maps) = self.maps_mut(pid) else { return };
+            let Some(i) = find_mapping_index(maps, pc, user_space) else { return };
+            let Some(path) = maps[i].pending.take() else { return };
+            let lo = maps[i].lo;
+            let real = self.mapping(&path, lo);
+            let Some(maps) = self.maps_mut(pid) else { return };
+            // `mapping` touched no mapping list: the entry is still at `i`.
+            maps[i] = real;
+            maps.sort_by_key(|m| m.lo);
+            // Earlier look-ups may have resolved against the provisional extent.
+            self.cache.clear();
+        }
+    }
+
     fn finish(self) -> Profile {
         let pmcs = self
             .pmcs
@@ -695,6 +737,11 @@ const OVERLAP_SCAN: usize = 8;
 /// The mapping that covers `pc`. A mapping of an unreadable image reaches to the next mapping
 /// (and, in a process, not past the user half of the address space).
 fn find_mapping(maps: &[Mapping], pc: u64, user_space: bool) -> Option<&Mapping> {
+    find_mapping_index(maps, pc, user_space).map(|i| &maps[i])
+}
+
+/// The index of [`find_mapping`]'s mapping.
+fn find_mapping_index(maps: &[Mapping], pc: u64, user_space: bool) -> Option<usize> {
     let after = maps.partition_point(|m| m.lo <= pc);
     for i in (after.saturating_sub(OVERLAP_SCAN)..after).rev() {
         let m = &maps[i];
@@ -707,7 +754,7 @@ fn find_mapping(maps: &[Mapping], pc: u64, user_space: bool) -> Option<&Mapping>
             }
         };
         if pc < hi {
-            return Some(m);
+            return Some(i);
         }
     }
     None
@@ -889,6 +936,20 @@ mod tests {
         let profile = super::tests::profile(&log, &ResolveOptions::default());
         assert_eq!(profile.unreadable_images().len(), 1);
         assert_eq!(profile.unreadable_images()[0].0, "/usr/bin/prog");
+    }
+
+    #[test]
+    fn an_image_is_read_only_when_a_sample_falls_in_its_mapping() {
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY)
+            .map_in(9, 0x1000_0000, "/nonexistent/sampled.so")
+            .map_in(9, 0x2000_0000, "/nonexistent/never-sampled.so");
+        log.samples(9, 0x100, &[0x1000_0040], 1);
+        let profile = profile(&log, &ResolveOptions::default());
+        // Only the sampled image was looked for (and found missing).
+        let tried: Vec<&str> =
+            profile.unreadable_images().iter().map(|(i, _)| i.as_str()).collect();
+        assert_eq!(tried, ["/nonexistent/sampled.so"]);
     }
 
     #[test]
