@@ -17,7 +17,42 @@ pub(crate) struct Symbol {
     /// One past the last address.
     pub(crate) end: u64,
     /// The name as stored in the symbol table (mangled).
-    pub(crate) name: Arc<str>,
+    pub(crate) name: Name,
+}
+
+/// A symbol's name: its own string, or a slice of a whole symbol table kept in memory once (a
+/// kernel's ~100 000 names then cost no allocation each).
+#[derive(Debug, Clone)]
+pub(crate) enum Name {
+    /// A name of its own.
+    Own(Arc<str>),
+    /// `table[at..at + len]`.
+    In {
+        /// The table.
+        table: Arc<String>,
+        /// Where the name starts.
+        at: u32,
+        /// Its length.
+        len: u32,
+    },
+}
+
+impl Name {
+    pub(crate) fn new(name: &str) -> Name {
+        Name::Own(Arc::from(name))
+    }
+}
+
+impl std::ops::Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match self {
+            Name::Own(name) => name,
+            Name::In { table, at, len } => {
+                table.get(*at as usize..(*at + *len) as usize).unwrap_or_default()
+            }
+        }
+    }
 }
 
 /// An ELF image, as far as symbol resolution needs it.
@@ -39,7 +74,14 @@ pub(crate) struct Image {
     pub(crate) text: Option<(u64, u64)>,
     /// Function symbols sorted by start; zero-sized ones reach to the next symbol.
     symbols: Vec<Symbol>,
+    /// Instead of `symbols`: a sorted symbol table searched in place (see
+    /// [`SORTED_KALLSYMS_HEADER`]), for a kernel's ~100 000 symbols.
+    sorted_table: Option<Arc<String>>,
 }
+
+/// The first line of a kernel symbol table in the form the analysis searches without parsing
+/// it: then every line is `<address as 16 hex digits> <name>`, one per address, by address.
+pub(crate) const SORTED_KALLSYMS_HEADER: &str = "# hwpmc-rs sorted text symbols v1\n";
 
 impl Image {
     /// Reads and parses the ELF file at `path`, reading only the parts it needs (headers,
@@ -57,7 +99,7 @@ impl Image {
         let high = functions.iter().map(|f| f.1).max()?;
         let mut symbols: Vec<Symbol> = functions
             .into_iter()
-            .map(|(start, end, name)| Symbol { start, end, name: Arc::from(name) })
+            .map(|(start, end, name)| Symbol { start, end, name: Name::new(&name) })
             .collect();
         symbols.sort_by_key(|s| s.start);
         Some(Image {
@@ -67,6 +109,7 @@ impl Image {
             interp: None,
             text: Some((low, high)),
             symbols,
+            sorted_table: None,
         })
     }
 
@@ -74,8 +117,24 @@ impl Image {
     /// name [module]` lines): its text symbols at their absolute addresses, each reaching to the
     /// next. `None` if the table has no text symbol with an address (a kernel hiding its
     /// addresses lists them as 0).
-    pub(crate) fn from_kallsyms(table: &str) -> Option<Image> {
-        let mut starts: Vec<(u64, &str)> = table
+    pub(crate) fn from_kallsyms(table: String) -> Option<Image> {
+        if let Some(sorted) = table.strip_prefix(SORTED_KALLSYMS_HEADER) {
+            let first = sorted.lines().next().and_then(sorted_line)?.0;
+            let last = sorted.lines().next_back().and_then(sorted_line)?.0;
+            let high = last + 4096;
+            return Some(Image {
+                fixed: true,
+                link_base: first,
+                span: high - first,
+                interp: None,
+                text: Some((first, high)),
+                symbols: Vec::new(),
+                sorted_table: Some(Arc::new(table)),
+            });
+        }
+        let shared = Arc::new(table);
+        let base = shared.as_ptr() as usize;
+        let mut starts: Vec<(u64, u32, u32)> = shared
             .lines()
             .filter_map(|line| {
                 let mut fields = line.split_ascii_whitespace();
@@ -83,18 +142,22 @@ impl Image {
                 let kind = fields.next()?;
                 let name = fields.next()?;
                 let text = matches!(kind, "t" | "T" | "w" | "W");
-                (text && address != 0).then_some((address, name))
+                let at = u32::try_from(name.as_ptr() as usize - base).ok()?;
+                (text && address != 0).then_some((address, at, name.len() as u32))
             })
             .collect();
-        starts.sort_by_key(|&(address, _)| address);
-        starts.dedup_by_key(|&mut (address, _)| address);
+        starts.sort_by_key(|&(address, ..)| address);
+        starts.dedup_by_key(|&mut (address, ..)| address);
         let (low, last) = (starts.first()?.0, starts.last()?.0);
-        let ends = starts.iter().skip(1).map(|&(a, _)| a).chain([last + 4096]);
-        // One allocation per name, straight into the symbol (a kernel has ~100 000).
+        let ends = starts.iter().skip(1).map(|&(a, ..)| a).chain([last + 4096]);
         let symbols = starts
             .iter()
             .zip(ends)
-            .map(|(&(start, name), end)| Symbol { start, end, name: Arc::from(name) })
+            .map(|(&(start, at, len), end)| Symbol {
+                start,
+                end,
+                name: Name::In { table: shared.clone(), at, len },
+            })
             .collect();
         let high = last + 4096;
         Some(Image {
@@ -104,6 +167,7 @@ impl Image {
             interp: None,
             text: Some((low, high)),
             symbols,
+            sorted_table: None,
         })
     }
 
@@ -135,15 +199,72 @@ impl Image {
         }
         finish_symbols(&mut symbols, high);
         let text = text_range(&file);
-        Ok(Image { fixed, link_base, span: high.saturating_sub(link_base), interp, text, symbols })
+        let span = high.saturating_sub(link_base);
+        Ok(Image { fixed, link_base, span, interp, text, symbols, sorted_table: None })
     }
 
     /// The function symbol containing the link-time address `addr`.
-    pub(crate) fn symbol_at(&self, addr: u64) -> Option<&Symbol> {
+    pub(crate) fn symbol_at(&self, addr: u64) -> Option<Symbol> {
+        if let Some(table) = &self.sorted_table {
+            return sorted_symbol_at(table, addr);
+        }
         let after = self.symbols.partition_point(|s| s.start <= addr);
         let symbol = self.symbols[..after].last()?;
-        (addr < symbol.end).then_some(symbol)
+        (addr < symbol.end).then(|| symbol.clone())
     }
+}
+
+/// The address and name of a line of a sorted table.
+fn sorted_line(line: &str) -> Option<(u64, &str)> {
+    let (address, name) = line.split_at_checked(16)?;
+    Some((u64::from_str_radix(address, 16).ok()?, name.strip_prefix(' ')?))
+}
+
+/// The symbol of a sorted table (with its header) containing `addr`: a binary search over the
+/// lines, by bytes, parsing only the lines it visits.
+fn sorted_symbol_at(table: &Arc<String>, addr: u64) -> Option<Symbol> {
+    let body_start = SORTED_KALLSYMS_HEADER.len();
+    let text = table.as_str();
+    let line_at = |pos: usize| -> usize {
+        // The start of the line holding byte `pos`.
+        text[body_start..pos].rfind('\n').map_or(body_start, |i| body_start + i + 1)
+    };
+    let parse = |start: usize| -> Option<(u64, usize, usize)> {
+        let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+        let (address, name) = sorted_line(&text[start..end])?;
+        let name_at = end - name.len();
+        Some((address, name_at, end))
+    };
+    // Invariant: the line starting at `lo` has an address <= addr; `hi` bounds the search.
+    let (mut lo, mut hi) = (body_start, text.len());
+    if parse(lo)?.0 > addr {
+        return None;
+    }
+    while lo < hi {
+        let mid = line_at(lo + (hi - lo) / 2);
+        if mid <= lo {
+            // The middle falls in the line at `lo`: try the line after it.
+            let next = parse(lo)?.2 + 1;
+            if next >= hi || parse(next).is_none_or(|(a, ..)| a > addr) {
+                break;
+            }
+            lo = next;
+            continue;
+        }
+        match parse(mid) {
+            Some((a, ..)) if a <= addr => lo = mid,
+            _ => hi = mid,
+        }
+    }
+    let (start, name_at, end) = parse(lo)?;
+    let next = (end + 1 < text.len()).then(|| parse(end + 1)).flatten();
+    let stop = next.map_or(start + 4096, |(a, ..)| a);
+    let (at, len) = (u32::try_from(name_at).ok()?, u32::try_from(end - name_at).ok()?);
+    (addr < stop).then(|| Symbol {
+        start,
+        end: stop,
+        name: Name::In { table: table.clone(), at, len },
+    })
 }
 
 /// The link-time range of an ELF file's code: its allocated `SHF_EXECINSTR` sections, or, without
@@ -181,7 +302,7 @@ where
     iter.filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
         .filter_map(|s| {
             let name = s.name().ok().filter(|n| !n.is_empty())?;
-            Some(Symbol { start: s.address(), end: s.address() + s.size(), name: Arc::from(name) })
+            Some(Symbol { start: s.address(), end: s.address() + s.size(), name: Name::new(name) })
         })
         .collect()
 }
@@ -197,7 +318,7 @@ fn finish_symbols(symbols: &mut Vec<Symbol>, image_end: u64) {
             .then((a.end == a.start).cmp(&(b.end == b.start)))
             .then(a.name.starts_with('_').cmp(&b.name.starts_with('_')))
             .then(a.name.len().cmp(&b.name.len()))
-            .then(a.name.cmp(&b.name))
+            .then((*a.name).cmp(&*b.name))
     });
     symbols.dedup_by(|later, first| later.start == first.start);
     for i in 0..symbols.len() {
@@ -249,7 +370,7 @@ ffffffff81002000 D some_data
 ffffffff81003000 W weak_fn
 ffffffffc0001000 t mod_fn\t[ext4]
 ";
-        let image = Image::from_kallsyms(table).unwrap();
+        let image = Image::from_kallsyms(table.to_owned()).unwrap();
         assert!(image.fixed);
         assert_eq!(image.link_base, 0xffff_ffff_8100_0000);
         assert_eq!(&*image.symbol_at(0xffff_ffff_8100_0050).unwrap().name, "_stext");
@@ -263,20 +384,62 @@ ffffffffc0001000 t mod_fn\t[ext4]
     #[test]
     fn a_kallsyms_table_with_hidden_addresses_is_no_image() {
         assert!(
-            Image::from_kallsyms("0000000000000000 T _stext\n0000000000000000 t f\n").is_none()
+            Image::from_kallsyms("0000000000000000 T _stext\n0000000000000000 t f\n".to_owned())
+                .is_none()
         );
+    }
+
+    #[test]
+    fn a_sorted_table_is_searched_in_place_with_the_same_answers() {
+        let table = format!(
+            "{SORTED_KALLSYMS_HEADER}ffffffff81000000 _stext\nffffffff81000100 helper\n\
+             ffffffff81003000 weak_fn\nffffffffc0001000 mod_fn\n"
+        );
+        let image = Image::from_kallsyms(table).unwrap();
+        assert_eq!(image.link_base, 0xffff_ffff_8100_0000);
+        let name = |addr| image.symbol_at(addr).map(|s| (*s.name).to_owned());
+        assert_eq!(name(0xffff_ffff_80ff_ffff), None);
+        assert_eq!(name(0xffff_ffff_8100_0000).as_deref(), Some("_stext"));
+        assert_eq!(name(0xffff_ffff_8100_00ff).as_deref(), Some("_stext"));
+        assert_eq!(name(0xffff_ffff_8100_0100).as_deref(), Some("helper"));
+        assert_eq!(name(0xffff_ffff_8100_2fff).as_deref(), Some("helper"));
+        assert_eq!(name(0xffff_ffff_8100_3000).as_deref(), Some("weak_fn"));
+        assert_eq!(name(0xffff_ffff_c000_1fff).as_deref(), Some("mod_fn"));
+        assert_eq!(name(0xffff_ffff_c000_2000), None, "4 KiB past the last symbol");
+        let end = image.symbol_at(0xffff_ffff_8100_0150).unwrap().end;
+        assert_eq!(end, 0xffff_ffff_8100_3000);
+    }
+
+    #[test]
+    fn a_sorted_table_of_many_symbols_finds_each_one() {
+        let mut table = SORTED_KALLSYMS_HEADER.to_owned();
+        for i in 0..1000u64 {
+            table.push_str(&format!("{:016x} f{i}\n", 0xffff_ffff_8100_0000 + i * 0x40));
+        }
+        let image = Image::from_kallsyms(table).unwrap();
+        for i in 0..1000u64 {
+            let symbol = image.symbol_at(0xffff_ffff_8100_0000 + i * 0x40 + 0x3f).unwrap();
+            assert_eq!(&*symbol.name, format!("f{i}"));
+        }
     }
 
     #[test]
     fn zero_sized_symbols_reach_to_the_next_symbol() {
         let mut symbols = vec![
-            Symbol { start: 0x20, end: 0x20, name: Arc::from("b") },
-            Symbol { start: 0x10, end: 0x10, name: Arc::from("a") },
-            Symbol { start: 0x10, end: 0x18, name: Arc::from("_a_alias") },
+            Symbol { start: 0x20, end: 0x20, name: Name::new("b") },
+            Symbol { start: 0x10, end: 0x10, name: Name::new("a") },
+            Symbol { start: 0x10, end: 0x18, name: Name::new("_a_alias") },
         ];
         finish_symbols(&mut symbols, 0x40);
-        let image =
-            Image { fixed: true, link_base: 0, span: 0x40, interp: None, text: None, symbols };
+        let image = Image {
+            fixed: true,
+            link_base: 0,
+            span: 0x40,
+            interp: None,
+            text: None,
+            symbols,
+            sorted_table: None,
+        };
         assert_eq!(&*image.symbol_at(0x10).unwrap().name, "_a_alias");
         assert!(image.symbol_at(0x18).is_none());
         assert_eq!(&*image.symbol_at(0x3f).unwrap().name, "b");

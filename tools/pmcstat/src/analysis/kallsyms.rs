@@ -8,6 +8,8 @@
 //! keeps its own copy in `~/.debug`. A cache that cannot be written is simply not used.
 
 use std::hash::{Hash, Hasher};
+
+use super::image::SORTED_KALLSYMS_HEADER;
 use std::path::{Path, PathBuf};
 
 /// The text of the kernel symbol table at `path`: from the cache when `path` is this machine's
@@ -19,30 +21,44 @@ pub(crate) fn read(path: &Path) -> Option<String> {
     }
     let cached = cache_file();
     if let Some(text) = cached.as_ref().and_then(|c| std::fs::read_to_string(c).ok()) {
-        return Some(text);
+        if text.starts_with(SORTED_KALLSYMS_HEADER) {
+            return Some(text);
+        }
     }
     let text = std::fs::read_to_string(path).ok()?;
-    if let Some(cache) = cached {
-        let kept = text_symbols(&text);
-        // Only a table with addresses is worth keeping (a kernel hiding them shows zeros).
-        if !kept.is_empty() {
-            let _ = write_atomically(&cache, &kept);
-        }
+    let sorted = text_symbols(&text);
+    // Only a table with addresses is worth keeping (a kernel hiding them shows zeros).
+    if sorted.is_empty() {
+        return Some(text);
     }
-    Some(text)
+    if let Some(cache) = cached {
+        let _ = write_atomically(&cache, &sorted);
+    }
+    Some(sorted)
 }
 
-/// The lines of `table` that name text symbols with an address.
+/// The text symbols of `table` that have an address, sorted by address, one per address, in
+/// the form the analysis searches in place ([`SORTED_KALLSYMS_HEADER`]); empty if there is
+/// none.
 fn text_symbols(table: &str) -> String {
-    let mut out = String::new();
-    for line in table.lines() {
-        let mut fields = line.split_ascii_whitespace();
-        let (Some(address), Some(kind)) = (fields.next(), fields.next()) else { continue };
-        let text = matches!(kind, "t" | "T" | "w" | "W");
-        if text && address.bytes().any(|b| b != b'0') {
-            out.push_str(line);
-            out.push('\n');
-        }
+    let mut symbols: Vec<(u64, &str)> = table
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_ascii_whitespace();
+            let address = u64::from_str_radix(fields.next()?, 16).ok()?;
+            let text = matches!(fields.next()?, "t" | "T" | "w" | "W");
+            let name = fields.next()?;
+            (text && address != 0).then_some((address, name))
+        })
+        .collect();
+    if symbols.is_empty() {
+        return String::new();
+    }
+    symbols.sort_by_key(|&(address, _)| address);
+    symbols.dedup_by_key(|&mut (address, _)| address);
+    let mut out = String::from(SORTED_KALLSYMS_HEADER);
+    for (address, name) in symbols {
+        out.push_str(&format!("{address:016x} {name}\n"));
     }
     out
 }
@@ -84,7 +100,7 @@ mod tests {
                      0000000000000000 t hidden\nffffffffc0001000 t mod_fn\t[ext4]\n";
         assert_eq!(
             text_symbols(table),
-            "ffffffff81000000 T _stext\nffffffffc0001000 t mod_fn\t[ext4]\n"
+            format!("{SORTED_KALLSYMS_HEADER}ffffffff81000000 _stext\nffffffffc0001000 mod_fn\n")
         );
     }
 

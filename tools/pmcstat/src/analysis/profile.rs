@@ -435,7 +435,7 @@ impl<'a> Builder<'a> {
         };
         if path == pmc::host::KERNEL_SYMBOLS.as_bytes() {
             // The Linux host's kernel pseudo-mapping: a text symbol table, not an ELF file.
-            let image = kallsyms::read(&file).and_then(|t| Image::from_kallsyms(&t));
+            let image = kallsyms::read(&file).and_then(Image::from_kallsyms);
             if image.is_none() {
                 let why =
                     "no kernel text symbols with addresses (kernel.kptr_restrict?)".to_owned();
