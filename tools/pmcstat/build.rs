@@ -1,0 +1,12 @@
+//! Links the pmcstat executable at a fixed address (non-PIE) on Linux: the event tables it
+//! carries (the x86 crate's, for every Intel model) hold ~80 000 pointers, which a PIE must
+//! relocate at every start — most of the time of a short run such as `pmcstat -R log -G -`.
+//! Only the binary is linked so; libpmc's shared library stays position-independent.
+
+fn main() {
+    let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    if os == "linux" && arch == "x86_64" {
+        println!("cargo:rustc-link-arg-bins=-no-pie");
+    }
+}
