@@ -196,6 +196,12 @@ fn life_cycle_on_the_linux_host() {
 }
 
 #[test]
+fn a_forked_child_owns_none_of_its_parents_pmcs_on_the_linux_host() {
+    let out = run("client_fork", Linkage::Shared, "linux");
+    assert_eq!(out, "fork ok\n");
+}
+
+#[test]
 fn error_paths_on_the_simulator() {
     let out = run("client_errors", Linkage::Shared, "sim");
     assert!(out.ends_with("errors ok\n"), "{out}");
