@@ -102,15 +102,21 @@ impl Image {
             .map(|(start, end, name)| Symbol { start, end, name: Name::new(&name) })
             .collect();
         symbols.sort_by_key(|s| s.start);
-        Some(Image {
+        Some(Image::absolute(low, high, symbols, None))
+    }
+
+    /// An image of code at absolute addresses `[low, high)` (no file layout to relocate), with
+    /// its symbols as a list or as a sorted table searched in place.
+    fn absolute(low: u64, high: u64, symbols: Vec<Symbol>, sorted: Option<Arc<String>>) -> Image {
+        Image {
             fixed: true,
             link_base: low,
             span: high - low,
             interp: None,
             text: Some((low, high)),
             symbols,
-            sorted_table: None,
-        })
+            sorted_table: sorted,
+        }
     }
 
     /// A Linux kernel described by a `/proc/kallsyms`-style text symbol table (`address type
@@ -121,16 +127,7 @@ impl Image {
         if let Some(sorted) = table.strip_prefix(SORTED_KALLSYMS_HEADER) {
             let first = sorted.lines().next().and_then(sorted_line)?.0;
             let last = sorted.lines().next_back().and_then(sorted_line)?.0;
-            let high = last + 4096;
-            return Some(Image {
-                fixed: true,
-                link_base: first,
-                span: high - first,
-                interp: None,
-                text: Some((first, high)),
-                symbols: Vec::new(),
-                sorted_table: Some(Arc::new(table)),
-            });
+            return Some(Image::absolute(first, last + 4096, Vec::new(), Some(Arc::new(table))));
         }
         let shared = Arc::new(table);
         let base = shared.as_ptr() as usize;
@@ -159,16 +156,7 @@ impl Image {
                 name: Name::In { table: shared.clone(), at, len },
             })
             .collect();
-        let high = last + 4096;
-        Some(Image {
-            fixed: true,
-            link_base: low,
-            span: high - low,
-            interp: None,
-            text: Some((low, high)),
-            symbols,
-            sorted_table: None,
-        })
+        Some(Image::absolute(low, last + 4096, symbols, None))
     }
 
     /// Parses an ELF file held in memory (or read on demand through a `ReadRef`).
