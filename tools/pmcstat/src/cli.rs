@@ -60,6 +60,8 @@ pub struct Options {
     pub offsets: bool,
     /// `-A`: show raw addresses.
     pub addresses: bool,
+    /// `-i`: analyse only this thread's samples.
+    pub thread: Option<i32>,
     /// `-z`: call graph depth.
     pub depth: Option<usize>,
     /// `-L`: list events.
@@ -93,6 +95,7 @@ fn command() -> Command {
             'w' | 'l' => "secs",
             'D' | 'r' => "dir",
             'z' => "depth",
+            'i' => "tid",
             _ => "file",
         };
         Arg::new(id).short(short).num_args(1).action(ArgAction::Append).value_name(name).help(help)
@@ -135,6 +138,7 @@ fn command() -> Command {
         .arg(toggle("I", 'I', "show offsets within symbols"))
         .arg(toggle("A", 'A', "show raw addresses"))
         .arg(value("z", 'z', "call graph depth (default 16)"))
+        .arg(value("i", 'i', "analyse only the samples of this thread (with -R)"))
         .arg(toggle("L", 'L', "list the events of this host"))
         .arg(value("u", 'u', "describe an event"))
         .arg(toggle("T", 'T', "top mode: a flat profile every -w seconds while sampling"))
@@ -325,6 +329,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         offsets: count("I"),
         addresses: count("A"),
         depth: last(m, "z").map(|t| number('z', t)).transpose()?,
+        thread: last(m, "i").map(|t| number('i', t)).transpose()?,
         list: count("L"),
         describe: last(m, "u").cloned(),
         top_mode: count("T"),

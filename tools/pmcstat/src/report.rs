@@ -72,6 +72,7 @@ pub fn load_profile(o: &Options, bytes: &[u8], name: &str) -> Result<Profile, Fa
         fsroot: o.fsroot.clone(),
         show_offsets: o.offsets,
         raw_addresses: o.addresses,
+        thread: o.thread,
     };
     Profile::from_log_with_names(bytes, &resolve, &PmuEventNames).map_err(|e| {
         Failure::data(format!(

@@ -347,3 +347,27 @@ fn the_same_run_writes_the_same_log_byte_for_byte() {
     let (first, second) = (sample_hot_cold(a.path()), sample_hot_cold(b.path()));
     assert_eq!(std::fs::read(first).unwrap(), std::fs::read(second).unwrap());
 }
+
+#[test]
+fn the_thread_filter_analyses_one_threads_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("threads.log");
+    let run =
+        pmcstat(Host::Sim, &["-n", "100000", "-P", "instructions", "-O", arg(&log), "threads"]);
+    run.assert_status(0);
+    let bytes = std::fs::read(&log).unwrap();
+    let mut per_thread = std::collections::BTreeMap::<i32, u64>::new();
+    for entry in pmclog::Records::new(&bytes) {
+        if let pmclog::Record::Callchain(cc) = entry.unwrap().record {
+            *per_thread.entry(cc.tid).or_default() += 1;
+        }
+    }
+    assert_eq!(per_thread.len(), 2, "two threads sampled: {per_thread:?}");
+    for (tid, samples) in per_thread {
+        let run =
+            pmcstat(Host::Sim, &["-q", "-R", arg(&log), "-i", &tid.to_string(), "--top", "1"]);
+        run.assert_status(0);
+        let blocks = common::parse_top(&run.stdout);
+        assert_eq!(blocks[0].1, samples, "thread {tid}");
+    }
+}

@@ -24,6 +24,8 @@ pub struct ResolveOptions {
     /// `-A`: do not resolve symbols; every frame is its address (in the image's link-time
     /// addresses), printed `0x…`.
     pub raw_addresses: bool,
+    /// `-i lwp`: only the samples of this thread.
+    pub thread: Option<i32>,
 }
 
 /// Start of the upper (kernel) half of the x86-64 address space.
@@ -534,6 +536,9 @@ impl<'a> Builder<'a> {
     }
 
     fn sample(&mut self, cc: &Callchain<'_>, tsc: u64) {
+        if self.opts.thread.is_some_and(|tid| tid != cc.tid) {
+            return;
+        }
         let pcs: Vec<u64> = match cc.multipart() {
             None => cc.pcs.iter().collect(),
             Some(Ok(parts)) => {
@@ -936,6 +941,21 @@ mod tests {
         let profile = super::tests::profile(&log, &ResolveOptions::default());
         assert_eq!(profile.unreadable_images().len(), 1);
         assert_eq!(profile.unreadable_images()[0].0, "/usr/bin/prog");
+    }
+
+    #[test]
+    fn a_thread_filter_keeps_only_that_threads_samples() {
+        let p = Program::build(false);
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).exec(1, p.log_path(), 0, 0);
+        // LogBuilder gives each sample tid = pid + 1: process 2's samples are thread 3's.
+        log.exec(2, p.log_path(), 0, 0);
+        log.samples(1, 0x100, &[p.at("hot", 1)], 3);
+        log.samples(2, 0x100, &[p.at("hot", 1)], 5);
+        let all = profile(&log, &ResolveOptions::default());
+        assert_eq!(all.sample_counts(), vec![("INSTR_RETIRED_ANY".to_owned(), 8)]);
+        let only = ResolveOptions { thread: Some(3), ..ResolveOptions::default() };
+        assert_eq!(profile(&log, &only).sample_counts(), vec![("INSTR_RETIRED_ANY".to_owned(), 5)]);
     }
 
     #[test]
