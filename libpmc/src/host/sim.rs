@@ -11,7 +11,7 @@
 //! The machine is single-threaded by construction, so each thread of the calling process has
 //! its own; a program drives it from one thread.
 
-use std::cell::{OnceCell, RefCell};
+use std::cell::RefCell;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
@@ -125,12 +125,23 @@ pub struct SimHost {
 }
 
 thread_local! {
-    static SIM: OnceCell<SimHost> = const { OnceCell::new() };
+    /// This thread's machine, and the process that made it.
+    static SIM: RefCell<Option<(u32, Rc<SimHost>)>> = const { RefCell::new(None) };
 }
 
-/// Runs `f` with this thread's simulator host.
+/// Runs `f` with this thread's simulator host. A process forked from the one that made the
+/// machine gets a machine of its own: as on FreeBSD, the child owns none of its parent's PMCs
+/// (its calls on them fail as for a process that owns no PMC), and the parent's keep working.
 pub(crate) fn with<R>(f: impl FnOnce(&SimHost) -> R) -> R {
-    SIM.with(|cell| f(cell.get_or_init(SimHost::from_env)))
+    let me = std::process::id();
+    let host = SIM.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        match cell.as_ref() {
+            Some((owner, host)) if *owner == me => host.clone(),
+            _ => cell.insert((me, Rc::new(SimHost::from_env()))).1.clone(),
+        }
+    });
+    f(&host)
 }
 
 impl SimHost {

@@ -3,7 +3,8 @@
  * fork(2) the child owns none of its parent's PMCs — its calls on the parent's ids fail as for
  * any process that owns no PMC (ESRCH) — and the parent's PMCs keep working.
  *
- * Run with PMC_HOST=linux. Prints "fork ok".
+ * Run with PMC_HOST=linux (a page-faults PMC) or PMC_HOST=sim (an instructions PMC; the child
+ * gets a simulated machine of its own). Prints "fork ok".
  */
 #define _DEFAULT_SOURCE
 #include <sys/types.h>
@@ -12,7 +13,10 @@
 #include <stdint.h>
 #include <unistd.h>
 
+#include <string.h>
+
 #include <pmc.h>
+#include <pmc_host.h>
 
 #include "client_check.h"
 
@@ -24,8 +28,11 @@ main(void)
 	pid_t child;
 	int status;
 
+	const char *event;
+
 	CHECK(pmc_init());
-	CHECK(pmc_allocate("page-faults", PMC_MODE_TC, 0, PMC_CPU_ANY, &pmc, 0));
+	event = strcmp(pmc_host_name(), "sim") == 0 ? "instructions" : "page-faults";
+	CHECK(pmc_allocate(event, PMC_MODE_TC, 0, PMC_CPU_ANY, &pmc, 0));
 	CHECK(pmc_attach(pmc, 0));
 	CHECK(pmc_start(pmc));
 
