@@ -7,6 +7,14 @@
 //! inherited by the threads — and with PMC_F_DESCENDANTS the children — it creates afterwards);
 //! system PMCs are per-CPU events. Sampling PMCs get one perf ring per CPU, and a drain thread
 //! turns their samples and side-band records into the owner's pmclog (module `log`).
+//!
+//! Where this is headed (DESIGN §5.1): the operations here mirror the `hwpmc` driver's rules
+//! (the C error client runs against both hosts and they agree), but they are not the driver.
+//! Embedding the driver needs a driver concept it lacks — classes whose virtualization the host
+//! does (perf counts per task, and the driver's context-switch hooks never run in user space):
+//! attach, start, read and release delegating to a host backend, and entry points for the host
+//! to post samples and side-band events into the driver's rings and hooks, so that the log,
+//! drops and records come from the driver. The op-level `Host` interface stays the same then.
 
 mod log;
 mod ops;
