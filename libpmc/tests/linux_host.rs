@@ -336,3 +336,52 @@ fn a_sampled_pipeline_logs_each_childs_fork_before_its_exec_and_mappings() {
     assert!(programs.iter().any(|p| p.ends_with(b"/seq")), "{executed:?}");
     assert!(programs.iter().any(|p| p.ends_with(b"/sort")), "{executed:?}");
 }
+
+/// The perf rings this process has mapped.
+fn perf_rings_mapped() -> usize {
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter(|l| l.ends_with("[perf_event]"))
+        .count()
+}
+
+#[test]
+fn a_sampled_multithreaded_process_has_one_ring_per_cpu() {
+    let _serial = serial();
+    // Threads that exist when the PMC is attached.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            })
+        })
+        .collect();
+    let path = std::env::temp_dir().join(format!("libpmc-rings-{}.log", std::process::id()));
+    let file = std::fs::File::create(&path).unwrap();
+    api::configure_log(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+    let before = perf_rings_mapped();
+    let pmc = PmcSpec::new("cpu-clock").mode(Mode::ThreadSampling).rate(1).allocate().unwrap();
+    pmc.attach(0).unwrap();
+    let cpus = api::cpu_info().unwrap().pm_ncpu as usize;
+    assert_eq!(perf_rings_mapped() - before, cpus, "one ring per CPU for 5+ threads");
+    pmc.start().unwrap();
+    busy(std::time::Instant::now() + std::time::Duration::from_millis(100));
+    pmc.stop().unwrap();
+    api::flush_log().unwrap();
+    api::close_log().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let samples = pmclog::Records::new(&bytes)
+        .filter(|e| matches!(e.as_ref().unwrap().record, pmclog::Record::Callchain(_)))
+        .count();
+    assert!(samples > 30, "the shared rings carry the samples: {samples}");
+}

@@ -33,6 +33,9 @@ const CONTEXT_USER: u64 = (-512i64) as u64;
 pub(crate) struct Ring {
     pub(crate) meta: RingMeta,
     pub(crate) sampler: Sampler,
+    /// Events of the target's other threads on the same CPU, writing into this ring
+    /// (PERF_EVENT_IOC_SET_OUTPUT): one ring per CPU however many threads the target has.
+    pub(crate) sharing: Vec<perf_event::Counter>,
 }
 
 /// What the drain needs to know of a ring's PMC.
@@ -221,7 +224,14 @@ impl Log {
     /// Enables or disables PMC `pmcid`'s rings.
     pub(crate) fn enable_rings(&self, pmcid: u32, enable: bool) -> std::io::Result<()> {
         for ring in lock(&self.rings).iter_mut().filter(|r| r.meta.pmcid == pmcid) {
-            if enable { ring.sampler.enable()? } else { ring.sampler.disable()? }
+            if enable {
+                ring.sampler.enable()?
+            } else {
+                ring.sampler.disable()?
+            }
+            for event in &mut ring.sharing {
+                if enable { event.enable()? } else { event.disable()? }
+            }
         }
         Ok(())
     }

@@ -671,17 +671,23 @@ impl LinuxHost {
                 callchain: pmc.flags.contains(PmcFlags::CALLCHAIN),
                 side_band: true,
             };
-            let mut rings = Vec::new();
-            for tid in threads_of(pid) {
+            // One ring per CPU, opened for the first thread; the other threads' events on
+            // that CPU write into it.
+            let mut rings: Vec<Ring> = Vec::new();
+            for (i, tid) in threads_of(pid).into_iter().enumerate() {
                 for cpu in 0..self.ncpu {
-                    let sampler = perf::open_sampler(
-                        source,
-                        pmc.rings,
-                        Scope::ThreadOnCpu { pid: tid, cpu, threads_only: !descendants },
-                        sampling,
-                    )
-                    .map_err(|e| perf_error(OP, &what, &e))?;
-                    rings.push(ring(req.pm_pmc, pmc, sampler));
+                    let scope = Scope::ThreadOnCpu { pid: tid, cpu, threads_only: !descendants };
+                    if i == 0 {
+                        let sampler = perf::open_sampler(source, pmc.rings, scope, sampling)
+                            .map_err(|e| perf_error(OP, &what, &e))?;
+                        rings.push(ring(req.pm_pmc, pmc, sampler));
+                    } else {
+                        let ring = &mut rings[cpu as usize];
+                        let event =
+                            perf::open_into(source, pmc.rings, scope, sampling, &ring.sampler)
+                                .map_err(|e| perf_error(OP, &what, &e))?;
+                        ring.sharing.push(event);
+                    }
                 }
             }
             for r in rings {
@@ -1002,7 +1008,7 @@ fn ring(pmcid: u32, pmc: &Pmc, sampler: perf_event::Sampler) -> Ring {
         depth: if callchain { CALLCHAIN_DEPTH } else { 1 },
         user_callchain: pmc.flags.contains(PmcFlags::USERCALLCHAIN),
     };
-    Ring { meta, sampler }
+    Ring { meta, sampler, sharing: Vec::new() }
 }
 
 /// Whether a new PMC of `owner` in `mode` may take `row`: no PMC of the other scope holds it

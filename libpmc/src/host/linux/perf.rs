@@ -106,6 +106,15 @@ pub(crate) fn open_sampler(
     scope: Scope,
     sampling: Sampling,
 ) -> io::Result<Sampler> {
+    sampling_builder(source, rings, scope, sampling).build()?.sampled(RING_BYTES)
+}
+
+fn sampling_builder(
+    source: Source,
+    rings: Rings,
+    scope: Scope,
+    sampling: Sampling,
+) -> Builder<'static> {
     let mut b = builder(source, rings, scope);
     let mut flags = SampleFlag::IP | SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU;
     if sampling.callchain {
@@ -115,7 +124,29 @@ pub(crate) fn open_sampler(
     if sampling.side_band {
         b.mmap(true).comm(true).comm_exec(true).task(true).sample_id_all(true);
     }
-    b.build()?.sampled(RING_BYTES)
+    b
+}
+
+/// Opens a sampling event like [`open_sampler`] but without a ring of its own: its records go
+/// to `ring`'s (same CPU, same kind of event), so a process's threads share one ring per CPU.
+pub(crate) fn open_into(
+    source: Source,
+    rings: Rings,
+    scope: Scope,
+    sampling: Sampling,
+    ring: &Sampler,
+) -> io::Result<Counter> {
+    let counter = sampling_builder(source, rings, scope, sampling).build()?;
+    /// `PERF_EVENT_IOC_SET_OUTPUT`: `_IO('$', 5)`.
+    const SET_OUTPUT: libc::c_ulong = 0x2405;
+    use std::os::fd::AsRawFd;
+    // SAFETY: an ioctl on two perf event descriptors we own; SET_OUTPUT takes the target
+    // descriptor as its integer argument and touches no memory of ours.
+    let r = unsafe { libc::ioctl(counter.as_raw_fd(), SET_OUTPUT, ring.as_raw_fd()) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(counter)
 }
 
 /// Whether perf can count hardware events here (a VM without a virtual PMU cannot: perf says
