@@ -15,6 +15,9 @@ pub const PMC_VERSION: u32 = PMC_VERSION_MAJOR << 24 | 0x02 << 16;
 /// exceeds a V10 kernel's major.minor.
 pub const PMC_VERSION_CLIENT: u32 = PMC_VERSION_MAJOR << 24;
 
+/// Rows of the SOFT class (FreeBSD's `SOFT_NPMCS`): a small fixed number, allocating past it
+/// fails cleanly.
+pub const SOFT_ROWS: u32 = 16;
 /// `PMC_CPU_ANY`: `pm_cpu` of a process-mode PMC.
 pub const PMC_CPU_ANY: u32 = !0;
 /// `PMC_ID_INVALID`.

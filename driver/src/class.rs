@@ -8,7 +8,7 @@
 
 use alloc::vec::Vec;
 
-use crate::abi::{Caps, Class};
+use crate::abi::{Caps, Class, SOFT_ROWS};
 use crate::hw::{Msrs, msr};
 use crate::percpu::{PerCpu, Slot};
 use crate::pmu::IntelPmu;
@@ -17,9 +17,6 @@ use crate::regs::{
 };
 
 use core::sync::atomic::Ordering;
-
-/// SOFT rows, as FreeBSD (`SOFT_NPMCS`).
-pub(crate) const SOFT_ROWS: u32 = 16;
 
 /// One class and its rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,10 +42,6 @@ impl ClassDesc {
     }
 }
 
-const SOFT_CAPS: Caps = Caps::SOFT_CLASS;
-const IAP_CAPS: Caps = Caps::IAP_CLASS;
-const IAF_CAPS: Caps = Caps::IAF_CLASS;
-
 /// The classes of this machine and their rows.
 #[derive(Debug, Clone)]
 pub(crate) struct Layout {
@@ -73,14 +66,14 @@ impl Layout {
             classes.push(ClassDesc { class, first_row: next, rows, width, caps });
             next += rows;
         };
-        push(Class::Soft, SOFT_ROWS, 64, SOFT_CAPS);
+        push(Class::Soft, SOFT_ROWS, 64, Caps::SOFT_CLASS);
         push(Class::Tsc, 1, 64, Caps::READ);
         let common = common_pmu(pmus);
         if let Some(pmu) = common {
-            push(Class::Iap, u32::from(pmu.gp_counters), u32::from(pmu.gp_width), IAP_CAPS);
+            push(Class::Iap, u32::from(pmu.gp_counters), u32::from(pmu.gp_width), Caps::IAP_CLASS);
             let fixed = pmu.fixed_counters();
             if fixed > 0 && pmu.has_global_ctrl() {
-                push(Class::Iaf, u32::from(fixed), u32::from(pmu.fixed_width), IAF_CAPS);
+                push(Class::Iaf, u32::from(fixed), u32::from(pmu.fixed_width), Caps::IAF_CLASS);
             }
         }
         let mut row_counters = Vec::new();

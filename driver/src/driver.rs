@@ -216,11 +216,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub(crate) fn program_pmc(&self, state: &PerCpu, spec: &LoadSpec, pid: Pid) -> CounterSet {
         let Some(slot) = state.slots.get(spec.row as usize) else { return CounterSet::EMPTY };
         let starts = (spec.start, spec.resume);
-        slot.claim(spec.handle, pid, starts, (spec.sampling, spec.callchain), spec.config);
-        if spec.callchain {
-            // Read only for PMCs that record callchains, so left as it is for the others.
-            state.pending.set_user_stack_row(spec.row, spec.user_callchain);
-        }
+        let chains = (spec.sampling, spec.callchain, spec.user_callchain);
+        slot.claim(spec.handle, pid, starts, chains, spec.config);
         state.mark_loaded(spec.row, true);
         // Counting PMCs interrupt too: the handler folds and reloads at every overflow.
         class::program(&self.hw, state, slot, spec.class_row, spec.config, spec.resume, true)

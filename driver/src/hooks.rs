@@ -365,15 +365,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Handles one overflowed counter: a sampling PMC's overflow is a sample; every counter is
     /// folded and reloaded with its period, so the next fold is again less than 2^width away.
     fn counter_overflowed(&self, cpu: Cpu, counter: Counter, frame: &TrapFrame) {
-        let Some(row) = self.layout.row_of_counter(counter) else { return };
-        let Some(slot) = self.slot(cpu, row) else { return };
+        let Some(slot) = self.counter_slot(cpu, counter) else { return };
         let state = &self.cpus[cpu as usize];
         let Some(pmu) = state.pmu.as_ref() else { return };
         if !slot.is_running() {
             return;
         }
         if slot.is_sampling() {
-            self.record_sample(cpu, state, row, slot, frame);
+            self.record_sample(cpu, state, slot, frame);
         }
         slot.fold(self.hw.read_pmc(counter.rdpmc_index()));
         let msr = match counter {
@@ -384,7 +383,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         slot.reloaded();
     }
 
-    /// Puts a sample of `slot`'s PMC (on `row` of `cpu`, whose state is `state`) in the ring,
+    /// Puts a sample of `slot`'s PMC (on `cpu`, whose state is `state`) in the ring,
     /// or counts it lost if the ring is full. Interrupt path: no lock, no allocation.
     ///
     /// Without PMC_F_CALLCHAIN the sample is the interrupted PC alone. With it, a kernel-mode
@@ -394,7 +393,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// kernel-mode sample of a user thread waits there with its kernel callchain, and the user
     /// stack is appended at the return to user mode; its flags stay those of a kernel-mode
     /// sample (no PMC_CC_F_USERSPACE), as FreeBSD's UR ring leaves them.
-    fn record_sample(&self, cpu: Cpu, state: &PerCpu, row: u32, slot: &Slot, frame: &TrapFrame) {
+    fn record_sample(&self, cpu: Cpu, state: &PerCpu, slot: &Slot, frame: &TrapFrame) {
         let pid = if slot.pid() >= 0 { slot.pid() } else { state.current_pid() };
         let header = SampleHeader {
             pmc: slot.raw_handle(),
@@ -412,7 +411,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let wants_user_stack = kernel_callchain
             && state.current_pid() > 0
             && state.current_tid() >= 0
-            && state.pending.user_stack_row(row);
+            && slot.appends_user_stack();
         if wants_user_stack
             && state.pending.park_kernel(header, |frames| {
                 self.walk_kernel_stack(cpu, frame, frames);
@@ -632,13 +631,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         let Some(soft) = self.layout.class(Class::Soft) else { return };
         let rows = soft.first_row as usize..(soft.first_row + soft.rows) as usize;
-        for (row, slot) in (soft.first_row..).zip(&state.slots[rows]) {
+        for slot in &state.slots[rows] {
             if !slot.is_running() || slot.soft_event() != event {
                 continue;
             }
             let before = slot.soft_counter().fetch_add(1, Ordering::Relaxed);
             if slot.is_sampling() && before == u64::MAX {
-                self.record_sample(cpu, state, row, slot, frame);
+                self.record_sample(cpu, state, slot, frame);
                 slot.soft_counter().store(slot.start(), Ordering::Relaxed);
             }
         }

@@ -64,6 +64,9 @@ pub(crate) struct Slot {
     sampling: AtomicBool,
     /// Whether its samples carry callchains.
     callchain: AtomicBool,
+    /// Whether its kernel-mode samples of user threads get the user stack too
+    /// (PMC_F_USERCALLCHAIN).
+    user_stack: AtomicBool,
     /// Samples of this slot's PMC lost to a full ring.
     dropped: AtomicU64,
     /// The counter of a SOFT row.
@@ -98,12 +101,13 @@ impl Slot {
         handle: PmcHandle,
         pid: Pid,
         (start, load): (u64, u64),
-        sampling: (bool, bool),
+        (sampling, callchain, user_stack): (bool, bool, bool),
         config: HwConfig,
     ) {
         self.start.store(start, Ordering::Relaxed);
-        self.sampling.store(sampling.0, Ordering::Relaxed);
-        self.callchain.store(sampling.1, Ordering::Relaxed);
+        self.sampling.store(sampling, Ordering::Relaxed);
+        self.callchain.store(callchain, Ordering::Relaxed);
+        self.user_stack.store(user_stack, Ordering::Relaxed);
         self.last.store(load, Ordering::Relaxed);
         self.config.store(config.encode(), Ordering::Relaxed);
         self.pid.store(pid, Ordering::Relaxed);
@@ -118,6 +122,12 @@ impl Slot {
     /// Whether the PMC in the slot records callchains.
     pub(crate) fn records_callchains(&self) -> bool {
         self.callchain.load(Ordering::Relaxed)
+    }
+
+    /// Whether the PMC in the slot appends the user stack to kernel-mode samples of user
+    /// threads (PMC_F_USERCALLCHAIN).
+    pub(crate) fn appends_user_stack(&self) -> bool {
+        self.user_stack.load(Ordering::Relaxed)
     }
 
     /// Counts a sample lost to a full ring (interrupt path).

@@ -231,9 +231,6 @@ pub(crate) struct PendingTable {
     kernel: spin::Once<KernelEntries>,
     /// Entries `PENDING` (so that asking whether any sample waits costs one load).
     waiting: AtomicU32,
-    /// Rows whose loaded PMC has PMC_F_USERCALLCHAIN, set when a PMC is programmed on a row of
-    /// this CPU (thread context, before the counter starts) and read by the interrupt.
-    user_stack_rows: [AtomicU64; crate::percpu::MAX_ROWS / 64],
 }
 
 /// The entries of kernel-mode samples and their frames.
@@ -317,7 +314,6 @@ impl PendingTable {
             user: (0..capacity).map(|_| PendingEntry::default()).collect(),
             kernel: spin::Once::new(),
             waiting: AtomicU32::new(0),
-            user_stack_rows: Default::default(),
         }
     }
 
@@ -340,31 +336,6 @@ impl PendingTable {
             })
         })?;
         Ok(())
-    }
-
-    /// Thread context, on this table's CPU (the only writer), before the PMC on `row` starts:
-    /// whether its kernel-mode samples of user threads wait here for the user stack
-    /// (PMC_F_USERCALLCHAIN).
-    // Out of line: it keeps the context-switch path that calls it small enough to inline.
-    #[inline(never)]
-    pub(crate) fn set_user_stack_row(&self, row: u32, wanted: bool) {
-        let Some(word) = self.user_stack_rows.get(row as usize / 64) else { return };
-        let bit = 1u64 << (row % 64);
-        // Only this CPU writes its rows (the interrupt only reads them): no read-modify-write
-        // needed, and none at all when the bit is already right (the context-switch path).
-        let old = word.load(Ordering::Relaxed);
-        let new = if wanted { old | bit } else { old & !bit };
-        if new != old {
-            word.store(new, Ordering::Relaxed);
-        }
-    }
-
-    /// Interrupt path: whether the PMC on `row` appends the user stack to kernel-mode samples.
-    #[inline]
-    pub(crate) fn user_stack_row(&self, row: u32) -> bool {
-        self.user_stack_rows
-            .get(row as usize / 64)
-            .is_some_and(|w| w.load(Ordering::Relaxed) & 1 << (row % 64) != 0)
     }
 
     /// Interrupt path: parks a user-mode sample at `pc` with user frame pointer `fp`; false if
@@ -663,19 +634,5 @@ mod tests {
             "user-mode samples first, then kernel-mode ones in table order"
         );
         assert!(!table.any_pending());
-    }
-
-    #[test]
-    fn user_stack_rows_are_a_bit_per_row() {
-        let table = PendingTable::new(1);
-        for row in [0, 63, 64, 255] {
-            assert!(!table.user_stack_row(row));
-            table.set_user_stack_row(row, true);
-            assert!(table.user_stack_row(row));
-        }
-        table.set_user_stack_row(64, false);
-        assert!(!table.user_stack_row(64) && table.user_stack_row(63) && table.user_stack_row(255));
-        table.set_user_stack_row(256, true);
-        assert!(!table.user_stack_row(256), "rows past the last are never set");
     }
 }

@@ -269,9 +269,13 @@ pub fn allocate_request(
 
 /// The row of event `name` in the host CPU's PMU table, if it has one.
 fn pmu_index(name: &str) -> Option<u32> {
+    pmu_table::index_in(&pmu_table::table(&host_pmu_key()?), name)
+}
+
+/// The PMU table key of the host's CPU (`"GenuineIntel-6-55"`), if it is an Intel CPU.
+pub(crate) fn host_pmu_key() -> Option<String> {
     let model = host::with_host(|h| Ok(h.intel_model())).ok().flatten()?;
-    let key = pmu_table::model_key(&model)?;
-    pmu_table::index_in(&pmu_table::table(&key), name)
+    pmu_table::model_key(&model)
 }
 
 /// An allocated PMC, released when dropped.

@@ -18,5 +18,5 @@ pub mod host;
 
 pub use api::{Pmc, PmcSpec};
 pub use error::{Error, Result};
-pub use hwpmc::abi::{Caps, Class, Mode, PmcFlags};
+pub use hwpmc::abi::{Caps, Class, Mode, PmcFlags, PmcId};
 pub use pmclog as log;

@@ -22,12 +22,6 @@ use crate::api;
 use crate::error::{Error, Result};
 use crate::events::pmu_table::{full_machine, index_in, model_key, table};
 use crate::events::{DEFAULT_SAMPLE_RATE, Event, EventKind};
-use crate::host;
-
-/// The table key of the host's CPU, if it is an Intel CPU.
-fn host_key() -> Option<String> {
-    host::with_host(|h| Ok(h.intel_model())).ok().flatten().and_then(|m| model_key(&m))
-}
 
 /// The table key `cpuid` names (NULL: the host's CPU), or `EINVAL`.
 ///
@@ -36,7 +30,7 @@ fn host_key() -> Option<String> {
 /// `cpuid` must be NULL or a NUL-terminated string.
 unsafe fn key_of(op: &'static str, cpuid: *const c_char) -> Result<String> {
     let key = if cpuid.is_null() {
-        host_key()
+        api::host_pmu_key()
     } else {
         // SAFETY: non-null and NUL-terminated by the caller's promise.
         model_key(unsafe { c_str(op, "cpuid", cpuid) }?)
@@ -47,7 +41,7 @@ unsafe fn key_of(op: &'static str, cpuid: *const c_char) -> Result<String> {
 /// The index in the host CPU's table of the event of spec `spec`, if it has one.
 pub(super) fn host_index_of(spec: &str) -> Option<u32> {
     let event = api::lookup_event(spec).ok()?;
-    index_in(&table(&host_key()?), &event.name)
+    index_in(&table(&api::host_pmu_key()?), &event.name)
 }
 
 /// Whether this host counts PMU events: 1 if it offers the IAP class, else 0
@@ -166,7 +160,8 @@ fn fill_pmu_request(request: &mut pmc_op_pmcallocate, event: &Event) -> Result<(
     request.pm_caps |= caps.bits();
     request.pm_flags |= filled.pm_flags & PmcFlags::EV_PMU.bits();
     if filled.pm_flags & PmcFlags::EV_PMU.bits() != 0 {
-        request.pm_ev = host_key().and_then(|key| index_in(&table(&key), &event.name)).unwrap_or(0);
+        request.pm_ev =
+            api::host_pmu_key().and_then(|key| index_in(&table(&key), &event.name)).unwrap_or(0);
     }
     Ok(())
 }
@@ -240,7 +235,7 @@ unsafe fn matching_events(
         // SAFETY: non-null and NUL-terminated by the caller's promise.
         Some(unsafe { CStr::from_ptr(filter) }.to_string_lossy().to_ascii_lowercase())
     };
-    let descriptions = host_key().and_then(|key| COUNTER_MAP.get(key.as_str()));
+    let descriptions = api::host_pmu_key().and_then(|key| COUNTER_MAP.get(key.as_str()));
     Ok(api::list_events()?
         .into_iter()
         .filter(|(class, _)| matches!(class, Class::Iap | Class::Iaf))

@@ -296,21 +296,17 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
         api::resume(pid).map_err(|e| Failure::pmc("cannot start the command", &e))?;
     }
 
-    let mut columns: Vec<Column> = pmcs
-        .iter()
-        .filter(|a| !a.request.mode.is_sampling())
-        .map(|a| {
-            let width = api::classes()
-                .ok()
-                .and_then(|cs| {
-                    let class = (a.pmc.id() >> 8) & 0xFF;
-                    cs.into_iter().find(|c| c.pm_class == class).map(|c| c.pm_width)
-                })
-                .unwrap_or(64);
-            Column::new(&a.request.spec, a.cpu, width, a.request.cumulative)
-        })
-        .collect();
     let counting: Vec<&Allocated> = pmcs.iter().filter(|a| !a.request.mode.is_sampling()).collect();
+    // Each column is as wide as its class's counter (FreeBSD's pmc_width).
+    let classes = api::classes().unwrap_or_default();
+    let width_of = |a: &Allocated| {
+        let class = pmc::PmcId::from_u32(a.pmc.id()).map(|id| id.class.as_u32());
+        classes.iter().find(|c| Some(c.pm_class) == class).map_or(64, |c| c.pm_width)
+    };
+    let mut columns: Vec<Column> = counting
+        .iter()
+        .map(|a| Column::new(&a.request.spec, a.cpu, width_of(a), a.request.cumulative))
+        .collect();
     let mut out = text_sink(o)?;
     let print_counts = !o.json && !columns.is_empty();
     if print_counts {

@@ -312,3 +312,53 @@ fn an_unprivileged_user_counts_and_samples_own_commands_in_user_mode() {
     assert!(stderr.contains("p/task-clock"), "{stderr}");
     assert!(stdout.contains("hot_function"), "the profile names the hot function:\n{stdout}");
 }
+
+#[test]
+fn the_raw_log_goes_to_a_tcp_socket_with_o_host_port() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let receiver = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut stream, &mut bytes).unwrap();
+        bytes
+    });
+    let program = c_program("hot");
+    let run = pmcstat(
+        Host::Linux,
+        &["-n", "1", "-P", "cpu-clock", "-O", &address, "--", arg(&program), "100000000"],
+    );
+    run.assert_status(0);
+    let bytes = receiver.join().unwrap();
+    let records: Vec<_> = pmclog::Records::new(&bytes).map(|e| e.unwrap().record).collect();
+    assert!(matches!(records.first(), Some(pmclog::Record::Initialize(_))), "the log starts");
+    assert!(records.iter().any(|r| matches!(r, pmclog::Record::Callchain(_))), "with samples");
+}
+
+/// The value lines of a counting output (after the `# ` header), one number per column.
+fn value_lines(stderr: &str) -> Vec<u64> {
+    stderr
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn counts_are_printed_every_interval_as_deltas_or_with_c_cumulatively() {
+    let program = c_program("hot");
+    let long = ["--", arg(&program), "2000000000"];
+    let deltas = pmcstat(Host::Linux, &[&["-w", "0.1", "-p", "task-clock"][..], &long].concat());
+    deltas.assert_status(0);
+    let cumulative =
+        pmcstat(Host::Linux, &[&["-w", "0.1", "-C", "-p", "task-clock"][..], &long].concat());
+    cumulative.assert_status(0);
+    let (d, c) = (value_lines(&deltas.stderr), value_lines(&cumulative.stderr));
+    assert!(d.len() >= 3 && c.len() >= 3, "a line per interval and one at the end: {d:?} {c:?}");
+    assert!(c.windows(2).all(|w| w[0] <= w[1]), "cumulative values never go down: {c:?}");
+    // Deltas add up to the run's total, so the last one is less than their sum; cumulative
+    // values end at the total.
+    let total: u64 = d.iter().sum();
+    assert!(d.last().unwrap() < &total, "the last line is a delta, not the total: {d:?}");
+    assert!(c.last().unwrap() > &c[0], "cumulative values grow: {c:?}");
+}

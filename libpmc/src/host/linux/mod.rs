@@ -23,7 +23,7 @@ mod perf;
 use std::ffi::OsString;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use hwpmc::abi::{Caps, Class, Op, PMC_CPUID_LEN};
+use hwpmc::abi::{Caps, Class, Op, PMC_CPUID_LEN, SOFT_ROWS};
 
 use super::{ChildPid, Host, HostKind};
 use crate::error::{Error, Result};
@@ -51,13 +51,8 @@ pub struct LinuxHost {
     log: Arc<log::Log>,
 }
 
-/// FreeBSD's SOFT row count.
-const SOFT_ROWS: u32 = 16;
-
-const SOFT_CAPS: Caps = Caps::SOFT_CLASS;
-/// perf has no precise (PEBS) sampling to offer through this host.
+/// The IAP capabilities here: perf has no precise (PEBS) sampling to offer through this host.
 const IAP_CAPS: Caps = Caps::IAP_CLASS.difference(Caps::PRECISE);
-const IAF_CAPS: Caps = Caps::IAF_CLASS;
 
 impl LinuxHost {
     /// Discovers this machine: CPUs, the CPUID PMU description, and whether perf can use it.
@@ -71,7 +66,7 @@ impl LinuxHost {
             classes.push(ClassRows { class, first_row: next, rows, width, caps });
             next += rows;
         };
-        push(Class::Soft, SOFT_ROWS, 64, SOFT_CAPS);
+        push(Class::Soft, SOFT_ROWS, 64, Caps::SOFT_CLASS);
         push(Class::Tsc, 1, 64, Caps::READ);
         let pmu = cpuid.get_performance_monitoring_info().filter(|p| p.version_id() > 0);
         let missing = match (&pmu, perf::probe_hardware()) {
@@ -88,7 +83,7 @@ impl LinuxHost {
                         Class::Iaf,
                         fixed,
                         u32::from(p.fixed_function_counters_bit_width()),
-                        IAF_CAPS,
+                        Caps::IAF_CLASS,
                     );
                 }
                 None
