@@ -382,7 +382,15 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Stops, detaches and frees one PMC. Its samples still in the CPUs' rings and pending
     /// tables are logged first: a PMC is freed only when no sample refers to it.
     pub(crate) fn release_pmc(&self, handle: PmcHandle) {
-        self.core.lock().set_state(handle, State::Deleted);
+        let hosted_running = {
+            let mut core = self.core.lock();
+            let hosted_running = core.pmc(handle).is_some_and(|p| p.hosted && p.is_running());
+            core.set_state(handle, State::Deleted);
+            hosted_running
+        };
+        if hosted_running {
+            self.hosted_stop(handle);
+        }
         self.unload_everywhere(handle);
         for cpu in 0..self.kernel.cpu_count() {
             if self.kernel.cpu_active(cpu) {

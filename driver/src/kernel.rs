@@ -169,6 +169,12 @@ pub trait Kernel {
     fn nanotime(&self) -> (i64, i64);
     /// The TSC's frequency in Hz (0 if unknown).
     fn tsc_frequency(&self) -> u64;
+
+    /// The PMC classes this kernel counts itself, and how (see [`crate::hosted`]): `None`, the
+    /// default, for a kernel whose PMU the driver programs.
+    fn host_counters(&self) -> Option<&dyn crate::hosted::HostCounters> {
+        None
+    }
 }
 
 /// Load-time tunables (FreeBSD's `kern.hwpmc.*` loader tunables).

@@ -14,6 +14,7 @@ mod class;
 mod driver;
 pub mod errno;
 mod hooks;
+pub mod hosted;
 pub mod hw;
 pub mod kernel;
 mod log;
@@ -28,6 +29,7 @@ pub mod text;
 
 pub use driver::{Driver, ExecInfo};
 pub use errno::Errno;
+pub use hosted::{HostCounters, HostedEvent, HostedPmc, HostedSample};
 pub use kernel::{
     Cpu, Kernel, LoadError, LogFile, Pid, Privilege, ProcessState, Signal, Tid, TrapFrame,
     Tunables, UserPtr,

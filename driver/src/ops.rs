@@ -297,6 +297,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             targets: Vec::new(),
             msr_granted: false,
             dropped: 0,
+            hosted: self.host_counts(class.class),
         };
         pmc.start = self.counter_start(&pmc);
         if mode == Mode::SystemSampling {
@@ -305,7 +306,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if flags.intersects(PmcFlags::LOG_PROCCSW | PmcFlags::LOG_PROCEXIT) {
             pmc.flags |= PmcFlags::NEEDS_LOGFILE;
         }
-        if flags.contains(PmcFlags::USERCALLCHAIN) {
+        if flags.contains(PmcFlags::USERCALLCHAIN) && !pmc.hosted {
             // Kernel-mode samples wait for their user stacks on every CPU: room for a ring's
             // worth each, made once.
             let (entries, depth) = (self.tunables.nsamples, self.tunables.callchain_depth);
@@ -580,6 +581,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 }
             }
         });
+        let hosted_running =
+            self.core.lock().pmc(handle).is_some_and(|p| p.hosted && p.is_running());
+        if hosted_running {
+            for &pid in pids {
+                self.hosted_detach(handle, pid);
+            }
+        }
         let mut core = self.core.lock();
         let Some(pmc) = core.pmc(handle).cloned() else { return };
         let (row, owner, had_targets) = (pmc.row, pmc.owner, !pmc.targets.is_empty());
@@ -618,6 +626,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             if pmc.mode() == Mode::SystemSampling {
                 self.log_initial_mappings(pmc.owner);
             }
+            if pmc.hosted {
+                return self.start_hosted(handle, pmc.state, &[]);
+            }
             self.set_state(handle, State::Running);
             self.on_cpu(cpu, || {
                 let core = self.core.lock();
@@ -627,21 +638,38 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             });
             return Ok(());
         }
-        {
+        let self_attached = {
             let mut core = self.core.lock();
-            let pmc = core.pmc(handle).ok_or(Errno::Inval)?;
-            if pmc.targets.is_empty() {
-                if pmc.flags.contains(PmcFlags::ATTACH_DONE) {
+            let current = core.pmc(handle).ok_or(Errno::Inval)?;
+            let attach_self = current.targets.is_empty();
+            if attach_self {
+                if current.flags.contains(PmcFlags::ATTACH_DONE) {
                     return Err(Errno::Srch);
                 }
-                let row = pmc.row;
+                let row = current.row;
                 let holder = core.targets.get(&caller).and_then(|t| t.get(row));
                 if holder.is_some_and(|r| r.pmc != handle) {
                     return Err(Errno::Busy);
                 }
                 link_target(&mut core, handle, row, caller);
             }
-            core.set_state(handle, State::Running);
+            if !pmc.hosted {
+                core.set_state(handle, State::Running);
+            }
+            attach_self
+        };
+        if pmc.hosted {
+            let targets = self.core.lock().pmc(handle).map(|p| p.targets.clone());
+            let started = self.start_hosted(handle, pmc.state, &targets.unwrap_or_default());
+            if started.is_err() && self_attached {
+                // PMCSTART attached the PMC to its owner: undone, flags included.
+                let mut core = self.core.lock();
+                unlink_target(&mut core, handle, pmc.row, caller);
+                if let Some(p) = core.pmc_mut(handle) {
+                    p.flags = pmc.flags;
+                }
+            }
+            return started;
         }
         // Threads of the targets that are on a CPU right now start counting at once.
         for cpu in 0..self.kernel.cpu_count() {
@@ -653,6 +681,23 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
         }
         Ok(())
+    }
+
+    /// Starts a host-counted PMC that was in state `previous` on `targets`: it is running as
+    /// the host starts it (a sample that comes at once belongs to it), and back in `previous`
+    /// if the host refuses.
+    fn start_hosted(
+        &self,
+        handle: PmcHandle,
+        previous: State,
+        targets: &[Pid],
+    ) -> Result<(), Errno> {
+        self.set_state(handle, State::Running);
+        let started = self.hosted_start(handle, targets);
+        if started.is_err() {
+            self.set_state(handle, previous);
+        }
+        started
     }
 
     /// Loads `handle` on the current CPU `cpu` if it runs and a target runs here.
@@ -684,7 +729,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
         }
         self.set_state(handle, State::Stopped);
-        self.unload_everywhere(handle);
+        if pmc.hosted {
+            self.hosted_stop(handle);
+        } else {
+            self.unload_everywhere(handle);
+        }
         Ok(())
     }
 
@@ -734,6 +783,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 return self.on_cpu(cpu, || self.hw.read_tsc()).ok_or(Errno::Nxio);
             }
         }
+        if pmc.is_running() && pmc.hosted {
+            let counted = self.hosted_read(handle);
+            let value = self.core.lock().pmc(handle).map(|p| p.value).ok_or(Errno::Inval)?;
+            return Ok(value.wrapping_add(counted));
+        }
         if pmc.is_running() {
             self.fold_everywhere(handle);
         }
@@ -773,6 +827,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let self_only = pmc.targets.len() == 1 && pmc.targets[0] == pmc.owner;
         if !pmc.mode().is_virtual() || pmc.flags.contains(PmcFlags::DESCENDANTS) || !self_only {
             return Err(Errno::Inval);
+        }
+        if pmc.hosted {
+            // The host's counter is not the driver's to give out.
+            return Err(Errno::NoSys);
         }
         let counter = crate::class::counter_of(pmc.config, pmc.class_row).ok_or(Errno::NoSys)?;
         request.pm_msr = counter.rdpmc_index();

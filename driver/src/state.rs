@@ -43,6 +43,9 @@ pub(crate) struct Pmc {
     pub(crate) msr_granted: bool,
     /// Samples lost to a full ring and not yet reported by a DROPNOTIFY record.
     pub(crate) dropped: u64,
+    /// Whether the host kernel counts it (see [`crate::hosted`]): the context-switch hooks
+    /// never load it.
+    pub(crate) hosted: bool,
 }
 
 impl Pmc {
@@ -339,7 +342,7 @@ impl Core {
         let previous = core::mem::take(&mut target.running);
         let mut running = Vec::with_capacity(previous.len() + 1);
         for (_, row) in target.iter() {
-            if let Some(pmc) = pmcs.get(row.pmc).filter(|p| p.is_running()) {
+            if let Some(pmc) = pmcs.get(row.pmc).filter(|p| p.is_running() && !p.hosted) {
                 let mut spec = LoadSpec::of(row.pmc, pmc);
                 // A PMC that kept running with the same reload keeps its place in the period.
                 let kept =

@@ -16,7 +16,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use hwpmc::{Cpu, Errno, Kernel, Pid, Privilege, ProcessState, Signal, Tid, UserPtr};
+use hwpmc::{Cpu, Errno, HostCounters, Kernel, Pid, Privilege, ProcessState, Signal, Tid, UserPtr};
 
 use crate::pmu::SimHardware;
 
@@ -220,6 +220,17 @@ pub struct KernelState {
 pub struct SimKernel {
     state: Rc<RefCell<KernelState>>,
     hw: SimHardware,
+    host: HostCountersRef,
+}
+
+/// The classes a test's host counts itself, if any (see [`SimKernel::with_host_counters`]).
+#[derive(Clone, Default)]
+struct HostCountersRef(Option<Rc<dyn HostCounters>>);
+
+impl std::fmt::Debug for HostCountersRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "HostCounters" } else { "None" })
+    }
 }
 
 /// Where [`SimKernel::spawn`] maps each process's scratch memory for system-call arguments.
@@ -267,7 +278,14 @@ impl SimKernel {
             nanotime: (1_700_000_000, 0),
             tsc_frequency: 2_000_000_000,
         };
-        SimKernel { state: Rc::new(RefCell::new(state)), hw }
+        SimKernel { state: Rc::new(RefCell::new(state)), hw, host: HostCountersRef::default() }
+    }
+
+    /// This kernel, counting the classes `host` says it counts itself (as Linux's perf does
+    /// for the Linux host), for tests of the driver's host-counted PMCs.
+    pub fn with_host_counters(mut self, host: Rc<dyn HostCounters>) -> Self {
+        self.host = HostCountersRef(Some(host));
+        self
     }
 
     /// The hardware this kernel runs on.
@@ -694,5 +712,9 @@ impl Kernel for SimKernel {
 
     fn tsc_frequency(&self) -> u64 {
         self.state.borrow().tsc_frequency
+    }
+
+    fn host_counters(&self) -> Option<&dyn HostCounters> {
+        self.host.0.as_deref()
     }
 }
