@@ -91,6 +91,14 @@ pub trait HostCounters {
     /// Whether the host counts the PMCs of `class`. The driver programs no hardware for them,
     /// and its context-switch and interrupt hooks never see them.
     fn counts(&self, class: Class) -> bool;
+    /// Whether the host can count `pmc`, asked at PMCALLOCATE once the driver has checked the
+    /// request (its `token` is 0: the PMC does not exist yet). The errno is PMCALLOCATE's:
+    /// EINVAL for an event the host lacks, EOPNOTSUPP for a flag it cannot honour. The default
+    /// takes everything.
+    fn check(&self, pmc: &HostedPmc) -> Result<(), Errno> {
+        let _ = pmc;
+        Ok(())
+    }
     /// Starts counting `pmc`: a process PMC on each of `targets` (all their threads, including
     /// those created later, and with PMC_F_DESCENDANTS the processes they fork from now on,
     /// whose counts belong to the target they descend from), a system PMC on its CPU (`targets`
@@ -98,7 +106,9 @@ pub trait HostCounters {
     /// (EPERM when the host forbids measuring a target, ESRCH when one is gone, …).
     fn start(&self, pmc: &HostedPmc, targets: &[Pid]) -> Result<(), Errno>;
     /// Stops counting `token`'s PMC and reports, per target (pid −1 for a system PMC), the
-    /// events counted since [`HostCounters::start`]; the host forgets its counters.
+    /// events counted since [`HostCounters::start`]; the host forgets its counters. A sampling
+    /// PMC's samples taken before the stop are posted ([`Driver::hosted_sample`]) before this
+    /// returns: the driver may release the PMC next.
     fn stop(&self, token: u64, counted: &mut dyn FnMut(Pid, u64));
     /// The events `token`'s PMC counted since it started, over all its targets; it goes on.
     fn read(&self, token: u64) -> u64;
@@ -111,6 +121,11 @@ pub trait HostCounters {
 impl HostedPmc {
     /// The description of `pmc` (`handle`) for the host.
     pub(crate) fn of(handle: PmcHandle, pmc: &Pmc) -> HostedPmc {
+        HostedPmc::describe(handle.raw(), pmc)
+    }
+
+    /// The description of `pmc`, named `token`.
+    fn describe(token: u64, pmc: &Pmc) -> HostedPmc {
         let (event, user, kernel) = match pmc.config {
             HwConfig::Soft { event } => (HostedEvent::Soft { event }, true, true),
             HwConfig::Tsc => (HostedEvent::Tsc, true, true),
@@ -127,7 +142,7 @@ impl HostedPmc {
         };
         let (user, kernel) = soft_rings(pmc.config, pmc.caps, user, kernel);
         HostedPmc {
-            token: handle.raw(),
+            token,
             id: pmc.id,
             event,
             user,
@@ -149,6 +164,12 @@ fn soft_rings(config: HwConfig, caps: Caps, user: bool, kernel: bool) -> (bool, 
 }
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
+    /// Asks the host whether it can count the new PMC `pmc`.
+    pub(crate) fn hosted_check(&self, pmc: &Pmc) -> Result<(), Errno> {
+        let host = self.kernel.host_counters().ok_or(Errno::Doofus)?;
+        host.check(&HostedPmc::describe(0, pmc))
+    }
+
     /// Whether the host counts PMCs of `class`.
     pub(crate) fn host_counts(&self, class: Class) -> bool {
         self.kernel.host_counters().is_some_and(|h| h.counts(class))
@@ -188,15 +209,15 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// A sample of the host-counted PMC `token` (from [`HostedPmc::token`]): logged as a
     /// CALLCHAIN record in its owner's log (the current CPU's buffer, in the order the host
     /// posts samples and events, with the CPU the sample was taken on in the record). A sample
-    /// of a PMC that is no longer running is ignored. Thread context.
+    /// taken while the PMC ran is logged even if it stopped since, until it is released; one
+    /// of a released PMC (or of no PMC) is counted in `pm_intr_ignored`. Thread context.
     pub fn hosted_sample(&self, token: u64, sample: &HostedSample<'_>) {
         let depth = self.tunables.callchain_depth as usize;
         let pcs = &sample.pcs[..sample.pcs.len().min(depth)];
         let owner_and_id = {
             let core = self.core.lock();
             let pmc = PmcHandle::from_raw(token).and_then(|h| core.pmc(h));
-            pmc.filter(|p| p.hosted && p.is_running() && p.mode().is_sampling())
-                .map(|p| (p.owner, p.id.to_u32()))
+            pmc.filter(|p| p.hosted && p.mode().is_sampling()).map(|p| (p.owner, p.id.to_u32()))
         };
         let Some((owner, pmcid)) = owner_and_id else {
             self.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);

@@ -164,6 +164,11 @@ pub trait Kernel {
     fn for_each_executable_mapping(&self, pid: Pid, f: &mut dyn FnMut(u64, u64, &[u8]));
     /// Calls `f` for each live process. Thread context.
     fn for_each_process(&self, f: &mut dyn FnMut(Pid));
+    /// Calls `f(start, path)` for the kernel and each loaded module (MAP_IN records of process
+    /// −1 when an owner first starts a sampling PMC). Thread context. The default has none.
+    fn for_each_kernel_image(&self, f: &mut dyn FnMut(u64, &[u8])) {
+        let _ = f;
+    }
 
     /// Wall-clock time as (seconds, nanoseconds) since the epoch.
     fn nanotime(&self) -> (i64, i64);

@@ -37,6 +37,8 @@ pub(crate) struct OwnerLog {
     /// Whether every process's mappings went into this log (at the first system-sampling
     /// start).
     pub(crate) mappings_logged: bool,
+    /// Whether the kernel's images went into this log (at the first sampling start).
+    pub(crate) kernel_logged: bool,
 }
 
 impl OwnerLog {
@@ -59,6 +61,7 @@ impl OwnerLog {
             error: None,
             unreported_drops: 0,
             mappings_logged: false,
+            kernel_logged: false,
         }
     }
 

@@ -154,6 +154,28 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
     }
 
+    /// MAP_IN records of process −1 for the kernel's images, the first time `owner` starts a
+    /// sampling PMC while it has a log (FreeBSD's `pmc_log_kernel_mappings`), so that kernel
+    /// addresses in its samples can be named.
+    pub(crate) fn log_kernel_images(&self, owner: Pid) {
+        let first = {
+            let mut logs = self.logs.lock();
+            logs.owners
+                .get_mut(&owner)
+                .is_some_and(|log| !core::mem::replace(&mut log.kernel_logged, true))
+        };
+        if !first {
+            return;
+        }
+        let mut images = alloc::vec::Vec::new();
+        self.kernel.for_each_kernel_image(&mut |start, path| {
+            images.push((start, alloc::vec::Vec::from(record_path(path))));
+        });
+        for (start, path) in images {
+            self.log_record(owner, &Record::MapIn(MapIn { pid: -1, start, path: &path }));
+        }
+    }
+
     /// The PMCDETACH record of `pmc` leaving `pid`.
     pub(crate) fn log_detach(&self, pmc: &Pmc, pid: Pid) {
         self.log_record(pmc.owner, &Record::PmcDetach(PmcDetach { pmcid: pmc.id.to_u32(), pid }));

@@ -299,6 +299,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             dropped: 0,
             hosted: self.host_counts(class.class),
         };
+        if pmc.hosted {
+            self.hosted_check(&pmc)?;
+        }
         pmc.start = self.counter_start(&pmc);
         if mode == Mode::SystemSampling {
             pmc.flags |= PmcFlags::NEEDS_LOGFILE;
@@ -618,6 +621,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         if pmc.flags.contains(PmcFlags::NEEDS_LOGFILE) && !self.has_log(pmc.owner) {
             return Err(Errno::Doofus);
+        }
+        if pmc.mode().is_sampling() {
+            self.log_kernel_images(pmc.owner);
         }
         if let Some(cpu) = pmc.cpu() {
             if !self.kernel.cpu_active(cpu) {

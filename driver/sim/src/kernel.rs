@@ -210,6 +210,8 @@ pub struct KernelState {
     log_files: BTreeMap<u64, SinkId>,
     next_log_file: u64,
     writer_wakeups: u64,
+    /// The kernel image reported to the driver, if any: (start, path).
+    kernel_image: Option<(u64, Vec<u8>)>,
     nanotime: (i64, i64),
     tsc_frequency: u64,
 }
@@ -275,6 +277,7 @@ impl SimKernel {
             log_files: BTreeMap::new(),
             next_log_file: 1,
             writer_wakeups: 0,
+            kernel_image: None,
             nanotime: (1_700_000_000, 0),
             tsc_frequency: 2_000_000_000,
         };
@@ -286,6 +289,12 @@ impl SimKernel {
     pub fn with_host_counters(mut self, host: Rc<dyn HostCounters>) -> Self {
         self.host = HostCountersRef(Some(host));
         self
+    }
+
+    /// Reports a kernel image at `start` named `path` to the driver (none by default, so the
+    /// logs of the simulator's scenarios hold only their programs' mappings).
+    pub fn set_kernel_image(&self, start: u64, path: &str) {
+        self.state.borrow_mut().kernel_image = Some((start, path.as_bytes().to_vec()));
     }
 
     /// The hardware this kernel runs on.
@@ -703,6 +712,13 @@ impl Kernel for SimKernel {
         let pids: Vec<Pid> = self.state.borrow().processes.keys().copied().collect();
         for pid in pids {
             f(pid);
+        }
+    }
+
+    fn for_each_kernel_image(&self, f: &mut dyn FnMut(u64, &[u8])) {
+        let image = self.state.borrow().kernel_image.clone();
+        if let Some((start, path)) = image {
+            f(start, &path);
         }
     }
 

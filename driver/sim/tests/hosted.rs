@@ -14,7 +14,7 @@ use hwpmc_sim::pmu::{Ring, Work};
 use hwpmc_sim::{
     AllocateRequest, Credentials, PmcClient, PmuModel, SimDriver, SimHardware, SinkId, SinkKind,
 };
-use pmclog::Records;
+use pmclog::{Record, Records};
 
 /// A running PMC on the host: its description and what each target counted.
 type Running = (HostedPmc, BTreeMap<Pid, u64>);
@@ -28,6 +28,9 @@ struct ScriptedHost {
     calls: RefCell<Vec<String>>,
     /// The errno the next start fails with.
     refuse: RefCell<Option<Errno>>,
+    /// What the host was asked to check at allocation, and the errno to refuse it with.
+    checked: RefCell<Vec<HostedPmc>>,
+    reject: RefCell<Option<Errno>>,
 }
 
 impl ScriptedHost {
@@ -54,6 +57,11 @@ impl ScriptedHost {
 impl HostCounters for ScriptedHost {
     fn counts(&self, class: Class) -> bool {
         matches!(class, Class::Soft | Class::Iap)
+    }
+
+    fn check(&self, pmc: &HostedPmc) -> Result<(), Errno> {
+        self.checked.borrow_mut().push(*pmc);
+        self.reject.borrow_mut().take().map_or(Ok(()), Err)
     }
 
     fn start(&self, pmc: &HostedPmc, targets: &[Pid]) -> Result<(), Errno> {
@@ -302,17 +310,58 @@ fn hosted_samples_become_callchain_records_of_the_owners_log() {
 }
 
 #[test]
-fn hosted_samples_of_a_stopped_pmc_or_an_unknown_token_are_ignored() {
+fn hosted_samples_count_until_release_and_others_are_ignored() {
     let w = World::new();
     let (id, token, sink) = sampling(&w);
-    w.client().stop(id).unwrap();
     let tid = w.kernel().threads(w.owner)[0];
     let sample = HostedSample { cpu: 0, pid: w.owner, tid, user: true, pcs: &[0x40_1000] };
+    // Taken before the stop, delivered after it: still the PMC's.
+    w.client().stop(id).unwrap();
+    w.driver.hosted_sample(token, &sample);
+    let chains = |w: &World| w.records(sink).iter().filter(|r| r.starts_with("Callchain")).count();
+    assert_eq!(chains(&w), 1);
+    w.client().release(id).unwrap();
     w.driver.hosted_sample(token, &sample);
     w.driver.hosted_sample(0xdead_beef, &sample);
     w.driver.hosted_sample(0, &sample);
-    assert!(!w.records(sink).iter().any(|r| r.starts_with("Callchain")));
+    assert_eq!(chains(&w), 1, "nothing for a released PMC or an unknown token");
     assert_eq!(w.client().driver_stats().unwrap().pm_intr_ignored, 3);
+}
+
+#[test]
+fn the_host_may_refuse_a_pmc_at_allocation_and_nothing_is_allocated() {
+    let w = World::new();
+    *w.host.reject.borrow_mut() = Some(Errno::OpNotSupp);
+    let c = w.client();
+    let request = AllocateRequest::soft(w.soft).with_flags(PmcFlags::LOG_PROCEXIT);
+    assert_eq!(c.allocate(request), Err(Errno::OpNotSupp));
+    let checked = w.host.checked.borrow().clone();
+    assert_eq!(checked.len(), 1);
+    assert_eq!(checked[0].token, 0, "no PMC yet");
+    assert!(checked[0].flags.contains(PmcFlags::LOG_PROCEXIT));
+    // Every SOFT row is still free: as many PMCs as rows can be allocated.
+    let rows = c.cpu_info().unwrap().pm_classes[0].pm_num;
+    for _ in 0..rows {
+        c.allocate(AllocateRequest::soft(w.soft)).unwrap();
+    }
+}
+
+#[test]
+fn the_kernels_images_are_logged_once_at_the_first_sampling_start() {
+    let w = World::new();
+    w.kernel().set_kernel_image(0xffff_ffff_8000_0000, "/boot/kernel/kernel");
+    let (id, _, sink) = sampling(&w);
+    w.client().stop(id).unwrap();
+    w.client().start(id).unwrap();
+    w.client().flush_log().unwrap();
+    let bytes = w.kernel().sink_bytes(sink);
+    let kernel: Vec<(u64, Vec<u8>)> = Records::new(&bytes)
+        .filter_map(|entry| match entry.expect("the log decodes").record {
+            Record::MapIn(m) if m.pid == -1 => Some((m.start, m.path.to_vec())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kernel, [(0xffff_ffff_8000_0000, b"/boot/kernel/kernel".to_vec())]);
 }
 
 #[test]
