@@ -367,9 +367,10 @@ fn a_sampled_multithreaded_process_has_one_ring_per_cpu() {
     let before = perf_rings_mapped();
     let pmc = PmcSpec::new("cpu-clock").mode(Mode::ThreadSampling).rate(1).allocate().unwrap();
     pmc.attach(0).unwrap();
+    // PMCSTART opens the perf events.
+    pmc.start().unwrap();
     let cpus = api::cpu_info().unwrap().pm_ncpu as usize;
     assert_eq!(perf_rings_mapped() - before, cpus, "one ring per CPU for 5+ threads");
-    pmc.start().unwrap();
     busy(std::time::Instant::now() + std::time::Duration::from_millis(100));
     pmc.stop().unwrap();
     api::flush_log().unwrap();

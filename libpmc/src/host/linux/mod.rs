@@ -1,93 +1,64 @@
-//! The Linux host: the hwpmc system call answered in this process over `perf_event_open(2)`.
+//! The Linux host: the `hwpmc` driver embedded in this process, counting with Linux's perf.
 //!
-//! PMCs keep FreeBSD's ids, rows, states, ownership and errno; what counts is a perf event:
-//! SOFT rows are perf software events, the TSC is `rdtsc`, and IAP/IAF rows are perf raw and
-//! generic hardware events when the machine has a PMU (a VM often has none; the error says so).
-//! Process PMCs count with perf's per-task virtualization (one event per thread of the target,
-//! inherited by the threads — and with PMC_F_DESCENDANTS the children — it creates afterwards);
-//! system PMCs are per-CPU events. Sampling PMCs get one perf ring per CPU, and a drain thread
-//! turns their samples and side-band records into the owner's pmclog (module `log`).
-//!
-//! Where this is headed (DESIGN §5.1): the operations here mirror the `hwpmc` driver's rules
-//! (the C error client runs against both hosts and they agree), but they are not the driver.
-//! Embedding the driver needs a driver concept it lacks — classes whose virtualization the host
-//! does (perf counts per task, and the driver's context-switch hooks never run in user space):
-//! attach, start, read and release delegating to a host backend, and entry points for the host
-//! to post samples and side-band events into the driver's rings and hooks, so that the log,
-//! drops and records come from the driver. The op-level `Host` interface stays the same then.
+//! The driver does what it does on FreeBSD — the operations with their rules and errno, rows,
+//! owners and targets, the log and its records, drop notices — with this process as its kernel
+//! (module `kernel`), and hands the counting to perf (module `counters`, the driver's
+//! `HostCounters`): SOFT rows are perf software events, IAP/IAF rows perf raw and generic
+//! hardware events when the machine has a PMU (a VM often has none; the error says so), and the
+//! TSC is `rdtsc`. Process PMCs count with perf's per-task virtualization, system PMCs with
+//! per-CPU events. A worker thread (module `worker`) posts what perf's sampling rings hold
+//! (module `rings`) into the driver: samples become CALLCHAIN records, and exec, mmap, fork and
+//! exit records become the driver's hooks, so the log is the driver's.
 
-mod log;
-mod ops;
+mod counters;
+mod kernel;
 mod perf;
+mod rings;
+mod worker;
 
+use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use hwpmc::abi::{Caps, Class, Op, PMC_CPUID_LEN, SOFT_ROWS};
+use hwpmc::abi::{Class, Op, PmcOpConfigureLog, PmcOpPmcAllocate};
+use hwpmc::{Driver, Errno, ExecInfo, HostedSample, Pid, Tunables};
+use zerocopy::FromBytes;
 
-use super::{ChildPid, Host, HostKind};
+use super::{ChildPid, Host, HostKind, op_name};
 use crate::error::{Error, Result};
+use kernel::{LinuxCpu, LinuxKernel};
+use rings::Event;
 
-pub(crate) use ops::LinuxState;
-
-/// The rows of one class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ClassRows {
-    pub(crate) class: Class,
-    pub(crate) first_row: u32,
-    pub(crate) rows: u32,
-    pub(crate) width: u32,
-    pub(crate) caps: Caps,
-}
+/// The processes whose end the driver was told of, newest last (perf, the worker's look at
+/// `/proc` and `wait` may each see the same end).
+const REMEMBERED_EXITS: usize = 1024;
 
 /// The Linux host.
 pub struct LinuxHost {
-    ncpu: u32,
+    driver: Driver<LinuxKernel, LinuxCpu>,
     /// Why IAP/IAF are missing, if they are.
     missing: Option<String>,
     intel_model: Option<String>,
-    cpuid: [u8; PMC_CPUID_LEN],
-    state: Mutex<LinuxState>,
-    log: Arc<log::Log>,
+    /// Processes that executed a program whose path was not known yet: the first file mapping
+    /// after the exec is the executable.
+    pending_exec: Mutex<Vec<Pid>>,
+    exited: Mutex<VecDeque<Pid>>,
 }
 
-/// The IAP capabilities here: perf has no precise (PEBS) sampling to offer through this host.
-const IAP_CAPS: Caps = Caps::IAP_CLASS.difference(Caps::PRECISE);
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 impl LinuxHost {
-    /// Discovers this machine: CPUs, the CPUID PMU description, and whether perf can use it.
-    pub fn new() -> LinuxHost {
+    /// Loads the driver on this machine: CPUs, the CPUID PMU description and whether perf can
+    /// use it, and perf's software events as the SOFT class's events.
+    fn new() -> std::result::Result<LinuxHost, String> {
         // SAFETY: sysconf has no memory-safety preconditions.
         let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as u32;
         let cpuid = raw_cpuid::CpuId::new();
-        let mut classes = Vec::new();
-        let mut next = 0;
-        let mut push = |class, rows, width, caps| {
-            classes.push(ClassRows { class, first_row: next, rows, width, caps });
-            next += rows;
-        };
-        push(Class::Soft, SOFT_ROWS, 64, Caps::SOFT_CLASS);
-        push(Class::Tsc, 1, 64, Caps::READ);
         let pmu = cpuid.get_performance_monitoring_info().filter(|p| p.version_id() > 0);
         let missing = match (&pmu, perf::probe_hardware()) {
-            (Some(p), Ok(())) => {
-                push(
-                    Class::Iap,
-                    u32::from(p.number_of_counters()),
-                    u32::from(p.counter_bit_width()),
-                    IAP_CAPS,
-                );
-                if p.version_id() > 1 && p.fixed_function_counters() > 0 {
-                    let fixed = u32::from(p.fixed_function_counters()).min(3);
-                    push(
-                        Class::Iaf,
-                        fixed,
-                        u32::from(p.fixed_function_counters_bit_width()),
-                        Caps::IAF_CLASS,
-                    );
-                }
-                None
-            }
+            (Some(_), Ok(())) => None,
             (None, Err(reason)) => {
                 Some(format!("{reason}; CPUID leaf 0xA reports architectural perfmon version 0"))
             }
@@ -102,40 +73,160 @@ impl LinuxHost {
                 let f = cpuid.get_feature_info()?;
                 Some(format!("GenuineIntel-{}-{:X}", f.family_id(), f.model_id()))
             });
-        let mut id = [0u8; PMC_CPUID_LEN];
-        let text = match cpuid.get_feature_info() {
-            Some(f) => format!(
-                "{}-{}-{:X}-{:X}",
-                cpuid.get_vendor_info().map(|v| v.as_str().to_string()).unwrap_or_default(),
-                f.family_id(),
-                f.model_id(),
-                f.stepping_id()
-            ),
-            None => String::new(),
-        };
-        let n = text.len().min(PMC_CPUID_LEN - 1);
-        id[..n].copy_from_slice(&text.as_bytes()[..n]);
-        LinuxHost {
-            ncpu,
-            state: Mutex::new(LinuxState::new(&classes)),
+        let cpu = LinuxCpu { pmu_usable: missing.is_none() };
+        let driver = Driver::load(LinuxKernel::new(ncpu), cpu, Tunables::default())
+            .map_err(|e| format!("the hwpmc driver did not load: {e}"))?;
+        for (name, _) in perf::SOFTWARE_EVENTS {
+            driver
+                .register_soft_event(name)
+                .map_err(|e| format!("registering SOFT event {name}: {e:?}"))?;
+        }
+        Ok(LinuxHost {
+            driver,
             missing,
             intel_model,
-            cpuid: id,
-            log: Arc::default(),
+            pending_exec: Mutex::new(Vec::new()),
+            exited: Mutex::new(VecDeque::new()),
+        })
+    }
+
+    fn kernel(&self) -> &LinuxKernel {
+        self.driver.kernel()
+    }
+
+    /// Moves what the rings hold into the driver, tells it of targets that ended, and lets it
+    /// report lost samples and write its full log buffers (the worker's round; also before the
+    /// log is flushed or closed, and after a child is reaped).
+    fn service(&self) {
+        post_to(self, self.kernel().counters.drain());
+        for pid in self.kernel().counters.live_targets() {
+            if !kernel::process_running(pid) {
+                self.ended(pid);
+            }
+        }
+        self.driver.tick(0);
+        self.driver.write_logs();
+    }
+
+    /// Process `pid` ended: the driver hears it once.
+    fn ended(&self, pid: Pid) {
+        {
+            let mut exited = lock(&self.exited);
+            if exited.contains(&pid) {
+                return;
+            }
+            if exited.len() == REMEMBERED_EXITS {
+                exited.pop_front();
+            }
+            exited.push_back(pid);
+        }
+        self.driver.process_exit(pid);
+    }
+
+    /// Tells the driver of `pid`'s exec of `path`.
+    fn exec(&self, pid: Pid, path: &[u8]) {
+        let info = ExecInfo { path, base_addr: 0, dyn_addr: 0, credentials_changed: false };
+        self.driver.process_exec(pid, &info);
+    }
+
+    /// Posts one perf event to the driver.
+    fn post_event(&self, event: Event) {
+        match event {
+            Event::Sample { token, cpu, pid, tid, user, pcs } => {
+                let sample = HostedSample { cpu, pid, tid, user, pcs: &pcs };
+                self.driver.hosted_sample(token, &sample);
+            }
+            Event::Map { pid, start, path } => {
+                let waiting = {
+                    let mut pending = lock(&self.pending_exec);
+                    let at = pending.iter().position(|&p| p == pid);
+                    at.map(|at| pending.swap_remove(at)).is_some()
+                };
+                if waiting {
+                    self.exec(pid, &path);
+                }
+                self.driver.mmap(pid, start, start, &path);
+            }
+            Event::Exec { pid } => {
+                let path = super::unix_process::exe_path(pid);
+                if path.is_empty() {
+                    lock(&self.pending_exec).push(pid);
+                } else {
+                    self.exec(pid, &path);
+                }
+            }
+            Event::Fork { parent, child } => {
+                // A pid used again is a new process.
+                lock(&self.exited).retain(|&p| p != child);
+                self.driver.process_fork(parent, child);
+            }
+            Event::Thread { pid, tid } => self.driver.thread_create(pid, tid),
+            Event::ProcessExit { pid } => self.ended(pid),
+            Event::ThreadExit { pid, tid } => self.driver.thread_exit(pid, tid),
+            Event::Lost { token, count } => self.driver.hosted_lost(token, count),
+        }
+    }
+
+    /// Starts the worker (if it is not running) and wakes it.
+    fn ensure_worker(&'static self) {
+        self.kernel().worker.ensure_running(
+            || {
+                if let Some(host) = instance() {
+                    host.service();
+                }
+            },
+            || instance().is_some_and(|h| h.kernel().counters.is_busy()),
+        );
+    }
+
+    /// The error of operation `op` failing with `errno`, with the reason when there is one.
+    fn error(&self, op: Op, arg: &[u8], errno: Errno, why: Option<String>) -> Error {
+        let errno_here = crate::error::host_errno(errno);
+        if let Some(why) = why {
+            return Error::with_detail(op_name(op), errno_here, why);
+        }
+        let hardware_class = op == Op::PmcAllocate
+            && PmcOpPmcAllocate::read_from_prefix(arg).is_ok_and(|(r, _)| {
+                [Class::Iap.as_u32(), Class::Iaf.as_u32()].contains(&r.pm_class)
+            });
+        match &self.missing {
+            Some(reason) if hardware_class && errno == Errno::Inval => {
+                Error::with_detail(op_name(op), errno_here, reason.clone())
+            }
+            _ => Error::new(op_name(op), errno_here),
         }
     }
 }
 
-impl Default for LinuxHost {
-    fn default() -> Self {
-        Self::new()
+/// Posts perf's events to the driver in time order (one copy of a side-band record the rings of
+/// several PMCs hold).
+fn post_to(host: &LinuxHost, mut events: Vec<(u64, Event)>) {
+    // Stable: records of one ring keep their order when their times are equal.
+    events.sort_by_key(|(time, _)| *time);
+    events.dedup_by(|a, b| a.0 == b.0 && a.1.is_side_band() && a.1 == b.1);
+    for (_, event) in events {
+        host.post_event(event);
     }
+}
+
+/// Posts perf's events to this process's driver (for the counters, which the driver owns).
+pub(crate) fn post(events: Vec<(u64, Event)>) {
+    if let Some(host) = instance() {
+        post_to(host, events);
+    }
+}
+
+static HOST: OnceLock<std::result::Result<LinuxHost, String>> = OnceLock::new();
+
+fn instance() -> Option<&'static LinuxHost> {
+    HOST.get().and_then(|h| h.as_ref().ok())
 }
 
 /// This process's Linux host.
 pub(crate) fn get() -> Result<&'static LinuxHost> {
-    static HOST: OnceLock<LinuxHost> = OnceLock::new();
-    Ok(HOST.get_or_init(LinuxHost::new))
+    HOST.get_or_init(LinuxHost::new)
+        .as_ref()
+        .map_err(|why| Error::with_detail("load", libc::ENXIO, why.clone()))
 }
 
 impl Host for LinuxHost {
@@ -144,7 +235,29 @@ impl Host for LinuxHost {
     }
 
     fn syscall(&self, op: Op, arg: &mut [u8]) -> Result<()> {
-        self.dispatch(op, arg)
+        let closing_log = op == Op::ConfigureLog
+            && PmcOpConfigureLog::read_from_prefix(arg).is_ok_and(|(r, _)| r.pm_logfd < 0);
+        if matches!(op, Op::FlushLog | Op::CloseLog) || closing_log {
+            // Everything sampled so far belongs in the log before it is written out.
+            self.service();
+        }
+        let result = kernel::with_argument(arg, |ptr| {
+            self.driver.syscall(op.as_u32(), ptr).map_err(|e| (e, kernel::explanation(e)))
+        });
+        match result {
+            Ok(()) => {
+                let needs_worker = match op {
+                    Op::ConfigureLog => true,
+                    Op::PmcStart => self.kernel().counters.needs_worker(),
+                    _ => false,
+                };
+                if let Some(host) = instance().filter(|_| needs_worker) {
+                    host.ensure_worker();
+                }
+                Ok(())
+            }
+            Err((errno, why)) => Err(self.error(op, arg, errno, why)),
+        }
     }
 
     fn missing_hardware_reason(&self) -> Option<String> {
@@ -165,38 +278,9 @@ impl Host for LinuxHost {
 
     fn wait(&self, pid: ChildPid) -> Result<i32> {
         let status = super::unix_process::wait(pid)?;
-        // Whatever the child left in the rings belongs in the log before anyone reads it.
-        self.log.drain();
-        self.target_exited(pid);
+        // Whatever the child left in the rings belongs in the log before it is detached.
+        self.service();
+        self.ended(pid);
         Ok(status)
-    }
-}
-
-/// A perf failure as pmc(3) reports it: perf's EACCES (not permitted by perf_event_paranoid) is
-/// FreeBSD's EPERM; ENOENT/EOPNOTSUPP for an event this machine lacks is EINVAL with the reason.
-pub(crate) fn perf_error(op: &'static str, what: &str, err: &std::io::Error) -> Error {
-    let raw = err.raw_os_error().unwrap_or(libc::EIO);
-    match raw {
-        libc::EACCES | libc::EPERM => Error::with_detail(
-            op,
-            libc::EPERM,
-            format!(
-                "perf does not allow {what} (kernel.perf_event_paranoid is {}; measuring other \
-                 users' processes or whole CPUs needs root or CAP_PERFMON)",
-                std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-                    .map(|s| s.trim().to_string())
-                    .unwrap_or_else(|_| "unknown".into())
-            ),
-        ),
-        libc::ESRCH => Error::with_detail(op, libc::ESRCH, format!("{what}: no such process")),
-        libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => Error::with_detail(
-            op,
-            libc::EINVAL,
-            format!(
-                "{what}: this machine's perf has no such event ({})",
-                crate::error::errno_name(raw)
-            ),
-        ),
-        _ => Error::with_detail(op, raw, format!("{what}: perf_event_open failed: {err}")),
     }
 }

@@ -1,0 +1,398 @@
+//! The counting the driver hands to Linux: its `HostCounters` over `perf_event_open(2)`.
+//!
+//! SOFT PMCs are perf software events, IAF the generic hardware events of the fixed counters,
+//! IAP raw events (the TSC stays the driver's: `rdtsc`). A process PMC is one perf event per
+//! thread of each target, inherited by the threads it creates afterwards (and with
+//! PMC_F_DESCENDANTS by its children); a system PMC is one per-CPU event. A sampling process PMC
+//! has one ring per CPU whatever its thread count (the other threads' events write into it);
+//! the worker reads the rings and posts their samples and side-band records to the driver.
+//! PMCSTART opens the events, PMCSTOP reads and closes them.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::{Mutex, MutexGuard};
+
+use hwpmc::abi::{Class, PmcFlags, event};
+use hwpmc::{Errno, HostCounters, HostedEvent, HostedPmc, Pid};
+use perf_event::Counter;
+use perf_event::events::Hardware;
+
+use super::kernel::{explain, not_allowed};
+use super::perf::{self, Rings, Sampling, Scope, Source};
+use super::rings::{Event, Ring, RingMeta};
+
+/// Nanoseconds in one tick of the clock events when they sample (FreeBSD's hz = 1000).
+const CLOCK_TICK_NS: u64 = 1_000_000;
+/// `kern.hwpmc.callchaindepth`'s default, the depth the driver keeps.
+const CALLCHAIN_DEPTH: usize = 128;
+/// IA32_PERFEVTSEL's AnyThread and pin-control bits.
+const EVTSEL_ANY: u64 = 1 << 21;
+const EVTSEL_PIN_CONTROL: u64 = 1 << 19;
+/// The IA32_PERFEVTSEL bits that say what to count (event, umask, edge, inv, cmask,
+/// AnyThread); perf takes the rings apart.
+const EVTSEL_EVENT_BITS: u64 = 0xFFFF | 1 << 18 | 1 << 23 | 0xFF << 24 | EVTSEL_ANY;
+
+/// One target's perf events.
+struct Target {
+    /// Counting: one event per thread.
+    counters: Vec<Counter>,
+    /// Sampling: one ring per CPU.
+    rings: Vec<Ring>,
+    /// What the driver was given for this target when it exited (its descendants go on counting
+    /// into the same events).
+    credited: u64,
+    /// Whether it exited (or was detached) while its descendants may still run.
+    gone: bool,
+}
+
+impl Target {
+    fn value(&mut self) -> u64 {
+        let sum =
+            self.counters.iter_mut().map(|c| c.read().unwrap_or(0)).fold(0, u64::wrapping_add);
+        sum.wrapping_sub(self.credited)
+    }
+}
+
+/// A running PMC's perf events.
+struct Running {
+    pmc: HostedPmc,
+    targets: BTreeMap<Pid, Target>,
+    /// A system PMC's event on its CPU.
+    system: Option<Target>,
+}
+
+impl Running {
+    fn all(&mut self) -> impl Iterator<Item = &mut Target> {
+        self.targets.values_mut().chain(self.system.as_mut())
+    }
+}
+
+/// The host's side of the PMCs perf counts.
+pub(crate) struct PerfCounters {
+    ncpu: u32,
+    running: Mutex<BTreeMap<u64, Running>>,
+    /// Rings of targets that went away, read once more by the next drain.
+    retired: Mutex<Vec<Ring>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A perf failure as hwpmc(4) reports it (perf's EACCES, not permitted by
+/// `kernel.perf_event_paranoid`, is EPERM; a missing event is EINVAL), with the reason.
+fn perf_errno(what: &str, err: &io::Error) -> Errno {
+    let raw = err.raw_os_error().unwrap_or(libc::EIO);
+    match raw {
+        libc::EACCES | libc::EPERM => explain(Errno::Perm, not_allowed(what)),
+        libc::ESRCH => explain(Errno::Srch, format!("{what}: no such process")),
+        libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => explain(
+            Errno::Inval,
+            format!(
+                "{what}: this machine's perf has no such event ({})",
+                crate::error::errno_name(raw)
+            ),
+        ),
+        libc::ENOMEM | libc::EMFILE | libc::ENFILE => {
+            explain(Errno::NoMem, format!("{what}: perf_event_open failed: {err}"))
+        }
+        libc::EBUSY => explain(Errno::Busy, format!("{what}: perf_event_open failed: {err}")),
+        _ => explain(Errno::Inval, format!("{what}: perf_event_open failed: {err}")),
+    }
+}
+
+/// What perf counts for `pmc`.
+fn source_of(pmc: &HostedPmc) -> Result<Source, Errno> {
+    match pmc.event {
+        HostedEvent::Soft { event } => {
+            let index = event.checked_sub(event::SOFT_FIRST).map(|i| i as usize);
+            let found = index.and_then(|i| perf::SOFTWARE_EVENTS.get(i));
+            let (_, sw) = found.ok_or_else(|| {
+                explain(Errno::Inval, format!("{event:#x} is not a SOFT event of this host"))
+            })?;
+            Ok(Source::Software(u64::from(*sw)))
+        }
+        HostedEvent::Iap { evtsel } => {
+            if evtsel & EVTSEL_PIN_CONTROL != 0 {
+                let why = "bit 19 (PC) of IA32_PERFEVTSEL is not a counting qualifier";
+                return Err(explain(Errno::Inval, why));
+            }
+            Ok(Source::Raw(evtsel & EVTSEL_EVENT_BITS))
+        }
+        HostedEvent::Iaf { index } => {
+            let hw = match index {
+                0 => Hardware::INSTRUCTIONS,
+                1 => Hardware::CPU_CYCLES,
+                2 => Hardware::REF_CPU_CYCLES,
+                _ => {
+                    let why = format!("perf has no generic event for fixed counter {index}");
+                    return Err(explain(Errno::Inval, why));
+                }
+            };
+            Ok(Source::Hardware(u64::from(hw)))
+        }
+        HostedEvent::Tsc => Err(explain(Errno::Inval, "the TSC is read with rdtsc, not perf")),
+    }
+}
+
+/// The sampling period perf uses: the reload count, in ticks of [`CLOCK_TICK_NS`] for the
+/// clock events.
+fn period_of(source: Source, reload: u64) -> u64 {
+    if perf::is_clock(source) { reload.saturating_mul(CLOCK_TICK_NS) } else { reload }
+}
+
+/// Whether perf lets this process measure `pid` in kernel mode too (it does not for an
+/// unprivileged caller when `kernel.perf_event_paranoid` is 2 or more).
+fn kernel_mode_allowed(source: Source, rings: Rings, pid: Pid) -> bool {
+    let scope = Scope::Thread { tid: pid, inherit: false, threads_only: false };
+    match perf::open_counter(source, rings, scope) {
+        Ok(_) => true,
+        Err(e) => !matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)),
+    }
+}
+
+/// The thread ids of process `pid`.
+fn threads_of(pid: Pid) -> Vec<Pid> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    let mut tids: Vec<Pid> =
+        dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
+    tids.sort_unstable();
+    tids
+}
+
+/// How `pmc` counts or samples: its event, rings and sampling parameters.
+struct Plan {
+    source: Source,
+    rings: Rings,
+    sampling: Option<Sampling>,
+    meta: RingMeta,
+    descendants: bool,
+}
+
+impl Plan {
+    fn of(pmc: &HostedPmc) -> Result<Plan, Errno> {
+        let source = source_of(pmc)?;
+        let callchain = pmc.flags.contains(PmcFlags::CALLCHAIN);
+        let sampling = pmc.id.mode.is_sampling().then(|| Sampling {
+            period: period_of(source, pmc.reload.max(1)),
+            callchain,
+            side_band: true,
+        });
+        Ok(Plan {
+            source,
+            rings: Rings { user: pmc.user, kernel: pmc.kernel },
+            sampling,
+            meta: RingMeta {
+                token: pmc.token,
+                depth: if callchain { CALLCHAIN_DEPTH } else { 1 },
+                user_callchain: pmc.flags.contains(PmcFlags::USERCALLCHAIN),
+            },
+            descendants: pmc.flags.contains(PmcFlags::DESCENDANTS),
+        })
+    }
+
+    /// The perf events of process `pid`, disabled.
+    fn open_process(&self, pid: Pid, ncpu: u32) -> Result<Target, Errno> {
+        let what = format!("measuring process {pid}");
+        // Without privilege (kernel.perf_event_paranoid 2) perf measures a process in user mode
+        // only; a PMC that did not ask for one ring (both, FreeBSD's default) counts user mode
+        // then, as `perf stat` does, instead of failing. Asking for kernel mode alone still
+        // fails with EPERM.
+        let mut rings = self.rings;
+        if rings.user && rings.kernel && !kernel_mode_allowed(self.source, rings, pid) {
+            rings.kernel = false;
+        }
+        let mut target =
+            Target { counters: Vec::new(), rings: Vec::new(), credited: 0, gone: false };
+        let threads = threads_of(pid);
+        if threads.is_empty() {
+            return Err(explain(Errno::Srch, format!("{what}: no such process")));
+        }
+        let fail = |e: io::Error| perf_errno(&what, &e);
+        for (i, tid) in threads.into_iter().enumerate() {
+            let Some(sampling) = self.sampling else {
+                let scope = Scope::Thread { tid, inherit: true, threads_only: !self.descendants };
+                target.counters.push(perf::open_counter(self.source, rings, scope).map_err(fail)?);
+                continue;
+            };
+            for cpu in 0..ncpu {
+                let scope = Scope::ThreadOnCpu { pid: tid, cpu, threads_only: !self.descendants };
+                if i == 0 {
+                    let sampler =
+                        perf::open_sampler(self.source, rings, scope, sampling).map_err(fail)?;
+                    target.rings.push(Ring { meta: self.meta, sampler, sharing: Vec::new() });
+                } else {
+                    let ring = &mut target.rings[cpu as usize];
+                    let event = perf::open_into(self.source, rings, scope, sampling, &ring.sampler)
+                        .map_err(fail)?;
+                    ring.sharing.push(event);
+                }
+            }
+        }
+        Ok(target)
+    }
+
+    /// The perf event of CPU `cpu`, disabled.
+    fn open_cpu(&self, cpu: u32) -> Result<Target, Errno> {
+        let what = format!("measuring CPU {cpu}");
+        let fail = |e: io::Error| perf_errno(&what, &e);
+        let mut target =
+            Target { counters: Vec::new(), rings: Vec::new(), credited: 0, gone: false };
+        match self.sampling {
+            Some(sampling) => {
+                let sampler =
+                    perf::open_sampler(self.source, self.rings, Scope::Cpu(cpu), sampling)
+                        .map_err(fail)?;
+                target.rings.push(Ring { meta: self.meta, sampler, sharing: Vec::new() });
+            }
+            None => target
+                .counters
+                .push(perf::open_counter(self.source, self.rings, Scope::Cpu(cpu)).map_err(fail)?),
+        }
+        Ok(target)
+    }
+}
+
+/// Enables or disables every event of `target`.
+fn enable(target: &mut Target, on: bool) -> io::Result<()> {
+    for counter in &mut target.counters {
+        if on { counter.enable()? } else { counter.disable()? }
+    }
+    for ring in &mut target.rings {
+        ring.enable(on)?;
+    }
+    Ok(())
+}
+
+impl PerfCounters {
+    pub(crate) fn new(ncpu: u32) -> PerfCounters {
+        PerfCounters { ncpu, running: Mutex::new(BTreeMap::new()), retired: Mutex::new(Vec::new()) }
+    }
+
+    /// Whether any PMC counts.
+    pub(crate) fn is_busy(&self) -> bool {
+        !lock(&self.running).is_empty()
+    }
+
+    /// Whether a running PMC needs the worker: one that samples (its rings need reading) or
+    /// counts another process (whose end must be noticed). A process counting itself does not.
+    pub(crate) fn needs_worker(&self) -> bool {
+        let me = super::kernel::getpid();
+        lock(&self.running).values().any(|r| {
+            r.pmc.id.mode.is_sampling()
+                || r.pmc.id.cpu.is_some()
+                || r.targets.keys().any(|&p| p != me)
+        })
+    }
+
+    /// The processes running PMCs count that have not been seen to end.
+    pub(crate) fn live_targets(&self) -> Vec<Pid> {
+        let running = lock(&self.running);
+        let mut pids: Vec<Pid> = running
+            .values()
+            .flat_map(|r| r.targets.iter().filter(|(_, t)| !t.gone).map(|(&pid, _)| pid))
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        pids
+    }
+
+    /// Every event the rings hold (and the retired rings' last ones), with their times.
+    pub(crate) fn drain(&self) -> Vec<(u64, Event)> {
+        let mut events = Vec::new();
+        let retired = std::mem::take(&mut *lock(&self.retired));
+        for mut ring in retired {
+            ring.read_into(&mut events);
+        }
+        for running in lock(&self.running).values_mut() {
+            for target in running.all() {
+                for ring in &mut target.rings {
+                    ring.read_into(&mut events);
+                }
+            }
+        }
+        events
+    }
+}
+
+impl HostCounters for PerfCounters {
+    fn counts(&self, class: Class) -> bool {
+        matches!(class, Class::Soft | Class::Iap | Class::Iaf)
+    }
+
+    fn check(&self, pmc: &HostedPmc) -> Result<(), Errno> {
+        if pmc.flags.contains(PmcFlags::LOG_PROCCSW) {
+            let why = "PMC_F_LOG_PROCCSW (pmcstat -W) needs a context-switch hook; perf does not \
+                       show the context switches of another process to this one";
+            return Err(explain(Errno::OpNotSupp, why));
+        }
+        Plan::of(pmc).map(drop)
+    }
+
+    fn start(&self, pmc: &HostedPmc, targets: &[Pid]) -> Result<(), Errno> {
+        let plan = Plan::of(pmc)?;
+        let mut running = Running { pmc: *pmc, targets: BTreeMap::new(), system: None };
+        match pmc.id.cpu {
+            Some(cpu) => running.system = Some(plan.open_cpu(u32::from(cpu))?),
+            None => {
+                for &pid in targets {
+                    running.targets.insert(pid, plan.open_process(pid, self.ncpu)?);
+                }
+            }
+        }
+        for target in running.all() {
+            enable(target, true).map_err(|e| perf_errno("starting the PMC", &e))?;
+        }
+        lock(&self.running).insert(pmc.token, running);
+        Ok(())
+    }
+
+    fn stop(&self, token: u64, counted: &mut dyn FnMut(Pid, u64)) {
+        let Some(mut running) = lock(&self.running).remove(&token) else { return };
+        for target in running.all() {
+            let _ = enable(target, false);
+        }
+        for (&pid, target) in &mut running.targets {
+            counted(pid, target.value());
+        }
+        if let Some(system) = running.system.as_mut() {
+            counted(-1, system.value());
+        }
+        if running.pmc.id.mode.is_sampling() {
+            // The samples taken so far go to the driver before the PMC can be released.
+            let mut events = Vec::new();
+            for target in running.all() {
+                for ring in &mut target.rings {
+                    ring.read_into(&mut events);
+                }
+            }
+            super::post(events);
+        }
+    }
+
+    fn read(&self, token: u64) -> u64 {
+        let mut running = lock(&self.running);
+        let Some(running) = running.get_mut(&token) else { return 0 };
+        running.all().map(Target::value).fold(0, u64::wrapping_add)
+    }
+
+    fn detach(&self, token: u64, pid: Pid) -> u64 {
+        let mut all = lock(&self.running);
+        let Some(running) = all.get_mut(&token) else { return 0 };
+        let descendants = running.pmc.flags.contains(PmcFlags::DESCENDANTS);
+        let Some(target) = running.targets.get_mut(&pid) else { return 0 };
+        let value = target.value();
+        if descendants {
+            // Closing the events would stop counting the children too: they stay open, and
+            // what they count from now on is the children's.
+            target.credited = target.credited.wrapping_add(value);
+            target.gone = true;
+            return value;
+        }
+        if let Some(mut target) = running.targets.remove(&pid) {
+            let _ = enable(&mut target, false);
+            lock(&self.retired).append(&mut target.rings);
+        }
+        value
+    }
+}

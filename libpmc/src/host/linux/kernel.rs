@@ -1,0 +1,565 @@
+//! The `hwpmc` driver's kernel on Linux: this process is the kernel the driver is embedded in.
+//!
+//! The caller of every operation is this process (its descriptors, its credentials); other
+//! processes are what `/proc` shows; the log goes to a duplicate of the descriptor the caller
+//! gave CONFIGURELOG. The driver keeps no hardware state per CPU here (perf counts), so it is told
+//! it always runs on CPU 0: its log then has one buffer, which keeps records in the order the host
+//! posts them. The hardware it sees ([`LinuxCpu`]) is this CPU's CPUID and TSC; the PMU's MSRs
+//! belong to Linux's perf and are not touched.
+//!
+//! A system call's argument is copied into a per-thread buffer that stands for the caller's
+//! memory at [`ARG_BASE`]: the driver's copy-in and copy-out reach that buffer and nothing else
+//! (any other address is EFAULT), so no pointer of the caller is ever followed.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{FromRawFd, RawFd};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use hwpmc::hw::native::NativeCpuid;
+use hwpmc::hw::{CpuIdReader, CpuIdResult, Hardware, Lapic, Msrs};
+use hwpmc::{
+    Cpu, Errno, HostCounters, Kernel, LogFile, Pid, Privilege, ProcessState, Signal, UserPtr,
+};
+
+use super::counters::PerfCounters;
+use super::perf::{self, Rings, Scope, Source};
+use super::worker::Worker;
+use crate::host::KERNEL_SYMBOLS;
+use crate::host::unix_process;
+
+/// Where the caller's argument struct lives for the driver.
+pub(crate) const ARG_BASE: u64 = 0x1000;
+
+thread_local! {
+    /// The argument of the system call this thread is making.
+    static ARG: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// Why the current system call failed, in words, with the errno it explains.
+    static DETAIL: RefCell<Option<(Errno, String)>> = const { RefCell::new(None) };
+}
+
+/// Runs `call` with `arg` as the caller's memory at [`ARG_BASE`], and copies back what the
+/// driver wrote there.
+pub(crate) fn with_argument<R>(arg: &mut [u8], call: impl FnOnce(UserPtr) -> R) -> R {
+    ARG.with(|a| {
+        let mut a = a.borrow_mut();
+        a.clear();
+        a.extend_from_slice(arg);
+    });
+    DETAIL.with(|d| d.borrow_mut().take());
+    let result = call(UserPtr(ARG_BASE));
+    ARG.with(|a| arg.copy_from_slice(&a.borrow()[..arg.len()]));
+    result
+}
+
+/// Says why the current call fails with `errno` (shown with it if the call fails with it).
+pub(crate) fn explain(errno: Errno, why: impl Into<String>) -> Errno {
+    DETAIL.with(|d| *d.borrow_mut() = Some((errno, why.into())));
+    errno
+}
+
+/// The reason given for `errno` during the current call, if any.
+pub(crate) fn explanation(errno: Errno) -> Option<String> {
+    DETAIL.with(|d| d.borrow_mut().take().filter(|(e, _)| *e == errno).map(|(_, why)| why))
+}
+
+/// The byte range `ptr..ptr + len` of the argument buffer, if it lies within it.
+fn argument_range(ptr: UserPtr, len: usize, arg_len: usize) -> Option<std::ops::Range<usize>> {
+    let start = usize::try_from(ptr.0.checked_sub(ARG_BASE)?).ok()?;
+    let end = start.checked_add(len)?;
+    (end <= arg_len).then_some(start..end)
+}
+
+/// This process's pid, cached: a system call per PMC operation would cost as much as the perf
+/// read itself. A fork handler forgets it in the child, where the PMCs of the parent are no
+/// longer the caller's (FreeBSD semantics: the child owns none of them).
+static PID: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forget_pid_in_child() {
+    PID.store(0, Ordering::Relaxed);
+}
+
+pub(crate) fn getpid() -> Pid {
+    let pid = PID.load(Ordering::Relaxed);
+    if pid != 0 {
+        return pid;
+    }
+    static AT_FORK: std::sync::Once = std::sync::Once::new();
+    AT_FORK.call_once(|| {
+        // SAFETY: registers a handler that only stores to an atomic, which is async-signal-safe
+        // and valid in the child after fork.
+        unsafe { libc::pthread_atfork(None, None, Some(forget_pid_in_child)) };
+    });
+    let pid = std::process::id() as Pid;
+    PID.store(pid, Ordering::Relaxed);
+    pid
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
+fn egid() -> u32 {
+    // SAFETY: getegid has no preconditions.
+    unsafe { libc::getegid() }
+}
+
+/// `kernel.perf_event_paranoid`, as text for messages.
+pub(crate) fn paranoid_setting() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Why perf refuses `what` to this process, in words.
+pub(crate) fn not_allowed(what: &str) -> String {
+    format!(
+        "perf does not allow {what} (kernel.perf_event_paranoid is {}; measuring other users' \
+         processes or whole CPUs needs root or CAP_PERFMON)",
+        paranoid_setting()
+    )
+}
+
+/// The state letter of process `pid` (`R`, `S`, `Z`, …), if it exists.
+fn process_state_letter(pid: Pid) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) S ...": the state follows the last ')' (comm may contain parentheses).
+    stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next())
+}
+
+/// Whether process `pid` exists and has not ended (a zombie has: it only waits to be reaped).
+pub(crate) fn process_running(pid: Pid) -> bool {
+    !matches!(process_state_letter(pid), Some('Z' | 'X') | None)
+}
+
+/// The ids (real, effective, saved, filesystem) on line `key` of `/proc/pid/status`.
+fn status_ids(status: &str, key: &str) -> Vec<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .map(|ids| ids.split_whitespace().filter_map(|id| id.parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+/// Whether this process may measure `pid` as ptrace's rule for a debugger without privilege
+/// says (perf applies it): every user and group id of the target is this process's.
+fn same_credentials(pid: Pid) -> bool {
+    if euid() == 0 {
+        return true;
+    }
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return false };
+    let (uids, gids) = (status_ids(&status, "Uid:"), status_ids(&status, "Gid:"));
+    !uids.is_empty() && uids.iter().all(|&u| u == euid()) && gids.iter().all(|&g| g == egid())
+}
+
+/// Whether perf lets this process count whole CPUs (root, CAP_PERFMON, or a permissive
+/// `kernel.perf_event_paranoid`): opening a CPU-wide software counter tells.
+fn may_count_cpus() -> bool {
+    static ALLOWED: OnceLock<bool> = OnceLock::new();
+    *ALLOWED.get_or_init(|| {
+        let clock = Source::Software(u64::from(perf_event::events::Software::CPU_CLOCK));
+        let rings = Rings { user: true, kernel: false };
+        perf::open_counter(clock, rings, Scope::Cpu(0)).is_ok()
+    })
+}
+
+/// The address of the kernel's text (`_stext`, else `_text`) from [`KERNEL_SYMBOLS`], if the
+/// kernel shows its addresses (`kernel.kptr_restrict`).
+fn kernel_text_start() -> Option<u64> {
+    let text = std::fs::read_to_string(KERNEL_SYMBOLS).ok()?;
+    let find = |name: &str| {
+        text.lines().find_map(|line| {
+            let mut f = line.split_ascii_whitespace();
+            let (addr, _kind, sym) = (f.next()?, f.next()?, f.next()?);
+            (sym == name).then(|| u64::from_str_radix(addr, 16).ok()).flatten()
+        })
+    };
+    find("_stext").or_else(|| find("_text")).filter(|&a| a != 0)
+}
+
+pub(crate) fn rdtsc() -> u64 {
+    // SAFETY: RDTSC only reads the time-stamp counter; every x86_64 CPU has it, and Linux lets
+    // user mode execute it.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid timespec for clock_gettime to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
+}
+
+/// The TSC's frequency, measured against the monotonic clock over 5 ms (the log's INITIALIZE
+/// record gives it to readers).
+fn measure_tsc_frequency() -> u64 {
+    let (t0, c0) = (monotonic_ns(), rdtsc());
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let (t1, c1) = (monotonic_ns(), rdtsc());
+    let ns = t1.saturating_sub(t0).max(1);
+    (u128::from(c1.wrapping_sub(c0)) * 1_000_000_000 / u128::from(ns)) as u64
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The kernel services the driver gets on Linux.
+pub(crate) struct LinuxKernel {
+    ncpu: u32,
+    pub(crate) counters: PerfCounters,
+    logs: Mutex<BTreeMap<u64, File>>,
+    next_log: AtomicU64,
+    pub(crate) worker: Worker,
+    tsc_hz: OnceLock<u64>,
+}
+
+impl LinuxKernel {
+    pub(crate) fn new(ncpu: u32) -> LinuxKernel {
+        LinuxKernel {
+            ncpu,
+            counters: PerfCounters::new(ncpu),
+            logs: Mutex::new(BTreeMap::new()),
+            next_log: AtomicU64::new(1),
+            worker: Worker::default(),
+            tsc_hz: OnceLock::new(),
+        }
+    }
+}
+
+impl Kernel for LinuxKernel {
+    fn cpu_count(&self) -> u32 {
+        self.ncpu
+    }
+
+    fn cpu_active(&self, cpu: Cpu) -> bool {
+        cpu < self.ncpu
+    }
+
+    fn current_cpu(&self) -> Cpu {
+        0
+    }
+
+    fn run_on_cpu(&self, _cpu: Cpu, f: &mut dyn FnMut()) {
+        // Nothing of the driver's is tied to a CPU here: perf runs the counters where they
+        // belong.
+        f();
+    }
+
+    fn current_pid(&self) -> Pid {
+        getpid()
+    }
+
+    fn has_privilege(&self, privilege: Privilege) -> bool {
+        let allowed = match privilege {
+            Privilege::PmcSystem => euid() == 0 || may_count_cpus(),
+            Privilege::PmcManage | Privilege::PmcAnyThread => euid() == 0,
+        };
+        if !allowed {
+            let why = match privilege {
+                Privilege::PmcSystem => not_allowed("measuring whole CPUs"),
+                Privilege::PmcManage => "enabling and disabling rows needs root".into(),
+                Privilege::PmcAnyThread => "AnyThread counting needs root".into(),
+            };
+            explain(Errno::Perm, why);
+        }
+        allowed
+    }
+
+    fn is_jailed(&self) -> bool {
+        false
+    }
+
+    fn unprivileged_syspmcs(&self) -> bool {
+        false
+    }
+
+    fn can_debug(&self, target: Pid) -> Result<(), Errno> {
+        if process_state_letter(target).is_none() {
+            return Err(explain(Errno::Srch, format!("no process {target}")));
+        }
+        if !same_credentials(target) {
+            return Err(explain(Errno::Perm, not_allowed(&format!("measuring process {target}"))));
+        }
+        Ok(())
+    }
+
+    fn may_debug(&self, debugger: Pid, target: Pid) -> bool {
+        debugger == getpid() && same_credentials(target)
+    }
+
+    fn process_state(&self, pid: Pid) -> ProcessState {
+        match process_state_letter(pid) {
+            None => ProcessState::NotFound,
+            Some('Z' | 'X') => ProcessState::Exiting,
+            Some(_) => ProcessState::Alive,
+        }
+    }
+
+    fn for_each_child(&self, pid: Pid, f: &mut dyn FnMut(Pid)) {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return };
+        for task in tasks.flatten() {
+            let Ok(children) = std::fs::read_to_string(task.path().join("children")) else {
+                continue;
+            };
+            children.split_whitespace().filter_map(|c| c.parse().ok()).for_each(&mut *f);
+        }
+    }
+
+    fn copy_in(&self, src: UserPtr, dst: &mut [u8]) -> Result<(), Errno> {
+        ARG.with(|a| {
+            let a = a.borrow();
+            let range = argument_range(src, dst.len(), a.len()).ok_or(Errno::Fault)?;
+            dst.copy_from_slice(&a[range]);
+            Ok(())
+        })
+    }
+
+    fn copy_out(&self, src: &[u8], dst: UserPtr) -> Result<(), Errno> {
+        ARG.with(|a| {
+            let mut a = a.borrow_mut();
+            let range = argument_range(dst, src.len(), a.len()).ok_or(Errno::Fault)?;
+            a[range].copy_from_slice(src);
+            Ok(())
+        })
+    }
+
+    fn read_kernel_stack(&self, _cpu: Cpu, _addr: u64, _dst: &mut [u8]) -> bool {
+        // Never called: the driver takes no interrupt here (perf walks the callchains).
+        false
+    }
+
+    fn signal(&self, pid: Pid, signal: Signal) {
+        // The only owner here is this process. FreeBSD ignores SIGIO unless a process asks for
+        // it; Linux's default action would end the process: only a process that handles the
+        // signal gets it.
+        if pid != getpid() {
+            return;
+        }
+        let signo = match signal {
+            Signal::Io => libc::SIGIO,
+            Signal::Bus => libc::SIGBUS,
+        };
+        // SAFETY: an all-zero sigaction is a valid value for sigaction to overwrite; a null
+        // new action only reads the current one.
+        let handled = unsafe {
+            let mut current: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(signo, std::ptr::null(), &mut current) == 0
+                && current.sa_sigaction != libc::SIG_DFL
+                && current.sa_sigaction != libc::SIG_IGN
+        };
+        if handled {
+            // SAFETY: sends a signal to this process, whose handler for it is installed.
+            unsafe { libc::kill(pid, signo) };
+        }
+    }
+
+    fn set_user_rdpmc(&self, _allowed: bool) {
+        // Never called: no PMC here is the driver's to give RDPMC access to.
+    }
+
+    fn log_open(&self, fd: i32) -> Result<LogFile, Errno> {
+        let file = own_log_descriptor(fd)?;
+        let id = self.next_log.fetch_add(1, Ordering::Relaxed);
+        lock(&self.logs).insert(id, file);
+        Ok(LogFile(id))
+    }
+
+    fn log_write(&self, file: LogFile, bytes: &[u8]) -> Result<(), Errno> {
+        let mut logs = lock(&self.logs);
+        let file = logs.get_mut(&file.0).ok_or(Errno::Badf)?;
+        file.write_all(bytes).map_err(|e| {
+            let errno = match e.raw_os_error() {
+                Some(libc::ENOSPC | libc::EDQUOT) => Errno::NoSpc,
+                _ => Errno::Io,
+            };
+            explain(errno, format!("writing the log failed: {e}"))
+        })
+    }
+
+    fn log_close(&self, file: LogFile) {
+        lock(&self.logs).remove(&file.0);
+    }
+
+    fn wake_log_writer(&self) {
+        self.worker.wake();
+    }
+
+    fn process_path(&self, pid: Pid, buf: &mut [u8]) -> usize {
+        let path = unix_process::exe_path(pid);
+        let n = path.len().min(buf.len());
+        buf[..n].copy_from_slice(&path[..n]);
+        n
+    }
+
+    fn for_each_executable_mapping(&self, pid: Pid, f: &mut dyn FnMut(u64, u64, &[u8])) {
+        // /proc gives the load base of each executable file mapping; its end is not needed
+        // (MAP_IN names the start only).
+        for (start, path) in unix_process::executable_mappings(pid) {
+            f(start, start, &path);
+        }
+    }
+
+    fn for_each_process(&self, f: &mut dyn FnMut(Pid)) {
+        let Ok(dir) = std::fs::read_dir("/proc") else { return };
+        let mut pids: Vec<Pid> =
+            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
+        pids.sort_unstable();
+        pids.into_iter().for_each(f);
+    }
+
+    fn for_each_kernel_image(&self, f: &mut dyn FnMut(u64, &[u8])) {
+        // The kernel as one image at its text, named by its symbol table: log readers take the
+        // kernel's function names from that file.
+        if let Some(start) = kernel_text_start() {
+            f(start, KERNEL_SYMBOLS.as_bytes());
+        }
+    }
+
+    fn nanotime(&self) -> (i64, i64) {
+        let now =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        (now.as_secs() as i64, i64::from(now.subsec_nanos()))
+    }
+
+    fn tsc_frequency(&self) -> u64 {
+        *self.tsc_hz.get_or_init(measure_tsc_frequency)
+    }
+
+    fn host_counters(&self) -> Option<&dyn HostCounters> {
+        Some(&self.counters)
+    }
+}
+
+/// The log's own reference to descriptor `fd`: EBADF unless it is open for writing and is a
+/// file, a pipe, a socket or a character device.
+fn own_log_descriptor(fd: RawFd) -> Result<File, Errno> {
+    let badf = |why: &str| explain(Errno::Badf, format!("descriptor {fd} {why}"));
+    // SAFETY: F_GETFL on any int is safe; an invalid descriptor gives -1/EBADF.
+    let access = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if access < 0 {
+        return Err(badf("is not open"));
+    }
+    if access & libc::O_ACCMODE == libc::O_RDONLY {
+        return Err(badf("is open read-only"));
+    }
+    // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: `st` is a valid stat buffer and `fd` an open descriptor.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(badf("cannot be examined"));
+    }
+    let kind = st.st_mode & libc::S_IFMT;
+    if ![libc::S_IFREG, libc::S_IFIFO, libc::S_IFSOCK, libc::S_IFCHR].contains(&kind) {
+        return Err(badf("is not a file, a pipe or a socket"));
+    }
+    // SAFETY: F_DUPFD_CLOEXEC duplicates an open descriptor; the copy is ours alone.
+    let own = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if own < 0 {
+        return Err(explain(Errno::NoMem, "no descriptor is left to keep the log open"));
+    }
+    // SAFETY: `own` is a fresh descriptor nothing else owns.
+    Ok(unsafe { File::from_raw_fd(own) })
+}
+
+/// The CPU as the driver sees it on Linux: CPUID and RDTSC are this CPU's; the PMU's MSRs are
+/// Linux's (perf programs them), so reads give 0 and writes go nowhere — the driver writes them
+/// only to program classes it counts itself, and here perf counts them all.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LinuxCpu {
+    /// Whether perf can count this CPU's hardware events; when it cannot, CPUID leaf 0xA reads
+    /// as "no architectural perfmon", so the driver offers no IAP/IAF rows to fail later.
+    pub(crate) pmu_usable: bool,
+}
+
+impl Msrs for LinuxCpu {
+    fn read_msr(&self, _msr: u32) -> u64 {
+        0
+    }
+    fn write_msr(&self, _msr: u32, _value: u64) {}
+    fn read_pmc(&self, _index: u32) -> u64 {
+        0
+    }
+}
+
+impl Lapic for LinuxCpu {
+    fn unmask_pmi(&self) {}
+    fn mask_pmi(&self) {}
+}
+
+/// CPUID of this CPU, with leaf 0xA hidden when perf cannot count hardware events.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LinuxCpuid {
+    hide_pmu: bool,
+}
+
+impl CpuIdReader for LinuxCpuid {
+    fn cpuid2(&self, eax: u32, ecx: u32) -> CpuIdResult {
+        if eax == 0xA && self.hide_pmu {
+            return CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 };
+        }
+        NativeCpuid.cpuid2(eax, ecx)
+    }
+}
+
+impl Hardware for LinuxCpu {
+    type Cpuid = LinuxCpuid;
+
+    fn cpuid(&self) -> LinuxCpuid {
+        LinuxCpuid { hide_pmu: !self.pmu_usable }
+    }
+
+    fn read_tsc(&self) -> u64 {
+        rdtsc()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_reach_the_argument_and_nothing_else() {
+        let kernel = LinuxKernel::new(1);
+        let mut arg = [1u8, 2, 3, 4];
+        with_argument(&mut arg, |ptr| {
+            let mut two = [0u8; 2];
+            kernel.copy_in(UserPtr(ptr.0 + 2), &mut two).unwrap();
+            assert_eq!(two, [3, 4]);
+            assert_eq!(kernel.copy_in(UserPtr(ptr.0 + 3), &mut two), Err(Errno::Fault));
+            assert_eq!(kernel.copy_in(UserPtr::NULL, &mut two), Err(Errno::Fault));
+            assert_eq!(kernel.copy_in(UserPtr(u64::MAX), &mut two), Err(Errno::Fault));
+            kernel.copy_out(&[9, 9], ptr).unwrap();
+            assert_eq!(kernel.copy_out(&[9; 5], ptr), Err(Errno::Fault));
+        });
+        assert_eq!(arg, [9, 9, 3, 4], "what the driver wrote reaches the caller");
+    }
+
+    #[test]
+    fn an_explanation_goes_with_its_errno_only() {
+        let mut arg = [0u8; 1];
+        with_argument(&mut arg, |_| {
+            explain(Errno::Perm, "why");
+            assert_eq!(explanation(Errno::Inval), None);
+        });
+        with_argument(&mut arg, |_| {
+            explain(Errno::Perm, "why");
+            assert_eq!(explanation(Errno::Perm).as_deref(), Some("why"));
+        });
+    }
+
+    #[test]
+    fn this_process_may_measure_itself_and_not_a_process_that_is_gone() {
+        let kernel = LinuxKernel::new(1);
+        assert_eq!(kernel.can_debug(getpid()), Ok(()));
+        let max: i32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+            .map_or(4_194_304, |s| s.trim().parse().unwrap());
+        assert_eq!(kernel.can_debug(max + 1), Err(Errno::Srch));
+        assert_eq!(kernel.process_state(max + 1), ProcessState::NotFound);
+        assert_eq!(kernel.process_state(getpid()), ProcessState::Alive);
+    }
+}

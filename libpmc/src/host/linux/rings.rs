@@ -1,0 +1,211 @@
+//! Perf's sampling rings and what their records become: samples and side-band events (exec,
+//! mmap, fork, exit, lost records) that the host posts into the driver.
+
+use perf_event::Sampler;
+use perf_event::data::Record as PerfRecord;
+
+/// `PERF_RECORD_MISC_CPUMODE_MASK` and its user value.
+const MISC_CPUMODE_MASK: u16 = 0x7;
+const MISC_USER: u16 = 2;
+/// `PERF_RECORD_MISC_COMM_EXEC`: the COMM record comes from an exec.
+const MISC_COMM_EXEC: u16 = 0x2000;
+/// perf marks callchain contexts with values from `-4095` up (`PERF_CONTEXT_MAX`).
+const CONTEXT_MARKER_MIN: u64 = (-4095i64) as u64;
+/// `PERF_CONTEXT_USER`.
+const CONTEXT_USER: u64 = (-512i64) as u64;
+
+/// One sampling ring and the PMC whose samples it holds.
+pub(crate) struct Ring {
+    pub(crate) meta: RingMeta,
+    pub(crate) sampler: Sampler,
+    /// Events of the target's other threads on the same CPU, writing into this ring
+    /// (PERF_EVENT_IOC_SET_OUTPUT): one ring per CPU however many threads the target has.
+    pub(crate) sharing: Vec<perf_event::Counter>,
+}
+
+/// What the drain needs to know of a ring's PMC.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RingMeta {
+    /// The driver's token for the PMC.
+    pub(crate) token: u64,
+    /// The deepest callchain to log (`kern.hwpmc.callchaindepth`); 1 without PMC_F_CALLCHAIN.
+    pub(crate) depth: usize,
+    /// Whether kernel-mode samples get the user stack appended (PMC_F_USERCALLCHAIN).
+    pub(crate) user_callchain: bool,
+}
+
+impl Ring {
+    /// Enables or disables the ring's events.
+    pub(crate) fn enable(&mut self, enable: bool) -> std::io::Result<()> {
+        if enable {
+            self.sampler.enable()?
+        } else {
+            self.sampler.disable()?
+        }
+        for event in &mut self.sharing {
+            if enable { event.enable()? } else { event.disable()? }
+        }
+        Ok(())
+    }
+
+    /// Appends the events of every record the ring holds to `out`, with their times.
+    pub(crate) fn read_into(&mut self, out: &mut Vec<(u64, Event)>) {
+        let meta = self.meta;
+        while let Some(raw) = self.sampler.next_record() {
+            let Ok(record) = raw.parse_record() else { continue };
+            let time = record_time(&record, &raw.to_contiguous());
+            if let Some(event) = event_of(meta, raw.misc(), &record) {
+                out.push((time, event));
+            }
+        }
+    }
+}
+
+/// What one perf record says, for the driver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// A sample of the PMC `token`: the sampled PC, then the callchain.
+    Sample { token: u64, cpu: u32, pid: i32, tid: i32, user: bool, pcs: Vec<u64> },
+    /// An executable file mapping at its load base.
+    Map { pid: i32, start: u64, path: Vec<u8> },
+    /// A process executed a program.
+    Exec { pid: i32 },
+    /// A process forked a child.
+    Fork { parent: i32, child: i32 },
+    /// A process created a thread.
+    Thread { pid: i32, tid: i32 },
+    /// A process ended.
+    ProcessExit { pid: i32 },
+    /// A thread ended.
+    ThreadExit { pid: i32, tid: i32 },
+    /// Samples of the PMC `token` perf lost (its ring was full).
+    Lost { token: u64, count: u64 },
+}
+
+impl Event {
+    /// Whether the event is a side-band record every sampling PMC's rings carry (so the rings
+    /// of two PMCs hold it twice).
+    pub(crate) fn is_side_band(&self) -> bool {
+        !matches!(self, Event::Sample { .. } | Event::Lost { .. })
+    }
+}
+
+/// The event of one perf record of `ring` (with header flags `misc`), if it says anything.
+fn event_of(ring: RingMeta, misc: u16, record: &PerfRecord<'_>) -> Option<Event> {
+    Some(match record {
+        PerfRecord::Sample(s) => {
+            let user = misc & MISC_CPUMODE_MASK == MISC_USER;
+            let mut pcs = Vec::new();
+            match s.callchain() {
+                Some(chain) => callchain_pcs(chain, user, ring.user_callchain, &mut pcs),
+                None => pcs.extend(s.ip()),
+            }
+            if pcs.is_empty() {
+                pcs.extend(s.ip());
+            }
+            pcs.truncate(ring.depth.max(1));
+            Event::Sample {
+                token: ring.token,
+                cpu: s.cpu().unwrap_or(0),
+                pid: s.pid().unwrap_or(0) as i32,
+                tid: s.tid().unwrap_or(0) as i32,
+                user,
+                pcs,
+            }
+        }
+        PerfRecord::Mmap(m) => map_event(m.pid, m.addr, m.pgoff, &m.filename)?,
+        PerfRecord::Mmap2(m) => map_event(m.pid, m.addr, m.pgoff, &m.filename)?,
+        PerfRecord::Comm(c) if misc & MISC_COMM_EXEC != 0 && c.pid == c.tid => {
+            Event::Exec { pid: c.pid as i32 }
+        }
+        PerfRecord::Fork(f) if f.pid != f.ppid => {
+            Event::Fork { parent: f.ppid as i32, child: f.pid as i32 }
+        }
+        PerfRecord::Fork(f) => Event::Thread { pid: f.pid as i32, tid: f.tid as i32 },
+        PerfRecord::Exit(e) if e.pid == e.tid => Event::ProcessExit { pid: e.pid as i32 },
+        PerfRecord::Exit(e) => Event::ThreadExit { pid: e.pid as i32, tid: e.tid as i32 },
+        PerfRecord::Lost(l) => Event::Lost { token: ring.token, count: l.lost },
+        PerfRecord::LostSamples(l) => Event::Lost { token: ring.token, count: l.lost },
+        _ => return None,
+    })
+}
+
+/// The event of an executable file mapping (none for anonymous and special mappings).
+fn map_event(pid: u32, addr: u64, pgoff: u64, filename: &[u8]) -> Option<Event> {
+    let path = c_string(filename);
+    path.starts_with(b"/").then(|| Event::Map {
+        pid: pid as i32,
+        start: addr.wrapping_sub(pgoff),
+        path: path.to_vec(),
+    })
+}
+
+/// When a perf record happened: a sample's time, else the time of its `sample_id_all` trailer
+/// (`{pid, tid}`, `time`, `{cpu, res}` for the sample type the samplers use: time is the
+/// second-to-last word).
+fn record_time(record: &PerfRecord<'_>, bytes: &[u8]) -> u64 {
+    match record {
+        PerfRecord::Sample(s) => s.time().unwrap_or(0),
+        PerfRecord::Fork(f) => f.time,
+        PerfRecord::Exit(e) => e.time,
+        _ => bytes
+            .len()
+            .checked_sub(16)
+            .and_then(|at| bytes.get(at..at + 8))
+            .and_then(|w| w.try_into().ok())
+            .map_or(0, u64::from_le_bytes),
+    }
+}
+
+/// The bytes of a NUL-padded perf string up to its first NUL (perf-event-data leaves the padding,
+/// and with `sample_id_all` the sample id fields, in the name).
+fn c_string(bytes: &[u8]) -> &[u8] {
+    &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]
+}
+
+/// The program counters of a perf callchain, without perf's context markers: the user frames
+/// of a user-mode sample; the kernel frames of a kernel-mode one, followed by the user frames
+/// when `append_user` (PMC_F_USERCALLCHAIN).
+fn callchain_pcs(chain: &[u64], user: bool, append_user: bool, pcs: &mut Vec<u64>) {
+    let user_start = chain.iter().position(|&pc| pc == CONTEXT_USER);
+    let frames = |part: &[u64]| {
+        part.iter().copied().filter(|&pc| pc < CONTEXT_MARKER_MIN).collect::<Vec<_>>()
+    };
+    match (user, user_start) {
+        (true, Some(at)) => pcs.extend(frames(&chain[at..])),
+        (true, None) => pcs.extend(frames(chain)),
+        (false, at) => {
+            let kernel_end = at.unwrap_or(chain.len());
+            pcs.extend(frames(&chain[..kernel_end]));
+            if append_user {
+                pcs.extend(frames(&chain[kernel_end..]));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KERNEL: u64 = (-128i64) as u64;
+
+    #[test]
+    fn user_samples_keep_only_user_frames_without_markers() {
+        let chain = [KERNEL, 0xffff_ffff_8100_0000, CONTEXT_USER, 0x401000, 0x401100];
+        let mut pcs = Vec::new();
+        callchain_pcs(&chain, true, false, &mut pcs);
+        assert_eq!(pcs, [0x401000, 0x401100]);
+    }
+
+    #[test]
+    fn kernel_samples_append_the_user_stack_only_when_asked() {
+        let chain = [KERNEL, 0xffff_ffff_8100_0000, CONTEXT_USER, 0x401000];
+        let mut pcs = Vec::new();
+        callchain_pcs(&chain, false, false, &mut pcs);
+        assert_eq!(pcs, [0xffff_ffff_8100_0000]);
+        pcs.clear();
+        callchain_pcs(&chain, false, true, &mut pcs);
+        assert_eq!(pcs, [0xffff_ffff_8100_0000, 0x401000]);
+    }
+}
