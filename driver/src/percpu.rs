@@ -14,9 +14,11 @@
 //! overflow interrupt folds and reloads it, so between two folds it moves less than `2^width`
 //! and folding `(now − last) mod 2^width` is exact: counts stay exact forever.
 
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 
-use crate::class::HwConfig;
+use crate::class::{Layout, RowCounter};
 use crate::kernel::{Pid, Tid};
 use crate::pmu::IntelPmu;
 use crate::sample::{PendingTable, SampleRing};
@@ -42,6 +44,31 @@ impl PmcHandle {
     }
 }
 
+/// How a loaded PMC samples, as its slot keeps it (one word, stored at once when loading).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct SampleFlags(u8);
+
+impl SampleFlags {
+    /// The PMC samples (an overflow is a sample, not only a wrap).
+    pub(crate) const SAMPLING: u8 = 1;
+    /// Its samples carry callchains.
+    pub(crate) const CALLCHAIN: u8 = 2;
+    /// Its kernel-mode samples of user threads get the user stack too (PMC_F_USERCALLCHAIN).
+    pub(crate) const USER_STACK: u8 = 4;
+
+    pub(crate) const fn new(sampling: bool, callchain: bool, user_stack: bool) -> Self {
+        SampleFlags(
+            if sampling { Self::SAMPLING } else { 0 }
+                | if callchain { Self::CALLCHAIN } else { 0 }
+                | if user_stack { Self::USER_STACK } else { 0 },
+        )
+    }
+
+    const fn contains(self, flag: u8) -> bool {
+        self.0 & flag != 0
+    }
+}
+
 /// One row of one CPU.
 #[derive(Debug, Default)]
 pub(crate) struct Slot {
@@ -58,15 +85,10 @@ pub(crate) struct Slot {
     start: AtomicU64,
     /// The counter's width mask (fixed for the row).
     mask: AtomicU64,
-    /// How the PMC is programmed (`HwConfig::encode`), for unloading it without looking it up.
-    config: AtomicU64,
-    /// Whether the PMC samples (an overflow is a sample, not only a wrap).
-    sampling: AtomicBool,
-    /// Whether its samples carry callchains.
-    callchain: AtomicBool,
-    /// Whether its kernel-mode samples of user threads get the user stack too
-    /// (PMC_F_USERCALLCHAIN).
-    user_stack: AtomicBool,
+    /// The counter behind the row on this CPU (fixed for the row).
+    counter: RowCounter,
+    /// How the PMC in the slot samples.
+    sample_flags: AtomicU8,
     /// Samples of this slot's PMC lost to a full ring.
     dropped: AtomicU64,
     /// The counter of a SOFT row.
@@ -96,38 +118,39 @@ impl Slot {
     /// Claims the slot for `handle` (the counter is stopped); `start` is the reload value after
     /// an overflow and `load` the value the counter was (or is about to be) written with.
     /// (`pending` is already 0: unloading takes it.)
+    #[inline]
     pub(crate) fn claim(
         &self,
         handle: PmcHandle,
         pid: Pid,
         (start, load): (u64, u64),
-        (sampling, callchain, user_stack): (bool, bool, bool),
-        config: HwConfig,
+        sample_flags: SampleFlags,
     ) {
         self.start.store(start, Ordering::Relaxed);
-        self.sampling.store(sampling, Ordering::Relaxed);
-        self.callchain.store(callchain, Ordering::Relaxed);
-        self.user_stack.store(user_stack, Ordering::Relaxed);
+        self.sample_flags.store(sample_flags.0, Ordering::Relaxed);
         self.last.store(load, Ordering::Relaxed);
-        self.config.store(config.encode(), Ordering::Relaxed);
         self.pid.store(pid, Ordering::Relaxed);
         self.handle.store(handle.raw(), Ordering::Release);
     }
 
+    fn sample_flags(&self) -> SampleFlags {
+        SampleFlags(self.sample_flags.load(Ordering::Relaxed))
+    }
+
     /// Whether the PMC in the slot samples.
     pub(crate) fn is_sampling(&self) -> bool {
-        self.sampling.load(Ordering::Relaxed)
+        self.sample_flags().contains(SampleFlags::SAMPLING)
     }
 
     /// Whether the PMC in the slot records callchains.
     pub(crate) fn records_callchains(&self) -> bool {
-        self.callchain.load(Ordering::Relaxed)
+        self.sample_flags().contains(SampleFlags::CALLCHAIN)
     }
 
     /// Whether the PMC in the slot appends the user stack to kernel-mode samples of user
     /// threads (PMC_F_USERCALLCHAIN).
     pub(crate) fn appends_user_stack(&self) -> bool {
-        self.user_stack.load(Ordering::Relaxed)
+        self.sample_flags().contains(SampleFlags::USER_STACK)
     }
 
     /// Counts a sample lost to a full ring (interrupt path).
@@ -140,9 +163,9 @@ impl Slot {
         self.dropped.swap(0, Ordering::Relaxed)
     }
 
-    /// How the PMC in the slot is programmed.
-    pub(crate) fn config(&self) -> HwConfig {
-        HwConfig::decode(self.config.load(Ordering::Relaxed))
+    /// The counter behind the slot's row.
+    pub(crate) fn counter(&self) -> RowCounter {
+        self.counter
     }
 
     /// Lets the interrupt path see the slot (after the counter is programmed, before enabling).
@@ -221,28 +244,6 @@ impl Slot {
     }
 }
 
-/// The iterator of [`PerCpu::loaded_rows`].
-pub(crate) struct LoadedRows<'a> {
-    words: &'a [AtomicU64],
-    word: usize,
-    bits: u64,
-}
-
-impl Iterator for LoadedRows<'_> {
-    type Item = u32;
-
-    #[inline]
-    fn next(&mut self) -> Option<u32> {
-        while self.bits == 0 {
-            self.word += 1;
-            self.bits = self.words.get(self.word)?.load(Ordering::Relaxed);
-        }
-        let bit = self.bits.trailing_zeros();
-        self.bits &= self.bits - 1;
-        Some(self.word as u32 * 64 + bit)
-    }
-}
-
 /// User-mode samples a CPU holds while their threads return to user mode (a thread returns
 /// right after the interrupt, so a few are plenty; when they run out, samples go to the ring
 /// with the sampled PC alone).
@@ -264,12 +265,11 @@ pub(crate) struct PerCpu {
     pub(crate) fixed_ctrl: AtomicU64,
     /// IA32_DEBUGCTL as found at load, restored at unload.
     pub(crate) saved_debugctl: AtomicU64,
-    /// Bit `row` set while the slot of `row` holds a PMC, so the hooks visit only those.
-    loaded: [AtomicU64; MAX_ROWS / 64],
-    /// How many words of `loaded` the rows use.
-    loaded_words: usize,
-    /// How many slots hold a PMC.
-    loaded_count: AtomicU32,
+    /// The rows loaded for the thread running here (by its switch-in, or by a PMC started
+    /// while it runs), the first `current_len` entries: what its switch-out unloads. (One
+    /// entry per slot at most: a row is listed only while its slot holds a PMC.)
+    current_rows: alloc::boxed::Box<[AtomicU32]>,
+    current_len: AtomicUsize,
     /// Whether user-mode RDPMC is allowed here (for the process running now).
     pub(crate) user_rdpmc: AtomicBool,
     /// The hardware counters loaded here for the process running now (GLOBAL_CTRL layout), so
@@ -290,31 +290,31 @@ pub(crate) struct PerCpu {
 }
 
 impl PerCpu {
-    /// A CPU whose rows have counters of these width masks, with a sample ring.
+    /// A CPU with `pmu` and the rows of `layout`, with a sample ring.
     pub(crate) fn new(
-        row_masks: &[u64],
+        layout: &Layout,
         pmu: Option<IntelPmu>,
         ring: SampleRing,
         depth: usize,
     ) -> Self {
-        let slots = row_masks
-            .iter()
-            .map(|&mask| Slot {
+        let slots: alloc::boxed::Box<[Slot]> = (0..)
+            .zip(layout.row_masks())
+            .map(|(row, mask)| Slot {
                 pid: AtomicI32::new(-1),
                 mask: AtomicU64::new(mask),
+                counter: RowCounter::of(layout, row, pmu.as_ref()),
                 ..Slot::default()
             })
-            .collect::<alloc::vec::Vec<_>>()
-            .into_boxed_slice();
+            .collect();
+        let current_rows = slots.iter().map(|_| AtomicU32::new(0)).collect();
         PerCpu {
             slots,
             pmu,
             global_ctrl: AtomicU64::new(0),
             fixed_ctrl: AtomicU64::new(0),
             saved_debugctl: AtomicU64::new(0),
-            loaded: Default::default(),
-            loaded_words: row_masks.len().div_ceil(64),
-            loaded_count: AtomicU32::new(0),
+            current_rows,
+            current_len: AtomicUsize::new(0),
             user_rdpmc: AtomicBool::new(false),
             current_counters: AtomicU64::new(0),
             ring,
@@ -326,28 +326,32 @@ impl PerCpu {
         }
     }
 
-    /// Records that the slot of `row` holds a PMC (or no longer does).
-    pub(crate) fn mark_loaded(&self, row: u32, loaded: bool) {
-        let Some(word) = self.loaded.get(row as usize / 64) else { return };
-        let bit = 1u64 << (row % 64);
-        if loaded {
-            if word.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
-                self.loaded_count.fetch_add(1, Ordering::Relaxed);
-            }
-        } else if word.fetch_and(!bit, Ordering::Relaxed) & bit != 0 {
-            self.loaded_count.fetch_sub(1, Ordering::Relaxed);
+    /// Records that the slot of `row` was loaded for the thread running here.
+    #[inline]
+    pub(crate) fn add_current_row(&self, row: u32) {
+        let len = self.current_len.load(Ordering::Relaxed);
+        if let Some(entry) = self.current_rows.get(len) {
+            entry.store(row, Ordering::Relaxed);
+            self.current_len.store(len + 1, Ordering::Relaxed);
         }
     }
 
-    /// How many slots hold a PMC.
-    pub(crate) fn loaded_count(&self) -> u32 {
-        self.loaded_count.load(Ordering::Relaxed)
+    /// Records that the slot of `row` no longer holds a PMC of the thread running here.
+    pub(crate) fn remove_current_row(&self, row: u32) {
+        let len = self.current_len.load(Ordering::Relaxed);
+        let rows = self.current_rows.get(..len).unwrap_or_default();
+        if let Some(index) = rows.iter().position(|r| r.load(Ordering::Relaxed) == row) {
+            rows[index].store(rows[len - 1].load(Ordering::Relaxed), Ordering::Relaxed);
+            self.current_len.store(len - 1, Ordering::Relaxed);
+        }
     }
 
-    /// The rows whose slots hold a PMC (as they were when the iteration reached their word).
-    pub(crate) fn loaded_rows(&self) -> LoadedRows<'_> {
-        let words = &self.loaded[..self.loaded_words];
-        LoadedRows { words, word: 0, bits: words.first().map_or(0, |w| w.load(Ordering::Relaxed)) }
+    /// Takes the rows loaded for the thread running here (the list is empty afterwards).
+    #[inline]
+    pub(crate) fn take_current_rows(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
+        let len = self.current_len.swap(0, Ordering::Relaxed);
+        let rows = self.current_rows.get(..len).unwrap_or_default();
+        rows.iter().map(|r| r.load(Ordering::Relaxed))
     }
 
     pub(crate) fn set_current(&self, pid: Pid, tid: Tid) {

@@ -10,7 +10,7 @@ use crate::abi::{Caps, Mode, PmcFlags, PmcId, State};
 use crate::class::HwConfig;
 use crate::errno::Errno;
 use crate::kernel::{Cpu, Pid};
-use crate::percpu::PmcHandle;
+use crate::percpu::{PmcHandle, SampleFlags};
 
 /// One allocated PMC.
 #[derive(Debug, Clone)]
@@ -91,9 +91,9 @@ pub(crate) struct Target {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LoadSpec {
     pub(crate) row: u32,
-    pub(crate) class_row: u32,
     pub(crate) handle: PmcHandle,
-    pub(crate) config: HwConfig,
+    /// The PMC's configuration as loading writes it ([`HwConfig::armed`]).
+    pub(crate) armed: HwConfig,
     /// The value the counter is reloaded with after an overflow.
     pub(crate) start: u64,
     /// The value the counter is loaded with at switch-in: `start`, or for a sampling PMC where
@@ -102,27 +102,24 @@ pub(crate) struct LoadSpec {
     pub(crate) resume: u64,
     /// Whether the owner may read the counter with RDPMC.
     pub(crate) user_rdpmc: bool,
-    /// Whether the PMC samples.
-    pub(crate) sampling: bool,
-    /// Whether its samples carry callchains.
-    pub(crate) callchain: bool,
-    /// Whether its kernel-mode samples get the user stack appended (PMC_F_USERCALLCHAIN).
-    pub(crate) user_callchain: bool,
+    /// How the PMC samples.
+    pub(crate) sample_flags: SampleFlags,
 }
 
 impl LoadSpec {
     pub(crate) fn of(handle: PmcHandle, pmc: &Pmc) -> Self {
         LoadSpec {
             row: pmc.row,
-            class_row: pmc.class_row,
             handle,
-            config: pmc.config,
+            armed: pmc.config.armed(),
             start: pmc.start,
             resume: pmc.start,
             user_rdpmc: pmc.msr_granted,
-            sampling: pmc.mode().is_sampling(),
-            callchain: pmc.flags.contains(PmcFlags::CALLCHAIN),
-            user_callchain: pmc.flags.contains(PmcFlags::USERCALLCHAIN),
+            sample_flags: SampleFlags::new(
+                pmc.mode().is_sampling(),
+                pmc.flags.contains(PmcFlags::CALLCHAIN),
+                pmc.flags.contains(PmcFlags::USERCALLCHAIN),
+            ),
         }
     }
 }
