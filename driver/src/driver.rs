@@ -211,7 +211,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Programs the PMC `spec` describes in `slot`, its row of the current CPU, for target
     /// `pid` (-1 for a system PMC), and returns the hardware counter to start with
-    /// [`Self::enable_counters`].
+    /// [`class::enable`].
     #[inline]
     pub(crate) fn program_pmc(
         &self,
@@ -242,11 +242,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         pmc.width_mask.wrapping_sub(period).wrapping_add(1) & pmc.width_mask
     }
 
-    /// Starts `counters` on the current CPU `cpu`, all at once.
-    pub(crate) fn enable_counters(&self, cpu: Cpu, counters: CounterSet) {
-        class::enable(&self.hw, &self.cpus[cpu as usize], counters);
-    }
-
     /// Programs and starts `pmc` on the current CPU `cpu` for target `pid` (-1 for a system
     /// PMC).
     pub(crate) fn load_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc, pid: Pid) {
@@ -257,7 +252,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             state.current_counters.fetch_or(counters.bits(), Ordering::Relaxed);
             state.add_current_row(pmc.row);
         }
-        self.enable_counters(cpu, counters);
+        class::enable(&self.hw, state, counters);
     }
 
     /// Stops and unloads `handle` from row `row` of the current CPU `cpu`; returns the target it

@@ -48,7 +48,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
         }
         state.current_counters.store(counters.bits(), Ordering::Relaxed);
-        self.enable_counters(cpu, counters);
+        class::enable(&self.hw, state, counters);
         if rdpmc {
             state.user_rdpmc.store(true, Ordering::Relaxed);
             self.kernel.set_user_rdpmc(true);

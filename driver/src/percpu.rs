@@ -3,7 +3,7 @@
 //! A slot is touched only on its own CPU: by the context-switch hooks, by closures the driver runs
 //! there with [`Kernel::run_on_cpu`](crate::Kernel::run_on_cpu), and by the interrupt handler.
 //! The interrupt can arrive at any instruction of the others (an NMI cannot be masked), so every
-//! field is an atomic and the protocol is:
+//! field that changes is an atomic (a slot's row counter is fixed at load) and the protocol is:
 //!
 //! * load: program the hardware (counter stopped), fill `start`/`last`/`pending`, store `handle`,
 //!   then `running.store(true, Release)`, then enable the counter;
@@ -13,6 +13,9 @@
 //! A hardware counter is loaded at `2^width − period` with `period ≤ 2^(width − 1)`, and the
 //! overflow interrupt folds and reloads it, so between two folds it moves less than `2^width`
 //! and folding `(now − last) mod 2^width` is exact: counts stay exact forever.
+//!
+//! The small accessors are `#[inline]`: the hooks, generic over the kernel and the hardware, are
+//! compiled in the embedding crate, and a call per accessor cost a third of a context switch.
 
 use core::sync::atomic::{
     AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering,
@@ -29,16 +32,20 @@ use crate::sample::{PendingTable, SampleRing};
 pub(crate) struct PmcHandle(u64);
 
 impl PmcHandle {
+    #[inline]
     pub(crate) fn new(index: usize, generation: u32) -> Self {
         PmcHandle(u64::from(generation) << 32 | (index as u64 + 1))
     }
+    #[inline]
     pub(crate) fn index(self) -> usize {
         (self.0 as u32 as usize).wrapping_sub(1)
     }
     /// The raw value (what samples carry).
+    #[inline]
     pub(crate) fn raw(self) -> u64 {
         self.0
     }
+    #[inline]
     pub(crate) fn from_raw(raw: u64) -> Option<Self> {
         (raw != 0).then_some(PmcHandle(raw))
     }
@@ -64,6 +71,7 @@ impl SampleFlags {
         )
     }
 
+    #[inline]
     const fn contains(self, flag: u8) -> bool {
         self.0 & flag != 0
     }
@@ -99,18 +107,22 @@ pub(crate) struct Slot {
 
 impl Slot {
     /// The raw value of the handle in the slot (0 if none), for a sample's header.
+    #[inline]
     pub(crate) fn raw_handle(&self) -> u64 {
         self.handle.load(Ordering::Relaxed)
     }
 
+    #[inline]
     pub(crate) fn handle(&self) -> Option<PmcHandle> {
         PmcHandle::from_raw(self.handle.load(Ordering::Acquire))
     }
 
+    #[inline]
     pub(crate) fn pid(&self) -> Pid {
         self.pid.load(Ordering::Relaxed)
     }
 
+    #[inline]
     pub(crate) fn is_running(&self) -> bool {
         self.running.load(Ordering::Acquire)
     }
@@ -133,52 +145,62 @@ impl Slot {
         self.handle.store(handle.raw(), Ordering::Release);
     }
 
+    #[inline]
     fn sample_flags(&self) -> SampleFlags {
         SampleFlags(self.sample_flags.load(Ordering::Relaxed))
     }
 
     /// Whether the PMC in the slot samples.
+    #[inline]
     pub(crate) fn is_sampling(&self) -> bool {
         self.sample_flags().contains(SampleFlags::SAMPLING)
     }
 
     /// Whether the PMC in the slot records callchains.
+    #[inline]
     pub(crate) fn records_callchains(&self) -> bool {
         self.sample_flags().contains(SampleFlags::CALLCHAIN)
     }
 
     /// Whether the PMC in the slot appends the user stack to kernel-mode samples of user
     /// threads (PMC_F_USERCALLCHAIN).
+    #[inline]
     pub(crate) fn appends_user_stack(&self) -> bool {
         self.sample_flags().contains(SampleFlags::USER_STACK)
     }
 
     /// Counts a sample lost to a full ring (interrupt path).
+    #[inline]
     pub(crate) fn count_drop(&self) {
         self.dropped.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Takes the count of lost samples.
+    #[inline]
     pub(crate) fn take_drops(&self) -> u64 {
         self.dropped.swap(0, Ordering::Relaxed)
     }
 
     /// The counter behind the slot's row.
+    #[inline]
     pub(crate) fn counter(&self) -> RowCounter {
         self.counter
     }
 
     /// Lets the interrupt path see the slot (after the counter is programmed, before enabling).
+    #[inline]
     pub(crate) fn publish(&self) {
         self.running.store(true, Ordering::Release);
     }
 
     /// Hides the slot from the interrupt path (before the counter is disabled).
+    #[inline]
     pub(crate) fn unpublish(&self) {
         self.running.store(false, Ordering::Release);
     }
 
     /// Empties the slot (already hidden from the interrupt path).
+    #[inline]
     pub(crate) fn release(&self) {
         self.handle.store(0, Ordering::Release);
     }
@@ -186,6 +208,7 @@ impl Slot {
     /// Moves the events counted since the last fold into `pending`; `now` is the counter's
     /// value (bits above its width are ignored). Exact while the counter moved less than
     /// 2^width since the last fold, which the reload at every overflow guarantees.
+    #[inline]
     pub(crate) fn fold(&self, now: u64) {
         let mask = self.mask.load(Ordering::Relaxed);
         let last = self.last.swap(now & mask, Ordering::Relaxed);
@@ -193,6 +216,7 @@ impl Slot {
     }
 
     /// Folds the final value `now` and takes everything counted since the slot was claimed.
+    #[inline]
     pub(crate) fn fold_all(&self, now: u64) -> u64 {
         let mask = self.mask.load(Ordering::Relaxed);
         let last = self.last.swap(now & mask, Ordering::Relaxed);
@@ -203,6 +227,7 @@ impl Slot {
     /// `now` at switch-out: `now` while it is still on its way from the reload value to the
     /// overflow, else (it overflowed and the PMI was not taken) the reload value — never a value
     /// that would make a huge first period.
+    #[inline]
     pub(crate) fn resume_value(&self, now: u64) -> u64 {
         let start = self.start();
         let now = now & self.mask();
@@ -211,34 +236,41 @@ impl Slot {
 
     /// Whether a hardware counter overflowed: loaded at 2^width − period (period at most
     /// 2^(width − 1)), its top bit is set until it wraps.
+    #[inline]
     pub(crate) fn overflowed(&self, now: u64) -> bool {
         let mask = self.mask.load(Ordering::Relaxed);
         now & ((mask >> 1) + 1) == 0
     }
 
     /// The counter's width mask.
+    #[inline]
     pub(crate) fn mask(&self) -> u64 {
         self.mask.load(Ordering::Relaxed)
     }
 
     /// The reload value of a sampling PMC.
+    #[inline]
     pub(crate) fn start(&self) -> u64 {
         self.start.load(Ordering::Relaxed)
     }
 
     /// Records that the counter was rewritten with its reload value.
+    #[inline]
     pub(crate) fn reloaded(&self) {
         self.last.store(self.start.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
+    #[inline]
     pub(crate) fn soft_counter(&self) -> &AtomicU64 {
         &self.soft_counter
     }
 
+    #[inline]
     pub(crate) fn soft_event(&self) -> u32 {
         self.soft_event.load(Ordering::Relaxed)
     }
 
+    #[inline]
     pub(crate) fn set_soft_event(&self, event: u32) {
         self.soft_event.store(event, Ordering::Relaxed);
     }
@@ -354,15 +386,18 @@ impl PerCpu {
         rows.iter().map(|r| r.load(Ordering::Relaxed))
     }
 
+    #[inline]
     pub(crate) fn set_current(&self, pid: Pid, tid: Tid) {
         self.current_pid.store(pid, Ordering::Relaxed);
         self.current_tid.store(tid, Ordering::Relaxed);
     }
 
+    #[inline]
     pub(crate) fn current_pid(&self) -> Pid {
         self.current_pid.load(Ordering::Relaxed)
     }
 
+    #[inline]
     pub(crate) fn current_tid(&self) -> Tid {
         self.current_tid.load(Ordering::Relaxed)
     }

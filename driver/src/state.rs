@@ -46,6 +46,7 @@ pub(crate) struct Pmc {
 }
 
 impl Pmc {
+    #[inline]
     pub(crate) fn mode(&self) -> Mode {
         self.id.mode
     }
@@ -59,6 +60,7 @@ impl Pmc {
     /// Adds `delta` counted events to this PMC (`handle`) and, when it logs PROCEXIT records
     /// (the only use of per-process shares), to `target`'s share of it. Sampling PMCs count
     /// samples, not events, so they take nothing.
+    #[inline]
     pub(crate) fn credit(&mut self, handle: PmcHandle, target: Option<&mut Target>, delta: u64) {
         if self.mode().is_sampling() {
             return;
@@ -197,6 +199,7 @@ pub(crate) struct PmcTable {
 }
 
 impl PmcTable {
+    #[inline]
     pub(crate) fn get(&self, handle: PmcHandle) -> Option<&Pmc> {
         let entry = self.entries.get(handle.index())?;
         if PmcHandle::new(handle.index(), entry.generation) != handle {
@@ -205,6 +208,7 @@ impl PmcTable {
         entry.pmc.as_ref()
     }
 
+    #[inline]
     pub(crate) fn get_mut(&mut self, handle: PmcHandle) -> Option<&mut Pmc> {
         let entry = self.entries.get_mut(handle.index())?;
         if PmcHandle::new(handle.index(), entry.generation) != handle {
