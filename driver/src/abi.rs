@@ -124,14 +124,17 @@ abi_enum! {
 
 impl Mode {
     /// SS or SC: bound to one CPU, counting whatever runs there.
+    #[inline]
     pub const fn is_system(self) -> bool {
         matches!(self, Mode::SystemSampling | Mode::SystemCounting)
     }
     /// TS or TC: virtualised per process.
+    #[inline]
     pub const fn is_virtual(self) -> bool {
         !self.is_system()
     }
     /// SS or TS: interrupts and produces samples.
+    #[inline]
     pub const fn is_sampling(self) -> bool {
         matches!(self, Mode::SystemSampling | Mode::ThreadSampling)
     }

@@ -50,8 +50,6 @@ pub(crate) struct Layout {
     pub(crate) pmu: Option<IntelPmu>,
     /// The hardware counter behind each row (empty for SOFT and TSC rows).
     row_counters: Vec<CounterSet>,
-    /// Each row's index within its class.
-    class_rows: Vec<u32>,
     /// First row and row count of the IAP and IAF classes (0, 0 when absent).
     iap_rows: (u32, u32),
     iaf_rows: (u32, u32),
@@ -77,9 +75,7 @@ impl Layout {
             }
         }
         let mut row_counters = Vec::new();
-        let mut class_rows = Vec::new();
         for class in &classes {
-            class_rows.extend(0..class.rows);
             for index in 0..class.rows as u8 {
                 let counter = match class.class {
                     Class::Iap => CounterSet::EMPTY.with(Counter::Gp(index)),
@@ -96,7 +92,7 @@ impl Layout {
                 .map_or((0, 0), |c| (c.first_row, c.rows))
         };
         let (iap_rows, iaf_rows) = (rows_of(Class::Iap), rows_of(Class::Iaf));
-        Layout { classes, pmu: common, row_counters, class_rows, iap_rows, iaf_rows }
+        Layout { classes, pmu: common, row_counters, iap_rows, iaf_rows }
     }
 
     /// The row of a hardware counter, if the layout has it.
@@ -107,11 +103,6 @@ impl Layout {
             Counter::Fixed(i) => (self.iaf_rows, u32::from(i)),
         };
         (index < rows).then_some(first + index)
-    }
-
-    /// `row`'s index within its class.
-    pub(crate) fn class_row(&self, row: u32) -> u32 {
-        self.class_rows.get(row as usize).copied().unwrap_or(0)
     }
 
     /// The width mask of each row's counter.
@@ -174,77 +165,97 @@ pub(crate) enum HwConfig {
 }
 
 impl HwConfig {
-    /// The configuration as one word, so a slot can hold it in an atomic.
-    pub(crate) fn encode(self) -> u64 {
+    /// The configuration as loading writes it: enabled (EN), with an interrupt at overflow
+    /// (INT, PMI). Counting PMCs interrupt too: the handler folds and reloads at every
+    /// overflow. (PMI is valid in every fixed-counter field, so the field stays valid.)
+    pub(crate) fn armed(self) -> HwConfig {
         match self {
-            HwConfig::Tsc => 0,
-            HwConfig::Soft { event } => 1 << 60 | u64::from(event),
-            HwConfig::Iap { evtsel } => 2 << 60 | evtsel.bits() & 0xFFFF_FFFF,
-            HwConfig::Iaf { index, field } => {
-                3 << 60 | u64::from(index) << 8 | u64::from(field.bits())
-            }
-        }
-    }
-
-    /// The configuration [`HwConfig::encode`] gave this word for.
-    pub(crate) fn decode(word: u64) -> HwConfig {
-        match word >> 60 {
-            1 => HwConfig::Soft { event: word as u32 },
-            2 => HwConfig::Iap { evtsel: PerfEvtSel::from_built_bits(word & 0xFFFF_FFFF) },
-            3 => HwConfig::Iaf {
-                index: (word >> 8) as u8,
-                field: FixedCtrField::from_built_bits(word as u8),
+            HwConfig::Iap { evtsel } => HwConfig::Iap {
+                evtsel: evtsel.with(PerfEvtSel::INT, true).with(PerfEvtSel::EN, true),
             },
-            _ => HwConfig::Tsc,
+            HwConfig::Iaf { index, field } => HwConfig::Iaf {
+                index,
+                field: FixedCtrField::from_built_bits(field.bits() | FixedCtrField::PMI),
+            },
+            HwConfig::Soft { .. } | HwConfig::Tsc => self,
         }
     }
 }
 
-/// Programs `config` on row `row_in_class` of the current CPU with the counter at `start` and
-/// publishes the slot. A hardware counter does not count until [`enable`] starts it; the counter
-/// to pass there is returned. `interrupt` asks for a PMI on overflow.
+/// The counter behind a row on one CPU, fixed when the driver loads: what programming, reading
+/// and clearing the row there needs besides the PMC's configuration, ready to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum RowCounter {
+    /// A SOFT row: the slot's software counter.
+    Soft,
+    /// The TSC row.
+    Tsc,
+    /// GP counter `index`, written through `write_msr` (the full-width alias where this CPU
+    /// has one).
+    Gp { index: u8, write_msr: u32 },
+    /// Fixed counter `index`.
+    Fixed { index: u8 },
+    /// A hardware row this CPU has no counter for (it has no PMU).
+    #[default]
+    Absent,
+}
+
+impl RowCounter {
+    /// The counter behind `row` of `layout` on a CPU with `pmu`.
+    pub(crate) fn of(layout: &Layout, row: u32, pmu: Option<&IntelPmu>) -> RowCounter {
+        let Some(class) = layout.class_of_row(row) else { return RowCounter::Absent };
+        let index = (row - class.first_row) as u8;
+        match class.class {
+            Class::Soft => RowCounter::Soft,
+            Class::Tsc => RowCounter::Tsc,
+            Class::Iap => pmu.filter(|p| index < p.gp_counters).map_or(RowCounter::Absent, |p| {
+                RowCounter::Gp { index, write_msr: p.gp_write_msr(index) }
+            }),
+            Class::Iaf => pmu
+                .filter(|p| p.has_fixed(index) && p.has_global_ctrl())
+                .map_or(RowCounter::Absent, |_| RowCounter::Fixed { index }),
+            _ => RowCounter::Absent,
+        }
+    }
+}
+
+/// Programs `armed` (a [`HwConfig::armed`] configuration) on `slot`'s row of the current CPU
+/// with the counter at `start` and publishes the slot. A hardware counter does not count until
+/// [`enable`] starts it; the counter to pass there is returned. `start` is already within the
+/// width of every CPU's counters (it is below the class's width, the narrowest).
+#[inline]
 pub(crate) fn program(
     msrs: &(impl Msrs + ?Sized),
     cpu: &PerCpu,
     slot: &Slot,
-    row_in_class: u32,
-    config: HwConfig,
+    armed: HwConfig,
     start: u64,
-    interrupt: bool,
 ) -> CounterSet {
-    match config {
-        HwConfig::Soft { event } => {
+    match (armed, slot.counter()) {
+        (HwConfig::Soft { event }, _) => {
             slot.soft_counter().store(start, Ordering::Relaxed);
             slot.set_soft_event(event);
             slot.publish();
             CounterSet::EMPTY
         }
-        HwConfig::Tsc => {
+        (HwConfig::Tsc, _) => {
             slot.publish();
             CounterSet::EMPTY
         }
-        HwConfig::Iap { evtsel } => {
-            let Some(pmu) = cpu.pmu.as_ref() else { return CounterSet::EMPTY };
-            let index = row_in_class as u8;
-            msrs.write_msr(pmu.gp_write_msr(index), start & low_bits(u32::from(pmu.gp_width)));
+        (HwConfig::Iap { evtsel }, RowCounter::Gp { index, write_msr }) => {
+            msrs.write_msr(write_msr, start);
             slot.publish();
-            let sel = evtsel.with(PerfEvtSel::INT, interrupt).with(PerfEvtSel::EN, true);
-            msrs.write_msr(msr::IA32_PERFEVTSEL0 + row_in_class, sel.bits());
+            msrs.write_msr(msr::IA32_PERFEVTSEL0 + u32::from(index), evtsel.bits());
             CounterSet::EMPTY.with(Counter::Gp(index))
         }
-        HwConfig::Iaf { index, field } => {
-            let Some(pmu) = cpu.pmu.as_ref() else { return CounterSet::EMPTY };
-            msrs.write_msr(
-                msr::IA32_FIXED_CTR0 + u32::from(index),
-                start & low_bits(u32::from(pmu.fixed_width)),
-            );
+        (HwConfig::Iaf { index, field }, RowCounter::Fixed { .. }) => {
+            msrs.write_msr(msr::IA32_FIXED_CTR0 + u32::from(index), start);
             slot.publish();
-            let pmi = if interrupt { FixedCtrField::PMI } else { 0 };
-            let field =
-                FixedCtrField::new(field.bits() | pmi, pmu.fixed_field_valid()).unwrap_or(field);
-            set_fixed_field(cpu, pmu, index, field);
+            set_fixed_field(cpu, index, field);
             CounterSet::EMPTY.with(Counter::Fixed(index))
         }
+        // A row without its counter on this CPU.
+        (HwConfig::Iap { .. } | HwConfig::Iaf { .. }, _) => CounterSet::EMPTY,
     }
 }
 
@@ -280,20 +291,15 @@ pub(crate) fn disable(msrs: &(impl Msrs + ?Sized), cpu: &PerCpu, counters: Count
     msrs.write_msr(msr::IA32_PERF_GLOBAL_CTRL, GlobalCtrl::from_counters(enabled).bits());
 }
 
-/// Clears row `row_in_class`'s configuration on the current CPU (its slot already hidden from
-/// the interrupt path). A fixed counter's field changes only in the cached IA32_FIXED_CTR_CTRL
+/// Clears `counter`'s configuration on the current CPU (its slot already hidden from the
+/// interrupt path). A fixed counter's field changes only in the cached IA32_FIXED_CTR_CTRL
 /// image: [`write_fixed_ctrl`] writes it.
-pub(crate) fn unprogram(
-    msrs: &(impl Msrs + ?Sized),
-    cpu: &PerCpu,
-    row_in_class: u32,
-    config: HwConfig,
-) {
-    let Some(pmu) = cpu.pmu.as_ref() else { return };
-    match config {
-        HwConfig::Soft { .. } | HwConfig::Tsc => {}
-        HwConfig::Iap { .. } => msrs.write_msr(msr::IA32_PERFEVTSEL0 + row_in_class, 0),
-        HwConfig::Iaf { index, .. } => set_fixed_field(cpu, pmu, index, FixedCtrField::default()),
+#[inline]
+pub(crate) fn unprogram(msrs: &(impl Msrs + ?Sized), cpu: &PerCpu, counter: RowCounter) {
+    match counter {
+        RowCounter::Gp { index, .. } => msrs.write_msr(msr::IA32_PERFEVTSEL0 + u32::from(index), 0),
+        RowCounter::Fixed { index } => set_fixed_field(cpu, index, FixedCtrField::default()),
+        RowCounter::Soft | RowCounter::Tsc | RowCounter::Absent => {}
     }
 }
 
@@ -304,27 +310,16 @@ pub(crate) fn write_fixed_ctrl(msrs: &(impl Msrs + ?Sized), cpu: &PerCpu) {
     }
 }
 
-/// The counter value of row `row_in_class` on the current CPU (bits above the counter's width
-/// unspecified).
-pub(crate) fn read(
-    msrs: &(impl Msrs + ?Sized),
-    tsc: &dyn Fn() -> u64,
-    cpu: &PerCpu,
-    slot: &Slot,
-    row_in_class: u32,
-    config: HwConfig,
-) -> u64 {
-    match config {
-        HwConfig::Soft { .. } => slot.soft_counter().load(Ordering::Relaxed),
-        HwConfig::Tsc => tsc(),
-        // The caller masks the value to the counter's width when it folds it.
-        HwConfig::Iap { .. } if cpu.pmu.is_some() => {
-            msrs.read_pmc(Counter::Gp(row_in_class as u8).rdpmc_index())
-        }
-        HwConfig::Iaf { index, .. } if cpu.pmu.is_some() => {
-            msrs.read_pmc(Counter::Fixed(index).rdpmc_index())
-        }
-        HwConfig::Iap { .. } | HwConfig::Iaf { .. } => 0,
+/// The counter value of `slot`'s row on the current CPU (bits above the counter's width
+/// unspecified: the caller masks the value when it folds it).
+#[inline]
+pub(crate) fn read(msrs: &(impl Msrs + ?Sized), tsc: &dyn Fn() -> u64, slot: &Slot) -> u64 {
+    match slot.counter() {
+        RowCounter::Soft => slot.soft_counter().load(Ordering::Relaxed),
+        RowCounter::Tsc => tsc(),
+        RowCounter::Gp { index, .. } => msrs.read_pmc(Counter::Gp(index).rdpmc_index()),
+        RowCounter::Fixed { index } => msrs.read_pmc(Counter::Fixed(index).rdpmc_index()),
+        RowCounter::Absent => 0,
     }
 }
 
@@ -338,9 +333,10 @@ pub(crate) fn counter_of(config: HwConfig, row_in_class: u32) -> Option<Counter>
 }
 
 /// Updates counter `index`'s field in the cached IA32_FIXED_CTR_CTRL image (which only ever
-/// holds values built by [`FixedCtrCtrl`] for this CPU's PMU).
-fn set_fixed_field(cpu: &PerCpu, pmu: &IntelPmu, index: u8, field: FixedCtrField) {
+/// holds values built by [`FixedCtrCtrl`] for this CPU's PMU; `index` is a fixed counter of
+/// this CPU, see [`RowCounter::Fixed`]).
+#[inline]
+fn set_fixed_field(cpu: &PerCpu, index: u8, field: FixedCtrField) {
     let ctrl = FixedCtrCtrl::from_built_bits(cpu.fixed_ctrl.load(Ordering::Relaxed));
-    let Some(ctrl) = ctrl.with_field(index, pmu.fixed_mask, field) else { return };
-    cpu.fixed_ctrl.store(ctrl.bits(), Ordering::Relaxed);
+    cpu.fixed_ctrl.store(ctrl.with_known_field(index, field).bits(), Ordering::Relaxed);
 }

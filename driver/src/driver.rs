@@ -90,13 +90,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let layout = Layout::new(&active);
         let rows = layout.rows() as usize;
         debug_assert!(rows <= crate::percpu::MAX_ROWS);
-        let row_masks = layout.row_masks();
         let depth = tunables.callchain_depth as usize;
         let mut cpus = Vec::with_capacity(pmus.len());
         for pmu in &pmus {
             let ring = SampleRing::new(tunables.nsamples as usize, depth)
                 .map_err(|_| LoadError::BadSampleRingSize(tunables.nsamples))?;
-            cpus.push(PerCpu::new(&row_masks, *pmu, ring, depth));
+            cpus.push(PerCpu::new(&layout, *pmu, ring, depth));
         }
         let signature = CpuSignature::read(&hw.cpuid());
         let cpu_type = cpu_type_of(&signature, layout.pmu.is_some());
@@ -210,17 +209,19 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.cpus.get(cpu as usize)?.slots.get(row as usize)
     }
 
-    /// Programs the PMC `spec` describes on its row of the current CPU, for target `pid` (-1 for
-    /// a system PMC), and returns the hardware counter to start with [`Self::enable_counters`].
+    /// Programs the PMC `spec` describes in `slot`, its row of the current CPU, for target
+    /// `pid` (-1 for a system PMC), and returns the hardware counter to start with
+    /// [`class::enable`].
     #[inline]
-    pub(crate) fn program_pmc(&self, state: &PerCpu, spec: &LoadSpec, pid: Pid) -> CounterSet {
-        let Some(slot) = state.slots.get(spec.row as usize) else { return CounterSet::EMPTY };
-        let starts = (spec.start, spec.resume);
-        let chains = (spec.sampling, spec.callchain, spec.user_callchain);
-        slot.claim(spec.handle, pid, starts, chains, spec.config);
-        state.mark_loaded(spec.row, true);
-        // Counting PMCs interrupt too: the handler folds and reloads at every overflow.
-        class::program(&self.hw, state, slot, spec.class_row, spec.config, spec.resume, true)
+    pub(crate) fn program_pmc(
+        &self,
+        state: &PerCpu,
+        slot: &Slot,
+        spec: &LoadSpec,
+        pid: Pid,
+    ) -> CounterSet {
+        slot.claim(spec.handle, pid, (spec.start, spec.resume), spec.sample_flags);
+        class::program(&self.hw, state, slot, spec.armed, spec.resume)
     }
 
     /// The value `pmc`'s counter is loaded with. A hardware counter counts up from
@@ -241,20 +242,17 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         pmc.width_mask.wrapping_sub(period).wrapping_add(1) & pmc.width_mask
     }
 
-    /// Starts `counters` on the current CPU `cpu`, all at once.
-    pub(crate) fn enable_counters(&self, cpu: Cpu, counters: CounterSet) {
-        class::enable(&self.hw, &self.cpus[cpu as usize], counters);
-    }
-
     /// Programs and starts `pmc` on the current CPU `cpu` for target `pid` (-1 for a system
     /// PMC).
     pub(crate) fn load_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc, pid: Pid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
-        let counters = self.program_pmc(state, &LoadSpec::of(handle, pmc), pid);
+        let Some(slot) = state.slots.get(pmc.row as usize) else { return };
+        let counters = self.program_pmc(state, slot, &LoadSpec::of(handle, pmc), pid);
         if pid >= 0 && pid == state.current_pid() {
             state.current_counters.fetch_or(counters.bits(), Ordering::Relaxed);
+            state.add_current_row(pmc.row);
         }
-        self.enable_counters(cpu, counters);
+        class::enable(&self.hw, state, counters);
     }
 
     /// Stops and unloads `handle` from row `row` of the current CPU `cpu`; returns the target it
@@ -273,37 +271,30 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let counters = self.layout.counter_of_row(row);
         state.current_counters.fetch_and(!counters.bits(), Ordering::Relaxed);
+        state.remove_current_row(row);
         slot.unpublish();
         class::disable(&self.hw, state, counters);
         let pid = slot.pid();
-        let (delta, dropped, _) = self.finish_unload(state, slot, row);
+        let (delta, dropped, _) = self.finish_unload(state, slot);
         class::write_fixed_ctrl(&self.hw, state);
         Some((pid, delta, dropped))
     }
 
-    /// Unloads the PMC of row `row` whose counter is already stopped and whose slot is hidden
+    /// Unloads the PMC in `slot` whose counter is already stopped and whose slot is hidden
     /// from the interrupt path: clears the row, folds the final value, empties the slot, and
     /// returns the events counted, the samples lost and, for a sampling PMC, the value to resume
     /// it with (see [`Slot::resume_value`]). The caller writes IA32_FIXED_CTR_CTRL afterwards.
     // Inlined into the switch-out loop, its hottest caller (out of line it costs ~20
     // instructions per PMC per switch in calls and spills).
     #[inline(always)]
-    pub(crate) fn finish_unload(
-        &self,
-        state: &PerCpu,
-        slot: &Slot,
-        row: u32,
-    ) -> (u64, u64, Option<u64>) {
-        let config = slot.config();
-        let class_row = self.layout.class_row(row);
-        class::unprogram(&self.hw, state, class_row, config);
+    pub(crate) fn finish_unload(&self, state: &PerCpu, slot: &Slot) -> (u64, u64, Option<u64>) {
+        class::unprogram(&self.hw, state, slot.counter());
         let tsc = || self.hw.read_tsc();
-        let now = class::read(&self.hw, &tsc, state, slot, class_row, config);
+        let now = class::read(&self.hw, &tsc, slot);
         let delta = slot.fold_all(now);
         let dropped = slot.take_drops();
         let resume = slot.is_sampling().then(|| slot.resume_value(now));
         slot.release();
-        state.mark_loaded(row, false);
         (delta, dropped, resume)
     }
 
@@ -316,8 +307,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return None;
         }
         let tsc = || self.hw.read_tsc();
-        let class_row = self.layout.class_row(row);
-        let now = class::read(&self.hw, &tsc, state, slot, class_row, slot.config());
+        let now = class::read(&self.hw, &tsc, slot);
         Some((slot.pid(), slot.fold_all(now)))
     }
 

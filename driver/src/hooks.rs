@@ -40,14 +40,15 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let mut counters = CounterSet::EMPTY;
         let mut rdpmc = false;
         for spec in &target.running {
-            let free = state.slots.get(spec.row as usize).is_some_and(|s| s.handle().is_none());
-            if free {
-                counters = counters.union(self.program_pmc(state, spec, pid));
+            let Some(slot) = state.slots.get(spec.row as usize) else { continue };
+            if slot.handle().is_none() {
+                counters = counters.union(self.program_pmc(state, slot, spec, pid));
+                state.add_current_row(spec.row);
                 rdpmc |= spec.user_rdpmc;
             }
         }
         state.current_counters.store(counters.bits(), Ordering::Relaxed);
-        self.enable_counters(cpu, counters);
+        class::enable(&self.hw, state, counters);
         if rdpmc {
             state.user_rdpmc.store(true, Ordering::Relaxed);
             self.kernel.set_user_rdpmc(true);
@@ -67,16 +68,17 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let counters =
             CounterSet::from_built_bits(state.current_counters.swap(0, Ordering::Relaxed));
         class::disable(&self.hw, state, counters);
-        if state.loaded_count() == 0 {
+        let rows = state.take_current_rows();
+        if rows.len() == 0 {
             return;
         }
         let mut guard = self.core.lock();
         let Core { pmcs, targets, .. } = &mut *guard;
-        for row in state.loaded_rows() {
-            let slot = &state.slots[row as usize];
+        for row in rows {
+            let Some(slot) = state.slots.get(row as usize) else { continue };
             let Some(handle) = slot.handle().filter(|_| slot.pid() == pid) else { continue };
             slot.unpublish();
-            let (delta, dropped, resume) = self.finish_unload(state, slot, row);
+            let (delta, dropped, resume) = self.finish_unload(state, slot);
             if let Some(pmc) = pmcs.get_mut(handle) {
                 // Only PROCEXIT logging and sampling need the process's entry (and the lookup).
                 let mut target = if resume.is_some() || pmc.flags.contains(PmcFlags::LOG_PROCEXIT) {
@@ -595,8 +597,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     fn report_drops(&self, state: &PerCpu) {
         let mut core = self.core.lock();
         if state.slot_drops.swap(false, Ordering::Relaxed) {
-            for row in state.loaded_rows() {
-                let slot = &state.slots[row as usize];
+            for slot in state.slots.iter() {
                 let dropped = slot.take_drops();
                 let pmc = slot.handle().and_then(|h| core.pmc_mut(h)).filter(|_| dropped > 0);
                 if let Some(pmc) = pmc {

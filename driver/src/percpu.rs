@@ -3,7 +3,7 @@
 //! A slot is touched only on its own CPU: by the context-switch hooks, by closures the driver runs
 //! there with [`Kernel::run_on_cpu`](crate::Kernel::run_on_cpu), and by the interrupt handler.
 //! The interrupt can arrive at any instruction of the others (an NMI cannot be masked), so every
-//! field is an atomic and the protocol is:
+//! field that changes is an atomic (a slot's row counter is fixed at load) and the protocol is:
 //!
 //! * load: program the hardware (counter stopped), fill `start`/`last`/`pending`, store `handle`,
 //!   then `running.store(true, Release)`, then enable the counter;
@@ -13,10 +13,15 @@
 //! A hardware counter is loaded at `2^width − period` with `period ≤ 2^(width − 1)`, and the
 //! overflow interrupt folds and reloads it, so between two folds it moves less than `2^width`
 //! and folding `(now − last) mod 2^width` is exact: counts stay exact forever.
+//!
+//! The small accessors are `#[inline]`: the hooks, generic over the kernel and the hardware, are
+//! compiled in the embedding crate, and a call per accessor cost a third of a context switch.
 
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 
-use crate::class::HwConfig;
+use crate::class::{Layout, RowCounter};
 use crate::kernel::{Pid, Tid};
 use crate::pmu::IntelPmu;
 use crate::sample::{PendingTable, SampleRing};
@@ -27,18 +32,48 @@ use crate::sample::{PendingTable, SampleRing};
 pub(crate) struct PmcHandle(u64);
 
 impl PmcHandle {
+    #[inline]
     pub(crate) fn new(index: usize, generation: u32) -> Self {
         PmcHandle(u64::from(generation) << 32 | (index as u64 + 1))
     }
+    #[inline]
     pub(crate) fn index(self) -> usize {
         (self.0 as u32 as usize).wrapping_sub(1)
     }
     /// The raw value (what samples carry).
+    #[inline]
     pub(crate) fn raw(self) -> u64 {
         self.0
     }
+    #[inline]
     pub(crate) fn from_raw(raw: u64) -> Option<Self> {
         (raw != 0).then_some(PmcHandle(raw))
+    }
+}
+
+/// How a loaded PMC samples, as its slot keeps it (one word, stored at once when loading).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct SampleFlags(u8);
+
+impl SampleFlags {
+    /// The PMC samples (an overflow is a sample, not only a wrap).
+    pub(crate) const SAMPLING: u8 = 1;
+    /// Its samples carry callchains.
+    pub(crate) const CALLCHAIN: u8 = 2;
+    /// Its kernel-mode samples of user threads get the user stack too (PMC_F_USERCALLCHAIN).
+    pub(crate) const USER_STACK: u8 = 4;
+
+    pub(crate) const fn new(sampling: bool, callchain: bool, user_stack: bool) -> Self {
+        SampleFlags(
+            if sampling { Self::SAMPLING } else { 0 }
+                | if callchain { Self::CALLCHAIN } else { 0 }
+                | if user_stack { Self::USER_STACK } else { 0 },
+        )
+    }
+
+    #[inline]
+    const fn contains(self, flag: u8) -> bool {
+        self.0 & flag != 0
     }
 }
 
@@ -58,15 +93,10 @@ pub(crate) struct Slot {
     start: AtomicU64,
     /// The counter's width mask (fixed for the row).
     mask: AtomicU64,
-    /// How the PMC is programmed (`HwConfig::encode`), for unloading it without looking it up.
-    config: AtomicU64,
-    /// Whether the PMC samples (an overflow is a sample, not only a wrap).
-    sampling: AtomicBool,
-    /// Whether its samples carry callchains.
-    callchain: AtomicBool,
-    /// Whether its kernel-mode samples of user threads get the user stack too
-    /// (PMC_F_USERCALLCHAIN).
-    user_stack: AtomicBool,
+    /// The counter behind the row on this CPU (fixed for the row).
+    counter: RowCounter,
+    /// How the PMC in the slot samples.
+    sample_flags: AtomicU8,
     /// Samples of this slot's PMC lost to a full ring.
     dropped: AtomicU64,
     /// The counter of a SOFT row.
@@ -77,18 +107,22 @@ pub(crate) struct Slot {
 
 impl Slot {
     /// The raw value of the handle in the slot (0 if none), for a sample's header.
+    #[inline]
     pub(crate) fn raw_handle(&self) -> u64 {
         self.handle.load(Ordering::Relaxed)
     }
 
+    #[inline]
     pub(crate) fn handle(&self) -> Option<PmcHandle> {
         PmcHandle::from_raw(self.handle.load(Ordering::Acquire))
     }
 
+    #[inline]
     pub(crate) fn pid(&self) -> Pid {
         self.pid.load(Ordering::Relaxed)
     }
 
+    #[inline]
     pub(crate) fn is_running(&self) -> bool {
         self.running.load(Ordering::Acquire)
     }
@@ -96,66 +130,77 @@ impl Slot {
     /// Claims the slot for `handle` (the counter is stopped); `start` is the reload value after
     /// an overflow and `load` the value the counter was (or is about to be) written with.
     /// (`pending` is already 0: unloading takes it.)
+    #[inline]
     pub(crate) fn claim(
         &self,
         handle: PmcHandle,
         pid: Pid,
         (start, load): (u64, u64),
-        (sampling, callchain, user_stack): (bool, bool, bool),
-        config: HwConfig,
+        sample_flags: SampleFlags,
     ) {
         self.start.store(start, Ordering::Relaxed);
-        self.sampling.store(sampling, Ordering::Relaxed);
-        self.callchain.store(callchain, Ordering::Relaxed);
-        self.user_stack.store(user_stack, Ordering::Relaxed);
+        self.sample_flags.store(sample_flags.0, Ordering::Relaxed);
         self.last.store(load, Ordering::Relaxed);
-        self.config.store(config.encode(), Ordering::Relaxed);
         self.pid.store(pid, Ordering::Relaxed);
         self.handle.store(handle.raw(), Ordering::Release);
     }
 
+    #[inline]
+    fn sample_flags(&self) -> SampleFlags {
+        SampleFlags(self.sample_flags.load(Ordering::Relaxed))
+    }
+
     /// Whether the PMC in the slot samples.
+    #[inline]
     pub(crate) fn is_sampling(&self) -> bool {
-        self.sampling.load(Ordering::Relaxed)
+        self.sample_flags().contains(SampleFlags::SAMPLING)
     }
 
     /// Whether the PMC in the slot records callchains.
+    #[inline]
     pub(crate) fn records_callchains(&self) -> bool {
-        self.callchain.load(Ordering::Relaxed)
+        self.sample_flags().contains(SampleFlags::CALLCHAIN)
     }
 
     /// Whether the PMC in the slot appends the user stack to kernel-mode samples of user
     /// threads (PMC_F_USERCALLCHAIN).
+    #[inline]
     pub(crate) fn appends_user_stack(&self) -> bool {
-        self.user_stack.load(Ordering::Relaxed)
+        self.sample_flags().contains(SampleFlags::USER_STACK)
     }
 
     /// Counts a sample lost to a full ring (interrupt path).
+    #[inline]
     pub(crate) fn count_drop(&self) {
         self.dropped.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Takes the count of lost samples.
+    #[inline]
     pub(crate) fn take_drops(&self) -> u64 {
         self.dropped.swap(0, Ordering::Relaxed)
     }
 
-    /// How the PMC in the slot is programmed.
-    pub(crate) fn config(&self) -> HwConfig {
-        HwConfig::decode(self.config.load(Ordering::Relaxed))
+    /// The counter behind the slot's row.
+    #[inline]
+    pub(crate) fn counter(&self) -> RowCounter {
+        self.counter
     }
 
     /// Lets the interrupt path see the slot (after the counter is programmed, before enabling).
+    #[inline]
     pub(crate) fn publish(&self) {
         self.running.store(true, Ordering::Release);
     }
 
     /// Hides the slot from the interrupt path (before the counter is disabled).
+    #[inline]
     pub(crate) fn unpublish(&self) {
         self.running.store(false, Ordering::Release);
     }
 
     /// Empties the slot (already hidden from the interrupt path).
+    #[inline]
     pub(crate) fn release(&self) {
         self.handle.store(0, Ordering::Release);
     }
@@ -163,6 +208,7 @@ impl Slot {
     /// Moves the events counted since the last fold into `pending`; `now` is the counter's
     /// value (bits above its width are ignored). Exact while the counter moved less than
     /// 2^width since the last fold, which the reload at every overflow guarantees.
+    #[inline]
     pub(crate) fn fold(&self, now: u64) {
         let mask = self.mask.load(Ordering::Relaxed);
         let last = self.last.swap(now & mask, Ordering::Relaxed);
@@ -170,6 +216,7 @@ impl Slot {
     }
 
     /// Folds the final value `now` and takes everything counted since the slot was claimed.
+    #[inline]
     pub(crate) fn fold_all(&self, now: u64) -> u64 {
         let mask = self.mask.load(Ordering::Relaxed);
         let last = self.last.swap(now & mask, Ordering::Relaxed);
@@ -180,6 +227,7 @@ impl Slot {
     /// `now` at switch-out: `now` while it is still on its way from the reload value to the
     /// overflow, else (it overflowed and the PMI was not taken) the reload value — never a value
     /// that would make a huge first period.
+    #[inline]
     pub(crate) fn resume_value(&self, now: u64) -> u64 {
         let start = self.start();
         let now = now & self.mask();
@@ -188,58 +236,43 @@ impl Slot {
 
     /// Whether a hardware counter overflowed: loaded at 2^width − period (period at most
     /// 2^(width − 1)), its top bit is set until it wraps.
+    #[inline]
     pub(crate) fn overflowed(&self, now: u64) -> bool {
         let mask = self.mask.load(Ordering::Relaxed);
         now & ((mask >> 1) + 1) == 0
     }
 
     /// The counter's width mask.
+    #[inline]
     pub(crate) fn mask(&self) -> u64 {
         self.mask.load(Ordering::Relaxed)
     }
 
     /// The reload value of a sampling PMC.
+    #[inline]
     pub(crate) fn start(&self) -> u64 {
         self.start.load(Ordering::Relaxed)
     }
 
     /// Records that the counter was rewritten with its reload value.
+    #[inline]
     pub(crate) fn reloaded(&self) {
         self.last.store(self.start.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
+    #[inline]
     pub(crate) fn soft_counter(&self) -> &AtomicU64 {
         &self.soft_counter
     }
 
+    #[inline]
     pub(crate) fn soft_event(&self) -> u32 {
         self.soft_event.load(Ordering::Relaxed)
     }
 
+    #[inline]
     pub(crate) fn set_soft_event(&self, event: u32) {
         self.soft_event.store(event, Ordering::Relaxed);
-    }
-}
-
-/// The iterator of [`PerCpu::loaded_rows`].
-pub(crate) struct LoadedRows<'a> {
-    words: &'a [AtomicU64],
-    word: usize,
-    bits: u64,
-}
-
-impl Iterator for LoadedRows<'_> {
-    type Item = u32;
-
-    #[inline]
-    fn next(&mut self) -> Option<u32> {
-        while self.bits == 0 {
-            self.word += 1;
-            self.bits = self.words.get(self.word)?.load(Ordering::Relaxed);
-        }
-        let bit = self.bits.trailing_zeros();
-        self.bits &= self.bits - 1;
-        Some(self.word as u32 * 64 + bit)
     }
 }
 
@@ -264,12 +297,11 @@ pub(crate) struct PerCpu {
     pub(crate) fixed_ctrl: AtomicU64,
     /// IA32_DEBUGCTL as found at load, restored at unload.
     pub(crate) saved_debugctl: AtomicU64,
-    /// Bit `row` set while the slot of `row` holds a PMC, so the hooks visit only those.
-    loaded: [AtomicU64; MAX_ROWS / 64],
-    /// How many words of `loaded` the rows use.
-    loaded_words: usize,
-    /// How many slots hold a PMC.
-    loaded_count: AtomicU32,
+    /// The rows loaded for the thread running here (by its switch-in, or by a PMC started
+    /// while it runs), the first `current_len` entries: what its switch-out unloads. (One
+    /// entry per slot at most: a row is listed only while its slot holds a PMC.)
+    current_rows: alloc::boxed::Box<[AtomicU32]>,
+    current_len: AtomicUsize,
     /// Whether user-mode RDPMC is allowed here (for the process running now).
     pub(crate) user_rdpmc: AtomicBool,
     /// The hardware counters loaded here for the process running now (GLOBAL_CTRL layout), so
@@ -290,31 +322,31 @@ pub(crate) struct PerCpu {
 }
 
 impl PerCpu {
-    /// A CPU whose rows have counters of these width masks, with a sample ring.
+    /// A CPU with `pmu` and the rows of `layout`, with a sample ring.
     pub(crate) fn new(
-        row_masks: &[u64],
+        layout: &Layout,
         pmu: Option<IntelPmu>,
         ring: SampleRing,
         depth: usize,
     ) -> Self {
-        let slots = row_masks
-            .iter()
-            .map(|&mask| Slot {
+        let slots: alloc::boxed::Box<[Slot]> = (0..)
+            .zip(layout.row_masks())
+            .map(|(row, mask)| Slot {
                 pid: AtomicI32::new(-1),
                 mask: AtomicU64::new(mask),
+                counter: RowCounter::of(layout, row, pmu.as_ref()),
                 ..Slot::default()
             })
-            .collect::<alloc::vec::Vec<_>>()
-            .into_boxed_slice();
+            .collect();
+        let current_rows = slots.iter().map(|_| AtomicU32::new(0)).collect();
         PerCpu {
             slots,
             pmu,
             global_ctrl: AtomicU64::new(0),
             fixed_ctrl: AtomicU64::new(0),
             saved_debugctl: AtomicU64::new(0),
-            loaded: Default::default(),
-            loaded_words: row_masks.len().div_ceil(64),
-            loaded_count: AtomicU32::new(0),
+            current_rows,
+            current_len: AtomicUsize::new(0),
             user_rdpmc: AtomicBool::new(false),
             current_counters: AtomicU64::new(0),
             ring,
@@ -326,39 +358,46 @@ impl PerCpu {
         }
     }
 
-    /// Records that the slot of `row` holds a PMC (or no longer does).
-    pub(crate) fn mark_loaded(&self, row: u32, loaded: bool) {
-        let Some(word) = self.loaded.get(row as usize / 64) else { return };
-        let bit = 1u64 << (row % 64);
-        if loaded {
-            if word.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
-                self.loaded_count.fetch_add(1, Ordering::Relaxed);
-            }
-        } else if word.fetch_and(!bit, Ordering::Relaxed) & bit != 0 {
-            self.loaded_count.fetch_sub(1, Ordering::Relaxed);
+    /// Records that the slot of `row` was loaded for the thread running here.
+    #[inline]
+    pub(crate) fn add_current_row(&self, row: u32) {
+        let len = self.current_len.load(Ordering::Relaxed);
+        if let Some(entry) = self.current_rows.get(len) {
+            entry.store(row, Ordering::Relaxed);
+            self.current_len.store(len + 1, Ordering::Relaxed);
         }
     }
 
-    /// How many slots hold a PMC.
-    pub(crate) fn loaded_count(&self) -> u32 {
-        self.loaded_count.load(Ordering::Relaxed)
+    /// Records that the slot of `row` no longer holds a PMC of the thread running here.
+    pub(crate) fn remove_current_row(&self, row: u32) {
+        let len = self.current_len.load(Ordering::Relaxed);
+        let rows = self.current_rows.get(..len).unwrap_or_default();
+        if let Some(index) = rows.iter().position(|r| r.load(Ordering::Relaxed) == row) {
+            rows[index].store(rows[len - 1].load(Ordering::Relaxed), Ordering::Relaxed);
+            self.current_len.store(len - 1, Ordering::Relaxed);
+        }
     }
 
-    /// The rows whose slots hold a PMC (as they were when the iteration reached their word).
-    pub(crate) fn loaded_rows(&self) -> LoadedRows<'_> {
-        let words = &self.loaded[..self.loaded_words];
-        LoadedRows { words, word: 0, bits: words.first().map_or(0, |w| w.load(Ordering::Relaxed)) }
+    /// Takes the rows loaded for the thread running here (the list is empty afterwards).
+    #[inline]
+    pub(crate) fn take_current_rows(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
+        let len = self.current_len.swap(0, Ordering::Relaxed);
+        let rows = self.current_rows.get(..len).unwrap_or_default();
+        rows.iter().map(|r| r.load(Ordering::Relaxed))
     }
 
+    #[inline]
     pub(crate) fn set_current(&self, pid: Pid, tid: Tid) {
         self.current_pid.store(pid, Ordering::Relaxed);
         self.current_tid.store(tid, Ordering::Relaxed);
     }
 
+    #[inline]
     pub(crate) fn current_pid(&self) -> Pid {
         self.current_pid.load(Ordering::Relaxed)
     }
 
+    #[inline]
     pub(crate) fn current_tid(&self) -> Tid {
         self.current_tid.load(Ordering::Relaxed)
     }

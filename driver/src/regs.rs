@@ -42,10 +42,6 @@ impl PerfEvtSel {
         if bits & !valid != 0 { None } else { Some(PerfEvtSel(bits)) }
     }
 
-    /// A value from bits that [`PerfEvtSel::bits`] returned (a stored copy), so already valid.
-    pub(crate) const fn from_built_bits(bits: u64) -> Self {
-        PerfEvtSel(bits)
-    }
     /// The raw value.
     pub const fn bits(self) -> u64 {
         self.0
@@ -141,8 +137,13 @@ impl FixedCtrCtrl {
         if index >= 16 || existing >> index & 1 == 0 {
             return None;
         }
-        let shift = 4 * index as u32;
-        Some(FixedCtrCtrl(self.0 & !(0xF << shift) | (field.0 as u64) << shift))
+        Some(self.with_known_field(index, field))
+    }
+    /// The value with counter `index`'s field replaced, for an `index` already known to be one
+    /// of the PMU's fixed counters (checked once, where the caller got it).
+    pub(crate) const fn with_known_field(self, index: u8, field: FixedCtrField) -> Self {
+        let shift = 4 * (index as u32 % 16);
+        FixedCtrCtrl(self.0 & !(0xF << shift) | (field.0 as u64) << shift)
     }
 }
 

@@ -10,7 +10,7 @@ use crate::abi::{Caps, Mode, PmcFlags, PmcId, State};
 use crate::class::HwConfig;
 use crate::errno::Errno;
 use crate::kernel::{Cpu, Pid};
-use crate::percpu::PmcHandle;
+use crate::percpu::{PmcHandle, SampleFlags};
 
 /// One allocated PMC.
 #[derive(Debug, Clone)]
@@ -49,6 +49,7 @@ pub(crate) struct Pmc {
 }
 
 impl Pmc {
+    #[inline]
     pub(crate) fn mode(&self) -> Mode {
         self.id.mode
     }
@@ -62,6 +63,7 @@ impl Pmc {
     /// Adds `delta` counted events to this PMC (`handle`) and, when it logs PROCEXIT records
     /// (the only use of per-process shares), to `target`'s share of it. Sampling PMCs count
     /// samples, not events, so they take nothing.
+    #[inline]
     pub(crate) fn credit(&mut self, handle: PmcHandle, target: Option<&mut Target>, delta: u64) {
         if self.mode().is_sampling() {
             return;
@@ -94,9 +96,9 @@ pub(crate) struct Target {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LoadSpec {
     pub(crate) row: u32,
-    pub(crate) class_row: u32,
     pub(crate) handle: PmcHandle,
-    pub(crate) config: HwConfig,
+    /// The PMC's configuration as loading writes it ([`HwConfig::armed`]).
+    pub(crate) armed: HwConfig,
     /// The value the counter is reloaded with after an overflow.
     pub(crate) start: u64,
     /// The value the counter is loaded with at switch-in: `start`, or for a sampling PMC where
@@ -105,27 +107,24 @@ pub(crate) struct LoadSpec {
     pub(crate) resume: u64,
     /// Whether the owner may read the counter with RDPMC.
     pub(crate) user_rdpmc: bool,
-    /// Whether the PMC samples.
-    pub(crate) sampling: bool,
-    /// Whether its samples carry callchains.
-    pub(crate) callchain: bool,
-    /// Whether its kernel-mode samples get the user stack appended (PMC_F_USERCALLCHAIN).
-    pub(crate) user_callchain: bool,
+    /// How the PMC samples.
+    pub(crate) sample_flags: SampleFlags,
 }
 
 impl LoadSpec {
     pub(crate) fn of(handle: PmcHandle, pmc: &Pmc) -> Self {
         LoadSpec {
             row: pmc.row,
-            class_row: pmc.class_row,
             handle,
-            config: pmc.config,
+            armed: pmc.config.armed(),
             start: pmc.start,
             resume: pmc.start,
             user_rdpmc: pmc.msr_granted,
-            sampling: pmc.mode().is_sampling(),
-            callchain: pmc.flags.contains(PmcFlags::CALLCHAIN),
-            user_callchain: pmc.flags.contains(PmcFlags::USERCALLCHAIN),
+            sample_flags: SampleFlags::new(
+                pmc.mode().is_sampling(),
+                pmc.flags.contains(PmcFlags::CALLCHAIN),
+                pmc.flags.contains(PmcFlags::USERCALLCHAIN),
+            ),
         }
     }
 }
@@ -203,6 +202,7 @@ pub(crate) struct PmcTable {
 }
 
 impl PmcTable {
+    #[inline]
     pub(crate) fn get(&self, handle: PmcHandle) -> Option<&Pmc> {
         let entry = self.entries.get(handle.index())?;
         if PmcHandle::new(handle.index(), entry.generation) != handle {
@@ -211,6 +211,7 @@ impl PmcTable {
         entry.pmc.as_ref()
     }
 
+    #[inline]
     pub(crate) fn get_mut(&mut self, handle: PmcHandle) -> Option<&mut Pmc> {
         let entry = self.entries.get_mut(handle.index())?;
         if PmcHandle::new(handle.index(), entry.generation) != handle {

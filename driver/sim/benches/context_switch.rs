@@ -4,6 +4,10 @@
 //! so what is measured is the driver's own work. `cargo bench -p hwpmc-sim --bench
 //! context_switch` prints nanoseconds per switch pair; `driver/sim/benches/instructions.sh`
 //! runs it under callgrind and prints instructions per PMC per switch.
+//!
+//! By default one process is switched in and out of the CPU again and again. With
+//! `--alternate`, two processes, each with its own PMCs on the same rows, take turns on it, so
+//! nothing the hooks could remember about the last process helps the next one.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -45,16 +49,15 @@ impl Hardware for FreeMsrs {
 
 type BenchDriver = Driver<SimKernel, FreeMsrs>;
 
-/// A driver with one process that has `pmcs` running PMCs attached to itself.
-fn setup(pmcs: usize) -> (BenchDriver, i32, i32) {
+/// A driver with `processes` processes that each have `pmcs` running PMCs attached to
+/// themselves; returns each one's pid and thread.
+fn setup(pmcs: usize, processes: usize) -> (BenchDriver, Vec<(i32, i32)>) {
     let model = PmuModel::skylake();
     let kernel = SimKernel::new(SimHardware::new(model, 1));
     let hw = FreeMsrs(CpuidModel::new(model, 0));
     assert!(hw.cpuid().cpuid1(0xA).eax != 0);
     let driver = Driver::load(kernel.clone(), hw, Tunables::default()).expect("load");
     let soft = driver.register_soft_event("CLOCK.HARD").expect("soft event");
-    let pid = kernel.spawn(None, Credentials::user(1000));
-    let tid = kernel.threads(pid)[0];
     let requests = [
         AllocateRequest::iap(0x00C0),
         AllocateRequest::iaf(event::IAF_INSTR_RETIRED_ANY),
@@ -65,29 +68,42 @@ fn setup(pmcs: usize) -> (BenchDriver, i32, i32) {
         AllocateRequest::iap(0x00C5),
         AllocateRequest::soft(soft),
     ];
-    let client = hwpmc_sim::PmcClient::new(&driver, pid);
-    for request in &requests[..pmcs] {
-        let id = client.allocate(*request).expect("allocate");
-        client.start(id).expect("start");
+    let mut threads = Vec::new();
+    for _ in 0..processes {
+        let pid = kernel.spawn(None, Credentials::user(1000));
+        let client = hwpmc_sim::PmcClient::new(&driver, pid);
+        for request in &requests[..pmcs] {
+            let id = client.allocate(*request).expect("allocate");
+            client.start(id).expect("start");
+        }
+        threads.push((pid, kernel.threads(pid)[0]));
     }
-    (driver, pid, tid)
+    (driver, threads)
 }
 
 fn main() {
     let quick = !std::env::args().any(|a| a == "--bench");
     let only: Option<usize> =
         std::env::args().find_map(|a| a.strip_prefix("--pmcs=")?.parse().ok());
-    let iterations: u32 = if quick { 1_000 } else { 200_000 };
-    println!("context-switch hooks (switch_in + switch_out), MSR accesses free");
+    let alternate = std::env::args().any(|a| a == "--alternate");
+    // Switch pairs per run, whether one process or two take turns.
+    let pairs: u32 = if quick { 1_000 } else { 200_000 };
+    let processes = if alternate { 2 } else { 1 };
+    println!(
+        "context-switch hooks (switch_in + switch_out), MSR accesses free, {}",
+        if alternate { "two processes taking turns" } else { "one process" }
+    );
     for pmcs in [1, 4, 8].into_iter().filter(|n| only.is_none_or(|o| o == *n)) {
-        let (driver, pid, tid) = setup(pmcs);
+        let (driver, threads) = setup(pmcs, processes);
         let start = Instant::now();
-        for _ in 0..iterations {
-            driver.switch_in(black_box(0), black_box(pid), black_box(tid));
-            driver.switch_out(black_box(0), black_box(pid), black_box(tid));
+        for _ in 0..pairs / processes as u32 {
+            for &(pid, tid) in &threads {
+                driver.switch_in(black_box(0), black_box(pid), black_box(tid));
+                driver.switch_out(black_box(0), black_box(pid), black_box(tid));
+            }
         }
         let elapsed = start.elapsed();
-        let per_pair = elapsed.as_nanos() as f64 / f64::from(iterations);
+        let per_pair = elapsed.as_nanos() as f64 / f64::from(pairs);
         println!(
             "  {pmcs} PMC(s): {per_pair:8.1} ns per switch-in + switch-out, {:6.1} ns per PMC per switch",
             per_pair / pmcs as f64 / 2.0

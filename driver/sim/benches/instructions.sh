@@ -11,15 +11,25 @@ total() { callgrind_annotate "$1" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",",
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
+# The quick run of context_switch.rs makes 1000 switch pairs, of one process or (--alternate) of
+# two processes taking turns, each with its own PMCs.
 iterations=1000
-echo "context-switch hooks: instructions per PMC per switch (switch_in and switch_out averaged)"
-for pmcs in 1 4 8; do
-    valgrind --tool=callgrind --callgrind-out-file="$out/csw.$pmcs" \
-        --toggle-collect='*switch_in*' --toggle-collect='*switch_out*' \
-        "$(newest context_switch)" --pmcs="$pmcs" >/dev/null 2>&1
-    n=$(total "$out/csw.$pmcs")
-    per_switch=$((n / (2 * iterations)))
-    echo "  $pmcs PMC(s): $n instructions for $iterations switch pairs = $per_switch per switch, $((per_switch / pmcs)) per PMC per switch"
+for mode in same alternate; do
+    if [ "$mode" = same ]; then
+        echo "context-switch hooks, one process: instructions per PMC per switch (switch_in and switch_out averaged)"
+        flags=()
+    else
+        echo "context-switch hooks, two processes taking turns: instructions per PMC per switch"
+        flags=(--alternate)
+    fi
+    for pmcs in 1 4 8; do
+        valgrind --tool=callgrind --callgrind-out-file="$out/csw.$mode.$pmcs" \
+            --toggle-collect='*switch_in*' --toggle-collect='*switch_out*' \
+            "$(newest context_switch)" --pmcs="$pmcs" "${flags[@]}" >/dev/null 2>&1
+        n=$(total "$out/csw.$mode.$pmcs")
+        per_switch=$((n / (2 * iterations)))
+        echo "  $pmcs PMC(s): $n instructions for $iterations switch pairs = $per_switch per switch, $((per_switch / pmcs)) per PMC per switch"
+    done
 done
 
 # The quick run of interrupt.rs takes 2000 samples, 4000 more for the log path, then 2048 samples
