@@ -4,7 +4,8 @@
 //! * [`api`] — the Rust API: [`PmcSpec`] allocates a [`Pmc`] that releases itself; the pmc(3)
 //!   operations by id; launching a measured command.
 //! * [`events`] — the event catalog: FreeBSD-style names, aliases, raw encodings, SOFT events.
-//! * [`host`] — where the hwpmc system call goes: FreeBSD, Linux (perf_event_open), the simulator.
+//! * [`host`] — where the hwpmc system call goes: FreeBSD, Linux (the embedded driver,
+//!   counting with perf_event_open), the simulator.
 //! * [`capi`] — the C ABI of `libpmc.so` / `libpmc.a` (headers in `libpmc/include`).
 //! * [`error`] — [`Error`]: the operation, the errno and the reason.
 //!

@@ -5,8 +5,9 @@
 //! libpmc (the Rust API, the C ABI) marshals structs and never knows which host it talks to.
 //!
 //! * `freebsd` — the real system call of the `hwpmc` kernel module (FreeBSD only).
-//! * `linux` — counters and samplers backed by `perf_event_open(2)`, for this process, the
-//!   children it launches and other processes perf lets it measure.
+//! * `linux` — the `hwpmc` driver embedded in this process, with `perf_event_open(2)` counting and
+//!   sampling for it: this process, the children it launches and other processes perf lets it
+//!   measure.
 //! * `sim` — the `hwpmc` driver itself, embedded, on the simulated machine of `hwpmc-sim`: exact
 //!   numbers for built-in simulated programs.
 //!
@@ -36,7 +37,7 @@ pub const KERNEL_SYMBOLS: &str = "/proc/kallsyms";
 pub enum HostKind {
     /// FreeBSD's hwpmc(4) kernel module.
     FreeBsd,
-    /// Linux `perf_event_open(2)`.
+    /// The embedded driver counting with Linux `perf_event_open(2)`.
     Linux,
     /// The embedded driver on the simulated machine.
     Sim,
