@@ -750,9 +750,15 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             .filter(|f| !f.is_empty() && (PmcFlags::OLDVALUE | PmcFlags::NEWVALUE).contains(*f))
             .ok_or(Errno::Inval)?;
         let caller = self.kernel.current_pid();
-        let (handle, pmc) = self.find_cloned(caller, request.pm_pmcid)?;
+        // The fields a read needs, copied under the lock (PMCRW is the hot operation: no clone
+        // of the whole PMC).
+        let (handle, pmc) = {
+            let core = self.core.lock();
+            let handle = core.find(caller, request.pm_pmcid)?;
+            (handle, core.pmc(handle).map(ValueView::of).ok_or(Errno::Inval)?)
+        };
         let write = flags.contains(PmcFlags::NEWVALUE);
-        if write && pmc.is_running() {
+        if write && pmc.running {
             return Err(Errno::Busy);
         }
         // Read and write together: the old value goes back to the caller, the new one is kept.
@@ -777,11 +783,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// The value PMCRW reads: the count (including what runs right now on every CPU), the TSC
     /// for the TSC class, or the reload count of a sampling PMC.
-    fn current_value(&self, handle: PmcHandle, pmc: &Pmc) -> Result<u64, Errno> {
-        if pmc.mode().is_sampling() {
+    fn current_value(&self, handle: PmcHandle, pmc: &ValueView) -> Result<u64, Errno> {
+        if pmc.id.mode.is_sampling() {
             return Ok(pmc.reload);
         }
-        if let Some(cpu) = pmc.cpu() {
+        if let Some(cpu) = pmc.id.cpu.map(Cpu::from) {
             if !self.kernel.cpu_active(cpu) {
                 return Err(Errno::Nxio);
             }
@@ -789,12 +795,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 return self.on_cpu(cpu, || self.hw.read_tsc()).ok_or(Errno::Nxio);
             }
         }
-        if pmc.is_running() && pmc.hosted {
-            let counted = self.hosted_read(handle);
-            let value = self.core.lock().pmc(handle).map(|p| p.value).ok_or(Errno::Inval)?;
-            return Ok(value.wrapping_add(counted));
+        if pmc.running && pmc.hosted {
+            // The count as of the view, then what the host counted since the start: a stop in
+            // between makes the read late, never counts twice.
+            return Ok(pmc.value.wrapping_add(self.hosted_read(handle)));
         }
-        if pmc.is_running() {
+        if pmc.running {
             self.fold_everywhere(handle);
         }
         self.core.lock().pmc(handle).map(|p| p.value).ok_or(Errno::Inval)
@@ -873,6 +879,27 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let handle = core.find(caller, id)?;
         let pmc = core.pmc(handle).cloned().ok_or(Errno::Inval)?;
         Ok((handle, pmc))
+    }
+}
+
+/// What PMCRW needs to know of a PMC.
+struct ValueView {
+    id: PmcId,
+    running: bool,
+    hosted: bool,
+    reload: u64,
+    value: u64,
+}
+
+impl ValueView {
+    fn of(pmc: &Pmc) -> ValueView {
+        ValueView {
+            id: pmc.id,
+            running: pmc.is_running(),
+            hosted: pmc.hosted,
+            reload: pmc.reload,
+            value: pmc.value,
+        }
     }
 }
 
