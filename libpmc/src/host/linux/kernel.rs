@@ -51,7 +51,11 @@ pub(crate) fn with_argument<R>(arg: &mut [u8], call: impl FnOnce(UserPtr) -> R) 
     });
     DETAIL.with(|d| d.borrow_mut().take());
     let result = call(UserPtr(ARG_BASE));
-    ARG.with(|a| arg.copy_from_slice(&a.borrow()[..arg.len()]));
+    ARG.with(|a| {
+        let a = a.borrow();
+        let n = a.len().min(arg.len());
+        arg[..n].copy_from_slice(&a[..n]);
+    });
     result
 }
 
