@@ -135,16 +135,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
     }
 
+    /// Whether `owner` has a log whose one-time `flag` is not set yet; sets it.
+    fn first_in_log(&self, owner: Pid, flag: fn(&mut crate::log::OwnerLog) -> &mut bool) -> bool {
+        let mut logs = self.logs.lock();
+        logs.owners.get_mut(&owner).is_some_and(|log| !core::mem::replace(flag(log), true))
+    }
+
     /// MAP_IN records for every process's executable mappings, the first time `owner` starts a
     /// system-sampling PMC while it has a log.
     pub(crate) fn log_initial_mappings(&self, owner: Pid) {
-        let first = {
-            let mut logs = self.logs.lock();
-            logs.owners
-                .get_mut(&owner)
-                .is_some_and(|log| !core::mem::replace(&mut log.mappings_logged, true))
-        };
-        if !first {
+        if !self.first_in_log(owner, |log| &mut log.mappings_logged) {
             return;
         }
         let mut pids = alloc::vec::Vec::new();
@@ -158,13 +158,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// sampling PMC while it has a log (FreeBSD's `pmc_log_kernel_mappings`), so that kernel
     /// addresses in its samples can be named.
     pub(crate) fn log_kernel_images(&self, owner: Pid) {
-        let first = {
-            let mut logs = self.logs.lock();
-            logs.owners
-                .get_mut(&owner)
-                .is_some_and(|log| !core::mem::replace(&mut log.kernel_logged, true))
-        };
-        if !first {
+        if !self.first_in_log(owner, |log| &mut log.kernel_logged) {
             return;
         }
         let mut images = alloc::vec::Vec::new();
