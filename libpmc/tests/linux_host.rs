@@ -171,6 +171,36 @@ fn sampling_own_process_puts_most_samples_in_the_busy_function() {
 }
 
 #[test]
+fn samples_taken_before_a_stop_reach_the_log_though_the_pmc_is_released_at_once() {
+    let _serial = serial();
+    let path = std::env::temp_dir().join(format!("libpmc-release-{}.log", std::process::id()));
+    let file = std::fs::File::create(&path).unwrap();
+    api::configure_log(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+    let pmc = PmcSpec::new("cpu-clock").mode(Mode::ThreadSampling).rate(1).allocate().unwrap();
+    let id = pmc.id();
+    let clock = PmcSpec::new("task-clock").allocate().unwrap();
+    clock.attach(0).unwrap();
+    pmc.attach(0).unwrap();
+    pmc.start().unwrap();
+    clock.start().unwrap();
+    busy(std::time::Instant::now() + std::time::Duration::from_millis(100));
+    clock.stop().unwrap();
+    // No flush between the stop and the release: the stop hands perf's samples to the driver
+    // (the worker moves them every 20 ms; the last ones would be lost).
+    pmc.stop().unwrap();
+    let ms = clock.read().unwrap() / 1_000_000;
+    drop(pmc);
+    api::close_log().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let samples = pmclog::Records::new(&bytes)
+        .filter(|e| matches!(&e.as_ref().unwrap().record, pmclog::Record::Callchain(c) if c.pmcid == id))
+        .count();
+    // cpu-clock and task-clock measure the same CPU time (a sample per millisecond).
+    assert!(samples + 5 >= ms as usize, "{samples} samples in {ms} ms of CPU time at 1 kHz");
+}
+
+#[test]
 fn a_launched_child_that_exits_logs_its_count_with_log_procexit() {
     let _serial = serial();
     let path = std::env::temp_dir().join(format!("libpmc-procexit-{}.log", std::process::id()));

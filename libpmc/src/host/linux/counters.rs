@@ -67,9 +67,13 @@ impl Running {
     }
 }
 
+/// Where the events of a stopped PMC's rings go (the driver, through the host).
+pub(crate) type Post = fn(Vec<(u64, Event)>);
+
 /// The host's side of the PMCs perf counts.
 pub(crate) struct PerfCounters {
     ncpu: u32,
+    post: Post,
     running: Mutex<BTreeMap<u64, Running>>,
     /// Rings of targets that went away, read once more by the next drain.
     retired: Mutex<Vec<Ring>>,
@@ -265,8 +269,9 @@ fn enable(target: &mut Target, on: bool) -> io::Result<()> {
 }
 
 impl PerfCounters {
-    pub(crate) fn new(ncpu: u32) -> PerfCounters {
-        PerfCounters { ncpu, running: Mutex::new(BTreeMap::new()), retired: Mutex::new(Vec::new()) }
+    pub(crate) fn new(ncpu: u32, post: Post) -> PerfCounters {
+        let (running, retired) = (Mutex::new(BTreeMap::new()), Mutex::new(Vec::new()));
+        PerfCounters { ncpu, post, running, retired }
     }
 
     /// Whether any PMC counts.
@@ -366,7 +371,7 @@ impl HostCounters for PerfCounters {
                     ring.read_into(&mut events);
                 }
             }
-            super::post(events);
+            (self.post)(events);
         }
     }
 
@@ -394,5 +399,51 @@ impl HostCounters for PerfCounters {
             lock(&self.retired).append(&mut target.rings);
         }
         value
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hwpmc::abi::{Mode, PmcId};
+
+    static POSTED: Mutex<Vec<(u64, Event)>> = Mutex::new(Vec::new());
+
+    fn keep(events: Vec<(u64, Event)>) {
+        lock(&POSTED).extend(events);
+    }
+
+    #[test]
+    fn a_stop_hands_over_every_sample_its_rings_hold() {
+        let counters = PerfCounters::new(1, keep);
+        let id = PmcId { cpu: None, mode: Mode::ThreadSampling, class: Class::Soft, row: 0 };
+        // SOFT_FIRST is cpu-clock; one sample per millisecond.
+        let pmc = HostedPmc {
+            token: 7,
+            id,
+            event: HostedEvent::Soft { event: event::SOFT_FIRST },
+            user: true,
+            kernel: true,
+            flags: PmcFlags::empty(),
+            reload: 1,
+        };
+        assert_eq!(perf::SOFTWARE_EVENTS[0].0, "cpu-clock");
+        counters.start(&pmc, &[std::process::id() as Pid]).unwrap();
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(50);
+        let mut x = 1u64;
+        while std::time::Instant::now() < until {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let mut counted = Vec::new();
+        counters.stop(7, &mut |pid, n| counted.push((pid, n)));
+        assert_eq!(counted, [(std::process::id() as Pid, 0)], "a sampling PMC counts nothing");
+        let samples = lock(&POSTED)
+            .iter()
+            .filter(|(_, e)| matches!(e, Event::Sample { token: 7, .. }))
+            .count();
+        // Nothing else reads these rings: every sample of the 50 ms comes out of the stop.
+        assert!(samples >= 25, "{samples} samples of 50 ms at 1 kHz");
+        assert!(!counters.is_busy());
     }
 }

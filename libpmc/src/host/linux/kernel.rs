@@ -173,7 +173,13 @@ fn may_count_cpus() -> bool {
 
 /// The address of the kernel's text (`_stext`, else `_text`) from [`KERNEL_SYMBOLS`], if the
 /// kernel shows its addresses (`kernel.kptr_restrict`).
+/// Read once per process: the kernel regenerates the file at every read (tens of milliseconds).
 fn kernel_text_start() -> Option<u64> {
+    static START: OnceLock<Option<u64>> = OnceLock::new();
+    *START.get_or_init(read_kernel_text_start)
+}
+
+fn read_kernel_text_start() -> Option<u64> {
     let text = std::fs::read_to_string(KERNEL_SYMBOLS).ok()?;
     let find = |name: &str| {
         text.lines().find_map(|line| {
@@ -226,7 +232,7 @@ impl LinuxKernel {
     pub(crate) fn new(ncpu: u32) -> LinuxKernel {
         LinuxKernel {
             ncpu,
-            counters: PerfCounters::new(ncpu),
+            counters: PerfCounters::new(ncpu, super::post),
             logs: Mutex::new(BTreeMap::new()),
             next_log: AtomicU64::new(1),
             worker: Worker::default(),
