@@ -301,25 +301,55 @@ fn an_attached_process_that_ends_logs_its_count_with_log_procexit() {
     pmc.attach(pid).unwrap();
     pmc.start().unwrap();
     child.wait().unwrap();
-    // The drain thread notices the end within its period.
+    // The worker notices the end within its period.
+    let exits: Vec<(u32, i32)> = proc_exits(&path).into_iter().map(|(id, p, _)| (id, p)).collect();
+    api::close_log().unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(exits, [(pmc.id(), pid)], "one PROCEXIT for the ended target");
+}
+
+/// The PROCEXIT records of the log at `path`, waiting up to 5 s for the first.
+fn proc_exits(path: &std::path::Path) -> Vec<(u32, i32, u64)> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let exits = loop {
+    loop {
         api::flush_log().unwrap();
-        let bytes = std::fs::read(&path).unwrap();
-        let exits: Vec<(u32, i32)> = pmclog::Records::new(&bytes)
+        let bytes = std::fs::read(path).unwrap();
+        let exits: Vec<(u32, i32, u64)> = pmclog::Records::new(&bytes)
             .filter_map(|e| match e.unwrap().record {
-                pmclog::Record::ProcExit(x) => Some((x.pmcid, x.pid)),
+                pmclog::Record::ProcExit(x) => Some((x.pmcid, x.pid, x.value)),
                 _ => None,
             })
             .collect();
         if !exits.is_empty() || std::time::Instant::now() > deadline {
-            break exits;
+            return exits;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    }
+}
+
+#[test]
+fn a_target_that_ended_while_the_pmc_was_stopped_does_not_stop_it_starting() {
+    let _serial = serial();
+    let path = std::env::temp_dir().join(format!("libpmc-vanished-{}.log", std::process::id()));
+    let file = std::fs::File::create(&path).unwrap();
+    api::configure_log(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+    let mut child = std::process::Command::new("sleep").arg("0.1").spawn().unwrap();
+    let pid = child.id() as i32;
+    let pmc = PmcSpec::new("task-clock").flags(PmcFlags::LOG_PROCEXIT).allocate().unwrap();
+    pmc.attach(pid).unwrap();
+    pmc.attach(0).unwrap();
+    child.wait().unwrap();
+    // Gone (reaped) before the start: the PMC counts this process, and the driver hears of the
+    // end and detaches the other.
+    pmc.start().unwrap();
+    busy(std::time::Instant::now() + std::time::Duration::from_millis(20));
+    let exits = proc_exits(&path);
+    pmc.stop().unwrap();
+    let ns = pmc.read().unwrap();
+    assert!(ns >= 10_000_000, "this process's {ns} ns of task-clock count");
     api::close_log().unwrap();
     let _ = std::fs::remove_file(&path);
-    assert_eq!(exits, [(pmc.id(), pid)], "one PROCEXIT for the ended target");
+    assert_eq!(exits, [(pmc.id(), pid, 0)], "one PROCEXIT for the vanished target");
 }
 
 #[test]

@@ -197,6 +197,13 @@ impl Plan {
 
     /// The perf events of process `pid`, disabled.
     fn open_process(&self, pid: Pid, ncpu: u32) -> Result<Target, Errno> {
+        let mut target =
+            Target { counters: Vec::new(), rings: Vec::new(), credited: 0, gone: false };
+        if !super::kernel::process_running(pid) {
+            // It ended while the PMC was stopped and nobody saw it go: nothing to count, and
+            // the worker tells the driver it ended (which detaches it).
+            return Ok(target);
+        }
         let what = format!("measuring process {pid}");
         // Without privilege (kernel.perf_event_paranoid 2) perf measures a process in user mode
         // only; a PMC that did not ask for one ring (both, FreeBSD's default) counts user mode
@@ -206,34 +213,65 @@ impl Plan {
         if rings.user && rings.kernel && !kernel_mode_allowed(self.source, rings, pid) {
             rings.kernel = false;
         }
-        let mut target =
-            Target { counters: Vec::new(), rings: Vec::new(), credited: 0, gone: false };
-        let threads = threads_of(pid);
-        if threads.is_empty() {
-            return Err(explain(Errno::Srch, format!("{what}: no such process")));
-        }
         let fail = |e: io::Error| perf_errno(&what, &e);
-        for (i, tid) in threads.into_iter().enumerate() {
-            let Some(sampling) = self.sampling else {
-                let scope = Scope::Thread { tid, inherit: true, threads_only: !self.descendants };
-                target.counters.push(perf::open_counter(self.source, rings, scope).map_err(fail)?);
-                continue;
-            };
-            for cpu in 0..ncpu {
-                let scope = Scope::ThreadOnCpu { pid: tid, cpu, threads_only: !self.descendants };
-                if i == 0 {
-                    let sampler =
-                        perf::open_sampler(self.source, rings, scope, sampling).map_err(fail)?;
-                    target.rings.push(Ring { meta: self.meta, sampler, sharing: Vec::new() });
-                } else {
-                    let ring = &mut target.rings[cpu as usize];
-                    let event = perf::open_into(self.source, rings, scope, sampling, &ring.sampler)
-                        .map_err(fail)?;
-                    ring.sharing.push(event);
-                }
+        for tid in threads_of(pid) {
+            // A thread that ended since the listing is no error: it has nothing to count.
+            let opened = self.open_thread(tid, rings, ncpu, &mut target);
+            match opened {
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => continue,
+                other => other.map_err(fail)?,
             }
         }
         Ok(target)
+    }
+
+    /// Adds thread `tid`'s events to `target`: a counter, or for sampling an event per CPU
+    /// (the first thread's own the rings, the others' write into them).
+    fn open_thread(
+        &self,
+        tid: Pid,
+        rings: Rings,
+        ncpu: u32,
+        target: &mut Target,
+    ) -> io::Result<()> {
+        let threads_only = !self.descendants;
+        let Some(sampling) = self.sampling else {
+            let scope = Scope::Thread { tid, inherit: true, threads_only };
+            target.counters.push(perf::open_counter(self.source, rings, scope)?);
+            return Ok(());
+        };
+        let first = target.rings.is_empty();
+        let mut opened = Vec::new();
+        for cpu in 0..ncpu {
+            let scope = Scope::ThreadOnCpu { pid: tid, cpu, threads_only };
+            match target.rings.get(cpu as usize).filter(|_| !first) {
+                None => {
+                    let sampler = perf::open_sampler(self.source, rings, scope, sampling)?;
+                    opened.push(Opened::Ring(Ring {
+                        meta: self.meta,
+                        sampler,
+                        sharing: Vec::new(),
+                    }));
+                }
+                Some(ring) => {
+                    let event =
+                        perf::open_into(self.source, rings, scope, sampling, &ring.sampler)?;
+                    opened.push(Opened::Sharing(cpu as usize, event));
+                }
+            }
+        }
+        // All of the thread's events or none.
+        for event in opened {
+            match event {
+                Opened::Ring(ring) => target.rings.push(ring),
+                Opened::Sharing(cpu, event) => {
+                    if let Some(ring) = target.rings.get_mut(cpu) {
+                        ring.sharing.push(event);
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The perf event of CPU `cpu`, disabled.
@@ -255,6 +293,14 @@ impl Plan {
         }
         Ok(target)
     }
+}
+
+/// One event of a thread being opened for sampling.
+enum Opened {
+    /// The ring of a CPU (the target's first thread).
+    Ring(Ring),
+    /// An event writing into the ring of a CPU.
+    Sharing(usize, Counter),
 }
 
 /// Enables or disables every event of `target`.
