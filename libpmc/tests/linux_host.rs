@@ -106,6 +106,16 @@ fn hardware_events_on_a_pmu_less_machine_say_why() {
 }
 
 #[test]
+fn no_rdpmc_index_is_given_for_a_counter_perf_owns() {
+    let _serial = serial();
+    let pmc = PmcSpec::new("task-clock").allocate().unwrap();
+    pmc.attach(0).unwrap();
+    let e = api::get_msr(pmc.id()).unwrap_err();
+    assert_eq!(e.errno, libc::ENOSYS);
+    assert!(e.to_string().contains("pmc_read"), "{e}");
+}
+
+#[test]
 fn the_soft_class_has_sixteen_rows_per_owner() {
     let _serial = serial();
     let pmcs: Vec<_> = (0..16).map(|_| PmcSpec::new("minor-faults").allocate().unwrap()).collect();

@@ -193,6 +193,11 @@ impl LinuxHost {
             Some(reason) if hardware_class && errno == Errno::Inval => {
                 Error::with_detail(op_name(op), errno_here, reason.clone())
             }
+            _ if op == Op::PmcGetMsr && errno == Errno::NoSys => Error::with_detail(
+                op_name(op),
+                errno_here,
+                "perf owns the counters here: read the PMC with pmc_read",
+            ),
             _ => Error::new(op_name(op), errno_here),
         }
     }
