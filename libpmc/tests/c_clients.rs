@@ -205,6 +205,15 @@ fn a_forked_child_owns_none_of_its_parents_pmcs_on_either_host() {
     }
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn an_owner_that_exits_without_closing_its_log_has_it_written_on_the_linux_host() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("client_exit_log", linkage, "linux");
+        assert_eq!(out, "exit log ok\n");
+    }
+}
+
 #[test]
 fn error_paths_on_the_simulator() {
     let out = run("client_errors", Linkage::Shared, "sim");

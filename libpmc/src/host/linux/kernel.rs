@@ -61,7 +61,8 @@ pub(crate) fn with_argument<R>(arg: &mut [u8], call: impl FnOnce(UserPtr) -> R) 
 
 /// Says why the current call fails with `errno` (shown with it if the call fails with it).
 pub(crate) fn explain(errno: Errno, why: impl Into<String>) -> Errno {
-    DETAIL.with(|d| *d.borrow_mut() = Some((errno, why.into())));
+    // At exit the thread's locals may be gone already: the reason goes with them.
+    let _ = DETAIL.try_with(|d| *d.borrow_mut() = Some((errno, why.into())));
     errno
 }
 

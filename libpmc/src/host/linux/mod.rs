@@ -81,6 +81,8 @@ impl LinuxHost {
                 .register_soft_event(name)
                 .map_err(|e| format!("registering SOFT event {name}: {e:?}"))?;
         }
+        // SAFETY: registers a handler with no preconditions of its own; it runs at exit(3).
+        unsafe { libc::atexit(owner_exits) };
         Ok(LinuxHost {
             driver,
             missing,
@@ -201,6 +203,20 @@ impl LinuxHost {
             _ => Error::new(op_name(op), errno_here),
         }
     }
+}
+
+/// At exit(3): this process, the owner of everything the driver holds here, exits — its PMCs
+/// are released and its log written out and closed, as FreeBSD's driver does when an owner
+/// exits (what perf's rings still hold goes in first). In a forked child, which owns nothing,
+/// nothing happens.
+extern "C" fn owner_exits() {
+    // No panic may cross into the C library's exit path.
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(host) = instance() {
+            host.service();
+            host.driver.process_exit(kernel::getpid());
+        }
+    });
 }
 
 /// Posts perf's events to the driver in time order (one copy of a side-band record the rings of
