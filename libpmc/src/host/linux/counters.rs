@@ -373,8 +373,8 @@ impl HostCounters for PerfCounters {
 
     fn check(&self, pmc: &HostedPmc) -> Result<(), Errno> {
         if pmc.flags.contains(PmcFlags::LOG_PROCCSW) {
-            let why = "PMC_F_LOG_PROCCSW (pmcstat -W) needs a context-switch hook; perf does not \
-                       show the context switches of another process to this one";
+            let why = "PMC_F_LOG_PROCCSW (pmcstat -W) logs the count at every context switch of \
+                       a target, and perf reads no counter at another task's context switches";
             return Err(explain(Errno::OpNotSupp, why));
         }
         Plan::of(pmc).map(drop)
