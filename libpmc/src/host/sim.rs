@@ -133,6 +133,10 @@ thread_local! {
 /// machine gets a machine of its own: as on FreeBSD, the child owns none of its parent's PMCs
 /// (its calls on them fail as for a process that owns no PMC), and the parent's keep working.
 pub(crate) fn with<R>(f: impl FnOnce(&SimHost) -> R) -> R {
+    // Cached (a getpid system call would double the cost of a read); the child's after a fork.
+    #[cfg(unix)]
+    let me = super::unix_process::current_pid() as u32;
+    #[cfg(not(unix))]
     let me = std::process::id();
     let host = SIM.with(|cell| {
         let mut cell = cell.borrow_mut();

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{FromRawFd, RawFd};
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use hwpmc::hw::native::NativeCpuid;
@@ -30,6 +30,7 @@ use super::perf::{self, Rings, Scope, Source};
 use super::worker::Worker;
 use crate::host::KERNEL_SYMBOLS;
 use crate::host::unix_process;
+pub(crate) use crate::host::unix_process::current_pid as getpid;
 
 /// Where the caller's argument struct lives for the driver.
 pub(crate) const ARG_BASE: u64 = 0x1000;
@@ -76,31 +77,6 @@ fn argument_range(ptr: UserPtr, len: usize, arg_len: usize) -> Option<std::ops::
     let start = usize::try_from(ptr.0.checked_sub(ARG_BASE)?).ok()?;
     let end = start.checked_add(len)?;
     (end <= arg_len).then_some(start..end)
-}
-
-/// This process's pid, cached: a system call per PMC operation would cost as much as the perf
-/// read itself. A fork handler forgets it in the child, where the PMCs of the parent are no
-/// longer the caller's (FreeBSD semantics: the child owns none of them).
-static PID: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn forget_pid_in_child() {
-    PID.store(0, Ordering::Relaxed);
-}
-
-pub(crate) fn getpid() -> Pid {
-    let pid = PID.load(Ordering::Relaxed);
-    if pid != 0 {
-        return pid;
-    }
-    static AT_FORK: std::sync::Once = std::sync::Once::new();
-    AT_FORK.call_once(|| {
-        // SAFETY: registers a handler that only stores to an atomic, which is async-signal-safe
-        // and valid in the child after fork.
-        unsafe { libc::pthread_atfork(None, None, Some(forget_pid_in_child)) };
-    });
-    let pid = std::process::id() as Pid;
-    PID.store(pid, Ordering::Relaxed);
-    pid
 }
 
 fn euid() -> u32 {
