@@ -1,17 +1,24 @@
 //! Long random sequences of PMC_OP_* requests with random (often bad) arguments from several
 //! processes, interleaved with context switches, work, forks and exits: no panic, no simulated
 //! #GP, every failure an errno hwpmc(4) documents for that operation, and no leaked row once
-//! every owner has exited.
+//! every owner has exited. The same runs with a host that counts the SOFT and IAP classes itself
+//! (as the Linux host's perf does) check the driver's hand-over too: it never stops, reads or
+//! detaches a PMC the host does not run, never starts one twice, and leaves none running.
 
 use hwpmc::abi::{
     Disposition, Mode, Op, PMC_CPU_ANY, PmcOpConfigureLog, PmcOpWriteLog, State, event,
 };
-use hwpmc::{Errno, ExecInfo, Pid, Tid, Tunables, UserPtr};
-use hwpmc_sim::kernel::SCRATCH_BASE;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use hwpmc::abi::Class;
+use hwpmc::{Driver, Errno, ExecInfo, HostCounters, HostedPmc, Pid, Tid, Tunables, UserPtr};
+use hwpmc_sim::kernel::{SCRATCH_BASE, SimKernel};
 use hwpmc_sim::machine::SplitMix64;
 use hwpmc_sim::pmu::{Ring, Work};
 use hwpmc_sim::{
-    AllocateRequest, Credentials, PmcClient, PmuModel, SimDriver, SinkKind, load_driver,
+    AllocateRequest, Credentials, PmcClient, PmuModel, SimDriver, SimHardware, SinkKind,
 };
 use proptest::prelude::*;
 
@@ -37,6 +44,52 @@ fn documented(op: Op) -> &'static [Errno] {
         Op::WriteLog => &[Fault, Inval, NoMem],
         Op::FlushLog | Op::CloseLog => &[Inval, Io, NoSpc],
         Op::GetCpuInfo | Op::GetDriverStats => &[Fault],
+    }
+}
+
+/// A host that counts SOFT and IAP PMCs and refuses one start in ten (a target perf cannot
+/// measure); every call is checked against what it runs.
+struct RandomHost {
+    /// Running PMCs by token: their first target (−1 for a system PMC) and their count.
+    running: RefCell<BTreeMap<u64, (Pid, u64)>>,
+    rng: RefCell<SplitMix64>,
+    /// How many starts it took.
+    started: std::cell::Cell<u32>,
+}
+
+impl HostCounters for RandomHost {
+    fn counts(&self, class: Class) -> bool {
+        matches!(class, Class::Soft | Class::Iap)
+    }
+
+    fn start(&self, pmc: &HostedPmc, targets: &[Pid]) -> Result<(), Errno> {
+        if self.rng.borrow_mut().below(10) == 0 {
+            return Err(Errno::Srch);
+        }
+        assert_eq!(targets.is_empty(), pmc.id.cpu.is_some(), "targets for a process PMC only");
+        let first = targets.first().copied().unwrap_or(-1);
+        let previous = self.running.borrow_mut().insert(pmc.token, (first, 0));
+        assert!(previous.is_none(), "PMC {:#x} started twice", pmc.token);
+        self.started.set(self.started.get() + 1);
+        Ok(())
+    }
+
+    fn stop(&self, token: u64, counted: &mut dyn FnMut(Pid, u64)) {
+        let stopped = self.running.borrow_mut().remove(&token);
+        let (pid, n) = stopped.unwrap_or_else(|| panic!("stop of {token:#x}, not running"));
+        counted(pid, n);
+    }
+
+    fn read(&self, token: u64) -> u64 {
+        let mut running = self.running.borrow_mut();
+        let (_, n) = running.get_mut(&token).unwrap_or_else(|| panic!("read of {token:#x}"));
+        *n += 1000;
+        *n
+    }
+
+    fn detach(&self, token: u64, _pid: Pid) -> u64 {
+        assert!(self.running.borrow().contains_key(&token), "detach from {token:#x}");
+        0
     }
 }
 
@@ -251,8 +304,19 @@ impl World {
     }
 }
 
-fn run(seed: u64, steps: usize) {
-    let driver = load_driver(PmuModel::skylake(), 2, Tunables::default());
+/// Runs `steps` random requests; returns how many PMCs the host started.
+fn run(seed: u64, steps: usize, hosted: bool) -> u32 {
+    let hw = SimHardware::new(PmuModel::skylake(), 2);
+    let host = Rc::new(RandomHost {
+        running: RefCell::new(BTreeMap::new()),
+        rng: RefCell::new(SplitMix64(seed ^ 0x1234)),
+        started: std::cell::Cell::new(0),
+    });
+    let mut kernel = SimKernel::new(hw.clone());
+    if hosted {
+        kernel = kernel.with_host_counters(host.clone());
+    }
+    let driver = Driver::load(kernel, hw, Tunables::default()).expect("load");
     driver.register_soft_event("CLOCK.HARD").unwrap();
     let kernel = driver.kernel().clone();
     kernel.set_unprivileged_syspmcs(seed % 2 == 0);
@@ -286,6 +350,7 @@ fn run(seed: u64, steps: usize) {
         world.exit(pid);
     }
     assert_eq!(kernel.open_log_files(), 0, "a log file leaked");
+    assert!(host.running.borrow().is_empty(), "the host still runs PMCs of owners that exited");
     for sink in sinks {
         let bytes = kernel.sink_bytes(sink);
         for entry in pmclog::Records::new(&bytes) {
@@ -312,6 +377,7 @@ fn run(seed: u64, steps: usize) {
         client.allocate(AllocateRequest::iap(0x00C0)).expect("a row leaked");
     }
     world.driver.kernel().hardware().assert_no_faults();
+    host.started.get()
 }
 
 proptest! {
@@ -319,11 +385,22 @@ proptest! {
 
     #[test]
     fn random_requests_never_panic_fault_or_leak(seed in any::<u64>()) {
-        run(seed, 600);
+        run(seed, 600, false);
+    }
+
+    #[test]
+    fn random_requests_to_host_counted_pmcs_never_panic_or_leak(seed in any::<u64>()) {
+        run(seed, 600, true);
     }
 }
 
 #[test]
 fn one_long_random_run() {
-    run(0x5eed, 5000);
+    run(0x5eed, 5000, false);
+}
+
+#[test]
+fn one_long_random_run_with_a_host_that_counts() {
+    let started = run(0x5eed, 5000, true);
+    assert!(started > 20, "only {started} PMCs started on the host");
 }
