@@ -25,6 +25,15 @@ fn touch_fresh_pages(pages: usize) -> Vec<u8> {
     v
 }
 
+/// Configures this process's log to a new file named after `what`; returns its path and the
+/// file (keep it open while logging).
+fn configure_log(what: &str) -> (std::path::PathBuf, std::fs::File) {
+    let path = std::env::temp_dir().join(format!("libpmc-{what}-{}.log", std::process::id()));
+    let file = std::fs::File::create(&path).unwrap();
+    api::configure_log(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+    (path, file)
+}
+
 #[test]
 fn counting_own_page_faults_is_within_ten_percent_of_pages_touched() {
     let _serial = serial();
@@ -145,9 +154,7 @@ fn busy(until: std::time::Instant) -> u64 {
 #[test]
 fn sampling_own_process_puts_most_samples_in_the_busy_function() {
     let _serial = serial();
-    let path = std::env::temp_dir().join(format!("libpmc-sample-{}.log", std::process::id()));
-    let file = std::fs::File::create(&path).unwrap();
-    api::configure_log(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+    let (path, _file) = configure_log("sample");
     let pmc = PmcSpec::new("cpu-clock")
         .mode(Mode::ThreadSampling)
         .flags(PmcFlags::CALLCHAIN)
@@ -183,9 +190,7 @@ fn sampling_own_process_puts_most_samples_in_the_busy_function() {
 #[test]
 fn samples_taken_before_a_stop_reach_the_log_though_the_pmc_is_released_at_once() {
     let _serial = serial();
-    let path = std::env::temp_dir().join(format!("libpmc-release-{}.log", std::process::id()));
-    let file = std::fs::File::create(&path).unwrap();
-    api::configure_log(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+    let (path, _file) = configure_log("release");
     let pmc = PmcSpec::new("cpu-clock").mode(Mode::ThreadSampling).rate(1).allocate().unwrap();
     let id = pmc.id();
     let clock = PmcSpec::new("task-clock").allocate().unwrap();
@@ -213,9 +218,7 @@ fn samples_taken_before_a_stop_reach_the_log_though_the_pmc_is_released_at_once(
 #[test]
 fn a_launched_child_that_exits_logs_its_count_with_log_procexit() {
     let _serial = serial();
-    let path = std::env::temp_dir().join(format!("libpmc-procexit-{}.log", std::process::id()));
-    let file = std::fs::File::create(&path).unwrap();
-    api::configure_log(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+    let (path, _file) = configure_log("procexit");
     let pmc = PmcSpec::new("page-faults").flags(PmcFlags::LOG_PROCEXIT).allocate().unwrap();
     let pid = api::spawn(&["sh".into(), "-c".into(), "exit 0".into()]).unwrap();
     pmc.attach(pid).unwrap();
@@ -248,9 +251,7 @@ fn per_switch_logging_is_refused_with_the_reason() {
 #[test]
 fn system_sampling_logs_every_process_mappings_and_samples_of_this_process() {
     let _serial = serial();
-    let path = std::env::temp_dir().join(format!("libpmc-ss-{}.log", std::process::id()));
-    let file = std::fs::File::create(&path).unwrap();
-    api::configure_log(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+    let (path, _file) = configure_log("ss");
     let pmc = match PmcSpec::new("cpu-clock").mode(Mode::SystemSampling).cpu(0).rate(1).allocate() {
         Ok(pmc) => pmc,
         Err(e) if e.errno == libc::EPERM => {
@@ -301,9 +302,7 @@ fn pin_this_thread_to_cpu0() -> bool {
 #[test]
 fn an_attached_process_that_ends_logs_its_count_with_log_procexit() {
     let _serial = serial();
-    let path = std::env::temp_dir().join(format!("libpmc-procexit-t-{}.log", std::process::id()));
-    let file = std::fs::File::create(&path).unwrap();
-    api::configure_log(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+    let (path, _file) = configure_log("procexit-t");
     // A process this library did not launch (as `pmcstat -t` attaches to).
     let mut child = std::process::Command::new("sleep").arg("0.2").spawn().unwrap();
     let pid = child.id() as i32;
@@ -340,9 +339,7 @@ fn proc_exits(path: &std::path::Path) -> Vec<(u32, i32, u64)> {
 #[test]
 fn a_target_that_ended_while_the_pmc_was_stopped_does_not_stop_it_starting() {
     let _serial = serial();
-    let path = std::env::temp_dir().join(format!("libpmc-vanished-{}.log", std::process::id()));
-    let file = std::fs::File::create(&path).unwrap();
-    api::configure_log(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+    let (path, _file) = configure_log("vanished");
     let mut child = std::process::Command::new("sleep").arg("0.1").spawn().unwrap();
     let pid = child.id() as i32;
     let pmc = PmcSpec::new("task-clock").flags(PmcFlags::LOG_PROCEXIT).allocate().unwrap();
@@ -365,9 +362,7 @@ fn a_target_that_ended_while_the_pmc_was_stopped_does_not_stop_it_starting() {
 #[test]
 fn a_sampled_pipeline_logs_each_childs_fork_before_its_exec_and_mappings() {
     let _serial = serial();
-    let path = std::env::temp_dir().join(format!("libpmc-pipeline-{}.log", std::process::id()));
-    let file = std::fs::File::create(&path).unwrap();
-    api::configure_log(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+    let (path, _file) = configure_log("pipeline");
     let pmc = PmcSpec::new("cpu-clock")
         .mode(Mode::ThreadSampling)
         .flags(PmcFlags::CALLCHAIN | PmcFlags::DESCENDANTS)
@@ -431,9 +426,7 @@ fn a_sampled_multithreaded_process_has_one_ring_per_cpu() {
             })
         })
         .collect();
-    let path = std::env::temp_dir().join(format!("libpmc-rings-{}.log", std::process::id()));
-    let file = std::fs::File::create(&path).unwrap();
-    api::configure_log(std::os::fd::AsRawFd::as_raw_fd(&file)).unwrap();
+    let (path, _file) = configure_log("rings");
     let before = perf_rings_mapped();
     let pmc = PmcSpec::new("cpu-clock").mode(Mode::ThreadSampling).rate(1).allocate().unwrap();
     pmc.attach(0).unwrap();
