@@ -455,13 +455,24 @@ mod tests {
 
     static POSTED: Mutex<Vec<(u64, Event)>> = Mutex::new(Vec::new());
 
+    /// The CPU time of the calling thread, in nanoseconds.
+    fn thread_cpu_ns() -> u64 {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `ts` is a valid timespec for clock_gettime to fill.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+
     fn keep(events: Vec<(u64, Event)>) {
         lock(&POSTED).extend(events);
     }
 
     #[test]
     fn a_stop_hands_over_every_sample_its_rings_hold() {
-        let counters = PerfCounters::new(1, keep);
+        // A ring on every CPU: the thread runs wherever the scheduler puts it.
+        // SAFETY: sysconf has no memory-safety preconditions.
+        let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as u32;
+        let counters = PerfCounters::new(ncpu, keep);
         let id = PmcId { cpu: None, mode: Mode::ThreadSampling, class: Class::Soft, row: 0 };
         // SOFT_FIRST is cpu-clock; one sample per millisecond.
         let pmc = HostedPmc {
@@ -475,9 +486,11 @@ mod tests {
         };
         assert_eq!(perf::SOFTWARE_EVENTS[0].0, "cpu-clock");
         counters.start(&pmc, &[std::process::id() as Pid]).unwrap();
-        let until = std::time::Instant::now() + std::time::Duration::from_millis(50);
+        // 50 ms of this thread's CPU time, however busy the machine is (at most 10 s of waiting).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let start = thread_cpu_ns();
         let mut x = 1u64;
-        while std::time::Instant::now() < until {
+        while thread_cpu_ns() - start < 50_000_000 && std::time::Instant::now() < deadline {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
         }
         std::hint::black_box(x);
@@ -489,7 +502,7 @@ mod tests {
             .filter(|(_, e)| matches!(e, Event::Sample { token: 7, .. }))
             .count();
         // Nothing else reads these rings: every sample of the 50 ms comes out of the stop.
-        assert!(samples >= 25, "{samples} samples of 50 ms at 1 kHz");
+        assert!(samples >= 25, "{samples} samples of 50 ms of CPU time at 1 kHz");
         assert!(!counters.is_busy());
     }
 }
