@@ -81,6 +81,8 @@ pub struct HostedSample<'a> {
     pub user: bool,
     /// The sampled program counter, then the callchain's return addresses (innermost first).
     pub pcs: &'a [u64],
+    /// When it was taken, as a TSC value (the log's timestamps); `None` stamps it when posted.
+    pub tsc: Option<u64>,
 }
 
 /// The counting a host kernel does for the driver (see the module documentation).
@@ -236,7 +238,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             pcs: ProgramCounters::from_words(pcs),
         });
         self.stats.intr_processed.fetch_add(1, Ordering::Relaxed);
-        if !self.log_record(owner, &record) {
+        let logged = match sample.tsc {
+            Some(tsc) => self.log_record_at(owner, self.kernel.current_cpu(), &record, tsc),
+            None => self.log_record(owner, &record),
+        };
+        if !logged {
             // The log is full: a lost sample like any other.
             self.stats.intr_bufferfull.fetch_add(1, Ordering::Relaxed);
             self.hosted_lost(token, 1);

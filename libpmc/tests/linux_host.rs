@@ -188,6 +188,46 @@ fn sampling_own_process_puts_most_samples_in_the_busy_function() {
 }
 
 #[test]
+fn samples_carry_the_time_they_were_taken_at() {
+    let _serial = serial();
+    let (path, _file) = configure_log("times");
+    let pmc = PmcSpec::new("cpu-clock").mode(Mode::ThreadSampling).rate(1).allocate().unwrap();
+    let id = pmc.id();
+    pmc.attach(0).unwrap();
+    // SAFETY: RDTSC only reads the time-stamp counter.
+    let before = unsafe { core::arch::x86_64::_rdtsc() };
+    pmc.start().unwrap();
+    busy(std::time::Instant::now() + std::time::Duration::from_millis(100));
+    pmc.stop().unwrap();
+    // SAFETY: as above.
+    let after = unsafe { core::arch::x86_64::_rdtsc() };
+    api::close_log().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let mut hz = 0;
+    let mut stamps = Vec::new();
+    for entry in pmclog::Records::new(&bytes) {
+        let entry = entry.unwrap();
+        match entry.record {
+            pmclog::Record::Initialize(i) => hz = i.tsc_freq,
+            pmclog::Record::Callchain(c) if c.pmcid == id => stamps.push(entry.tsc),
+            _ => {}
+        }
+    }
+    assert!(hz > 0 && stamps.len() >= 50, "{} samples, TSC at {hz} Hz", stamps.len());
+    // A millisecond of TSC apart, one sample per millisecond of CPU time; not the bursts of the
+    // worker's rounds every 20 ms, which is when they are posted. (A margin for the clocks'
+    // conversion: a sample may be stamped a little before the start or after the stop.)
+    let margin = hz / 1000;
+    assert!(stamps.iter().all(|&t| before - margin <= t && t <= after + margin), "{stamps:?}");
+    assert!(stamps.windows(2).all(|w| w[0] <= w[1]), "in time order: {stamps:?}");
+    let mut gaps: Vec<u64> = stamps.windows(2).map(|w| w[1] - w[0]).collect();
+    gaps.sort_unstable();
+    let median = gaps[gaps.len() / 2];
+    assert!(median > hz / 2000, "median gap {median} ticks at {hz} Hz: {stamps:?}");
+}
+
+#[test]
 fn samples_taken_before_a_stop_reach_the_log_though_the_pmc_is_released_at_once() {
     let _serial = serial();
     let (path, _file) = configure_log("release");

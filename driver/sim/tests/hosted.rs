@@ -292,7 +292,7 @@ fn hosted_samples_become_callchain_records_of_the_owners_log() {
     let (id, token, sink) = sampling(&w);
     let tid = w.kernel().threads(w.owner)[0];
     let pcs = [0x40_1000, 0x40_2000, 0x40_3000];
-    let sample = HostedSample { cpu: 1, pid: w.owner, tid, user: true, pcs: &pcs };
+    let sample = HostedSample { cpu: 1, pid: w.owner, tid, user: true, pcs: &pcs, tsc: None };
     w.driver.hosted_sample(token, &sample);
     w.driver.hosted_sample(token, &HostedSample { user: false, pcs: &pcs[..1], ..sample });
     let chains: Vec<String> =
@@ -314,7 +314,8 @@ fn hosted_samples_count_until_release_and_others_are_ignored() {
     let w = World::new();
     let (id, token, sink) = sampling(&w);
     let tid = w.kernel().threads(w.owner)[0];
-    let sample = HostedSample { cpu: 0, pid: w.owner, tid, user: true, pcs: &[0x40_1000] };
+    let sample =
+        HostedSample { cpu: 0, pid: w.owner, tid, user: true, pcs: &[0x40_1000], tsc: None };
     // Taken before the stop, delivered after it: still the PMC's.
     w.client().stop(id).unwrap();
     w.driver.hosted_sample(token, &sample);
@@ -365,13 +366,33 @@ fn the_kernels_images_are_logged_once_at_the_first_sampling_start() {
 }
 
 #[test]
+fn a_hosted_sample_keeps_the_time_it_was_taken_at() {
+    let w = World::new();
+    let (_, token, sink) = sampling(&w);
+    let tid = w.kernel().threads(w.owner)[0];
+    let pcs = [0x40_1000];
+    let taken = HostedSample { cpu: 0, pid: w.owner, tid, user: true, pcs: &pcs, tsc: Some(777) };
+    w.driver.hosted_sample(token, &taken);
+    w.client().flush_log().unwrap();
+    let bytes = w.kernel().sink_bytes(sink);
+    let stamps: Vec<u64> = Records::new(&bytes)
+        .map(|e| e.expect("the log decodes"))
+        .filter(|e| matches!(e.record, Record::Callchain(_)))
+        .map(|e| e.tsc)
+        .collect();
+    assert_eq!(stamps, [777]);
+}
+
+#[test]
 fn hosted_callchains_are_cut_at_the_callchain_depth() {
     let w = World::with(Tunables { callchain_depth: 4, ..Tunables::default() });
     let (_, token, sink) = sampling(&w);
     let tid = w.kernel().threads(w.owner)[0];
     let pcs: Vec<u64> = (1..=10).map(|i| i * 0x1000).collect();
-    w.driver
-        .hosted_sample(token, &HostedSample { cpu: 0, pid: w.owner, tid, user: true, pcs: &pcs });
+    w.driver.hosted_sample(
+        token,
+        &HostedSample { cpu: 0, pid: w.owner, tid, user: true, pcs: &pcs, tsc: None },
+    );
     let records = w.records(sink);
     let chain = records.iter().find(|r| r.starts_with("Callchain")).expect("a CALLCHAIN");
     assert!(chain.ends_with("pcs: [0x1000, 0x2000, 0x3000, 0x4000] })"), "{chain}");

@@ -174,21 +174,40 @@ pub(crate) fn rdtsc() -> u64 {
     unsafe { core::arch::x86_64::_rdtsc() }
 }
 
-fn monotonic_ns() -> u64 {
+/// `CLOCK_MONOTONIC_RAW` in nanoseconds: the clock perf stamps samples with here (it runs at
+/// the TSC's pace, without NTP's adjustments).
+fn monotonic_raw_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid timespec for clock_gettime to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
     (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
 }
 
-/// The TSC's frequency, measured against the monotonic clock over 5 ms (the log's INITIALIZE
-/// record gives it to readers).
-fn measure_tsc_frequency() -> u64 {
-    let (t0, c0) = (monotonic_ns(), rdtsc());
-    std::thread::sleep(std::time::Duration::from_millis(5));
-    let (t1, c1) = (monotonic_ns(), rdtsc());
-    let ns = t1.saturating_sub(t0).max(1);
-    (u128::from(c1.wrapping_sub(c0)) * 1_000_000_000 / u128::from(ns)) as u64
+/// How the TSC relates to `CLOCK_MONOTONIC_RAW`: a reading of both, and the TSC's frequency
+/// measured over 5 ms (the log's INITIALIZE record gives it to readers).
+#[derive(Debug, Clone, Copy)]
+struct TscClock {
+    tsc: u64,
+    ns: u64,
+    hz: u64,
+}
+
+impl TscClock {
+    fn measure() -> TscClock {
+        let (ns, tsc) = (monotonic_raw_ns(), rdtsc());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let (ns1, tsc1) = (monotonic_raw_ns(), rdtsc());
+        let elapsed = u128::from(ns1.saturating_sub(ns).max(1));
+        let hz = (u128::from(tsc1.wrapping_sub(tsc)) * 1_000_000_000 / elapsed) as u64;
+        TscClock { tsc, ns, hz }
+    }
+
+    /// The TSC value at `ns` of `CLOCK_MONOTONIC_RAW`.
+    fn tsc_at(&self, ns: u64) -> u64 {
+        let delta = i128::from(ns) - i128::from(self.ns);
+        let ticks = delta * i128::from(self.hz) / 1_000_000_000;
+        (i128::from(self.tsc) + ticks) as u64
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -202,10 +221,15 @@ pub(crate) struct LinuxKernel {
     logs: Mutex<BTreeMap<u64, File>>,
     next_log: AtomicU64,
     pub(crate) worker: Worker,
-    tsc_hz: OnceLock<u64>,
+    clock: OnceLock<TscClock>,
 }
 
 impl LinuxKernel {
+    /// The TSC value (the log's timestamps) of `ns` of `CLOCK_MONOTONIC_RAW`, perf's clock here.
+    pub(crate) fn tsc_at(&self, ns: u64) -> u64 {
+        self.clock.get_or_init(TscClock::measure).tsc_at(ns)
+    }
+
     pub(crate) fn new(ncpu: u32) -> LinuxKernel {
         LinuxKernel {
             ncpu,
@@ -213,7 +237,7 @@ impl LinuxKernel {
             logs: Mutex::new(BTreeMap::new()),
             next_log: AtomicU64::new(1),
             worker: Worker::default(),
-            tsc_hz: OnceLock::new(),
+            clock: OnceLock::new(),
         }
     }
 }
@@ -414,7 +438,7 @@ impl Kernel for LinuxKernel {
     }
 
     fn tsc_frequency(&self) -> u64 {
-        *self.tsc_hz.get_or_init(measure_tsc_frequency)
+        self.clock.get_or_init(TscClock::measure).hz
     }
 
     fn host_counters(&self) -> Option<&dyn HostCounters> {

@@ -131,11 +131,12 @@ impl LinuxHost {
         self.driver.process_exec(pid, &info);
     }
 
-    /// Posts one perf event to the driver.
-    fn post_event(&self, event: Event) {
+    /// Posts one perf event, which happened at `time` (`CLOCK_MONOTONIC_RAW`), to the driver.
+    fn post_event(&self, time: u64, event: Event) {
         match event {
             Event::Sample { token, cpu, pid, tid, user, pcs } => {
-                let sample = HostedSample { cpu, pid, tid, user, pcs: &pcs };
+                let tsc = Some(self.kernel().tsc_at(time)).filter(|_| time != 0);
+                let sample = HostedSample { cpu, pid, tid, user, pcs: &pcs, tsc };
                 self.driver.hosted_sample(token, &sample);
             }
             Event::Map { pid, start, path } => {
@@ -225,8 +226,8 @@ fn post_to(host: &LinuxHost, mut events: Vec<(u64, Event)>) {
     // Stable: records of one ring keep their order when their times are equal.
     events.sort_by_key(|(time, _)| *time);
     events.dedup_by(|a, b| a.0 == b.0 && a.1.is_side_band() && a.1 == b.1);
-    for (_, event) in events {
-        host.post_event(event);
+    for (time, event) in events {
+        host.post_event(time, event);
     }
 }
 

@@ -120,7 +120,11 @@ fn sampling_builder(
     if sampling.callchain {
         flags |= SampleFlag::CALLCHAIN;
     }
-    b.sample(flags).sample_period(sampling.period.max(1)).wakeup_events(64);
+    // Sample times on CLOCK_MONOTONIC_RAW, which the host converts to TSC values for the log.
+    b.sample(flags)
+        .sample_period(sampling.period.max(1))
+        .wakeup_events(64)
+        .clockid(perf_event::Clock::MONOTONIC_RAW);
     if sampling.side_band {
         b.mmap(true).comm(true).comm_exec(true).task(true).sample_id_all(true);
     }
