@@ -374,7 +374,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub(crate) fn release_pmc(&self, handle: PmcHandle) {
         let hosted_running = {
             let mut core = self.core.lock();
-            let hosted_running = core.pmc(handle).is_some_and(|p| p.hosted && p.is_running());
+            let hosted_running = core.pmc(handle).is_some_and(Pmc::runs_on_host);
             core.set_state(handle, State::Deleted);
             hosted_running
         };

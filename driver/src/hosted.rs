@@ -13,7 +13,7 @@ use core::sync::atomic::Ordering;
 
 use pmclog::{Callchain, CallchainFlags, ProgramCounters, Record};
 
-use crate::abi::{Caps, Class, PmcFlags, PmcId};
+use crate::abi::{Class, PmcFlags, PmcId};
 use crate::class::HwConfig;
 use crate::driver::{Driver, credit_locked};
 use crate::errno::Errno;
@@ -128,8 +128,11 @@ impl HostedPmc {
 
     /// The description of `pmc`, named `token`.
     fn describe(token: u64, pmc: &Pmc) -> HostedPmc {
+        // A software event counts in the rings the caller asked for with PMC_CAP_USER and
+        // PMC_CAP_SYSTEM, else both; hardware events carry theirs in their configuration.
+        let (kernel, user) = crate::ops::rings(false, false, pmc.caps);
         let (event, user, kernel) = match pmc.config {
-            HwConfig::Soft { event } => (HostedEvent::Soft { event }, true, true),
+            HwConfig::Soft { event } => (HostedEvent::Soft { event }, user, kernel),
             HwConfig::Tsc => (HostedEvent::Tsc, true, true),
             HwConfig::Iap { evtsel } => (
                 HostedEvent::Iap { evtsel: evtsel.bits() },
@@ -142,7 +145,6 @@ impl HostedPmc {
                 field.bits() & FixedCtrField::OS != 0,
             ),
         };
-        let (user, kernel) = soft_rings(pmc.config, pmc.caps, user, kernel);
         HostedPmc {
             token,
             id: pmc.id,
@@ -153,16 +155,6 @@ impl HostedPmc {
             reload: if pmc.mode().is_sampling() { pmc.reload } else { 0 },
         }
     }
-}
-
-/// The rings a software event counts in: those the caller asked for with PMC_CAP_USER and
-/// PMC_CAP_SYSTEM, else both (hardware events carry theirs in their configuration).
-fn soft_rings(config: HwConfig, caps: Caps, user: bool, kernel: bool) -> (bool, bool) {
-    if !matches!(config, HwConfig::Soft { .. }) {
-        return (user, kernel);
-    }
-    let (u, k) = (caps.contains(Caps::USER), caps.contains(Caps::SYSTEM));
-    if u || k { (u, k) } else { (true, true) }
 }
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {

@@ -584,9 +584,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 }
             }
         });
-        let hosted_running =
-            self.core.lock().pmc(handle).is_some_and(|p| p.hosted && p.is_running());
-        if hosted_running {
+        if self.core.lock().pmc(handle).is_some_and(Pmc::runs_on_host) {
             for &pid in pids {
                 self.hosted_detach(handle, pid);
             }
@@ -943,8 +941,9 @@ fn fixed_counter_of(event_select: u8, umask: u8) -> Option<u8> {
     }
 }
 
-/// The rings to count in: the config's USR/OS bits, else the requested caps, else both.
-fn rings(os: bool, usr: bool, caps: Caps) -> (bool, bool) {
+/// The rings to count in, as (OS, USR): the config's USR/OS bits, else the requested caps,
+/// else both.
+pub(crate) fn rings(os: bool, usr: bool, caps: Caps) -> (bool, bool) {
     if os || usr {
         return (os, usr);
     }

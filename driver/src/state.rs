@@ -59,6 +59,10 @@ impl Pmc {
     pub(crate) fn is_running(&self) -> bool {
         self.state == State::Running
     }
+    /// Whether the host kernel counts it right now (see [`crate::hosted`]).
+    pub(crate) fn runs_on_host(&self) -> bool {
+        self.hosted && self.is_running()
+    }
 
     /// Adds `delta` counted events to this PMC (`handle`) and, when it logs PROCEXIT records
     /// (the only use of per-process shares), to `target`'s share of it. Sampling PMCs count

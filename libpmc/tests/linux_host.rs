@@ -25,6 +25,14 @@ fn touch_fresh_pages(pages: usize) -> Vec<u8> {
     v
 }
 
+/// Closes this process's log and returns what the file at `path` holds (and removes it).
+fn close_log(path: &std::path::Path) -> Vec<u8> {
+    api::close_log().unwrap();
+    let bytes = std::fs::read(path).unwrap();
+    let _ = std::fs::remove_file(path);
+    bytes
+}
+
 /// Configures this process's log to a new file named after `what`; returns its path and the
 /// file (keep it open while logging).
 fn configure_log(what: &str) -> (std::path::PathBuf, std::fs::File) {
@@ -166,9 +174,7 @@ fn sampling_own_process_puts_most_samples_in_the_busy_function() {
     busy(std::time::Instant::now() + std::time::Duration::from_millis(300));
     pmc.stop().unwrap();
     api::flush_log().unwrap();
-    api::close_log().unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
+    let bytes = close_log(&path);
     let busy_addr = busy as *const () as u64;
     let (mut total, mut inside) = (0, 0);
     for entry in pmclog::Records::new(&bytes) {
@@ -201,9 +207,7 @@ fn samples_carry_the_time_they_were_taken_at() {
     pmc.stop().unwrap();
     // SAFETY: as above.
     let after = unsafe { core::arch::x86_64::_rdtsc() };
-    api::close_log().unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
+    let bytes = close_log(&path);
     let mut hz = 0;
     let mut stamps = Vec::new();
     for entry in pmclog::Records::new(&bytes) {
@@ -245,9 +249,7 @@ fn samples_taken_before_a_stop_reach_the_log_though_the_pmc_is_released_at_once(
     pmc.stop().unwrap();
     let ms = clock.read().unwrap() / 1_000_000;
     drop(pmc);
-    api::close_log().unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
+    let bytes = close_log(&path);
     let samples = pmclog::Records::new(&bytes)
         .filter(|e| matches!(&e.as_ref().unwrap().record, pmclog::Record::Callchain(c) if c.pmcid == id))
         .count();
@@ -267,9 +269,7 @@ fn a_launched_child_that_exits_logs_its_count_with_log_procexit() {
     assert_eq!(api::wait(pid).unwrap(), 0);
     pmc.stop().unwrap();
     let faults = pmc.read().unwrap();
-    api::close_log().unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
+    let bytes = close_log(&path);
     let exits: Vec<(u32, i32, u64)> = pmclog::Records::new(&bytes)
         .filter_map(|e| match e.unwrap().record {
             pmclog::Record::ProcExit(x) => Some((x.pmcid, x.pid, x.value)),
@@ -306,9 +306,7 @@ fn system_sampling_logs_every_process_mappings_and_samples_of_this_process() {
     let pinned = pin_this_thread_to_cpu0();
     busy(std::time::Instant::now() + std::time::Duration::from_millis(200));
     pmc.stop().unwrap();
-    api::close_log().unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
+    let bytes = close_log(&path);
     let me = std::process::id() as i32;
     let (mut my_maps, mut my_samples, mut samples) = (0, 0, 0);
     for entry in pmclog::Records::new(&bytes) {
@@ -417,9 +415,7 @@ fn a_sampled_pipeline_logs_each_childs_fork_before_its_exec_and_mappings() {
     assert_eq!(api::wait(pid).unwrap(), 0);
     pmc.stop().unwrap();
     api::flush_log().unwrap();
-    api::close_log().unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
+    let bytes = close_log(&path);
     // The order a reader meets: every child is forked before it executes its program and maps
     // it (the records come from two CPUs' rings, merged in time order).
     let mut forked = Vec::new();

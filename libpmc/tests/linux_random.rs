@@ -4,6 +4,7 @@
 #![cfg(target_os = "linux")]
 
 use hwpmc::abi::{Op, PmcOpPmcAllocate};
+use hwpmc_sim::machine::SplitMix64;
 use pmc::api;
 use pmc::{Mode, PmcFlags, PmcSpec};
 
@@ -28,28 +29,6 @@ fn documented(op: Op) -> &'static [i32] {
     }
 }
 
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
-
 struct World {
     ids: Vec<u32>,
     /// A process of this test's own to attach to.
@@ -59,7 +38,7 @@ struct World {
 }
 
 impl World {
-    fn id(&self, rng: &mut Rng) -> u32 {
+    fn id(&self, rng: &mut SplitMix64) -> u32 {
         if !self.ids.is_empty() && rng.chance(85) {
             self.ids[rng.below(self.ids.len() as u64) as usize]
         } else {
@@ -67,11 +46,11 @@ impl World {
         }
     }
 
-    fn pid(&self, rng: &mut Rng) -> i32 {
+    fn pid(&self, rng: &mut SplitMix64) -> i32 {
         rng.pick(&[0, 0, self.child, self.child, std::process::id() as i32, -1, 0x7fff_fff0])
     }
 
-    fn allocate(&mut self, rng: &mut Rng) -> pmc::Result<()> {
+    fn allocate(&mut self, rng: &mut SplitMix64) -> pmc::Result<()> {
         let event = rng.pick(&["page-faults", "task-clock", "cpu-clock", "context-switches"]);
         let mode = rng.pick(&[
             Mode::ThreadCounting,
@@ -110,7 +89,7 @@ impl World {
         Ok(())
     }
 
-    fn step(&mut self, rng: &mut Rng) -> (Op, pmc::Result<()>) {
+    fn step(&mut self, rng: &mut SplitMix64) -> (Op, pmc::Result<()>) {
         use std::os::fd::AsRawFd;
         let op = rng.pick(&[
             Op::PmcAllocate,
@@ -185,7 +164,7 @@ fn random_operations_never_panic_and_leave_every_row_free() {
     };
     let mut started = 0;
     for seed in [1u64, 2, 3] {
-        let mut rng = Rng(seed);
+        let mut rng = SplitMix64(seed);
         for _ in 0..300 {
             let (op, result) = world.step(&mut rng);
             started += usize::from(op == Op::PmcStart && result.is_ok());

@@ -137,10 +137,7 @@ fn user_callchains(
 ) {
     let owner = client.pid();
     let tid = kernel.threads(owner)[0];
-    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
-    let request = request.with_count(100_000).with_flags(PmcFlags::CALLCHAIN);
-    let id = client.allocate(request).unwrap();
-    client.start(id).unwrap();
+    let id = start_callchain_pmc(client);
     driver.switch_in(0, owner, tid);
     let innermost = SCRATCH_BASE + 0x1000;
     for i in 0..DEPTH - 1 {
@@ -175,16 +172,7 @@ fn user_callchains(
     println!("  {:8.1} ns per sample walking the stack at user return", per(walking));
     let rate = records as f64 / logging.as_secs_f64();
     println!("  {:8.2} M CALLCHAIN records/s through the log path ({records} records)", rate / 1e6);
-    let stats = client.driver_stats().unwrap();
-    assert_eq!(stats.pm_intr_bufferfull, 0, "the bench must not drop samples");
-    client.call_raw(Op::FlushLog.as_u32(), hwpmc::UserPtr::NULL).unwrap();
-    let bytes = kernel.sink_bytes(kernel.sink_of(owner, fd).unwrap());
-    let last_depth = pmclog::Records::new(&bytes)
-        .filter_map(|e| match e.expect("the log decodes").record {
-            pmclog::Record::Callchain(cc) => Some(cc.pcs.len()),
-            _ => None,
-        })
-        .last();
+    let last_depth = last_callchain(kernel, client, fd).map(|(depth, _)| depth);
     assert_eq!(last_depth, Some(DEPTH as usize), "the walk must reach every frame");
     driver.switch_out(0, owner, tid);
     client.release(id).unwrap();
@@ -202,10 +190,7 @@ fn kernel_callchains(
 ) {
     let owner = client.pid();
     let tid = kernel.threads(owner)[0];
-    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
-    let request = request.with_count(100_000).with_flags(PmcFlags::CALLCHAIN);
-    let id = client.allocate(request).unwrap();
-    client.start(id).unwrap();
+    let id = start_callchain_pmc(client);
     kernel.set_running(0, Some(tid));
     driver.switch_in(0, owner, tid);
     let depth = kernel_depth();
@@ -234,20 +219,39 @@ fn kernel_callchains(
     let per_sample = in_interrupt.as_nanos() as f64 / f64::from(samples);
     println!("callchain depth {depth} in the kernel (walked in the interrupt):");
     println!("  {per_sample:8.1} ns per sample ({samples} samples)");
-    let stats = client.driver_stats().unwrap();
-    assert_eq!(stats.pm_intr_bufferfull, 0, "the bench must not drop samples");
-    client.call_raw(Op::FlushLog.as_u32(), hwpmc::UserPtr::NULL).unwrap();
-    let bytes = kernel.sink_bytes(kernel.sink_of(owner, fd).unwrap());
-    let last = pmclog::Records::new(&bytes)
-        .filter_map(|e| match e.expect("the log decodes").record {
-            pmclog::Record::Callchain(cc) => Some((cc.pcs.len(), cc.cpuflags.is_user())),
-            _ => None,
-        })
-        .last();
+    let last = last_callchain(kernel, client, fd);
     assert_eq!(last, Some((depth as usize, false)), "the walk must reach every frame");
     driver.switch_out(0, owner, tid);
     kernel.set_running(0, None);
     client.release(id).unwrap();
+}
+
+/// Allocates and starts a CALLCHAIN PMC sampling every 100 000 instructions of its owner.
+fn start_callchain_pmc(client: &PmcClient<'_, OverflowingPmu>) -> u32 {
+    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let request = request.with_count(100_000).with_flags(PmcFlags::CALLCHAIN);
+    let id = client.allocate(request).unwrap();
+    client.start(id).unwrap();
+    id
+}
+
+/// Checks that the bench lost no sample, then flushes the owner's log (on descriptor `fd`) and
+/// returns its last CALLCHAIN record's depth and whether it was taken in user mode.
+fn last_callchain(
+    kernel: &SimKernel,
+    client: &PmcClient<'_, OverflowingPmu>,
+    fd: i32,
+) -> Option<(usize, bool)> {
+    let stats = client.driver_stats().unwrap();
+    assert_eq!(stats.pm_intr_bufferfull, 0, "the bench must not drop samples");
+    client.call_raw(Op::FlushLog.as_u32(), hwpmc::UserPtr::NULL).unwrap();
+    let bytes = kernel.sink_bytes(kernel.sink_of(client.pid(), fd).unwrap());
+    pmclog::Records::new(&bytes)
+        .filter_map(|e| match e.expect("the log decodes").record {
+            pmclog::Record::Callchain(cc) => Some((cc.pcs.len(), cc.cpuflags.is_user())),
+            _ => None,
+        })
+        .last()
 }
 
 /// Frames per callchain in the kernel-callchain part: `--kernel-depth=N`, by default 128 (the

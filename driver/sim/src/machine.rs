@@ -513,6 +513,16 @@ impl SplitMix64 {
     pub fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
     }
+
+    /// One of `items` (not empty).
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len() as u64) as usize]
+    }
+
+    /// True `percent` times in a hundred.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
 }
 
 /// PMIs handled per poll at most (each handler may unmask the LVT entry and let a held PMI in).

@@ -93,24 +93,6 @@ impl HostCounters for RandomHost {
     }
 }
 
-/// The simulator's generator, seeded by proptest.
-struct Rng(SplitMix64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0.next()
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.0.below(n)
-    }
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
-
 struct World {
     driver: SimDriver,
     processes: Vec<Pid>,
@@ -119,13 +101,13 @@ struct World {
 }
 
 impl World {
-    fn pid(&self, rng: &mut Rng) -> Pid {
+    fn pid(&self, rng: &mut SplitMix64) -> Pid {
         let live = self.processes[rng.below(self.processes.len() as u64) as usize];
         rng.pick(&[live, live, live, 0, -1, 99_999])
     }
 
     /// Mostly one of the caller's own PMC ids, sometimes anyone's, sometimes garbage.
-    fn id(&self, rng: &mut Rng, caller: Pid) -> u32 {
+    fn id(&self, rng: &mut SplitMix64, caller: Pid) -> u32 {
         let own: Vec<u32> =
             self.ids.iter().filter(|(p, _)| *p == caller).map(|(_, id)| *id).collect();
         if !own.is_empty() && rng.chance(75) {
@@ -137,7 +119,7 @@ impl World {
         }
     }
 
-    fn request(&self, rng: &mut Rng) -> AllocateRequest {
+    fn request(&self, rng: &mut SplitMix64) -> AllocateRequest {
         let soft = event::SOFT_FIRST;
         let mut request = match rng.below(6) {
             0 => AllocateRequest::iap(rng.pick(&[0x00C0, 0x003C, 0x00C4, 0x20_00C0, 0x4F2E])),
@@ -165,7 +147,7 @@ impl World {
     }
 
     /// One random request; returns the op and its result.
-    fn step(&mut self, rng: &mut Rng) -> (Op, Result<(), Errno>) {
+    fn step(&mut self, rng: &mut SplitMix64) -> (Op, Result<(), Errno>) {
         let owners: Vec<Pid> =
             self.ids.iter().map(|(p, _)| *p).filter(|p| self.processes.contains(p)).collect();
         let caller = if !owners.is_empty() && rng.chance(60) {
@@ -223,7 +205,7 @@ impl World {
     }
 
     /// Random scheduling, work, forks, execs and exits between requests.
-    fn churn(&mut self, rng: &mut Rng) {
+    fn churn(&mut self, rng: &mut SplitMix64) {
         let kernel = self.driver.kernel().clone();
         let hw = kernel.hardware().clone();
         let cpu = rng.below(2) as usize;
@@ -333,7 +315,7 @@ fn run(seed: u64, steps: usize, hosted: bool) -> u32 {
         sinks.extend(kernel.sink_of(pid, 3));
     }
     let mut world = World { driver, processes, ids: Vec::new(), running: vec![None, None] };
-    let mut rng = Rng(SplitMix64(seed));
+    let mut rng = SplitMix64(seed);
     for _ in 0..steps {
         if rng.chance(40) {
             world.churn(&mut rng);

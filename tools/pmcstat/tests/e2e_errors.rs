@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Host, arg, one_line_error, pmcstat, pmcstat_env, record_offsets};
+use common::{Host, arg, one_line_error, pmcstat, pmcstat_as_nobody, pmcstat_env, record_offsets};
 
 /// `EX_USAGE`, `EX_DATAERR`, `EX_NOINPUT`, `EX_UNAVAILABLE`, `EX_IOERR` of sysexits(3).
 const EX_USAGE: i32 = 64;
@@ -189,22 +189,9 @@ fn an_unknown_host_is_named() {
 
 #[test]
 fn measuring_another_users_process_without_privilege_is_eperm_with_the_reason() {
-    // Needs root to become an unprivileged user (and util-linux's setpriv); skipped otherwise.
-    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-    });
-    let setpriv = std::path::Path::new("/usr/bin/setpriv");
-    if !root || !setpriv.exists() {
-        eprintln!("skipped: needs root and /usr/bin/setpriv");
-        return;
-    }
-    let output = std::process::Command::new(setpriv)
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_pmcstat"))
-        .args(["-p", "task-clock", "-t", "1", "-l", "0.2"])
-        .env("PMC_HOST", "linux")
-        .output()
-        .unwrap();
+    // Needs root to become an unprivileged user; skipped otherwise.
+    let Some(mut nobody) = pmcstat_as_nobody() else { return };
+    let output = nobody.args(["-p", "task-clock", "-t", "1", "-l", "0.2"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(77), "EX_NOPERM\n{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");

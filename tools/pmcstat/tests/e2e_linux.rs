@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use common::{
     Host, Json, Run, allocations, arg, c_program, parse_callgraph, parse_folded, parse_top,
-    pmcstat, samples_per_pmc,
+    pmcstat, pmcstat_as_nobody, sample_hot, samples_per_pmc, write_log,
 };
 
 /// The values line of FreeBSD's counting output for 64-bit counters: 20 digits a column, the
@@ -149,23 +149,14 @@ struct Sampled {
 fn sampled() -> &'static Sampled {
     static SAMPLED: OnceLock<Sampled> = OnceLock::new();
     SAMPLED.get_or_init(|| {
-        let program = c_program("hot");
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("cpu-clock.log");
-        let run = pmcstat(
-            Host::Linux,
-            &["-P", "cpu-clock", "-O", arg(&log), "--", arg(&program), "400000000", "5"],
-        );
-        let log = std::fs::read(&log).unwrap_or_default();
+        let (run, log, program) = sample_hot(Some("5"));
         Sampled { run, log, program: arg(&program).to_owned() }
     })
 }
 
 /// The shared log written to a file in `dir`.
 fn sampled_log(dir: &std::path::Path) -> std::path::PathBuf {
-    let path = dir.join("cpu-clock.log");
-    std::fs::write(&path, &sampled().log).unwrap();
-    path
+    write_log(dir, &sampled().log)
 }
 
 #[test]
@@ -289,23 +280,10 @@ fn an_unprivileged_user_counts_and_samples_own_commands_in_user_mode() {
     // perf_event_paranoid 2 lets a user measure their own processes in user mode only: the
     // PMCs (both rings by default) fall back to user mode instead of failing. Needs root to
     // become an unprivileged user, and util-linux's setpriv; skipped otherwise.
-    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-    });
-    let setpriv = std::path::Path::new("/usr/bin/setpriv");
-    if !root || !setpriv.exists() {
-        eprintln!("skipped: needs root and /usr/bin/setpriv");
-        return;
-    }
+    let Some(mut nobody) = pmcstat_as_nobody() else { return };
     let program = c_program("hot");
-    let output = std::process::Command::new(setpriv)
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_pmcstat"))
-        .args(["-p", "task-clock", "-n", "1", "-P", "cpu-clock", "--"])
-        .arg(&program)
-        .env("PMC_HOST", "linux")
-        .output()
-        .unwrap();
+    let args = ["-p", "task-clock", "-n", "1", "-P", "cpu-clock", "--"];
+    let output = nobody.args(args).arg(&program).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stderr}");

@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{Host, Run, arg, c_program, one_line_error, parse_folded, parse_top, pmcstat};
+use common::{
+    Host, Run, arg, c_program, one_line_error, parse_folded, parse_top, pmcstat, sample_hot,
+    write_log,
+};
 
 /// The simulated program's path, as the simulated kernel reports it.
 const IMAGE: &str = "/usr/sim/bin/hot-cold";
@@ -318,22 +321,15 @@ struct Sampled {
 fn sampled() -> &'static Sampled {
     static SAMPLED: OnceLock<Sampled> = OnceLock::new();
     SAMPLED.get_or_init(|| {
-        let program = c_program("hot");
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("cpu-clock.log");
-        let run = pmcstat(
-            Host::Linux,
-            &["-P", "cpu-clock", "-O", arg(&log), "--", arg(&program), "400000000"],
-        );
+        let (run, log, program) = sample_hot(None);
         run.assert_status(0);
-        Sampled { log: std::fs::read(&log).unwrap(), program }
+        Sampled { log, program }
     })
 }
 
 /// pmcstat `args` on the shared log, written into `dir`.
 fn on_sampled_log(dir: &Path, args: &[&str]) -> Run {
-    let log = dir.join("cpu-clock.log");
-    std::fs::write(&log, &sampled().log).unwrap();
+    let log = write_log(dir, &sampled().log);
     let mut all = vec!["-q", "-R", arg(&log)];
     all.extend_from_slice(args);
     let run = pmcstat(Host::Linux, &all);

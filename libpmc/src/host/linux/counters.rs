@@ -10,14 +10,15 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use hwpmc::abi::{Class, PmcFlags, event};
 use hwpmc::{Errno, HostCounters, HostedEvent, HostedPmc, Pid};
 use perf_event::Counter;
 use perf_event::events::Hardware;
 
-use super::kernel::{explain, not_allowed};
+use super::kernel::{explain, not_allowed, numbered_entries};
+use super::lock;
 use super::perf::{self, Rings, Sampling, Scope, Source};
 use super::rings::{Event, Ring, RingMeta};
 
@@ -33,6 +34,7 @@ const EVTSEL_PIN_CONTROL: u64 = 1 << 19;
 const EVTSEL_EVENT_BITS: u64 = 0xFFFF | 1 << 18 | 1 << 23 | 0xFF << 24 | EVTSEL_ANY;
 
 /// One target's perf events.
+#[derive(Default)]
 struct Target {
     /// Counting: one event per thread.
     counters: Vec<Counter>,
@@ -65,6 +67,15 @@ impl Running {
     fn all(&mut self) -> impl Iterator<Item = &mut Target> {
         self.targets.values_mut().chain(self.system.as_mut())
     }
+
+    /// Appends the events every ring of the PMC holds to `events`.
+    fn read_rings(&mut self, events: &mut Vec<(u64, Event)>) {
+        for target in self.all() {
+            for ring in &mut target.rings {
+                ring.read_into(events);
+            }
+        }
+    }
 }
 
 /// Where the events of a stopped PMC's rings go (the driver, through the host).
@@ -77,10 +88,6 @@ pub(crate) struct PerfCounters {
     running: Mutex<BTreeMap<u64, Running>>,
     /// Rings of targets that went away, read once more by the next drain.
     retired: Mutex<Vec<Ring>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A perf failure as hwpmc(4) reports it (perf's EACCES, not permitted by
@@ -155,15 +162,6 @@ fn kernel_mode_allowed(source: Source, rings: Rings, pid: Pid) -> bool {
     }
 }
 
-/// The thread ids of process `pid`.
-fn threads_of(pid: Pid) -> Vec<Pid> {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
-    let mut tids: Vec<Pid> =
-        dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
-    tids.sort_unstable();
-    tids
-}
-
 /// How `pmc` counts or samples: its event, rings and sampling parameters.
 struct Plan {
     source: Source,
@@ -197,8 +195,7 @@ impl Plan {
 
     /// The perf events of process `pid`, disabled.
     fn open_process(&self, pid: Pid, ncpu: u32) -> Result<Target, Errno> {
-        let mut target =
-            Target { counters: Vec::new(), rings: Vec::new(), credited: 0, gone: false };
+        let mut target = Target::default();
         if !super::kernel::process_running(pid) {
             // It ended while the PMC was stopped and nobody saw it go: nothing to count, and
             // the worker tells the driver it ended (which detaches it).
@@ -214,7 +211,7 @@ impl Plan {
             rings.kernel = false;
         }
         let fail = |e: io::Error| perf_errno(&what, &e);
-        for tid in threads_of(pid) {
+        for tid in numbered_entries(&format!("/proc/{pid}/task")) {
             // A thread that ended since the listing is no error: it has nothing to count.
             let opened = self.open_thread(tid, rings, ncpu, &mut target);
             match opened {
@@ -278,8 +275,7 @@ impl Plan {
     fn open_cpu(&self, cpu: u32) -> Result<Target, Errno> {
         let what = format!("measuring CPU {cpu}");
         let fail = |e: io::Error| perf_errno(&what, &e);
-        let mut target =
-            Target { counters: Vec::new(), rings: Vec::new(), credited: 0, gone: false };
+        let mut target = Target::default();
         match self.sampling {
             Some(sampling) => {
                 let sampler =
@@ -356,11 +352,7 @@ impl PerfCounters {
             ring.read_into(&mut events);
         }
         for running in lock(&self.running).values_mut() {
-            for target in running.all() {
-                for ring in &mut target.rings {
-                    ring.read_into(&mut events);
-                }
-            }
+            running.read_rings(&mut events);
         }
         events
     }
@@ -412,11 +404,7 @@ impl HostCounters for PerfCounters {
         if running.pmc.id.mode.is_sampling() {
             // The samples taken so far go to the driver before the PMC can be released.
             let mut events = Vec::new();
-            for target in running.all() {
-                for ring in &mut target.rings {
-                    ring.read_into(&mut events);
-                }
-            }
+            running.read_rings(&mut events);
             (self.post)(events);
         }
     }

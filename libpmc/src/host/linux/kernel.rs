@@ -17,15 +17,16 @@ use std::fs::File;
 use std::io::Write;
 use std::os::fd::{FromRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
-use hwpmc::hw::native::NativeCpuid;
+use hwpmc::hw::native::{NativeCpu, NativeCpuid};
 use hwpmc::hw::{CpuIdReader, CpuIdResult, Hardware, Lapic, Msrs};
 use hwpmc::{
     Cpu, Errno, HostCounters, Kernel, LogFile, Pid, Privilege, ProcessState, Signal, UserPtr,
 };
 
 use super::counters::PerfCounters;
+use super::lock;
 use super::perf::{self, Rings, Scope, Source};
 use super::worker::Worker;
 use crate::host::KERNEL_SYMBOLS;
@@ -105,6 +106,16 @@ pub(crate) fn not_allowed(what: &str) -> String {
     )
 }
 
+/// The numeric entries of directory `dir` (`/proc`'s processes, a task directory's threads),
+/// in order.
+pub(crate) fn numbered_entries(dir: &str) -> Vec<Pid> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut ids: Vec<Pid> =
+        entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
+    ids.sort_unstable();
+    ids
+}
+
 /// The state letter of process `pid` (`R`, `S`, `Z`, …), if it exists.
 fn process_state_letter(pid: Pid) -> Option<char> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -168,10 +179,9 @@ fn read_kernel_text_start() -> Option<u64> {
     find("_stext").or_else(|| find("_text")).filter(|&a| a != 0)
 }
 
-pub(crate) fn rdtsc() -> u64 {
-    // SAFETY: RDTSC only reads the time-stamp counter; every x86_64 CPU has it, and Linux lets
-    // user mode execute it.
-    unsafe { core::arch::x86_64::_rdtsc() }
+/// The TSC: RDTSC, which Linux lets user mode execute.
+fn rdtsc() -> u64 {
+    NativeCpu.read_tsc()
 }
 
 /// `CLOCK_MONOTONIC_RAW` in nanoseconds: the clock perf stamps samples with here (it runs at
@@ -208,10 +218,6 @@ impl TscClock {
         let ticks = delta * i128::from(self.hz) / 1_000_000_000;
         (i128::from(self.tsc) + ticks) as u64
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The kernel services the driver gets on Linux.
@@ -312,11 +318,9 @@ impl Kernel for LinuxKernel {
     }
 
     fn for_each_child(&self, pid: Pid, f: &mut dyn FnMut(Pid)) {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return };
-        for task in tasks.flatten() {
-            let Ok(children) = std::fs::read_to_string(task.path().join("children")) else {
-                continue;
-            };
+        for tid in numbered_entries(&format!("/proc/{pid}/task")) {
+            let path = format!("/proc/{pid}/task/{tid}/children");
+            let Ok(children) = std::fs::read_to_string(path) else { continue };
             children.split_whitespace().filter_map(|c| c.parse().ok()).for_each(&mut *f);
         }
     }
@@ -416,11 +420,7 @@ impl Kernel for LinuxKernel {
     }
 
     fn for_each_process(&self, f: &mut dyn FnMut(Pid)) {
-        let Ok(dir) = std::fs::read_dir("/proc") else { return };
-        let mut pids: Vec<Pid> =
-            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
-        pids.sort_unstable();
-        pids.into_iter().for_each(f);
+        numbered_entries("/proc").into_iter().for_each(f);
     }
 
     fn for_each_kernel_image(&self, f: &mut dyn FnMut(u64, &[u8])) {

@@ -45,7 +45,8 @@ pub struct LinuxHost {
     exited: Mutex<VecDeque<Pid>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// Locks `m`; a thread that panicked holding it left nothing half-done that matters here.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 

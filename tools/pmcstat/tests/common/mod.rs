@@ -131,6 +131,45 @@ pub(crate) fn arg(path: &Path) -> &str {
     path.to_str().expect("test paths are UTF-8")
 }
 
+/// The `pmcstat` binary run as user and group 65534 (nobody) with `PMC_HOST=linux`, through
+/// util-linux's setpriv: `None`, with a note, unless the test runs as root and setpriv exists.
+pub(crate) fn pmcstat_as_nobody() -> Option<Command> {
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+    });
+    let setpriv = Path::new("/usr/bin/setpriv");
+    if !root || !setpriv.exists() {
+        eprintln!("skipped: needs root and /usr/bin/setpriv");
+        return None;
+    }
+    let mut command = Command::new(setpriv);
+    command
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_pmcstat"))
+        .env("PMC_HOST", "linux");
+    Some(command)
+}
+
+/// A sampling run on Linux of the `hot` program: `pmcstat -P cpu-clock -O LOG -- hot 400000000
+/// [exit_status]`; the run, the log it wrote and the program.
+pub(crate) fn sample_hot(exit_status: Option<&str>) -> (Run, Vec<u8>, PathBuf) {
+    let program = c_program("hot");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cpu-clock.log");
+    let mut args = vec!["-P", "cpu-clock", "-O", arg(&log), "--", arg(&program), "400000000"];
+    args.extend(exit_status);
+    let run = pmcstat(Host::Linux, &args);
+    let bytes = std::fs::read(&log).unwrap_or_default();
+    (run, bytes, program)
+}
+
+/// Writes the log `bytes` as `cpu-clock.log` in `dir`; returns its path.
+pub(crate) fn write_log(dir: &Path, bytes: &[u8]) -> PathBuf {
+    let path = dir.join("cpu-clock.log");
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
 /// The C program `tests/programs/NAME.c`, built once per test process with
 /// `cc -O1 -fno-omit-frame-pointer` into Cargo's temporary directory for tests. The path is
 /// canonical, as the kernel reports it in the log.
