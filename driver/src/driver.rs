@@ -8,13 +8,13 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use spin::Mutex;
 
 use crate::abi::State;
+use crate::arch::Backend;
+use crate::backend::{CounterMask, CpuIdString, PmuBackend};
 use crate::class::{self, HwConfig, Layout};
-use crate::hw::{Hardware, msr};
+use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, LoadError, Pid, Tunables};
 use crate::log::Logs;
 use crate::percpu::{PerCpu, PmcHandle, Slot};
-use crate::pmu::{CpuSignature, FreezeMode, IntelPmu};
-use crate::regs::CounterSet;
 use crate::sample::SampleRing;
 use crate::state::{Core, LoadSpec, Pmc};
 
@@ -49,7 +49,7 @@ pub(crate) struct Stats {
 
 /// The hwpmc driver, embedded in a kernel.
 ///
-/// `K` is the kernel's services, `H` the CPU hardware (see [`crate::hw::native::NativeCpu`] for
+/// `K` is the kernel's services, `H` the CPU hardware (see [`crate::arch::x86::native::NativeCpu`] for
 /// real x86_64 CPUs). The driver is `Sync` when they are: system calls may come from any CPU, and
 /// each hook is called on the CPU it concerns.
 pub struct Driver<K: Kernel, H: Hardware> {
@@ -57,15 +57,13 @@ pub struct Driver<K: Kernel, H: Hardware> {
     pub(crate) hw: H,
     pub(crate) tunables: Tunables,
     pub(crate) layout: Layout,
+    /// The machine's PMU backend.
+    pub(crate) backend: Backend,
     pub(crate) cpus: Box<[PerCpu]>,
     pub(crate) core: Mutex<Core>,
     /// Owners' logs (taken after `core` when both are needed).
     pub(crate) logs: Mutex<Logs>,
     pub(crate) stats: Stats,
-    /// `pmc_cputype` reported by GETCPUINFO and INITIALIZE.
-    pub(crate) cpu_type: u32,
-    /// The signature of the CPU the driver loaded on, for the cpuid string.
-    pub(crate) signature: CpuSignature,
 }
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
@@ -81,13 +79,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         for cpu in 0..ncpu {
             let mut pmu = None;
             if kernel.cpu_active(cpu) {
-                kernel.run_on_cpu(cpu, &mut || pmu = IntelPmu::discover(&hw.cpuid(), &hw));
+                kernel.run_on_cpu(cpu, &mut || pmu = Backend::discover(&hw));
             }
             pmus.push(pmu);
         }
-        let active: Vec<Option<IntelPmu>> =
+        let active: Vec<_> =
             (0..ncpu).filter(|&c| kernel.cpu_active(c)).map(|c| pmus[c as usize]).collect();
-        let layout = Layout::new(&active);
+        let backend = Backend::new(&active, &hw);
+        let layout = Layout::new(&backend);
         let rows = layout.rows() as usize;
         debug_assert!(rows <= crate::percpu::MAX_ROWS);
         let depth = tunables.callchain_depth as usize;
@@ -95,18 +94,15 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         for pmu in &pmus {
             let ring = SampleRing::new(tunables.nsamples as usize, depth)
                 .map_err(|_| LoadError::BadSampleRingSize(tunables.nsamples))?;
-            cpus.push(PerCpu::new(&layout, *pmu, ring, depth));
+            cpus.push(PerCpu::new(&layout, &backend, backend.cpu(*pmu), ring, depth));
         }
-        let signature = CpuSignature::read(&hw.cpuid());
-        let cpu_type = cpu_type_of(&signature, layout.pmu.is_some());
         let driver = Driver {
             core: Mutex::new(Core::new(ncpu, layout.rows())),
             logs: Mutex::new(Logs::default()),
             layout,
+            backend,
             cpus: cpus.into_boxed_slice(),
             stats: Stats::default(),
-            cpu_type,
-            signature,
             kernel,
             hw,
             tunables,
@@ -120,7 +116,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// Unloads the driver: releases every PMC (sending SIGBUS to owners that still had some) and
-    /// returns every CPU's counters and IA32_DEBUGCTL to how they were found.
+    /// returns every CPU's PMU to how it was found.
     pub fn unload(&self) {
         let owners: Vec<Pid> = self.core.lock().owners.keys().copied().collect();
         for owner in owners {
@@ -155,53 +151,23 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// `kern.hwpmc.cpuid`: the string libpmc uses to pick its event tables, e.g.
     /// `GenuineIntel-6-5E`.
-    pub fn cpuid(&self) -> crate::pmu::CpuIdString {
-        self.signature.cpuid_string()
+    pub fn cpuid(&self) -> CpuIdString {
+        self.backend.cpuid_string()
     }
 
-    /// Resets the PMU of the current CPU `cpu`: every counter stopped, freeze-on-PMI on (v2+),
-    /// the PMI entry unmasked.
+    /// `pmc_cputype`, reported by GETCPUINFO.
+    pub(crate) fn cpu_type(&self) -> u32 {
+        self.backend.cpu_type()
+    }
+
+    /// Resets the PMU of the current CPU `cpu` (see [`PmuBackend::init_cpu`]).
     fn init_cpu(&self, cpu: Cpu) {
-        let state = &self.cpus[cpu as usize];
-        let Some(pmu) = state.pmu.as_ref() else { return };
-        self.stop_all_counters(pmu);
-        if pmu.has_global_ctrl() {
-            let status = self.hw.read_msr(msr::IA32_PERF_GLOBAL_STATUS);
-            let reset = status & pmu.status_reset_valid();
-            if reset != 0 {
-                self.hw.write_msr(msr::IA32_PERF_GLOBAL_OVF_CTRL, reset);
-            }
-        }
-        if pmu.freeze != FreezeMode::None {
-            let debugctl = self.hw.read_msr(msr::IA32_DEBUGCTL);
-            state.saved_debugctl.store(debugctl, Ordering::Relaxed);
-            self.hw.write_msr(msr::IA32_DEBUGCTL, debugctl | DEBUGCTL_FREEZE_PERFMON_ON_PMI);
-        }
-        self.hw.unmask_pmi();
+        self.backend.init_cpu(&self.hw, &self.cpus[cpu as usize].pmu);
     }
 
     /// Undoes [`Self::init_cpu`] on the current CPU `cpu`.
     fn fini_cpu(&self, cpu: Cpu) {
-        let state = &self.cpus[cpu as usize];
-        let Some(pmu) = state.pmu.as_ref() else { return };
-        self.hw.mask_pmi();
-        self.stop_all_counters(pmu);
-        if pmu.freeze != FreezeMode::None {
-            self.hw.write_msr(msr::IA32_DEBUGCTL, state.saved_debugctl.load(Ordering::Relaxed));
-        }
-    }
-
-    /// Clears every event select, the fixed-counter control and GLOBAL_CTRL of the current CPU.
-    fn stop_all_counters(&self, pmu: &IntelPmu) {
-        for i in 0..u32::from(pmu.gp_counters) {
-            self.hw.write_msr(msr::IA32_PERFEVTSEL0 + i, 0);
-        }
-        if pmu.has_global_ctrl() {
-            self.hw.write_msr(msr::IA32_PERF_GLOBAL_CTRL, 0);
-            if pmu.fixed_counters() > 0 {
-                self.hw.write_msr(msr::IA32_FIXED_CTR_CTRL, 0);
-            }
-        }
+        self.backend.fini_cpu(&self.hw, &self.cpus[cpu as usize].pmu);
     }
 
     /// The slot of `row` on `cpu`.
@@ -211,7 +177,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Programs the PMC `spec` describes in `slot`, its row of the current CPU, for target
     /// `pid` (-1 for a system PMC), and returns the hardware counter to start with
-    /// [`class::enable`].
+    /// [`PmuBackend::start`].
     #[inline]
     pub(crate) fn program_pmc(
         &self,
@@ -219,9 +185,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         slot: &Slot,
         spec: &LoadSpec,
         pid: Pid,
-    ) -> CounterSet {
+    ) -> CounterMask {
         slot.claim(spec.handle, pid, (spec.start, spec.resume), spec.sample_flags);
-        class::program(&self.hw, state, slot, spec.armed, spec.resume)
+        class::program(&self.backend, &self.hw, state, slot, &spec.armed, spec.resume)
     }
 
     /// The value `pmc`'s counter is loaded with. A hardware counter counts up from
@@ -231,12 +197,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// bit width − 1 going clear shows the overflow). Software counters are 64 bits wide: a
     /// counting one starts from zero, a sampling one at 2^64 − reload.
     pub(crate) fn counter_start(&self, pmc: &Pmc) -> u64 {
-        if let HwConfig::Soft { .. } = pmc.config {
+        let period = match pmc.config {
             // A sampling software counter counts up to its 64-bit overflow, as hardware does.
-            return if pmc.mode().is_sampling() { pmc.reload.max(1).wrapping_neg() } else { 0 };
-        }
-        let Some(period) = self.layout.pmu.as_ref().and_then(|pmu| max_period(pmu, pmc)) else {
-            return 0;
+            HwConfig::Soft { .. } if pmc.mode().is_sampling() => {
+                return pmc.reload.max(1).wrapping_neg();
+            }
+            HwConfig::Soft { .. } | HwConfig::Tsc => return 0,
+            HwConfig::Hardware(config) => self.backend.max_period(config, pmc.width_mask),
         };
         let period = if pmc.mode().is_sampling() { pmc.reload.clamp(1, period) } else { period };
         pmc.width_mask.wrapping_sub(period).wrapping_add(1) & pmc.width_mask
@@ -252,7 +219,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             state.current_counters.fetch_or(counters.bits(), Ordering::Relaxed);
             state.add_current_row(pmc.row);
         }
-        class::enable(&self.hw, state, counters);
+        self.backend.start(&self.hw, &state.pmu, counters);
     }
 
     /// Stops and unloads `handle` from row `row` of the current CPU `cpu`; returns the target it
@@ -269,28 +236,27 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if slot.handle() != Some(handle) {
             return None;
         }
-        let counters = self.layout.counter_of_row(row);
+        let counters = slot.counter().mask();
         state.current_counters.fetch_and(!counters.bits(), Ordering::Relaxed);
         state.remove_current_row(row);
         slot.unpublish();
-        class::disable(&self.hw, state, counters);
+        self.backend.stop(&self.hw, &state.pmu, counters);
         let pid = slot.pid();
         let (delta, dropped, _) = self.finish_unload(state, slot);
-        class::write_fixed_ctrl(&self.hw, state);
+        self.backend.flush(&self.hw, &state.pmu, counters);
         Some((pid, delta, dropped))
     }
 
     /// Unloads the PMC in `slot` whose counter is already stopped and whose slot is hidden
     /// from the interrupt path: clears the row, folds the final value, empties the slot, and
     /// returns the events counted, the samples lost and, for a sampling PMC, the value to resume
-    /// it with (see [`Slot::resume_value`]). The caller writes IA32_FIXED_CTR_CTRL afterwards.
+    /// it with (see [`Slot::resume_value`]). The caller calls [`PmuBackend::flush`] afterwards.
     // Inlined into the switch-out loop, its hottest caller (out of line it costs ~20
     // instructions per PMC per switch in calls and spills).
     #[inline(always)]
     pub(crate) fn finish_unload(&self, state: &PerCpu, slot: &Slot) -> (u64, u64, Option<u64>) {
-        class::unprogram(&self.hw, state, slot.counter());
-        let tsc = || self.hw.read_tsc();
-        let now = class::read(&self.hw, &tsc, slot);
+        class::unprogram(&self.backend, &self.hw, state, slot.counter());
+        let now = class::read(&self.backend, &self.hw, slot);
         let delta = slot.fold_all(now);
         let dropped = slot.take_drops();
         let resume = slot.is_sampling().then(|| slot.resume_value(now));
@@ -306,8 +272,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if slot.handle() != Some(handle) {
             return None;
         }
-        let tsc = || self.hw.read_tsc();
-        let now = class::read(&self.hw, &tsc, slot);
+        let now = class::read(&self.backend, &self.hw, slot);
         Some((slot.pid(), slot.fold_all(now)))
     }
 
@@ -414,37 +379,4 @@ pub(crate) fn credit_locked(
         pmc.credit(handle, core.targets.get_mut(&pid), delta);
         pmc.dropped += dropped;
     }
-}
-
-/// The longest period a hardware counter of `pmc` can be loaded with: 2^(width − 1),
-/// or 2^31 for a GP counter without full-width writes (legacy writes sign-extend bit 31). `None`
-/// for software rows.
-fn max_period(pmu: &IntelPmu, pmc: &Pmc) -> Option<u64> {
-    let half_width = (pmc.width_mask >> 1) + 1;
-    match pmc.config {
-        HwConfig::Iap { .. } if !pmu.full_width_write => Some(half_width.min(1 << 31)),
-        HwConfig::Iap { .. } | HwConfig::Iaf { .. } => Some(half_width),
-        HwConfig::Soft { .. } | HwConfig::Tsc => None,
-    }
-}
-
-/// IA32_DEBUGCTL bit 12: FREEZE_PERFMON_ON_PMI.
-const DEBUGCTL_FREEZE_PERFMON_ON_PMI: u64 = 1 << 12;
-
-/// The `pmc_cputype` for a CPU. It names the CPU for libpmc's event tables; it never decides
-/// whether the CPU is supported.
-fn cpu_type_of(signature: &CpuSignature, has_pmu: bool) -> u32 {
-    use crate::abi::cpu_type;
-    if signature.is_intel() && has_pmu && signature.family == 6 {
-        match signature.model {
-            0x0F | 0x17 => return cpu_type::INTEL_CORE2,
-            0x4E | 0x5E | 0x8E | 0x9E | 0xA5 | 0xA6 => return cpu_type::INTEL_SKYLAKE,
-            0x55 => return cpu_type::INTEL_SKYLAKE_XEON,
-            _ => {}
-        }
-    }
-    if &signature.vendor == b"AuthenticAMD" || &signature.vendor == b"HygonGenuine" {
-        return cpu_type::AMD_K8;
-    }
-    cpu_type::GENERIC
 }

@@ -6,16 +6,16 @@ use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
 use crate::abi::{Class, PmcFlags, event};
+use crate::backend::{CounterMask, PmuBackend};
 use crate::class;
 use crate::driver::{Driver, ExecInfo};
 use crate::errno::Errno;
-use crate::hw::{Hardware, msr};
+use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, Tid, TrapFrame};
 use crate::logging::record_path;
 use crate::ops::link_target;
 use crate::percpu::PmcHandle;
 use crate::percpu::{PerCpu, Slot};
-use crate::regs::{Counter, CounterSet, GlobalStatus, GlobalStatusReset};
 use crate::sample::{FrameWriter, PendingView, SampleHeader, UserStack};
 use crate::state::{Core, SoftEvent};
 use core::fmt::Write;
@@ -37,7 +37,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         state.set_current(pid, tid);
         let core = self.core.lock();
         let Some(target) = core.targets.get(&pid) else { return };
-        let mut counters = CounterSet::EMPTY;
+        let mut counters = CounterMask::EMPTY;
         let mut rdpmc = false;
         for spec in &target.running {
             let Some(slot) = state.slots.get(spec.row as usize) else { continue };
@@ -48,7 +48,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
         }
         state.current_counters.store(counters.bits(), Ordering::Relaxed);
-        class::enable(&self.hw, state, counters);
+        self.backend.start(&self.hw, &state.pmu, counters);
         if rdpmc {
             state.user_rdpmc.store(true, Ordering::Relaxed);
             self.kernel.set_user_rdpmc(true);
@@ -64,10 +64,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if state.user_rdpmc.swap(false, Ordering::Relaxed) {
             self.kernel.set_user_rdpmc(false);
         }
-        // Only the hooks and loading store counters of this CPU's PMU there.
-        let counters =
-            CounterSet::from_built_bits(state.current_counters.swap(0, Ordering::Relaxed));
-        class::disable(&self.hw, state, counters);
+        let counters = state.take_current_counters();
+        self.backend.stop(&self.hw, &state.pmu, counters);
         let rows = state.take_current_rows();
         if rows.len() == 0 {
             return;
@@ -103,9 +101,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 }
             }
         }
-        if counters.has_fixed() {
-            class::write_fixed_ctrl(&self.hw, state);
-        }
+        self.backend.flush(&self.hw, &state.pmu, counters);
     }
 
     /// Process `parent` forked `child` (called after the child exists, before it runs). PMCs
@@ -306,50 +302,18 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     #[inline(never)]
     pub fn interrupt(&self, cpu: Cpu, frame: &TrapFrame) -> bool {
         let Some(state) = self.cpus.get(cpu as usize) else { return false };
-        let Some(pmu) = state.pmu else { return false };
-        let claimed = if pmu.has_global_ctrl() {
-            let status = GlobalStatus::from_bits(self.hw.read_msr(msr::IA32_PERF_GLOBAL_STATUS));
-            let overflowed = status.overflowed(pmu.counters());
-            let frozen = status.counters_frozen();
-            if overflowed.is_empty() && !frozen {
-                self.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
-                return false;
-            }
-            if !frozen {
-                self.hw.write_msr(msr::IA32_PERF_GLOBAL_CTRL, 0);
-            }
-            for counter in overflowed.iter() {
-                self.counter_overflowed(cpu, counter, frame);
-            }
-            let reset = GlobalStatusReset::clearing(status, pmu.status_reset_valid());
-            self.hw.write_msr(msr::IA32_PERF_GLOBAL_OVF_CTRL, reset.bits());
-            if !frozen {
-                self.hw.write_msr(
-                    msr::IA32_PERF_GLOBAL_CTRL,
-                    state.global_ctrl.load(Ordering::Relaxed) & pmu.counters().bits(),
-                );
-            }
-            // A frozen PMU was stopped by a PMI even when no counter bit remains (a counter of
-            // ours overflowed and was handled by an earlier NMI): claim it, so the LVT entry is
-            // unmasked again.
-            !overflowed.is_empty() || frozen
-        } else {
-            // Perfmon v1 has no status register: a counter overflowed when its top bit went clear
-            // (counters are loaded at 2^width − period, with period at most 2^(width − 1)).
-            let mut any = false;
-            for index in 0..pmu.gp_counters {
-                let counter = Counter::Gp(index);
-                let Some(slot) = self.counter_slot(cpu, counter) else { continue };
-                if slot.is_running() {
-                    let now = self.hw.read_pmc(counter.rdpmc_index()) & slot.mask();
-                    if slot.overflowed(now) {
-                        self.counter_overflowed(cpu, counter, frame);
-                        any = true;
-                    }
-                }
-            }
-            any
+        let Some(overflow) = self.backend.pmi_begin(&self.hw, &state.pmu) else {
+            self.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
+            return false;
         };
+        let mut handled = false;
+        overflow.counters.for_each_bit(|bit| {
+            if let Some(slot) = state.slot_of_bit(bit) {
+                handled |= self.counter_overflowed(cpu, state, slot, frame);
+            }
+        });
+        self.backend.pmi_end(&self.hw, &state.pmu, overflow.status);
+        let claimed = overflow.claim || handled;
         if claimed {
             self.stats.intr_processed.fetch_add(1, Ordering::Relaxed);
             self.hw.unmask_pmi();
@@ -359,30 +323,23 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         claimed
     }
 
-    /// The slot holding `counter` on `cpu`.
-    fn counter_slot(&self, cpu: Cpu, counter: Counter) -> Option<&Slot> {
-        self.slot(cpu, self.layout.row_of_counter(counter)?)
-    }
-
-    /// Handles one overflowed counter: a sampling PMC's overflow is a sample; every counter is
-    /// folded and reloaded with its period, so the next fold is again less than 2^width away.
-    fn counter_overflowed(&self, cpu: Cpu, counter: Counter, frame: &TrapFrame) {
-        let Some(slot) = self.counter_slot(cpu, counter) else { return };
-        let state = &self.cpus[cpu as usize];
-        let Some(pmu) = state.pmu.as_ref() else { return };
+    /// Handles the overflow of `slot`'s counter on `cpu` (whose state is `state`), if a PMC is
+    /// loaded there: a sampling PMC's overflow is a sample; every counter is folded and reloaded
+    /// with its period, so the next fold is again less than 2^width away. Returns whether a PMC
+    /// was loaded.
+    #[inline]
+    fn counter_overflowed(&self, cpu: Cpu, state: &PerCpu, slot: &Slot, frame: &TrapFrame) -> bool {
+        let class::RowCounter::Hardware(counter) = slot.counter() else { return false };
         if !slot.is_running() {
-            return;
+            return false;
         }
         if slot.is_sampling() {
             self.record_sample(cpu, state, slot, frame);
         }
-        slot.fold(self.hw.read_pmc(counter.rdpmc_index()));
-        let msr = match counter {
-            Counter::Gp(i) => pmu.gp_write_msr(i),
-            Counter::Fixed(i) => msr::IA32_FIXED_CTR0 + u32::from(i),
-        };
-        self.hw.write_msr(msr, slot.start());
+        slot.fold(self.backend.read(&self.hw, counter));
+        self.backend.write_counter(&self.hw, counter, slot.start());
         slot.reloaded();
+        true
     }
 
     /// Puts a sample of `slot`'s PMC (on `cpu`, whose state is `state`) in the ring,

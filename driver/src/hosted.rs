@@ -14,13 +14,14 @@ use core::sync::atomic::Ordering;
 use pmclog::{Callchain, CallchainFlags, ProgramCounters, Record};
 
 use crate::abi::{Class, PmcFlags, PmcId};
+use crate::arch::Backend;
+use crate::backend::{PmuBackend, rings};
 use crate::class::HwConfig;
 use crate::driver::{Driver, credit_locked};
 use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, Tid};
 use crate::percpu::PmcHandle;
-use crate::regs::{FixedCtrField, PerfEvtSel};
 use crate::state::Pmc;
 
 /// The event of a PMC the host counts, as the driver checked it at PMCALLOCATE.
@@ -32,16 +33,14 @@ pub enum HostedEvent {
         /// The event code.
         event: u32,
     },
-    /// A programmable counter's event: IA32_PERFEVTSEL bits (event select, umask, cmask, INV,
-    /// EDGE, ANY, USR, OS), reserved bits clear, EN and INT clear.
-    Iap {
-        /// The register value.
-        evtsel: u64,
-    },
-    /// A fixed counter.
-    Iaf {
-        /// The fixed counter's index.
-        index: u8,
+    /// An event of a hardware class, in the configuration word the class defines (reserved
+    /// bits clear, enable and interrupt bits clear): for IAP the IA32_PERFEVTSEL bits (event
+    /// select, umask, cmask, INV, EDGE, ANY, USR, OS), for IAF the fixed counter's index.
+    Raw {
+        /// The class.
+        class: Class,
+        /// The configuration word.
+        config: u64,
     },
     /// The time-stamp counter.
     Tsc,
@@ -130,20 +129,14 @@ impl HostedPmc {
     fn describe(token: u64, pmc: &Pmc) -> HostedPmc {
         // A software event counts in the rings the caller asked for with PMC_CAP_USER and
         // PMC_CAP_SYSTEM, else both; hardware events carry theirs in their configuration.
-        let (kernel, user) = crate::ops::rings(false, false, pmc.caps);
+        let (kernel, user) = rings(false, false, pmc.caps);
         let (event, user, kernel) = match pmc.config {
             HwConfig::Soft { event } => (HostedEvent::Soft { event }, user, kernel),
             HwConfig::Tsc => (HostedEvent::Tsc, true, true),
-            HwConfig::Iap { evtsel } => (
-                HostedEvent::Iap { evtsel: evtsel.bits() },
-                evtsel.has(PerfEvtSel::USR),
-                evtsel.has(PerfEvtSel::OS),
-            ),
-            HwConfig::Iaf { index, field } => (
-                HostedEvent::Iaf { index },
-                field.bits() & FixedCtrField::USR != 0,
-                field.bits() & FixedCtrField::OS != 0,
-            ),
+            HwConfig::Hardware(config) => {
+                let raw = Backend::raw_event(config);
+                (HostedEvent::Raw { class: pmc.id.class, config: raw.config }, raw.user, raw.kernel)
+            }
         };
         HostedPmc {
             token,

@@ -10,22 +10,30 @@
 extern crate alloc;
 
 pub mod abi;
+// The only module with `unsafe` code: hardware access.
+#[allow(unsafe_code)]
+pub mod arch;
+mod backend;
 mod class;
 mod driver;
 pub mod errno;
 mod hooks;
 pub mod hosted;
+// Declares the `unsafe` hardware-access methods that `arch` implements and calls.
+#[allow(unsafe_code)]
 pub mod hw;
 pub mod kernel;
 mod log;
 mod logging;
 mod ops;
 mod percpu;
-pub mod pmu;
-pub mod regs;
 mod sample;
 mod state;
 pub mod text;
+
+/// Intel's typed performance-monitoring registers (an alias of
+/// [`arch::x86::intel::regs`], for libpmc's event encoding).
+pub use arch::x86::intel::regs;
 
 pub use driver::{Driver, ExecInfo};
 pub use errno::Errno;

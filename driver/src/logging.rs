@@ -254,7 +254,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let cpuid = self.cpuid();
         let record = Record::Initialize(Initialize {
             version: PMC_VERSION,
-            cpu_type: self.cpu_type,
+            cpu_type: self.cpu_type(),
             tsc_freq: self.kernel.tsc_frequency(),
             time_sec: sec,
             time_nsec: nsec,

@@ -10,15 +10,16 @@ use crate::abi::{
     Caps, Class, Disposition, Mode, Op, PMC_CPU_ANY, PMC_VERSION, PmcDynEventDescr, PmcFlags,
     PmcId, PmcInfo, PmcOpCaps, PmcOpGetCpuInfo, PmcOpGetDriverStats, PmcOpGetMsr, PmcOpGetPmcInfo,
     PmcOpPmcAdmin, PmcOpPmcAllocate, PmcOpPmcAttach, PmcOpPmcRw, PmcOpPmcSetCount, PmcOpSimple,
-    State, event,
+    State,
 };
-use crate::class::{ClassDesc, HwConfig};
+use crate::arch::Backend;
+use crate::backend::{AllocateRequest, PmuBackend};
+use crate::class::{self, ClassDesc, HwConfig};
 use crate::driver::Driver;
 use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, Privilege, ProcessState, Signal, UserPtr};
 use crate::percpu::PmcHandle;
-use crate::regs::{FixedCtrField, PerfEvtSel};
 use crate::state::{Core, Pmc};
 use crate::text::FixedText;
 use core::fmt::Write;
@@ -88,7 +89,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     fn op_get_cpu_info(&self, arg: UserPtr) -> Result<(), Errno> {
         let mut info = PmcOpGetCpuInfo::new_zeroed();
-        info.pm_cputype = self.cpu_type;
+        info.pm_cputype = self.cpu_type();
         info.pm_ncpu = self.kernel.cpu_count();
         info.pm_npmc = self.layout.rows();
         info.pm_nclass = self.layout.classes.len() as u32;
@@ -356,66 +357,19 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         match class.class {
             Class::Soft => {
                 let known = self.core.lock().soft_events.iter().any(|e| e.code == request.pm_ev);
-                if !known {
-                    return Err(Errno::Inval);
-                }
-                Ok((HwConfig::Soft { event: request.pm_ev }, all_rows))
+                class::soft::configure(request, known, all_rows)
             }
-            Class::Tsc => {
-                if mode != Mode::SystemCounting || request.pm_ev != event::TSC_TSC {
-                    return Err(Errno::Inval);
-                }
-                Ok((HwConfig::Tsc, all_rows))
-            }
-            Class::Iap => {
-                let pmu = self.layout.pmu.ok_or(Errno::Inval)?;
-                if !flags.contains(PmcFlags::EV_PMU) || request.pm_md.iap_rsp() != 0 {
-                    return Err(Errno::Inval);
-                }
-                let raw = u64::from(request.pm_md.iap_config());
-                let evtsel = PerfEvtSel::new(raw, pmu.evtsel_valid()).ok_or(Errno::Inval)?;
-                if evtsel.has(PerfEvtSel::ANY)
-                    && !self.kernel.has_privilege(Privilege::PmcAnyThread)
-                {
-                    return Err(Errno::Perm);
-                }
-                let evtsel = evtsel.with(PerfEvtSel::EN, false).with(PerfEvtSel::INT, false);
-                let evtsel = with_rings(evtsel, caps);
-                Ok((HwConfig::Iap { evtsel }, all_rows))
-            }
-            Class::Iaf => {
-                let pmu = self.layout.pmu.ok_or(Errno::Inval)?;
-                let (index, os, usr, any) = if flags.contains(PmcFlags::EV_PMU) {
-                    let raw = u64::from(request.pm_md.iap_config());
-                    let sel = PerfEvtSel::new(raw, pmu.evtsel_valid()).ok_or(Errno::Inval)?;
-                    let index =
-                        fixed_counter_of(sel.event_select(), sel.umask()).ok_or(Errno::Inval)?;
-                    let (os, usr) = (sel.has(PerfEvtSel::OS), sel.has(PerfEvtSel::USR));
-                    (index, os, usr, sel.has(PerfEvtSel::ANY))
-                } else {
-                    let index = match request.pm_ev {
-                        event::IAF_INSTR_RETIRED_ANY => 0,
-                        event::IAF_CPU_CLK_UNHALTED_CORE => 1,
-                        event::IAF_CPU_CLK_UNHALTED_REF => 2,
-                        _ => return Err(Errno::Inval),
-                    };
-                    (index, false, false, false)
+            Class::Tsc => class::tsc::configure(request, mode, all_rows),
+            _ if class.hardware => {
+                let request = AllocateRequest {
+                    raw: request,
+                    caps,
+                    flags,
+                    any_thread_allowed: &|| self.kernel.has_privilege(Privilege::PmcAnyThread),
                 };
-                if u32::from(index) >= class.rows {
-                    return Err(Errno::Inval);
-                }
-                if any && !self.kernel.has_privilege(Privilege::PmcAnyThread) {
-                    return Err(Errno::Perm);
-                }
-                let (os, usr) = rings(os, usr, caps);
-                let bit = |on: bool, bit: u8| if on { bit } else { 0 };
-                let bits = bit(os, FixedCtrField::OS)
-                    | bit(usr, FixedCtrField::USR)
-                    | bit(any, FixedCtrField::ANY);
-                let field =
-                    FixedCtrField::new(bits, pmu.fixed_field_valid()).ok_or(Errno::Inval)?;
-                let row = class.first_row + u32::from(index);
-                Ok((HwConfig::Iaf { index, field }, row..row + 1))
+                let (config, rows) = self.backend.configure(class.class, class.rows, &request)?;
+                let first = class.first_row;
+                Ok((HwConfig::Hardware(config), first + rows.start..first + rows.end))
             }
             _ => Err(Errno::Inval),
         }
@@ -842,8 +796,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             // The host's counter is not the driver's to give out.
             return Err(Errno::NoSys);
         }
-        let counter = crate::class::counter_of(pmc.config, pmc.class_row).ok_or(Errno::NoSys)?;
-        request.pm_msr = counter.rdpmc_index();
+        let HwConfig::Hardware(config) = pmc.config else { return Err(Errno::NoSys) };
+        request.pm_msr = Backend::rdpmc_index(config, pmc.class_row).ok_or(Errno::NoSys)?;
         self.copy_out(&request, arg)?;
         {
             let mut core = self.core.lock();
@@ -925,35 +879,6 @@ pub(crate) fn unlink_target(core: &mut Core, handle: PmcHandle, row: u32, pid: P
         }
     }
     core.detach(pid, row, handle);
-}
-
-/// An IAP-style config's fixed counter: INST_RETIRED.ANY (0xC0/0) is 0, CPU_CLK_UNHALTED.THREAD
-/// (0x3C/0) is 1, CPU_CLK_UNHALTED.REF (0x3C/1) is 2, TOPDOWN.SLOTS (0xA4/1) is 3, and the fixed
-/// pseudo-events (event 0, umask i + 1) are counter i.
-fn fixed_counter_of(event_select: u8, umask: u8) -> Option<u8> {
-    match (event_select, umask) {
-        (0xC0, 0x00) => Some(0),
-        (0x3C, 0x00) => Some(1),
-        (0x3C, 0x01) => Some(2),
-        (0xA4, 0x01) => Some(3),
-        (0x00, u) if (1..=16).contains(&u) => Some(u - 1),
-        _ => None,
-    }
-}
-
-/// The rings to count in, as (OS, USR): the config's USR/OS bits, else the requested caps,
-/// else both.
-pub(crate) fn rings(os: bool, usr: bool, caps: Caps) -> (bool, bool) {
-    if os || usr {
-        return (os, usr);
-    }
-    let (os, usr) = (caps.contains(Caps::SYSTEM), caps.contains(Caps::USER));
-    if os || usr { (os, usr) } else { (true, true) }
-}
-
-fn with_rings(evtsel: PerfEvtSel, caps: Caps) -> PerfEvtSel {
-    let (os, usr) = rings(evtsel.has(PerfEvtSel::OS), evtsel.has(PerfEvtSel::USR), caps);
-    evtsel.with(PerfEvtSel::OS, os).with(PerfEvtSel::USR, usr)
 }
 
 /// `<CLASS>-<n>`, NUL-padded.

@@ -21,9 +21,10 @@ use core::sync::atomic::{
     AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 
+use crate::arch::Backend;
+use crate::backend::{CounterMask, PmuBackend};
 use crate::class::{Layout, RowCounter};
 use crate::kernel::{Pid, Tid};
-use crate::pmu::IntelPmu;
 use crate::sample::{PendingTable, SampleRing};
 
 /// A PMC in the driver's table: index and generation, so a stale reference never matches a
@@ -187,6 +188,12 @@ impl Slot {
         self.counter
     }
 
+    /// The counter behind the slot's row, not copied (the hot paths read one field of it).
+    #[inline]
+    pub(crate) fn counter_ref(&self) -> &RowCounter {
+        &self.counter
+    }
+
     /// Lets the interrupt path see the slot (after the counter is programmed, before enabling).
     #[inline]
     pub(crate) fn publish(&self) {
@@ -289,14 +296,10 @@ pub(crate) const MAX_ROWS: usize = 256;
 pub(crate) struct PerCpu {
     /// One slot per row.
     pub(crate) slots: alloc::boxed::Box<[Slot]>,
-    /// This CPU's PMU, if it has one.
-    pub(crate) pmu: Option<IntelPmu>,
-    /// The IA32_PERF_GLOBAL_CTRL image: the counters enabled on this CPU.
-    pub(crate) global_ctrl: AtomicU64,
-    /// The IA32_FIXED_CTR_CTRL image.
-    pub(crate) fixed_ctrl: AtomicU64,
-    /// IA32_DEBUGCTL as found at load, restored at unload.
-    pub(crate) saved_debugctl: AtomicU64,
+    /// This CPU's PMU, as the backend keeps it.
+    pub(crate) pmu: <Backend as PmuBackend>::Cpu,
+    /// The row of each hardware counter bit ([`CounterMask`]) here, for the interrupt path.
+    rows_by_bit: [Option<u16>; 64],
     /// The rows loaded for the thread running here (by its switch-in, or by a PMC started
     /// while it runs), the first `current_len` entries: what its switch-out unloads. (One
     /// entry per slot at most: a row is listed only while its slot holds a PMC.)
@@ -304,8 +307,8 @@ pub(crate) struct PerCpu {
     current_len: AtomicUsize,
     /// Whether user-mode RDPMC is allowed here (for the process running now).
     pub(crate) user_rdpmc: AtomicBool,
-    /// The hardware counters loaded here for the process running now (GLOBAL_CTRL layout), so
-    /// switching out stops them with one write.
+    /// The hardware counters loaded here for the process running now (a [`CounterMask`]), so
+    /// switching out stops them together.
     pub(crate) current_counters: AtomicU64,
     /// Samples the interrupt path leaves for the drain.
     pub(crate) ring: SampleRing,
@@ -322,10 +325,12 @@ pub(crate) struct PerCpu {
 }
 
 impl PerCpu {
-    /// A CPU with `pmu` and the rows of `layout`, with a sample ring.
+    /// A CPU whose PMU the backend describes as `pmu`, with the rows of `layout` and a sample
+    /// ring.
     pub(crate) fn new(
         layout: &Layout,
-        pmu: Option<IntelPmu>,
+        backend: &Backend,
+        pmu: <Backend as PmuBackend>::Cpu,
         ring: SampleRing,
         depth: usize,
     ) -> Self {
@@ -334,17 +339,21 @@ impl PerCpu {
             .map(|(row, mask)| Slot {
                 pid: AtomicI32::new(-1),
                 mask: AtomicU64::new(mask),
-                counter: RowCounter::of(layout, row, pmu.as_ref()),
+                counter: RowCounter::of(layout, backend, row, &pmu),
                 ..Slot::default()
             })
             .collect();
+        let mut rows_by_bit = [None; 64];
+        for (row, slot) in slots.iter().enumerate() {
+            slot.counter().mask().for_each_bit(|bit| {
+                rows_by_bit[bit as usize] = u16::try_from(row).ok();
+            });
+        }
         let current_rows = slots.iter().map(|_| AtomicU32::new(0)).collect();
         PerCpu {
             slots,
             pmu,
-            global_ctrl: AtomicU64::new(0),
-            fixed_ctrl: AtomicU64::new(0),
-            saved_debugctl: AtomicU64::new(0),
+            rows_by_bit,
             current_rows,
             current_len: AtomicUsize::new(0),
             user_rdpmc: AtomicBool::new(false),
@@ -384,6 +393,21 @@ impl PerCpu {
         let len = self.current_len.swap(0, Ordering::Relaxed);
         let rows = self.current_rows.get(..len).unwrap_or_default();
         rows.iter().map(|r| r.load(Ordering::Relaxed))
+    }
+
+    /// The slot of the hardware counter at `bit` of a [`CounterMask`] here.
+    #[inline]
+    pub(crate) fn slot_of_bit(&self, bit: u32) -> Option<&Slot> {
+        // A bit number is below 64: the mask keeps the index in bounds without a check.
+        let row = self.rows_by_bit[bit as usize & 63]?;
+        self.slots.get(usize::from(row))
+    }
+
+    /// The hardware counters loaded for the process running now, taken (the set is empty
+    /// afterwards).
+    #[inline]
+    pub(crate) fn take_current_counters(&self) -> CounterMask {
+        CounterMask::from_bits(self.current_counters.swap(0, Ordering::Relaxed))
     }
 
     #[inline]

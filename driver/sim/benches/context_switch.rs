@@ -23,11 +23,11 @@ use hwpmc_sim::{AllocateRequest, CpuidModel, Credentials, PmuModel, SimHardware}
 struct FreeMsrs(CpuidModel);
 
 impl Msrs for FreeMsrs {
-    fn read_msr(&self, _msr: u32) -> u64 {
+    unsafe fn read_msr(&self, _msr: u32) -> u64 {
         0
     }
-    fn write_msr(&self, _msr: u32, _value: u64) {}
-    fn read_pmc(&self, _index: u32) -> u64 {
+    unsafe fn write_msr(&self, _msr: u32, _value: u64) {}
+    unsafe fn read_pmc(&self, _index: u32) -> u64 {
         0
     }
 }

@@ -39,38 +39,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::rc::Rc;
 
-/// MSR addresses (SDM Vol. 4, Table 2-2 "IA-32 Architectural MSRs"). Defined here independently of
-/// the driver's `hwpmc::hw::msr`, so that a wrong number in the driver shows up as a #GP.
-pub mod msr {
-    /// IA32_TIME_STAMP_COUNTER.
-    pub const IA32_TIME_STAMP_COUNTER: u32 = 0x010;
-    /// IA32_PMC0; IA32_PMCi is at `IA32_PMC0 + i`.
-    pub const IA32_PMC0: u32 = 0x0C1;
-    /// IA32_PERFEVTSEL0; IA32_PERFEVTSELi is at `IA32_PERFEVTSEL0 + i`.
-    pub const IA32_PERFEVTSEL0: u32 = 0x186;
-    /// IA32_DEBUGCTL.
-    pub const IA32_DEBUGCTL: u32 = 0x1D9;
-    /// IA32_FIXED_CTR0; IA32_FIXED_CTRi is at `IA32_FIXED_CTR0 + i`.
-    pub const IA32_FIXED_CTR0: u32 = 0x309;
-    /// IA32_PERF_CAPABILITIES.
-    pub const IA32_PERF_CAPABILITIES: u32 = 0x345;
-    /// IA32_FIXED_CTR_CTRL.
-    pub const IA32_FIXED_CTR_CTRL: u32 = 0x38D;
-    /// IA32_PERF_GLOBAL_STATUS.
-    pub const IA32_PERF_GLOBAL_STATUS: u32 = 0x38E;
-    /// IA32_PERF_GLOBAL_CTRL.
-    pub const IA32_PERF_GLOBAL_CTRL: u32 = 0x38F;
-    /// IA32_PERF_GLOBAL_OVF_CTRL (v2/v3), IA32_PERF_GLOBAL_STATUS_RESET (v4+).
-    pub const IA32_PERF_GLOBAL_OVF_CTRL: u32 = 0x390;
-    /// IA32_PERF_GLOBAL_STATUS_SET (v4+).
-    pub const IA32_PERF_GLOBAL_STATUS_SET: u32 = 0x391;
-    /// IA32_PERF_GLOBAL_INUSE (v4+).
-    pub const IA32_PERF_GLOBAL_INUSE: u32 = 0x392;
-    /// IA32_A_PMC0; IA32_A_PMCi is at `IA32_A_PMC0 + i`.
-    pub const IA32_A_PMC0: u32 = 0x4C1;
-    /// The x2APIC LVT performance-monitoring-counter register.
-    pub const IA32_X2APIC_LVT_PMI: u32 = 0x834;
-}
+/// MSR addresses: the driver's (from the `x86` crate), so the workspace writes them down once.
+pub use hwpmc::arch::x86::msr;
 
 /// Register bits (SDM Vol. 3B Figures 21-1, 21-2, 21-3, 21-6, 21-13 to 21-17; Vol. 3A Figure 11-8).
 pub mod bits {
@@ -1335,20 +1305,42 @@ impl SimHardware {
     }
 }
 
-impl Msrs for SimHardware {
-    fn read_msr(&self, msr: u32) -> u64 {
+/// The current CPU's MSRs, checked: a bad access is a recorded fault and a panic, never undefined
+/// behaviour, so these need none of the real instructions' `unsafe`.
+impl SimHardware {
+    /// RDMSR on the current CPU.
+    pub fn read_msr(&self, msr: u32) -> u64 {
         let result = self.current_pmu().read_msr(msr);
         self.check(result)
     }
 
-    fn write_msr(&self, msr: u32, value: u64) {
+    /// WRMSR on the current CPU.
+    pub fn write_msr(&self, msr: u32, value: u64) {
         let result = self.current_pmu().write_msr(msr, value);
         self.check(result)
     }
 
-    fn read_pmc(&self, index: u32) -> u64 {
+    /// RDPMC on the current CPU.
+    pub fn read_pmc(&self, index: u32) -> u64 {
         let result = self.current_pmu().read_pmc(index);
         self.check(result)
+    }
+}
+
+// The methods are `unsafe` on real hardware; here every access is checked and a bad one is a
+// recorded fault, so nothing the callers do can be unsound.
+#[allow(unsafe_code)]
+impl Msrs for SimHardware {
+    unsafe fn read_msr(&self, msr: u32) -> u64 {
+        SimHardware::read_msr(self, msr)
+    }
+
+    unsafe fn write_msr(&self, msr: u32, value: u64) {
+        SimHardware::write_msr(self, msr, value)
+    }
+
+    unsafe fn read_pmc(&self, index: u32) -> u64 {
+        SimHardware::read_pmc(self, index)
     }
 }
 

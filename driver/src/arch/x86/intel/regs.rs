@@ -1,7 +1,7 @@
 //! Typed values of the Intel architectural performance-monitoring registers.
 //!
 //! Each type can only hold bits that are defined for the PMU it was built for: constructors take
-//! the CPU's [`IntelPmu`](crate::pmu::IntelPmu) description (or a mask derived from it) and either
+//! the CPU's [`IntelPmu`](super::discovery::IntelPmu) description (or a mask derived from it) and either
 //! refuse reserved bits (for values that come from users) or never set them (for values the driver
 //! builds). Writing a reserved bit raises #GP, so nothing reaches an MSR without passing through
 //! these types. References are to the Intel SDM Vol. 3B, chapter 21 ("Performance Monitoring").
@@ -331,10 +331,7 @@ impl GlobalStatusReset {
     }
 }
 
-/// A mask of the low `n` bits (`n` up to 64).
-pub const fn low_bits(n: u32) -> u64 {
-    if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
-}
+pub(crate) use crate::backend::low_bits;
 
 #[cfg(test)]
 mod tests {
