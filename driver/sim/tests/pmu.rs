@@ -228,7 +228,7 @@ fn driver_register_masks_agree_with_the_simulated_hardware() {
         for i in 0..7u8 {
             if model.has_fixed(i) {
                 let nibble = sim.fixed_ctrl_valid() >> (4 * i) & 0xF;
-                assert_eq!(u64::from(pmu.fixed_field_valid()), nibble, "{name}: fixed {i}");
+                assert_eq!(u64::from(pmu.fixed_field_valid().bits()), nibble, "{name}: fixed {i}");
             }
         }
         let fw = if model.full_width_write() { IA32_A_PMC0 } else { IA32_PMC0 };

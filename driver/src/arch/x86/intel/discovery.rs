@@ -6,7 +6,7 @@
 //! (as virtual machines without a vPMU do) has no PMU, and the driver offers TSC and SOFT only.
 //! Discovery runs on every CPU, so CPUs of different core types get their own descriptions.
 
-use super::regs::{CounterSet, FixedCtrField, GlobalStatus, PerfEvtSel, low_bits};
+use super::regs::{CounterSet, FixedFlags, PerfEvtSel, StatusFlags, low_bits};
 use crate::arch::x86::cpuid::CpuSignature;
 use crate::arch::x86::msr;
 use crate::hw::{CpuIdReader, Msrs};
@@ -141,11 +141,9 @@ impl IntelPmu {
     }
 
     /// The IA32_FIXED_CTR_CTRL field bits this PMU defines.
-    pub fn fixed_field_valid(&self) -> u8 {
-        FixedCtrField::OS
-            | FixedCtrField::USR
-            | FixedCtrField::PMI
-            | if self.any_thread { FixedCtrField::ANY } else { 0 }
+    pub fn fixed_field_valid(&self) -> FixedFlags {
+        let any = if self.any_thread { FixedFlags::ANY } else { FixedFlags::empty() };
+        FixedFlags::OS | FixedFlags::USR | FixedFlags::PMI | any
     }
 
     /// The IA32_PERF_GLOBAL_STATUS bits that belong to the driver, the only ones its PMI handler
@@ -153,24 +151,25 @@ impl IntelPmu {
     /// (streamlined freeze). Intel PT's ToPA PMI, the DS buffer's overflow, LBR freezing and the
     /// uncore bits belong to other users of the PMU.
     pub fn status_owned(&self) -> u64 {
-        let freeze = if self.freeze == FreezeMode::Streamlined { GlobalStatus::CTR_FRZ } else { 0 };
+        let freeze =
+            if self.freeze == FreezeMode::Streamlined { StatusFlags::CTR_FRZ.bits() } else { 0 };
         self.counters().bits() | freeze
     }
 
     /// The IA32_PERF_GLOBAL_OVF_CTRL bits this PMU defines: the counters, OvfBuf and CondChgd
     /// (v2), uncore (v3), and CTR_FRZ, LBR_FRZ, ASCI and ToPA (v4).
     pub fn status_reset_valid(&self) -> u64 {
-        let mut valid = self.counters().bits() | GlobalStatus::OVF_BUF | GlobalStatus::COND_CHGD;
+        let mut valid = StatusFlags::OVF_BUF | StatusFlags::COND_CHGD;
         if self.version >= 3 {
-            valid |= GlobalStatus::OVF_UNCORE;
+            valid |= StatusFlags::OVF_UNCORE;
         }
         if self.version >= 4 {
-            valid |= GlobalStatus::CTR_FRZ
-                | GlobalStatus::LBR_FRZ
-                | GlobalStatus::ASCI
-                | GlobalStatus::TRACE_TOPA_PMI;
+            valid |= StatusFlags::CTR_FRZ
+                | StatusFlags::LBR_FRZ
+                | StatusFlags::ASCI
+                | StatusFlags::TRACE_TOPA_PMI;
         }
-        valid
+        self.counters().bits() | valid.bits()
     }
 
     /// The MSR to write GP counter `index` through: the full-width alias when FW_WRITE, else the

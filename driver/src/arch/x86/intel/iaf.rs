@@ -5,7 +5,7 @@ use core::ops::Range;
 
 use super::IntelConfig;
 use super::discovery::IntelPmu;
-use super::regs::{FixedCtrField, PerfEvtSel};
+use super::regs::{EvtSelFlags, FixedCtrField, FixedFlags, PerfEvtSel};
 use crate::abi::{PmcFlags, event};
 use crate::backend::{AllocateRequest, rings};
 use crate::errno::Errno;
@@ -22,8 +22,8 @@ pub(super) fn configure(
         let raw = u64::from(request.raw.pm_md.iap_config());
         let sel = PerfEvtSel::new(raw, pmu.evtsel_valid()).ok_or(Errno::Inval)?;
         let index = fixed_counter_of(sel.event_select(), sel.umask()).ok_or(Errno::Inval)?;
-        let (os, usr) = (sel.has(PerfEvtSel::OS), sel.has(PerfEvtSel::USR));
-        (index, os, usr, sel.has(PerfEvtSel::ANY))
+        let (os, usr) = (sel.has(EvtSelFlags::OS), sel.has(EvtSelFlags::USR));
+        (index, os, usr, sel.has(EvtSelFlags::ANY))
     } else {
         let index = match request.raw.pm_ev {
             event::IAF_INSTR_RETIRED_ANY => 0,
@@ -40,10 +40,11 @@ pub(super) fn configure(
         return Err(Errno::Perm);
     }
     let (os, usr) = rings(os, usr, request.caps);
-    let bit = |on: bool, bit: u8| if on { bit } else { 0 };
-    let bits =
-        bit(os, FixedCtrField::OS) | bit(usr, FixedCtrField::USR) | bit(any, FixedCtrField::ANY);
-    let field = FixedCtrField::new(bits, pmu.fixed_field_valid()).ok_or(Errno::Inval)?;
+    let mut flags = FixedFlags::empty();
+    flags.set(FixedFlags::OS, os);
+    flags.set(FixedFlags::USR, usr);
+    flags.set(FixedFlags::ANY, any);
+    let field = FixedCtrField::new(flags, pmu.fixed_field_valid()).ok_or(Errno::Inval)?;
     let row = u32::from(index);
     Ok((IntelConfig::Iaf { index, field }, row..row + 1))
 }
@@ -52,7 +53,7 @@ pub(super) fn configure(
 /// so the field stays valid).
 #[inline]
 pub(super) fn armed(field: FixedCtrField) -> FixedCtrField {
-    FixedCtrField::from_built_bits(field.bits() | FixedCtrField::PMI)
+    field.with_pmi()
 }
 
 /// An IAP-style config's fixed counter: INST_RETIRED.ANY (0xC0/0) is 0, CPU_CLK_UNHALTED.THREAD

@@ -4,7 +4,7 @@ use core::ops::Range;
 
 use super::IntelConfig;
 use super::discovery::IntelPmu;
-use super::regs::PerfEvtSel;
+use super::regs::{EvtSelFlags, PerfEvtSel};
 use crate::abi::PmcFlags;
 use crate::backend::{AllocateRequest, rings};
 use crate::errno::Errno;
@@ -21,12 +21,12 @@ pub(super) fn configure(
     }
     let raw = u64::from(request.raw.pm_md.iap_config());
     let evtsel = PerfEvtSel::new(raw, pmu.evtsel_valid()).ok_or(Errno::Inval)?;
-    if evtsel.has(PerfEvtSel::ANY) && !(request.any_thread_allowed)() {
+    if evtsel.has(EvtSelFlags::ANY) && !(request.any_thread_allowed)() {
         return Err(Errno::Perm);
     }
-    let evtsel = evtsel.with(PerfEvtSel::EN, false).with(PerfEvtSel::INT, false);
-    let (os, usr) = rings(evtsel.has(PerfEvtSel::OS), evtsel.has(PerfEvtSel::USR), request.caps);
-    let evtsel = evtsel.with(PerfEvtSel::OS, os).with(PerfEvtSel::USR, usr);
+    let evtsel = evtsel.with(EvtSelFlags::EN | EvtSelFlags::INT, false);
+    let (os, usr) = rings(evtsel.has(EvtSelFlags::OS), evtsel.has(EvtSelFlags::USR), request.caps);
+    let evtsel = evtsel.with(EvtSelFlags::OS, os).with(EvtSelFlags::USR, usr);
     Ok((IntelConfig::Iap { evtsel }, 0..rows))
 }
 
@@ -34,5 +34,5 @@ pub(super) fn configure(
 /// Counting PMCs interrupt too: the handler folds and reloads at every overflow.
 #[inline]
 pub(super) fn armed(evtsel: PerfEvtSel) -> PerfEvtSel {
-    evtsel.with(PerfEvtSel::INT, true).with(PerfEvtSel::EN, true)
+    evtsel.with(EvtSelFlags::INT | EvtSelFlags::EN, true)
 }

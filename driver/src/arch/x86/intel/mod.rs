@@ -15,8 +15,8 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use self::discovery::{FreezeMode, IntelPmu};
 use self::regs::{
-    Counter, CounterSet, FixedCtrCtrl, FixedCtrField, GlobalCtrl, GlobalStatus, GlobalStatusReset,
-    PerfEvtSel, low_bits,
+    Counter, CounterSet, EvtSelFlags, FixedCtrCtrl, FixedCtrField, FixedFlags, GlobalCtrl,
+    GlobalStatus, GlobalStatusReset, PerfEvtSel, low_bits,
 };
 use super::cpuid::{CpuSignature, cpu_type_of};
 use crate::abi::{Caps, Class};
@@ -255,13 +255,13 @@ impl PmuBackend for IntelBackend {
         match config {
             IntelConfig::Iap { evtsel } => RawEvent {
                 config: evtsel.bits(),
-                user: evtsel.has(PerfEvtSel::USR),
-                kernel: evtsel.has(PerfEvtSel::OS),
+                user: evtsel.has(EvtSelFlags::USR),
+                kernel: evtsel.has(EvtSelFlags::OS),
             },
             IntelConfig::Iaf { index, field } => RawEvent {
                 config: u64::from(index),
-                user: field.bits() & FixedCtrField::USR != 0,
-                kernel: field.bits() & FixedCtrField::OS != 0,
+                user: field.flags().contains(FixedFlags::USR),
+                kernel: field.flags().contains(FixedFlags::OS),
             },
         }
     }
