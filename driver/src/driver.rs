@@ -91,10 +91,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         debug_assert!(rows <= crate::percpu::MAX_ROWS);
         let depth = tunables.callchain_depth as usize;
         let mut cpus = Vec::with_capacity(pmus.len());
+        let ring = || {
+            SampleRing::new(tunables.nsamples as usize, depth)
+                .map_err(|_| LoadError::BadSampleRingSize(tunables.nsamples))
+        };
         for pmu in &pmus {
-            let ring = SampleRing::new(tunables.nsamples as usize, depth)
-                .map_err(|_| LoadError::BadSampleRingSize(tunables.nsamples))?;
-            cpus.push(PerCpu::new(&layout, &backend, backend.cpu(*pmu), ring, depth));
+            let rings = (ring()?, ring()?);
+            cpus.push(PerCpu::new(&layout, &backend, backend.cpu(*pmu), rings, depth));
         }
         let driver = Driver {
             core: Mutex::new(Core::new(ncpu, layout.rows())),

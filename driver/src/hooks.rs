@@ -16,7 +16,7 @@ use crate::logging::record_path;
 use crate::ops::link_target;
 use crate::percpu::PmcHandle;
 use crate::percpu::{PerCpu, Slot};
-use crate::sample::{FrameWriter, PendingView, SampleHeader, UserStack};
+use crate::sample::{FrameWriter, PendingView, SampleHeader, SampleRing, UserStack};
 use crate::state::{Core, SoftEvent};
 use core::fmt::Write;
 
@@ -334,7 +334,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return false;
         }
         if slot.is_sampling() {
-            self.record_sample(cpu, state, slot, frame);
+            self.record_sample(cpu, state, &state.ring, slot, frame);
         }
         slot.fold(self.backend.read(&self.hw, counter));
         self.backend.write_counter(&self.hw, counter, slot.start());
@@ -352,7 +352,18 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// kernel-mode sample of a user thread waits there with its kernel callchain, and the user
     /// stack is appended at the return to user mode; its flags stay those of a kernel-mode
     /// sample (no PMC_CC_F_USERSPACE), as FreeBSD's UR ring leaves them.
-    fn record_sample(&self, cpu: Cpu, state: &PerCpu, slot: &Slot, frame: &TrapFrame) {
+    ///
+    /// `ring` is the one whose only producer is the caller's context (the PMI's, or software
+    /// events'); the pending table's entries are claimed with a compare-and-swap, so both may
+    /// park samples there.
+    fn record_sample(
+        &self,
+        cpu: Cpu,
+        state: &PerCpu,
+        ring: &SampleRing,
+        slot: &Slot,
+        frame: &TrapFrame,
+    ) {
         let pid = if slot.pid() >= 0 { slot.pid() } else { state.current_pid() };
         let header = SampleHeader {
             pmc: slot.raw_handle(),
@@ -379,9 +390,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return;
         }
         let pushed = if kernel_callchain {
-            state.ring.push(header, |frames| self.walk_kernel_stack(cpu, frame, frames))
+            ring.push(header, |frames| self.walk_kernel_stack(cpu, frame, frames))
         } else {
-            state.ring.push(header, |frames| _ = frames.push(frame.pc))
+            ring.push(header, |frames| _ = frames.push(frame.pc))
         };
         if !pushed {
             slot.count_drop();
@@ -398,6 +409,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub fn tick(&self, cpu: Cpu) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         let quiet = state.ring.is_empty()
+            && state.soft_ring.is_empty()
             && !state.pending.any_pending()
             && !state.slot_drops.load(Ordering::Relaxed)
             && !self.stats.unreported_drops.load(Ordering::Relaxed);
@@ -408,12 +420,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let mut scratch = state.scratch.lock();
         let core = self.core.lock();
         let mut drained = false;
-        while state.ring.pop(|sample| {
-            scratch.clear();
-            scratch.extend(sample.frames());
-            self.log_sample_locked(&core, cpu, sample.header, &scratch);
-        }) {
-            drained = true;
+        for ring in [&state.ring, &state.soft_ring] {
+            while ring.pop(|sample| {
+                scratch.clear();
+                scratch.extend(sample.frames());
+                self.log_sample_locked(&core, cpu, sample.header, &scratch);
+            }) {
+                drained = true;
+            }
         }
         drop(core);
         drop(scratch);
@@ -595,7 +609,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
             let before = slot.soft_counter().fetch_add(1, Ordering::Relaxed);
             if slot.is_sampling() && before == u64::MAX {
-                self.record_sample(cpu, state, slot, frame);
+                self.record_sample(cpu, state, &state.soft_ring, slot, frame);
                 slot.soft_counter().store(slot.start(), Ordering::Relaxed);
             }
         }

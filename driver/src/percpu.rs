@@ -310,8 +310,12 @@ pub(crate) struct PerCpu {
     /// The hardware counters loaded here for the process running now (a [`CounterMask`]), so
     /// switching out stops them together.
     pub(crate) current_counters: AtomicU64,
-    /// Samples the interrupt path leaves for the drain.
+    /// Samples the performance-monitoring interrupt leaves for the drain: its only producer.
     pub(crate) ring: SampleRing,
+    /// Samples software events leave for the drain: its only producer is
+    /// [`Driver::soft_event`](crate::Driver::soft_event), so a PMI that interrupts a software
+    /// event's push never writes into the same slot.
+    pub(crate) soft_ring: SampleRing,
     /// User-mode samples waiting for their thread to return to user mode.
     pub(crate) pending: PendingTable,
     /// Set by the interrupt path when a slot here lost a sample the drain has not collected.
@@ -331,7 +335,7 @@ impl PerCpu {
         layout: &Layout,
         backend: &Backend,
         pmu: <Backend as PmuBackend>::Cpu,
-        ring: SampleRing,
+        (ring, soft_ring): (SampleRing, SampleRing),
         depth: usize,
     ) -> Self {
         let slots: alloc::boxed::Box<[Slot]> = (0..)
@@ -359,6 +363,7 @@ impl PerCpu {
             user_rdpmc: AtomicBool::new(false),
             current_counters: AtomicU64::new(0),
             ring,
+            soft_ring,
             pending: PendingTable::new(PENDING_USER_SAMPLES),
             slot_drops: AtomicBool::new(false),
             scratch: spin::Mutex::new(alloc::vec::Vec::with_capacity(depth)),

@@ -1,7 +1,9 @@
 //! Per-CPU sample rings: where the interrupt path leaves samples for the same CPU's tick to log.
 //!
-//! One producer (the performance-monitoring interrupt, or a software event, on this CPU) and one
-//! consumer (the drain, in thread or tick context on this CPU). Every slot is allocated when the
+//! One producer context and one consumer per ring: each CPU has a ring for its
+//! performance-monitoring interrupt and another for its software events (so a PMI arriving in
+//! the middle of a software event's push never reuses that slot), and the drain (thread or tick
+//! context on this CPU) empties both. Every slot is allocated when the
 //! ring is made, with room for `depth` program counters, so producing a sample allocates nothing
 //! and takes no lock. The producer fills the slot at `head` and publishes it by advancing `head`
 //! with Release ordering; the consumer reads `head` with Acquire, reads the slot, and frees it by
