@@ -267,16 +267,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         (delta, dropped, resume)
     }
 
-    /// The events `handle` counted on the current CPU `cpu` since it was loaded or last folded,
-    /// leaving it running; `None` if it is not loaded there.
-    pub(crate) fn fold_pmc(&self, cpu: Cpu, handle: PmcHandle, row: u32) -> Option<(Pid, u64)> {
+    /// What `handle` counted on the current CPU `cpu` since it was loaded there, leaving it
+    /// running (exact against an overflow interrupt meanwhile, see [`Slot::peek`]); `None` if it
+    /// is not loaded there.
+    pub(crate) fn peek_pmc(&self, cpu: Cpu, handle: PmcHandle, row: u32) -> Option<u64> {
         let state = self.cpus.get(cpu as usize)?;
         let slot = state.slots.get(row as usize)?;
         if slot.handle() != Some(handle) {
             return None;
         }
-        let now = class::read(&self.backend, &self.hw, slot);
-        Some((slot.pid(), slot.fold_all(now)))
+        Some(slot.peek(|| class::read(&self.backend, &self.hw, slot)))
     }
 
     /// Runs `f` on `cpu` and returns its result.
@@ -298,13 +298,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         });
     }
 
-    /// Folds what `handle` counted so far on every CPU where it is loaded into its count.
-    pub(crate) fn fold_everywhere(&self, handle: PmcHandle) {
+    /// What `handle` counted so far on the CPUs where it is loaded, not yet in its count.
+    pub(crate) fn peek_everywhere(&self, handle: PmcHandle) -> u64 {
+        let mut total = 0u64;
         self.on_cpus_holding(handle, |cpu, row| {
-            if let Some(Some((pid, delta))) = self.on_cpu(cpu, || self.fold_pmc(cpu, handle, row)) {
-                self.credit(handle, pid, delta, 0);
-            }
+            let counted = self.on_cpu(cpu, || self.peek_pmc(cpu, handle, row)).flatten();
+            total = total.wrapping_add(counted.unwrap_or(0));
         });
+        total
     }
 
     /// Calls `act(cpu, row)` for every CPU whose slot of `handle`'s row holds it (a PMC's row

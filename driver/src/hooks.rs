@@ -336,9 +336,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if slot.is_sampling() {
             self.record_sample(cpu, state, &state.ring, slot, frame);
         }
-        slot.fold(self.backend.read(&self.hw, counter));
-        self.backend.write_counter(&self.hw, counter, slot.start());
-        slot.reloaded();
+        let now = self.backend.read(&self.hw, counter);
+        slot.fold_and_reload(now, |start| self.backend.write_counter(&self.hw, counter, start));
         true
     }
 

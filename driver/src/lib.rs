@@ -29,6 +29,7 @@ mod ops;
 mod percpu;
 mod sample;
 mod state;
+mod sync;
 pub mod text;
 
 /// Intel's typed performance-monitoring registers (an alias of

@@ -752,10 +752,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             // between makes the read late, never counts twice.
             return Ok(pmc.value.wrapping_add(self.hosted_read(handle)));
         }
-        if pmc.running {
-            self.fold_everywhere(handle);
+        // The count first, then what the CPUs hold: a PMC unloaded in between makes the read
+        // late, never counts twice.
+        let value = self.core.lock().pmc(handle).map(|p| p.value).ok_or(Errno::Inval)?;
+        if !pmc.running {
+            return Ok(value);
         }
-        self.core.lock().pmc(handle).map(|p| p.value).ok_or(Errno::Inval)
+        Ok(value.wrapping_add(self.peek_everywhere(handle)))
     }
 
     /// The smallest reload a sampling PMC of `class` takes: `kern.hwpmc.mincount` for hardware

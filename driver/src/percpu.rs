@@ -8,7 +8,13 @@
 //! * load: program the hardware (counter stopped), fill `start`/`last`/`pending`, store `handle`,
 //!   then `running.store(true, Release)`, then enable the counter;
 //! * unload: `running.store(false)`, disable the counter, fold its final value, clear `handle`;
-//! * interrupt: only slots it sees `running` (Acquire) are folded and reloaded.
+//! * interrupt: only slots it sees `running` (Acquire) are folded and reloaded, between two
+//!   increments of the slot's reload generation (odd while a reload is under way);
+//! * reading a running counter ([`Slot::peek`]): the generation, then `pending`, `last` and the
+//!   counter, then the generation again; a reload in between (they differ, or it was odd) means
+//!   the three may not belong together, so the read starts again. On the slot's own CPU the
+//!   interrupt runs to its end before the reader goes on, so a retry happens at most once per
+//!   overflow.
 //!
 //! A hardware counter is loaded at `2^width − period` with `period ≤ 2^(width − 1)`, and the
 //! overflow interrupt folds and reloads it, so between two folds it moves less than `2^width`
@@ -17,8 +23,8 @@
 //! The small accessors are `#[inline]`: the hooks, generic over the kernel and the hardware, are
 //! compiled in the embedding crate, and a call per accessor cost a third of a context switch.
 
-use core::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+use crate::sync::{
+    AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence, retry_hint,
 };
 
 use crate::arch::Backend;
@@ -90,6 +96,9 @@ pub(crate) struct Slot {
     last: AtomicU64,
     /// Events folded by the interrupt path, not yet added to the PMC.
     pending: AtomicU64,
+    /// Incremented before and after the interrupt path folds and reloads the counter: odd
+    /// while it does (see [`Slot::peek`]).
+    generation: AtomicU32,
     /// The value the counter is (re)loaded with: 0 when counting, 2^width − reload when sampling.
     start: AtomicU64,
     /// The counter's width mask (fixed for the row).
@@ -212,14 +221,43 @@ impl Slot {
         self.handle.store(0, Ordering::Release);
     }
 
-    /// Moves the events counted since the last fold into `pending`; `now` is the counter's
-    /// value (bits above its width are ignored). Exact while the counter moved less than
-    /// 2^width since the last fold, which the reload at every overflow guarantees.
+    /// Interrupt path: moves the events counted since the last fold into `pending` (`now` is
+    /// the counter's value; bits above its width are ignored) and has `reload` write the
+    /// reload value to the counter, as one step for [`Slot::peek`]. Exact while the counter
+    /// moved less than 2^width since the last fold, which the reload at every overflow
+    /// guarantees.
     #[inline]
-    pub(crate) fn fold(&self, now: u64) {
+    pub(crate) fn fold_and_reload(&self, now: u64, reload: impl FnOnce(u64)) {
+        self.generation.fetch_add(1, Ordering::Relaxed);
+        fence(Ordering::Release);
         let mask = self.mask.load(Ordering::Relaxed);
-        let last = self.last.swap(now & mask, Ordering::Relaxed);
+        let last = self.last.load(Ordering::Relaxed);
         self.pending.fetch_add(now.wrapping_sub(last) & mask, Ordering::Relaxed);
+        let start = self.start.load(Ordering::Relaxed);
+        reload(start);
+        self.last.store(start, Ordering::Relaxed);
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// What the PMC in the slot counted since it was claimed, leaving everything as it is;
+    /// `read` reads the counter. Exact against an interrupt that folds and reloads the counter
+    /// meanwhile: the read starts again if one did (see the module documentation).
+    #[inline]
+    pub(crate) fn peek(&self, read: impl Fn() -> u64) -> u64 {
+        loop {
+            let before = self.generation.load(Ordering::Acquire);
+            if before & 1 == 0 {
+                let pending = self.pending.load(Ordering::Relaxed);
+                let last = self.last.load(Ordering::Relaxed);
+                let now = read();
+                fence(Ordering::Acquire);
+                if self.generation.load(Ordering::Relaxed) == before {
+                    let mask = self.mask.load(Ordering::Relaxed);
+                    return pending.wrapping_add(now.wrapping_sub(last) & mask);
+                }
+            }
+            retry_hint();
+        }
     }
 
     /// Folds the final value `now` and takes everything counted since the slot was claimed.
@@ -259,12 +297,6 @@ impl Slot {
     #[inline]
     pub(crate) fn start(&self) -> u64 {
         self.start.load(Ordering::Relaxed)
-    }
-
-    /// Records that the counter was rewritten with its reload value.
-    #[inline]
-    pub(crate) fn reloaded(&self) {
-        self.last.store(self.start.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
     #[inline]
@@ -429,5 +461,48 @@ impl PerCpu {
     #[inline]
     pub(crate) fn current_tid(&self) -> Tid {
         self.current_tid.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{PmcHandle, SampleFlags, Slot};
+    use crate::sync::{AtomicU64, Ordering};
+    use core::cell::Cell;
+
+    /// A slot of an 8-bit counter loaded with a period of 16 (start 0xF0).
+    fn loaded_slot() -> Slot {
+        let slot = Slot { mask: AtomicU64::new(0xFF), ..Slot::default() };
+        slot.claim(PmcHandle::new(0, 0), 1, (0xF0, 0xF0), SampleFlags::default());
+        slot.publish();
+        slot
+    }
+
+    #[test]
+    fn peeking_a_counter_that_wrapped_counts_its_events_exactly() {
+        let slot = loaded_slot();
+        // 20 events: the counter wrapped to 0x04 and its interrupt has not come yet.
+        assert_eq!(slot.peek(|| 0x04), 20);
+        assert_eq!(slot.peek(|| 0x04), 20, "peeking changes nothing");
+    }
+
+    #[test]
+    fn an_overflow_interrupt_in_the_middle_of_a_peek_makes_it_start_again_and_stay_exact() {
+        let slot = loaded_slot();
+        let counter = AtomicU64::new(0x04); // 20 events since the load
+        let reads = Cell::new(0);
+        let value = slot.peek(|| {
+            reads.set(reads.get() + 1);
+            if reads.get() == 1 {
+                // The PMI arrives after the reader took `pending` and `last`: it folds the 20
+                // events and reloads the counter, which then reads 0xF0.
+                let now = counter.load(Ordering::Relaxed);
+                slot.fold_and_reload(now, |start| counter.store(start, Ordering::Relaxed));
+            }
+            counter.load(Ordering::Relaxed)
+        });
+        assert_eq!(value, 20, "neither lost nor counted twice");
+        assert_eq!(reads.get(), 2, "one retry");
+        assert_eq!(slot.fold_all(0xF0 + 3), 23, "the unload takes everything: 20 + 3 more");
     }
 }

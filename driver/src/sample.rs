@@ -14,9 +14,9 @@
 //! A full ring refuses the new sample; the caller counts it lost, per PMC (for DROPNOTIFY
 //! records) and in the driver's statistics.
 
+use crate::sync::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::kernel::{Pid, Tid};
 
