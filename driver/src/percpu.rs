@@ -506,3 +506,58 @@ mod tests {
         assert_eq!(slot.fold_all(0xF0 + 3), 23, "the unload takes everything: 20 + 3 more");
     }
 }
+
+/// Every interleaving of the slot protocols: loading and unloading against the interrupt path,
+/// and reading a running counter against an overflow's fold and reload.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::{PmcHandle, SampleFlags, Slot};
+    use crate::sync::{AtomicU64, Ordering};
+    use loom::sync::Arc;
+    use loom::thread;
+
+    #[test]
+    fn the_interrupt_sees_a_published_slot_whole_and_never_an_unpublished_one_in_use() {
+        loom::model(|| {
+            let slot = Arc::new(Slot { mask: AtomicU64::new(0xFF), ..Slot::default() });
+            let loader = {
+                let slot = Arc::clone(&slot);
+                thread::spawn(move || {
+                    slot.claim(PmcHandle::new(4, 1), 7, (0xF0, 0xF8), SampleFlags::default());
+                    slot.publish();
+                    slot.unpublish();
+                    slot.release();
+                })
+            };
+            // The interrupt path: a running slot is a whole claim.
+            if slot.is_running() {
+                assert_eq!((slot.start(), slot.pid()), (0xF0, 7));
+            }
+            loader.join().unwrap();
+            assert!(!slot.is_running() && slot.handle().is_none());
+        });
+    }
+
+    #[test]
+    fn reading_a_running_counter_is_exact_against_its_fold_and_reload() {
+        loom::model(|| {
+            // An 8-bit counter loaded at 0xF0 (a period of 16) that counted 20 events: it
+            // wrapped to 0x04 and raised its interrupt.
+            let slot = Arc::new(Slot { mask: AtomicU64::new(0xFF), ..Slot::default() });
+            slot.claim(PmcHandle::new(0, 0), 1, (0xF0, 0xF0), SampleFlags::default());
+            slot.publish();
+            let counter = Arc::new(AtomicU64::new(0x04));
+            let pmi = {
+                let (slot, counter) = (Arc::clone(&slot), Arc::clone(&counter));
+                thread::spawn(move || {
+                    let now = counter.load(Ordering::Relaxed);
+                    slot.fold_and_reload(now, |start| counter.store(start, Ordering::Relaxed));
+                })
+            };
+            let read = slot.peek(|| counter.load(Ordering::Relaxed));
+            assert_eq!(read, 20, "neither lost nor counted twice");
+            pmi.join().unwrap();
+            assert_eq!(slot.fold_all(counter.load(Ordering::Relaxed)), 20);
+        });
+    }
+}

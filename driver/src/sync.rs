@@ -1,12 +1,12 @@
 //! The atomics of the lock-free protocols (sample rings, slots): `core`'s, or `loom`'s when the
 //! crate is built with `--cfg loom` for the models that check every interleaving of them.
 
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 pub(crate) use loom::sync::atomic::{
     AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
 };
 
-#[cfg(not(loom))]
+#[cfg(not(all(test, loom)))]
 pub(crate) use core::sync::atomic::{
     AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
 };
@@ -14,8 +14,8 @@ pub(crate) use core::sync::atomic::{
 /// Waits a moment before retrying (under loom, lets the other threads run).
 #[inline]
 pub(crate) fn retry_hint() {
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     loom::thread::yield_now();
-    #[cfg(not(loom))]
+    #[cfg(not(all(test, loom)))]
     core::hint::spin_loop();
 }
