@@ -5,7 +5,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use spin::Mutex;
+use crate::lock::Lock;
 
 use crate::abi::State;
 use crate::arch::Backend;
@@ -60,9 +60,9 @@ pub struct Driver<K: Kernel, H: Hardware> {
     /// The machine's PMU backend.
     pub(crate) backend: Backend,
     pub(crate) cpus: Box<[PerCpu]>,
-    pub(crate) core: Mutex<Core>,
+    pub(crate) core: Lock<Core>,
     /// Owners' logs (taken after `core` when both are needed).
-    pub(crate) logs: Mutex<Logs>,
+    pub(crate) logs: Lock<Logs>,
     pub(crate) stats: Stats,
 }
 
@@ -100,8 +100,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             cpus.push(PerCpu::new(&layout, &backend, backend.cpu(*pmu), rings, depth));
         }
         let driver = Driver {
-            core: Mutex::new(Core::new(ncpu, layout.rows())),
-            logs: Mutex::new(Logs::default()),
+            core: Lock::new(Core::new(ncpu, layout.rows())),
+            logs: Lock::new(Logs::default()),
             layout,
             backend,
             cpus: cpus.into_boxed_slice(),
@@ -121,12 +121,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Unloads the driver: releases every PMC (sending SIGBUS to owners that still had some) and
     /// returns every CPU's PMU to how it was found.
     pub fn unload(&self) {
-        let owners: Vec<Pid> = self.core.lock().owners.keys().copied().collect();
+        let owners: Vec<Pid> = self.core.lock(&self.kernel).owners.keys().copied().collect();
         for owner in owners {
             self.release_all_of(owner);
             self.kernel.signal(owner, crate::kernel::Signal::Bus);
         }
-        let logged: Vec<Pid> = self.logs.lock().owners.keys().copied().collect();
+        let logged: Vec<Pid> = self.logs.lock(&self.kernel).owners.keys().copied().collect();
         for owner in logged {
             let _ = self.close_log(owner);
         }
@@ -311,7 +311,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Calls `act(cpu, row)` for every CPU whose slot of `handle`'s row holds it (a PMC's row
     /// never changes, so it is looked up once). Must be called without the core lock held.
     pub(crate) fn on_cpus_holding(&self, handle: PmcHandle, mut act: impl FnMut(Cpu, u32)) {
-        let Some(row) = self.core.lock().pmc(handle).map(|p| p.row) else { return };
+        let Some(row) = self.core.lock(&self.kernel).pmc(handle).map(|p| p.row) else { return };
         for cpu in 0..self.kernel.cpu_count() {
             if self.slot(cpu, row).is_some_and(|s| s.handle() == Some(handle)) {
                 act(cpu, row);
@@ -322,7 +322,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Adds `delta` events to `handle`'s count and to target `pid`'s share of it, and
     /// `dropped` lost samples.
     pub(crate) fn credit(&self, handle: PmcHandle, pid: Pid, delta: u64, dropped: u64) {
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         credit_locked(&mut core, handle, pid, delta, dropped);
         if dropped > 0 {
             self.stats.unreported_drops.store(true, Ordering::Relaxed);
@@ -331,8 +331,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Stops, detaches and frees every PMC `owner` owns.
     pub(crate) fn release_all_of(&self, owner: Pid) {
-        let handles: Vec<PmcHandle> =
-            self.core.lock().owners.get(&owner).map(|o| o.pmcs.clone()).unwrap_or_default();
+        let handles: Vec<PmcHandle> = self
+            .core
+            .lock(&self.kernel)
+            .owners
+            .get(&owner)
+            .map(|o| o.pmcs.clone())
+            .unwrap_or_default();
         for handle in handles {
             self.release_pmc(handle);
         }
@@ -342,7 +347,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// tables are logged first: a PMC is freed only when no sample refers to it.
     pub(crate) fn release_pmc(&self, handle: PmcHandle) {
         let hosted_running = {
-            let mut core = self.core.lock();
+            let mut core = self.core.lock(&self.kernel);
             let hosted_running = core.pmc(handle).is_some_and(Pmc::runs_on_host);
             core.set_state(handle, State::Deleted);
             hosted_running
@@ -356,7 +361,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 self.on_cpu(cpu, || self.drain_samples_of(cpu, handle));
             }
         }
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         let Some(pmc) = core.pmc(handle).cloned() else { return };
         for target in &pmc.targets {
             crate::ops::unlink_target(&mut core, handle, pmc.row, *target);

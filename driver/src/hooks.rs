@@ -35,7 +35,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub fn switch_in(&self, cpu: Cpu, pid: Pid, tid: Tid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         state.set_current(pid, tid);
-        let core = self.core.lock();
+        let core = self.core.lock(&self.kernel);
         let Some(target) = core.targets.get(&pid) else { return };
         let mut counters = CounterMask::EMPTY;
         let mut rdpmc = false;
@@ -70,7 +70,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if rows.len() == 0 {
             return;
         }
-        let mut guard = self.core.lock();
+        let mut guard = self.core.lock(&self.kernel);
         let Core { pmcs, targets, .. } = &mut *guard;
         for row in rows {
             let Some(slot) = state.slots.get(row as usize) else { continue };
@@ -107,7 +107,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Process `parent` forked `child` (called after the child exists, before it runs). PMCs
     /// attached to the parent with PMC_F_DESCENDANTS follow the child; the child owns nothing.
     pub fn process_fork(&self, parent: Pid, child: Pid) {
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         let inherited: Vec<(u32, PmcHandle)> =
             core.targets.get(&parent).map_or_else(Vec::new, |t| {
                 t.iter()
@@ -145,7 +145,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Owners of running system-sampling PMCs: they see every process (FreeBSD's
     /// `pmc_ss_owners`).
     fn ss_owners(&self) -> Vec<Pid> {
-        let core = self.core.lock();
+        let core = self.core.lock(&self.kernel);
         let mut owners: Vec<Pid> = core
             .handles()
             .filter_map(|h| core.pmc(h))
@@ -187,7 +187,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             self.log_record(owner, &exec_record(PMC_ID_INVALID));
         }
         let attached: Vec<(Pid, u32)> = {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             core.targets.get(&pid).map_or_else(Vec::new, |t| {
                 t.iter()
                     .filter_map(|(_, r)| core.pmc(r.pmc))
@@ -198,14 +198,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         for (owner, pmcid) in attached {
             self.log_record(owner, &exec_record(pmcid));
         }
-        if self.core.lock().owners.contains_key(&pid) {
+        if self.core.lock(&self.kernel).owners.contains_key(&pid) {
             self.release_all_of(pid);
         }
         if !exec.credentials_changed {
             return;
         }
         let attached: Vec<(PmcHandle, Pid)> = {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             let Some(target) = core.targets.get(&pid) else { return };
             target.iter().filter_map(|(_, r)| core.pmc(r.pmc).map(|p| (r.pmc, p.owner))).collect()
         };
@@ -224,14 +224,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             self.log_record(owner, &Record::SysExit(SysExit { pid }));
         }
         let attached: Vec<PmcHandle> = {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             core.targets.get(&pid).map(|t| t.iter().map(|(_, r)| r.pmc).collect())
         }
         .unwrap_or_default();
         for handle in attached {
             self.detach_targets(handle, &[pid]);
         }
-        if self.core.lock().owners.contains_key(&pid) {
+        if self.core.lock(&self.kernel).owners.contains_key(&pid) {
             self.release_all_of(pid);
         }
         if self.has_log(pid) {
@@ -262,7 +262,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     fn mapping_audience(&self, pid: Pid) -> Vec<Pid> {
         let mut owners = self.ss_owners();
         {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             if let Some(target) = core.targets.get(&pid) {
                 let sampling = target.iter().filter_map(|(_, r)| core.pmc(r.pmc));
                 owners.extend(sampling.filter(|p| p.mode().is_sampling()).map(|p| p.owner));
@@ -416,8 +416,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             // A quiet tick takes no lock.
             return;
         }
-        let mut scratch = state.scratch.lock();
-        let core = self.core.lock();
+        let mut scratch = state.scratch.lock(&self.kernel);
+        let core = self.core.lock(&self.kernel);
         let mut drained = false;
         for ring in [&state.ring, &state.soft_ring] {
             while ring.pop(|sample| {
@@ -450,7 +450,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Logs a waiting sample without its user stack.
     fn log_pending_as_is(&self, cpu: Cpu, state: &PerCpu, sample: &PendingView<'_>) {
-        let mut frames = state.scratch.lock();
+        let mut frames = state.scratch.lock(&self.kernel);
         frames.clear();
         frames.extend(sample.frames());
         self.log_sample(cpu, sample.header, &frames);
@@ -473,7 +473,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let depth = self.tunables.callchain_depth as usize;
         // The CPU's preallocated frame buffer (lock order: scratch, then core, as in `tick`).
-        let mut frames = state.scratch.lock();
+        let mut frames = state.scratch.lock(&self.kernel);
         state.pending.take_thread(tid, |sample| {
             frames.clear();
             frames.extend(sample.frames().take(depth));
@@ -543,7 +543,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Logs one sample as a CALLCHAIN record in its PMC owner's log.
     fn log_sample(&self, cpu: Cpu, header: SampleHeader, frames: &[u64]) {
-        self.log_sample_locked(&self.core.lock(), cpu, header, frames);
+        self.log_sample_locked(&self.core.lock(&self.kernel), cpu, header, frames);
     }
 
     /// [`Self::log_sample`] with the bookkeeping lock held. A sample of a PMC released since is
@@ -565,7 +565,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Moves the loaded slots' lost-sample counts to their PMCs and writes a DROPNOTIFY for
     /// each PMC that lost samples.
     fn report_drops(&self, state: &PerCpu) {
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         if state.slot_drops.swap(false, Ordering::Relaxed) {
             for slot in state.slots.iter() {
                 let dropped = slot.take_drops();
@@ -621,7 +621,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if name.is_empty() || name.len() >= crate::abi::PMC_NAME_MAX || name.contains('\0') {
             return Err(Errno::Inval);
         }
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         if let Some(existing) = core.soft_events.iter().find(|e| e.name == name) {
             return Ok(existing.code);
         }

@@ -165,7 +165,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Starts a host-counted PMC on `targets`.
     pub(crate) fn hosted_start(&self, handle: PmcHandle, targets: &[Pid]) -> Result<(), Errno> {
         let host = self.kernel.host_counters().ok_or(Errno::Doofus)?;
-        let pmc = self.core.lock().pmc(handle).map(|p| HostedPmc::of(handle, p));
+        let pmc = self.core.lock(&self.kernel).pmc(handle).map(|p| HostedPmc::of(handle, p));
         host.start(&pmc.ok_or(Errno::Inval)?, targets)
     }
 
@@ -175,7 +175,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(host) = self.kernel.host_counters() else { return };
         let mut counted = alloc::vec::Vec::new();
         host.stop(handle.raw(), &mut |pid, delta| counted.push((pid, delta)));
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         for (pid, delta) in counted {
             credit_locked(&mut core, handle, pid, delta, 0);
         }
@@ -190,7 +190,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub(crate) fn hosted_detach(&self, handle: PmcHandle, pid: Pid) {
         let Some(host) = self.kernel.host_counters() else { return };
         let delta = host.detach(handle.raw(), pid);
-        credit_locked(&mut self.core.lock(), handle, pid, delta, 0);
+        credit_locked(&mut self.core.lock(&self.kernel), handle, pid, delta, 0);
     }
 
     /// A sample of the host-counted PMC `token` (from [`HostedPmc::token`]): logged as a
@@ -202,7 +202,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let depth = self.tunables.callchain_depth as usize;
         let pcs = &sample.pcs[..sample.pcs.len().min(depth)];
         let owner_and_id = {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             let pmc = PmcHandle::from_raw(token).and_then(|h| core.pmc(h));
             pmc.filter(|p| p.hosted && p.mode().is_sampling()).map(|p| (p.owner, p.id.to_u32()))
         };
@@ -238,7 +238,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// driver (the host's buffer overflowed): the owner's log gets a DROPNOTIFY record at the
     /// next [`Driver::tick`], which a host that counts PMCs calls periodically. Thread context.
     pub fn hosted_lost(&self, token: u64, count: u64) {
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         let pmc = PmcHandle::from_raw(token).and_then(|h| core.pmc_mut(h));
         if let Some(pmc) = pmc.filter(|p| p.hosted && count > 0) {
             pmc.dropped += count;

@@ -19,6 +19,7 @@ mod driver;
 pub mod errno;
 mod hooks;
 pub mod hosted;
+mod lock;
 // Declares the `unsafe` hardware-access methods that `arch` implements and calls.
 #[allow(unsafe_code)]
 pub mod hw;
@@ -40,6 +41,6 @@ pub use driver::{Driver, ExecInfo};
 pub use errno::Errno;
 pub use hosted::{HostCounters, HostedEvent, HostedPmc, HostedSample};
 pub use kernel::{
-    Cpu, Kernel, LoadError, LogFile, Pid, Privilege, ProcessState, Signal, Tid, TrapFrame,
-    Tunables, UserPtr,
+    Cpu, CriticalSection, Kernel, LoadError, LogFile, Pid, Privilege, ProcessState, Signal, Tid,
+    TrapFrame, Tunables, UserPtr,
 };

@@ -31,7 +31,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub fn write_logs(&self) {
         loop {
             // The lock is released before writing (a `while let` would hold it in the body).
-            let next = self.logs.lock().next_full();
+            let next = self.logs.lock(&self.kernel).next_full();
             let Some((owner, file, buffer)) = next else { break };
             self.write_buffer(owner, file, buffer);
         }
@@ -44,12 +44,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if result.is_err() {
             self.kernel.signal(owner, Signal::Io);
         }
-        self.logs.lock().written(owner, buffer, result);
+        self.logs.lock(&self.kernel).written(owner, buffer, result);
     }
 
     /// Whether `owner` has a log.
     pub(crate) fn has_log(&self, owner: Pid) -> bool {
-        self.logs.lock().owners.contains_key(&owner)
+        self.logs.lock(&self.kernel).owners.contains_key(&owner)
     }
 
     /// Appends `record` to `owner`'s log, if it has one, on the current CPU; wakes the writer
@@ -66,7 +66,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         record: &Record<'_>,
         tsc: u64,
     ) -> bool {
-        let mut logs = self.logs.lock();
+        let mut logs = self.logs.lock(&self.kernel);
         let Some(log) = logs.owners.get_mut(&owner) else { return true };
         let appended = log.append(cpu, record, tsc);
         if !appended {
@@ -108,7 +108,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     fn soft_event_name(&self, event: u32) -> alloc::string::String {
-        let core = self.core.lock();
+        let core = self.core.lock(&self.kernel);
         let name = core.soft_events.iter().find(|e| e.code == event).map(|e| e.name.as_str());
         // Names fit a PMCALLOCATEDYN record's 56 bytes (registration limits them to 63).
         let name = name.unwrap_or("");
@@ -137,7 +137,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Whether `owner` has a log whose one-time `flag` is not set yet; sets it.
     fn first_in_log(&self, owner: Pid, flag: fn(&mut crate::log::OwnerLog) -> &mut bool) -> bool {
-        let mut logs = self.logs.lock();
+        let mut logs = self.logs.lock(&self.kernel);
         logs.owners.get_mut(&owner).is_some_and(|log| !core::mem::replace(flag(log), true))
     }
 
@@ -192,16 +192,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Writes everything `owner` has logged so far to its file; returns its pending error.
     fn flush_log(&self, owner: Pid) -> Result<(), Errno> {
         {
-            let mut logs = self.logs.lock();
+            let mut logs = self.logs.lock(&self.kernel);
             let log = logs.owners.get_mut(&owner).ok_or(Errno::Inval)?;
             log.queue_current();
         }
         loop {
-            let next = self.logs.lock().next_full_of(owner);
+            let next = self.logs.lock(&self.kernel).next_full_of(owner);
             let Some((file, buffer)) = next else { break };
             self.write_buffer(owner, file, buffer);
         }
-        let logs = self.logs.lock();
+        let logs = self.logs.lock(&self.kernel);
         let log = logs.owners.get(&owner).ok_or(Errno::Inval)?;
         match log.error {
             Some(e) => Err(e),
@@ -212,7 +212,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Writes out and closes `owner`'s log; returns the flush's error.
     pub(crate) fn close_log(&self, owner: Pid) -> Result<(), Errno> {
         let flushed = self.flush_log(owner);
-        let Some(log) = self.logs.lock().owners.remove(&owner) else { return flushed };
+        let Some(log) = self.logs.lock(&self.kernel).owners.remove(&owner) else { return flushed };
         self.kernel.log_close(log.file);
         flushed
     }
@@ -242,7 +242,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let size = self.tunables.log_buffer_kib as usize * 1024;
         let log = OwnerLog::new(file, cpus, cpus * per_cpu, size);
         {
-            let mut logs = self.logs.lock();
+            let mut logs = self.logs.lock(&self.kernel);
             if logs.owners.contains_key(&owner) {
                 drop(logs);
                 self.kernel.log_close(file);
@@ -263,7 +263,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.log_record(owner, &record);
         // PMCs the owner allocated before it had a log are described too.
         let owned: alloc::vec::Vec<Pmc> = {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             let handles = core.owners.get(&owner).map(|o| o.pmcs.clone()).unwrap_or_default();
             handles.iter().filter_map(|&h| core.pmc(h).cloned()).collect()
         };

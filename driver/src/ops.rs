@@ -126,7 +126,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let head: PmcOpGetPmcInfo = self.copy_in(arg)?;
         let cpu = self.checked_cpu(head.pm_cpu)?;
         let infos: Vec<PmcInfo> = {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             (0..self.layout.rows()).map(|row| self.row_info(&core, cpu, row)).collect()
         };
         let base = arg.offset(core::mem::size_of::<PmcOpGetPmcInfo>()).ok_or(Errno::Fault)?;
@@ -168,7 +168,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let events: Vec<PmcDynEventDescr> = self
             .core
-            .lock()
+            .lock(&self.kernel)
             .soft_events
             .iter()
             .map(|e| {
@@ -188,7 +188,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     fn op_get_caps(&self, arg: UserPtr) -> Result<(), Errno> {
         let mut request: PmcOpCaps = self.copy_in(arg)?;
         let caller = self.kernel.current_pid();
-        let core = self.core.lock();
+        let core = self.core.lock(&self.kernel);
         let handle = core.find(caller, request.pm_pmcid)?;
         request.pm_caps = core.pmc(handle).map_or(0, |p| p.caps.bits());
         drop(core);
@@ -211,7 +211,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if row >= self.layout.rows() {
             return Err(Errno::Inval);
         }
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         if disable {
             if core.disposition[row as usize] > 0 {
                 return Err(Errno::Busy);
@@ -322,7 +322,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
         }
         let handle = {
-            let mut core = self.core.lock();
+            let mut core = self.core.lock(&self.kernel);
             let row = rows
                 .clone()
                 .find(|&row| self.row_usable(&core, class, row, mode, cpu, owner))
@@ -356,7 +356,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let all_rows = class.first_row..class.first_row + class.rows;
         match class.class {
             Class::Soft => {
-                let known = self.core.lock().soft_events.iter().any(|e| e.code == request.pm_ev);
+                let known = self
+                    .core
+                    .lock(&self.kernel)
+                    .soft_events
+                    .iter()
+                    .any(|e| e.code == request.pm_ev);
                 class::soft::configure(request, known, all_rows)
             }
             Class::Tsc => class::tsc::configure(request, mode, all_rows),
@@ -457,7 +462,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if pmc.flags.contains(PmcFlags::DESCENDANTS) {
             self.collect_descendants(pid, &mut pids);
         }
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         let pmc = core.pmc(handle).ok_or(Errno::Inval)?;
         if pmc.is_running() {
             return Err(Errno::Busy);
@@ -508,7 +513,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return Err(Errno::Srch);
         }
         {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             let target = core.targets.get(&pid).ok_or(Errno::Srch)?;
             if target.get(pmc.row).map(|r| r.pmc) != Some(handle) {
                 return Err(Errno::Inval);
@@ -538,12 +543,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 }
             }
         });
-        if self.core.lock().pmc(handle).is_some_and(Pmc::runs_on_host) {
+        if self.core.lock(&self.kernel).pmc(handle).is_some_and(Pmc::runs_on_host) {
             for &pid in pids {
                 self.hosted_detach(handle, pid);
             }
         }
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         let Some(pmc) = core.pmc(handle).cloned() else { return };
         let (row, owner, had_targets) = (pmc.row, pmc.owner, !pmc.targets.is_empty());
         let log_exit = pmc.flags.contains(PmcFlags::LOG_PROCEXIT) && !pmc.mode().is_sampling();
@@ -589,7 +594,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
             self.set_state(handle, State::Running);
             self.on_cpu(cpu, || {
-                let core = self.core.lock();
+                let core = self.core.lock(&self.kernel);
                 if let Some(pmc) = core.pmc(handle).filter(|p| p.is_running()) {
                     self.load_pmc(cpu, handle, pmc, -1);
                 }
@@ -597,7 +602,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return Ok(());
         }
         let self_attached = {
-            let mut core = self.core.lock();
+            let mut core = self.core.lock(&self.kernel);
             let current = core.pmc(handle).ok_or(Errno::Inval)?;
             let attach_self = current.targets.is_empty();
             if attach_self {
@@ -617,11 +622,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             attach_self
         };
         if pmc.hosted {
-            let targets = self.core.lock().pmc(handle).map(|p| p.targets.clone());
+            let targets = self.core.lock(&self.kernel).pmc(handle).map(|p| p.targets.clone());
             let started = self.start_hosted(handle, pmc.state, &targets.unwrap_or_default());
             if started.is_err() && self_attached {
                 // PMCSTART attached the PMC to its owner: undone, flags included.
-                let mut core = self.core.lock();
+                let mut core = self.core.lock(&self.kernel);
                 unlink_target(&mut core, handle, pmc.row, caller);
                 if let Some(p) = core.pmc_mut(handle) {
                     p.flags = pmc.flags;
@@ -633,7 +638,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         for cpu in 0..self.kernel.cpu_count() {
             let current = self.cpus.get(cpu as usize).map_or(-1, |c| c.current_pid());
             let running_target = current >= 0
-                && self.core.lock().pmc(handle).is_some_and(|p| p.targets.contains(&current));
+                && self
+                    .core
+                    .lock(&self.kernel)
+                    .pmc(handle)
+                    .is_some_and(|p| p.targets.contains(&current));
             if running_target {
                 self.on_cpu(cpu, || self.load_for_current(cpu, handle));
             }
@@ -661,7 +670,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Loads `handle` on the current CPU `cpu` if it runs and a target runs here.
     fn load_for_current(&self, cpu: Cpu, handle: PmcHandle) {
         let pid = self.cpus[cpu as usize].current_pid();
-        let core = self.core.lock();
+        let core = self.core.lock(&self.kernel);
         let Some(pmc) = core.pmc(handle) else { return };
         let free = self.slot(cpu, pmc.row).is_some_and(|s| s.handle().is_none());
         if pmc.is_running() && pmc.targets.contains(&pid) && free {
@@ -670,7 +679,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     fn set_state(&self, handle: PmcHandle, state: State) {
-        self.core.lock().set_state(handle, state);
+        self.core.lock(&self.kernel).set_state(handle, state);
     }
 
     /// PMCSTOP: the PMC leaves every CPU at once and its count is final until restarted.
@@ -705,7 +714,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         // The fields a read needs, copied under the lock (PMCRW is the hot operation: no clone
         // of the whole PMC).
         let (handle, pmc) = {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             let handle = core.find(caller, request.pm_pmcid)?;
             (handle, core.pmc(handle).map(ValueView::of).ok_or(Errno::Inval)?)
         };
@@ -721,7 +730,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             self.kernel.copy_out(request.pm_value.as_bytes(), value_at)?;
         }
         if write {
-            let mut core = self.core.lock();
+            let mut core = self.core.lock(&self.kernel);
             let pmc = core.pmc_mut(handle).ok_or(Errno::Inval)?;
             if pmc.mode().is_sampling() {
                 pmc.reload = new_value;
@@ -754,7 +763,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         // The count first, then what the CPUs hold: a PMC unloaded in between makes the read
         // late, never counts twice.
-        let value = self.core.lock().pmc(handle).map(|p| p.value).ok_or(Errno::Inval)?;
+        let value =
+            self.core.lock(&self.kernel).pmc(handle).map(|p| p.value).ok_or(Errno::Inval)?;
         if !pmc.running {
             return Ok(value);
         }
@@ -771,7 +781,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     fn op_set_count(&self, arg: UserPtr) -> Result<(), Errno> {
         let request: PmcOpPmcSetCount = self.copy_in(arg)?;
         let caller = self.kernel.current_pid();
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         let handle = core.find(caller, request.pm_pmcid)?;
         let pmc = core.pmc_mut(handle).ok_or(Errno::Inval)?;
         if pmc.is_running() {
@@ -803,7 +813,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         request.pm_msr = Backend::rdpmc_index(config, pmc.class_row).ok_or(Errno::NoSys)?;
         self.copy_out(&request, arg)?;
         {
-            let mut core = self.core.lock();
+            let mut core = self.core.lock(&self.kernel);
             if let Some(pmc) = core.pmc_mut(handle) {
                 pmc.msr_granted = true;
             }
@@ -823,14 +833,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     fn op_release(&self, arg: UserPtr) -> Result<(), Errno> {
         let request: PmcOpSimple = self.copy_in(arg)?;
         let caller = self.kernel.current_pid();
-        let handle = self.core.lock().find(caller, request.pm_pmcid)?;
+        let handle = self.core.lock(&self.kernel).find(caller, request.pm_pmcid)?;
         self.release_pmc(handle);
         Ok(())
     }
 
     /// The caller's PMC `id` and a copy of it.
     fn find_cloned(&self, caller: Pid, id: u32) -> Result<(PmcHandle, Pmc), Errno> {
-        let core = self.core.lock();
+        let core = self.core.lock(&self.kernel);
         let handle = core.find(caller, id)?;
         let pmc = core.pmc(handle).cloned().ok_or(Errno::Inval)?;
         Ok((handle, pmc))

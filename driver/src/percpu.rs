@@ -354,7 +354,7 @@ pub(crate) struct PerCpu {
     pub(crate) slot_drops: AtomicBool,
     /// Where the drain and the user-return walk gather one sample's frames (`callchain_depth`
     /// preallocated).
-    pub(crate) scratch: spin::Mutex<alloc::vec::Vec<u64>>,
+    pub(crate) scratch: crate::lock::Lock<alloc::vec::Vec<u64>>,
     /// The thread running here, as the switch hooks saw it (pid, tid), or (-1, -1).
     current_pid: AtomicI32,
     current_tid: AtomicI32,
@@ -398,7 +398,7 @@ impl PerCpu {
             soft_ring,
             pending: PendingTable::new(PENDING_USER_SAMPLES),
             slot_drops: AtomicBool::new(false),
-            scratch: spin::Mutex::new(alloc::vec::Vec::with_capacity(depth)),
+            scratch: crate::lock::Lock::new(alloc::vec::Vec::with_capacity(depth)),
             current_pid: AtomicI32::new(-1),
             current_tid: AtomicI32::new(-1),
         }

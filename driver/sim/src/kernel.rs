@@ -16,7 +16,10 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use hwpmc::{Cpu, Errno, HostCounters, Kernel, Pid, Privilege, ProcessState, Signal, Tid, UserPtr};
+use hwpmc::{
+    Cpu, CriticalSection, Errno, HostCounters, Kernel, Pid, Privilege, ProcessState, Signal, Tid,
+    UserPtr,
+};
 
 use crate::pmu::SimHardware;
 
@@ -210,6 +213,11 @@ pub struct KernelState {
     log_files: BTreeMap<u64, SinkId>,
     next_log_file: u64,
     writer_wakeups: u64,
+    /// Critical sections the driver is in now (they nest), and has entered so far.
+    critical_depth: u64,
+    critical_sections: u64,
+    /// Whether the driver's interrupt entry is running (see [`SimKernel::in_interrupt`]).
+    in_interrupt: bool,
     /// The kernel image reported to the driver, if any: (start, path).
     kernel_image: Option<(u64, Vec<u8>)>,
     nanotime: (i64, i64),
@@ -277,6 +285,9 @@ impl SimKernel {
             log_files: BTreeMap::new(),
             next_log_file: 1,
             writer_wakeups: 0,
+            critical_depth: 0,
+            critical_sections: 0,
+            in_interrupt: false,
             kernel_image: None,
             nanotime: (1_700_000_000, 0),
             tsc_frequency: 2_000_000_000,
@@ -494,6 +505,21 @@ impl SimKernel {
         }
     }
 
+    /// The critical sections the driver has entered so far (to take its locks).
+    pub fn critical_sections(&self) -> u64 {
+        self.state.borrow().critical_sections
+    }
+
+    /// Runs `f` as the interrupt context (the NMI that calls the driver's interrupt entry): a
+    /// critical section entered meanwhile is the driver taking a lock in the interrupt path,
+    /// which panics.
+    pub fn in_interrupt<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.state.borrow_mut().in_interrupt = true;
+        let result = f();
+        self.state.borrow_mut().in_interrupt = false;
+        result
+    }
+
     /// How many times the driver asked for its log writer to run.
     pub fn writer_wakeups(&self) -> u64 {
         self.state.borrow().writer_wakeups
@@ -559,6 +585,22 @@ impl SimKernel {
 }
 
 impl Kernel for SimKernel {
+    /// Checks the driver's use of its locks: never in the interrupt path, and left in the
+    /// order entered.
+    fn enter_critical_section(&self) -> CriticalSection {
+        let mut state = self.state.borrow_mut();
+        assert!(!state.in_interrupt, "the driver took a lock in the interrupt path");
+        state.critical_depth += 1;
+        state.critical_sections += 1;
+        CriticalSection(state.critical_depth)
+    }
+
+    fn exit_critical_section(&self, section: CriticalSection) {
+        let mut state = self.state.borrow_mut();
+        assert_eq!(section.0, state.critical_depth, "critical sections left out of order");
+        state.critical_depth -= 1;
+    }
+
     fn cpu_count(&self) -> u32 {
         self.state.borrow().cpus_active.len() as u32
     }

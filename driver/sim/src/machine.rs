@@ -1063,7 +1063,7 @@ impl Machine {
                 return;
             }
             self.hardware().set_current_cpu(cpu as usize);
-            let claimed = self.driver.interrupt(cpu, frame);
+            let claimed = self.kernel().in_interrupt(|| self.driver.interrupt(cpu, frame));
             self.stats.pmis += 1;
             self.stats.pmis_claimed += u64::from(claimed);
             // Back to user mode: the thread's context, where its stack can be read.
