@@ -2,6 +2,7 @@
 //! share (loading a PMC on a row, folding and unloading it).
 
 use alloc::boxed::Box;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -14,7 +15,7 @@ use crate::class::{self, HwConfig, Layout};
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, LoadError, Pid, Tunables};
 use crate::log::Logs;
-use crate::percpu::{PerCpu, PmcHandle, Slot};
+use crate::percpu::{CpuStats, PerCpu, PmcHandle, Slot};
 use crate::sample::SampleRing;
 use crate::state::{Core, LoadSpec, Pmc};
 
@@ -31,17 +32,9 @@ pub struct ExecInfo<'a> {
     pub credentials_changed: bool,
 }
 
-/// The driver's statistics (`kern.hwpmc.stats.*`).
+/// What the driver keeps for all CPUs besides its locks.
 #[derive(Debug, Default)]
 pub(crate) struct Stats {
-    pub(crate) intr_ignored: AtomicU64,
-    pub(crate) intr_processed: AtomicU64,
-    pub(crate) intr_bufferfull: AtomicU64,
-    pub(crate) syscalls: AtomicU64,
-    pub(crate) syscall_errors: AtomicU64,
-    pub(crate) buffer_requests: AtomicU64,
-    pub(crate) buffer_requests_failed: AtomicU64,
-    pub(crate) log_sweeps: AtomicU64,
     /// Set when a sample was lost and no DROPNOTIFY has said so yet (so quiet ticks cost
     /// nothing).
     pub(crate) unreported_drops: core::sync::atomic::AtomicBool,
@@ -61,6 +54,9 @@ pub struct Driver<K: Kernel, H: Hardware> {
     pub(crate) backend: Backend,
     pub(crate) cpus: Box<[PerCpu]>,
     pub(crate) core: Lock<Core>,
+    /// Which processes have running PMCs, published by [`Core`] for the context-switch hooks:
+    /// a thread whose bit is clear has nothing to load, and its switch takes no lock.
+    pub(crate) running_pids: Arc<AtomicU64>,
     /// Owners' logs (taken after `core` when both are needed).
     pub(crate) logs: Lock<Logs>,
     pub(crate) stats: Stats,
@@ -99,8 +95,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             let rings = (ring()?, ring()?);
             cpus.push(PerCpu::new(&layout, &backend, backend.cpu(*pmu), rings, depth));
         }
+        let running_pids = Arc::new(AtomicU64::new(0));
         let driver = Driver {
-            core: Lock::new(Core::new(ncpu, layout.rows())),
+            core: Lock::new(Core::new(ncpu, layout.rows(), Arc::clone(&running_pids))),
+            running_pids,
             logs: Lock::new(Logs::default()),
             layout,
             backend,
@@ -171,6 +169,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Undoes [`Self::init_cpu`] on the current CPU `cpu`.
     fn fini_cpu(&self, cpu: Cpu) {
         self.backend.fini_cpu(&self.hw, &self.cpus[cpu as usize].pmu);
+    }
+
+    /// The statistics of the CPU the caller runs on (thread context; a thread that moves on
+    /// meanwhile counts on the CPU it left, which changes no total).
+    pub(crate) fn local_stats(&self) -> &CpuStats {
+        let cpu = self.kernel.current_cpu() as usize;
+        &self.cpus.get(cpu).unwrap_or(&self.cpus[0]).stats
     }
 
     /// The slot of `row` on `cpu`.

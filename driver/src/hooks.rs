@@ -17,7 +17,7 @@ use crate::ops::link_target;
 use crate::percpu::PmcHandle;
 use crate::percpu::{PerCpu, Slot};
 use crate::sample::{FrameWriter, PendingView, SampleHeader, SampleRing, UserStack};
-use crate::state::{Core, SoftEvent};
+use crate::state::{Core, SoftEvent, running_pid_bit};
 use core::fmt::Write;
 
 use pmclog::{
@@ -31,10 +31,21 @@ use crate::text::FixedText;
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Scheduler hook: thread `tid` of process `pid` starts running on `cpu` (called on `cpu`,
     /// with preemption disabled). Loads the running PMCs attached to `pid` on this CPU and
-    /// starts them together.
+    /// starts them together. A thread of a process without running PMCs costs a few
+    /// instructions and takes no lock.
+    // An entry point the scheduler calls, kept small: the loading is out of line.
+    #[inline(never)]
     pub fn switch_in(&self, cpu: Cpu, pid: Pid, tid: Tid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         state.set_current(pid, tid);
+        if self.running_pids.load(Ordering::Acquire) & running_pid_bit(pid) != 0 {
+            self.load_process_pmcs(state, pid);
+        }
+    }
+
+    /// [`Self::switch_in`] of a process that may have running PMCs.
+    #[inline(never)]
+    fn load_process_pmcs(&self, state: &PerCpu, pid: Pid) {
         let core = self.core.lock(&self.kernel);
         let Some(target) = core.targets.get(&pid) else { return };
         let mut counters = CounterMask::EMPTY;
@@ -58,9 +69,19 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Scheduler hook: thread `tid` of process `pid` stops running on `cpu` (called on `cpu`,
     /// with preemption disabled). Stops its PMCs together, then unloads them and adds what they
     /// counted.
+    // An entry point the scheduler calls, kept small: the unloading is out of line.
+    #[inline(never)]
     pub fn switch_out(&self, cpu: Cpu, pid: Pid, tid: Tid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         state.set_current(-1, -1);
+        if state.holds_anything() {
+            self.unload_process_pmcs(state, pid, tid);
+        }
+    }
+
+    /// [`Self::switch_out`] of a thread that has PMCs loaded (or RDPMC allowed) here.
+    #[inline(never)]
+    fn unload_process_pmcs(&self, state: &PerCpu, pid: Pid, tid: Tid) {
         if state.user_rdpmc.swap(false, Ordering::Relaxed) {
             self.kernel.set_user_rdpmc(false);
         }
@@ -303,7 +324,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub fn interrupt(&self, cpu: Cpu, frame: &TrapFrame) -> bool {
         let Some(state) = self.cpus.get(cpu as usize) else { return false };
         let Some(overflow) = self.backend.pmi_begin(&self.hw, &state.pmu) else {
-            self.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
+            state.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
             return false;
         };
         let mut handled = false;
@@ -315,10 +336,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.backend.pmi_end(&self.hw, &state.pmu, overflow.status);
         let claimed = overflow.claim || handled;
         if claimed {
-            self.stats.intr_processed.fetch_add(1, Ordering::Relaxed);
+            state.stats.intr_processed.fetch_add(1, Ordering::Relaxed);
             self.hw.unmask_pmi();
         } else {
-            self.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
+            state.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
         }
         claimed
     }
@@ -396,7 +417,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if !pushed {
             slot.count_drop();
             state.slot_drops.store(true, Ordering::Relaxed);
-            self.stats.intr_bufferfull.fetch_add(1, Ordering::Relaxed);
+            state.stats.intr_bufferfull.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -431,7 +452,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         drop(core);
         drop(scratch);
         if drained {
-            self.stats.log_sweeps.fetch_add(1, Ordering::Relaxed);
+            state.stats.log_sweeps.fetch_add(1, Ordering::Relaxed);
         }
         // A sample whose thread has not returned to user mode for two ticks (it sleeps in the
         // kernel, exited, or went on to another CPU) is logged with the frames it has (the

@@ -207,11 +207,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             pmc.filter(|p| p.hosted && p.mode().is_sampling()).map(|p| (p.owner, p.id.to_u32()))
         };
         let Some((owner, pmcid)) = owner_and_id else {
-            self.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
+            self.local_stats().intr_ignored.fetch_add(1, Ordering::Relaxed);
             return;
         };
         if pcs.is_empty() {
-            self.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
+            self.local_stats().intr_ignored.fetch_add(1, Ordering::Relaxed);
             return;
         }
         let flags = if sample.user { CallchainFlags::USERSPACE } else { 0 };
@@ -222,14 +222,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             cpuflags: CallchainFlags::new(sample.cpu as u16, flags as u16),
             pcs: ProgramCounters::from_words(pcs),
         });
-        self.stats.intr_processed.fetch_add(1, Ordering::Relaxed);
+        self.local_stats().intr_processed.fetch_add(1, Ordering::Relaxed);
         let logged = match sample.tsc {
             Some(tsc) => self.log_record_at(owner, self.kernel.current_cpu(), &record, tsc),
             None => self.log_record(owner, &record),
         };
         if !logged {
             // The log is full: a lost sample like any other.
-            self.stats.intr_bufferfull.fetch_add(1, Ordering::Relaxed);
+            self.local_stats().intr_bufferfull.fetch_add(1, Ordering::Relaxed);
             self.hosted_lost(token, 1);
         }
     }

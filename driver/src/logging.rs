@@ -70,9 +70,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(log) = logs.owners.get_mut(&owner) else { return true };
         let appended = log.append(cpu, record, tsc);
         if !appended {
-            self.stats.buffer_requests_failed.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+            self.local_stats()
+                .buffer_requests_failed
+                .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         }
-        self.stats.buffer_requests.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        self.local_stats().buffer_requests.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         let wake = log.has_full();
         drop(logs);
         if wake {

@@ -19,8 +19,9 @@ use crate::driver::Driver;
 use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, Privilege, ProcessState, Signal, UserPtr};
-use crate::percpu::PmcHandle;
+use crate::percpu::{CpuStats, PmcHandle};
 use crate::state::{Core, Pmc};
+use crate::sync::AtomicU64;
 use crate::text::FixedText;
 use core::fmt::Write;
 
@@ -29,13 +30,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// pointer. Returns the errno hwpmc(4) documents on failure; a failed call changes nothing.
     pub fn syscall(&self, op: u32, arg: UserPtr) -> Result<(), Errno> {
         use core::sync::atomic::Ordering::Relaxed;
-        self.stats.syscalls.fetch_add(1, Relaxed);
+        self.local_stats().syscalls.fetch_add(1, Relaxed);
         let result = match Op::from_u32(op) {
             Some(op) => self.dispatch(op, arg),
             None => Err(Errno::Inval),
         };
         if result.is_err() {
-            self.stats.syscall_errors.fetch_add(1, Relaxed);
+            self.local_stats().syscall_errors.fetch_add(1, Relaxed);
         }
         result
     }
@@ -104,19 +105,20 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     fn op_get_driver_stats(&self, arg: UserPtr) -> Result<(), Errno> {
         use core::sync::atomic::Ordering::Relaxed;
-        let s = &self.stats;
-        // The ABI has 32-bit fields; the counters saturate instead of wrapping.
-        let get =
-            |c: &core::sync::atomic::AtomicU64| c.load(Relaxed).min(u64::from(u32::MAX)) as u32;
+        // The sum over every CPU; the ABI has 32-bit fields, so it saturates instead of wrapping.
+        let get = |counter: fn(&CpuStats) -> &AtomicU64| {
+            let total = self.cpus.iter().map(|c| counter(&c.stats).load(Relaxed)).sum::<u64>();
+            total.min(u64::from(u32::MAX)) as u32
+        };
         let stats = PmcOpGetDriverStats {
-            pm_intr_ignored: get(&s.intr_ignored),
-            pm_intr_processed: get(&s.intr_processed),
-            pm_intr_bufferfull: get(&s.intr_bufferfull),
-            pm_syscalls: get(&s.syscalls),
-            pm_syscall_errors: get(&s.syscall_errors),
-            pm_buffer_requests: get(&s.buffer_requests),
-            pm_buffer_requests_failed: get(&s.buffer_requests_failed),
-            pm_log_sweeps: get(&s.log_sweeps),
+            pm_intr_ignored: get(|s| &s.intr_ignored),
+            pm_intr_processed: get(|s| &s.intr_processed),
+            pm_intr_bufferfull: get(|s| &s.intr_bufferfull),
+            pm_syscalls: get(|s| &s.syscalls),
+            pm_syscall_errors: get(|s| &s.syscall_errors),
+            pm_buffer_requests: get(|s| &s.buffer_requests),
+            pm_buffer_requests_failed: get(|s| &s.buffer_requests_failed),
+            pm_log_sweeps: get(|s| &s.log_sweeps),
         };
         self.copy_out(&stats, arg)
     }

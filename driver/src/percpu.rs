@@ -84,7 +84,9 @@ impl SampleFlags {
     }
 }
 
-/// One row of one CPU.
+/// One row of one CPU, on cache lines of its own: the slots of a CPU are written only there,
+/// and an array of them never shares a line with another CPU's.
+#[repr(align(64))]
 #[derive(Debug, Default)]
 pub(crate) struct Slot {
     handle: AtomicU64,
@@ -323,11 +325,28 @@ const PENDING_USER_SAMPLES: usize = 16;
 /// The most rows a machine may have (the PMC id's row field is 8 bits wide).
 pub(crate) const MAX_ROWS: usize = 256;
 
-/// The state of one CPU.
+/// The driver's statistics (`kern.hwpmc.stats.*`) as one CPU counts them; GETDRIVERSTATS adds
+/// up every CPU's.
+#[derive(Debug, Default)]
+pub(crate) struct CpuStats {
+    pub(crate) intr_ignored: AtomicU64,
+    pub(crate) intr_processed: AtomicU64,
+    pub(crate) intr_bufferfull: AtomicU64,
+    pub(crate) syscalls: AtomicU64,
+    pub(crate) syscall_errors: AtomicU64,
+    pub(crate) buffer_requests: AtomicU64,
+    pub(crate) buffer_requests_failed: AtomicU64,
+    pub(crate) log_sweeps: AtomicU64,
+}
+
+/// The state of one CPU, on cache lines of its own (other CPUs' writes never invalidate it).
+#[repr(align(64))]
 #[derive(Debug)]
 pub(crate) struct PerCpu {
     /// One slot per row.
     pub(crate) slots: alloc::boxed::Box<[Slot]>,
+    /// What this CPU counted for the statistics.
+    pub(crate) stats: CpuStats,
     /// This CPU's PMU, as the backend keeps it.
     pub(crate) pmu: <Backend as PmuBackend>::Cpu,
     /// The row of each hardware counter bit ([`CounterMask`]) here, for the interrupt path.
@@ -390,6 +409,7 @@ impl PerCpu {
             slots,
             pmu,
             rows_by_bit,
+            stats: CpuStats::default(),
             current_rows,
             current_len: AtomicUsize::new(0),
             user_rdpmc: AtomicBool::new(false),
@@ -430,6 +450,15 @@ impl PerCpu {
         let len = self.current_len.swap(0, Ordering::Relaxed);
         let rows = self.current_rows.get(..len).unwrap_or_default();
         rows.iter().map(|r| r.load(Ordering::Relaxed))
+    }
+
+    /// Whether the thread running here has PMCs loaded, counters started or RDPMC allowed (what
+    /// its switch-out has to undo).
+    #[inline]
+    pub(crate) fn holds_anything(&self) -> bool {
+        self.current_len.load(Ordering::Relaxed) != 0
+            || self.current_counters.load(Ordering::Relaxed) != 0
+            || self.user_rdpmc.load(Ordering::Relaxed)
     }
 
     /// The slot of the hardware counter at `bit` of a [`CounterMask`] here.

@@ -12,7 +12,7 @@
 //! machine that runs workloads. A method borrows it only for its own duration, never across a
 //! call back into the driver, so the driver can call the kernel from anywhere.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -213,11 +213,6 @@ pub struct KernelState {
     log_files: BTreeMap<u64, SinkId>,
     next_log_file: u64,
     writer_wakeups: u64,
-    /// Critical sections the driver is in now (they nest), and has entered so far.
-    critical_depth: u64,
-    critical_sections: u64,
-    /// Whether the driver's interrupt entry is running (see [`SimKernel::in_interrupt`]).
-    in_interrupt: bool,
     /// The kernel image reported to the driver, if any: (start, path).
     kernel_image: Option<(u64, Vec<u8>)>,
     nanotime: (i64, i64),
@@ -229,8 +224,20 @@ pub struct KernelState {
 #[derive(Debug, Clone)]
 pub struct SimKernel {
     state: Rc<RefCell<KernelState>>,
+    /// The driver's critical sections, kept apart from `state` so that checking them costs the
+    /// context-switch hooks as little as a real kernel's preemption counter would.
+    critical: Rc<CriticalSections>,
     hw: SimHardware,
     host: HostCountersRef,
+}
+
+/// The critical sections the driver is in now (they nest) and has entered so far, and whether
+/// its interrupt entry is running (see [`SimKernel::in_interrupt`]).
+#[derive(Debug, Default)]
+struct CriticalSections {
+    depth: Cell<u64>,
+    entered: Cell<u64>,
+    in_interrupt: Cell<bool>,
 }
 
 /// The classes a test's host counts itself, if any (see [`SimKernel::with_host_counters`]).
@@ -285,14 +292,16 @@ impl SimKernel {
             log_files: BTreeMap::new(),
             next_log_file: 1,
             writer_wakeups: 0,
-            critical_depth: 0,
-            critical_sections: 0,
-            in_interrupt: false,
             kernel_image: None,
             nanotime: (1_700_000_000, 0),
             tsc_frequency: 2_000_000_000,
         };
-        SimKernel { state: Rc::new(RefCell::new(state)), hw, host: HostCountersRef::default() }
+        SimKernel {
+            state: Rc::new(RefCell::new(state)),
+            critical: Rc::default(),
+            hw,
+            host: HostCountersRef::default(),
+        }
     }
 
     /// This kernel, counting the classes `host` says it counts itself (as Linux's perf does
@@ -507,16 +516,16 @@ impl SimKernel {
 
     /// The critical sections the driver has entered so far (to take its locks).
     pub fn critical_sections(&self) -> u64 {
-        self.state.borrow().critical_sections
+        self.critical.entered.get()
     }
 
     /// Runs `f` as the interrupt context (the NMI that calls the driver's interrupt entry): a
     /// critical section entered meanwhile is the driver taking a lock in the interrupt path,
     /// which panics.
     pub fn in_interrupt<R>(&self, f: impl FnOnce() -> R) -> R {
-        self.state.borrow_mut().in_interrupt = true;
+        self.critical.in_interrupt.set(true);
         let result = f();
-        self.state.borrow_mut().in_interrupt = false;
+        self.critical.in_interrupt.set(false);
         result
     }
 
@@ -588,17 +597,18 @@ impl Kernel for SimKernel {
     /// Checks the driver's use of its locks: never in the interrupt path, and left in the
     /// order entered.
     fn enter_critical_section(&self) -> CriticalSection {
-        let mut state = self.state.borrow_mut();
-        assert!(!state.in_interrupt, "the driver took a lock in the interrupt path");
-        state.critical_depth += 1;
-        state.critical_sections += 1;
-        CriticalSection(state.critical_depth)
+        let critical = &*self.critical;
+        assert!(!critical.in_interrupt.get(), "the driver took a lock in the interrupt path");
+        let depth = critical.depth.get() + 1;
+        critical.depth.set(depth);
+        critical.entered.set(critical.entered.get() + 1);
+        CriticalSection(depth)
     }
 
     fn exit_critical_section(&self, section: CriticalSection) {
-        let mut state = self.state.borrow_mut();
-        assert_eq!(section.0, state.critical_depth, "critical sections left out of order");
-        state.critical_depth -= 1;
+        let depth = self.critical.depth.get();
+        assert_eq!(section.0, depth, "critical sections left out of order");
+        self.critical.depth.set(depth - 1);
     }
 
     fn cpu_count(&self) -> u32 {
