@@ -292,7 +292,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.close_log(owner)
     }
 
-    /// WRITELOG: a USERDATA record (ENOMEM when no log buffer is free).
+    /// WRITELOG: a USERDATA record (ENOMEM when no log buffer is free). After a write of the
+    /// log failed, it succeeds as FreeBSD's does: the record is dropped and counted, and the
+    /// error is FLUSHLOG's and CLOSELOG's to report (the writer signalled it already).
     pub(crate) fn op_write_log(&self, arg: UserPtr) -> Result<(), Errno> {
         let request: PmcOpWriteLog = self.copy_in(arg)?;
         let owner = self.kernel.current_pid();
@@ -300,6 +302,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return Err(Errno::Inval);
         }
         let record = Record::UserData(UserData { data: request.pm_userdata });
-        if self.log_record(owner, &record) { Ok(()) } else { Err(Errno::NoMem) }
+        if self.log_record(owner, &record) {
+            return Ok(());
+        }
+        let failed =
+            self.logs.lock(&self.kernel).owners.get(&owner).is_some_and(|l| l.error.is_some());
+        if failed { Ok(()) } else { Err(Errno::NoMem) }
     }
 }
