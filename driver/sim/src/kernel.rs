@@ -529,6 +529,11 @@ impl SimKernel {
         result
     }
 
+    /// Whether the driver's interrupt entry is running (inside [`SimKernel::in_interrupt`]).
+    pub fn is_in_interrupt(&self) -> bool {
+        self.critical.in_interrupt.get()
+    }
+
     /// How many times the driver asked for its log writer to run.
     pub fn writer_wakeups(&self) -> u64 {
         self.state.borrow().writer_wakeups

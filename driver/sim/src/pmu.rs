@@ -1196,11 +1196,25 @@ impl fmt::Display for CpuFault {
     }
 }
 
-#[derive(Debug)]
 struct Machine {
     cpus: Vec<RefCell<SimPmu>>,
     current: Cell<usize>,
     faults: RefCell<Vec<CpuFault>>,
+    /// Called after each MSR or counter access the driver makes through the traits (see
+    /// [`SimHardware::after_each_access`]), unless it is already running.
+    access_hook: RefCell<Option<Rc<dyn Fn()>>>,
+    in_access_hook: Cell<bool>,
+}
+
+impl fmt::Debug for Machine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Machine")
+            .field("cpus", &self.cpus)
+            .field("current", &self.current)
+            .field("faults", &self.faults)
+            .field("access_hook", &self.access_hook.borrow().is_some())
+            .finish()
+    }
 }
 
 /// The PMUs of the CPUs of a simulated machine, seen as "the CPU the caller runs on": implements
@@ -1237,6 +1251,8 @@ impl SimHardware {
             cpus: pmus.into_iter().map(RefCell::new).collect(),
             current: Cell::new(0),
             faults: RefCell::new(Vec::new()),
+            access_hook: RefCell::new(None),
+            in_access_hook: Cell::new(false),
         };
         SimHardware { machine: Rc::new(machine) }
     }
@@ -1244,6 +1260,26 @@ impl SimHardware {
     /// The number of CPUs.
     pub fn cpu_count(&self) -> usize {
         self.machine.cpus.len()
+    }
+
+    /// Calls `hook` after every MSR and counter access the driver makes through the
+    /// [`Msrs`] trait (not those of [`SimHardware::read_msr`] and the like), except those it
+    /// makes itself: the machine's mode that delivers a PMI in the middle of every driver
+    /// operation uses it. `None` removes the hook.
+    pub fn after_each_access(&self, hook: Option<Rc<dyn Fn()>>) {
+        *self.machine.access_hook.borrow_mut() = hook;
+    }
+
+    /// Runs the access hook, if there is one and it is not running already.
+    fn accessed(&self) {
+        let machine = &*self.machine;
+        if machine.in_access_hook.get() {
+            return;
+        }
+        let Some(hook) = machine.access_hook.borrow().clone() else { return };
+        machine.in_access_hook.set(true);
+        hook();
+        machine.in_access_hook.set(false);
     }
 
     /// The CPU the trait methods act on.
@@ -1332,15 +1368,20 @@ impl SimHardware {
 #[allow(unsafe_code)]
 impl Msrs for SimHardware {
     unsafe fn read_msr(&self, msr: u32) -> u64 {
-        SimHardware::read_msr(self, msr)
+        let value = SimHardware::read_msr(self, msr);
+        self.accessed();
+        value
     }
 
     unsafe fn write_msr(&self, msr: u32, value: u64) {
-        SimHardware::write_msr(self, msr, value)
+        SimHardware::write_msr(self, msr, value);
+        self.accessed();
     }
 
     unsafe fn read_pmc(&self, index: u32) -> u64 {
-        SimHardware::read_pmc(self, index)
+        let value = SimHardware::read_pmc(self, index);
+        self.accessed();
+        value
     }
 }
 
