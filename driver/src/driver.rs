@@ -2,19 +2,20 @@
 //! share (loading a PMC on a row, folding and unloading it).
 
 use alloc::boxed::Box;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use spin::Mutex;
+use crate::lock::Lock;
 
 use crate::abi::State;
+use crate::arch::Backend;
+use crate::backend::{CounterMask, CpuIdString, PmuBackend};
 use crate::class::{self, HwConfig, Layout};
-use crate::hw::{Hardware, msr};
+use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, LoadError, Pid, Tunables};
 use crate::log::Logs;
-use crate::percpu::{PerCpu, PmcHandle, Slot};
-use crate::pmu::{CpuSignature, FreezeMode, IntelPmu};
-use crate::regs::CounterSet;
+use crate::percpu::{CpuStats, PerCpu, PmcHandle, Slot};
 use crate::sample::SampleRing;
 use crate::state::{Core, LoadSpec, Pmc};
 
@@ -31,17 +32,9 @@ pub struct ExecInfo<'a> {
     pub credentials_changed: bool,
 }
 
-/// The driver's statistics (`kern.hwpmc.stats.*`).
+/// What the driver keeps for all CPUs besides its locks.
 #[derive(Debug, Default)]
 pub(crate) struct Stats {
-    pub(crate) intr_ignored: AtomicU64,
-    pub(crate) intr_processed: AtomicU64,
-    pub(crate) intr_bufferfull: AtomicU64,
-    pub(crate) syscalls: AtomicU64,
-    pub(crate) syscall_errors: AtomicU64,
-    pub(crate) buffer_requests: AtomicU64,
-    pub(crate) buffer_requests_failed: AtomicU64,
-    pub(crate) log_sweeps: AtomicU64,
     /// Set when a sample was lost and no DROPNOTIFY has said so yet (so quiet ticks cost
     /// nothing).
     pub(crate) unreported_drops: core::sync::atomic::AtomicBool,
@@ -49,7 +42,7 @@ pub(crate) struct Stats {
 
 /// The hwpmc driver, embedded in a kernel.
 ///
-/// `K` is the kernel's services, `H` the CPU hardware (see [`crate::hw::native::NativeCpu`] for
+/// `K` is the kernel's services, `H` the CPU hardware (see [`crate::arch::x86::native::NativeCpu`] for
 /// real x86_64 CPUs). The driver is `Sync` when they are: system calls may come from any CPU, and
 /// each hook is called on the CPU it concerns.
 pub struct Driver<K: Kernel, H: Hardware> {
@@ -57,15 +50,16 @@ pub struct Driver<K: Kernel, H: Hardware> {
     pub(crate) hw: H,
     pub(crate) tunables: Tunables,
     pub(crate) layout: Layout,
+    /// The machine's PMU backend.
+    pub(crate) backend: Backend,
     pub(crate) cpus: Box<[PerCpu]>,
-    pub(crate) core: Mutex<Core>,
+    pub(crate) core: Lock<Core>,
+    /// Which processes have running PMCs, published by [`Core`] for the context-switch hooks:
+    /// a thread whose bit is clear has nothing to load, and its switch takes no lock.
+    pub(crate) running_pids: Arc<AtomicU64>,
     /// Owners' logs (taken after `core` when both are needed).
-    pub(crate) logs: Mutex<Logs>,
+    pub(crate) logs: Lock<Logs>,
     pub(crate) stats: Stats,
-    /// `pmc_cputype` reported by GETCPUINFO and INITIALIZE.
-    pub(crate) cpu_type: u32,
-    /// The signature of the CPU the driver loaded on, for the cpuid string.
-    pub(crate) signature: CpuSignature,
 }
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
@@ -81,32 +75,35 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         for cpu in 0..ncpu {
             let mut pmu = None;
             if kernel.cpu_active(cpu) {
-                kernel.run_on_cpu(cpu, &mut || pmu = IntelPmu::discover(&hw.cpuid(), &hw));
+                kernel.run_on_cpu(cpu, &mut || pmu = Backend::discover(&hw));
             }
             pmus.push(pmu);
         }
-        let active: Vec<Option<IntelPmu>> =
+        let active: Vec<_> =
             (0..ncpu).filter(|&c| kernel.cpu_active(c)).map(|c| pmus[c as usize]).collect();
-        let layout = Layout::new(&active);
+        let backend = Backend::new(&active, &hw);
+        let layout = Layout::new(&backend);
         let rows = layout.rows() as usize;
         debug_assert!(rows <= crate::percpu::MAX_ROWS);
         let depth = tunables.callchain_depth as usize;
         let mut cpus = Vec::with_capacity(pmus.len());
+        let ring = || {
+            SampleRing::new(tunables.nsamples as usize, depth)
+                .map_err(|_| LoadError::BadSampleRingSize(tunables.nsamples))
+        };
         for pmu in &pmus {
-            let ring = SampleRing::new(tunables.nsamples as usize, depth)
-                .map_err(|_| LoadError::BadSampleRingSize(tunables.nsamples))?;
-            cpus.push(PerCpu::new(&layout, *pmu, ring, depth));
+            let rings = (ring()?, ring()?);
+            cpus.push(PerCpu::new(&layout, &backend, backend.cpu(*pmu), rings, depth));
         }
-        let signature = CpuSignature::read(&hw.cpuid());
-        let cpu_type = cpu_type_of(&signature, layout.pmu.is_some());
+        let running_pids = Arc::new(AtomicU64::new(0));
         let driver = Driver {
-            core: Mutex::new(Core::new(ncpu, layout.rows())),
-            logs: Mutex::new(Logs::default()),
+            core: Lock::new(Core::new(ncpu, layout.rows(), Arc::clone(&running_pids))),
+            running_pids,
+            logs: Lock::new(Logs::default()),
             layout,
+            backend,
             cpus: cpus.into_boxed_slice(),
             stats: Stats::default(),
-            cpu_type,
-            signature,
             kernel,
             hw,
             tunables,
@@ -120,14 +117,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// Unloads the driver: releases every PMC (sending SIGBUS to owners that still had some) and
-    /// returns every CPU's counters and IA32_DEBUGCTL to how they were found.
+    /// returns every CPU's PMU to how it was found.
     pub fn unload(&self) {
-        let owners: Vec<Pid> = self.core.lock().owners.keys().copied().collect();
+        let owners: Vec<Pid> = self.core.lock(&self.kernel).owners.keys().copied().collect();
         for owner in owners {
             self.release_all_of(owner);
             self.kernel.signal(owner, crate::kernel::Signal::Bus);
         }
-        let logged: Vec<Pid> = self.logs.lock().owners.keys().copied().collect();
+        let logged: Vec<Pid> = self.logs.lock(&self.kernel).owners.keys().copied().collect();
         for owner in logged {
             let _ = self.close_log(owner);
         }
@@ -155,53 +152,30 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// `kern.hwpmc.cpuid`: the string libpmc uses to pick its event tables, e.g.
     /// `GenuineIntel-6-5E`.
-    pub fn cpuid(&self) -> crate::pmu::CpuIdString {
-        self.signature.cpuid_string()
+    pub fn cpuid(&self) -> CpuIdString {
+        self.backend.cpuid_string()
     }
 
-    /// Resets the PMU of the current CPU `cpu`: every counter stopped, freeze-on-PMI on (v2+),
-    /// the PMI entry unmasked.
+    /// `pmc_cputype`, reported by GETCPUINFO.
+    pub(crate) fn cpu_type(&self) -> u32 {
+        self.backend.cpu_type()
+    }
+
+    /// Resets the PMU of the current CPU `cpu` (see [`PmuBackend::init_cpu`]).
     fn init_cpu(&self, cpu: Cpu) {
-        let state = &self.cpus[cpu as usize];
-        let Some(pmu) = state.pmu.as_ref() else { return };
-        self.stop_all_counters(pmu);
-        if pmu.has_global_ctrl() {
-            let status = self.hw.read_msr(msr::IA32_PERF_GLOBAL_STATUS);
-            let reset = status & pmu.status_reset_valid();
-            if reset != 0 {
-                self.hw.write_msr(msr::IA32_PERF_GLOBAL_OVF_CTRL, reset);
-            }
-        }
-        if pmu.freeze != FreezeMode::None {
-            let debugctl = self.hw.read_msr(msr::IA32_DEBUGCTL);
-            state.saved_debugctl.store(debugctl, Ordering::Relaxed);
-            self.hw.write_msr(msr::IA32_DEBUGCTL, debugctl | DEBUGCTL_FREEZE_PERFMON_ON_PMI);
-        }
-        self.hw.unmask_pmi();
+        self.backend.init_cpu(&self.hw, &self.cpus[cpu as usize].pmu);
     }
 
     /// Undoes [`Self::init_cpu`] on the current CPU `cpu`.
     fn fini_cpu(&self, cpu: Cpu) {
-        let state = &self.cpus[cpu as usize];
-        let Some(pmu) = state.pmu.as_ref() else { return };
-        self.hw.mask_pmi();
-        self.stop_all_counters(pmu);
-        if pmu.freeze != FreezeMode::None {
-            self.hw.write_msr(msr::IA32_DEBUGCTL, state.saved_debugctl.load(Ordering::Relaxed));
-        }
+        self.backend.fini_cpu(&self.hw, &self.cpus[cpu as usize].pmu);
     }
 
-    /// Clears every event select, the fixed-counter control and GLOBAL_CTRL of the current CPU.
-    fn stop_all_counters(&self, pmu: &IntelPmu) {
-        for i in 0..u32::from(pmu.gp_counters) {
-            self.hw.write_msr(msr::IA32_PERFEVTSEL0 + i, 0);
-        }
-        if pmu.has_global_ctrl() {
-            self.hw.write_msr(msr::IA32_PERF_GLOBAL_CTRL, 0);
-            if pmu.fixed_counters() > 0 {
-                self.hw.write_msr(msr::IA32_FIXED_CTR_CTRL, 0);
-            }
-        }
+    /// The statistics of the CPU the caller runs on (thread context; a thread that moves on
+    /// meanwhile counts on the CPU it left, which changes no total).
+    pub(crate) fn local_stats(&self) -> &CpuStats {
+        let cpu = self.kernel.current_cpu() as usize;
+        &self.cpus.get(cpu).unwrap_or(&self.cpus[0]).stats
     }
 
     /// The slot of `row` on `cpu`.
@@ -211,7 +185,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Programs the PMC `spec` describes in `slot`, its row of the current CPU, for target
     /// `pid` (-1 for a system PMC), and returns the hardware counter to start with
-    /// [`class::enable`].
+    /// [`PmuBackend::start`].
     #[inline]
     pub(crate) fn program_pmc(
         &self,
@@ -219,9 +193,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         slot: &Slot,
         spec: &LoadSpec,
         pid: Pid,
-    ) -> CounterSet {
+    ) -> CounterMask {
         slot.claim(spec.handle, pid, (spec.start, spec.resume), spec.sample_flags);
-        class::program(&self.hw, state, slot, spec.armed, spec.resume)
+        class::program(&self.backend, &self.hw, state, slot, &spec.armed, spec.resume)
     }
 
     /// The value `pmc`'s counter is loaded with. A hardware counter counts up from
@@ -231,12 +205,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// bit width − 1 going clear shows the overflow). Software counters are 64 bits wide: a
     /// counting one starts from zero, a sampling one at 2^64 − reload.
     pub(crate) fn counter_start(&self, pmc: &Pmc) -> u64 {
-        if let HwConfig::Soft { .. } = pmc.config {
+        let period = match pmc.config {
             // A sampling software counter counts up to its 64-bit overflow, as hardware does.
-            return if pmc.mode().is_sampling() { pmc.reload.max(1).wrapping_neg() } else { 0 };
-        }
-        let Some(period) = self.layout.pmu.as_ref().and_then(|pmu| max_period(pmu, pmc)) else {
-            return 0;
+            HwConfig::Soft { .. } if pmc.mode().is_sampling() => {
+                return pmc.reload.max(1).wrapping_neg();
+            }
+            HwConfig::Soft { .. } | HwConfig::Tsc => return 0,
+            HwConfig::Hardware(config) => self.backend.max_period(config, pmc.width_mask),
         };
         let period = if pmc.mode().is_sampling() { pmc.reload.clamp(1, period) } else { period };
         pmc.width_mask.wrapping_sub(period).wrapping_add(1) & pmc.width_mask
@@ -252,7 +227,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             state.current_counters.fetch_or(counters.bits(), Ordering::Relaxed);
             state.add_current_row(pmc.row);
         }
-        class::enable(&self.hw, state, counters);
+        self.backend.start(&self.hw, &state.pmu, counters);
     }
 
     /// Stops and unloads `handle` from row `row` of the current CPU `cpu`; returns the target it
@@ -269,28 +244,27 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if slot.handle() != Some(handle) {
             return None;
         }
-        let counters = self.layout.counter_of_row(row);
+        let counters = slot.counter().mask();
         state.current_counters.fetch_and(!counters.bits(), Ordering::Relaxed);
         state.remove_current_row(row);
         slot.unpublish();
-        class::disable(&self.hw, state, counters);
+        self.backend.stop(&self.hw, &state.pmu, counters);
         let pid = slot.pid();
         let (delta, dropped, _) = self.finish_unload(state, slot);
-        class::write_fixed_ctrl(&self.hw, state);
+        self.backend.flush(&self.hw, &state.pmu, counters);
         Some((pid, delta, dropped))
     }
 
     /// Unloads the PMC in `slot` whose counter is already stopped and whose slot is hidden
     /// from the interrupt path: clears the row, folds the final value, empties the slot, and
     /// returns the events counted, the samples lost and, for a sampling PMC, the value to resume
-    /// it with (see [`Slot::resume_value`]). The caller writes IA32_FIXED_CTR_CTRL afterwards.
+    /// it with (see [`Slot::resume_value`]). The caller calls [`PmuBackend::flush`] afterwards.
     // Inlined into the switch-out loop, its hottest caller (out of line it costs ~20
     // instructions per PMC per switch in calls and spills).
     #[inline(always)]
     pub(crate) fn finish_unload(&self, state: &PerCpu, slot: &Slot) -> (u64, u64, Option<u64>) {
-        class::unprogram(&self.hw, state, slot.counter());
-        let tsc = || self.hw.read_tsc();
-        let now = class::read(&self.hw, &tsc, slot);
+        class::unprogram(&self.backend, &self.hw, state, slot.counter());
+        let now = class::read(&self.backend, &self.hw, slot);
         let delta = slot.fold_all(now);
         let dropped = slot.take_drops();
         let resume = slot.is_sampling().then(|| slot.resume_value(now));
@@ -298,17 +272,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         (delta, dropped, resume)
     }
 
-    /// The events `handle` counted on the current CPU `cpu` since it was loaded or last folded,
-    /// leaving it running; `None` if it is not loaded there.
-    pub(crate) fn fold_pmc(&self, cpu: Cpu, handle: PmcHandle, row: u32) -> Option<(Pid, u64)> {
+    /// What `handle` counted on the current CPU `cpu` since it was loaded there, leaving it
+    /// running (exact against an overflow interrupt meanwhile, see [`Slot::peek`]); `None` if it
+    /// is not loaded there.
+    pub(crate) fn peek_pmc(&self, cpu: Cpu, handle: PmcHandle, row: u32) -> Option<u64> {
         let state = self.cpus.get(cpu as usize)?;
         let slot = state.slots.get(row as usize)?;
         if slot.handle() != Some(handle) {
             return None;
         }
-        let tsc = || self.hw.read_tsc();
-        let now = class::read(&self.hw, &tsc, slot);
-        Some((slot.pid(), slot.fold_all(now)))
+        Some(slot.peek(|| class::read(&self.backend, &self.hw, slot)))
     }
 
     /// Runs `f` on `cpu` and returns its result.
@@ -330,19 +303,20 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         });
     }
 
-    /// Folds what `handle` counted so far on every CPU where it is loaded into its count.
-    pub(crate) fn fold_everywhere(&self, handle: PmcHandle) {
+    /// What `handle` counted so far on the CPUs where it is loaded, not yet in its count.
+    pub(crate) fn peek_everywhere(&self, handle: PmcHandle) -> u64 {
+        let mut total = 0u64;
         self.on_cpus_holding(handle, |cpu, row| {
-            if let Some(Some((pid, delta))) = self.on_cpu(cpu, || self.fold_pmc(cpu, handle, row)) {
-                self.credit(handle, pid, delta, 0);
-            }
+            let counted = self.on_cpu(cpu, || self.peek_pmc(cpu, handle, row)).flatten();
+            total = total.wrapping_add(counted.unwrap_or(0));
         });
+        total
     }
 
     /// Calls `act(cpu, row)` for every CPU whose slot of `handle`'s row holds it (a PMC's row
     /// never changes, so it is looked up once). Must be called without the core lock held.
     pub(crate) fn on_cpus_holding(&self, handle: PmcHandle, mut act: impl FnMut(Cpu, u32)) {
-        let Some(row) = self.core.lock().pmc(handle).map(|p| p.row) else { return };
+        let Some(row) = self.core.lock(&self.kernel).pmc(handle).map(|p| p.row) else { return };
         for cpu in 0..self.kernel.cpu_count() {
             if self.slot(cpu, row).is_some_and(|s| s.handle() == Some(handle)) {
                 act(cpu, row);
@@ -353,7 +327,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Adds `delta` events to `handle`'s count and to target `pid`'s share of it, and
     /// `dropped` lost samples.
     pub(crate) fn credit(&self, handle: PmcHandle, pid: Pid, delta: u64, dropped: u64) {
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         credit_locked(&mut core, handle, pid, delta, dropped);
         if dropped > 0 {
             self.stats.unreported_drops.store(true, Ordering::Relaxed);
@@ -362,8 +336,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Stops, detaches and frees every PMC `owner` owns.
     pub(crate) fn release_all_of(&self, owner: Pid) {
-        let handles: Vec<PmcHandle> =
-            self.core.lock().owners.get(&owner).map(|o| o.pmcs.clone()).unwrap_or_default();
+        let handles: Vec<PmcHandle> = self
+            .core
+            .lock(&self.kernel)
+            .owners
+            .get(&owner)
+            .map(|o| o.pmcs.clone())
+            .unwrap_or_default();
         for handle in handles {
             self.release_pmc(handle);
         }
@@ -373,7 +352,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// tables are logged first: a PMC is freed only when no sample refers to it.
     pub(crate) fn release_pmc(&self, handle: PmcHandle) {
         let hosted_running = {
-            let mut core = self.core.lock();
+            let mut core = self.core.lock(&self.kernel);
             let hosted_running = core.pmc(handle).is_some_and(Pmc::runs_on_host);
             core.set_state(handle, State::Deleted);
             hosted_running
@@ -387,7 +366,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 self.on_cpu(cpu, || self.drain_samples_of(cpu, handle));
             }
         }
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         let Some(pmc) = core.pmc(handle).cloned() else { return };
         for target in &pmc.targets {
             crate::ops::unlink_target(&mut core, handle, pmc.row, *target);
@@ -414,37 +393,4 @@ pub(crate) fn credit_locked(
         pmc.credit(handle, core.targets.get_mut(&pid), delta);
         pmc.dropped += dropped;
     }
-}
-
-/// The longest period a hardware counter of `pmc` can be loaded with: 2^(width − 1),
-/// or 2^31 for a GP counter without full-width writes (legacy writes sign-extend bit 31). `None`
-/// for software rows.
-fn max_period(pmu: &IntelPmu, pmc: &Pmc) -> Option<u64> {
-    let half_width = (pmc.width_mask >> 1) + 1;
-    match pmc.config {
-        HwConfig::Iap { .. } if !pmu.full_width_write => Some(half_width.min(1 << 31)),
-        HwConfig::Iap { .. } | HwConfig::Iaf { .. } => Some(half_width),
-        HwConfig::Soft { .. } | HwConfig::Tsc => None,
-    }
-}
-
-/// IA32_DEBUGCTL bit 12: FREEZE_PERFMON_ON_PMI.
-const DEBUGCTL_FREEZE_PERFMON_ON_PMI: u64 = 1 << 12;
-
-/// The `pmc_cputype` for a CPU. It names the CPU for libpmc's event tables; it never decides
-/// whether the CPU is supported.
-fn cpu_type_of(signature: &CpuSignature, has_pmu: bool) -> u32 {
-    use crate::abi::cpu_type;
-    if signature.is_intel() && has_pmu && signature.family == 6 {
-        match signature.model {
-            0x0F | 0x17 => return cpu_type::INTEL_CORE2,
-            0x4E | 0x5E | 0x8E | 0x9E | 0xA5 | 0xA6 => return cpu_type::INTEL_SKYLAKE,
-            0x55 => return cpu_type::INTEL_SKYLAKE_XEON,
-            _ => {}
-        }
-    }
-    if &signature.vendor == b"AuthenticAMD" || &signature.vendor == b"HygonGenuine" {
-        return cpu_type::AMD_K8;
-    }
-    cpu_type::GENERIC
 }

@@ -6,18 +6,18 @@ use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
 use crate::abi::{Class, PmcFlags, event};
+use crate::backend::{CounterMask, PmuBackend};
 use crate::class;
 use crate::driver::{Driver, ExecInfo};
 use crate::errno::Errno;
-use crate::hw::{Hardware, msr};
+use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, Tid, TrapFrame};
 use crate::logging::record_path;
 use crate::ops::link_target;
 use crate::percpu::PmcHandle;
 use crate::percpu::{PerCpu, Slot};
-use crate::regs::{Counter, CounterSet, GlobalStatus, GlobalStatusReset};
-use crate::sample::{FrameWriter, PendingView, SampleHeader, UserStack};
-use crate::state::{Core, SoftEvent};
+use crate::sample::{FrameWriter, PendingView, SampleHeader, SampleRing, UserStack};
+use crate::state::{Core, SoftEvent, running_pid_bit};
 use core::fmt::Write;
 
 use pmclog::{
@@ -31,13 +31,24 @@ use crate::text::FixedText;
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Scheduler hook: thread `tid` of process `pid` starts running on `cpu` (called on `cpu`,
     /// with preemption disabled). Loads the running PMCs attached to `pid` on this CPU and
-    /// starts them together.
+    /// starts them together. A thread of a process without running PMCs costs a few
+    /// instructions and takes no lock.
+    // An entry point the scheduler calls, kept small: the loading is out of line.
+    #[inline(never)]
     pub fn switch_in(&self, cpu: Cpu, pid: Pid, tid: Tid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         state.set_current(pid, tid);
-        let core = self.core.lock();
+        if self.running_pids.load(Ordering::Acquire) & running_pid_bit(pid) != 0 {
+            self.load_process_pmcs(state, pid);
+        }
+    }
+
+    /// [`Self::switch_in`] of a process that may have running PMCs.
+    #[inline(never)]
+    fn load_process_pmcs(&self, state: &PerCpu, pid: Pid) {
+        let core = self.core.lock(&self.kernel);
         let Some(target) = core.targets.get(&pid) else { return };
-        let mut counters = CounterSet::EMPTY;
+        let mut counters = CounterMask::EMPTY;
         let mut rdpmc = false;
         for spec in &target.running {
             let Some(slot) = state.slots.get(spec.row as usize) else { continue };
@@ -48,7 +59,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
         }
         state.current_counters.store(counters.bits(), Ordering::Relaxed);
-        class::enable(&self.hw, state, counters);
+        self.backend.start(&self.hw, &state.pmu, counters);
         if rdpmc {
             state.user_rdpmc.store(true, Ordering::Relaxed);
             self.kernel.set_user_rdpmc(true);
@@ -58,21 +69,29 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Scheduler hook: thread `tid` of process `pid` stops running on `cpu` (called on `cpu`,
     /// with preemption disabled). Stops its PMCs together, then unloads them and adds what they
     /// counted.
+    // An entry point the scheduler calls, kept small: the unloading is out of line.
+    #[inline(never)]
     pub fn switch_out(&self, cpu: Cpu, pid: Pid, tid: Tid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         state.set_current(-1, -1);
+        if state.holds_anything() {
+            self.unload_process_pmcs(state, pid, tid);
+        }
+    }
+
+    /// [`Self::switch_out`] of a thread that has PMCs loaded (or RDPMC allowed) here.
+    #[inline(never)]
+    fn unload_process_pmcs(&self, state: &PerCpu, pid: Pid, tid: Tid) {
         if state.user_rdpmc.swap(false, Ordering::Relaxed) {
             self.kernel.set_user_rdpmc(false);
         }
-        // Only the hooks and loading store counters of this CPU's PMU there.
-        let counters =
-            CounterSet::from_built_bits(state.current_counters.swap(0, Ordering::Relaxed));
-        class::disable(&self.hw, state, counters);
+        let counters = state.take_current_counters();
+        self.backend.stop(&self.hw, &state.pmu, counters);
         let rows = state.take_current_rows();
         if rows.len() == 0 {
             return;
         }
-        let mut guard = self.core.lock();
+        let mut guard = self.core.lock(&self.kernel);
         let Core { pmcs, targets, .. } = &mut *guard;
         for row in rows {
             let Some(slot) = state.slots.get(row as usize) else { continue };
@@ -103,15 +122,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 }
             }
         }
-        if counters.has_fixed() {
-            class::write_fixed_ctrl(&self.hw, state);
-        }
+        self.backend.flush(&self.hw, &state.pmu, counters);
     }
 
     /// Process `parent` forked `child` (called after the child exists, before it runs). PMCs
     /// attached to the parent with PMC_F_DESCENDANTS follow the child; the child owns nothing.
     pub fn process_fork(&self, parent: Pid, child: Pid) {
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         let inherited: Vec<(u32, PmcHandle)> =
             core.targets.get(&parent).map_or_else(Vec::new, |t| {
                 t.iter()
@@ -149,7 +166,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Owners of running system-sampling PMCs: they see every process (FreeBSD's
     /// `pmc_ss_owners`).
     fn ss_owners(&self) -> Vec<Pid> {
-        let core = self.core.lock();
+        let core = self.core.lock(&self.kernel);
         let mut owners: Vec<Pid> = core
             .handles()
             .filter_map(|h| core.pmc(h))
@@ -191,7 +208,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             self.log_record(owner, &exec_record(PMC_ID_INVALID));
         }
         let attached: Vec<(Pid, u32)> = {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             core.targets.get(&pid).map_or_else(Vec::new, |t| {
                 t.iter()
                     .filter_map(|(_, r)| core.pmc(r.pmc))
@@ -202,14 +219,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         for (owner, pmcid) in attached {
             self.log_record(owner, &exec_record(pmcid));
         }
-        if self.core.lock().owners.contains_key(&pid) {
+        if self.core.lock(&self.kernel).owners.contains_key(&pid) {
             self.release_all_of(pid);
         }
         if !exec.credentials_changed {
             return;
         }
         let attached: Vec<(PmcHandle, Pid)> = {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             let Some(target) = core.targets.get(&pid) else { return };
             target.iter().filter_map(|(_, r)| core.pmc(r.pmc).map(|p| (r.pmc, p.owner))).collect()
         };
@@ -228,14 +245,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             self.log_record(owner, &Record::SysExit(SysExit { pid }));
         }
         let attached: Vec<PmcHandle> = {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             core.targets.get(&pid).map(|t| t.iter().map(|(_, r)| r.pmc).collect())
         }
         .unwrap_or_default();
         for handle in attached {
             self.detach_targets(handle, &[pid]);
         }
-        if self.core.lock().owners.contains_key(&pid) {
+        if self.core.lock(&self.kernel).owners.contains_key(&pid) {
             self.release_all_of(pid);
         }
         if self.has_log(pid) {
@@ -266,7 +283,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     fn mapping_audience(&self, pid: Pid) -> Vec<Pid> {
         let mut owners = self.ss_owners();
         {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             if let Some(target) = core.targets.get(&pid) {
                 let sampling = target.iter().filter_map(|(_, r)| core.pmc(r.pmc));
                 owners.extend(sampling.filter(|p| p.mode().is_sampling()).map(|p| p.owner));
@@ -306,83 +323,43 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     #[inline(never)]
     pub fn interrupt(&self, cpu: Cpu, frame: &TrapFrame) -> bool {
         let Some(state) = self.cpus.get(cpu as usize) else { return false };
-        let Some(pmu) = state.pmu else { return false };
-        let claimed = if pmu.has_global_ctrl() {
-            let status = GlobalStatus::from_bits(self.hw.read_msr(msr::IA32_PERF_GLOBAL_STATUS));
-            let overflowed = status.overflowed(pmu.counters());
-            let frozen = status.counters_frozen();
-            if overflowed.is_empty() && !frozen {
-                self.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
-                return false;
-            }
-            if !frozen {
-                self.hw.write_msr(msr::IA32_PERF_GLOBAL_CTRL, 0);
-            }
-            for counter in overflowed.iter() {
-                self.counter_overflowed(cpu, counter, frame);
-            }
-            let reset = GlobalStatusReset::clearing(status, pmu.status_reset_valid());
-            self.hw.write_msr(msr::IA32_PERF_GLOBAL_OVF_CTRL, reset.bits());
-            if !frozen {
-                self.hw.write_msr(
-                    msr::IA32_PERF_GLOBAL_CTRL,
-                    state.global_ctrl.load(Ordering::Relaxed) & pmu.counters().bits(),
-                );
-            }
-            // A frozen PMU was stopped by a PMI even when no counter bit remains (a counter of
-            // ours overflowed and was handled by an earlier NMI): claim it, so the LVT entry is
-            // unmasked again.
-            !overflowed.is_empty() || frozen
-        } else {
-            // Perfmon v1 has no status register: a counter overflowed when its top bit went clear
-            // (counters are loaded at 2^width − period, with period at most 2^(width − 1)).
-            let mut any = false;
-            for index in 0..pmu.gp_counters {
-                let counter = Counter::Gp(index);
-                let Some(slot) = self.counter_slot(cpu, counter) else { continue };
-                if slot.is_running() {
-                    let now = self.hw.read_pmc(counter.rdpmc_index()) & slot.mask();
-                    if slot.overflowed(now) {
-                        self.counter_overflowed(cpu, counter, frame);
-                        any = true;
-                    }
-                }
-            }
-            any
+        let Some(overflow) = self.backend.pmi_begin(&self.hw, &state.pmu) else {
+            state.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
+            return false;
         };
+        let mut handled = false;
+        overflow.counters.for_each_bit(|bit| {
+            if let Some(slot) = state.slot_of_bit(bit) {
+                handled |= self.counter_overflowed(cpu, state, slot, frame);
+            }
+        });
+        self.backend.pmi_end(&self.hw, &state.pmu, overflow.status);
+        let claimed = overflow.claim || handled;
         if claimed {
-            self.stats.intr_processed.fetch_add(1, Ordering::Relaxed);
+            state.stats.intr_processed.fetch_add(1, Ordering::Relaxed);
             self.hw.unmask_pmi();
         } else {
-            self.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
+            state.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
         }
         claimed
     }
 
-    /// The slot holding `counter` on `cpu`.
-    fn counter_slot(&self, cpu: Cpu, counter: Counter) -> Option<&Slot> {
-        self.slot(cpu, self.layout.row_of_counter(counter)?)
-    }
-
-    /// Handles one overflowed counter: a sampling PMC's overflow is a sample; every counter is
-    /// folded and reloaded with its period, so the next fold is again less than 2^width away.
-    fn counter_overflowed(&self, cpu: Cpu, counter: Counter, frame: &TrapFrame) {
-        let Some(slot) = self.counter_slot(cpu, counter) else { return };
-        let state = &self.cpus[cpu as usize];
-        let Some(pmu) = state.pmu.as_ref() else { return };
+    /// Handles the overflow of `slot`'s counter on `cpu` (whose state is `state`), if a PMC is
+    /// loaded there: a sampling PMC's overflow is a sample; every counter is folded and reloaded
+    /// with its period, so the next fold is again less than 2^width away. Returns whether a PMC
+    /// was loaded.
+    #[inline]
+    fn counter_overflowed(&self, cpu: Cpu, state: &PerCpu, slot: &Slot, frame: &TrapFrame) -> bool {
+        let class::RowCounter::Hardware(counter) = slot.counter() else { return false };
         if !slot.is_running() {
-            return;
+            return false;
         }
         if slot.is_sampling() {
-            self.record_sample(cpu, state, slot, frame);
+            self.record_sample(cpu, state, &state.ring, slot, frame);
         }
-        slot.fold(self.hw.read_pmc(counter.rdpmc_index()));
-        let msr = match counter {
-            Counter::Gp(i) => pmu.gp_write_msr(i),
-            Counter::Fixed(i) => msr::IA32_FIXED_CTR0 + u32::from(i),
-        };
-        self.hw.write_msr(msr, slot.start());
-        slot.reloaded();
+        let now = self.backend.read(&self.hw, counter);
+        slot.fold_and_reload(now, |start| self.backend.write_counter(&self.hw, counter, start));
+        true
     }
 
     /// Puts a sample of `slot`'s PMC (on `cpu`, whose state is `state`) in the ring,
@@ -395,7 +372,18 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// kernel-mode sample of a user thread waits there with its kernel callchain, and the user
     /// stack is appended at the return to user mode; its flags stay those of a kernel-mode
     /// sample (no PMC_CC_F_USERSPACE), as FreeBSD's UR ring leaves them.
-    fn record_sample(&self, cpu: Cpu, state: &PerCpu, slot: &Slot, frame: &TrapFrame) {
+    ///
+    /// `ring` is the one whose only producer is the caller's context (the PMI's, or software
+    /// events'); the pending table's entries are claimed with a compare-and-swap, so both may
+    /// park samples there.
+    fn record_sample(
+        &self,
+        cpu: Cpu,
+        state: &PerCpu,
+        ring: &SampleRing,
+        slot: &Slot,
+        frame: &TrapFrame,
+    ) {
         let pid = if slot.pid() >= 0 { slot.pid() } else { state.current_pid() };
         let header = SampleHeader {
             pmc: slot.raw_handle(),
@@ -422,14 +410,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return;
         }
         let pushed = if kernel_callchain {
-            state.ring.push(header, |frames| self.walk_kernel_stack(cpu, frame, frames))
+            ring.push(header, |frames| self.walk_kernel_stack(cpu, frame, frames))
         } else {
-            state.ring.push(header, |frames| _ = frames.push(frame.pc))
+            ring.push(header, |frames| _ = frames.push(frame.pc))
         };
         if !pushed {
             slot.count_drop();
             state.slot_drops.store(true, Ordering::Relaxed);
-            self.stats.intr_bufferfull.fetch_add(1, Ordering::Relaxed);
+            state.stats.intr_bufferfull.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -441,6 +429,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub fn tick(&self, cpu: Cpu) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         let quiet = state.ring.is_empty()
+            && state.soft_ring.is_empty()
             && !state.pending.any_pending()
             && !state.slot_drops.load(Ordering::Relaxed)
             && !self.stats.unreported_drops.load(Ordering::Relaxed);
@@ -448,20 +437,22 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             // A quiet tick takes no lock.
             return;
         }
-        let mut scratch = state.scratch.lock();
-        let core = self.core.lock();
+        let mut scratch = state.scratch.lock(&self.kernel);
+        let core = self.core.lock(&self.kernel);
         let mut drained = false;
-        while state.ring.pop(|sample| {
-            scratch.clear();
-            scratch.extend(sample.frames());
-            self.log_sample_locked(&core, cpu, sample.header, &scratch);
-        }) {
-            drained = true;
+        for ring in [&state.ring, &state.soft_ring] {
+            while ring.pop(|sample| {
+                scratch.clear();
+                scratch.extend(sample.frames());
+                self.log_sample_locked(&core, cpu, sample.header, &scratch);
+            }) {
+                drained = true;
+            }
         }
         drop(core);
         drop(scratch);
         if drained {
-            self.stats.log_sweeps.fetch_add(1, Ordering::Relaxed);
+            state.stats.log_sweeps.fetch_add(1, Ordering::Relaxed);
         }
         // A sample whose thread has not returned to user mode for two ticks (it sleeps in the
         // kernel, exited, or went on to another CPU) is logged with the frames it has (the
@@ -480,7 +471,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Logs a waiting sample without its user stack.
     fn log_pending_as_is(&self, cpu: Cpu, state: &PerCpu, sample: &PendingView<'_>) {
-        let mut frames = state.scratch.lock();
+        let mut frames = state.scratch.lock(&self.kernel);
         frames.clear();
         frames.extend(sample.frames());
         self.log_sample(cpu, sample.header, &frames);
@@ -503,7 +494,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let depth = self.tunables.callchain_depth as usize;
         // The CPU's preallocated frame buffer (lock order: scratch, then core, as in `tick`).
-        let mut frames = state.scratch.lock();
+        let mut frames = state.scratch.lock(&self.kernel);
         state.pending.take_thread(tid, |sample| {
             frames.clear();
             frames.extend(sample.frames().take(depth));
@@ -573,7 +564,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Logs one sample as a CALLCHAIN record in its PMC owner's log.
     fn log_sample(&self, cpu: Cpu, header: SampleHeader, frames: &[u64]) {
-        self.log_sample_locked(&self.core.lock(), cpu, header, frames);
+        self.log_sample_locked(&self.core.lock(&self.kernel), cpu, header, frames);
     }
 
     /// [`Self::log_sample`] with the bookkeeping lock held. A sample of a PMC released since is
@@ -595,7 +586,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Moves the loaded slots' lost-sample counts to their PMCs and writes a DROPNOTIFY for
     /// each PMC that lost samples.
     fn report_drops(&self, state: &PerCpu) {
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         if state.slot_drops.swap(false, Ordering::Relaxed) {
             for slot in state.slots.iter() {
                 let dropped = slot.take_drops();
@@ -638,7 +629,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
             let before = slot.soft_counter().fetch_add(1, Ordering::Relaxed);
             if slot.is_sampling() && before == u64::MAX {
-                self.record_sample(cpu, state, slot, frame);
+                self.record_sample(cpu, state, &state.soft_ring, slot, frame);
                 slot.soft_counter().store(slot.start(), Ordering::Relaxed);
             }
         }
@@ -651,7 +642,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if name.is_empty() || name.len() >= crate::abi::PMC_NAME_MAX || name.contains('\0') {
             return Err(Errno::Inval);
         }
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         if let Some(existing) = core.soft_events.iter().find(|e| e.name == name) {
             return Ok(existing.code);
         }

@@ -14,13 +14,14 @@ use core::sync::atomic::Ordering;
 use pmclog::{Callchain, CallchainFlags, ProgramCounters, Record};
 
 use crate::abi::{Class, PmcFlags, PmcId};
+use crate::arch::Backend;
+use crate::backend::{PmuBackend, rings};
 use crate::class::HwConfig;
 use crate::driver::{Driver, credit_locked};
 use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, Tid};
 use crate::percpu::PmcHandle;
-use crate::regs::{FixedCtrField, PerfEvtSel};
 use crate::state::Pmc;
 
 /// The event of a PMC the host counts, as the driver checked it at PMCALLOCATE.
@@ -32,16 +33,14 @@ pub enum HostedEvent {
         /// The event code.
         event: u32,
     },
-    /// A programmable counter's event: IA32_PERFEVTSEL bits (event select, umask, cmask, INV,
-    /// EDGE, ANY, USR, OS), reserved bits clear, EN and INT clear.
-    Iap {
-        /// The register value.
-        evtsel: u64,
-    },
-    /// A fixed counter.
-    Iaf {
-        /// The fixed counter's index.
-        index: u8,
+    /// An event of a hardware class, in the configuration word the class defines (reserved
+    /// bits clear, enable and interrupt bits clear): for IAP the IA32_PERFEVTSEL bits (event
+    /// select, umask, cmask, INV, EDGE, ANY, USR, OS), for IAF the fixed counter's index.
+    Raw {
+        /// The class.
+        class: Class,
+        /// The configuration word.
+        config: u64,
     },
     /// The time-stamp counter.
     Tsc,
@@ -130,20 +129,14 @@ impl HostedPmc {
     fn describe(token: u64, pmc: &Pmc) -> HostedPmc {
         // A software event counts in the rings the caller asked for with PMC_CAP_USER and
         // PMC_CAP_SYSTEM, else both; hardware events carry theirs in their configuration.
-        let (kernel, user) = crate::ops::rings(false, false, pmc.caps);
+        let (kernel, user) = rings(false, false, pmc.caps);
         let (event, user, kernel) = match pmc.config {
             HwConfig::Soft { event } => (HostedEvent::Soft { event }, user, kernel),
             HwConfig::Tsc => (HostedEvent::Tsc, true, true),
-            HwConfig::Iap { evtsel } => (
-                HostedEvent::Iap { evtsel: evtsel.bits() },
-                evtsel.has(PerfEvtSel::USR),
-                evtsel.has(PerfEvtSel::OS),
-            ),
-            HwConfig::Iaf { index, field } => (
-                HostedEvent::Iaf { index },
-                field.bits() & FixedCtrField::USR != 0,
-                field.bits() & FixedCtrField::OS != 0,
-            ),
+            HwConfig::Hardware(config) => {
+                let raw = Backend::raw_event(config);
+                (HostedEvent::Raw { class: pmc.id.class, config: raw.config }, raw.user, raw.kernel)
+            }
         };
         HostedPmc {
             token,
@@ -172,7 +165,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Starts a host-counted PMC on `targets`.
     pub(crate) fn hosted_start(&self, handle: PmcHandle, targets: &[Pid]) -> Result<(), Errno> {
         let host = self.kernel.host_counters().ok_or(Errno::Doofus)?;
-        let pmc = self.core.lock().pmc(handle).map(|p| HostedPmc::of(handle, p));
+        let pmc = self.core.lock(&self.kernel).pmc(handle).map(|p| HostedPmc::of(handle, p));
         host.start(&pmc.ok_or(Errno::Inval)?, targets)
     }
 
@@ -182,7 +175,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(host) = self.kernel.host_counters() else { return };
         let mut counted = alloc::vec::Vec::new();
         host.stop(handle.raw(), &mut |pid, delta| counted.push((pid, delta)));
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         for (pid, delta) in counted {
             credit_locked(&mut core, handle, pid, delta, 0);
         }
@@ -197,7 +190,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub(crate) fn hosted_detach(&self, handle: PmcHandle, pid: Pid) {
         let Some(host) = self.kernel.host_counters() else { return };
         let delta = host.detach(handle.raw(), pid);
-        credit_locked(&mut self.core.lock(), handle, pid, delta, 0);
+        credit_locked(&mut self.core.lock(&self.kernel), handle, pid, delta, 0);
     }
 
     /// A sample of the host-counted PMC `token` (from [`HostedPmc::token`]): logged as a
@@ -209,16 +202,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let depth = self.tunables.callchain_depth as usize;
         let pcs = &sample.pcs[..sample.pcs.len().min(depth)];
         let owner_and_id = {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             let pmc = PmcHandle::from_raw(token).and_then(|h| core.pmc(h));
             pmc.filter(|p| p.hosted && p.mode().is_sampling()).map(|p| (p.owner, p.id.to_u32()))
         };
         let Some((owner, pmcid)) = owner_and_id else {
-            self.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
+            self.local_stats().intr_ignored.fetch_add(1, Ordering::Relaxed);
             return;
         };
         if pcs.is_empty() {
-            self.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
+            self.local_stats().intr_ignored.fetch_add(1, Ordering::Relaxed);
             return;
         }
         let flags = if sample.user { CallchainFlags::USERSPACE } else { 0 };
@@ -229,14 +222,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             cpuflags: CallchainFlags::new(sample.cpu as u16, flags as u16),
             pcs: ProgramCounters::from_words(pcs),
         });
-        self.stats.intr_processed.fetch_add(1, Ordering::Relaxed);
+        self.local_stats().intr_processed.fetch_add(1, Ordering::Relaxed);
         let logged = match sample.tsc {
             Some(tsc) => self.log_record_at(owner, self.kernel.current_cpu(), &record, tsc),
             None => self.log_record(owner, &record),
         };
         if !logged {
             // The log is full: a lost sample like any other.
-            self.stats.intr_bufferfull.fetch_add(1, Ordering::Relaxed);
+            self.local_stats().intr_bufferfull.fetch_add(1, Ordering::Relaxed);
             self.hosted_lost(token, 1);
         }
     }
@@ -245,7 +238,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// driver (the host's buffer overflowed): the owner's log gets a DROPNOTIFY record at the
     /// next [`Driver::tick`], which a host that counts PMCs calls periodically. Thread context.
     pub fn hosted_lost(&self, token: u64, count: u64) {
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         let pmc = PmcHandle::from_raw(token).and_then(|h| core.pmc_mut(h));
         if let Some(pmc) = pmc.filter(|p| p.hosted && count > 0) {
             pmc.dropped += count;

@@ -78,6 +78,11 @@ pub struct TrapFrame {
     pub user: bool,
 }
 
+/// What [`Kernel::enter_critical_section`] saved, handed back to
+/// [`Kernel::exit_critical_section`] (for example the interrupt flag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CriticalSection(pub u64);
+
 /// Services of the host kernel.
 ///
 /// "The caller" is the thread that issued the current system call; "current" is what runs on the
@@ -174,6 +179,20 @@ pub trait Kernel {
     fn nanotime(&self) -> (i64, i64);
     /// The TSC's frequency in Hz (0 if unknown).
     fn tsc_frequency(&self) -> u64;
+
+    /// Enters the critical section the driver holds its locks in (thread context only: system
+    /// calls, the fork, exec, exit and thread hooks, the drain — never the interrupt path). A
+    /// kernel disables preemption here (and interrupts, if it calls the driver's thread-context
+    /// entry points from interrupt handlers), so that no thread holding a driver lock is
+    /// preempted while another spins for it. Sections nest. The default does nothing, for hosts
+    /// whose threads may spin a while.
+    fn enter_critical_section(&self) -> CriticalSection {
+        CriticalSection::default()
+    }
+    /// Leaves the section [`Kernel::enter_critical_section`] entered, restoring what it saved.
+    fn exit_critical_section(&self, section: CriticalSection) {
+        let _ = section;
+    }
 
     /// The PMC classes this kernel counts itself, and how (see [`crate::hosted`]): `None`, the
     /// default, for a kernel whose PMU the driver programs.

@@ -31,7 +31,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub fn write_logs(&self) {
         loop {
             // The lock is released before writing (a `while let` would hold it in the body).
-            let next = self.logs.lock().next_full();
+            let next = self.logs.lock(&self.kernel).next_full();
             let Some((owner, file, buffer)) = next else { break };
             self.write_buffer(owner, file, buffer);
         }
@@ -44,12 +44,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if result.is_err() {
             self.kernel.signal(owner, Signal::Io);
         }
-        self.logs.lock().written(owner, buffer, result);
+        self.logs.lock(&self.kernel).written(owner, buffer, result);
     }
 
     /// Whether `owner` has a log.
     pub(crate) fn has_log(&self, owner: Pid) -> bool {
-        self.logs.lock().owners.contains_key(&owner)
+        self.logs.lock(&self.kernel).owners.contains_key(&owner)
     }
 
     /// Appends `record` to `owner`'s log, if it has one, on the current CPU; wakes the writer
@@ -66,13 +66,15 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         record: &Record<'_>,
         tsc: u64,
     ) -> bool {
-        let mut logs = self.logs.lock();
+        let mut logs = self.logs.lock(&self.kernel);
         let Some(log) = logs.owners.get_mut(&owner) else { return true };
         let appended = log.append(cpu, record, tsc);
         if !appended {
-            self.stats.buffer_requests_failed.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+            self.local_stats()
+                .buffer_requests_failed
+                .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         }
-        self.stats.buffer_requests.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        self.local_stats().buffer_requests.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         let wake = log.has_full();
         drop(logs);
         if wake {
@@ -108,7 +110,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     fn soft_event_name(&self, event: u32) -> alloc::string::String {
-        let core = self.core.lock();
+        let core = self.core.lock(&self.kernel);
         let name = core.soft_events.iter().find(|e| e.code == event).map(|e| e.name.as_str());
         // Names fit a PMCALLOCATEDYN record's 56 bytes (registration limits them to 63).
         let name = name.unwrap_or("");
@@ -137,7 +139,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Whether `owner` has a log whose one-time `flag` is not set yet; sets it.
     fn first_in_log(&self, owner: Pid, flag: fn(&mut crate::log::OwnerLog) -> &mut bool) -> bool {
-        let mut logs = self.logs.lock();
+        let mut logs = self.logs.lock(&self.kernel);
         logs.owners.get_mut(&owner).is_some_and(|log| !core::mem::replace(flag(log), true))
     }
 
@@ -192,16 +194,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Writes everything `owner` has logged so far to its file; returns its pending error.
     fn flush_log(&self, owner: Pid) -> Result<(), Errno> {
         {
-            let mut logs = self.logs.lock();
+            let mut logs = self.logs.lock(&self.kernel);
             let log = logs.owners.get_mut(&owner).ok_or(Errno::Inval)?;
             log.queue_current();
         }
         loop {
-            let next = self.logs.lock().next_full_of(owner);
+            let next = self.logs.lock(&self.kernel).next_full_of(owner);
             let Some((file, buffer)) = next else { break };
             self.write_buffer(owner, file, buffer);
         }
-        let logs = self.logs.lock();
+        let logs = self.logs.lock(&self.kernel);
         let log = logs.owners.get(&owner).ok_or(Errno::Inval)?;
         match log.error {
             Some(e) => Err(e),
@@ -212,7 +214,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Writes out and closes `owner`'s log; returns the flush's error.
     pub(crate) fn close_log(&self, owner: Pid) -> Result<(), Errno> {
         let flushed = self.flush_log(owner);
-        let Some(log) = self.logs.lock().owners.remove(&owner) else { return flushed };
+        let Some(log) = self.logs.lock(&self.kernel).owners.remove(&owner) else { return flushed };
         self.kernel.log_close(log.file);
         flushed
     }
@@ -242,7 +244,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let size = self.tunables.log_buffer_kib as usize * 1024;
         let log = OwnerLog::new(file, cpus, cpus * per_cpu, size);
         {
-            let mut logs = self.logs.lock();
+            let mut logs = self.logs.lock(&self.kernel);
             if logs.owners.contains_key(&owner) {
                 drop(logs);
                 self.kernel.log_close(file);
@@ -254,7 +256,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let cpuid = self.cpuid();
         let record = Record::Initialize(Initialize {
             version: PMC_VERSION,
-            cpu_type: self.cpu_type,
+            cpu_type: self.cpu_type(),
             tsc_freq: self.kernel.tsc_frequency(),
             time_sec: sec,
             time_nsec: nsec,
@@ -263,7 +265,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.log_record(owner, &record);
         // PMCs the owner allocated before it had a log are described too.
         let owned: alloc::vec::Vec<Pmc> = {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             let handles = core.owners.get(&owner).map(|o| o.pmcs.clone()).unwrap_or_default();
             handles.iter().filter_map(|&h| core.pmc(h).cloned()).collect()
         };
@@ -290,7 +292,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.close_log(owner)
     }
 
-    /// WRITELOG: a USERDATA record (ENOMEM when no log buffer is free).
+    /// WRITELOG: a USERDATA record (ENOMEM when no log buffer is free). After a write of the
+    /// log failed, it succeeds as FreeBSD's does: the record is dropped and counted, and the
+    /// error is FLUSHLOG's and CLOSELOG's to report (the writer signalled it already).
     pub(crate) fn op_write_log(&self, arg: UserPtr) -> Result<(), Errno> {
         let request: PmcOpWriteLog = self.copy_in(arg)?;
         let owner = self.kernel.current_pid();
@@ -298,6 +302,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return Err(Errno::Inval);
         }
         let record = Record::UserData(UserData { data: request.pm_userdata });
-        if self.log_record(owner, &record) { Ok(()) } else { Err(Errno::NoMem) }
+        if self.log_record(owner, &record) {
+            return Ok(());
+        }
+        let failed =
+            self.logs.lock(&self.kernel).owners.get(&owner).is_some_and(|l| l.error.is_some());
+        if failed { Ok(()) } else { Err(Errno::NoMem) }
     }
 }

@@ -10,16 +10,18 @@ use crate::abi::{
     Caps, Class, Disposition, Mode, Op, PMC_CPU_ANY, PMC_VERSION, PmcDynEventDescr, PmcFlags,
     PmcId, PmcInfo, PmcOpCaps, PmcOpGetCpuInfo, PmcOpGetDriverStats, PmcOpGetMsr, PmcOpGetPmcInfo,
     PmcOpPmcAdmin, PmcOpPmcAllocate, PmcOpPmcAttach, PmcOpPmcRw, PmcOpPmcSetCount, PmcOpSimple,
-    State, event,
+    State,
 };
-use crate::class::{ClassDesc, HwConfig};
+use crate::arch::Backend;
+use crate::backend::{AllocateRequest, PmuBackend};
+use crate::class::{self, ClassDesc, HwConfig};
 use crate::driver::Driver;
 use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, Privilege, ProcessState, Signal, UserPtr};
-use crate::percpu::PmcHandle;
-use crate::regs::{FixedCtrField, PerfEvtSel};
+use crate::percpu::{CpuStats, PmcHandle};
 use crate::state::{Core, Pmc};
+use crate::sync::AtomicU64;
 use crate::text::FixedText;
 use core::fmt::Write;
 
@@ -28,13 +30,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// pointer. Returns the errno hwpmc(4) documents on failure; a failed call changes nothing.
     pub fn syscall(&self, op: u32, arg: UserPtr) -> Result<(), Errno> {
         use core::sync::atomic::Ordering::Relaxed;
-        self.stats.syscalls.fetch_add(1, Relaxed);
+        self.local_stats().syscalls.fetch_add(1, Relaxed);
         let result = match Op::from_u32(op) {
             Some(op) => self.dispatch(op, arg),
             None => Err(Errno::Inval),
         };
         if result.is_err() {
-            self.stats.syscall_errors.fetch_add(1, Relaxed);
+            self.local_stats().syscall_errors.fetch_add(1, Relaxed);
         }
         result
     }
@@ -88,7 +90,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     fn op_get_cpu_info(&self, arg: UserPtr) -> Result<(), Errno> {
         let mut info = PmcOpGetCpuInfo::new_zeroed();
-        info.pm_cputype = self.cpu_type;
+        info.pm_cputype = self.cpu_type();
         info.pm_ncpu = self.kernel.cpu_count();
         info.pm_npmc = self.layout.rows();
         info.pm_nclass = self.layout.classes.len() as u32;
@@ -103,19 +105,20 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     fn op_get_driver_stats(&self, arg: UserPtr) -> Result<(), Errno> {
         use core::sync::atomic::Ordering::Relaxed;
-        let s = &self.stats;
-        // The ABI has 32-bit fields; the counters saturate instead of wrapping.
-        let get =
-            |c: &core::sync::atomic::AtomicU64| c.load(Relaxed).min(u64::from(u32::MAX)) as u32;
+        // The sum over every CPU; the ABI has 32-bit fields, so it saturates instead of wrapping.
+        let get = |counter: fn(&CpuStats) -> &AtomicU64| {
+            let total = self.cpus.iter().map(|c| counter(&c.stats).load(Relaxed)).sum::<u64>();
+            total.min(u64::from(u32::MAX)) as u32
+        };
         let stats = PmcOpGetDriverStats {
-            pm_intr_ignored: get(&s.intr_ignored),
-            pm_intr_processed: get(&s.intr_processed),
-            pm_intr_bufferfull: get(&s.intr_bufferfull),
-            pm_syscalls: get(&s.syscalls),
-            pm_syscall_errors: get(&s.syscall_errors),
-            pm_buffer_requests: get(&s.buffer_requests),
-            pm_buffer_requests_failed: get(&s.buffer_requests_failed),
-            pm_log_sweeps: get(&s.log_sweeps),
+            pm_intr_ignored: get(|s| &s.intr_ignored),
+            pm_intr_processed: get(|s| &s.intr_processed),
+            pm_intr_bufferfull: get(|s| &s.intr_bufferfull),
+            pm_syscalls: get(|s| &s.syscalls),
+            pm_syscall_errors: get(|s| &s.syscall_errors),
+            pm_buffer_requests: get(|s| &s.buffer_requests),
+            pm_buffer_requests_failed: get(|s| &s.buffer_requests_failed),
+            pm_log_sweeps: get(|s| &s.log_sweeps),
         };
         self.copy_out(&stats, arg)
     }
@@ -125,7 +128,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let head: PmcOpGetPmcInfo = self.copy_in(arg)?;
         let cpu = self.checked_cpu(head.pm_cpu)?;
         let infos: Vec<PmcInfo> = {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             (0..self.layout.rows()).map(|row| self.row_info(&core, cpu, row)).collect()
         };
         let base = arg.offset(core::mem::size_of::<PmcOpGetPmcInfo>()).ok_or(Errno::Fault)?;
@@ -167,7 +170,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let events: Vec<PmcDynEventDescr> = self
             .core
-            .lock()
+            .lock(&self.kernel)
             .soft_events
             .iter()
             .map(|e| {
@@ -187,7 +190,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     fn op_get_caps(&self, arg: UserPtr) -> Result<(), Errno> {
         let mut request: PmcOpCaps = self.copy_in(arg)?;
         let caller = self.kernel.current_pid();
-        let core = self.core.lock();
+        let core = self.core.lock(&self.kernel);
         let handle = core.find(caller, request.pm_pmcid)?;
         request.pm_caps = core.pmc(handle).map_or(0, |p| p.caps.bits());
         drop(core);
@@ -210,7 +213,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if row >= self.layout.rows() {
             return Err(Errno::Inval);
         }
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         if disable {
             if core.disposition[row as usize] > 0 {
                 return Err(Errno::Busy);
@@ -321,7 +324,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
         }
         let handle = {
-            let mut core = self.core.lock();
+            let mut core = self.core.lock(&self.kernel);
             let row = rows
                 .clone()
                 .find(|&row| self.row_usable(&core, class, row, mode, cpu, owner))
@@ -355,67 +358,25 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let all_rows = class.first_row..class.first_row + class.rows;
         match class.class {
             Class::Soft => {
-                let known = self.core.lock().soft_events.iter().any(|e| e.code == request.pm_ev);
-                if !known {
-                    return Err(Errno::Inval);
-                }
-                Ok((HwConfig::Soft { event: request.pm_ev }, all_rows))
+                let known = self
+                    .core
+                    .lock(&self.kernel)
+                    .soft_events
+                    .iter()
+                    .any(|e| e.code == request.pm_ev);
+                class::soft::configure(request, known, all_rows)
             }
-            Class::Tsc => {
-                if mode != Mode::SystemCounting || request.pm_ev != event::TSC_TSC {
-                    return Err(Errno::Inval);
-                }
-                Ok((HwConfig::Tsc, all_rows))
-            }
-            Class::Iap => {
-                let pmu = self.layout.pmu.ok_or(Errno::Inval)?;
-                if !flags.contains(PmcFlags::EV_PMU) || request.pm_md.iap_rsp() != 0 {
-                    return Err(Errno::Inval);
-                }
-                let raw = u64::from(request.pm_md.iap_config());
-                let evtsel = PerfEvtSel::new(raw, pmu.evtsel_valid()).ok_or(Errno::Inval)?;
-                if evtsel.has(PerfEvtSel::ANY)
-                    && !self.kernel.has_privilege(Privilege::PmcAnyThread)
-                {
-                    return Err(Errno::Perm);
-                }
-                let evtsel = evtsel.with(PerfEvtSel::EN, false).with(PerfEvtSel::INT, false);
-                let evtsel = with_rings(evtsel, caps);
-                Ok((HwConfig::Iap { evtsel }, all_rows))
-            }
-            Class::Iaf => {
-                let pmu = self.layout.pmu.ok_or(Errno::Inval)?;
-                let (index, os, usr, any) = if flags.contains(PmcFlags::EV_PMU) {
-                    let raw = u64::from(request.pm_md.iap_config());
-                    let sel = PerfEvtSel::new(raw, pmu.evtsel_valid()).ok_or(Errno::Inval)?;
-                    let index =
-                        fixed_counter_of(sel.event_select(), sel.umask()).ok_or(Errno::Inval)?;
-                    let (os, usr) = (sel.has(PerfEvtSel::OS), sel.has(PerfEvtSel::USR));
-                    (index, os, usr, sel.has(PerfEvtSel::ANY))
-                } else {
-                    let index = match request.pm_ev {
-                        event::IAF_INSTR_RETIRED_ANY => 0,
-                        event::IAF_CPU_CLK_UNHALTED_CORE => 1,
-                        event::IAF_CPU_CLK_UNHALTED_REF => 2,
-                        _ => return Err(Errno::Inval),
-                    };
-                    (index, false, false, false)
+            Class::Tsc => class::tsc::configure(request, mode, all_rows),
+            _ if class.hardware => {
+                let request = AllocateRequest {
+                    raw: request,
+                    caps,
+                    flags,
+                    any_thread_allowed: &|| self.kernel.has_privilege(Privilege::PmcAnyThread),
                 };
-                if u32::from(index) >= class.rows {
-                    return Err(Errno::Inval);
-                }
-                if any && !self.kernel.has_privilege(Privilege::PmcAnyThread) {
-                    return Err(Errno::Perm);
-                }
-                let (os, usr) = rings(os, usr, caps);
-                let bit = |on: bool, bit: u8| if on { bit } else { 0 };
-                let bits = bit(os, FixedCtrField::OS)
-                    | bit(usr, FixedCtrField::USR)
-                    | bit(any, FixedCtrField::ANY);
-                let field =
-                    FixedCtrField::new(bits, pmu.fixed_field_valid()).ok_or(Errno::Inval)?;
-                let row = class.first_row + u32::from(index);
-                Ok((HwConfig::Iaf { index, field }, row..row + 1))
+                let (config, rows) = self.backend.configure(class.class, class.rows, &request)?;
+                let first = class.first_row;
+                Ok((HwConfig::Hardware(config), first + rows.start..first + rows.end))
             }
             _ => Err(Errno::Inval),
         }
@@ -503,7 +464,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if pmc.flags.contains(PmcFlags::DESCENDANTS) {
             self.collect_descendants(pid, &mut pids);
         }
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         let pmc = core.pmc(handle).ok_or(Errno::Inval)?;
         if pmc.is_running() {
             return Err(Errno::Busy);
@@ -554,7 +515,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return Err(Errno::Srch);
         }
         {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             let target = core.targets.get(&pid).ok_or(Errno::Srch)?;
             if target.get(pmc.row).map(|r| r.pmc) != Some(handle) {
                 return Err(Errno::Inval);
@@ -584,12 +545,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 }
             }
         });
-        if self.core.lock().pmc(handle).is_some_and(Pmc::runs_on_host) {
+        if self.core.lock(&self.kernel).pmc(handle).is_some_and(Pmc::runs_on_host) {
             for &pid in pids {
                 self.hosted_detach(handle, pid);
             }
         }
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         let Some(pmc) = core.pmc(handle).cloned() else { return };
         let (row, owner, had_targets) = (pmc.row, pmc.owner, !pmc.targets.is_empty());
         let log_exit = pmc.flags.contains(PmcFlags::LOG_PROCEXIT) && !pmc.mode().is_sampling();
@@ -635,7 +596,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
             self.set_state(handle, State::Running);
             self.on_cpu(cpu, || {
-                let core = self.core.lock();
+                let core = self.core.lock(&self.kernel);
                 if let Some(pmc) = core.pmc(handle).filter(|p| p.is_running()) {
                     self.load_pmc(cpu, handle, pmc, -1);
                 }
@@ -643,7 +604,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return Ok(());
         }
         let self_attached = {
-            let mut core = self.core.lock();
+            let mut core = self.core.lock(&self.kernel);
             let current = core.pmc(handle).ok_or(Errno::Inval)?;
             let attach_self = current.targets.is_empty();
             if attach_self {
@@ -663,11 +624,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             attach_self
         };
         if pmc.hosted {
-            let targets = self.core.lock().pmc(handle).map(|p| p.targets.clone());
+            let targets = self.core.lock(&self.kernel).pmc(handle).map(|p| p.targets.clone());
             let started = self.start_hosted(handle, pmc.state, &targets.unwrap_or_default());
             if started.is_err() && self_attached {
                 // PMCSTART attached the PMC to its owner: undone, flags included.
-                let mut core = self.core.lock();
+                let mut core = self.core.lock(&self.kernel);
                 unlink_target(&mut core, handle, pmc.row, caller);
                 if let Some(p) = core.pmc_mut(handle) {
                     p.flags = pmc.flags;
@@ -679,7 +640,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         for cpu in 0..self.kernel.cpu_count() {
             let current = self.cpus.get(cpu as usize).map_or(-1, |c| c.current_pid());
             let running_target = current >= 0
-                && self.core.lock().pmc(handle).is_some_and(|p| p.targets.contains(&current));
+                && self
+                    .core
+                    .lock(&self.kernel)
+                    .pmc(handle)
+                    .is_some_and(|p| p.targets.contains(&current));
             if running_target {
                 self.on_cpu(cpu, || self.load_for_current(cpu, handle));
             }
@@ -707,7 +672,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Loads `handle` on the current CPU `cpu` if it runs and a target runs here.
     fn load_for_current(&self, cpu: Cpu, handle: PmcHandle) {
         let pid = self.cpus[cpu as usize].current_pid();
-        let core = self.core.lock();
+        let core = self.core.lock(&self.kernel);
         let Some(pmc) = core.pmc(handle) else { return };
         let free = self.slot(cpu, pmc.row).is_some_and(|s| s.handle().is_none());
         if pmc.is_running() && pmc.targets.contains(&pid) && free {
@@ -716,7 +681,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     fn set_state(&self, handle: PmcHandle, state: State) {
-        self.core.lock().set_state(handle, state);
+        self.core.lock(&self.kernel).set_state(handle, state);
     }
 
     /// PMCSTOP: the PMC leaves every CPU at once and its count is final until restarted.
@@ -751,7 +716,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         // The fields a read needs, copied under the lock (PMCRW is the hot operation: no clone
         // of the whole PMC).
         let (handle, pmc) = {
-            let core = self.core.lock();
+            let core = self.core.lock(&self.kernel);
             let handle = core.find(caller, request.pm_pmcid)?;
             (handle, core.pmc(handle).map(ValueView::of).ok_or(Errno::Inval)?)
         };
@@ -767,7 +732,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             self.kernel.copy_out(request.pm_value.as_bytes(), value_at)?;
         }
         if write {
-            let mut core = self.core.lock();
+            let mut core = self.core.lock(&self.kernel);
             let pmc = core.pmc_mut(handle).ok_or(Errno::Inval)?;
             if pmc.mode().is_sampling() {
                 pmc.reload = new_value;
@@ -798,10 +763,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             // between makes the read late, never counts twice.
             return Ok(pmc.value.wrapping_add(self.hosted_read(handle)));
         }
-        if pmc.running {
-            self.fold_everywhere(handle);
+        // The count first, then what the CPUs hold: a PMC unloaded in between makes the read
+        // late, never counts twice.
+        let value =
+            self.core.lock(&self.kernel).pmc(handle).map(|p| p.value).ok_or(Errno::Inval)?;
+        if !pmc.running {
+            return Ok(value);
         }
-        self.core.lock().pmc(handle).map(|p| p.value).ok_or(Errno::Inval)
+        Ok(value.wrapping_add(self.peek_everywhere(handle)))
     }
 
     /// The smallest reload a sampling PMC of `class` takes: `kern.hwpmc.mincount` for hardware
@@ -814,7 +783,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     fn op_set_count(&self, arg: UserPtr) -> Result<(), Errno> {
         let request: PmcOpPmcSetCount = self.copy_in(arg)?;
         let caller = self.kernel.current_pid();
-        let mut core = self.core.lock();
+        let mut core = self.core.lock(&self.kernel);
         let handle = core.find(caller, request.pm_pmcid)?;
         let pmc = core.pmc_mut(handle).ok_or(Errno::Inval)?;
         if pmc.is_running() {
@@ -842,11 +811,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             // The host's counter is not the driver's to give out.
             return Err(Errno::NoSys);
         }
-        let counter = crate::class::counter_of(pmc.config, pmc.class_row).ok_or(Errno::NoSys)?;
-        request.pm_msr = counter.rdpmc_index();
+        let HwConfig::Hardware(config) = pmc.config else { return Err(Errno::NoSys) };
+        request.pm_msr = Backend::rdpmc_index(config, pmc.class_row).ok_or(Errno::NoSys)?;
         self.copy_out(&request, arg)?;
         {
-            let mut core = self.core.lock();
+            let mut core = self.core.lock(&self.kernel);
             if let Some(pmc) = core.pmc_mut(handle) {
                 pmc.msr_granted = true;
             }
@@ -866,14 +835,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     fn op_release(&self, arg: UserPtr) -> Result<(), Errno> {
         let request: PmcOpSimple = self.copy_in(arg)?;
         let caller = self.kernel.current_pid();
-        let handle = self.core.lock().find(caller, request.pm_pmcid)?;
+        let handle = self.core.lock(&self.kernel).find(caller, request.pm_pmcid)?;
         self.release_pmc(handle);
         Ok(())
     }
 
     /// The caller's PMC `id` and a copy of it.
     fn find_cloned(&self, caller: Pid, id: u32) -> Result<(PmcHandle, Pmc), Errno> {
-        let core = self.core.lock();
+        let core = self.core.lock(&self.kernel);
         let handle = core.find(caller, id)?;
         let pmc = core.pmc(handle).cloned().ok_or(Errno::Inval)?;
         Ok((handle, pmc))
@@ -925,35 +894,6 @@ pub(crate) fn unlink_target(core: &mut Core, handle: PmcHandle, row: u32, pid: P
         }
     }
     core.detach(pid, row, handle);
-}
-
-/// An IAP-style config's fixed counter: INST_RETIRED.ANY (0xC0/0) is 0, CPU_CLK_UNHALTED.THREAD
-/// (0x3C/0) is 1, CPU_CLK_UNHALTED.REF (0x3C/1) is 2, TOPDOWN.SLOTS (0xA4/1) is 3, and the fixed
-/// pseudo-events (event 0, umask i + 1) are counter i.
-fn fixed_counter_of(event_select: u8, umask: u8) -> Option<u8> {
-    match (event_select, umask) {
-        (0xC0, 0x00) => Some(0),
-        (0x3C, 0x00) => Some(1),
-        (0x3C, 0x01) => Some(2),
-        (0xA4, 0x01) => Some(3),
-        (0x00, u) if (1..=16).contains(&u) => Some(u - 1),
-        _ => None,
-    }
-}
-
-/// The rings to count in, as (OS, USR): the config's USR/OS bits, else the requested caps,
-/// else both.
-pub(crate) fn rings(os: bool, usr: bool, caps: Caps) -> (bool, bool) {
-    if os || usr {
-        return (os, usr);
-    }
-    let (os, usr) = (caps.contains(Caps::SYSTEM), caps.contains(Caps::USER));
-    if os || usr { (os, usr) } else { (true, true) }
-}
-
-fn with_rings(evtsel: PerfEvtSel, caps: Caps) -> PerfEvtSel {
-    let (os, usr) = rings(evtsel.has(PerfEvtSel::OS), evtsel.has(PerfEvtSel::USR), caps);
-    evtsel.with(PerfEvtSel::OS, os).with(PerfEvtSel::USR, usr)
 }
 
 /// `<CLASS>-<n>`, NUL-padded.

@@ -8,7 +8,13 @@
 //! * load: program the hardware (counter stopped), fill `start`/`last`/`pending`, store `handle`,
 //!   then `running.store(true, Release)`, then enable the counter;
 //! * unload: `running.store(false)`, disable the counter, fold its final value, clear `handle`;
-//! * interrupt: only slots it sees `running` (Acquire) are folded and reloaded.
+//! * interrupt: only slots it sees `running` (Acquire) are folded and reloaded, between two
+//!   increments of the slot's reload generation (odd while a reload is under way);
+//! * reading a running counter ([`Slot::peek`]): the generation, then `pending`, `last` and the
+//!   counter, then the generation again; a reload in between (they differ, or it was odd) means
+//!   the three may not belong together, so the read starts again. On the slot's own CPU the
+//!   interrupt runs to its end before the reader goes on, so a retry happens at most once per
+//!   overflow.
 //!
 //! A hardware counter is loaded at `2^width − period` with `period ≤ 2^(width − 1)`, and the
 //! overflow interrupt folds and reloads it, so between two folds it moves less than `2^width`
@@ -17,13 +23,14 @@
 //! The small accessors are `#[inline]`: the hooks, generic over the kernel and the hardware, are
 //! compiled in the embedding crate, and a call per accessor cost a third of a context switch.
 
-use core::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+use crate::sync::{
+    AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence, retry_hint,
 };
 
+use crate::arch::Backend;
+use crate::backend::{CounterMask, PmuBackend};
 use crate::class::{Layout, RowCounter};
 use crate::kernel::{Pid, Tid};
-use crate::pmu::IntelPmu;
 use crate::sample::{PendingTable, SampleRing};
 
 /// A PMC in the driver's table: index and generation, so a stale reference never matches a
@@ -77,7 +84,9 @@ impl SampleFlags {
     }
 }
 
-/// One row of one CPU.
+/// One row of one CPU, on cache lines of its own: the slots of a CPU are written only there,
+/// and an array of them never shares a line with another CPU's.
+#[repr(align(64))]
 #[derive(Debug, Default)]
 pub(crate) struct Slot {
     handle: AtomicU64,
@@ -89,6 +98,9 @@ pub(crate) struct Slot {
     last: AtomicU64,
     /// Events folded by the interrupt path, not yet added to the PMC.
     pending: AtomicU64,
+    /// Incremented before and after the interrupt path folds and reloads the counter: odd
+    /// while it does (see [`Slot::peek`]).
+    generation: AtomicU32,
     /// The value the counter is (re)loaded with: 0 when counting, 2^width − reload when sampling.
     start: AtomicU64,
     /// The counter's width mask (fixed for the row).
@@ -187,6 +199,12 @@ impl Slot {
         self.counter
     }
 
+    /// The counter behind the slot's row, not copied (the hot paths read one field of it).
+    #[inline]
+    pub(crate) fn counter_ref(&self) -> &RowCounter {
+        &self.counter
+    }
+
     /// Lets the interrupt path see the slot (after the counter is programmed, before enabling).
     #[inline]
     pub(crate) fn publish(&self) {
@@ -205,14 +223,43 @@ impl Slot {
         self.handle.store(0, Ordering::Release);
     }
 
-    /// Moves the events counted since the last fold into `pending`; `now` is the counter's
-    /// value (bits above its width are ignored). Exact while the counter moved less than
-    /// 2^width since the last fold, which the reload at every overflow guarantees.
+    /// Interrupt path: moves the events counted since the last fold into `pending` (`now` is
+    /// the counter's value; bits above its width are ignored) and has `reload` write the
+    /// reload value to the counter, as one step for [`Slot::peek`]. Exact while the counter
+    /// moved less than 2^width since the last fold, which the reload at every overflow
+    /// guarantees.
     #[inline]
-    pub(crate) fn fold(&self, now: u64) {
+    pub(crate) fn fold_and_reload(&self, now: u64, reload: impl FnOnce(u64)) {
+        self.generation.fetch_add(1, Ordering::Relaxed);
+        fence(Ordering::Release);
         let mask = self.mask.load(Ordering::Relaxed);
-        let last = self.last.swap(now & mask, Ordering::Relaxed);
+        let last = self.last.load(Ordering::Relaxed);
         self.pending.fetch_add(now.wrapping_sub(last) & mask, Ordering::Relaxed);
+        let start = self.start.load(Ordering::Relaxed);
+        reload(start);
+        self.last.store(start, Ordering::Relaxed);
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// What the PMC in the slot counted since it was claimed, leaving everything as it is;
+    /// `read` reads the counter. Exact against an interrupt that folds and reloads the counter
+    /// meanwhile: the read starts again if one did (see the module documentation).
+    #[inline]
+    pub(crate) fn peek(&self, read: impl Fn() -> u64) -> u64 {
+        loop {
+            let before = self.generation.load(Ordering::Acquire);
+            if before & 1 == 0 {
+                let pending = self.pending.load(Ordering::Relaxed);
+                let last = self.last.load(Ordering::Relaxed);
+                let now = read();
+                fence(Ordering::Acquire);
+                if self.generation.load(Ordering::Relaxed) == before {
+                    let mask = self.mask.load(Ordering::Relaxed);
+                    return pending.wrapping_add(now.wrapping_sub(last) & mask);
+                }
+            }
+            retry_hint();
+        }
     }
 
     /// Folds the final value `now` and takes everything counted since the slot was claimed.
@@ -254,12 +301,6 @@ impl Slot {
         self.start.load(Ordering::Relaxed)
     }
 
-    /// Records that the counter was rewritten with its reload value.
-    #[inline]
-    pub(crate) fn reloaded(&self) {
-        self.last.store(self.start.load(Ordering::Relaxed), Ordering::Relaxed);
-    }
-
     #[inline]
     pub(crate) fn soft_counter(&self) -> &AtomicU64 {
         &self.soft_counter
@@ -284,19 +325,32 @@ const PENDING_USER_SAMPLES: usize = 16;
 /// The most rows a machine may have (the PMC id's row field is 8 bits wide).
 pub(crate) const MAX_ROWS: usize = 256;
 
-/// The state of one CPU.
+/// The driver's statistics (`kern.hwpmc.stats.*`) as one CPU counts them; GETDRIVERSTATS adds
+/// up every CPU's.
+#[derive(Debug, Default)]
+pub(crate) struct CpuStats {
+    pub(crate) intr_ignored: AtomicU64,
+    pub(crate) intr_processed: AtomicU64,
+    pub(crate) intr_bufferfull: AtomicU64,
+    pub(crate) syscalls: AtomicU64,
+    pub(crate) syscall_errors: AtomicU64,
+    pub(crate) buffer_requests: AtomicU64,
+    pub(crate) buffer_requests_failed: AtomicU64,
+    pub(crate) log_sweeps: AtomicU64,
+}
+
+/// The state of one CPU, on cache lines of its own (other CPUs' writes never invalidate it).
+#[repr(align(64))]
 #[derive(Debug)]
 pub(crate) struct PerCpu {
     /// One slot per row.
     pub(crate) slots: alloc::boxed::Box<[Slot]>,
-    /// This CPU's PMU, if it has one.
-    pub(crate) pmu: Option<IntelPmu>,
-    /// The IA32_PERF_GLOBAL_CTRL image: the counters enabled on this CPU.
-    pub(crate) global_ctrl: AtomicU64,
-    /// The IA32_FIXED_CTR_CTRL image.
-    pub(crate) fixed_ctrl: AtomicU64,
-    /// IA32_DEBUGCTL as found at load, restored at unload.
-    pub(crate) saved_debugctl: AtomicU64,
+    /// What this CPU counted for the statistics.
+    pub(crate) stats: CpuStats,
+    /// This CPU's PMU, as the backend keeps it.
+    pub(crate) pmu: <Backend as PmuBackend>::Cpu,
+    /// The row of each hardware counter bit ([`CounterMask`]) here, for the interrupt path.
+    rows_by_bit: [Option<u16>; 64],
     /// The rows loaded for the thread running here (by its switch-in, or by a PMC started
     /// while it runs), the first `current_len` entries: what its switch-out unloads. (One
     /// entry per slot at most: a row is listed only while its slot holds a PMC.)
@@ -304,29 +358,35 @@ pub(crate) struct PerCpu {
     current_len: AtomicUsize,
     /// Whether user-mode RDPMC is allowed here (for the process running now).
     pub(crate) user_rdpmc: AtomicBool,
-    /// The hardware counters loaded here for the process running now (GLOBAL_CTRL layout), so
-    /// switching out stops them with one write.
+    /// The hardware counters loaded here for the process running now (a [`CounterMask`]), so
+    /// switching out stops them together.
     pub(crate) current_counters: AtomicU64,
-    /// Samples the interrupt path leaves for the drain.
+    /// Samples the performance-monitoring interrupt leaves for the drain: its only producer.
     pub(crate) ring: SampleRing,
+    /// Samples software events leave for the drain: its only producer is
+    /// [`Driver::soft_event`](crate::Driver::soft_event), so a PMI that interrupts a software
+    /// event's push never writes into the same slot.
+    pub(crate) soft_ring: SampleRing,
     /// User-mode samples waiting for their thread to return to user mode.
     pub(crate) pending: PendingTable,
     /// Set by the interrupt path when a slot here lost a sample the drain has not collected.
     pub(crate) slot_drops: AtomicBool,
     /// Where the drain and the user-return walk gather one sample's frames (`callchain_depth`
     /// preallocated).
-    pub(crate) scratch: spin::Mutex<alloc::vec::Vec<u64>>,
+    pub(crate) scratch: crate::lock::Lock<alloc::vec::Vec<u64>>,
     /// The thread running here, as the switch hooks saw it (pid, tid), or (-1, -1).
     current_pid: AtomicI32,
     current_tid: AtomicI32,
 }
 
 impl PerCpu {
-    /// A CPU with `pmu` and the rows of `layout`, with a sample ring.
+    /// A CPU whose PMU the backend describes as `pmu`, with the rows of `layout` and a sample
+    /// ring.
     pub(crate) fn new(
         layout: &Layout,
-        pmu: Option<IntelPmu>,
-        ring: SampleRing,
+        backend: &Backend,
+        pmu: <Backend as PmuBackend>::Cpu,
+        (ring, soft_ring): (SampleRing, SampleRing),
         depth: usize,
     ) -> Self {
         let slots: alloc::boxed::Box<[Slot]> = (0..)
@@ -334,25 +394,31 @@ impl PerCpu {
             .map(|(row, mask)| Slot {
                 pid: AtomicI32::new(-1),
                 mask: AtomicU64::new(mask),
-                counter: RowCounter::of(layout, row, pmu.as_ref()),
+                counter: RowCounter::of(layout, backend, row, &pmu),
                 ..Slot::default()
             })
             .collect();
+        let mut rows_by_bit = [None; 64];
+        for (row, slot) in slots.iter().enumerate() {
+            slot.counter().mask().for_each_bit(|bit| {
+                rows_by_bit[bit as usize] = u16::try_from(row).ok();
+            });
+        }
         let current_rows = slots.iter().map(|_| AtomicU32::new(0)).collect();
         PerCpu {
             slots,
             pmu,
-            global_ctrl: AtomicU64::new(0),
-            fixed_ctrl: AtomicU64::new(0),
-            saved_debugctl: AtomicU64::new(0),
+            rows_by_bit,
+            stats: CpuStats::default(),
             current_rows,
             current_len: AtomicUsize::new(0),
             user_rdpmc: AtomicBool::new(false),
             current_counters: AtomicU64::new(0),
             ring,
+            soft_ring,
             pending: PendingTable::new(PENDING_USER_SAMPLES),
             slot_drops: AtomicBool::new(false),
-            scratch: spin::Mutex::new(alloc::vec::Vec::with_capacity(depth)),
+            scratch: crate::lock::Lock::new(alloc::vec::Vec::with_capacity(depth)),
             current_pid: AtomicI32::new(-1),
             current_tid: AtomicI32::new(-1),
         }
@@ -386,6 +452,30 @@ impl PerCpu {
         rows.iter().map(|r| r.load(Ordering::Relaxed))
     }
 
+    /// Whether the thread running here has PMCs loaded, counters started or RDPMC allowed (what
+    /// its switch-out has to undo).
+    #[inline]
+    pub(crate) fn holds_anything(&self) -> bool {
+        self.current_len.load(Ordering::Relaxed) != 0
+            || self.current_counters.load(Ordering::Relaxed) != 0
+            || self.user_rdpmc.load(Ordering::Relaxed)
+    }
+
+    /// The slot of the hardware counter at `bit` of a [`CounterMask`] here.
+    #[inline]
+    pub(crate) fn slot_of_bit(&self, bit: u32) -> Option<&Slot> {
+        // A bit number is below 64: the mask keeps the index in bounds without a check.
+        let row = self.rows_by_bit[bit as usize & 63]?;
+        self.slots.get(usize::from(row))
+    }
+
+    /// The hardware counters loaded for the process running now, taken (the set is empty
+    /// afterwards).
+    #[inline]
+    pub(crate) fn take_current_counters(&self) -> CounterMask {
+        CounterMask::from_bits(self.current_counters.swap(0, Ordering::Relaxed))
+    }
+
     #[inline]
     pub(crate) fn set_current(&self, pid: Pid, tid: Tid) {
         self.current_pid.store(pid, Ordering::Relaxed);
@@ -400,5 +490,103 @@ impl PerCpu {
     #[inline]
     pub(crate) fn current_tid(&self) -> Tid {
         self.current_tid.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{PmcHandle, SampleFlags, Slot};
+    use crate::sync::{AtomicU64, Ordering};
+    use core::cell::Cell;
+
+    /// A slot of an 8-bit counter loaded with a period of 16 (start 0xF0).
+    fn loaded_slot() -> Slot {
+        let slot = Slot { mask: AtomicU64::new(0xFF), ..Slot::default() };
+        slot.claim(PmcHandle::new(0, 0), 1, (0xF0, 0xF0), SampleFlags::default());
+        slot.publish();
+        slot
+    }
+
+    #[test]
+    fn peeking_a_counter_that_wrapped_counts_its_events_exactly() {
+        let slot = loaded_slot();
+        // 20 events: the counter wrapped to 0x04 and its interrupt has not come yet.
+        assert_eq!(slot.peek(|| 0x04), 20);
+        assert_eq!(slot.peek(|| 0x04), 20, "peeking changes nothing");
+    }
+
+    #[test]
+    fn an_overflow_interrupt_in_the_middle_of_a_peek_makes_it_start_again_and_stay_exact() {
+        let slot = loaded_slot();
+        let counter = AtomicU64::new(0x04); // 20 events since the load
+        let reads = Cell::new(0);
+        let value = slot.peek(|| {
+            reads.set(reads.get() + 1);
+            if reads.get() == 1 {
+                // The PMI arrives after the reader took `pending` and `last`: it folds the 20
+                // events and reloads the counter, which then reads 0xF0.
+                let now = counter.load(Ordering::Relaxed);
+                slot.fold_and_reload(now, |start| counter.store(start, Ordering::Relaxed));
+            }
+            counter.load(Ordering::Relaxed)
+        });
+        assert_eq!(value, 20, "neither lost nor counted twice");
+        assert_eq!(reads.get(), 2, "one retry");
+        assert_eq!(slot.fold_all(0xF0 + 3), 23, "the unload takes everything: 20 + 3 more");
+    }
+}
+
+/// Every interleaving of the slot protocols: loading and unloading against the interrupt path,
+/// and reading a running counter against an overflow's fold and reload.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::{PmcHandle, SampleFlags, Slot};
+    use crate::sync::{AtomicU64, Ordering};
+    use loom::sync::Arc;
+    use loom::thread;
+
+    #[test]
+    fn the_interrupt_sees_a_published_slot_whole_and_never_an_unpublished_one_in_use() {
+        loom::model(|| {
+            let slot = Arc::new(Slot { mask: AtomicU64::new(0xFF), ..Slot::default() });
+            let loader = {
+                let slot = Arc::clone(&slot);
+                thread::spawn(move || {
+                    slot.claim(PmcHandle::new(4, 1), 7, (0xF0, 0xF8), SampleFlags::default());
+                    slot.publish();
+                    slot.unpublish();
+                    slot.release();
+                })
+            };
+            // The interrupt path: a running slot is a whole claim.
+            if slot.is_running() {
+                assert_eq!((slot.start(), slot.pid()), (0xF0, 7));
+            }
+            loader.join().unwrap();
+            assert!(!slot.is_running() && slot.handle().is_none());
+        });
+    }
+
+    #[test]
+    fn reading_a_running_counter_is_exact_against_its_fold_and_reload() {
+        loom::model(|| {
+            // An 8-bit counter loaded at 0xF0 (a period of 16) that counted 20 events: it
+            // wrapped to 0x04 and raised its interrupt.
+            let slot = Arc::new(Slot { mask: AtomicU64::new(0xFF), ..Slot::default() });
+            slot.claim(PmcHandle::new(0, 0), 1, (0xF0, 0xF0), SampleFlags::default());
+            slot.publish();
+            let counter = Arc::new(AtomicU64::new(0x04));
+            let pmi = {
+                let (slot, counter) = (Arc::clone(&slot), Arc::clone(&counter));
+                thread::spawn(move || {
+                    let now = counter.load(Ordering::Relaxed);
+                    slot.fold_and_reload(now, |start| counter.store(start, Ordering::Relaxed));
+                })
+            };
+            let read = slot.peek(|| counter.load(Ordering::Relaxed));
+            assert_eq!(read, 20, "neither lost nor counted twice");
+            pmi.join().unwrap();
+            assert_eq!(slot.fold_all(counter.load(Ordering::Relaxed)), 20);
+        });
     }
 }

@@ -4,7 +4,9 @@
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::abi::{Caps, Mode, PmcFlags, PmcId, State};
 use crate::class::HwConfig;
@@ -268,10 +270,19 @@ pub(crate) struct Core {
     disabled: Vec<bool>,
     rows: u32,
     pub(crate) soft_events: Vec<SoftEvent>,
+    /// Which processes have running PMCs (see [`Core::publish_running_pids`]), shared with the
+    /// driver, whose context-switch hooks read it without the lock.
+    running_pids: Arc<AtomicU64>,
+}
+
+/// A process's bit in [`Core::running_pids`].
+#[inline]
+pub(crate) fn running_pid_bit(pid: Pid) -> u64 {
+    1 << (pid as u32 % 64)
 }
 
 impl Core {
-    pub(crate) fn new(cpus: u32, rows: u32) -> Self {
+    pub(crate) fn new(cpus: u32, rows: u32, running_pids: Arc<AtomicU64>) -> Self {
         Core {
             pmcs: PmcTable::default(),
             owners: BTreeMap::new(),
@@ -280,6 +291,7 @@ impl Core {
             disabled: alloc::vec![false; cpus as usize * rows as usize],
             rows,
             soft_events: Vec::new(),
+            running_pids,
         }
     }
 
@@ -357,6 +369,7 @@ impl Core {
             }
         }
         target.running = running;
+        self.publish_running_pids();
     }
 
     /// Sets a PMC's state and refreshes its targets' load lists.
@@ -384,9 +397,23 @@ impl Core {
         }
         if target.is_empty() {
             self.targets.remove(&pid);
+            self.publish_running_pids();
         } else {
             self.refresh_target(pid);
         }
+    }
+
+    /// Publishes which processes have running PMCs for the context-switch hooks to read
+    /// without the lock: bit `pid mod 64` of [`Core::running_pids`] is set for each (a clear
+    /// bit means none; a set one may be another process's).
+    fn publish_running_pids(&self) {
+        let mut bits = 0u64;
+        for (pid, target) in &self.targets {
+            if !target.running.is_empty() {
+                bits |= running_pid_bit(*pid);
+            }
+        }
+        self.running_pids.store(bits, Ordering::Release);
     }
 
     pub(crate) fn is_disabled(&self, cpu: Cpu, row: u32) -> bool {

@@ -48,6 +48,9 @@ impl<const N: usize> fmt::Debug for FixedText<N> {
     }
 }
 
+/// The `kern.hwpmc.cpuid` string (at most 63 bytes), held without allocation.
+pub type CpuIdString = FixedText<64>;
+
 #[cfg(test)]
 mod tests {
     use super::FixedText;

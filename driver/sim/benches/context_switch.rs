@@ -1,4 +1,5 @@
-//! Cost of the context-switch hooks with 1, 4 and 8 running process PMCs.
+//! Cost of the context-switch hooks with 1, 4 and 8 running process PMCs, and for a thread of a
+//! process without PMCs (0).
 //!
 //! The driver runs on hardware whose MSR accesses do nothing (CPUID is the simulated Skylake),
 //! so what is measured is the driver's own work. `cargo bench -p hwpmc-sim --bench
@@ -23,11 +24,11 @@ use hwpmc_sim::{AllocateRequest, CpuidModel, Credentials, PmuModel, SimHardware}
 struct FreeMsrs(CpuidModel);
 
 impl Msrs for FreeMsrs {
-    fn read_msr(&self, _msr: u32) -> u64 {
+    unsafe fn read_msr(&self, _msr: u32) -> u64 {
         0
     }
-    fn write_msr(&self, _msr: u32, _value: u64) {}
-    fn read_pmc(&self, _index: u32) -> u64 {
+    unsafe fn write_msr(&self, _msr: u32, _value: u64) {}
+    unsafe fn read_pmc(&self, _index: u32) -> u64 {
         0
     }
 }
@@ -93,7 +94,7 @@ fn main() {
         "context-switch hooks (switch_in + switch_out), MSR accesses free, {}",
         if alternate { "two processes taking turns" } else { "one process" }
     );
-    for pmcs in [1, 4, 8].into_iter().filter(|n| only.is_none_or(|o| o == *n)) {
+    for pmcs in [0, 1, 4, 8].into_iter().filter(|n| only.is_none_or(|o| o == *n)) {
         let (driver, threads) = setup(pmcs, processes);
         let start = Instant::now();
         for _ in 0..pairs / processes as u32 {
@@ -104,6 +105,10 @@ fn main() {
         }
         let elapsed = start.elapsed();
         let per_pair = elapsed.as_nanos() as f64 / f64::from(pairs);
+        if pmcs == 0 {
+            println!("  no PMC:    {per_pair:8.1} ns per switch-in + switch-out");
+            continue;
+        }
         println!(
             "  {pmcs} PMC(s): {per_pair:8.1} ns per switch-in + switch-out, {:6.1} ns per PMC per switch",
             per_pair / pmcs as f64 / 2.0

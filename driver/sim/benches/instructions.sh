@@ -8,6 +8,15 @@ command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install va
 cargo bench -p hwpmc-sim --bench context_switch --bench interrupt --no-run 2>/dev/null
 newest() { ls -t "${CARGO_TARGET_DIR:-target}"/release/deps/"$1"-* | grep -v '\.d$' | head -n 1; }
 total() { callgrind_annotate "$1" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'; }
+# The simulated kernel's critical section (entered for each of the driver's locks; it checks
+# their use) is the kernel's work, as a real kernel's preemption counter is.
+critical_sections() {
+    callgrind_annotate --inclusive=yes "$1" 2>/dev/null | awk '
+        /SimKernel as hwpmc::kernel::Kernel>::(enter|exit)_critical_section/ {
+            gsub(",", "", $1); sum += $1
+        }
+        END { print sum + 0 }'
+}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
@@ -22,13 +31,19 @@ for mode in same alternate; do
         echo "context-switch hooks, two processes taking turns: instructions per PMC per switch"
         flags=(--alternate)
     fi
+    valgrind --tool=callgrind --callgrind-out-file="$out/csw.$mode.0" \
+        --toggle-collect='*switch_in*' --toggle-collect='*switch_out*' \
+        "$(newest context_switch)" --pmcs=0 "${flags[@]}" >/dev/null 2>&1
+    n=$(total "$out/csw.$mode.0")
+    echo "  a thread without PMCs: $n instructions for $iterations switch pairs = $((n / (2 * iterations))) per switch"
     for pmcs in 1 4 8; do
         valgrind --tool=callgrind --callgrind-out-file="$out/csw.$mode.$pmcs" \
             --toggle-collect='*switch_in*' --toggle-collect='*switch_out*' \
             "$(newest context_switch)" --pmcs="$pmcs" "${flags[@]}" >/dev/null 2>&1
         n=$(total "$out/csw.$mode.$pmcs")
         per_switch=$((n / (2 * iterations)))
-        echo "  $pmcs PMC(s): $n instructions for $iterations switch pairs = $per_switch per switch, $((per_switch / pmcs)) per PMC per switch"
+        own=$(( (n - $(critical_sections "$out/csw.$mode.$pmcs")) / (2 * iterations) ))
+        echo "  $pmcs PMC(s): $n instructions for $iterations switch pairs = $per_switch per switch, $((per_switch / pmcs)) per PMC per switch; without the simulated kernel's critical sections: $((own / pmcs)) per PMC per switch"
     done
 done
 

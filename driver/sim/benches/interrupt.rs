@@ -14,7 +14,8 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use hwpmc::abi::{Mode, Op, PmcFlags};
-use hwpmc::hw::{CpuIdReader, Hardware, Lapic, Msrs, msr};
+use hwpmc::arch::x86::msr;
+use hwpmc::hw::{CpuIdReader, Hardware, Lapic, Msrs};
 use hwpmc::{Driver, TrapFrame, Tunables};
 use hwpmc_sim::kernel::{KERNEL_STACK_SIZE, SCRATCH_BASE, SimKernel, kernel_stack_base};
 use hwpmc_sim::{
@@ -26,11 +27,11 @@ use hwpmc_sim::{
 struct OverflowingPmu(CpuidModel);
 
 impl Msrs for OverflowingPmu {
-    fn read_msr(&self, address: u32) -> u64 {
+    unsafe fn read_msr(&self, address: u32) -> u64 {
         if address == msr::IA32_PERF_GLOBAL_STATUS { 1 } else { 0 }
     }
-    fn write_msr(&self, _msr: u32, _value: u64) {}
-    fn read_pmc(&self, _index: u32) -> u64 {
+    unsafe fn write_msr(&self, _msr: u32, _value: u64) {}
+    unsafe fn read_pmc(&self, _index: u32) -> u64 {
         0
     }
 }

@@ -12,11 +12,14 @@
 //! machine that runs workloads. A method borrows it only for its own duration, never across a
 //! call back into the driver, so the driver can call the kernel from anywhere.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use hwpmc::{Cpu, Errno, HostCounters, Kernel, Pid, Privilege, ProcessState, Signal, Tid, UserPtr};
+use hwpmc::{
+    Cpu, CriticalSection, Errno, HostCounters, Kernel, Pid, Privilege, ProcessState, Signal, Tid,
+    UserPtr,
+};
 
 use crate::pmu::SimHardware;
 
@@ -221,8 +224,20 @@ pub struct KernelState {
 #[derive(Debug, Clone)]
 pub struct SimKernel {
     state: Rc<RefCell<KernelState>>,
+    /// The driver's critical sections, kept apart from `state` so that checking them costs the
+    /// context-switch hooks as little as a real kernel's preemption counter would.
+    critical: Rc<CriticalSections>,
     hw: SimHardware,
     host: HostCountersRef,
+}
+
+/// The critical sections the driver is in now (they nest) and has entered so far, and whether
+/// its interrupt entry is running (see [`SimKernel::in_interrupt`]).
+#[derive(Debug, Default)]
+struct CriticalSections {
+    depth: Cell<u64>,
+    entered: Cell<u64>,
+    in_interrupt: Cell<bool>,
 }
 
 /// The classes a test's host counts itself, if any (see [`SimKernel::with_host_counters`]).
@@ -281,7 +296,12 @@ impl SimKernel {
             nanotime: (1_700_000_000, 0),
             tsc_frequency: 2_000_000_000,
         };
-        SimKernel { state: Rc::new(RefCell::new(state)), hw, host: HostCountersRef::default() }
+        SimKernel {
+            state: Rc::new(RefCell::new(state)),
+            critical: Rc::default(),
+            hw,
+            host: HostCountersRef::default(),
+        }
     }
 
     /// This kernel, counting the classes `host` says it counts itself (as Linux's perf does
@@ -494,6 +514,26 @@ impl SimKernel {
         }
     }
 
+    /// The critical sections the driver has entered so far (to take its locks).
+    pub fn critical_sections(&self) -> u64 {
+        self.critical.entered.get()
+    }
+
+    /// Runs `f` as the interrupt context (the NMI that calls the driver's interrupt entry): a
+    /// critical section entered meanwhile is the driver taking a lock in the interrupt path,
+    /// which panics.
+    pub fn in_interrupt<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.critical.in_interrupt.set(true);
+        let result = f();
+        self.critical.in_interrupt.set(false);
+        result
+    }
+
+    /// Whether the driver's interrupt entry is running (inside [`SimKernel::in_interrupt`]).
+    pub fn is_in_interrupt(&self) -> bool {
+        self.critical.in_interrupt.get()
+    }
+
     /// How many times the driver asked for its log writer to run.
     pub fn writer_wakeups(&self) -> u64 {
         self.state.borrow().writer_wakeups
@@ -559,6 +599,23 @@ impl SimKernel {
 }
 
 impl Kernel for SimKernel {
+    /// Checks the driver's use of its locks: never in the interrupt path, and left in the
+    /// order entered.
+    fn enter_critical_section(&self) -> CriticalSection {
+        let critical = &*self.critical;
+        assert!(!critical.in_interrupt.get(), "the driver took a lock in the interrupt path");
+        let depth = critical.depth.get() + 1;
+        critical.depth.set(depth);
+        critical.entered.set(critical.entered.get() + 1);
+        CriticalSection(depth)
+    }
+
+    fn exit_critical_section(&self, section: CriticalSection) {
+        let depth = self.critical.depth.get();
+        assert_eq!(section.0, depth, "critical sections left out of order");
+        self.critical.depth.set(depth - 1);
+    }
+
     fn cpu_count(&self) -> u32 {
         self.state.borrow().cpus_active.len() as u32
     }

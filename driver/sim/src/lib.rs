@@ -17,7 +17,7 @@
 //!   ([`Program`], built with [`ProgramBuilder`]).
 //! * [`machine`] — the machine that runs them ([`Machine`]): a deterministic scheduler over N
 //!   CPUs calling the driver's hooks, and the ground truth of every event ([`GroundTruth`]).
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod client;
 pub mod cpuid;

@@ -90,6 +90,8 @@ pub const STACK_SIZE: u64 = 64 * 1024;
 pub const STACKS_BASE: u64 = 0x7f00_0000_0000;
 /// The address reported as the interrupted PC when a PMI arrives in the scheduler or an idle CPU.
 pub const KERNEL_IDLE_PC: u64 = 0xffff_ffff_8010_0000;
+/// The PC the mode that delivers a PMI at every MSR access reports: the driver's code.
+pub const DRIVER_PC: u64 = 0xffff_ffff_8020_0000;
 
 /// The lowest address of thread `tid`'s stack: [`STACKS_BASE`] + (`tid` mod 65536) × 2 ×
 /// [`STACK_SIZE`] (an unmapped guard gap separates stacks).
@@ -113,6 +115,10 @@ pub struct MachineConfig {
     /// Work an idle CPU retires in kernel mode once per tick (none by default), counted in the
     /// CPU's ground truth only.
     pub idle_work: Option<Work>,
+    /// Whether to deliver a PMI at every MSR and counter access the driver makes (off by
+    /// default): the held PMI if the LVT entry has one, else a spurious one, in the middle of
+    /// whatever the driver was doing — system call, hook or drain — as an NMI can arrive.
+    pub pmi_at_every_msr_access: bool,
 }
 
 impl MachineConfig {
@@ -126,7 +132,14 @@ impl MachineConfig {
             seed: 0,
             quantum: 64,
             idle_work: None,
+            pmi_at_every_msr_access: false,
         }
+    }
+
+    /// Delivering a PMI at every MSR and counter access the driver makes, or not.
+    pub fn pmi_at_every_msr_access(mut self, on: bool) -> Self {
+        self.pmi_at_every_msr_access = on;
+        self
     }
 
     /// With this scheduler seed.
@@ -532,7 +545,7 @@ pub const MAX_TICKS: u64 = 1_000_000;
 
 /// The simulated machine: the driver on N simulated CPUs, a scheduler, and the workloads' threads.
 pub struct Machine {
-    driver: SimDriver,
+    driver: Rc<SimDriver>,
     rng: SplitMix64,
     quantum: u64,
     idle_work: Option<Work>,
@@ -571,7 +584,30 @@ impl Machine {
         let driver = load_driver(config.model, config.cpus, config.tunables);
         let mut machine = Machine::with_driver(driver, config.seed, config.quantum);
         machine.idle_work = config.idle_work;
+        if config.pmi_at_every_msr_access {
+            machine.deliver_a_pmi_at_every_msr_access();
+        }
         machine
+    }
+
+    /// Has the hardware call the driver's interrupt entry after every MSR and counter access
+    /// the driver makes outside it, on the CPU it is on, with a kernel-mode frame (see
+    /// [`MachineConfig::pmi_at_every_msr_access`]).
+    fn deliver_a_pmi_at_every_msr_access(&self) {
+        let driver = Rc::downgrade(&self.driver);
+        let kernel = self.kernel().clone();
+        let hw = self.hardware().clone();
+        hw.clone().after_each_access(Some(Rc::new(move || {
+            let Some(driver) = driver.upgrade() else { return };
+            // NMIs do not nest.
+            if kernel.is_in_interrupt() {
+                return;
+            }
+            let cpu = hw.current_cpu();
+            let _held = hw.pmu(cpu).take_pmi();
+            let frame = TrapFrame { pc: DRIVER_PC, fp: 0, sp: 0, user: false };
+            kernel.in_interrupt(|| driver.interrupt(cpu as Cpu, &frame));
+        })));
     }
 
     /// A machine around a driver already loaded on simulated hardware (for example on CPUs of
@@ -603,7 +639,7 @@ impl Machine {
             .collect();
         let tool = ProgramBuilder::new("/usr/sbin/pmctool").function("main", |f| f.sleep()).build();
         Machine {
-            driver,
+            driver: Rc::new(driver),
             rng: SplitMix64(seed),
             quantum,
             idle_work: None,
@@ -1063,7 +1099,7 @@ impl Machine {
                 return;
             }
             self.hardware().set_current_cpu(cpu as usize);
-            let claimed = self.driver.interrupt(cpu, frame);
+            let claimed = self.kernel().in_interrupt(|| self.driver.interrupt(cpu, frame));
             self.stats.pmis += 1;
             self.stats.pmis_claimed += u64::from(claimed);
             // Back to user mode: the thread's context, where its stack can be read.

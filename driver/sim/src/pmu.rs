@@ -39,38 +39,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::rc::Rc;
 
-/// MSR addresses (SDM Vol. 4, Table 2-2 "IA-32 Architectural MSRs"). Defined here independently of
-/// the driver's `hwpmc::hw::msr`, so that a wrong number in the driver shows up as a #GP.
-pub mod msr {
-    /// IA32_TIME_STAMP_COUNTER.
-    pub const IA32_TIME_STAMP_COUNTER: u32 = 0x010;
-    /// IA32_PMC0; IA32_PMCi is at `IA32_PMC0 + i`.
-    pub const IA32_PMC0: u32 = 0x0C1;
-    /// IA32_PERFEVTSEL0; IA32_PERFEVTSELi is at `IA32_PERFEVTSEL0 + i`.
-    pub const IA32_PERFEVTSEL0: u32 = 0x186;
-    /// IA32_DEBUGCTL.
-    pub const IA32_DEBUGCTL: u32 = 0x1D9;
-    /// IA32_FIXED_CTR0; IA32_FIXED_CTRi is at `IA32_FIXED_CTR0 + i`.
-    pub const IA32_FIXED_CTR0: u32 = 0x309;
-    /// IA32_PERF_CAPABILITIES.
-    pub const IA32_PERF_CAPABILITIES: u32 = 0x345;
-    /// IA32_FIXED_CTR_CTRL.
-    pub const IA32_FIXED_CTR_CTRL: u32 = 0x38D;
-    /// IA32_PERF_GLOBAL_STATUS.
-    pub const IA32_PERF_GLOBAL_STATUS: u32 = 0x38E;
-    /// IA32_PERF_GLOBAL_CTRL.
-    pub const IA32_PERF_GLOBAL_CTRL: u32 = 0x38F;
-    /// IA32_PERF_GLOBAL_OVF_CTRL (v2/v3), IA32_PERF_GLOBAL_STATUS_RESET (v4+).
-    pub const IA32_PERF_GLOBAL_OVF_CTRL: u32 = 0x390;
-    /// IA32_PERF_GLOBAL_STATUS_SET (v4+).
-    pub const IA32_PERF_GLOBAL_STATUS_SET: u32 = 0x391;
-    /// IA32_PERF_GLOBAL_INUSE (v4+).
-    pub const IA32_PERF_GLOBAL_INUSE: u32 = 0x392;
-    /// IA32_A_PMC0; IA32_A_PMCi is at `IA32_A_PMC0 + i`.
-    pub const IA32_A_PMC0: u32 = 0x4C1;
-    /// The x2APIC LVT performance-monitoring-counter register.
-    pub const IA32_X2APIC_LVT_PMI: u32 = 0x834;
-}
+/// MSR addresses: the driver's (from the `x86` crate), so the workspace writes them down once.
+pub use hwpmc::arch::x86::msr;
 
 /// Register bits (SDM Vol. 3B Figures 21-1, 21-2, 21-3, 21-6, 21-13 to 21-17; Vol. 3A Figure 11-8).
 pub mod bits {
@@ -1226,11 +1196,25 @@ impl fmt::Display for CpuFault {
     }
 }
 
-#[derive(Debug)]
 struct Machine {
     cpus: Vec<RefCell<SimPmu>>,
     current: Cell<usize>,
     faults: RefCell<Vec<CpuFault>>,
+    /// Called after each MSR or counter access the driver makes through the traits (see
+    /// [`SimHardware::after_each_access`]), unless it is already running.
+    access_hook: RefCell<Option<Rc<dyn Fn()>>>,
+    in_access_hook: Cell<bool>,
+}
+
+impl fmt::Debug for Machine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Machine")
+            .field("cpus", &self.cpus)
+            .field("current", &self.current)
+            .field("faults", &self.faults)
+            .field("access_hook", &self.access_hook.borrow().is_some())
+            .finish()
+    }
 }
 
 /// The PMUs of the CPUs of a simulated machine, seen as "the CPU the caller runs on": implements
@@ -1267,6 +1251,8 @@ impl SimHardware {
             cpus: pmus.into_iter().map(RefCell::new).collect(),
             current: Cell::new(0),
             faults: RefCell::new(Vec::new()),
+            access_hook: RefCell::new(None),
+            in_access_hook: Cell::new(false),
         };
         SimHardware { machine: Rc::new(machine) }
     }
@@ -1274,6 +1260,26 @@ impl SimHardware {
     /// The number of CPUs.
     pub fn cpu_count(&self) -> usize {
         self.machine.cpus.len()
+    }
+
+    /// Calls `hook` after every MSR and counter access the driver makes through the
+    /// [`Msrs`] trait (not those of [`SimHardware::read_msr`] and the like), except those it
+    /// makes itself: the machine's mode that delivers a PMI in the middle of every driver
+    /// operation uses it. `None` removes the hook.
+    pub fn after_each_access(&self, hook: Option<Rc<dyn Fn()>>) {
+        *self.machine.access_hook.borrow_mut() = hook;
+    }
+
+    /// Runs the access hook, if there is one and it is not running already.
+    fn accessed(&self) {
+        let machine = &*self.machine;
+        if machine.in_access_hook.get() {
+            return;
+        }
+        let Some(hook) = machine.access_hook.borrow().clone() else { return };
+        machine.in_access_hook.set(true);
+        hook();
+        machine.in_access_hook.set(false);
     }
 
     /// The CPU the trait methods act on.
@@ -1335,20 +1341,47 @@ impl SimHardware {
     }
 }
 
-impl Msrs for SimHardware {
-    fn read_msr(&self, msr: u32) -> u64 {
+/// The current CPU's MSRs, checked: a bad access is a recorded fault and a panic, never undefined
+/// behaviour, so these need none of the real instructions' `unsafe`.
+impl SimHardware {
+    /// RDMSR on the current CPU.
+    pub fn read_msr(&self, msr: u32) -> u64 {
         let result = self.current_pmu().read_msr(msr);
         self.check(result)
     }
 
-    fn write_msr(&self, msr: u32, value: u64) {
+    /// WRMSR on the current CPU.
+    pub fn write_msr(&self, msr: u32, value: u64) {
         let result = self.current_pmu().write_msr(msr, value);
         self.check(result)
     }
 
-    fn read_pmc(&self, index: u32) -> u64 {
+    /// RDPMC on the current CPU.
+    pub fn read_pmc(&self, index: u32) -> u64 {
         let result = self.current_pmu().read_pmc(index);
         self.check(result)
+    }
+}
+
+// The methods are `unsafe` on real hardware; here every access is checked and a bad one is a
+// recorded fault, so nothing the callers do can be unsound.
+#[allow(unsafe_code)]
+impl Msrs for SimHardware {
+    unsafe fn read_msr(&self, msr: u32) -> u64 {
+        let value = SimHardware::read_msr(self, msr);
+        self.accessed();
+        value
+    }
+
+    unsafe fn write_msr(&self, msr: u32, value: u64) {
+        SimHardware::write_msr(self, msr, value);
+        self.accessed();
+    }
+
+    unsafe fn read_pmc(&self, index: u32) -> u64 {
+        let value = SimHardware::read_pmc(self, index);
+        self.accessed();
+        value
     }
 }
 

@@ -192,7 +192,9 @@ fn a_hosted_pmu_event_reaches_the_host_with_its_checked_configuration() {
     c.start(id).unwrap();
     let (_, pmc) = w.host.only();
     assert_eq!(pmc.id.class, Class::Iap);
-    let HostedEvent::Iap { evtsel } = pmc.event else { panic!("an IAP event: {:?}", pmc.event) };
+    let HostedEvent::Raw { class: Class::Iap, config: evtsel } = pmc.event else {
+        panic!("an IAP event: {:?}", pmc.event)
+    };
     assert_eq!(evtsel & 0xFFFF, 0x00C0, "event select and umask");
     assert_eq!((pmc.user, pmc.kernel), (true, false));
     assert_eq!(evtsel & (1 << 22 | 1 << 20), 0, "EN and INT are the host's business");

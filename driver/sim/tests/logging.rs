@@ -221,6 +221,27 @@ fn a_writer_error_stops_the_log_signals_the_owner_and_is_returned_by_flushlog() 
 }
 
 #[test]
+fn after_a_writer_error_writelog_still_succeeds_and_flushlog_and_closelog_report_it() {
+    let tunables = Tunables { log_buffer_kib: 1, log_buffers_per_cpu: 1, ..Tunables::default() };
+    let w = World::new(tunables);
+    let kernel = w.driver.kernel().clone();
+    kernel.hardware().set_current_cpu(0);
+    w.configure(w.fd).unwrap();
+    kernel.set_sink_failure(w.sink, Some(Errno::Io));
+    w.write_log(1).unwrap();
+    assert_eq!(w.flush(), Err(Errno::Io), "FLUSHLOG reports the write error");
+    assert!(kernel.take_signals().contains(&(w.owner, Signal::Io)), "the writer signalled it");
+    // More records than the two 1 KiB buffers hold: each is dropped and counted, none fails.
+    for n in 0..200 {
+        assert_eq!(w.write_log(n), Ok(()), "WRITELOG {n} after the error");
+    }
+    let stats = w.client().driver_stats().unwrap();
+    assert_eq!(stats.pm_buffer_requests_failed, 200, "every dropped record is counted");
+    assert_eq!(w.client().close_log(), Err(Errno::Io), "CLOSELOG reports it too");
+    assert_eq!(kernel.open_log_files(), 0, "and the log is closed");
+}
+
+#[test]
 fn exhausted_buffers_drop_records_and_say_so_with_dropnotify() {
     let tunables = Tunables { log_buffer_kib: 1, log_buffers_per_cpu: 1, ..Tunables::default() };
     let w = World::new(tunables);

@@ -142,6 +142,27 @@ fn each_overflow_of_a_process_sampling_pmc_is_one_callchain_record() {
 }
 
 #[test]
+fn the_pmi_acknowledges_only_its_own_status_bits() {
+    use hwpmc_sim::pmu::msr::{IA32_PERF_GLOBAL_STATUS, IA32_PERF_GLOBAL_STATUS_SET};
+    let w = World::new(PmuModel::skylake(), Tunables::default());
+    // Intel PT's ToPA PMI (bit 55) and the DS buffer's overflow (bit 62) are other users' news.
+    let others = 1 << 55 | 1 << 62;
+    let hw = w.driver.kernel().hardware().clone();
+    hw.pmu(0).write_msr(IA32_PERF_GLOBAL_STATUS_SET, others).unwrap();
+    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let id = w.client().allocate(request.with_count(10_000)).unwrap();
+    w.client().start(id).unwrap();
+    w.driver.switch_in(0, w.pid, w.tid);
+    w.run(25);
+    w.driver.switch_out(0, w.pid, w.tid);
+    w.driver.tick(0);
+    assert_eq!(sample_count(&w.flushed_records()), 2, "25 000 instructions, one sample per 10 000");
+    let status = hw.pmu(0).read_msr(IA32_PERF_GLOBAL_STATUS).unwrap();
+    assert_eq!(status & others, others, "the other users' bits are still pending");
+    assert_eq!(status & !others, 0, "the driver's own bits (its counter, CTR_FRZ) are cleared");
+}
+
+#[test]
 fn a_full_ring_drops_exactly_what_it_cannot_hold_and_says_so() {
     let w = World::new(PmuModel::skylake(), Tunables { nsamples: 2, ..Tunables::default() });
     let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);

@@ -123,14 +123,14 @@ fn source_of(pmc: &HostedPmc) -> Result<Source, Errno> {
             })?;
             Ok(Source::Software(u64::from(*sw)))
         }
-        HostedEvent::Iap { evtsel } => {
+        HostedEvent::Raw { class: Class::Iap, config: evtsel } => {
             if evtsel & EVTSEL_PIN_CONTROL != 0 {
                 let why = "bit 19 (PC) of IA32_PERFEVTSEL is not a counting qualifier";
                 return Err(explain(Errno::Inval, why));
             }
             Ok(Source::Raw(evtsel & EVTSEL_EVENT_BITS))
         }
-        HostedEvent::Iaf { index } => {
+        HostedEvent::Raw { class: Class::Iaf, config: index } => {
             let hw = match index {
                 0 => Hardware::INSTRUCTIONS,
                 1 => Hardware::CPU_CYCLES,
@@ -143,6 +143,9 @@ fn source_of(pmc: &HostedPmc) -> Result<Source, Errno> {
             Ok(Source::Hardware(u64::from(hw)))
         }
         HostedEvent::Tsc => Err(explain(Errno::Inval, "the TSC is read with rdtsc, not perf")),
+        HostedEvent::Raw { class, .. } => {
+            Err(explain(Errno::Inval, format!("perf counts no {} events here", class.name())))
+        }
     }
 }
 

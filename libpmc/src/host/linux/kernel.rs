@@ -19,7 +19,7 @@ use std::os::fd::{FromRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use hwpmc::hw::native::{NativeCpu, NativeCpuid};
+use hwpmc::arch::x86::native::{self, NativeCpuid};
 use hwpmc::hw::{CpuIdReader, CpuIdResult, Hardware, Lapic, Msrs};
 use hwpmc::{
     Cpu, Errno, HostCounters, Kernel, LogFile, Pid, Privilege, ProcessState, Signal, UserPtr,
@@ -181,7 +181,7 @@ fn read_kernel_text_start() -> Option<u64> {
 
 /// The TSC: RDTSC, which Linux lets user mode execute.
 fn rdtsc() -> u64 {
-    NativeCpu.read_tsc()
+    native::read_tsc()
 }
 
 /// `CLOCK_MONOTONIC_RAW` in nanoseconds: the clock perf stamps samples with here (it runs at
@@ -487,12 +487,13 @@ pub(crate) struct LinuxCpu {
     pub(crate) pmu_usable: bool,
 }
 
+// The driver programs no counter here (perf does): the accesses do nothing.
 impl Msrs for LinuxCpu {
-    fn read_msr(&self, _msr: u32) -> u64 {
+    unsafe fn read_msr(&self, _msr: u32) -> u64 {
         0
     }
-    fn write_msr(&self, _msr: u32, _value: u64) {}
-    fn read_pmc(&self, _index: u32) -> u64 {
+    unsafe fn write_msr(&self, _msr: u32, _value: u64) {}
+    unsafe fn read_pmc(&self, _index: u32) -> u64 {
         0
     }
 }

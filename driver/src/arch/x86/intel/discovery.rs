@@ -1,4 +1,4 @@
-//! Discovering a CPU's performance-monitoring unit from CPUID and IA32_PERF_CAPABILITIES.
+//! Discovering an Intel CPU's performance-monitoring unit from CPUID and IA32_PERF_CAPABILITIES.
 //!
 //! No model table decides whether a CPU is supported: Intel architectural performance monitoring
 //! (CPUID leaf 0xA) describes the counters completely. A perfmon version above 5 is driven as
@@ -6,10 +6,10 @@
 //! (as virtual machines without a vPMU do) has no PMU, and the driver offers TSC and SOFT only.
 //! Discovery runs on every CPU, so CPUs of different core types get their own descriptions.
 
-use crate::hw::{CpuIdReader, Msrs, msr};
-use crate::regs::{CounterSet, FixedCtrField, GlobalStatus, PerfEvtSel, low_bits};
-use crate::text::FixedText;
-use core::fmt::Write;
+use super::regs::{CounterSet, FixedFlags, PerfEvtSel, StatusFlags, low_bits};
+use crate::arch::x86::cpuid::CpuSignature;
+use crate::arch::x86::msr;
+use crate::hw::{CpuIdReader, Msrs};
 
 /// The highest perfmon version this driver programs with version-specific features.
 pub const MAX_KNOWN_VERSION: u8 = 5;
@@ -25,60 +25,6 @@ pub enum FreezeMode {
     /// unfreezes.
     Streamlined,
 }
-
-/// The CPU's vendor, family, model and stepping, as CPUID leaves 0 and 1 report them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct CpuSignature {
-    /// The vendor string, e.g. `GenuineIntel`.
-    pub vendor: [u8; 12],
-    /// Display family (base family plus extended family for family 0xF).
-    pub family: u32,
-    /// Display model (with the extended model for families 6 and 0xF).
-    pub model: u32,
-    /// Stepping.
-    pub stepping: u32,
-}
-
-impl CpuSignature {
-    /// Reads CPUID leaves 0 and 1.
-    pub fn read<R: CpuIdReader>(cpuid: &R) -> Self {
-        let leaf0 = cpuid.cpuid1(0);
-        let mut vendor = [0; 12];
-        vendor[0..4].copy_from_slice(&leaf0.ebx.to_le_bytes());
-        vendor[4..8].copy_from_slice(&leaf0.edx.to_le_bytes());
-        vendor[8..12].copy_from_slice(&leaf0.ecx.to_le_bytes());
-        let eax = cpuid.cpuid1(1).eax;
-        let base_family = eax >> 8 & 0xF;
-        let base_model = eax >> 4 & 0xF;
-        let family =
-            if base_family == 0xF { base_family + (eax >> 20 & 0xFF) } else { base_family };
-        let model = if base_family == 0x6 || base_family == 0xF {
-            (eax >> 16 & 0xF) << 4 | base_model
-        } else {
-            base_model
-        };
-        CpuSignature { vendor, family, model, stepping: eax & 0xF }
-    }
-
-    /// Whether this is an Intel CPU.
-    pub fn is_intel(&self) -> bool {
-        &self.vendor == b"GenuineIntel"
-    }
-
-    /// The `kern.hwpmc.cpuid` string libpmc uses to choose its event tables:
-    /// `GenuineIntel-6-55` (vendor, decimal family, two upper-case hex digits of model).
-    pub fn cpuid_string(&self) -> CpuIdString {
-        let mut out = CpuIdString::new();
-        let vendor_len = self.vendor.iter().position(|&b| b == 0).unwrap_or(12);
-        let vendor = core::str::from_utf8(&self.vendor[..vendor_len]).unwrap_or("Unknown");
-        // Writing into a fixed buffer cannot fail; it truncates.
-        let _ = write!(out, "{vendor}-{}-{:02X}", self.family, self.model);
-        out
-    }
-}
-
-/// The cpuid string (at most 63 bytes), held without allocation.
-pub type CpuIdString = FixedText<64>;
 
 /// The Intel architectural PMU of one CPU (CPUID leaf 0xA, SDM Vol. 3B §21.2; PERF_CAPABILITIES,
 /// SDM Vol. 4 Table 2-2).
@@ -138,8 +84,13 @@ impl IntelPmu {
             (0, 0)
         };
         let pdcm = cpuid.cpuid1(1).ecx & (1 << 15) != 0;
-        let full_width_write =
-            pdcm && msrs.read_msr(msr::IA32_PERF_CAPABILITIES) & PERF_CAPABILITIES_FW_WRITE != 0;
+        let capabilities = if pdcm {
+            // SAFETY: IA32_PERF_CAPABILITIES exists when CPUID.1:ECX.PDCM says so.
+            unsafe { msrs.read_msr(msr::IA32_PERF_CAPABILITIES) }
+        } else {
+            0
+        };
+        let full_width_write = capabilities & PERF_CAPABILITIES_FW_WRITE != 0;
         let any_thread = version >= 3 && leaf.edx & (1 << 15) == 0;
         // A hypervisor's vPMU may not implement DEBUGCTL.FREEZE_PERFMON_ON_PMI (writing it would
         // #GP), so a guest does without freezing, as FreeBSD does.
@@ -190,27 +141,35 @@ impl IntelPmu {
     }
 
     /// The IA32_FIXED_CTR_CTRL field bits this PMU defines.
-    pub fn fixed_field_valid(&self) -> u8 {
-        FixedCtrField::OS
-            | FixedCtrField::USR
-            | FixedCtrField::PMI
-            | if self.any_thread { FixedCtrField::ANY } else { 0 }
+    pub fn fixed_field_valid(&self) -> FixedFlags {
+        let any = if self.any_thread { FixedFlags::ANY } else { FixedFlags::empty() };
+        FixedFlags::OS | FixedFlags::USR | FixedFlags::PMI | any
+    }
+
+    /// The IA32_PERF_GLOBAL_STATUS bits that belong to the driver, the only ones its PMI handler
+    /// acknowledges: its counters' overflow bits, and CTR_FRZ when it froze the counters itself
+    /// (streamlined freeze). Intel PT's ToPA PMI, the DS buffer's overflow, LBR freezing and the
+    /// uncore bits belong to other users of the PMU.
+    pub fn status_owned(&self) -> u64 {
+        let freeze =
+            if self.freeze == FreezeMode::Streamlined { StatusFlags::CTR_FRZ.bits() } else { 0 };
+        self.counters().bits() | freeze
     }
 
     /// The IA32_PERF_GLOBAL_OVF_CTRL bits this PMU defines: the counters, OvfBuf and CondChgd
     /// (v2), uncore (v3), and CTR_FRZ, LBR_FRZ, ASCI and ToPA (v4).
     pub fn status_reset_valid(&self) -> u64 {
-        let mut valid = self.counters().bits() | GlobalStatus::OVF_BUF | GlobalStatus::COND_CHGD;
+        let mut valid = StatusFlags::OVF_BUF | StatusFlags::COND_CHGD;
         if self.version >= 3 {
-            valid |= GlobalStatus::OVF_UNCORE;
+            valid |= StatusFlags::OVF_UNCORE;
         }
         if self.version >= 4 {
-            valid |= GlobalStatus::CTR_FRZ
-                | GlobalStatus::LBR_FRZ
-                | GlobalStatus::ASCI
-                | GlobalStatus::TRACE_TOPA_PMI;
+            valid |= StatusFlags::CTR_FRZ
+                | StatusFlags::LBR_FRZ
+                | StatusFlags::ASCI
+                | StatusFlags::TRACE_TOPA_PMI;
         }
-        valid
+        self.counters().bits() | valid.bits()
     }
 
     /// The MSR to write GP counter `index` through: the full-width alias when FW_WRITE, else the
@@ -223,29 +182,3 @@ impl IntelPmu {
 
 /// IA32_PERF_CAPABILITIES bit 13: full-width writes to IA32_A_PMCx.
 pub const PERF_CAPABILITIES_FW_WRITE: u64 = 1 << 13;
-
-#[cfg(test)]
-mod tests {
-    use super::CpuSignature;
-    use raw_cpuid::CpuIdResult;
-
-    fn skylake(eax: u32, _ecx: u32) -> CpuIdResult {
-        match eax {
-            0 => CpuIdResult {
-                eax: 0x16,
-                ebx: u32::from_le_bytes(*b"Genu"),
-                edx: u32::from_le_bytes(*b"ineI"),
-                ecx: u32::from_le_bytes(*b"ntel"),
-            },
-            1 => CpuIdResult { eax: 0x0005_06E3, ebx: 0, ecx: 0, edx: 0 },
-            _ => CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 },
-        }
-    }
-
-    #[test]
-    fn cpuid_string_is_vendor_family_and_hex_model() {
-        let signature = CpuSignature::read(&skylake);
-        assert_eq!((signature.family, signature.model, signature.stepping), (6, 0x5E, 3));
-        assert_eq!(signature.cpuid_string().as_bytes(), b"GenuineIntel-6-5E");
-    }
-}

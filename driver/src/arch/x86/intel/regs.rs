@@ -1,10 +1,37 @@
 //! Typed values of the Intel architectural performance-monitoring registers.
 //!
 //! Each type can only hold bits that are defined for the PMU it was built for: constructors take
-//! the CPU's [`IntelPmu`](crate::pmu::IntelPmu) description (or a mask derived from it) and either
+//! the CPU's [`IntelPmu`](super::discovery::IntelPmu) description (or a mask derived from it) and either
 //! refuse reserved bits (for values that come from users) or never set them (for values the driver
 //! builds). Writing a reserved bit raises #GP, so nothing reaches an MSR without passing through
 //! these types. References are to the Intel SDM Vol. 3B, chapter 21 ("Performance Monitoring").
+
+use bitflags::bitflags;
+
+bitflags! {
+    /// The single-bit flags of IA32_PERFEVTSELx (SDM Vol. 3B §21.2.1.1, Figure 21-1; AnyThread
+    /// from §21.2.3).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct EvtSelFlags: u64 {
+        /// Count in ring > 0.
+        const USR = 1 << 16;
+        /// Count in ring 0.
+        const OS = 1 << 17;
+        /// Count edges (deasserted to asserted transitions).
+        const EDGE = 1 << 18;
+        /// Pin control.
+        const PC = 1 << 19;
+        /// Raise a PMI on overflow.
+        const INT = 1 << 20;
+        /// Count on both hyperthreads of the core (v3–v4, when CPUID does not deprecate it;
+        /// privileged here).
+        const ANY = 1 << 21;
+        /// Enable the counter.
+        const EN = 1 << 22;
+        /// Invert the counter-mask comparison.
+        const INV = 1 << 23;
+    }
+}
 
 /// IA32_PERFEVTSELx: the event select register of a GP counter (SDM Vol. 3B §21.2.1.1, Figure
 /// 21-1; bit 21 AnyThread from §21.2.3, deprecated from perfmon v5 when CPUID.0AH:EDX\[15\]).
@@ -16,28 +43,29 @@ impl PerfEvtSel {
     pub const EVENT_SELECT: u64 = 0xFF;
     /// Unit mask, bits 15:8.
     pub const UMASK: u64 = 0xFF << 8;
-    /// Count in ring > 0.
-    pub const USR: u64 = 1 << 16;
-    /// Count in ring 0.
-    pub const OS: u64 = 1 << 17;
-    /// Count edges (deasserted to asserted transitions).
-    pub const EDGE: u64 = 1 << 18;
-    /// Pin control.
-    pub const PC: u64 = 1 << 19;
-    /// Raise a PMI on overflow.
-    pub const INT: u64 = 1 << 20;
-    /// Count on both hyperthreads of the core (v3–v4; privileged here).
-    pub const ANY: u64 = 1 << 21;
-    /// Enable the counter.
-    pub const EN: u64 = 1 << 22;
-    /// Invert the counter-mask comparison.
-    pub const INV: u64 = 1 << 23;
+    /// [`EvtSelFlags::USR`]'s bit, for encoders.
+    pub const USR: u64 = EvtSelFlags::USR.bits();
+    /// [`EvtSelFlags::OS`]'s bit.
+    pub const OS: u64 = EvtSelFlags::OS.bits();
+    /// [`EvtSelFlags::EDGE`]'s bit.
+    pub const EDGE: u64 = EvtSelFlags::EDGE.bits();
+    /// [`EvtSelFlags::PC`]'s bit.
+    pub const PC: u64 = EvtSelFlags::PC.bits();
+    /// [`EvtSelFlags::INT`]'s bit.
+    pub const INT: u64 = EvtSelFlags::INT.bits();
+    /// [`EvtSelFlags::ANY`]'s bit.
+    pub const ANY: u64 = EvtSelFlags::ANY.bits();
+    /// [`EvtSelFlags::EN`]'s bit.
+    pub const EN: u64 = EvtSelFlags::EN.bits();
+    /// [`EvtSelFlags::INV`]'s bit.
+    pub const INV: u64 = EvtSelFlags::INV.bits();
     /// Counter mask (threshold), bits 31:24.
     pub const CMASK: u64 = 0xFF << 24;
     /// The bits every architectural PMU defines (all of 31:0 but AnyThread).
     pub const ARCHITECTURAL: u64 = 0xFFFF_FFFF & !Self::ANY;
 
-    /// A register value from raw bits; `None` if any bit outside `valid` is set.
+    /// A register value from raw bits; `None` if any bit outside `valid` is set. The only way
+    /// to a value with AnyThread.
     pub const fn new(bits: u64, valid: u64) -> Option<Self> {
         if bits & !valid != 0 { None } else { Some(PerfEvtSel(bits)) }
     }
@@ -58,45 +86,63 @@ impl PerfEvtSel {
     pub const fn cmask(self) -> u8 {
         (self.0 >> 24) as u8
     }
-    /// Whether `flag` (one of the single-bit constants) is set.
-    pub const fn has(self, flag: u64) -> bool {
-        self.0 & flag != 0
+    /// Whether all of `flags` are set.
+    pub const fn has(self, flags: EvtSelFlags) -> bool {
+        self.0 & flags.bits() == flags.bits()
     }
-    /// The value with `flag` (a defined single-bit constant) set or cleared.
-    pub const fn with(self, flag: u64, on: bool) -> Self {
-        if on { PerfEvtSel(self.0 | flag) } else { PerfEvtSel(self.0 & !flag) }
+    /// The value with `flags` set or cleared. AnyThread, the one flag some PMUs lack, is never
+    /// set this way (only [`PerfEvtSel::new`] checks it against the PMU), so the value stays
+    /// valid for the PMU it was built for.
+    pub const fn with(self, flags: EvtSelFlags, on: bool) -> Self {
+        if on {
+            PerfEvtSel(self.0 | flags.difference(EvtSelFlags::ANY).bits())
+        } else {
+            PerfEvtSel(self.0 & !flags.bits())
+        }
+    }
+}
+
+bitflags! {
+    /// The bits of one counter's 4-bit field in IA32_FIXED_CTR_CTRL (SDM Vol. 3B §21.2.2,
+    /// Figure 21-2).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct FixedFlags: u8 {
+        /// Count in ring 0.
+        const OS = 0x1;
+        /// Count in ring > 0.
+        const USR = 0x2;
+        /// AnyThread (v3–v4).
+        const ANY = 0x4;
+        /// PMI on overflow.
+        const PMI = 0x8;
     }
 }
 
 /// One counter's 4-bit field in IA32_FIXED_CTR_CTRL (SDM Vol. 3B §21.2.2, Figure 21-2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
-pub struct FixedCtrField(u8);
+pub struct FixedCtrField(FixedFlags);
 
 impl FixedCtrField {
-    /// Count in ring 0.
-    pub const OS: u8 = 0x1;
-    /// Count in ring > 0.
-    pub const USR: u8 = 0x2;
-    /// AnyThread (v3–v4).
-    pub const ANY: u8 = 0x4;
-    /// PMI on overflow.
-    pub const PMI: u8 = 0x8;
-
-    /// A field from its bits; `None` if a bit outside `valid` (a subset of 0xF) is set.
-    pub const fn new(bits: u8, valid: u8) -> Option<Self> {
-        if bits & !(valid & 0xF) != 0 { None } else { Some(FixedCtrField(bits)) }
+    /// A field of `flags`; `None` if a flag outside `valid` (what the PMU defines) is set.
+    pub const fn new(flags: FixedFlags, valid: FixedFlags) -> Option<Self> {
+        if flags.difference(valid).is_empty() { Some(FixedCtrField(flags)) } else { None }
     }
-    /// A field from bits that [`FixedCtrField::bits`] returned (a stored copy), so already valid.
-    pub(crate) const fn from_built_bits(bits: u8) -> Self {
-        FixedCtrField(bits & 0xF)
+    /// The field with a PMI at overflow (defined in every field of every PMU with fixed
+    /// counters, so the field stays valid).
+    pub const fn with_pmi(self) -> Self {
+        FixedCtrField(self.0.union(FixedFlags::PMI))
+    }
+    /// The flags.
+    pub const fn flags(self) -> FixedFlags {
+        self.0
     }
     /// The raw nibble.
     pub const fn bits(self) -> u8 {
-        self.0
+        self.0.bits()
     }
     /// Whether the field enables counting at all (OS or USR).
     pub const fn is_enabled(self) -> bool {
-        self.0 & (Self::OS | Self::USR) != 0
+        self.0.intersects(FixedFlags::OS.union(FixedFlags::USR))
     }
 }
 
@@ -108,12 +154,12 @@ pub struct FixedCtrCtrl(u64);
 impl FixedCtrCtrl {
     /// A value from raw bits, keeping only the fields of the counters in `existing` (bit `i` for
     /// fixed counter `i`) and only the field bits in `field_valid`.
-    pub const fn from_bits_within(bits: u64, existing: u32, field_valid: u8) -> Self {
+    pub const fn from_bits_within(bits: u64, existing: u32, field_valid: FixedFlags) -> Self {
         // One nibble of `field_valid` per existing counter (bits 0..16 only).
         let mut counters = existing & 0xFFFF;
         let mut mask = 0u64;
         while counters != 0 {
-            mask |= ((field_valid & 0xF) as u64) << (4 * counters.trailing_zeros());
+            mask |= (field_valid.bits() as u64) << (4 * counters.trailing_zeros());
             counters &= counters - 1;
         }
         FixedCtrCtrl(bits & mask)
@@ -129,7 +175,8 @@ impl FixedCtrCtrl {
     }
     /// Counter `index`'s field.
     pub const fn field(self, index: u8) -> FixedCtrField {
-        FixedCtrField((self.0 >> (4 * index as u32)) as u8 & 0xF)
+        // The image holds only fields built from `FixedFlags`.
+        FixedCtrField(FixedFlags::from_bits_truncate((self.0 >> (4 * index as u32)) as u8))
     }
     /// The value with counter `index`'s field replaced; `None` if the counter is not in
     /// `existing` (bit `i` for fixed counter `i`; v5 CPUs may have gaps).
@@ -143,7 +190,7 @@ impl FixedCtrCtrl {
     /// of the PMU's fixed counters (checked once, where the caller got it).
     pub(crate) const fn with_known_field(self, index: u8, field: FixedCtrField) -> Self {
         let shift = 4 * (index as u32 % 16);
-        FixedCtrCtrl(self.0 & !(0xF << shift) | (field.0 as u64) << shift)
+        FixedCtrCtrl(self.0 & !(0xF << shift) | (field.bits() as u64) << shift)
     }
 }
 
@@ -277,22 +324,29 @@ impl Counter {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub struct GlobalStatus(u64);
 
-impl GlobalStatus {
-    /// v4: counters are frozen (streamlined freeze on PMI).
-    pub const CTR_FRZ: u64 = 1 << 59;
-    /// v4: LBRs are frozen.
-    pub const LBR_FRZ: u64 = 1 << 58;
-    /// v4: ASCI.
-    pub const ASCI: u64 = 1 << 60;
-    /// v3: uncore overflow.
-    pub const OVF_UNCORE: u64 = 1 << 61;
-    /// DS buffer overflow.
-    pub const OVF_BUF: u64 = 1 << 62;
-    /// Condition changed.
-    pub const COND_CHGD: u64 = 1 << 63;
-    /// v4: Intel PT ToPA PMI.
-    pub const TRACE_TOPA_PMI: u64 = 1 << 55;
+bitflags! {
+    /// The IA32_PERF_GLOBAL_STATUS bits that are not a counter's overflow (SDM Vol. 3B Figures
+    /// 21-3 and 21-13).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct StatusFlags: u64 {
+        /// v4: Intel PT ToPA PMI.
+        const TRACE_TOPA_PMI = 1 << 55;
+        /// v4: LBRs are frozen.
+        const LBR_FRZ = 1 << 58;
+        /// v4: counters are frozen (streamlined freeze on PMI).
+        const CTR_FRZ = 1 << 59;
+        /// v4: ASCI.
+        const ASCI = 1 << 60;
+        /// v3: uncore overflow.
+        const OVF_UNCORE = 1 << 61;
+        /// DS buffer overflow.
+        const OVF_BUF = 1 << 62;
+        /// Condition changed.
+        const COND_CHGD = 1 << 63;
+    }
+}
 
+impl GlobalStatus {
     /// Wraps a value read from the MSR.
     pub const fn from_bits(bits: u64) -> Self {
         GlobalStatus(bits)
@@ -307,7 +361,7 @@ impl GlobalStatus {
     }
     /// Whether v4 streamlined freeze froze the counters.
     pub const fn counters_frozen(self) -> bool {
-        self.0 & Self::CTR_FRZ != 0
+        self.0 & StatusFlags::CTR_FRZ.bits() != 0
     }
 }
 
@@ -331,10 +385,7 @@ impl GlobalStatusReset {
     }
 }
 
-/// A mask of the low `n` bits (`n` up to 64).
-pub const fn low_bits(n: u32) -> u64 {
-    if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
-}
+pub(crate) use crate::backend::low_bits;
 
 #[cfg(test)]
 mod tests {
@@ -348,20 +399,31 @@ mod tests {
         assert!(PerfEvtSel::new(1 << 32, valid).is_none());
         let sel = PerfEvtSel::new(0x1A_43_01_3C, valid).unwrap();
         assert_eq!((sel.event_select(), sel.umask(), sel.cmask()), (0x3C, 0x01, 0x1A));
-        assert!(sel.has(PerfEvtSel::USR) && sel.has(PerfEvtSel::EN) && !sel.has(PerfEvtSel::INT));
-        assert_eq!(sel.with(PerfEvtSel::EN, false).bits(), 0x1A_03_01_3C);
+        assert!(sel.has(EvtSelFlags::USR | EvtSelFlags::EN) && !sel.has(EvtSelFlags::INT));
+        assert_eq!(sel.with(EvtSelFlags::EN, false).bits(), 0x1A_03_01_3C);
+    }
+
+    #[test]
+    fn perfevtsel_flags_cannot_add_anythread_a_pmu_may_lack() {
+        let sel = PerfEvtSel::new(0x00C0, PerfEvtSel::ARCHITECTURAL).unwrap();
+        let set = sel.with(EvtSelFlags::ANY | EvtSelFlags::INT, true);
+        assert_eq!(set.bits(), 0x10_00C0, "INT set, AnyThread left out");
+        let with_any = PerfEvtSel::new(0x20_00C0, PerfEvtSel::ARCHITECTURAL | PerfEvtSel::ANY);
+        assert_eq!(with_any.unwrap().with(EvtSelFlags::ANY, false).bits(), 0x00C0, "clearing it");
     }
 
     #[test]
     fn fixed_ctr_ctrl_places_nibbles_and_refuses_missing_counters() {
-        let os_usr = FixedCtrField::new(FixedCtrField::OS | FixedCtrField::USR, 0xB).unwrap();
+        let valid = FixedFlags::OS | FixedFlags::USR | FixedFlags::PMI;
+        let os_usr = FixedCtrField::new(FixedFlags::OS | FixedFlags::USR, valid).unwrap();
         let ctrl = FixedCtrCtrl::default().with_field(1, 0b111, os_usr).unwrap();
         assert_eq!(ctrl.bits(), 0x30);
         assert_eq!(ctrl.field(1), os_usr);
         assert!(ctrl.with_field(3, 0b111, os_usr).is_none());
         assert!(ctrl.with_field(2, 0b1011, os_usr).is_none(), "v5 gap: counter 2 is absent");
-        assert_eq!(FixedCtrCtrl::from_bits_within(0xFFFF, 0b1011, 0xB).bits(), 0xB0BB);
-        assert!(FixedCtrField::new(FixedCtrField::ANY, 0xB).is_none());
+        assert_eq!(FixedCtrCtrl::from_bits_within(0xFFFF, 0b1011, valid).bits(), 0xB0BB);
+        assert!(FixedCtrField::new(FixedFlags::ANY, valid).is_none());
+        assert_eq!(os_usr.with_pmi().bits(), 0xB);
     }
 
     #[test]
@@ -372,13 +434,14 @@ mod tests {
         let set = CounterSet::EMPTY.with(Counter::Gp(1)).with(Counter::Fixed(2));
         assert_eq!(set.iter().collect::<Vec<_>>(), [Counter::Fixed(2), Counter::Gp(1)]);
         assert_eq!(Counter::Fixed(1).rdpmc_index(), 0x4000_0001);
-        let status = GlobalStatus::from_bits(GlobalStatus::CTR_FRZ | 0x4_0000_0002 | 1 << 20);
+        let frozen = StatusFlags::CTR_FRZ.bits();
+        let status = GlobalStatus::from_bits(frozen | 0x4_0000_0002 | 1 << 20);
         assert_eq!(
             status.overflowed(all),
             CounterSet::EMPTY.with(Counter::Gp(1)).with(Counter::Fixed(2))
         );
         assert!(status.counters_frozen());
-        let reset = GlobalStatusReset::clearing(status, all.bits() | GlobalStatus::CTR_FRZ);
-        assert_eq!(reset.bits(), GlobalStatus::CTR_FRZ | 0x4_0000_0002);
+        let reset = GlobalStatusReset::clearing(status, all.bits() | frozen);
+        assert_eq!(reset.bits(), frozen | 0x4_0000_0002);
     }
 }

@@ -1,0 +1,38 @@
+//! The IAP class: Intel's programmable (GP) counters, configured by an IA32_PERFEVTSEL value.
+
+use core::ops::Range;
+
+use super::IntelConfig;
+use super::discovery::IntelPmu;
+use super::regs::{EvtSelFlags, PerfEvtSel};
+use crate::abi::PmcFlags;
+use crate::backend::{AllocateRequest, rings};
+use crate::errno::Errno;
+
+/// Checks an IAP allocation: a raw event select (PMC_F_EV_PMU) with no bit the PMU leaves
+/// undefined, no offcore response, AnyThread only with the privilege. Any GP row may hold it.
+pub(super) fn configure(
+    pmu: &IntelPmu,
+    rows: u32,
+    request: &AllocateRequest<'_>,
+) -> Result<(IntelConfig, Range<u32>), Errno> {
+    if !request.flags.contains(PmcFlags::EV_PMU) || request.raw.pm_md.iap_rsp() != 0 {
+        return Err(Errno::Inval);
+    }
+    let raw = u64::from(request.raw.pm_md.iap_config());
+    let evtsel = PerfEvtSel::new(raw, pmu.evtsel_valid()).ok_or(Errno::Inval)?;
+    if evtsel.has(EvtSelFlags::ANY) && !(request.any_thread_allowed)() {
+        return Err(Errno::Perm);
+    }
+    let evtsel = evtsel.with(EvtSelFlags::EN | EvtSelFlags::INT, false);
+    let (os, usr) = rings(evtsel.has(EvtSelFlags::OS), evtsel.has(EvtSelFlags::USR), request.caps);
+    let evtsel = evtsel.with(EvtSelFlags::OS, os).with(EvtSelFlags::USR, usr);
+    Ok((IntelConfig::Iap { evtsel }, 0..rows))
+}
+
+/// The event select as loading writes it: enabled (EN), with an interrupt at overflow (INT).
+/// Counting PMCs interrupt too: the handler folds and reloads at every overflow.
+#[inline]
+pub(super) fn armed(evtsel: PerfEvtSel) -> PerfEvtSel {
+    evtsel.with(EvtSelFlags::INT | EvtSelFlags::EN, true)
+}

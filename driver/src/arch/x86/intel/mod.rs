@@ -1,0 +1,453 @@
+//! Intel architectural performance monitoring (SDM Vol. 3B chapter 21): the IAP class (GP
+//! counters, `iap.rs`) and the IAF class (fixed counters, `iaf.rs`), discovered from CPUID leaf
+//! 0xA on every CPU ([`discovery`]), programmed through typed registers ([`regs`], written only
+//! by `io.rs`), with the perfmon v1 and v2+ PMI handlers.
+
+pub mod discovery;
+mod iaf;
+mod iap;
+mod io;
+pub mod regs;
+
+use alloc::vec::Vec;
+use core::ops::Range;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use self::discovery::{FreezeMode, IntelPmu};
+use self::regs::{
+    Counter, CounterSet, EvtSelFlags, FixedCtrCtrl, FixedCtrField, FixedFlags, GlobalCtrl,
+    GlobalStatus, GlobalStatusReset, PerfEvtSel, low_bits,
+};
+use super::cpuid::{CpuSignature, cpu_type_of};
+use crate::abi::{Caps, Class};
+use crate::backend::{
+    AllocateRequest, CounterMask, CpuIdString, HardwareClass, Overflow, PmuBackend, RawEvent,
+};
+use crate::errno::Errno;
+use crate::hw::Hardware;
+
+/// The machine's Intel PMU: the description every CPU shares, and its classes.
+#[derive(Debug)]
+pub struct IntelBackend {
+    /// The PMU every process PMC may assume (the smallest of all CPUs), if all have one.
+    common: Option<IntelPmu>,
+    classes: Vec<HardwareClass>,
+    signature: CpuSignature,
+}
+
+/// One CPU's PMU and the register images the driver keeps for it.
+#[derive(Debug)]
+pub struct IntelCpu {
+    pmu: Option<IntelPmu>,
+    /// Its global registers, when it has them (perfmon v2+).
+    global: Option<io::GlobalRegs>,
+    /// Every counter it has.
+    counters: CounterSet,
+    /// The IA32_PERF_GLOBAL_STATUS bits that are the driver's ([`IntelPmu::status_owned`]).
+    owned_status: u64,
+    /// The GP class's width mask (perfmon v1 finds overflows by the top bit of that width).
+    gp_mask: u64,
+    /// The IA32_PERF_GLOBAL_CTRL image: the counters started on this CPU (kept on perfmon v1
+    /// too, where it says which counters the PMI handler checks).
+    global_ctrl: AtomicU64,
+    /// The IA32_FIXED_CTR_CTRL image.
+    fixed_ctrl: AtomicU64,
+    /// IA32_DEBUGCTL as found at load, restored at unload.
+    saved_debugctl: AtomicU64,
+}
+
+/// The counter behind a row on one CPU, with its addresses worked out once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IntelCounter {
+    counter: Counter,
+    /// The MSR its value is written through (for a GP counter, the full-width alias where the
+    /// CPU has one).
+    write_msr: u32,
+    /// Its RDPMC index.
+    rdpmc: u32,
+}
+
+impl IntelCounter {
+    /// `counter` of a CPU with `pmu` (which has it).
+    fn new(pmu: &IntelPmu, counter: Counter) -> Self {
+        let write_msr = match counter {
+            Counter::Gp(index) => pmu.gp_write_msr(index),
+            Counter::Fixed(index) => super::msr::IA32_FIXED_CTR0 + u32::from(index),
+        };
+        IntelCounter { counter, write_msr, rdpmc: counter.rdpmc_index() }
+    }
+}
+
+/// How a PMC of an Intel class is programmed (what the class accepted at allocation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntelConfig {
+    /// A GP counter with this event select (EN and INT clear until armed).
+    Iap {
+        /// The event select.
+        evtsel: PerfEvtSel,
+    },
+    /// Fixed counter `index` with this field (PMI clear until armed).
+    Iaf {
+        /// The fixed counter.
+        index: u8,
+        /// Its IA32_FIXED_CTR_CTRL field.
+        field: FixedCtrField,
+    },
+}
+
+/// What the PMI handler read: GLOBAL_STATUS and whether the PMU froze itself.
+#[derive(Debug, Clone, Copy)]
+pub struct IntelPmi {
+    status: GlobalStatus,
+    frozen: bool,
+}
+
+impl PmuBackend for IntelBackend {
+    type Description = IntelPmu;
+    type Cpu = IntelCpu;
+    type Counter = IntelCounter;
+    type Config = IntelConfig;
+    type PmiStatus = IntelPmi;
+
+    fn discover<H: Hardware>(hw: &H) -> Option<IntelPmu> {
+        IntelPmu::discover(&hw.cpuid(), hw)
+    }
+
+    fn new<H: Hardware>(cpus: &[Option<IntelPmu>], hw: &H) -> Self {
+        let common = common_pmu(cpus);
+        let mut classes = Vec::new();
+        if let Some(pmu) = common {
+            let (gp, width) = (u32::from(pmu.gp_counters), u32::from(pmu.gp_width));
+            classes.push(HardwareClass {
+                class: Class::Iap,
+                rows: gp,
+                width,
+                caps: Caps::IAP_CLASS,
+            });
+            let fixed = pmu.fixed_counters();
+            if fixed > 0 && pmu.has_global_ctrl() {
+                let (rows, width) = (u32::from(fixed), u32::from(pmu.fixed_width));
+                classes.push(HardwareClass {
+                    class: Class::Iaf,
+                    rows,
+                    width,
+                    caps: Caps::IAF_CLASS,
+                });
+            }
+        }
+        IntelBackend { common, classes, signature: CpuSignature::read(&hw.cpuid()) }
+    }
+
+    fn classes(&self) -> &[HardwareClass] {
+        &self.classes
+    }
+
+    fn cpu(&self, description: Option<IntelPmu>) -> IntelCpu {
+        IntelCpu {
+            pmu: description,
+            global: description.as_ref().and_then(io::global_regs),
+            counters: description.map_or(CounterSet::EMPTY, |p| p.counters()),
+            owned_status: description.map_or(0, |p| p.status_owned()),
+            gp_mask: low_bits(self.common.map_or(0, |p| u32::from(p.gp_width))),
+            global_ctrl: AtomicU64::new(0),
+            fixed_ctrl: AtomicU64::new(0),
+            saved_debugctl: AtomicU64::new(0),
+        }
+    }
+
+    fn row_counter(&self, cpu: &IntelCpu, class: Class, index: u32) -> Option<IntelCounter> {
+        let pmu = cpu.pmu.as_ref()?;
+        let index = u8::try_from(index).ok()?;
+        match class {
+            Class::Iap if index < pmu.gp_counters => {
+                Some(IntelCounter::new(pmu, Counter::Gp(index)))
+            }
+            Class::Iaf if pmu.has_fixed(index) && pmu.has_global_ctrl() => {
+                Some(IntelCounter::new(pmu, Counter::Fixed(index)))
+            }
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn counter_mask(counter: IntelCounter) -> CounterMask {
+        CounterMask::from_bits(CounterSet::EMPTY.with(counter.counter).bits())
+    }
+
+    fn cpu_type(&self) -> u32 {
+        cpu_type_of(&self.signature, self.common.is_some())
+    }
+
+    fn cpuid_string(&self) -> CpuIdString {
+        self.signature.cpuid_string()
+    }
+
+    fn init_cpu<H: Hardware>(&self, hw: &H, cpu: &IntelCpu) {
+        let Some(pmu) = cpu.pmu.as_ref() else { return };
+        stop_all_counters(hw, cpu, pmu);
+        if let Some(global) = cpu.global {
+            let status = io::read_global_status(hw, global);
+            let reset = GlobalStatusReset::clearing(status, cpu.owned_status);
+            if reset.bits() != 0 {
+                io::write_status_reset(hw, global, reset);
+            }
+            if pmu.freeze != FreezeMode::None {
+                let debugctl = io::read_debugctl(hw, global);
+                cpu.saved_debugctl.store(debugctl, Ordering::Relaxed);
+                io::write_debugctl_freezing(hw, global, debugctl);
+            }
+        }
+        hw.unmask_pmi();
+    }
+
+    fn fini_cpu<H: Hardware>(&self, hw: &H, cpu: &IntelCpu) {
+        let Some(pmu) = cpu.pmu.as_ref() else { return };
+        hw.mask_pmi();
+        stop_all_counters(hw, cpu, pmu);
+        if let Some(global) = cpu.global.filter(|_| pmu.freeze != FreezeMode::None) {
+            io::restore_debugctl(hw, global, cpu.saved_debugctl.load(Ordering::Relaxed));
+        }
+    }
+
+    fn configure(
+        &self,
+        class: Class,
+        rows: u32,
+        request: &AllocateRequest<'_>,
+    ) -> Result<(IntelConfig, Range<u32>), Errno> {
+        let pmu = self.common.as_ref().ok_or(Errno::Inval)?;
+        match class {
+            Class::Iap => iap::configure(pmu, rows, request),
+            Class::Iaf => iaf::configure(pmu, rows, request),
+            _ => Err(Errno::Inval),
+        }
+    }
+
+    #[inline]
+    fn armed(config: IntelConfig) -> IntelConfig {
+        match config {
+            IntelConfig::Iap { evtsel } => IntelConfig::Iap { evtsel: iap::armed(evtsel) },
+            IntelConfig::Iaf { index, field } => {
+                IntelConfig::Iaf { index, field: iaf::armed(field) }
+            }
+        }
+    }
+
+    fn max_period(&self, config: IntelConfig, width_mask: u64) -> u64 {
+        let half_width = (width_mask >> 1) + 1;
+        let full_width_write = self.common.is_some_and(|p| p.full_width_write);
+        match config {
+            // Legacy writes sign-extend bit 31.
+            IntelConfig::Iap { .. } if !full_width_write => half_width.min(1 << 31),
+            IntelConfig::Iap { .. } | IntelConfig::Iaf { .. } => half_width,
+        }
+    }
+
+    fn rdpmc_index(config: IntelConfig, index: u32) -> Option<u32> {
+        let counter = match config {
+            IntelConfig::Iap { .. } => Counter::Gp(u8::try_from(index).ok()?),
+            IntelConfig::Iaf { index, .. } => Counter::Fixed(index),
+        };
+        Some(counter.rdpmc_index())
+    }
+
+    fn raw_event(config: IntelConfig) -> RawEvent {
+        match config {
+            IntelConfig::Iap { evtsel } => RawEvent {
+                config: evtsel.bits(),
+                user: evtsel.has(EvtSelFlags::USR),
+                kernel: evtsel.has(EvtSelFlags::OS),
+            },
+            IntelConfig::Iaf { index, field } => RawEvent {
+                config: u64::from(index),
+                user: field.flags().contains(FixedFlags::USR),
+                kernel: field.flags().contains(FixedFlags::OS),
+            },
+        }
+    }
+
+    #[inline]
+    fn write_counter<H: Hardware>(&self, hw: &H, counter: IntelCounter, value: u64) {
+        io::write_counter(hw, counter, value);
+    }
+
+    #[inline]
+    fn program<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &IntelCpu,
+        counter: IntelCounter,
+        armed: IntelConfig,
+    ) -> CounterMask {
+        match (armed, counter.counter) {
+            (IntelConfig::Iap { evtsel }, Counter::Gp(index)) => {
+                io::write_evtsel(hw, index, evtsel)
+            }
+            (IntelConfig::Iaf { field, .. }, Counter::Fixed(index)) => {
+                set_fixed_field(cpu, index, field);
+            }
+            // A configuration of another class than the row's: nothing to program.
+            _ => return CounterMask::EMPTY,
+        }
+        Self::counter_mask(counter)
+    }
+
+    #[inline]
+    fn start<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, counters: CounterMask) {
+        if counters.is_empty() {
+            return;
+        }
+        // Only this backend builds the masks, from counters that exist here.
+        let counters = CounterSet::from_built_bits(counters.bits());
+        // Perfmon v1 counts from the moment an event select has EN set.
+        if let Some(global) = cpu.global.filter(|_| counters.has_fixed()) {
+            let ctrl = FixedCtrCtrl::from_built_bits(cpu.fixed_ctrl.load(Ordering::Relaxed));
+            io::write_fixed_ctrl(hw, global, ctrl);
+        }
+        set_started(hw, cpu, started(cpu).union(counters));
+    }
+
+    #[inline]
+    fn stop<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, counters: CounterMask) {
+        if counters.is_empty() {
+            return;
+        }
+        let counters = CounterSet::from_built_bits(counters.bits());
+        set_started(hw, cpu, started(cpu).minus(counters));
+    }
+
+    #[inline]
+    fn unprogram<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, counter: IntelCounter) {
+        match counter.counter {
+            Counter::Gp(index) => io::write_evtsel(hw, index, PerfEvtSel::default()),
+            Counter::Fixed(index) => set_fixed_field(cpu, index, FixedCtrField::default()),
+        }
+    }
+
+    #[inline]
+    fn flush<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, counters: CounterMask) {
+        let fixed = CounterSet::from_built_bits(counters.bits()).has_fixed();
+        // Fixed counters exist only with the global registers.
+        if let Some(global) = cpu.global.filter(|_| fixed) {
+            let ctrl = FixedCtrCtrl::from_built_bits(cpu.fixed_ctrl.load(Ordering::Relaxed));
+            io::write_fixed_ctrl(hw, global, ctrl);
+        }
+    }
+
+    #[inline]
+    fn read<H: Hardware>(&self, hw: &H, counter: IntelCounter) -> u64 {
+        io::read_counter(hw, counter)
+    }
+
+    #[inline]
+    fn pmi_begin<H: Hardware>(&self, hw: &H, cpu: &IntelCpu) -> Option<Overflow<IntelPmi>> {
+        let Some(global) = cpu.global else { return Self::pmi_v1(hw, cpu) };
+        let status = io::read_global_status(hw, global);
+        let overflowed = status.overflowed(cpu.counters);
+        let frozen = status.counters_frozen();
+        if overflowed.is_empty() && !frozen {
+            return None;
+        }
+        if !frozen {
+            io::write_global_ctrl(hw, global, GlobalCtrl::NONE);
+        }
+        // A frozen PMU was stopped by a PMI even when no counter bit remains (a counter of
+        // ours overflowed and was handled by an earlier NMI): claim it, so the LVT entry is
+        // unmasked again.
+        let counters = CounterMask::from_bits(overflowed.bits());
+        Some(Overflow { counters, claim: true, status: IntelPmi { status, frozen } })
+    }
+
+    #[inline]
+    fn pmi_end<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, pmi: IntelPmi) {
+        let Some(global) = cpu.global else { return };
+        // Only the driver's bits: another user's PMI (Intel PT's ToPA, the DS buffer) stays
+        // pending for its own handler.
+        io::write_status_reset(
+            hw,
+            global,
+            GlobalStatusReset::clearing(pmi.status, cpu.owned_status),
+        );
+        if !pmi.frozen {
+            io::write_global_ctrl(hw, global, GlobalCtrl::from_counters(started(cpu)));
+        }
+    }
+}
+
+impl IntelBackend {
+    /// Perfmon v1 has no status register: a started counter overflowed when its top bit went
+    /// clear (counters are loaded at 2^width − period, with period at most 2^(width − 1)). The
+    /// interrupt is the driver's only if a PMC was loaded on such a counter.
+    fn pmi_v1<H: Hardware>(hw: &H, cpu: &IntelCpu) -> Option<Overflow<IntelPmi>> {
+        cpu.pmu.as_ref()?;
+        let top = (cpu.gp_mask >> 1) + 1;
+        let mut overflowed = CounterSet::EMPTY;
+        for counter in started(cpu).iter() {
+            if io::read_started_counter(hw, counter) & top == 0 {
+                overflowed = overflowed.with(counter);
+            }
+        }
+        let status = IntelPmi { status: GlobalStatus::from_bits(0), frozen: false };
+        Some(Overflow { counters: CounterMask::from_bits(overflowed.bits()), claim: false, status })
+    }
+}
+
+/// The counters started on `cpu` (its GLOBAL_CTRL image).
+#[inline]
+fn started(cpu: &IntelCpu) -> CounterSet {
+    // The image only ever holds counters of this CPU.
+    CounterSet::from_built_bits(cpu.global_ctrl.load(Ordering::Relaxed))
+}
+
+/// Records `enabled` as the counters started on `cpu` and writes IA32_PERF_GLOBAL_CTRL (perfmon
+/// v1 has none: a counter stops when it is unprogrammed).
+#[inline]
+fn set_started<H: Hardware>(hw: &H, cpu: &IntelCpu, enabled: CounterSet) {
+    cpu.global_ctrl.store(enabled.bits(), Ordering::Relaxed);
+    if let Some(global) = cpu.global {
+        io::write_global_ctrl(hw, global, GlobalCtrl::from_counters(enabled));
+    }
+}
+
+/// Clears every event select, the fixed-counter control and GLOBAL_CTRL of the current CPU.
+fn stop_all_counters<H: Hardware>(hw: &H, cpu: &IntelCpu, pmu: &IntelPmu) {
+    for index in 0..pmu.gp_counters {
+        io::write_evtsel(hw, index, PerfEvtSel::default());
+    }
+    if let Some(global) = cpu.global {
+        io::write_global_ctrl(hw, global, GlobalCtrl::NONE);
+        if pmu.fixed_counters() > 0 {
+            io::write_fixed_ctrl(hw, global, FixedCtrCtrl::default());
+        }
+    }
+}
+
+/// Updates counter `index`'s field in the cached IA32_FIXED_CTR_CTRL image (which only ever
+/// holds values built by [`FixedCtrCtrl`] for this CPU's PMU; `index` is a fixed counter of this
+/// CPU, see [`IntelCounter::Fixed`]).
+#[inline]
+fn set_fixed_field(cpu: &IntelCpu, index: u8, field: FixedCtrField) {
+    let ctrl = FixedCtrCtrl::from_built_bits(cpu.fixed_ctrl.load(Ordering::Relaxed));
+    cpu.fixed_ctrl.store(ctrl.with_known_field(index, field).bits(), Ordering::Relaxed);
+}
+
+/// The PMU description all CPUs share: the fewest counters, the narrowest widths, the lowest
+/// version and the features all have. `None` if any CPU has no PMU.
+fn common_pmu(pmus: &[Option<IntelPmu>]) -> Option<IntelPmu> {
+    let mut iter = pmus.iter();
+    let mut common = (*iter.next()?)?;
+    for pmu in iter {
+        let pmu = (*pmu)?;
+        common.version = common.version.min(pmu.version);
+        common.gp_counters = common.gp_counters.min(pmu.gp_counters);
+        common.gp_width = common.gp_width.min(pmu.gp_width);
+        common.fixed_mask &= pmu.fixed_mask;
+        common.fixed_width = common.fixed_width.min(pmu.fixed_width);
+        common.arch_events &= pmu.arch_events;
+        common.full_width_write &= pmu.full_width_write;
+        common.any_thread &= pmu.any_thread;
+    }
+    // Fixed counters are used by index, so only the contiguous run from 0 is usable everywhere.
+    common.fixed_mask = low_bits(common.fixed_mask.trailing_ones()) as u32;
+    Some(common)
+}

@@ -1,0 +1,219 @@
+//! The PMU backend: everything the driver knows about one vendor's counters, behind one trait —
+//! FreeBSD's `pmc_mdep` (per-CPU discovery, init and fini, the PMI handler) and `pmc_classdep`
+//! (allocation, program, start, stop, read and write of a counter) in Rust form.
+//!
+//! The generic driver — system calls, hooks, logging, sampling, bookkeeping — names no vendor
+//! register: it holds a backend's configurations ([`PmuBackend::Config`]) and counters
+//! ([`PmuBackend::Counter`]) as opaque values and calls the trait. The backend of the machine
+//! the driver is built for is [`crate::arch::Backend`].
+//!
+//! What the trait allows for, besides Intel's architectural PMU:
+//! * a control and a counter register per counter, no fixed counters and an optional global
+//!   control and status (AMD): the backend decides what [`CounterMask`] bits mean, how counters
+//!   start and stop together, and what its PMI handler acknowledges;
+//! * a different PMU per core type (hybrid CPUs): discovery runs on every CPU and each CPU keeps
+//!   its own state ([`PmuBackend::Cpu`]); a row may have no counter on some CPUs
+//!   ([`PmuBackend::row_counter`] returns `None` there);
+//! * rows that are not a fixed counter (multiplexing): a row's counter on a CPU is whatever
+//!   [`PmuBackend::row_counter`] resolves it to when the driver loads, so a backend may return a
+//!   virtual counter that it maps onto hardware itself.
+
+use core::ops::Range;
+
+use crate::abi::{Caps, Class, PmcFlags, PmcOpPmcAllocate};
+use crate::errno::Errno;
+use crate::hw::Hardware;
+pub(crate) use crate::text::CpuIdString;
+
+/// A set of a CPU's hardware counters, one bit per counter; what each bit means is the backend's
+/// choice (Intel's is the IA32_PERF_GLOBAL_CTRL layout). The generic driver only combines sets
+/// and maps bits to rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub(crate) struct CounterMask(u64);
+
+impl CounterMask {
+    /// No counter.
+    pub(crate) const EMPTY: CounterMask = CounterMask(0);
+
+    /// A set from its bits (built by the backend).
+    #[inline]
+    pub(crate) const fn from_bits(bits: u64) -> Self {
+        CounterMask(bits)
+    }
+    /// The raw bits.
+    #[inline]
+    pub(crate) const fn bits(self) -> u64 {
+        self.0
+    }
+    /// Counters in either set.
+    #[inline]
+    pub(crate) const fn union(self, other: CounterMask) -> Self {
+        CounterMask(self.0 | other.0)
+    }
+    /// Whether the set is empty.
+    #[inline]
+    pub(crate) const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    /// Calls `f` with each bit number in the set, lowest first.
+    #[inline]
+    pub(crate) fn for_each_bit(self, mut f: impl FnMut(u32)) {
+        let mut bits = self.0;
+        while bits != 0 {
+            f(bits.trailing_zeros());
+            bits &= bits - 1;
+        }
+    }
+}
+
+/// A hardware class a backend offers: its rows follow SOFT's and TSC's, in the order given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HardwareClass {
+    pub(crate) class: Class,
+    pub(crate) rows: u32,
+    /// Counter width in bits (the narrowest of every CPU's, so a process PMC runs anywhere).
+    pub(crate) width: u32,
+    pub(crate) caps: Caps,
+}
+
+/// What the generic driver asks of a PMCALLOCATE request for a hardware class, already checked
+/// against the mode, flags and caps rules every class shares.
+#[derive(Clone, Copy)]
+pub(crate) struct AllocateRequest<'a> {
+    /// The request as the caller sent it (`pm_ev`, `pm_md`).
+    pub(crate) raw: &'a PmcOpPmcAllocate,
+    /// The capabilities asked for (PMC_CAP_USER / PMC_CAP_SYSTEM select the rings when the
+    /// configuration names none).
+    pub(crate) caps: Caps,
+    /// The allocation flags (PMC_F_EV_PMU: `pm_md` holds a raw configuration).
+    pub(crate) flags: PmcFlags,
+    /// Whether the caller may count on the sibling hyperthread too (AnyThread); asked only of
+    /// a request that wants it.
+    pub(crate) any_thread_allowed: &'a dyn Fn() -> bool,
+}
+
+/// What a PMI found: the counters of the driver that overflowed, and whether the interrupt is
+/// the driver's even if none did (the PMU froze itself for an overflow an earlier NMI handled).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Overflow<Status> {
+    pub(crate) counters: CounterMask,
+    pub(crate) claim: bool,
+    /// What the backend needs to acknowledge the interrupt ([`PmuBackend::pmi_end`]).
+    pub(crate) status: Status,
+}
+
+/// A configuration in the vendor-neutral form a host kernel that counts PMCs itself receives
+/// (see [`crate::hosted::HostedEvent::Raw`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawEvent {
+    pub(crate) config: u64,
+    pub(crate) user: bool,
+    pub(crate) kernel: bool,
+}
+
+/// One vendor's performance-monitoring unit (see the module documentation).
+///
+/// Methods taking `hw` run on the CPU whose state `cpu` is (or, for discovery, on the CPU being
+/// discovered). Methods marked "interrupt path" may run in an NMI: they take no lock and
+/// allocate nothing.
+pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
+    /// What discovery finds on one CPU.
+    type Description: Copy + core::fmt::Debug;
+    /// One CPU's state: its PMU and the register images the backend keeps there.
+    type Cpu: core::fmt::Debug;
+    /// The counter behind a hardware row on one CPU, fixed when the driver loads.
+    type Counter: Copy + core::fmt::Debug + PartialEq;
+    /// A configuration of a hardware class, accepted at allocation (reserved bits refused).
+    type Config: Copy + core::fmt::Debug + PartialEq;
+    /// What [`PmuBackend::pmi_begin`] read that [`PmuBackend::pmi_end`] acknowledges.
+    type PmiStatus: Copy;
+
+    /// Describes the PMU of the CPU the caller runs on; `None` if it has none the backend can
+    /// drive (the driver then offers SOFT and TSC only).
+    fn discover<H: Hardware>(hw: &H) -> Option<Self::Description>;
+    /// The machine: every active CPU's description (`None` for CPUs without a PMU), and the
+    /// hardware of the CPU loading the driver.
+    fn new<H: Hardware>(cpus: &[Option<Self::Description>], hw: &H) -> Self;
+    /// The hardware classes every CPU can run process PMCs of, in row order.
+    fn classes(&self) -> &[HardwareClass];
+    /// The state of a CPU with `description`.
+    fn cpu(&self, description: Option<Self::Description>) -> Self::Cpu;
+    /// The counter behind row `index` of hardware class `class` on a CPU, if it has one.
+    fn row_counter(&self, cpu: &Self::Cpu, class: Class, index: u32) -> Option<Self::Counter>;
+    /// The bit of `counter` in a [`CounterMask`].
+    fn counter_mask(counter: Self::Counter) -> CounterMask;
+    /// `pmc_cputype` (GETCPUINFO): names the CPU for libpmc's tables, never decides support.
+    fn cpu_type(&self) -> u32;
+    /// `kern.hwpmc.cpuid`.
+    fn cpuid_string(&self) -> CpuIdString;
+
+    /// Resets the current CPU's PMU at load: every counter stopped, the PMI entry unmasked.
+    fn init_cpu<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu);
+    /// Undoes [`PmuBackend::init_cpu`] at unload.
+    fn fini_cpu<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu);
+
+    /// Checks an allocation request for `class` and returns its configuration and the rows of
+    /// the class (indexes within it) that may hold it: EINVAL for a bad event or a reserved
+    /// bit, EPERM for AnyThread without the privilege. Nothing reaches a register before this.
+    fn configure(
+        &self,
+        class: Class,
+        rows: u32,
+        request: &AllocateRequest<'_>,
+    ) -> Result<(Self::Config, Range<u32>), Errno>;
+    /// The configuration as loading writes it: enabled, interrupting at overflow.
+    fn armed(config: Self::Config) -> Self::Config;
+    /// The longest period a counter of `config` (width mask `width_mask`) may be loaded with.
+    fn max_period(&self, config: Self::Config, width_mask: u64) -> u64;
+    /// The RDPMC index of row `index` of `config`'s class (PMCGETMSR), if user mode may read it.
+    fn rdpmc_index(config: Self::Config, index: u32) -> Option<u32>;
+    /// `config` as a host kernel that counts PMCs itself receives it.
+    fn raw_event(config: Self::Config) -> RawEvent;
+
+    /// Writes `value` to `counter` (stopped, or in the PMI handler). Interrupt path.
+    fn write_counter<H: Hardware>(&self, hw: &H, counter: Self::Counter, value: u64);
+    /// Programs `counter` with `armed` ([`PmuBackend::armed`]); it does not count until
+    /// [`PmuBackend::start`]. Returns its bit.
+    fn program<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &Self::Cpu,
+        counter: Self::Counter,
+        armed: Self::Config,
+    ) -> CounterMask;
+    /// Starts `counters` (programmed) together.
+    fn start<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counters: CounterMask);
+    /// Stops `counters` together.
+    fn stop<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counters: CounterMask);
+    /// Clears `counter`'s configuration (stopped). Shared control registers may change only in
+    /// the backend's images until [`PmuBackend::flush`].
+    fn unprogram<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counter: Self::Counter);
+    /// Writes what [`PmuBackend::unprogram`] left in images, after unloading `counters`.
+    fn flush<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counters: CounterMask);
+    /// The counter's value (bits above its width unspecified). Interrupt path.
+    fn read<H: Hardware>(&self, hw: &H, counter: Self::Counter) -> u64;
+
+    /// The PMI handler's first half: which of the driver's counters overflowed (the PMU is
+    /// stopped from here to [`PmuBackend::pmi_end`]); `None` if the interrupt is not the
+    /// driver's. Interrupt path.
+    fn pmi_begin<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu) -> Option<Overflow<Self::PmiStatus>>;
+    /// The PMI handler's second half, after the driver folded and reloaded the overflowed
+    /// counters: acknowledges only the status bits the driver owns and restarts the counters.
+    /// Interrupt path.
+    fn pmi_end<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, status: Self::PmiStatus);
+}
+
+/// The rings to count in, as (OS, USR): those a configuration names, else the requested caps
+/// (PMC_CAP_SYSTEM, PMC_CAP_USER), else both.
+pub(crate) fn rings(os: bool, usr: bool, caps: Caps) -> (bool, bool) {
+    if os || usr {
+        return (os, usr);
+    }
+    let (os, usr) = (caps.contains(Caps::SYSTEM), caps.contains(Caps::USER));
+    if os || usr { (os, usr) } else { (true, true) }
+}
+
+/// A mask of the low `n` bits (`n` up to 64).
+pub(crate) const fn low_bits(n: u32) -> u64 {
+    if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
+}

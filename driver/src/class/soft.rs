@@ -1,0 +1,31 @@
+//! The SOFT class: software events a kernel reports with
+//! [`Driver::soft_event`](crate::Driver::soft_event), counted in the slot of their row.
+
+use core::ops::Range;
+use core::sync::atomic::Ordering;
+
+use super::HwConfig;
+use crate::abi::PmcOpPmcAllocate;
+use crate::errno::Errno;
+use crate::percpu::Slot;
+
+/// Checks a SOFT allocation: the event must be registered (`registered`). Any SOFT row may hold
+/// it.
+pub(crate) fn configure(
+    request: &PmcOpPmcAllocate,
+    registered: bool,
+    rows: Range<u32>,
+) -> Result<(HwConfig, Range<u32>), Errno> {
+    if !registered {
+        return Err(Errno::Inval);
+    }
+    Ok((HwConfig::Soft { event: request.pm_ev }, rows))
+}
+
+/// Loads `slot` with software event `event`, its counter at `start`, and publishes it.
+#[inline]
+pub(crate) fn program(slot: &Slot, event: u32, start: u64) {
+    slot.soft_counter().store(start, Ordering::Relaxed);
+    slot.set_soft_event(event);
+    slot.publish();
+}
