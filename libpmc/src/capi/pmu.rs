@@ -153,6 +153,11 @@ fn fill_pmu_request(request: &mut pmc_op_pmcallocate, event: &Event) -> Result<(
             let os = if asked == Caps::SYSTEM { 1 << 17 } else { 0 };
             md.set_iap_config(evtsel & !(3 << 16) | usr | os);
         }
+        if let EventKind::K8 { perf_ctl } = event.kind {
+            let usr = if asked == Caps::USER { 1 << 16 } else { 0 };
+            let os = if asked == Caps::SYSTEM { 1 << 17 } else { 0 };
+            md.set_amd_config(perf_ctl & !(3 << 16) | usr | os);
+        }
     }
     request.pm_class = filled.pm_class;
     request.pm_ev = filled.pm_ev;
@@ -354,6 +359,9 @@ pub unsafe extern "C" fn pmc_pmu_print_counter_full(ev: *const c_char) {
                     }
                     EventKind::Iaf { index, .. } => {
                         text += &format!("\tevent:\t\tfixed counter {index}\n");
+                    }
+                    EventKind::K8 { perf_ctl } => {
+                        text += &format!("\tevent:\t\tPERF_CTL={perf_ctl:#x}\n");
                     }
                     EventKind::Tsc | EventKind::Soft { .. } => {}
                 }
