@@ -112,14 +112,22 @@ fn with_catalog<R>(f: impl FnOnce(&HostEvents, &HashMap<String, u32>) -> Result<
         if cell.borrow().is_none() {
             let classes = classes()?.iter().filter_map(|c| Class::from_u32(c.pm_class)).collect();
             let soft = soft_events().unwrap_or_default();
-            let (missing_reason, host_cpu) =
-                host::with_host(|h| Ok((h.missing_hardware_reason(), h.intel_model())))?;
+            let (missing_reason, host_cpu, kind) =
+                host::with_host(|h| Ok((h.missing_hardware_reason(), h.intel_model(), h.kind())))?;
+            let cpu = catalog_cpu(host_cpu.as_deref())?;
+            // A real CPU's hybrid core type picks its table; not for the simulated CPU or a CPU
+            // PMC_CPUID names.
+            let core_type = match kind {
+                HostKind::Sim => None,
+                _ if model::cpuid_override().ok().flatten().is_some() => None,
+                _ => model::current_core_type(),
+            };
             let events = HostEvents {
                 classes,
                 missing_reason,
                 soft_events: soft.iter().map(|(n, _)| n.clone()).collect(),
-                cpu: catalog_cpu(host_cpu.as_deref())?,
-                core_type: None,
+                cpu,
+                core_type,
                 arch_events_unavailable: 0,
             };
             *cell.borrow_mut() = Some((events, soft.into_iter().collect()));

@@ -40,7 +40,8 @@
 //! between bits 7:0 and 35:32); they are allocatable on a host that offers K8.
 //!
 //! Qualifiers: `usr`, `os` (neither = both rings), `edge`, `inv`, `cmask=N`, `umask=N` (N in
-//! 0..=255, decimal or `0x` hex). `anythread` is refused. A fixed counter takes only `usr` and
+//! 0..=255, decimal or `0x` hex). `anythread` is refused, and so are the JSON's extra-MSR keys
+//! `ldlat=`, `frontend=` and `offcore_rsp=` (the driver does not program those MSRs yet). A fixed counter takes only `usr` and
 //! `os`; TSC and software events take none.
 //!
 //! A raw encoding is `event=N[,umask=N][,usr][,os][,edge][,inv][,cmask=N]`.
@@ -345,6 +346,15 @@ impl Qualifiers {
                 },
                 Some((key, value)) => {
                     let key = key.trim().to_ascii_lowercase();
+                    if let Some(msr) = extra_msr_qualifier(&key) {
+                        return Err(bad_qualifier(
+                            spec,
+                            format!(
+                                "`{token}` sets {msr}, which the driver does not program yet; \
+                                 {ACCEPTED_QUALIFIERS}"
+                            ),
+                        ));
+                    }
                     let slot = match key.as_str() {
                         "cmask" => &mut qualifiers.cmask,
                         "umask" => &mut qualifiers.umask,
@@ -377,6 +387,17 @@ impl Qualifiers {
     /// (count in user mode, count in kernel mode): both when neither was asked for.
     fn rings(&self) -> (bool, bool) {
         if self.usr || self.os { (self.usr, self.os) } else { (true, true) }
+    }
+}
+
+/// The MSR a qualifier of the vendors' JSON keys (as Linux perf and FreeBSD's libpmc spell them)
+/// would set: `ldlat=` load latency, `frontend=`, `offcore_rsp=` offcore response.
+fn extra_msr_qualifier(key: &str) -> Option<&'static str> {
+    match key {
+        "ldlat" => Some("MSR_PEBS_LD_LAT_THRESHOLD (3F6h, load latency)"),
+        "frontend" => Some("MSR_PEBS_FRONTEND (3F7h)"),
+        "offcore_rsp" | "rsp" => Some("MSR_OFFCORE_RSP_0/1 (1A6h/1A7h, offcore response)"),
+        _ => None,
     }
 }
 

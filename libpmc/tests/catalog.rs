@@ -300,3 +300,19 @@ fn pmc_cpuid_strings_parse_as_freebsd_writes_them() {
         assert!(error.contains("GenuineIntel-6-8F-8") && error.contains(bad), "{bad}: {error}");
     }
 }
+
+#[test]
+fn extra_msr_qualifiers_are_refused_with_the_msr_they_need() {
+    for (spec, msr) in [
+        ("MEM_TRANS_RETIRED.LOAD_LATENCY_GT_4,ldlat=8", "3F6h"),
+        ("FRONTEND_RETIRED.DSB_MISS,frontend=0x11", "3F7h"),
+        ("OFFCORE_RESPONSE,offcore_rsp=0x10001", "1A6h"),
+    ] {
+        match machine("GenuineIntel-6-5E-3").lookup(spec) {
+            Err(EventError::BadQualifier { detail, .. }) => {
+                assert!(detail.contains(msr) && detail.contains("driver"), "{spec}: {detail}")
+            }
+            other => panic!("{spec}: {other:?}"),
+        }
+    }
+}

@@ -179,6 +179,25 @@ pub fn order_by_core_type(mut tables: Vec<ModelTable>, core_type: Option<u8>) ->
     tables
 }
 
+/// The core type of the CPU this thread runs on (CPUID.1AH:EAX\[31:24\]), on a hybrid part
+/// (CPUID.07H:EDX\[15\]); `None` elsewhere.
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+pub fn current_core_type() -> Option<u8> {
+    use raw_cpuid::{CpuIdReader, CpuIdReaderNative};
+    let reader = CpuIdReaderNative;
+    let max_leaf = reader.cpuid1(0).eax;
+    if max_leaf < 0x1A || reader.cpuid2(7, 0).edx & (1 << 15) == 0 {
+        return None;
+    }
+    Some((reader.cpuid2(0x1A, 0).eax >> 24) as u8).filter(|&core_type| core_type != 0)
+}
+
+/// The core type of the CPU this thread runs on: no hybrid parts off x86.
+#[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+pub fn current_core_type() -> Option<u8> {
+    None
+}
+
 /// The CPU named by `PMC_CPUID`, if it is set.
 pub fn cpuid_override() -> Result<Option<CpuId>, CpuIdError> {
     match std::env::var(PMC_CPUID_VAR) {
