@@ -98,7 +98,7 @@ pub fn aliases() -> impl Iterator<Item = &'static str> {
     catalog::ALIASES.iter().map(|alias| alias.name)
 }
 
-/// The x86 crate's / FreeBSD's model key for an Intel CPU: `"GenuineIntel-6-5E"` for family 6,
+/// FreeBSD's `kern.hwpmc.cpuid` key for an Intel CPU: `"GenuineIntel-6-5E"` for family 6,
 /// model 0x5E (the display family and model of CPUID leaf 1).
 pub fn intel_model_key(family: u32, model: u32) -> String {
     format!("GenuineIntel-{family}-{model:02X}")
@@ -704,15 +704,12 @@ impl HostEvents {
         }
     }
 
-    /// The names libpmc knows without an event table, in lookup priority order; a name already
-    /// present shadows later entries of the same name.
+    /// The names libpmc knows without an event table, in lookup priority order; an entry
+    /// shadows later entries of the same name (lookup and listing take the first).
     fn static_entries(&self) -> Vec<Entry> {
-        let mut entries = Vec::new();
-        let mut seen = HashSet::new();
+        let mut entries = Vec::with_capacity(64);
         let mut push = |name: Cow<'static, str>, class: Option<Class>, target: Target| {
-            if seen.insert(name.to_ascii_uppercase()) {
-                entries.push(Entry { name, category: None, class, target });
-            }
+            entries.push(Entry { name, category: None, class, target });
         };
         for alias in catalog::ALIASES {
             let target = Target::Alias { fixed: alias.fixed, programmable: alias.programmable };

@@ -30,6 +30,14 @@ pub fn full_machine(key: &str) -> HostEvents {
     }
 }
 
+/// A description of our own of the vendor-table event `name` of model `key`: its category,
+/// encoding and constraints (`cache: event 0x24, umask 0xc1; counters 0-3; sample after
+/// 200003`), as `pmc_pmu_print_counter_desc` prints it.
+pub fn summary(key: &str, name: &str) -> Option<String> {
+    let tables = CpuId::parse(key).ok()?.tables();
+    tables.iter().find_map(|t| t.table.find(name)).map(|event| event.summary())
+}
+
 /// The tables made so far, by key.
 static TABLES: Mutex<Option<HashMap<String, Arc<Vec<String>>>>> = Mutex::new(None);
 

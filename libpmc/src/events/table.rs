@@ -93,6 +93,56 @@ pub struct VendorEvent {
     pub category: &'static str,
 }
 
+impl VendorEvent {
+    /// A one-line description of our own: category, encoding, counters, sample-after value,
+    /// precise sampling and the extra MSR (`cache: event 0x24, umask 0xc1; counters 0-3`).
+    pub fn summary(&self) -> String {
+        let mut text = format!("{}: event {:#x}", self.category, self.code);
+        if let Some(second) = self.second_code {
+            text += &format!(" or {second:#x}");
+        }
+        text += &format!(", umask {:#x}", self.umask);
+        if let Some(second) = self.second_umask {
+            text += &format!(" or {second:#x}");
+        }
+        if self.umask_ext != 0 {
+            text += &format!(", extended umask {:#x}", self.umask_ext);
+        }
+        if self.cmask != 0 {
+            text += &format!(", cmask {}", self.cmask);
+        }
+        for (set, flag) in [(self.invert, "inv"), (self.edge, "edge"), (self.any_thread, "any")] {
+            if set {
+                text += &format!(", {flag}");
+            }
+        }
+        match self.counters {
+            Counters::Any => {}
+            Counters::Fixed(index) => text += &format!("; fixed counter {index}"),
+            Counters::General(mask) => {
+                let list: Vec<String> =
+                    (0..32).filter(|i| mask & (1 << i) != 0).map(|i| i.to_string()).collect();
+                text += &format!("; counters {}", list.join(","));
+            }
+        }
+        if self.sample_after != 0 {
+            text += &format!("; sample after {}", self.sample_after);
+        }
+        match self.precise {
+            0 => {}
+            1 => text += "; precise sampling",
+            _ => text += "; precise sampling only",
+        }
+        if let Some(msr) = self.extra_msr {
+            text += &format!("; MSR {:#x} = {:#x}", msr.index, msr.value);
+        }
+        if self.deprecated {
+            text += "; deprecated";
+        }
+        text
+    }
+}
+
 /// A parsed table with its name index.
 #[derive(Debug)]
 pub struct Table {
@@ -149,6 +199,11 @@ impl Table {
     /// dropped by the parser).
     pub fn line_count(&self) -> usize {
         self.source.events.lines().count()
+    }
+
+    /// The size of the table's generated text, in bytes (what it adds to the library).
+    pub fn text_len(&self) -> usize {
+        self.source.events.len()
     }
 
     /// The event called `name`: case-insensitive, ' ', '_', '-' and '.' interchangeable.
@@ -266,6 +321,17 @@ mod tests {
             let table = Table::get(index).expect("generated table");
             assert_eq!(table.events().len(), table.line_count(), "table {}", source.name);
         }
+    }
+
+    #[test]
+    fn the_summary_states_the_encoding_and_constraints() {
+        let event = parse_line("L2_RQSTS.X\t24\tc1\tf\t200003\tcache\tcmask=2 inv precise=1")
+            .expect("valid line");
+        assert_eq!(
+            event.summary(),
+            "cache: event 0x24, umask 0xc1, cmask 2, inv; counters 0,1,2,3; sample after \
+             200003; precise sampling"
+        );
     }
 
     #[test]
