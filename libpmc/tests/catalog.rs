@@ -71,6 +71,11 @@ fn every_mapfile_table_has_the_json_event_count() {
         let name = stem.strip_suffix("_core").unwrap();
         let table = Table::by_table_name(name).unwrap_or_else(|| panic!("no table {name}"));
         assert_eq!(table.events().len(), count, "{}", columns[2]);
+        // A line naming one model selects this table for it.
+        if !columns[0].contains(['[', '(', '|', '+']) {
+            let tables = CpuId::parse(columns[0]).unwrap().tables();
+            assert!(tables.iter().any(|t| t.table.name() == name), "{} → {name}", columns[0]);
+        }
         checked += 1;
     }
     for zen in 1..=6 {
@@ -314,5 +319,395 @@ fn extra_msr_qualifiers_are_refused_with_the_msr_they_need() {
             }
             other => panic!("{spec}: {other:?}"),
         }
+    }
+}
+
+/// `"0,1,2,3"` as a counter mask.
+fn counter_mask(list: &str) -> u32 {
+    list.split(',').map(|i| 1u32 << i.parse::<u32>().unwrap()).sum()
+}
+
+/// Table, event name, event code, umask, cmask, inv, edge, counters, sample-after value.
+type IntelFacts = (&'static str, &'static str, u16, u16, u8, bool, bool, &'static str, u64);
+
+#[test]
+fn every_intel_table_has_its_json_facts() {
+    use pmc::events::table::Counters;
+    // One event per table, read by hand from the model's JSON: table, name, event code, umask,
+    // cmask, inv, edge, counters, sample-after value.
+    let checks: &[IntelFacts] = &[
+        ("nehalemex", "ARITH.DIV", 0x14, 0x01, 1, true, true, "0,1,2,3", 2000000),
+        ("nehalemep", "ARITH.DIV", 0x14, 0x01, 1, true, true, "0,1,2,3", 2000000),
+        ("westmereex", "ARITH.DIV", 0x14, 0x01, 1, true, true, "0,1,2,3", 2000000),
+        ("westmereep-sp", "ARITH.DIV", 0x14, 0x01, 1, true, true, "0,1,2,3", 2000000),
+        ("westmereep-dp", "ARITH.DIV", 0x14, 0x01, 1, true, true, "0,1,2,3", 2000000),
+        ("silvermont", "BR_INST_RETIRED.IND_CALL", 0xC4, 0xFB, 0, false, false, "0,1", 200003),
+        ("goldmont", "PAGE_WALKS.D_SIDE_CYCLES", 0x05, 0x01, 0, false, false, "0,1,2,3", 200003),
+        ("bonnell", "UOPS.MS_CYCLES", 0xA9, 0x01, 1, false, false, "0,1", 2000000),
+        (
+            "sandybridge",
+            "INT_MISC.RECOVERY_CYCLES",
+            0x0D,
+            0x03,
+            1,
+            false,
+            false,
+            "0,1,2,3",
+            2000003,
+        ),
+        ("jaketown", "LSD.CYCLES_ACTIVE", 0xA8, 0x01, 1, false, false, "0,1,2,3", 2000003),
+        ("ivybridge", "INT_MISC.RECOVERY_CYCLES", 0x0D, 0x03, 1, false, false, "0,1,2,3", 2000003),
+        ("ivytown", "INT_MISC.RECOVERY_CYCLES", 0x0D, 0x03, 1, false, false, "0,1,2,3", 2000003),
+        ("haswell", "INT_MISC.RECOVERY_CYCLES", 0x0D, 0x03, 1, false, false, "0,1,2,3", 2000003),
+        ("haswellx", "INT_MISC.RECOVERY_CYCLES", 0x0D, 0x03, 1, false, false, "0,1,2,3", 2000003),
+        ("broadwell", "INT_MISC.RECOVERY_CYCLES", 0x0D, 0x03, 1, false, false, "0,1,2,3", 2000003),
+        ("broadwellx", "INT_MISC.RECOVERY_CYCLES", 0x0D, 0x03, 1, false, false, "0,1,2,3", 2000003),
+        (
+            "broadwellde",
+            "INT_MISC.RECOVERY_CYCLES",
+            0x0D,
+            0x03,
+            1,
+            false,
+            false,
+            "0,1,2,3",
+            2000003,
+        ),
+        ("skylake", "DTLB_LOAD_MISSES.WALK_ACTIVE", 0x08, 0x10, 1, false, false, "0,1,2,3", 100003),
+        ("knightslanding", "RECYCLEQ.STA_FULL", 0x03, 0x20, 0, false, false, "0,1", 200003),
+        (
+            "skylakex",
+            "DTLB_LOAD_MISSES.WALK_ACTIVE",
+            0x08,
+            0x10,
+            1,
+            false,
+            false,
+            "0,1,2,3",
+            100003,
+        ),
+        (
+            "cascadelakex",
+            "DTLB_LOAD_MISSES.WALK_ACTIVE",
+            0x08,
+            0x10,
+            1,
+            false,
+            false,
+            "0,1,2,3",
+            100003,
+        ),
+        (
+            "goldmontplus",
+            "DTLB_LOAD_MISSES.WALK_COMPLETED_4K",
+            0x08,
+            0x02,
+            0,
+            false,
+            false,
+            "0,1,2,3",
+            200003,
+        ),
+        ("icelake", "DTLB_LOAD_MISSES.WALK_ACTIVE", 0x08, 0x10, 1, false, false, "0,1,2,3", 100003),
+        (
+            "rocketlake",
+            "DTLB_LOAD_MISSES.WALK_ACTIVE",
+            0x08,
+            0x10,
+            1,
+            false,
+            false,
+            "0,1,2,3",
+            100003,
+        ),
+        (
+            "snowridgex",
+            "DTLB_LOAD_MISSES.WALK_COMPLETED_4K",
+            0x08,
+            0x02,
+            0,
+            false,
+            false,
+            "0,1,2,3",
+            200003,
+        ),
+        (
+            "tigerlake",
+            "DTLB_LOAD_MISSES.WALK_ACTIVE",
+            0x08,
+            0x10,
+            1,
+            false,
+            false,
+            "0,1,2,3",
+            100003,
+        ),
+        (
+            "sapphirerapids",
+            "ITLB_MISSES.WALK_ACTIVE",
+            0x11,
+            0x10,
+            1,
+            false,
+            false,
+            "0,1,2,3",
+            100003,
+        ),
+        (
+            "emeraldrapids",
+            "ITLB_MISSES.WALK_ACTIVE",
+            0x11,
+            0x10,
+            1,
+            false,
+            false,
+            "0,1,2,3",
+            100003,
+        ),
+        (
+            "icelakex",
+            "DTLB_LOAD_MISSES.WALK_ACTIVE",
+            0x08,
+            0x10,
+            1,
+            false,
+            false,
+            "0,1,2,3",
+            100003,
+        ),
+        (
+            "elkhartlake",
+            "DTLB_LOAD_MISSES.WALK_COMPLETED_4K",
+            0x08,
+            0x02,
+            0,
+            false,
+            false,
+            "0,1,2,3",
+            200003,
+        ),
+        (
+            "alderlake_gracemont",
+            "ARITH.IDIV_ACTIVE",
+            0xCD,
+            0x01,
+            1,
+            false,
+            false,
+            "0,1,2,3,4,5",
+            1000003,
+        ),
+        (
+            "alderlake_goldencove",
+            "ITLB_MISSES.WALK_ACTIVE",
+            0x11,
+            0x10,
+            1,
+            false,
+            false,
+            "0,1,2,3",
+            100003,
+        ),
+        (
+            "meteorlake_crestmont",
+            "ARITH.IDIV_ACTIVE",
+            0xCD,
+            0x01,
+            1,
+            false,
+            false,
+            "0,1,2,3,4,5,6,7",
+            1000003,
+        ),
+        (
+            "meteorlake_redwoodcove",
+            "ITLB_MISSES.WALK_ACTIVE",
+            0x11,
+            0x10,
+            1,
+            false,
+            false,
+            "0,1,2,3",
+            100003,
+        ),
+        (
+            "graniterapids",
+            "ITLB_MISSES.WALK_ACTIVE",
+            0x11,
+            0x10,
+            1,
+            false,
+            false,
+            "0,1,2,3",
+            100003,
+        ),
+        (
+            "sierraforest",
+            "ARITH.IDIV_ACTIVE",
+            0xCD,
+            0x01,
+            1,
+            false,
+            false,
+            "0,1,2,3,4,5,6,7",
+            1000003,
+        ),
+        (
+            "grandridge",
+            "ARITH.IDIV_ACTIVE",
+            0xCD,
+            0x01,
+            1,
+            false,
+            false,
+            "0,1,2,3,4,5,6,7",
+            1000003,
+        ),
+        (
+            "lunarlake_skymont",
+            "ARITH.IDIV_ACTIVE",
+            0xCD,
+            0x01,
+            1,
+            false,
+            false,
+            "0,1,2,3,4,5,6,7",
+            1000003,
+        ),
+        (
+            "lunarlake_lioncove",
+            "ITLB_MISSES.WALK_ACTIVE",
+            0x11,
+            0x10,
+            1,
+            false,
+            false,
+            "0,1,2,3,4,5,6,7,8,9",
+            100003,
+        ),
+        (
+            "arrowlake_skymont",
+            "ARITH.IDIV_ACTIVE",
+            0xCD,
+            0x01,
+            1,
+            false,
+            false,
+            "0,1,2,3,4,5,6,7",
+            1000003,
+        ),
+        (
+            "arrowlake_crestmont",
+            "ARITH.FPDIV_ACTIVE",
+            0xCD,
+            0x02,
+            1,
+            false,
+            false,
+            "0,1,2,3,4,5,6,7",
+            1000003,
+        ),
+        (
+            "arrowlake_lioncove",
+            "ITLB_MISSES.WALK_ACTIVE",
+            0x11,
+            0x10,
+            1,
+            false,
+            false,
+            "0,1,2,3,4,5,6,7,8,9",
+            100003,
+        ),
+        (
+            "pantherlake_darkmont",
+            "ARITH.IDIV_ACTIVE",
+            0xCD,
+            0x01,
+            1,
+            false,
+            false,
+            "0,1,2,3,4,5,6,7",
+            1000003,
+        ),
+        (
+            "pantherlake_cougarcove",
+            "ITLB_MISSES.WALK_ACTIVE",
+            0x11,
+            0x10,
+            1,
+            false,
+            false,
+            "0,1,2,3,4,5,6,7,8,9",
+            100003,
+        ),
+        (
+            "clearwaterforest",
+            "ARITH.IDIV_ACTIVE",
+            0xCD,
+            0x01,
+            1,
+            false,
+            false,
+            "0,1,2,3,4,5,6,7",
+            1000003,
+        ),
+        (
+            "novalake_arcticwolf",
+            "ARITH.FPDIV_ACTIVE",
+            0xCD,
+            0x02,
+            1,
+            false,
+            false,
+            "0,1,2,3,4,5,6,7",
+            1000003,
+        ),
+        (
+            "novalake_coyotecove",
+            "ITLB_MISSES.WALK_ACTIVE",
+            0x11,
+            0x10,
+            1,
+            false,
+            false,
+            "0,1,2,3,4,5,6,7",
+            100003,
+        ),
+    ];
+    for &(table, name, code, umask, cmask, invert, edge, counters, sample_after) in checks {
+        let event = Table::by_table_name(table)
+            .unwrap_or_else(|| panic!("no table {table}"))
+            .find(name)
+            .unwrap_or_else(|| panic!("{table}: no {name}"));
+        assert_eq!(
+            (event.code, event.umask, event.cmask, event.invert, event.edge),
+            (code, umask, cmask, invert, edge),
+            "{table} {name}"
+        );
+        assert_eq!(event.counters, Counters::General(counter_mask(counters)), "{table} {name}");
+        assert_eq!(event.sample_after, sample_after, "{table} {name}");
+    }
+    let intel_tables = Table::names().filter(|n| !n.starts_with("amdzen")).count();
+    assert_eq!(checks.len(), intel_tables, "one check per Intel table");
+}
+
+#[test]
+fn every_amd_table_has_its_json_facts() {
+    use pmc::events::table::Unit;
+    // Read by hand from Linux perf's amdzenN files: table, name, event code, umask, unit.
+    let checks: &[(&str, &str, u16, u16, Unit)] = &[
+        ("amdzen1", "ex_ret_instr", 0xC0, 0x00, Unit::Core),
+        ("amdzen2", "ic_oc_mode_switch.oc_ic_mode_switch", 0x28A, 0x02, Unit::Core),
+        ("amdzen3", "ls_dispatch.ld_dispatch", 0x29, 0x01, Unit::Core),
+        ("amdzen4", "ic_tag_hit_miss.instruction_cache_hit", 0x18E, 0x07, Unit::Core),
+        ("amdzen5", "l2_fill_rsp_src.local_ccx", 0x165, 0x02, Unit::Core),
+        ("amdzen5", "local_or_remote_socket_read_data_beats_dram_0", 0x1F, 0xFFE, Unit::DataFabric),
+        ("amdzen6", "ic_fetch_ibs_events.tagged", 0x188, 0x02, Unit::Core),
+        ("amdzen3", "l3_comb_clstr_state.request_miss", 0x06, 0x01, Unit::L3),
+    ];
+    for &(table, name, code, umask, unit) in checks {
+        let event =
+            Table::by_table_name(table).unwrap().find(name).unwrap_or_else(|| panic!("{name}"));
+        assert_eq!((event.code, event.umask, event.unit), (code, umask, unit), "{table} {name}");
     }
 }

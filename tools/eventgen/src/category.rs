@@ -52,3 +52,20 @@ pub(crate) fn intel(name: &str) -> &'static str {
         .find(|(prefix, _)| name.starts_with(prefix))
         .map_or("pipeline", |&(_, category)| category)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::intel;
+
+    #[test]
+    fn prefixes_give_categories_and_the_rest_is_pipeline() {
+        assert_eq!(intel("BR_MISP_RETIRED.ALL_BRANCHES"), "branch");
+        assert_eq!(intel("L2_RQSTS.MISS"), "cache");
+        assert_eq!(intel("MEM_LOAD_RETIRED.L3_MISS"), "cache");
+        assert_eq!(intel("OCR.DEMAND_DATA_RD.ANY_RESPONSE"), "memory");
+        assert_eq!(intel("DTLB_LOAD_MISSES.WALK_ACTIVE"), "tlb");
+        assert_eq!(intel("FP_ARITH_INST_RETIRED.SCALAR_DOUBLE"), "floating-point");
+        assert_eq!(intel("IDQ.DSB_UOPS"), "frontend");
+        assert_eq!(intel("UOPS_RETIRED.SLOTS"), "pipeline");
+    }
+}

@@ -209,3 +209,52 @@ fn expand_row(row: &MapRow, table: usize, out: &mut Vec<ModelRow>) -> Result<(),
     out.extend(current);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand_one(pattern: &str) -> Vec<ModelRow> {
+        let row = MapRow { pattern: pattern.into(), file: "x".into(), hybrid: None };
+        let mut out = Vec::new();
+        expand_row(&row, 7, &mut out).expect("valid pattern");
+        out
+    }
+
+    #[test]
+    fn a_stepping_pattern_covers_only_its_steppings() {
+        let rows = expand_one("GenuineIntel-6-55-[01234]");
+        assert_eq!(rows.len(), 1);
+        assert_eq!(
+            (rows[0].first_model, rows[0].last_model, rows[0].steppings),
+            (0x55, 0x55, 0x1F)
+        );
+        let rows = expand_one("GenuineIntel-6-55-[56789ABCDEF]");
+        assert_eq!(rows[0].steppings, 0xFFE0);
+    }
+
+    #[test]
+    fn a_model_pattern_covers_every_stepping_and_merges_ranges() {
+        let rows = expand_one("AuthenticAMD-23-([12][0-9A-F]|[0-9A-F])");
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].vendor, rows[0].family), ("Amd", 23));
+        assert_eq!((rows[0].first_model, rows[0].last_model, rows[0].steppings), (0, 0x2F, 0xFFFF));
+        let rows = expand_one("AuthenticAMD-26-([12467][[:xdigit:]]|[[:xdigit:]])");
+        let ranges: Vec<_> = rows.iter().map(|r| (r.first_model, r.last_model)).collect();
+        assert_eq!(ranges, [(0x00, 0x2F), (0x40, 0x4F), (0x60, 0x7F)]);
+    }
+
+    #[test]
+    fn a_pattern_without_a_known_vendor_or_family_is_an_error() {
+        let row = |p: &str| MapRow { pattern: p.into(), file: "x".into(), hybrid: None };
+        assert!(expand_row(&row("CyrixInstead-6-55"), 0, &mut Vec::new()).is_err());
+        assert!(expand_row(&row("GenuineIntel-x-55"), 0, &mut Vec::new()).is_err());
+    }
+
+    #[test]
+    fn table_names_are_the_file_stems_without_core() {
+        assert_eq!(table_name("SKL/events/skylake_core.json"), "skylake");
+        assert_eq!(table_name("NHM-EP/events/NehalemEP_core.json"), "nehalemep");
+        assert_eq!(table_name("amdzen4"), "amdzen4");
+    }
+}
