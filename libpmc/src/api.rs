@@ -261,16 +261,7 @@ pub fn allocate_request(
             // encoding), which logs carry and readers name with `PmuEventNames`.
             req.pm_ev = pmu_index(&event.name).unwrap_or(0);
             req.pm_md.set_iap_config(*evtsel);
-            caps |= rings(evtsel & 1 << 16 != 0, evtsel & 1 << 17 != 0);
-            if evtsel & 1 << 18 != 0 {
-                caps |= Caps::EDGE;
-            }
-            if evtsel & 1 << 23 != 0 {
-                caps |= Caps::INVERT;
-            }
-            if evtsel >> 24 != 0 {
-                caps |= Caps::THRESHOLD;
-            }
+            caps |= selector_caps(*evtsel);
         }
         EventKind::Iaf { event, usr, os, .. } => {
             req.pm_ev = *event;
@@ -280,16 +271,8 @@ pub fn allocate_request(
             req.pm_flags |= PmcFlags::EV_PMU.bits();
             req.pm_ev = pmu_index(&event.name).unwrap_or(0);
             req.pm_md.set_amd_config(*perf_ctl);
-            caps |= rings(perf_ctl & 1 << 16 != 0, perf_ctl & 1 << 17 != 0);
-            if perf_ctl & 1 << 18 != 0 {
-                caps |= Caps::EDGE;
-            }
-            if perf_ctl & 1 << 23 != 0 {
-                caps |= Caps::INVERT;
-            }
-            if (perf_ctl >> 24) & 0xFF != 0 {
-                caps |= Caps::THRESHOLD;
-            }
+            // PERF_CTL's low 32 bits are laid out as IA32_PERFEVTSELx.
+            caps |= selector_caps(*perf_ctl as u32);
         }
         EventKind::Tsc => {
             req.pm_ev = event::TSC_TSC;
@@ -313,6 +296,17 @@ pub fn allocate_request(
     }
     req.pm_caps = caps.bits();
     Ok(req)
+}
+
+/// The capabilities an event-select image asks for (IA32_PERFEVTSELx, or AMD PERF_CTL's low 32
+/// bits, which have the same layout): USR 16, OS 17, EDGE 18, INV 23, CMASK 31:24.
+fn selector_caps(selector: u32) -> Caps {
+    let mut caps = Caps::empty();
+    for (bit, cap) in [(16, Caps::USER), (17, Caps::SYSTEM), (18, Caps::EDGE), (23, Caps::INVERT)] {
+        caps.set(cap, selector & 1 << bit != 0);
+    }
+    caps.set(Caps::THRESHOLD, selector >> 24 != 0);
+    caps
 }
 
 /// The row of event `name` in the host CPU's PMU table, if it has one.

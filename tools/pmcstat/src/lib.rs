@@ -117,6 +117,34 @@ fn describe_event(spec: &str) -> Result<i32, Failure> {
     Ok(0)
 }
 
+/// The `umask`, `rings` and `flags` lines of an event-select image (IA32_PERFEVTSELx, or AMD
+/// PERF_CTL's low 32 bits): umask 15:8, USR 16, OS 17, EDGE 18, INV 23, CMASK 31:24.
+fn selector_lines(lines: &mut Vec<(&str, String)>, selector: u32) {
+    let bit = |n: u32| selector & (1 << n) != 0;
+    lines.push(("umask", format!("{:#04x}", (selector >> 8) & 0xFF)));
+    lines.push(("rings", rings_text(bit(16), bit(17)).to_owned()));
+    let mut flags: Vec<String> = Vec::new();
+    if bit(18) {
+        flags.push("edge".into());
+    }
+    if bit(23) {
+        flags.push("inv".into());
+    }
+    if selector >> 24 != 0 {
+        flags.push(format!("cmask={}", selector >> 24));
+    }
+    lines.push(("flags", if flags.is_empty() { "none".into() } else { flags.join(" ") }));
+}
+
+/// The rings an event counts in, as `-u` says them (neither bit set: both).
+fn rings_text(usr: bool, os: bool) -> &'static str {
+    match (usr, os) {
+        (true, false) => "user",
+        (false, true) => "kernel",
+        _ => "user and kernel",
+    }
+}
+
 /// What `-u` prints about an event: one `label: value` line each for its name (and the spec
 /// when it was spelled differently), its class, how the counter is programmed, and the
 /// sampling rate used when `-n` is not given:
@@ -151,28 +179,10 @@ pub fn describe_event_text(event: &pmc::events::Event) -> String {
         _ => "",
     };
     lines.push(("class", format!("{class}{what}")));
-    let rings = |usr: bool, os: bool| match (usr, os) {
-        (true, false) => "user",
-        (false, true) => "kernel",
-        _ => "user and kernel",
-    };
     match &event.kind {
         EventKind::Iap { evtsel } => {
-            let bit = |n: u32| evtsel & (1 << n) != 0;
             lines.push(("event select", format!("{:#04x}", evtsel & 0xFF)));
-            lines.push(("umask", format!("{:#04x}", (evtsel >> 8) & 0xFF)));
-            lines.push(("rings", rings(bit(16), bit(17)).to_owned()));
-            let mut flags: Vec<String> = Vec::new();
-            if bit(18) {
-                flags.push("edge".into());
-            }
-            if bit(23) {
-                flags.push("inv".into());
-            }
-            if evtsel >> 24 != 0 {
-                flags.push(format!("cmask={}", evtsel >> 24));
-            }
-            lines.push(("flags", if flags.is_empty() { "none".into() } else { flags.join(" ") }));
+            selector_lines(&mut lines, *evtsel);
             lines.push(("PERFEVTSEL", format!("{evtsel:#010x}")));
         }
         EventKind::Iaf { index, event: code, usr, os } => {
@@ -186,25 +196,13 @@ pub fn describe_event_text(event: &pmc::events::Event) -> String {
             let name =
                 pmclog::names::event_name(*code).map(|n| format!(" ({n})")).unwrap_or_default();
             lines.push(("FreeBSD event", format!("{code:#x}{name}")));
-            lines.push(("rings", rings(*usr, *os).to_owned()));
+            lines.push(("rings", rings_text(*usr, *os).to_owned()));
         }
         EventKind::K8 { perf_ctl } => {
-            let bit = |n: u32| perf_ctl & (1 << n) != 0;
             let code = (perf_ctl & 0xFF) | ((perf_ctl >> 32) & 0xF) << 8;
             lines.push(("event select", format!("{code:#05x}")));
-            lines.push(("umask", format!("{:#04x}", (perf_ctl >> 8) & 0xFF)));
-            lines.push(("rings", rings(bit(16), bit(17)).to_owned()));
-            let mut flags: Vec<String> = Vec::new();
-            if bit(18) {
-                flags.push("edge".into());
-            }
-            if bit(23) {
-                flags.push("inv".into());
-            }
-            if (perf_ctl >> 24) & 0xFF != 0 {
-                flags.push(format!("cmask={}", (perf_ctl >> 24) & 0xFF));
-            }
-            lines.push(("flags", if flags.is_empty() { "none".into() } else { flags.join(" ") }));
+            // PERF_CTL's low 32 bits are laid out as IA32_PERFEVTSELx.
+            selector_lines(&mut lines, *perf_ctl as u32);
             lines.push(("PERF_CTL", format!("{perf_ctl:#012x}")));
         }
         EventKind::Tsc => {
