@@ -24,7 +24,8 @@ use hwpmc::abi::{
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use crate::error::{Error, Result};
-use crate::events::{Event, EventKind, HostEvents, pmu_table};
+use crate::events::model::{self, CpuId};
+use crate::events::{Event, EventError, EventKind, EventListing, HostEvents, pmu_table};
 use crate::host::{self, HostKind};
 
 /// Issues `op` with `arg` on this process's host.
@@ -111,13 +112,22 @@ fn with_catalog<R>(f: impl FnOnce(&HostEvents, &HashMap<String, u32>) -> Result<
         if cell.borrow().is_none() {
             let classes = classes()?.iter().filter_map(|c| Class::from_u32(c.pm_class)).collect();
             let soft = soft_events().unwrap_or_default();
-            let (missing_reason, intel_model) =
-                host::with_host(|h| Ok((h.missing_hardware_reason(), h.intel_model())))?;
+            let (missing_reason, host_cpu, kind) =
+                host::with_host(|h| Ok((h.missing_hardware_reason(), h.intel_model(), h.kind())))?;
+            let cpu = catalog_cpu(host_cpu.as_deref())?;
+            // A real CPU's hybrid core type picks its table; not for the simulated CPU or a CPU
+            // PMC_CPUID names.
+            let core_type = match kind {
+                HostKind::Sim => None,
+                _ if model::cpuid_override().ok().flatten().is_some() => None,
+                _ => model::current_core_type(),
+            };
             let events = HostEvents {
                 classes,
                 missing_reason,
                 soft_events: soft.iter().map(|(n, _)| n.clone()).collect(),
-                intel_model,
+                cpu,
+                core_type,
                 arch_events_unavailable: 0,
             };
             *cell.borrow_mut() = Some((events, soft.into_iter().collect()));
@@ -138,6 +148,29 @@ pub fn lookup_event(spec: &str) -> Result<Event> {
 /// Every event this host offers, (class, name).
 pub fn list_events() -> Result<Vec<(Class, String)>> {
     with_catalog(|events, _| Ok(events.list()))
+}
+
+/// The encoding of `spec` for the selected CPU model (the host's, or `PMC_CPUID`'s) as if the
+/// host could count every hardware class, and why this host cannot count it, if it cannot:
+/// for `pmcstat -u`.
+pub fn encode_event(spec: &str) -> Result<(Event, Option<String>)> {
+    with_catalog(|events, _| {
+        let unavailable = match events.lookup(spec) {
+            Ok(event) => return Ok((event, None)),
+            Err(error @ EventError::Unavailable { .. }) => error.to_string(),
+            Err(error) => return Err(Error::with_detail("event", libc::EINVAL, error.to_string())),
+        };
+        let event = events
+            .encode(spec)
+            .map_err(|e| Error::with_detail("event", libc::EINVAL, e.to_string()))?;
+        Ok((event, Some(unavailable)))
+    })
+}
+
+/// The catalog as `pmcstat -L` shows it: every event this host offers, with its class and
+/// category, then the selected CPU model's events this host cannot count.
+pub fn event_listing() -> Result<EventListing> {
+    with_catalog(|events, _| Ok(events.listing()))
 }
 
 /// What to allocate.
@@ -228,20 +261,18 @@ pub fn allocate_request(
             // encoding), which logs carry and readers name with `PmuEventNames`.
             req.pm_ev = pmu_index(&event.name).unwrap_or(0);
             req.pm_md.set_iap_config(*evtsel);
-            caps |= rings(evtsel & 1 << 16 != 0, evtsel & 1 << 17 != 0);
-            if evtsel & 1 << 18 != 0 {
-                caps |= Caps::EDGE;
-            }
-            if evtsel & 1 << 23 != 0 {
-                caps |= Caps::INVERT;
-            }
-            if evtsel >> 24 != 0 {
-                caps |= Caps::THRESHOLD;
-            }
+            caps |= selector_caps(*evtsel);
         }
         EventKind::Iaf { event, usr, os, .. } => {
             req.pm_ev = *event;
             caps |= rings(*usr, *os);
+        }
+        EventKind::K8 { perf_ctl } => {
+            req.pm_flags |= PmcFlags::EV_PMU.bits();
+            req.pm_ev = pmu_index(&event.name).unwrap_or(0);
+            req.pm_md.set_amd_config(*perf_ctl);
+            // PERF_CTL's low 32 bits are laid out as IA32_PERFEVTSELx.
+            caps |= selector_caps(*perf_ctl as u32);
         }
         EventKind::Tsc => {
             req.pm_ev = event::TSC_TSC;
@@ -267,15 +298,38 @@ pub fn allocate_request(
     Ok(req)
 }
 
+/// The capabilities an event-select image asks for (IA32_PERFEVTSELx, or AMD PERF_CTL's low 32
+/// bits, which have the same layout): USR 16, OS 17, EDGE 18, INV 23, CMASK 31:24.
+fn selector_caps(selector: u32) -> Caps {
+    let mut caps = Caps::empty();
+    for (bit, cap) in [(16, Caps::USER), (17, Caps::SYSTEM), (18, Caps::EDGE), (23, Caps::INVERT)] {
+        caps.set(cap, selector & 1 << bit != 0);
+    }
+    caps.set(Caps::THRESHOLD, selector >> 24 != 0);
+    caps
+}
+
 /// The row of event `name` in the host CPU's PMU table, if it has one.
 fn pmu_index(name: &str) -> Option<u32> {
     pmu_table::index_in(&pmu_table::table(&host_pmu_key()?), name)
 }
 
-/// The PMU table key of the host's CPU (`"GenuineIntel-6-55"`), if it is an Intel CPU.
+/// The PMU table key of the host's CPU (`"GenuineIntel-6-55-4"`, or `PMC_CPUID`'s CPU), if it
+/// has an event table.
 pub(crate) fn host_pmu_key() -> Option<String> {
-    let model = host::with_host(|h| Ok(h.intel_model())).ok().flatten()?;
-    pmu_table::model_key(&model)
+    let host_cpu = host::with_host(|h| Ok(h.intel_model())).ok().flatten();
+    let cpu = catalog_cpu(host_cpu.as_deref()).ok().flatten()?;
+    pmu_table::model_key(&cpu.to_string())
+}
+
+/// The CPU the catalog answers for: the one `PMC_CPUID` names (FreeBSD's `pmc_cpuid` format),
+/// else the host's. A malformed `PMC_CPUID` is an EINVAL error that shows the expected format.
+fn catalog_cpu(host_cpu: Option<&str>) -> Result<Option<CpuId>> {
+    match model::cpuid_override() {
+        Ok(Some(cpu)) => Ok(Some(cpu)),
+        Ok(None) => Ok(host_cpu.and_then(|id| CpuId::parse(id).ok())),
+        Err(error) => Err(Error::with_detail("event catalog", libc::EINVAL, error.to_string())),
+    }
 }
 
 /// An allocated PMC, released when dropped.

@@ -6,44 +6,73 @@
 //! `NAME[,qualifier...]`, names case-insensitive, and as in FreeBSD's `pmc_match_event_name`
 //! the separators ' ', '_', '-' and '.' match one another (`cpu-clk-unhalted.ref-tsc` is
 //! `CPU_CLK_UNHALTED.REF_TSC`). A FreeBSD class prefix (`iaf-`, `iap-`, `tsc-`, `soft-`) limits
-//! the search to that class (`tsc-tsc`, `iaf-instr-retired.any`). Names, first match wins:
+//! the search to that class (`tsc-tsc`, `iaf-instr-retired.any`). Names, first match wins,
+//! in FreeBSD's order:
 //!
-//! * FreeBSD's aliases: `instructions`, `unhalted-cycles`, `unhalted-reference-cycles` (a fixed
-//!   counter when the host offers IAF, else the architectural event on a programmable counter),
-//!   `branches`, `branch-mispredicts`, `cache-references`, `cache-misses`;
-//! * the fixed counters: `INSTR_RETIRED.ANY` / `INST_RETIRED.ANY` (0), `CPU_CLK_UNHALTED.CORE` /
-//!   `.THREAD` (1), `CPU_CLK_UNHALTED.REF` / `.REF_TSC` (2);
-//! * `TSC`;
-//! * software events: those the host lists, FreeBSD's (`CLOCK.HARD`, `CLOCK.STAT`, `CLOCK.PROF`,
-//!   `PAGE_FAULT.ALL`, `.READ`, `.WRITE`) and perf's (`task-clock`, `cpu-clock`, …);
-//! * the architectural events of CPUID leaf 0xA (`UNHALTED_CORE_CYCLES`, …) and
-//!   `INST_RETIRED.ANY_P`;
-//! * the core events of the x86 crate's Intel table for the host's model.
+//! 1. on a CPU with an event table ([`model`]: the vendors' mapfile patterns matched against
+//!    the CPU's vendor-family-model-stepping, or `PMC_CPUID`), FreeBSD's PMU aliases
+//!    (`pmu_alias_get`, exactly: its Intel and AMD tables, e.g. `instructions` is
+//!    `inst_retired.any_p` on Intel and `ex_ret_instr` on AMD);
+//! 2. the model's tables ([`table`], generated from Intel perfmon and Linux perf's AMD JSON):
+//!    Intel's names (`INST_RETIRED.ANY_P`), Linux perf's AMD names (`ex_ret_instr`,
+//!    `ls_dispatch.ld_dispatch`); a hybrid CPU's core-type table first. Events the driver cannot
+//!    count yet (extra MSRs: offcore response, load latency, frontend; fixed counter 3 and up;
+//!    extended unit masks; PEBS-only; AMD L3/DF/UMC PMUs) are known but refused with the reason;
+//! 3. FreeBSD's static aliases, for CPUs without a table or whose table lacks the PMU alias's
+//!    target: `instructions`, `unhalted-cycles` (a fixed counter when the host offers IAF, else
+//!    the architectural event), `branches`, `branch-mispredicts`, and `cycles` (the TSC);
+//!    `unhalted-reference-cycles` / `UNHALTED_REFERENCE_CYCLES` (fixed counter 2: TSC rate),
+//!    `cache-references` and `cache-misses` are Linux perf's names for architectural events;
+//! 4. the fixed counters: `INSTR_RETIRED.ANY` / `INST_RETIRED.ANY` (0), `CPU_CLK_UNHALTED.CORE` /
+//!    `.THREAD` (1), `CPU_CLK_UNHALTED.REF` / `.REF_TSC` (2);
+//! 5. `TSC`;
+//! 6. software events: those the host lists, FreeBSD's (`CLOCK.HARD`, `CLOCK.STAT`, `CLOCK.PROF`,
+//!    `PAGE_FAULT.ALL`, `.READ`, `.WRITE`) and perf's (`task-clock`, `cpu-clock`, …);
+//! 7. the architectural events of CPUID leaf 0xA (`UNHALTED_CORE_CYCLES`, …) and
+//!    `INST_RETIRED.ANY_P`.
+//!
+//! FreeBSD's `unhalted-cycles` / `UNHALTED_CORE_CYCLES` is `cpu_clk_unhalted.thread_p_any`,
+//! which counts with AnyThread (both hyperthreads of a core): AnyThread needs privilege and is
+//! deprecated from perfmon v5, so the same encoding without it is counted instead — the thread's
+//! own unhalted cycles, `CPU_CLK_UNHALTED.THREAD_P` (0x3C/0x00).
+//!
+//! AMD core events resolve to class K8 with their PERF_CTL image (the 12-bit event select split
+//! between bits 7:0 and 35:32); they are allocatable on a host that offers K8.
 //!
 //! Qualifiers: `usr`, `os` (neither = both rings), `edge`, `inv`, `cmask=N`, `umask=N` (N in
-//! 0..=255, decimal or `0x` hex). `anythread` is refused. A fixed counter takes only `usr` and
+//! 0..=255, decimal or `0x` hex). `anythread` is refused, and so are the JSON's extra-MSR keys
+//! `ldlat=`, `frontend=` and `offcore_rsp=` (the driver does not program those MSRs yet). A fixed counter takes only `usr` and
 //! `os`; TSC and software events take none.
 //!
 //! A raw encoding is `event=N[,umask=N][,usr][,os][,edge][,inv][,cmask=N]`.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 use std::num::IntErrorKind;
 
 use hwpmc::abi::event as abi_event;
 use hwpmc::regs::PerfEvtSel;
 
 mod catalog;
-mod intel;
+mod freebsd_alias;
+#[rustfmt::skip]
+mod generated;
+pub mod model;
 pub mod pmu_table;
 mod suggest;
+pub mod table;
 #[cfg(test)]
 mod tests;
+mod vendor;
 
 use catalog::Programmable;
-use intel::TableEvent;
+use model::{CpuId, ModelTable, Vendor};
+use vendor::AmdCore;
 
 pub use hwpmc::abi::Class;
+
+/// The Intel perfmon commit the generated Intel tables come from.
+pub const INTEL_PERFMON_COMMIT: &str = generated::INTEL_PERFMON_COMMIT;
 
 /// The sampling rate of a hardware event when the user gives none (FreeBSD's
 /// `DEFAULT_SAMPLE_COUNT`). Events of the Intel tables use the table's `SampleAfterValue`
@@ -69,7 +98,7 @@ pub fn aliases() -> impl Iterator<Item = &'static str> {
     catalog::ALIASES.iter().map(|alias| alias.name)
 }
 
-/// The x86 crate's / FreeBSD's model key for an Intel CPU: `"GenuineIntel-6-5E"` for family 6,
+/// FreeBSD's `kern.hwpmc.cpuid` key for an Intel CPU: `"GenuineIntel-6-5E"` for family 6,
 /// model 0x5E (the display family and model of CPUID leaf 1).
 pub fn intel_model_key(family: u32, model: u32) -> String {
     format!("GenuineIntel-{family}-{model:02X}")
@@ -103,6 +132,12 @@ pub enum EventKind {
         usr: bool,
         /// Count in kernel mode (ring 0).
         os: bool,
+    },
+    /// An AMD core counter (class K8).
+    K8 {
+        /// The PERF_CTL image: event select bits 7:0 and 35:32 (the 12-bit event code split),
+        /// umask 15:8, USR 16, OS 17, EDGE 18, INV 23, CMASK 31:24; never EN (22) or INT (20).
+        perf_ctl: u64,
     },
     /// The time-stamp counter (`hwpmc::abi::event::TSC_TSC`).
     Tsc,
@@ -140,9 +175,11 @@ pub struct HostEvents {
     pub missing_reason: Option<String>,
     /// Software event names the host provides (`CLOCK.PROF`, `cpu-clock`, …).
     pub soft_events: Vec<String>,
-    /// Intel model key for the x86 crate's tables, e.g. `Some("GenuineIntel-6-55")` (see
-    /// [`intel_model_key`]); `None` if not Intel or unknown.
-    pub intel_model: Option<String>,
+    /// The CPU whose event tables apply (from the host, or `PMC_CPUID`); `None` if unknown.
+    pub cpu: Option<CpuId>,
+    /// The core type of a hybrid CPU (CPUID.1AH:EAX\[31:24\]: 0x20 Atom, 0x40 Core), which
+    /// picks the table searched first; `None`: the P-core table first.
+    pub core_type: Option<u8>,
     /// The architectural events of CPUID leaf 0xA the CPU does not support: bit i set = event i
     /// (Intel SDM order: 0 core cycles, 1 instructions, 2 reference cycles, 3 LLC references,
     /// 4 LLC misses, 5 branches, 6 branch misses, 7 topdown slots) unavailable. See
@@ -227,6 +264,8 @@ const INV: u32 = PerfEvtSel::INV as u32;
 struct Entry {
     /// The canonical name.
     name: Cow<'static, str>,
+    /// A short category for listings (vendor-table events only).
+    category: Option<&'static str>,
     /// The class it belongs to; `None` for an alias, whose class depends on the host.
     class: Option<Class>,
     /// What it resolves to.
@@ -234,7 +273,7 @@ struct Entry {
 }
 
 /// What a catalog entry resolves to, before the host is consulted.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Target {
     /// An alias: the fixed counter it prefers and the programmable encoding otherwise.
     Alias { fixed: Option<u8>, programmable: Programmable },
@@ -244,6 +283,10 @@ enum Target {
     Programmable(Programmable),
     /// A table event that needs AnyThread.
     AnyThread,
+    /// An AMD core event.
+    Amd(AmdCore),
+    /// A table event the driver cannot count yet, and why.
+    Refused { reason: String },
     /// The time-stamp counter.
     Tsc,
     /// A software event the host lists, by the host's name.
@@ -303,6 +346,15 @@ impl Qualifiers {
                 },
                 Some((key, value)) => {
                     let key = key.trim().to_ascii_lowercase();
+                    if let Some(msr) = extra_msr_qualifier(&key) {
+                        return Err(bad_qualifier(
+                            spec,
+                            format!(
+                                "`{token}` sets {msr}, which the driver does not program yet; \
+                                 {ACCEPTED_QUALIFIERS}"
+                            ),
+                        ));
+                    }
                     let slot = match key.as_str() {
                         "cmask" => &mut qualifiers.cmask,
                         "umask" => &mut qualifiers.umask,
@@ -335,6 +387,17 @@ impl Qualifiers {
     /// (count in user mode, count in kernel mode): both when neither was asked for.
     fn rings(&self) -> (bool, bool) {
         if self.usr || self.os { (self.usr, self.os) } else { (true, true) }
+    }
+}
+
+/// The MSR a qualifier of the vendors' JSON keys (as Linux perf and FreeBSD's libpmc spell them)
+/// would set: `ldlat=` load latency, `frontend=`, `offcore_rsp=` offcore response.
+fn extra_msr_qualifier(key: &str) -> Option<&'static str> {
+    match key {
+        "ldlat" => Some("MSR_PEBS_LD_LAT_THRESHOLD (3F6h, load latency)"),
+        "frontend" => Some("MSR_PEBS_FRONTEND (3F7h)"),
+        "offcore_rsp" | "rsp" => Some("MSR_OFFCORE_RSP_0/1 (1A6h/1A7h, offcore response)"),
+        _ => None,
     }
 }
 
@@ -391,6 +454,85 @@ fn find<'a>(entries: &'a [Entry], name: &str, class: Option<Class>) -> Option<&'
     )
 }
 
+/// A listed event: its class, name and category.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedEvent {
+    /// The class that counts it.
+    pub class: Class,
+    /// Its canonical name.
+    pub name: String,
+    /// A short category (`cache`, `branch`, …) for vendor-table events.
+    pub category: Option<&'static str>,
+}
+
+/// A model event this host cannot count, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnavailableEvent {
+    /// The event.
+    pub event: ListedEvent,
+    /// The core type of its table on a hybrid CPU (`Core`, `Atom`).
+    pub core_type: Option<String>,
+    /// Why it cannot be counted, when that is the event's own reason (an extra MSR, a fixed
+    /// counter the driver lacks, AnyThread); `None` when the host lacks its class (see
+    /// [`EventListing::missing_reason`]).
+    pub reason: Option<String>,
+}
+
+/// What `pmcstat -L` lists ([`HostEvents::listing`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventListing {
+    /// The CPU the tables were chosen for (`GenuineIntel-6-55-4`), if known.
+    pub cpu: Option<String>,
+    /// The names of its event tables.
+    pub tables: Vec<&'static str>,
+    /// The events this host offers, sorted by class and name.
+    pub offered: Vec<ListedEvent>,
+    /// The CPU's table events this host cannot count, sorted by class and name.
+    pub unavailable: Vec<UnavailableEvent>,
+    /// Why the host lacks the hardware classes, if it says.
+    pub missing_reason: Option<String>,
+}
+
+/// The catalog entry of a vendor-table event.
+fn table_entry(vendor: Vendor, event: &table::VendorEvent) -> Entry {
+    let (class, target) = vendor::target(vendor, event);
+    Entry {
+        name: Cow::Borrowed(event.name),
+        category: Some(event.category),
+        class: Some(class),
+        target,
+    }
+}
+
+/// Every event of a table as catalog entries.
+fn table_entries(table: &ModelTable) -> impl Iterator<Item = Entry> + '_ {
+    let vendor = table.table.vendor();
+    table.table.events().iter().map(move |event| table_entry(vendor, event))
+}
+
+/// FreeBSD's alias `alias` as the table event `target` it stands for, or `None` when the
+/// tables lack it (FreeBSD then falls back to its static aliases). Where the target counts with
+/// AnyThread (`cpu_clk_unhalted.thread_p_any`, both hyperthreads of a core), which needs
+/// privilege and is deprecated from perfmon v5, the same encoding without AnyThread is used: it
+/// counts the thread's own unhalted cycles (`CPU_CLK_UNHALTED.THREAD_P`).
+fn alias_entry(tables: &[ModelTable], alias: &str, target: &str) -> Option<Entry> {
+    let (table, event) = tables.iter().find_map(|t| Some((t.table, t.table.find(target)?)))?;
+    let mut entry = table_entry(table.vendor(), event);
+    if event.any_thread {
+        let own_thread = table::VendorEvent { any_thread: false, ..event.clone() };
+        entry = table_entry(table.vendor(), &own_thread);
+    }
+    entry.name = Cow::Owned(alias.to_string());
+    Some(entry)
+}
+
+/// The event counted for a FreeBSD alias target that needs AnyThread: the same name without
+/// its `_ANY` suffix (`cpu_clk_unhalted.thread_p_any` → `cpu_clk_unhalted.thread_p`).
+pub(crate) fn own_thread_name(target: &str) -> Option<&str> {
+    let cut = target.len().checked_sub(4)?;
+    target.get(cut..)?.eq_ignore_ascii_case("_any").then(|| &target[..cut])
+}
+
 /// The name of the architectural event of CPUID.0AH:EBX bit `bit`.
 fn architectural_name(bit: u8) -> &'static str {
     catalog::ARCHITECTURAL
@@ -405,6 +547,14 @@ impl HostEvents {
         self.classes.contains(&class)
     }
 
+    /// The event tables of this host's CPU, the table of its core type first (empty when the
+    /// CPU is unknown or has none).
+    pub fn tables(&self) -> Vec<ModelTable> {
+        self.cpu
+            .map(|cpu| model::order_by_core_type(cpu.tables(), self.core_type))
+            .unwrap_or_default()
+    }
+
     /// Resolves a pmcstat / `pmc_allocate` event spec.
     pub fn lookup(&self, spec: &str) -> Result<Event, EventError> {
         let mut tokens = spec.split(',');
@@ -412,15 +562,20 @@ impl HostEvents {
         if head.contains('=') {
             return self.lookup_raw(spec);
         }
-        let entries = self.entries();
-        let entry = find(&entries, head, None).or_else(|| {
+        let tables = self.tables();
+        let entry = self.find_entry(&tables, head, None).or_else(|| {
             let (class, rest) = split_class_prefix(head)?;
-            find(&entries, rest, Some(class))
+            self.find_entry(&tables, rest, Some(class))
         });
         let Some(entry) = entry else {
+            let entries = self.static_entries();
+            let table_entries: Vec<Entry> = tables.iter().flat_map(table_entries).collect();
             let suggestions = suggest::suggestions(
                 head,
-                entries.iter().map(|entry| (entry.name.as_ref(), self.entry_offered(entry))),
+                entries
+                    .iter()
+                    .chain(&table_entries)
+                    .map(|entry| (entry.name.as_ref(), self.entry_offered(entry))),
             );
             return Err(EventError::Unknown { spec: spec.to_string(), suggestions });
         };
@@ -435,32 +590,126 @@ impl HostEvents {
                 ),
             ));
         }
-        self.resolve(spec, entry, &qualifiers)
+        self.resolve(spec, &entry, &qualifiers)
+    }
+
+    /// Resolves `spec` as if this host could count every hardware class (IAF, IAP, K8): the
+    /// encoding for the selected model, for `pmcstat -u`.
+    pub fn encode(&self, spec: &str) -> Result<Event, EventError> {
+        let mut classes = self.classes.clone();
+        for class in [Class::Iaf, Class::Iap, Class::K8, Class::Tsc] {
+            if !classes.contains(&class) {
+                classes.push(class);
+            }
+        }
+        HostEvents { classes, arch_events_unavailable: 0, ..self.clone() }.lookup(spec)
+    }
+
+    /// The entry `name` names (of class `class`, if given), in FreeBSD's order: its PMU alias
+    /// table when the CPU has an event table, the tables themselves, then the static names.
+    fn find_entry(&self, tables: &[ModelTable], name: &str, class: Option<Class>) -> Option<Entry> {
+        let in_class = |entry: &Entry| class.is_none() || entry.class == class;
+        let vendor = tables.first().map(|t| t.table.vendor());
+        let alias = vendor
+            .and_then(|vendor| freebsd_alias::target(vendor, name))
+            .and_then(|target| alias_entry(tables, name, target));
+        if let Some(entry) = alias.filter(in_class) {
+            return Some(entry);
+        }
+        let table_hit = tables.iter().find_map(|t| {
+            let event = t.table.find(name)?;
+            Some(table_entry(t.table.vendor(), event))
+        });
+        if let Some(entry) = table_hit.filter(in_class) {
+            return Some(entry);
+        }
+        find(&self.static_entries(), name, class).cloned()
     }
 
     /// Every event this host offers, as (class, canonical name), sorted by class then name: for
     /// `pmcstat -L` and `pmc_event_names_of_class`. Aliases and FreeBSD soft-event names that
     /// resolve to a stand-in are not listed.
     pub fn list(&self) -> Vec<(Class, String)> {
-        let listed: BTreeSet<(Class, String)> = self
-            .entries()
-            .into_iter()
-            .filter(|entry| !matches!(entry.target, Target::Soft { .. }))
-            .filter(|entry| self.entry_offered(entry))
-            .filter_map(|entry| Some((entry.class?, entry.name.into_owned())))
-            .collect();
-        listed.into_iter().collect()
+        self.list_with_categories().into_iter().map(|e| (e.class, e.name)).collect()
     }
 
-    /// The catalog for this host, in lookup priority order; a name already present shadows later
-    /// entries of the same name.
-    fn entries(&self) -> Vec<Entry> {
-        let mut entries = Vec::new();
+    /// [`HostEvents::list`] with each event's category (vendor-table events only).
+    pub fn list_with_categories(&self) -> Vec<ListedEvent> {
+        // Names as lookup finds them: a table's entry shadows a static one of the same name
+        // (Nehalem's INST_RETIRED.ANY_P, TOPDOWN.SLOTS on fixed counter 3), offered or not.
         let mut seen = HashSet::new();
-        let mut push = |name: Cow<'static, str>, class: Option<Class>, target: Target| {
-            if seen.insert(name.to_ascii_uppercase()) {
-                entries.push(Entry { name, class, target });
+        let mut listed = Vec::new();
+        let tables = self.tables();
+        let entries = tables.iter().flat_map(table_entries).chain(self.static_entries());
+        for entry in entries {
+            if !seen.insert(entry.name.to_ascii_uppercase()) {
+                continue;
             }
+            if matches!(entry.target, Target::Soft { .. }) || !self.entry_offered(&entry) {
+                continue;
+            }
+            let Some(class) = entry.class else { continue };
+            listed.push(ListedEvent {
+                class,
+                name: entry.name.into_owned(),
+                category: entry.category,
+            });
+        }
+        listed.sort_by(|a, b| (a.class, &a.name).cmp(&(b.class, &b.name)));
+        listed
+    }
+
+    /// [`HostEvents::list_with_categories`], then the events of the CPU's tables this host
+    /// cannot count (on a host without their class, or refused), for `pmcstat -L`.
+    pub fn listing(&self) -> EventListing {
+        let offered = self.list_with_categories();
+        let known: HashSet<(Class, String)> =
+            offered.iter().map(|e| (e.class, e.name.to_ascii_uppercase())).collect();
+        let mut unavailable = Vec::new();
+        for table in self.tables() {
+            for entry in table_entries(&table) {
+                let Some(class) = entry.class else { continue };
+                if self.entry_offered(&entry)
+                    || known.contains(&(class, entry.name.to_ascii_uppercase()))
+                {
+                    continue;
+                }
+                let reason = match &entry.target {
+                    Target::Refused { reason } => Some(reason.clone()),
+                    Target::AnyThread => {
+                        Some("counts with AnyThread, which needs privilege".into())
+                    }
+                    _ => None,
+                };
+                unavailable.push(UnavailableEvent {
+                    event: ListedEvent {
+                        class,
+                        name: entry.name.into_owned(),
+                        category: entry.category,
+                    },
+                    core_type: table.hybrid.map(|h| h.core_type_name()),
+                    reason,
+                });
+            }
+        }
+        unavailable
+            .sort_by(|a, b| (a.event.class, &a.event.name).cmp(&(b.event.class, &b.event.name)));
+        unavailable.dedup_by(|a, b| a.event == b.event);
+        EventListing {
+            cpu: self.cpu.map(|cpu| cpu.to_string()),
+            tables: self.tables().iter().map(|t| t.table.name()).collect(),
+            offered,
+            unavailable,
+            missing_reason: self.missing_reason.clone(),
+        }
+    }
+
+    /// The names libpmc knows without an event table, in lookup priority order; an entry
+    /// shadows later entries of the same name (lookup and listing take the first).
+    fn static_entries(&self) -> Vec<Entry> {
+        let mut entries = Vec::with_capacity(64);
+        let mut push = |name: Cow<'static, str>, class: Option<Class>, target: Target| {
+            entries.push(Entry { name, category: None, class, target });
         };
         for alias in catalog::ALIASES {
             let target = Target::Alias { fixed: alias.fixed, programmable: alias.programmable };
@@ -470,6 +719,8 @@ impl HostEvents {
             push(Cow::Borrowed(name), Some(Class::Iaf), Target::Fixed(index));
         }
         push(Cow::Borrowed("TSC"), Some(Class::Tsc), Target::Tsc);
+        // FreeBSD's generic alias for the TSC.
+        push(Cow::Borrowed("cycles"), None, Target::Tsc);
         for name in &self.soft_events {
             push(Cow::Owned(name.clone()), Some(Class::Soft), Target::HostSoft);
         }
@@ -479,34 +730,27 @@ impl HostEvents {
         for &name in catalog::PERF_SOFT {
             push(Cow::Borrowed(name), Some(Class::Soft), Target::Soft { stand_in: None });
         }
+        // Reference cycles at the TSC rate: fixed counter 2 where there is one (the
+        // programmable encoding counts at the bus clock).
+        let (reference, programmable) = catalog::ARCHITECTURAL[2];
+        push(Cow::Borrowed(reference), None, Target::Alias { fixed: Some(2), programmable });
         for &(name, programmable) in catalog::ARCHITECTURAL {
             push(Cow::Borrowed(name), Some(Class::Iap), Target::Programmable(programmable));
-        }
-        if let Some(model) = &self.intel_model {
-            for (name, event) in intel::events(model) {
-                let (class, target) = match event {
-                    TableEvent::Fixed(index) => (Class::Iaf, Target::Fixed(index)),
-                    TableEvent::Programmable(programmable) => {
-                        (Class::Iap, Target::Programmable(programmable))
-                    }
-                    TableEvent::AnyThread => (Class::Iap, Target::AnyThread),
-                };
-                push(Cow::Borrowed(name), Some(class), target);
-            }
         }
         entries
     }
 
     /// Whether [`HostEvents::lookup`] of the entry's name succeeds (without qualifiers).
     fn entry_offered(&self, entry: &Entry) -> bool {
-        match entry.target {
+        match &entry.target {
             Target::Alias { fixed, programmable } => {
                 (fixed.is_some() && self.offers(Class::Iaf))
-                    || self.programmable_supported(&programmable)
+                    || self.programmable_supported(programmable)
             }
             Target::Fixed(_) => self.offers(Class::Iaf),
-            Target::Programmable(programmable) => self.programmable_supported(&programmable),
-            Target::AnyThread => false,
+            Target::Programmable(programmable) => self.programmable_supported(programmable),
+            Target::AnyThread | Target::Refused { .. } => false,
+            Target::Amd(_) => self.offers(Class::K8),
             Target::Tsc => self.offers(Class::Tsc),
             Target::HostSoft => true,
             Target::Soft { stand_in } => stand_in.and_then(|name| self.host_soft(name)).is_some(),
@@ -577,7 +821,7 @@ impl HostEvents {
         qualifiers: &Qualifiers,
     ) -> Result<Event, EventError> {
         let name = entry.name.to_string();
-        match entry.target {
+        match entry.target.clone() {
             Target::Alias { fixed, programmable } => match fixed {
                 Some(index) if self.offers(Class::Iaf) => {
                     self.fixed_event(spec, name, index, qualifiers)
@@ -591,6 +835,11 @@ impl HostEvents {
             Target::Fixed(index) => self.fixed_event(spec, name, index, qualifiers),
             Target::Programmable(programmable) => {
                 self.programmable_event(spec, name, &programmable, qualifiers)
+            }
+            Target::Amd(amd) => self.amd_event(spec, name, amd, qualifiers),
+            Target::Refused { ref reason } => {
+                let class = entry.class.unwrap_or(Class::Iap);
+                Err(self.unavailable(spec, class, Some(reason.clone())))
             }
             Target::AnyThread => Err(bad_qualifier(
                 spec,
@@ -674,6 +923,37 @@ impl HostEvents {
         })
     }
 
+    /// An AMD core event with its qualifiers applied: the PERF_CTL image.
+    fn amd_event(
+        &self,
+        spec: &str,
+        name: String,
+        amd: AmdCore,
+        qualifiers: &Qualifiers,
+    ) -> Result<Event, EventError> {
+        if !self.offers(Class::K8) {
+            return Err(self.unavailable(spec, Class::K8, None));
+        }
+        let umask = qualifiers.umask.unwrap_or(amd.umask);
+        let cmask = qualifiers.cmask.unwrap_or(0);
+        let (usr, os) = qualifiers.rings();
+        let code = u64::from(amd.code);
+        let mut perf_ctl =
+            (code & 0xFF) | (code >> 8) << 32 | u64::from(umask) << 8 | u64::from(cmask) << 24;
+        for (set, bit) in [(usr, USR), (os, OS), (qualifiers.edge, EDGE), (qualifiers.inv, INV)] {
+            if set {
+                perf_ctl |= u64::from(bit);
+            }
+        }
+        Ok(Event {
+            name,
+            spec: spec.to_string(),
+            class: Class::K8,
+            kind: EventKind::K8 { perf_ctl },
+            default_rate: DEFAULT_SAMPLE_RATE,
+        })
+    }
+
     /// A programmable-counter event with its qualifiers applied.
     fn programmable_event(
         &self,
@@ -728,6 +1008,7 @@ const fn class_purpose(class: Class) -> &'static str {
         Class::Iap => "the programmable hardware counters",
         Class::Tsc => "the time-stamp counter",
         Class::Soft => "software events",
+        Class::K8 => "AMD's core counters",
         _ => "other counters",
     }
 }

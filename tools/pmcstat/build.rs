@@ -1,6 +1,5 @@
-//! Links the pmcstat executable at a fixed address (non-PIE) on Linux: the event tables it
-//! carries (the x86 crate's, for every Intel model) hold ~80 000 pointers, which a PIE must
-//! relocate at every start — most of the time of a short run such as `pmcstat -R log -G -`.
+//! Links the pmcstat executable at a fixed address (non-PIE) on Linux, so a short run such as
+//! `pmcstat -R log -G -` spends no time relocating the static tables it carries at start.
 //! Only the binary is linked so; libpmc's shared library stays position-independent.
 
 fn main() {

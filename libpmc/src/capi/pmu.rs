@@ -2,9 +2,9 @@
 //!
 //! FreeBSD compiles Intel's perfmon JSON tables into libpmc; its "PMU events" are the rows of the
 //! table of the running CPU, and a PMC_F_EV_PMU allocation carries the row's index in `pm_ev`.
-//! Here a CPU's table is the IAF and IAP part of the event catalog for its model: the fixed
-//! counters, the architectural events and the x86 crate's table for the model (the same JSON
-//! files), sorted by class and name — [`crate::events::HostEvents::list`] for a machine with both
+//! Here a CPU's table is the hardware part of the event catalog for its model: the fixed
+//! counters, the architectural events and the model's vendor tables (generated from the same
+//! JSON files), sorted by class and name — [`crate::events::HostEvents::list`] for a machine with both
 //! classes. As with FreeBSD, an index means something only to a libpmc of the same build.
 
 use std::collections::HashMap;
@@ -13,14 +13,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
 
 use hwpmc::abi::{Caps, Class, Mode, PmcFlags};
-use x86::perfcnt::intel::EventDescription;
-use x86::perfcnt::intel::events::COUNTER_MAP;
 
 use super::boundary::{c_str, guard, intern, invalid, non_null, report};
 use super::pmc_op_pmcallocate;
 use crate::api;
 use crate::error::{Error, Result};
-use crate::events::pmu_table::{full_machine, index_in, model_key, table};
+use crate::events::pmu_table::{full_machine, index_in, model_key, summary, table};
 use crate::events::{DEFAULT_SAMPLE_RATE, Event, EventKind};
 
 /// The table key `cpuid` names (NULL: the host's CPU), or `EINVAL`.
@@ -153,6 +151,11 @@ fn fill_pmu_request(request: &mut pmc_op_pmcallocate, event: &Event) -> Result<(
             let os = if asked == Caps::SYSTEM { 1 << 17 } else { 0 };
             md.set_iap_config(evtsel & !(3 << 16) | usr | os);
         }
+        if let EventKind::K8 { perf_ctl } = event.kind {
+            let usr = if asked == Caps::USER { 1 << 16 } else { 0 };
+            let os = if asked == Caps::SYSTEM { 1 << 17 } else { 0 };
+            md.set_amd_config(perf_ctl & !(3 << 16) | usr | os);
+        }
     }
     request.pm_class = filled.pm_class;
     request.pm_ev = filled.pm_ev;
@@ -220,29 +223,28 @@ pub unsafe extern "C" fn pmc_pmu_idx_get_by_event(
     })
 }
 
-/// The PMU events of this host (IAF and IAP) whose names contain `filter` (any case; all for
-/// NULL), with their description from the JSON tables when they have one.
+/// The PMU events of this host (IAF, IAP and K8) whose names contain `filter` (any case; all
+/// for NULL), with a description of our own for vendor-table events (their category, encoding
+/// and constraints: the vendors' texts are not carried).
 ///
 /// # Safety
 ///
 /// `filter` must be NULL or a NUL-terminated string.
-unsafe fn matching_events(
-    filter: *const c_char,
-) -> Result<Vec<(String, Option<&'static EventDescription<'static>>)>> {
+unsafe fn matching_events(filter: *const c_char) -> Result<Vec<(String, Option<String>)>> {
     let filter = if filter.is_null() {
         None
     } else {
         // SAFETY: non-null and NUL-terminated by the caller's promise.
         Some(unsafe { CStr::from_ptr(filter) }.to_string_lossy().to_ascii_lowercase())
     };
-    let descriptions = api::host_pmu_key().and_then(|key| COUNTER_MAP.get(key.as_str()));
+    let key = api::host_pmu_key();
     Ok(api::list_events()?
         .into_iter()
-        .filter(|(class, _)| matches!(class, Class::Iap | Class::Iaf))
+        .filter(|(class, _)| matches!(class, Class::Iap | Class::Iaf | Class::K8))
         .map(|(_, name)| name)
         .filter(|name| filter.as_ref().is_none_or(|f| name.to_ascii_lowercase().contains(f)))
         .map(|name| {
-            let description = descriptions.and_then(|table| table.get(name.as_str()));
+            let description = key.as_deref().and_then(|key| summary(key, &name));
             (name, description)
         })
         .collect())
@@ -289,7 +291,7 @@ pub unsafe extern "C" fn pmc_pmu_print_counter_desc(ev: *const c_char) {
         // SAFETY: NULL or NUL-terminated by the caller's promise.
         for (name, description) in unsafe { matching_events(ev) }? {
             if let Some(d) = description {
-                print(&format!("{name}:\t{}\n", d.brief_description));
+                print(&format!("{name}:\t{d}\n"));
             }
         }
         Ok(())
@@ -308,8 +310,7 @@ pub unsafe extern "C" fn pmc_pmu_print_counter_desc_long(ev: *const c_char) {
         // SAFETY: NULL or NUL-terminated by the caller's promise.
         for (name, description) in unsafe { matching_events(ev) }? {
             if let Some(d) = description {
-                let long = d.public_description.unwrap_or(d.brief_description);
-                print(&format!("{name}:\n{long}\n"));
+                print(&format!("{name}:\n{d}\n"));
             }
         }
         Ok(())
@@ -330,10 +331,7 @@ pub unsafe extern "C" fn pmc_pmu_print_counter_full(ev: *const c_char) {
         for (name, description) in unsafe { matching_events(ev) }? {
             let mut text = format!("{name}:\n");
             if let Some(d) = description {
-                text += &format!("\tdesc:\t\t{}\n", d.brief_description);
-                if let Some(long) = d.public_description {
-                    text += &format!("\tlong_desc:\t{long}\n");
-                }
+                text += &format!("\tdesc:\t\t{d}\n");
             }
             if let Ok(event) = api::lookup_event(&name) {
                 text += &format!("\tclass:\t\t{}\n", event.class.name());
@@ -354,6 +352,9 @@ pub unsafe extern "C" fn pmc_pmu_print_counter_full(ev: *const c_char) {
                     }
                     EventKind::Iaf { index, .. } => {
                         text += &format!("\tevent:\t\tfixed counter {index}\n");
+                    }
+                    EventKind::K8 { perf_ctl } => {
+                        text += &format!("\tevent:\t\tPERF_CTL={perf_ctl:#x}\n");
                     }
                     EventKind::Tsc | EventKind::Soft { .. } => {}
                 }

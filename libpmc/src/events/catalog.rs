@@ -98,11 +98,6 @@ pub(super) const FIXED_NAMES: &[(&str, u8)] = &[
     ("CPU_CLK_UNHALTED.REF_TSC", 2),
 ];
 
-/// The fixed counter `name` (a fixed-counter name, exactly as in [`FIXED_NAMES`]) uses.
-pub(super) fn fixed_index(name: &str) -> Option<u8> {
-    FIXED_NAMES.iter().find(|(n, _)| *n == name).map(|&(_, index)| index)
-}
-
 /// The programmable event that counts what fixed counter `index` counts, for error hints.
 pub(super) const fn fixed_equivalent(index: u8) -> &'static str {
     match index {

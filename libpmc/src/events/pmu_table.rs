@@ -1,36 +1,41 @@
 //! The PMU event tables: FreeBSD's "PMU events" are the rows of the running CPU's table (Intel's
 //! perfmon JSON compiled into libpmc), and a PMC_F_EV_PMU allocation carries its event's row
-//! index in `pm_ev`. Here a CPU's table is the IAF and IAP part of the catalog for its model —
-//! the fixed counters, the architectural events and the x86 crate's table (the same JSON files)
-//! — sorted by class and name. As with FreeBSD, an index means something only to a libpmc of the
+//! index in `pm_ev`. Here a CPU's table is the hardware part of the catalog for its model —
+//! the fixed counters, the architectural events and the model's vendor tables (generated from
+//! the same JSON files) — sorted by class and name. As with FreeBSD, an index means something only to a libpmc of the
 //! same build. [`PmuEventNames`] names such events in logs, for readers such as pmcstat.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{HostEvents, intel_model_key};
+use super::model::CpuId;
+use super::{HostEvents, freebsd_alias};
 use hwpmc::abi::Class;
 
-/// The catalog's table key (`"GenuineIntel-6-55"`) of a CPU id string as `kern.hwpmc.cpuid`
-/// and the hosts spell it (`"GenuineIntel-6-55"`, `"GenuineIntel-6-55-4"` with the stepping):
-/// vendor, decimal family, hex model. `None` for anything but Intel.
+/// The catalog's table key of a CPU id string as `kern.hwpmc.cpuid`, pmclog and the hosts
+/// spell it (`"GenuineIntel-6-55"`, `"GenuineIntel-6-55-4"` with the stepping): the id in
+/// FreeBSD's `pmc_cpuid` format (`"GenuineIntel-6-55-4"`). `None` if it is malformed or the CPU
+/// has no event table.
 pub fn model_key(cpuid: &str) -> Option<String> {
-    let mut parts = cpuid.trim().split('-');
-    if parts.next()? != "GenuineIntel" {
-        return None;
-    }
-    let family = parts.next()?.parse().ok()?;
-    let model = u32::from_str_radix(parts.next()?, 16).ok()?;
-    Some(intel_model_key(family, model))
+    let cpu = CpuId::parse(cpuid).ok()?;
+    (!cpu.tables().is_empty()).then(|| cpu.to_string())
 }
 
-/// The events of a CPU whose PMU has every IAF and IAP event of model `key`.
+/// The events of a CPU whose PMU has every hardware event (IAF, IAP, K8) of model `key`.
 pub fn full_machine(key: &str) -> HostEvents {
     HostEvents {
-        classes: vec![Class::Iaf, Class::Iap],
-        intel_model: Some(key.to_string()),
+        classes: vec![Class::Iaf, Class::Iap, Class::K8],
+        cpu: CpuId::parse(key).ok(),
         ..HostEvents::default()
     }
+}
+
+/// A description of our own of the vendor-table event `name` of model `key`: its category,
+/// encoding and constraints (`cache: event 0x24, umask 0xc1; counters 0-3; sample after
+/// 200003`), as `pmc_pmu_print_counter_desc` prints it.
+pub fn summary(key: &str, name: &str) -> Option<String> {
+    let tables = CpuId::parse(key).ok()?.tables();
+    tables.iter().find_map(|t| t.table.find(name)).map(|event| event.summary())
 }
 
 /// The tables made so far, by key.
@@ -48,29 +53,29 @@ pub fn table(key: &str) -> Arc<Vec<String>> {
         .clone()
 }
 
-/// FreeBSD's PMU aliases (`pmu_alias_get`) for the catalog's aliases: the table names they stand
-/// for, the first one present in a table winning.
-const PMU_ALIASES: &[(&str, &[&str])] = &[
-    ("instructions", &["INST_RETIRED.ANY", "INSTR_RETIRED.ANY", "INSTRUCTION_RETIRED"]),
-    (
-        "unhalted-cycles",
-        &["CPU_CLK_UNHALTED.THREAD", "CPU_CLK_UNHALTED.CORE", "UNHALTED_CORE_CYCLES"],
-    ),
-    (
-        "unhalted-reference-cycles",
-        &["CPU_CLK_UNHALTED.REF_TSC", "CPU_CLK_UNHALTED.REF", "UNHALTED_REFERENCE_CYCLES"],
-    ),
-    ("branches", &["BR_INST_RETIRED.ALL_BRANCHES", "BRANCH_INSTRUCTION_RETIRED"]),
-    ("branch-mispredicts", &["BR_MISP_RETIRED.ALL_BRANCHES", "BRANCH_MISSES_RETIRED"]),
-    ("cache-references", &["LONGEST_LAT_CACHE.REFERENCE", "LLC_REFERENCE"]),
-    ("cache-misses", &["LONGEST_LAT_CACHE.MISS", "LLC_MISSES"]),
+/// The static aliases' table names when the CPU's tables lack FreeBSD's PMU alias target.
+const STATIC_ALIASES: &[(&str, &[&str])] = &[
+    ("instructions", &["INSTRUCTION_RETIRED"]),
+    ("unhalted-cycles", &["UNHALTED_CORE_CYCLES"]),
+    ("branches", &["BRANCH_INSTRUCTION_RETIRED"]),
+    ("branch-mispredicts", &["BRANCH_MISSES_RETIRED"]),
+    ("cache-references", &["LLC_REFERENCE"]),
+    ("cache-misses", &["LLC_MISSES"]),
 ];
 
-/// The index in `table` of the event the catalog calls `name` (a canonical name or an alias).
+/// The index in `table` of the event the catalog calls `name` (a canonical name or an alias:
+/// FreeBSD's PMU alias target first, then the static alias's).
 pub fn index_in(table: &[String], name: &str) -> Option<u32> {
-    let aliases = PMU_ALIASES.iter().find(|(alias, _)| alias.eq_ignore_ascii_case(name));
-    let candidates =
-        std::iter::once(name).chain(aliases.into_iter().flat_map(|(_, n)| n.iter().copied()));
+    let pmu_targets = [freebsd_alias::INTEL, freebsd_alias::AMD]
+        .into_iter()
+        .flat_map(|aliases| aliases.iter())
+        .filter(|(alias, _)| alias.eq_ignore_ascii_case(name))
+        .flat_map(|&(_, target)| std::iter::once(target).chain(super::own_thread_name(target)));
+    let static_targets = STATIC_ALIASES
+        .iter()
+        .filter(|(alias, _)| alias.eq_ignore_ascii_case(name))
+        .flat_map(|(_, names)| names.iter().copied());
+    let candidates = std::iter::once(name).chain(pmu_targets).chain(static_targets);
     candidates
         .filter_map(|candidate| table.iter().position(|n| n.eq_ignore_ascii_case(candidate)))
         .map(|i| i as u32)
@@ -116,7 +121,7 @@ mod tests {
 
     #[test]
     fn cpus_without_a_table_name_nothing() {
-        assert_eq!(PmuEventNames.pmu_event(b"AuthenticAMD-23-1", 0), None);
+        assert_eq!(PmuEventNames.pmu_event(b"AuthenticAMD-21-1", 0), None);
         assert_eq!(PmuEventNames.pmu_event(b"\xff", 0), None);
     }
 }

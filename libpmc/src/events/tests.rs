@@ -4,6 +4,7 @@
 //! perfmon JSON file for Skylake (`skylake_core_v42.json`), written out here by hand.
 
 use super::*;
+use crate::events::model::CpuId;
 
 // IA32_PERFEVTSELx fields (Intel SDM Vol. 3B, Figure "Layout of IA32_PERFEVTSELx MSRs").
 const SEL_USR: u32 = 1 << 16;
@@ -57,7 +58,8 @@ fn pmu_less_linux() -> HostEvents {
         classes: vec![Class::Tsc, Class::Soft],
         missing_reason: Some(PMU_LESS_REASON.to_string()),
         soft_events: LINUX_SOFT.iter().map(|s| s.to_string()).collect(),
-        intel_model: None,
+        cpu: None,
+        core_type: None,
         arch_events_unavailable: 0,
     }
 }
@@ -72,7 +74,8 @@ fn intel_freebsd(with_iaf: bool) -> HostEvents {
         classes,
         missing_reason: None,
         soft_events: FREEBSD_SOFT.iter().map(|s| s.to_string()).collect(),
-        intel_model: None,
+        cpu: None,
+        core_type: None,
         arch_events_unavailable: 0,
     }
 }
@@ -83,7 +86,8 @@ fn skylake_linux() -> HostEvents {
         classes: vec![Class::Tsc, Class::Iaf, Class::Iap, Class::Soft],
         missing_reason: None,
         soft_events: LINUX_SOFT.iter().map(|s| s.to_string()).collect(),
-        intel_model: Some("GenuineIntel-6-5E".to_string()),
+        cpu: Some(CpuId::parse("GenuineIntel-6-5E-3").unwrap()),
+        core_type: None,
         arch_events_unavailable: 0,
     }
 }
@@ -191,7 +195,7 @@ fn aliases_without_a_fixed_counter_use_their_architectural_encoding_with_or_with
 }
 
 #[test]
-fn aliases_are_exactly_freebsds_and_cycles_is_not_one() {
+fn static_aliases_are_the_ones_without_a_table_and_cycles_is_the_tsc() {
     let mut names: Vec<&str> = aliases().collect();
     names.sort_unstable();
     assert_eq!(
@@ -206,7 +210,8 @@ fn aliases_are_exactly_freebsds_and_cycles_is_not_one() {
             "unhalted-reference-cycles",
         ]
     );
-    unknown_suggestions(&intel_freebsd(true), "cycles");
+    let host = intel_freebsd(true);
+    assert_eq!(host.lookup("cycles").map(|e| e.kind), Ok(EventKind::Tsc));
 }
 
 #[test]
@@ -511,7 +516,7 @@ fn unknown_names_suggest_close_matches_and_point_at_pmcstat_l() {
 
 #[test]
 fn unknown_names_suggest_names_containing_them_at_most_five() {
-    let suggestions = unknown_suggestions(&intel_freebsd(true), "cycles");
+    let suggestions = unknown_suggestions(&intel_freebsd(true), "cycle");
     assert!(suggestions.contains(&"unhalted-cycles".to_string()), "{suggestions:?}");
     assert!(suggestions.len() <= 5);
     let suggestions = unknown_suggestions(&skylake_linux(), "MISS");
@@ -680,7 +685,7 @@ fn skylake_table_events_have_the_json_encodings() {
         sel(0x0E, 0x01) | cmask(2) | SEL_INV | SEL_OS
     );
     // The lower-case spelling of the model works too.
-    let lower = HostEvents { intel_model: Some("GenuineIntel-6-5e".into()), ..skylake_linux() };
+    let lower = HostEvents { cpu: CpuId::parse("GenuineIntel-6-5e").ok(), ..skylake_linux() };
     assert_eq!(iap_evtsel(&lower, "LONGEST_LAT_CACHE.MISS"), sel(0x2E, 0x41) | SEL_USR | SEL_OS);
 }
 
@@ -706,9 +711,19 @@ fn skylake_anythread_offcore_and_uncore_entries_are_refused() {
     // CPU_CLK_UNHALTED.THREAD_ANY has AnyThread=1.
     let detail = bad_qualifier_detail(&host, "CPU_CLK_UNHALTED.THREAD_ANY");
     assert!(detail.contains("privilege"), "{detail}");
-    // OFFCORE_RESPONSE has two event codes (0xB7, 0xBB).
-    unknown_suggestions(&host, "OFFCORE_RESPONSE");
-    // skylake_uncore_v42.json: UNC_ARB_TRK_OCCUPANCY.ALL is uncore.
+    // OFFCORE_RESPONSE has two event codes (0xB7, 0xBB) and needs MSR_OFFCORE_RSP_x: known,
+    // refused with the reason.
+    let (class, reason, _) = unavailable(&host, "OFFCORE_RESPONSE");
+    assert_eq!(class, Class::Iap);
+    assert!(reason.contains("1A6h/1A7h") && reason.contains("driver"), "{reason}");
+    // Offcore-response, load-latency and frontend events name the MSR and its value.
+    let (_, reason, _) = unavailable(&host, "OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE");
+    assert!(reason.contains("MSR_OFFCORE_RSP_0/1") && reason.contains("0x10001"), "{reason}");
+    let (_, reason, _) = unavailable(&host, "MEM_TRANS_RETIRED.LOAD_LATENCY_GT_4");
+    assert!(reason.contains("3F6h") && reason.contains("set to 4"), "{reason}");
+    let (_, reason, _) = unavailable(&host, "FRONTEND_RETIRED.DSB_MISS");
+    assert!(reason.contains("3F7h") && reason.contains("0x11"), "{reason}");
+    // Uncore events are not in the core tables.
     unknown_suggestions(&host, "UNC_ARB_TRK_OCCUPANCY.ALL");
 }
 
@@ -716,9 +731,9 @@ fn skylake_anythread_offcore_and_uncore_entries_are_refused() {
 fn table_events_need_the_model_and_a_pmu() {
     unknown_suggestions(&intel_freebsd(true), "BR_MISP_RETIRED.ALL_BRANCHES");
     let unknown_model =
-        HostEvents { intel_model: Some("GenuineIntel-6-FF".into()), ..skylake_linux() };
+        HostEvents { cpu: CpuId::parse("GenuineIntel-6-FF").ok(), ..skylake_linux() };
     unknown_suggestions(&unknown_model, "BR_MISP_RETIRED.ALL_BRANCHES");
-    let no_pmu = HostEvents { intel_model: Some("GenuineIntel-6-5E".into()), ..pmu_less_linux() };
+    let no_pmu = HostEvents { cpu: CpuId::parse("GenuineIntel-6-5E").ok(), ..pmu_less_linux() };
     let (class, reason, _) = unavailable(&no_pmu, "BR_MISP_RETIRED.ALL_BRANCHES");
     assert_eq!(class, Class::Iap);
     assert_eq!(reason, PMU_LESS_REASON);
@@ -768,9 +783,9 @@ fn list_of_an_intel_host_without_a_table() {
             "LLC_REFERENCE",
             "TOPDOWN.SLOTS",
             "UNHALTED_CORE_CYCLES",
-            "UNHALTED_REFERENCE_CYCLES",
         ]
     );
+    // UNHALTED_REFERENCE_CYCLES is fixed counter 2 where there is one (so listed with neither).
     let soft: Vec<&str> =
         listed.iter().filter(|(c, _)| *c == Class::Soft).map(|(_, n)| n.as_str()).collect();
     let mut expected_soft = FREEBSD_SOFT.to_vec();
@@ -831,7 +846,7 @@ fn list_offers_only_the_hosts_classes() {
     let only_soft = HostEvents {
         classes: vec![Class::Soft],
         soft_events: vec!["cpu-clock".into()],
-        intel_model: Some("GenuineIntel-6-5E".into()),
+        cpu: CpuId::parse("GenuineIntel-6-5E").ok(),
         ..HostEvents::default()
     };
     assert_eq!(only_soft.list(), [(Class::Soft, "cpu-clock".to_string())]);

@@ -91,7 +91,8 @@ pub trait Host {
         None
     }
 
-    /// The Intel model key of this CPU for the event tables (`"GenuineIntel-6-55"`), if any.
+    /// This CPU's id in FreeBSD's `pmc_cpuid` format (`"GenuineIntel-6-55-4"`,
+    /// `"AuthenticAMD-25-11-1"`; the stepping may be left out), which picks the event tables.
     fn intel_model(&self) -> Option<String> {
         None
     }

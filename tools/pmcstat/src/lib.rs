@@ -51,26 +51,98 @@ fn run(o: &cli::Options) -> Result<i32, Failure> {
     measure::run(o)
 }
 
-/// `-L`: each class of this host and its events.
+/// `-L`: each class of this host and its events, with their categories, then the CPU model's
+/// events this host cannot count ([`listing_text`]).
 fn list_events() -> Result<i32, Failure> {
-    let events = api::list_events().map_err(|e| Failure::pmc("listing events", &e))?;
-    let mut class = None;
-    for (c, name) in events {
-        if class != Some(c) {
-            println!("{}", c.name());
-            class = Some(c);
-        }
-        println!("\t{name}");
-    }
+    let listing = api::event_listing().map_err(|e| Failure::pmc("listing events", &e))?;
+    write_stdout(&listing_text(&listing));
     Ok(0)
 }
 
-/// `-u spec`: what an event is on this host ([`describe_event_text`]).
+/// Writes `text` to standard output; a reader that went away (`pmcstat -L | head`) ends the
+/// output quietly instead of failing.
+fn write_stdout(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// What `-L` prints: as FreeBSD, each class name on a line of its own and its events below it
+/// after a tab, here each followed by its category (vendor-table events); then, under a
+/// `CLASS (not available on this host)` header, the CPU model's events this host cannot count,
+/// each with the reason, and a last line naming the CPU and its tables.
+pub fn listing_text(listing: &pmc::events::EventListing) -> String {
+    let mut out = String::new();
+    let mut class = None;
+    for event in &listing.offered {
+        if class != Some(event.class) {
+            out += &format!("{}\n", event.class.name());
+            class = Some(event.class);
+        }
+        match event.category {
+            Some(category) => out += &format!("\t{:<56} {category}\n", event.name),
+            None => out += &format!("\t{}\n", event.name),
+        }
+    }
+    let mut class = None;
+    for missing in &listing.unavailable {
+        let event = &missing.event;
+        if class != Some(event.class) {
+            let why = listing.missing_reason.as_deref().unwrap_or("the host lacks this class");
+            out += &format!("{} (not available on this host: {why})\n", event.class.name());
+            class = Some(event.class);
+        }
+        let category = event.category.unwrap_or("");
+        let core = missing.core_type.as_deref().map(|c| format!(" [{c}]")).unwrap_or_default();
+        let reason = missing.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+        out += &format!("\t{:<56} {category}{core}{reason}\n", event.name);
+    }
+    if let Some(cpu) = &listing.cpu {
+        let tables =
+            if listing.tables.is_empty() { "none".to_string() } else { listing.tables.join(", ") };
+        out += &format!("# CPU {cpu}, event tables: {tables}\n");
+    }
+    out
+}
+
+/// `-u spec`: what an event is for the selected CPU model ([`describe_event_text`]), and why
+/// this host cannot count it, if it cannot.
 fn describe_event(spec: &str) -> Result<i32, Failure> {
-    let event =
-        api::lookup_event(spec).map_err(|e| Failure::pmc(&format!("event {spec:?}"), &e))?;
-    print!("{}", describe_event_text(&event));
+    let (event, unavailable) =
+        api::encode_event(spec).map_err(|e| Failure::pmc(&format!("event {spec:?}"), &e))?;
+    let mut text = describe_event_text(&event);
+    if let Some(reason) = unavailable {
+        text += &format!("{:<16}no: {reason}\n", "on this host:");
+    }
+    write_stdout(&text);
     Ok(0)
+}
+
+/// The `umask`, `rings` and `flags` lines of an event-select image (IA32_PERFEVTSELx, or AMD
+/// PERF_CTL's low 32 bits): umask 15:8, USR 16, OS 17, EDGE 18, INV 23, CMASK 31:24.
+fn selector_lines(lines: &mut Vec<(&str, String)>, selector: u32) {
+    let bit = |n: u32| selector & (1 << n) != 0;
+    lines.push(("umask", format!("{:#04x}", (selector >> 8) & 0xFF)));
+    lines.push(("rings", rings_text(bit(16), bit(17)).to_owned()));
+    let mut flags: Vec<String> = Vec::new();
+    if bit(18) {
+        flags.push("edge".into());
+    }
+    if bit(23) {
+        flags.push("inv".into());
+    }
+    if selector >> 24 != 0 {
+        flags.push(format!("cmask={}", selector >> 24));
+    }
+    lines.push(("flags", if flags.is_empty() { "none".into() } else { flags.join(" ") }));
+}
+
+/// The rings an event counts in, as `-u` says them (neither bit set: both).
+fn rings_text(usr: bool, os: bool) -> &'static str {
+    match (usr, os) {
+        (true, false) => "user",
+        (false, true) => "kernel",
+        _ => "user and kernel",
+    }
 }
 
 /// What `-u` prints about an event: one `label: value` line each for its name (and the spec
@@ -101,33 +173,16 @@ pub fn describe_event_text(event: &pmc::events::Event) -> String {
     let what = match class {
         "IAF" => " (Intel fixed-function counter)",
         "IAP" => " (Intel programmable counter)",
+        "K8" => " (AMD core counter)",
         "TSC" => " (time-stamp counter)",
         "SOFT" => " (software event)",
         _ => "",
     };
     lines.push(("class", format!("{class}{what}")));
-    let rings = |usr: bool, os: bool| match (usr, os) {
-        (true, false) => "user",
-        (false, true) => "kernel",
-        _ => "user and kernel",
-    };
     match &event.kind {
         EventKind::Iap { evtsel } => {
-            let bit = |n: u32| evtsel & (1 << n) != 0;
             lines.push(("event select", format!("{:#04x}", evtsel & 0xFF)));
-            lines.push(("umask", format!("{:#04x}", (evtsel >> 8) & 0xFF)));
-            lines.push(("rings", rings(bit(16), bit(17)).to_owned()));
-            let mut flags: Vec<String> = Vec::new();
-            if bit(18) {
-                flags.push("edge".into());
-            }
-            if bit(23) {
-                flags.push("inv".into());
-            }
-            if evtsel >> 24 != 0 {
-                flags.push(format!("cmask={}", evtsel >> 24));
-            }
-            lines.push(("flags", if flags.is_empty() { "none".into() } else { flags.join(" ") }));
+            selector_lines(&mut lines, *evtsel);
             lines.push(("PERFEVTSEL", format!("{evtsel:#010x}")));
         }
         EventKind::Iaf { index, event: code, usr, os } => {
@@ -141,7 +196,14 @@ pub fn describe_event_text(event: &pmc::events::Event) -> String {
             let name =
                 pmclog::names::event_name(*code).map(|n| format!(" ({n})")).unwrap_or_default();
             lines.push(("FreeBSD event", format!("{code:#x}{name}")));
-            lines.push(("rings", rings(*usr, *os).to_owned()));
+            lines.push(("rings", rings_text(*usr, *os).to_owned()));
+        }
+        EventKind::K8 { perf_ctl } => {
+            let code = (perf_ctl & 0xFF) | ((perf_ctl >> 32) & 0xF) << 8;
+            lines.push(("event select", format!("{code:#05x}")));
+            // PERF_CTL's low 32 bits are laid out as IA32_PERFEVTSELx.
+            selector_lines(&mut lines, *perf_ctl as u32);
+            lines.push(("PERF_CTL", format!("{perf_ctl:#012x}")));
         }
         EventKind::Tsc => {
             lines.push(("counter", "the time-stamp counter (counting only, read-only)".into()))
@@ -198,6 +260,41 @@ mod tests {
              flags:          edge inv cmask=3\n\
              PERFEVTSEL:     0x038500c5\n\
              sampling rate:  400009 (when -n is not given)\n"
+        );
+    }
+
+    #[test]
+    fn listing_shows_classes_categories_and_what_the_host_cannot_count() {
+        use pmc::events::{EventListing, ListedEvent, UnavailableEvent};
+        let listed =
+            |class, name: &str, category| ListedEvent { class, name: name.into(), category };
+        let listing = EventListing {
+            cpu: Some("GenuineIntel-6-97-2".into()),
+            tables: vec!["alderlake_gracemont", "alderlake_goldencove"],
+            offered: vec![listed(Class::Tsc, "TSC", None), listed(Class::Soft, "cpu-clock", None)],
+            unavailable: vec![
+                UnavailableEvent {
+                    event: listed(Class::Iaf, "TOPDOWN.SLOTS", Some("pipeline")),
+                    core_type: Some("Core".into()),
+                    reason: Some("fixed counter 3".into()),
+                },
+                UnavailableEvent {
+                    event: listed(Class::Iap, "BR_INST_RETIRED.ALL_BRANCHES", Some("branch")),
+                    core_type: None,
+                    reason: None,
+                },
+            ],
+            missing_reason: Some("no PMU".into()),
+        };
+        assert_eq!(
+            listing_text(&listing),
+            format!(
+                "TSC\n\tTSC\nSOFT\n\tcpu-clock\n\
+                 IAF (not available on this host: no PMU)\n\t{:<56} pipeline [Core]: fixed counter 3\n\
+                 IAP (not available on this host: no PMU)\n\t{:<56} branch\n\
+                 # CPU GenuineIntel-6-97-2, event tables: alderlake_gracemont, alderlake_goldencove\n",
+                "TOPDOWN.SLOTS", "BR_INST_RETIRED.ALL_BRANCHES"
+            )
         );
     }
 

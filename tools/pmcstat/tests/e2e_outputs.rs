@@ -36,8 +36,10 @@ struct HotCold {
 /// hot, 10 in cold, both called by main), and reads the log's call chains with pmclog.
 fn sample_hot_cold(dir: &Path) -> (PathBuf, HotCold) {
     let log = dir.join("hot-cold.log");
-    let run =
-        pmcstat(Host::Sim, &["-n", "100000", "-P", "instructions", "-O", arg(&log), "hot-cold"]);
+    let run = pmcstat(
+        Host::Sim,
+        &["-n", "100000", "-P", "INST_RETIRED.ANY", "-O", arg(&log), "hot-cold"],
+    );
     run.assert_status(0);
     let functions = pmc::host::sim::symbols(IMAGE).expect("hot-cold is a simulated program");
     let start = |name: &str| functions.iter().find(|f| f.2 == name).unwrap().0;
@@ -131,7 +133,7 @@ fn gmon_files_of_a_run_without_a_log_file_are_written_at_its_end() {
     let out = dir.path().join("live-gmon");
     let run = pmcstat(
         Host::Sim,
-        &["-g", "-D", arg(&out), "-n", "100000", "-P", "instructions", "hot-cold"],
+        &["-g", "-D", arg(&out), "-n", "100000", "-P", "INST_RETIRED.ANY", "hot-cold"],
     );
     run.assert_status(0);
     assert_eq!(run.stdout, "", "another analysis than the flat profile was asked for");
@@ -249,7 +251,7 @@ fn top_mode_with_a_log_file_prints_the_profile_and_keeps_the_log() {
     let log = dir.path().join("top.log");
     let run = pmcstat(
         Host::Sim,
-        &["-T", "-w", "0.3", "-n", "100000", "-P", "instructions", "-O", arg(&log), "hot-cold"],
+        &["-T", "-w", "0.3", "-n", "100000", "-P", "INST_RETIRED.ANY", "-O", arg(&log), "hot-cold"],
     );
     run.assert_status(0);
     assert_eq!(
@@ -267,16 +269,32 @@ fn top_mode_with_a_log_file_prints_the_profile_and_keeps_the_log() {
 
 #[test]
 fn describe_prints_the_encoding_of_fixed_and_programmable_events() {
-    let run = pmcstat(Host::Sim, &["-u", "instructions"]);
+    let run = pmcstat(Host::Sim, &["-u", "inst-retired.any"]);
     run.assert_status(0);
     assert_eq!(
         run.stdout,
-        "event:          instructions\n\
+        "event:          INST_RETIRED.ANY\n\
+         spec:           inst-retired.any\n\
          class:          IAF (Intel fixed-function counter)\n\
          counter:        fixed counter 0 (INSTR_RETIRED.ANY)\n\
          FreeBSD event:  0x10000 (INSTR_RETIRED_ANY)\n\
          rings:          user and kernel\n\
          sampling rate:  65536 (when -n is not given)\n"
+    );
+    // FreeBSD's alias `instructions` is inst_retired.any_p, on a programmable counter, with
+    // Intel's sample-after value as its default rate.
+    let run = pmcstat(Host::Sim, &["-u", "instructions"]);
+    run.assert_status(0);
+    assert_eq!(
+        run.stdout,
+        "event:          instructions\n\
+         class:          IAP (Intel programmable counter)\n\
+         event select:   0xc0\n\
+         umask:          0x00\n\
+         rings:          user and kernel\n\
+         flags:          none\n\
+         PERFEVTSEL:     0x000300c0\n\
+         sampling rate:  2000003 (when -n is not given)\n"
     );
     let run = pmcstat(Host::Sim, &["-u", "inst_retired.any_p,usr,edge,cmask=2"]);
     run.assert_status(0);
@@ -290,7 +308,7 @@ fn describe_prints_the_encoding_of_fixed_and_programmable_events() {
          rings:          user\n\
          flags:          edge cmask=2\n\
          PERFEVTSEL:     0x020500c0\n\
-         sampling rate:  65536 (when -n is not given)\n"
+         sampling rate:  2000003 (when -n is not given)\n"
     );
 }
 

@@ -132,8 +132,10 @@ fn json_counts_are_exact() {
 /// Samples `hot-cold` every 100 000 instructions into a log in `dir`; returns the log's path.
 fn sample_hot_cold(dir: &std::path::Path) -> std::path::PathBuf {
     let log = dir.join("hot-cold.log");
-    let run =
-        pmcstat(Host::Sim, &["-n", "100000", "-P", "instructions", "-O", arg(&log), "hot-cold"]);
+    let run = pmcstat(
+        Host::Sim,
+        &["-n", "100000", "-P", "INST_RETIRED.ANY", "-O", arg(&log), "hot-cold"],
+    );
     run.assert_status(0);
     assert_eq!((run.stdout.as_str(), run.stderr.as_str()), ("", ""), "-O: no report, no drops");
     log
@@ -267,7 +269,7 @@ fn top_of_hot_cold_is_exact() {
 
 #[test]
 fn sampling_without_a_log_file_prints_the_flat_profile() {
-    let run = pmcstat(Host::Sim, &["-q", "-n", "100000", "-P", "instructions", "hot-cold"]);
+    let run = pmcstat(Host::Sim, &["-q", "-n", "100000", "-P", "INST_RETIRED.ANY", "hot-cold"]);
     run.assert_status(0);
     let blocks = common::parse_top(&run.stdout);
     assert_eq!(blocks.len(), 1);
@@ -280,19 +282,19 @@ fn sampling_without_a_log_file_prints_the_flat_profile() {
 
 #[test]
 fn the_rate_applies_to_the_sampling_pmcs_that_follow_it() {
-    // As on FreeBSD, -n sets the rate of the -P/-S options after it: instructions keeps the
-    // default rate (65 536), unhalted-cycles samples every 100 000 cycles.
+    // As on FreeBSD, -n sets the rate of the -P/-S options after it: fixed counter 0 keeps the
+    // default rate (65 536), fixed counter 1 samples every 100 000 cycles.
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("rates.log");
     let run = pmcstat(
         Host::Sim,
         &[
             "-P",
-            "instructions",
+            "INST_RETIRED.ANY",
             "-n",
             "100000",
             "-P",
-            "unhalted-cycles",
+            "CPU_CLK_UNHALTED.THREAD",
             "-O",
             arg(&log),
             "hot-cold",

@@ -69,11 +69,17 @@ impl LinuxHost {
             ),
             (Some(_), Err(reason)) => Some(reason),
         };
-        let intel_model =
-            cpuid.get_vendor_info().filter(|v| v.as_str() == "GenuineIntel").and_then(|_| {
-                let f = cpuid.get_feature_info()?;
-                Some(format!("GenuineIntel-{}-{:X}", f.family_id(), f.model_id()))
-            });
+        // FreeBSD's pmc_cpuid format (vendor-family-model-stepping), which picks the event table.
+        let intel_model = cpuid.get_vendor_info().and_then(|vendor| {
+            let f = cpuid.get_feature_info()?;
+            Some(format!(
+                "{}-{}-{:X}-{:X}",
+                vendor.as_str(),
+                f.family_id(),
+                f.model_id(),
+                f.stepping_id()
+            ))
+        });
         let cpu = LinuxCpu { pmu_usable: missing.is_none() };
         let driver = Driver::load(LinuxKernel::new(ncpu), cpu, Tunables::default())
             .map_err(|e| format!("the hwpmc driver did not load: {e}"))?;
