@@ -60,7 +60,38 @@ fn cstring(s: &OsStr) -> Result<CString> {
     })
 }
 
-/// Forks a child that waits for [`resume`] before it executes `argv`.
+/// Asks the kernel to kill the calling (child) process with SIGKILL when the thread that
+/// forked it ends, so a measured command never outlives a measurer killed by SIGKILL as an
+/// orphan; false if the parent `parent` already ended. Async-signal-safe (system calls only).
+#[cfg(target_os = "linux")]
+fn die_with_parent(parent: libc::pid_t) -> bool {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) and getppid take no pointers.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) == 0
+            && libc::getppid() == parent
+    }
+}
+
+/// FreeBSD's equivalent of Linux's PR_SET_PDEATHSIG (procctl(2) PROC_PDEATHSIG_CTL).
+#[cfg(target_os = "freebsd")]
+fn die_with_parent(parent: libc::pid_t) -> bool {
+    let mut signal: libc::c_int = libc::SIGKILL;
+    // SAFETY: procctl reads one int from `signal`, a valid local; getppid takes no pointers.
+    unsafe {
+        libc::procctl(libc::P_PID, 0, libc::PROC_PDEATHSIG_CTL, (&raw mut signal).cast()) == 0
+            && libc::getppid() == parent
+    }
+}
+
+/// Elsewhere there is no such request: the child is left as `fork` made it.
+#[cfg(not(any(target_os = "linux", target_os = "freebsd")))]
+fn die_with_parent(_parent: libc::pid_t) -> bool {
+    true
+}
+
+/// Forks a child that waits for [`resume`] before it executes `argv`. The child is killed
+/// (SIGKILL) if the thread that called `spawn` ends before it: a measurer killed outright
+/// leaves no orphaned command running.
 pub(crate) fn spawn(argv: &[OsString]) -> Result<i32> {
     let program = argv
         .first()
@@ -95,6 +126,8 @@ pub(crate) fn spawn(argv: &[OsString]) -> Result<i32> {
         return Err(Error::os("spawn", &std::io::Error::last_os_error()));
     }
     let (gate_read, gate_write) = (fds[0], fds[1]);
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
     // SAFETY: fork has no memory-safety preconditions; the child below only makes
     // async-signal-safe calls on memory prepared before the fork.
     let pid = unsafe { libc::fork() };
@@ -112,6 +145,9 @@ pub(crate) fn spawn(argv: &[OsString]) -> Result<i32> {
         // refers to memory built before fork that the child's copy still holds.
         unsafe {
             libc::close(gate_write);
+            if !die_with_parent(parent) {
+                libc::_exit(127);
+            }
             let mut byte = 0u8;
             let n = libc::read(gate_read, (&raw mut byte).cast(), 1);
             if n != 1 {

@@ -30,6 +30,7 @@ use crate::cli::{Options, PmcRequest};
 use crate::counts::{self, Column};
 use crate::failure::{Failure, io_failure};
 use crate::report;
+use crate::signals::{self, Interrupt};
 
 /// FreeBSD's default printing interval.
 const DEFAULT_INTERVAL: f64 = 5.0;
@@ -253,6 +254,27 @@ enum Ending {
     Command(i32),
     /// Attached processes went away, or the duration elapsed.
     Done,
+    /// A signal ended a measurement without a command.
+    Interrupted(Interrupt),
+}
+
+impl Ending {
+    /// pmcstat's exit status: the command's, 0, or 128 + the signal that ended it.
+    fn status(&self) -> i32 {
+        match self {
+            Ending::Command(status) => *status,
+            Ending::Done => 0,
+            Ending::Interrupted(interrupt) => interrupt.exit_status(),
+        }
+    }
+}
+
+/// What wakes the measurement loop.
+enum Wake {
+    /// The launched command ended (its status, or why waiting failed).
+    CommandEnded(pmc::Result<i32>),
+    /// SIGINT, SIGTERM or SIGHUP.
+    Interrupted(Interrupt),
 }
 
 /// Runs the measurement and returns pmcstat's exit status.
@@ -264,6 +286,12 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
         p.mode.is_sampling()
             || p.flags.intersects(pmc::PmcFlags::LOG_PROCEXIT | pmc::PmcFlags::LOG_PROCCSW)
     });
+    // From here on SIGINT, SIGTERM and SIGHUP end the measurement cleanly (module signals).
+    // The simulated machine runs in this thread to the command's end, deaf to them.
+    let (tx, rx) = mpsc::channel();
+    if host != HostKind::Sim {
+        signals::catch(tx.clone(), Wake::Interrupted)?;
+    }
     let log = if needs_log || o.log_output.is_some() { Some(open_log(o)?) } else { None };
     if let Some(log) = &log {
         api::configure_log(log.fd()).map_err(|e| Failure::pmc("cannot configure the log", &e))?;
@@ -336,23 +364,43 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             None => Ending::Done,
         }
     } else {
-        let (tx, rx) = mpsc::channel();
         if let Some(pid) = child {
             std::thread::spawn(move || {
-                let _ = tx.send(api::wait(pid));
+                let _ = tx.send(Wake::CommandEnded(api::wait(pid)));
             });
         }
-        loop {
+        // The command's end after it was asked to end (by a signal, or at the -l deadline).
+        let command_end = |rx: &mpsc::Receiver<Wake>| -> Result<Ending, Failure> {
+            loop {
+                match rx.recv() {
+                    Ok(Wake::CommandEnded(status)) => {
+                        let status =
+                            status.map_err(|e| Failure::pmc("waiting for the command", &e))?;
+                        return Ok(Ending::Command(status));
+                    }
+                    Ok(Wake::Interrupted(_)) => {}
+                    Err(_) => return Ok(Ending::Done),
+                }
+            }
+        };
+        let ending = loop {
             let timeout = match deadline {
                 Some(d) => interval.min(d.saturating_duration_since(Instant::now())),
                 None => interval,
             };
             match rx.recv_timeout(timeout) {
-                Ok(status) => {
+                Ok(Wake::CommandEnded(status)) => {
                     break Ending::Command(
                         status.map_err(|e| Failure::pmc("waiting for the command", &e))?,
                     );
                 }
+                Ok(Wake::Interrupted(interrupt)) => match child {
+                    Some(pid) => {
+                        interrupt.forward_to(pid);
+                        break command_end(&rx)?;
+                    }
+                    None => break Ending::Interrupted(interrupt),
+                },
                 Err(mpsc::RecvTimeoutError::Disconnected) if child.is_some() => break Ending::Done,
                 Err(_) => {}
             }
@@ -360,11 +408,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 if let Some(pid) = child {
                     // SAFETY: kill(2) with a pid we launched; no memory is involved.
                     unsafe { libc::kill(pid, libc::SIGINT) };
-                    if let Ok(status) = rx.recv() {
-                        break Ending::Command(
-                            status.map_err(|e| Failure::pmc("waiting for the command", &e))?,
-                        );
-                    }
+                    break command_end(&rx)?;
                 }
                 break Ending::Done;
             }
@@ -383,7 +427,10 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 counts::write_values(&mut columns, &values, &mut out)
                     .map_err(|e| io_failure("writing counts", &e))?;
             }
-        }
+        };
+        // A signal from now on ends pmcstat at once.
+        drop(rx);
+        ending
     };
 
     for a in &pmcs {
@@ -433,10 +480,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             _ => report::report_drops(0, lost),
         }
     }
-    Ok(match ending {
-        Ending::Command(status) => status,
-        Ending::Done => 0,
-    })
+    Ok(ending.status())
 }
 
 /// Counting output: the `-o` file, else standard error (as FreeBSD's pmcstat).
@@ -484,7 +528,7 @@ fn write_json(
     }
     let status = match ending {
         Ending::Command(s) => s.to_string(),
-        Ending::Done => "null".into(),
+        Ending::Done | Ending::Interrupted(_) => "null".into(),
     };
     writeln!(out, "],\"exit_status\":{status}}}")
 }

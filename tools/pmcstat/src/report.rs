@@ -36,18 +36,23 @@ fn create(path: &Path) -> Result<File, Failure> {
 
 /// `-R file` with the options' analyses (or the text dump without any).
 pub fn run(o: &Options, log: &Path) -> Result<i32, Failure> {
-    let bytes = std::fs::read(log)
-        .map_err(|e| io_failure(&format!("cannot read log {}", log.display()), &e))?;
     if !wants_analysis(o) {
+        let file = File::open(log)
+            .map_err(|e| io_failure(&format!("cannot read log {}", log.display()), &e))?;
         let mut out = text_output(o)?;
-        let end = pmclog::dump_bytes_with_names(&bytes, PmuEventNames, &mut out)
+        let end = pmclog::dump_reader_with_names(file, PmuEventNames, &mut out)
             .map_err(|e| io_failure("writing the dump", &e))?;
         out.flush().map_err(|e| io_failure("writing the dump", &e))?;
         if let Some(message) = end.error_message() {
             return Err(Failure::data(format!("{}: {message}", log.display())));
         }
+        if let Some(warning) = end.warning() {
+            eprintln!("pmcstat: warning: {}: {warning}", log.display());
+        }
         return Ok(0);
     }
+    let bytes = std::fs::read(log)
+        .map_err(|e| io_failure(&format!("cannot read log {}", log.display()), &e))?;
     let profile = load_profile(o, &bytes, &log.display().to_string())?;
     write_analyses(o, &profile)?;
     report_profile_warnings(o, &profile);
