@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, Ordering};
 
+use super::per_process::PerProcess;
 use crate::error::{Error, Result};
 
 /// This process's pid, cached: a system call per PMC operation would cost as much as the
@@ -36,8 +37,13 @@ pub(crate) fn current_pid() -> i32 {
     pid
 }
 
-/// The write ends of the pipes held children wait on, by pid.
-static GATES: Mutex<BTreeMap<i32, i32>> = Mutex::new(BTreeMap::new());
+/// The write ends of the pipes held children wait on, by pid (this process's children only).
+static GATES: PerProcess<Mutex<BTreeMap<i32, i32>>> = PerProcess::new();
+
+fn gates() -> std::sync::MutexGuard<'static, BTreeMap<i32, i32>> {
+    let gates = GATES.get_or_init(|| Mutex::new(BTreeMap::new()));
+    gates.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Finds `program` as `execvp` would: a path if it has a slash, else the first executable file
 /// of that name in `PATH`.
@@ -159,13 +165,13 @@ pub(crate) fn spawn(argv: &[OsString]) -> Result<i32> {
     }
     // SAFETY: the parent closes its copy of the read end.
     unsafe { libc::close(gate_read) };
-    GATES.lock().unwrap_or_else(|e| e.into_inner()).insert(pid, gate_write);
+    gates().insert(pid, gate_write);
     Ok(pid)
 }
 
 /// Lets a held child execute its command.
 pub(crate) fn resume(pid: i32) -> Result<()> {
-    let gate = GATES.lock().unwrap_or_else(|e| e.into_inner()).remove(&pid);
+    let gate = gates().remove(&pid);
     let gate = gate.ok_or_else(|| {
         Error::with_detail("resume", libc::ESRCH, format!("process {pid} is not a held child"))
     })?;
