@@ -140,16 +140,47 @@ impl LiveProfile {
     }
 }
 
-fn open_log(o: &Options) -> Result<LogSink, Failure> {
+/// The files a run creates. Until the measurement starts they hold nothing of value, so a run
+/// that fails before then removes them (no stub log or empty output is left behind); the
+/// temporary log is removed whenever the run ends.
+#[derive(Default)]
+struct NewFiles {
+    /// Removed if the run fails before [`NewFiles::measuring`].
+    outputs: Vec<PathBuf>,
+    /// Removed at the end of the run, however it ends.
+    temporary: Vec<PathBuf>,
+    measuring: bool,
+}
+
+impl NewFiles {
+    /// The measurement started: the outputs stay, whatever happens next.
+    fn measuring(&mut self) {
+        self.measuring = true;
+    }
+}
+
+impl Drop for NewFiles {
+    fn drop(&mut self) {
+        let stubs = if self.measuring { &[][..] } else { &self.outputs[..] };
+        for path in stubs.iter().chain(&self.temporary) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+fn open_log(o: &Options, files: &mut NewFiles) -> Result<LogSink, Failure> {
     match &o.log_output {
         Some(target) if !target.contains('/') && target.contains(':') => {
             let stream = std::net::TcpStream::connect(target.as_str())
                 .map_err(|e| io_failure(&format!("cannot connect to {target}"), &e))?;
             Ok(LogSink::Socket(stream))
         }
-        Some(path) => File::create(path)
-            .map(LogSink::File)
-            .map_err(|e| io_failure(&format!("cannot create log {path}"), &e)),
+        Some(path) => {
+            let file = File::create(path)
+                .map_err(|e| io_failure(&format!("cannot create log {path}"), &e))?;
+            files.outputs.push(PathBuf::from(path));
+            Ok(LogSink::File(file))
+        }
         None => {
             let path = std::env::temp_dir().join(format!("pmcstat-{}.log", std::process::id()));
             let file = File::options()
@@ -159,6 +190,7 @@ fn open_log(o: &Options) -> Result<LogSink, Failure> {
                 .truncate(true)
                 .open(&path)
                 .map_err(|e| io_failure(&format!("cannot create {}", path.display()), &e))?;
+            files.temporary.push(path.clone());
             Ok(LogSink::Temporary(file, path))
         }
     }
@@ -195,13 +227,44 @@ fn allocate(o: &Options, ncpu: u32) -> Result<Vec<Allocated>, Failure> {
             if let Some(rate) = request.rate {
                 spec = spec.rate(rate);
             }
-            let pmc = spec
-                .allocate()
-                .map_err(|e| Failure::pmc(&format!("cannot allocate {:?}", request.spec), &e))?;
+            let pmc = spec.allocate().map_err(|e| allocation_failure(request, cpu, &out, &e))?;
             out.push(Allocated { pmc, request: request.clone(), cpu });
         }
     }
     Ok(out)
+}
+
+/// Why `request` (on `cpu`) could not be allocated after `allocated`: when its class has no
+/// row left, the error names the class's number of rows.
+fn allocation_failure(
+    request: &PmcRequest,
+    cpu: Option<u32>,
+    allocated: &[Allocated],
+    e: &pmc::Error,
+) -> Failure {
+    let doing = format!("cannot allocate {:?}", request.spec);
+    let class = api::lookup_event(&request.spec).map(|event| event.class.as_u32());
+    let rows = class.ok().and_then(|class| {
+        let info = api::classes().ok()?.into_iter().find(|c| c.pm_class == class)?;
+        Some((class, info.pm_num))
+    });
+    let Some((class, rows)) = rows else { return Failure::pmc(&doing, e) };
+    let used = allocated
+        .iter()
+        .filter(|a| a.cpu == cpu)
+        .filter(|a| pmc::PmcId::from_u32(a.pmc.id()).is_some_and(|id| id.class.as_u32() == class))
+        .count();
+    if used < rows as usize {
+        return Failure::pmc(&doing, e);
+    }
+    let name = pmc::Class::from_u32(class).map_or("this", |c| c.name());
+    let where_ = cpu.map(|c| format!(" on CPU {c}")).unwrap_or_default();
+    let mut failure = Failure::pmc(&doing, e);
+    failure.message = format!(
+        "{doing}: the {name} class has {rows} rows and this run already uses all of them{where_}: \
+         give at most {rows} {name} PMC options ({e})"
+    );
+    failure
 }
 
 /// The pids `-t` names: a number, or a regex matched against command names (Linux `/proc`).
@@ -292,7 +355,10 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     if host != HostKind::Sim {
         signals::catch(tx.clone(), Wake::Interrupted)?;
     }
-    let log = if needs_log || o.log_output.is_some() { Some(open_log(o)?) } else { None };
+    let mut files = NewFiles::default();
+    let log =
+        if needs_log || o.log_output.is_some() { Some(open_log(o, &mut files)?) } else { None };
+    let mut out = text_sink(o, &mut files)?;
     if let Some(log) = &log {
         api::configure_log(log.fd()).map_err(|e| Failure::pmc("cannot configure the log", &e))?;
     }
@@ -323,6 +389,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     if let Some(pid) = child {
         api::resume(pid).map_err(|e| Failure::pmc("cannot start the command", &e))?;
     }
+    files.measuring();
 
     let counting: Vec<&Allocated> = pmcs.iter().filter(|a| !a.request.mode.is_sampling()).collect();
     // Each column is as wide as its class's counter (FreeBSD's pmc_width).
@@ -335,7 +402,6 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
         .iter()
         .map(|a| Column::new(&a.request.spec, a.cpu, width_of(a), a.request.cumulative))
         .collect();
-    let mut out = text_sink(o)?;
     let print_counts = !o.json && !columns.is_empty();
     if print_counts {
         counts::write_header(&columns, &mut out).map_err(|e| io_failure("writing counts", &e))?;
@@ -484,12 +550,14 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
 }
 
 /// Counting output: the `-o` file, else standard error (as FreeBSD's pmcstat).
-fn text_sink(o: &Options) -> Result<Box<dyn Write>, Failure> {
+fn text_sink(o: &Options, files: &mut NewFiles) -> Result<Box<dyn Write>, Failure> {
     match &o.output {
-        Some(path) => Ok(Box::new(std::io::BufWriter::new(
-            File::create(path)
-                .map_err(|e| io_failure(&format!("cannot create {}", path.display()), &e))?,
-        ))),
+        Some(path) => {
+            let file = File::create(path)
+                .map_err(|e| io_failure(&format!("cannot create {}", path.display()), &e))?;
+            files.outputs.push(path.clone());
+            Ok(Box::new(std::io::BufWriter::new(file)))
+        }
         None if o.json => Ok(Box::new(std::io::stdout())),
         None => Ok(Box::new(std::io::stderr())),
     }

@@ -171,14 +171,19 @@ pub fn report_drops(drop_records: u64, lost_samples: u64) {
     );
 }
 
+/// Writes the file `path` with `f`; a file `f` fails to write is removed rather than left
+/// empty or cut short.
 fn write_file(
     path: &Path,
     f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(), Failure> {
     let mut out = BufWriter::new(create(path)?);
-    f(&mut out)
-        .and_then(|()| out.flush())
-        .map_err(|e| io_failure(&format!("writing {}", path.display()), &e))
+    let written = f(&mut out).and_then(|()| out.flush());
+    written.map_err(|e| {
+        drop(out);
+        let _ = std::fs::remove_file(path);
+        io_failure(&format!("writing {}", path.display()), &e)
+    })
 }
 
 /// Writes to `target`, where "-" means the `-o` output.

@@ -154,6 +154,25 @@ impl Running {
         send_signal(self.pid(), signal);
     }
 
+    /// Waits for pmcstat to end, at most `limit`: a pmcstat still running then hangs, and is
+    /// killed and the test fails.
+    #[track_caller]
+    pub(crate) fn finish_within(self, limit: std::time::Duration) -> Run {
+        let deadline = std::time::Instant::now() + limit;
+        let pid = self.pid();
+        let mut child = self.child;
+        while child.try_wait().expect("waiting for pmcstat").is_none() {
+            if std::time::Instant::now() > deadline {
+                send_signal(pid, libc::SIGKILL);
+                panic!("pmcstat {:?} hangs: still running after {limit:?}", self.args);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let (run, killed_by) = Running { child, args: self.args }.finish();
+        assert_eq!(killed_by, None, "pmcstat {:?} was killed\n{}", run.args, run.describe());
+        run
+    }
+
     /// Waits for pmcstat to end: the run (status -1 if a signal killed it) and the signal that
     /// killed it, if one did.
     pub(crate) fn finish(self) -> (Run, Option<i32>) {
@@ -337,6 +356,17 @@ pub(crate) fn samples_per_pmc(log: &[u8]) -> HashMap<u32, u64> {
         }
     }
     counts
+}
+
+/// Encodes `records` as a log (TSC 0), as a crafted log for pmcstat to read.
+pub(crate) fn encode_log(records: &[pmclog::Record<'_>]) -> Vec<u8> {
+    let mut log = Vec::new();
+    let mut buf = vec![0u8; pmclog::MAX_RECORD_LEN];
+    for record in records {
+        let len = pmclog::encode(record, 0, &mut buf).expect("the record encodes");
+        log.extend_from_slice(&buf[..len]);
+    }
+    log
 }
 
 /// The byte offset of every record of a log.
