@@ -110,7 +110,7 @@ pub(crate) fn spawn(argv: &[OsString]) -> Result<i32> {
         )
     })?;
     // Everything the child needs is built before fork: after it, the child only calls
-    // async-signal-safe functions (read, close, execve, _exit).
+    // async-signal-safe functions (prctl, getppid, signal, read, close, execve, _exit).
     let path = cstring(path.as_os_str())?;
     let args = argv.iter().map(|a| cstring(a)).collect::<Result<Vec<_>>>()?;
     let mut arg_ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
@@ -154,6 +154,9 @@ pub(crate) fn spawn(argv: &[OsString]) -> Result<i32> {
             if !die_with_parent(parent) {
                 libc::_exit(127);
             }
+            // A Rust parent ignores SIGPIPE, and an ignored signal stays ignored across
+            // execve: the command gets the default action back, as from a shell.
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
             let mut byte = 0u8;
             let n = libc::read(gate_read, (&raw mut byte).cast(), 1);
             if n != 1 {

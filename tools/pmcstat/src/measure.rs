@@ -503,24 +503,28 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
         a.pmc.stop().map_err(|e| Failure::pmc(&format!("cannot stop {:?}", a.request.spec), &e))?;
     }
     let values = read_all()?;
+    let log_error = log.as_ref().and_then(|_| close_log().err());
     if print_counts {
         counts::write_values(&mut columns, &values, &mut out)
             .map_err(|e| io_failure("writing counts", &e))?;
         writeln!(out).map_err(|e| io_failure("writing counts", &e))?;
     }
     if o.json {
-        write_json(&mut out, &counting, &values, &ending)
+        write_json(&mut out, &counting, &values, &ending, log_error.as_deref())
             .map_err(|e| io_failure("writing counts", &e))?;
     }
     out.flush().map_err(|e| io_failure("writing counts", &e))?;
+    if let Some(why) = &log_error {
+        eprintln!("pmcstat: {LOG_WRITE_FAILED}: {why}");
+    }
 
     let lost = api::driver_stats().map(|s| u64::from(s.pm_intr_bufferfull)).unwrap_or(0);
     if let Some(log) = log {
-        api::flush_log().map_err(|e| Failure::pmc("writing the log", &e))?;
-        api::close_log().map_err(|e| Failure::pmc("closing the log", &e))?;
         drop(pmcs);
         let temporary = matches!(log, LogSink::Temporary(..));
         match log.path(o) {
+            // A log that could not be written is not analysed: what it holds is cut short.
+            _ if log_error.is_some() => {}
             Some(path) if live.is_some() || report::wants_analysis(o) => {
                 let bytes = std::fs::read(path);
                 if temporary {
@@ -546,7 +550,26 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             _ => report::report_drops(0, lost),
         }
     }
-    Ok(ending.status())
+    Ok(match (&ending, &log_error) {
+        // Without a command's status to return, a log that could not be written is the status.
+        (Ending::Done | Ending::Interrupted(_), Some(_)) => crate::failure::EX_IOERR,
+        _ => ending.status(),
+    })
+}
+
+/// How pmcstat's message about a log it could not write starts (a script looks for it on
+/// standard error, or for `log_error` in `--json`: the exit status stays the command's).
+pub const LOG_WRITE_FAILED: &str = "the log could not be written, it is incomplete";
+
+/// Writes out and closes the log; why it could not be written, if it could not (the log is
+/// closed in any case).
+fn close_log() -> Result<(), String> {
+    let flushed = api::flush_log();
+    let closed = api::close_log();
+    match (flushed, closed) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
+    }
 }
 
 /// Counting output: the `-o` file, else standard error (as FreeBSD's pmcstat).
@@ -582,6 +605,7 @@ fn write_json(
     pmcs: &[&Allocated],
     values: &[u64],
     ending: &Ending,
+    log_error: Option<&str>,
 ) -> std::io::Result<()> {
     write!(out, "{{\"pmcs\":[")?;
     for (i, (a, v)) in pmcs.iter().zip(values).enumerate() {
@@ -598,5 +622,6 @@ fn write_json(
         Ending::Command(s) => s.to_string(),
         Ending::Done | Ending::Interrupted(_) => "null".into(),
     };
-    writeln!(out, "],\"exit_status\":{status}}}")
+    let log_error = log_error.map_or("null".to_owned(), json_string);
+    writeln!(out, "],\"exit_status\":{status},\"log_error\":{log_error}}}")
 }
