@@ -273,3 +273,23 @@ fn options_a_run_would_ignore_are_usage_errors() {
         fails_with(&run, EX_USAGE, &[says]);
     }
 }
+
+#[test]
+fn an_unknown_host_or_simulated_machine_is_an_error_listing_the_valid_ones() {
+    for (env, says) in [
+        (("PMC_SIM_MODEL", "zen2"), &["\"zen2\"", "use skylake, icelake, nehalem, core2, vm"][..]),
+        (("PMC_SIM_MODEL", "bogus"), &["\"bogus\"", "use skylake, icelake, nehalem, core2, vm"]),
+        (("PMC_SIM_CPUS", "0"), &["PMC_SIM_CPUS", "a number from 1 to 64"]),
+        (("PMC_SIM_CPUS", "many"), &["PMC_SIM_CPUS", "a number from 1 to 64"]),
+        (("PMC_SIM_SEED", "-1"), &["PMC_SIM_SEED", "a number from 0 to"]),
+    ] {
+        let run = pmcstat_env(Host::Sim, &[env], &["-p", "instructions", "hot-cold"]);
+        fails_with(&run, EX_UNAVAILABLE, says);
+    }
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_pmcstat"));
+    let output = command.args(["-p", "task-clock", "true"]).env("PMC_HOST", "bogus").output();
+    let output = output.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(EX_UNAVAILABLE), "{stderr}");
+    assert!(stderr.contains("unknown host \"bogus\": use freebsd, linux or sim"), "{stderr}");
+}
