@@ -113,8 +113,11 @@ where
     }
 }
 
+/// Makes a simulated CPU model.
+type MakeModel = fn() -> PmuModel;
+
 /// The simulated CPU models `PMC_SIM_MODEL` names.
-const MODELS: [(&str, fn() -> PmuModel); 5] = [
+const MODELS: [(&str, MakeModel); 5] = [
     ("skylake", PmuModel::skylake),
     ("icelake", PmuModel::icelake),
     ("nehalem", PmuModel::nehalem),
