@@ -100,15 +100,15 @@ impl LiveProfile {
         })
     }
 
-    /// Prints the profile of the log written so far (nothing before the first sample). Errors
-    /// reading a log that is still being written are left for the final profile to report.
+    /// Prints the profile of the log written so far (nothing before the first sample), read
+    /// through a bounded window. A log that is still being written may end inside a record:
+    /// the profile is that of the whole records before it, and errors are left for the final
+    /// profile to report.
     fn print_current(&mut self, o: &Options, out: &mut dyn Write) -> Result<(), Failure> {
         let _ = api::flush_log();
-        let Ok(bytes) = std::fs::read(&self.log) else { return Ok(()) };
-        let Ok(profile) = report::load_profile(o, report::whole_records(&bytes), "the log") else {
-            return Ok(());
-        };
-        self.print(&profile, self.clear, out)
+        let Ok(file) = File::open(&self.log) else { return Ok(()) };
+        let Ok(read) = report::read_log(o, file, "the log") else { return Ok(()) };
+        self.print(&read.profile, self.clear, out)
     }
 
     /// Prints the flat profile of `profile`, after clearing the screen when `clear`.
@@ -526,14 +526,15 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             // A log that could not be written is not analysed: what it holds is cut short.
             _ if log_error.is_some() => {}
             Some(path) if live.is_some() || report::wants_analysis(o) => {
-                let bytes = std::fs::read(path);
+                let file = File::open(path);
                 if temporary {
                     let _ = std::fs::remove_file(path);
                 }
-                let bytes = bytes.map_err(|e| io_failure("reading the log back", &e))?;
+                let file = file.map_err(|e| io_failure("reading the log back", &e))?;
                 let name =
                     if temporary { "the log".to_owned() } else { path.display().to_string() };
-                let profile = report::load_profile(o, &bytes, &name)?;
+                let read = report::read_log(o, file, &name)?;
+                let profile = &read.profile;
                 let mut rest = o.clone();
                 if let Some(view) = live.as_mut() {
                     // The final profile; on a terminal the screen is cleared first unless that
@@ -541,11 +542,12 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                     let clear = view.clear && !print_counts;
                     let sink: &mut dyn Write =
                         if o.output.is_some() { &mut out } else { &mut stdout };
-                    view.print(&profile, clear, sink)?;
+                    view.print(profile, clear, sink)?;
                     rest.top = None;
                 }
-                report::write_analyses(&rest, &profile)?;
-                report::report_profile_warnings(o, &profile);
+                report::write_analyses(&rest, profile)?;
+                report::report_profile_warnings(o, profile);
+                report::check_end(&read, &name)?;
             }
             _ => report::report_drops(0, lost),
         }
