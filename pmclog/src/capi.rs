@@ -641,8 +641,9 @@ fn set_errno(errno: c_int) {
 // ---------------------------------------------------------------------------------------------
 // The parser.
 
-/// FreeBSD's `PMCLOG_BUFFER_SIZE`: how much one `read` asks for.
-const READ_SIZE: usize = 4096;
+/// How much one `read` asks for: 256 KiB (FreeBSD's `PMCLOG_BUFFER_SIZE` is 4 KiB, where a
+/// system call per 4 KiB costs as much as decoding them).
+const READ_SIZE: usize = 256 * 1024;
 
 /// How many distinct event names a parser keeps for its lifetime. Real logs name a few dozen
 /// events; the bound only stops a hostile log from growing the set without end.
@@ -900,12 +901,10 @@ fn store(
         }
         Record::Callchain(r) => {
             // Field by field, so a sample costs the frames it has rather than all 512.
-            let pcs = r.pcs.iter().take(PMC_CALLCHAIN_DEPTH_MAX);
-            let npc = pcs.len();
-            for (i, pc) in pcs.enumerate() {
-                // SAFETY: a write to a place inside a plain-data union member; nothing is read.
-                unsafe { out.pl_cc.pl_pc[i] = pc };
-            }
+            // SAFETY: `pl_cc` is plain data that any bytes are a valid value of, and `out` is
+            // the only reference to the union: a reference to its array is sound.
+            let pc_array: &mut [u64; PMC_CALLCHAIN_DEPTH_MAX] = unsafe { &mut out.pl_cc.pl_pc };
+            let npc = r.pcs.copy_into(pc_array);
             out.pl_cc.pl_pid = r.pid as u32;
             out.pl_cc.pl_tid = r.tid as u32;
             out.pl_cc.pl_pmcid = r.pmcid;
