@@ -111,20 +111,64 @@ fn sim_log(dir: &std::path::Path) -> (Vec<u8>, u64) {
     (bytes, offset)
 }
 
+/// The report pmcstat writes with `analysis` (on standard output) of the log `bytes`.
+fn report_of(dir: &std::path::Path, bytes: &[u8], analysis: &[&str]) -> String {
+    let log = dir.join("intact.log");
+    std::fs::write(&log, bytes).unwrap();
+    let mut args = vec!["-q", "-R", arg(&log)];
+    args.extend_from_slice(analysis);
+    let run = pmcstat(Host::Sim, &args);
+    run.assert_status(0);
+    run.stdout
+}
+
+/// Asserts that `damaged` is reported as far as it is intact — the report of `bytes[..offset]`
+/// — then refused with one error line naming `words` and EX_DATAERR.
+#[track_caller]
+fn reported_up_to_the_damage(
+    dir: &std::path::Path,
+    damaged: &std::path::Path,
+    intact: &[u8],
+    words: &[&str],
+) {
+    for analysis in [&["-G", "-"][..], &["--top", "3"][..], &["--folded", "-"][..]] {
+        let mut args = vec!["-R", arg(damaged)];
+        args.extend_from_slice(analysis);
+        if analysis[0] == "--folded" {
+            args = vec!["-R", arg(damaged), "--folded", "/dev/stdout"];
+        }
+        let run = pmcstat(Host::Sim, &args);
+        let line = one_line_error(&run);
+        assert_eq!(run.status, EX_DATAERR, "{}", run.describe());
+        for word in words {
+            assert!(line.contains(word), "{line:?} does not say {word:?}");
+        }
+        assert!(line.contains("the reports cover the 9 records before it"), "{line}");
+        let expected = if analysis[0] == "--folded" {
+            report_of(dir, intact, &["--folded", "/dev/stdout"])
+        } else {
+            report_of(dir, intact, analysis)
+        };
+        assert!(!expected.is_empty());
+        assert_eq!(run.stdout, expected, "{analysis:?}: not the report of the intact records");
+    }
+}
+
 #[test]
-fn a_corrupt_log_is_refused_at_the_byte_offset_of_the_bad_record() {
+fn a_corrupt_log_is_reported_up_to_the_bad_record_then_refused_at_its_offset() {
     let dir = tempfile::tempdir().unwrap();
     let (mut bytes, offset) = sim_log(dir.path());
+    let intact = bytes[..offset as usize].to_vec();
     bytes[offset as usize + 3] = 0x5a; // the magic byte of the header word
     let corrupt = dir.path().join("corrupt.log");
     std::fs::write(&corrupt, &bytes).unwrap();
     let at = format!("{offset:#x}");
-    for analysis in [&["-G", "-"][..], &["--top", "3"][..], &["--folded", "/dev/null"][..]] {
-        let mut args = vec!["-R", arg(&corrupt)];
-        args.extend_from_slice(analysis);
-        let run = pmcstat(Host::Sim, &args);
-        fails_with(&run, EX_DATAERR, &[arg(&corrupt), "corrupt", &at, "magic"]);
-    }
+    reported_up_to_the_damage(
+        dir.path(),
+        &corrupt,
+        &intact,
+        &[arg(&corrupt), "corrupt", &at, "magic"],
+    );
     // The dump prints the records before the bad one, then the error (see e2e_log.rs).
     let run = pmcstat(Host::Sim, &["-R", arg(&corrupt)]);
     let line = one_line_error(&run);
@@ -133,16 +177,35 @@ fn a_corrupt_log_is_refused_at_the_byte_offset_of_the_bad_record() {
 }
 
 #[test]
-fn a_truncated_log_is_refused_at_the_byte_offset_of_the_cut_record() {
+fn a_truncated_log_is_reported_up_to_the_cut_record_then_refused_at_its_offset() {
     let dir = tempfile::tempdir().unwrap();
     let (bytes, offset) = sim_log(dir.path());
     let truncated = dir.path().join("truncated.log");
     std::fs::write(&truncated, &bytes[..offset as usize + 5]).unwrap();
     let at = format!("{offset:#x}");
-    let run = pmcstat(Host::Sim, &["-R", arg(&truncated), "-G", "-"]);
-    fails_with(&run, EX_DATAERR, &[arg(&truncated), &at]);
+    reported_up_to_the_damage(
+        dir.path(),
+        &truncated,
+        &bytes[..offset as usize],
+        &[arg(&truncated), &at],
+    );
     let run = pmcstat(Host::Sim, &["-R", arg(&truncated)]);
     assert!(one_line_error(&run).contains(&at), "{}", run.describe());
+}
+
+#[test]
+fn endless_or_random_input_fails_at_once() {
+    for input in ["/dev/zero", "/dev/urandom"] {
+        for analysis in [&[][..], &["-G", "-"], &["--top", "3"]] {
+            let mut args = vec!["-R", input];
+            args.extend_from_slice(analysis);
+            let run = common::start_pmcstat(Host::Sim, &args)
+                .finish_within(std::time::Duration::from_secs(60));
+            let line = one_line_error(&run);
+            assert_eq!(run.status, EX_DATAERR, "{}", run.describe());
+            assert!(line.contains("offset 0x0") || line.contains("offset 0x"), "{line}");
+        }
+    }
 }
 
 #[test]
@@ -156,11 +219,12 @@ fn options_that_conflict_or_lack_what_they_need_are_usage_errors() {
         (&["--", "true"], &["no PMC"]),
         (&[], &["no PMC"]),
         (&["-p", "task-clock"], &["need a command"]),
-        (&["-n", "0", "-P", "cpu-clock", "true"], &["-n 0", "at least 1"]),
+        (&["-n", "0", "-P", "cpu-clock", "true"], &["-n 0", "from 1 to"]),
         (&["-n", "many", "-P", "cpu-clock", "true"], &["-n", "not a valid number"]),
-        (&["-w", "0", "-p", "task-clock", "true"], &["-w", "positive"]),
+        (&["-w", "0", "-p", "task-clock", "true"], &["-w", "from 0.01 to"]),
         (&["-c", "3-1", "-s", "task-clock"], &["-c", "CPU list"]),
-        (&["-c", "4096", "-s", "task-clock", "-l", "1"], &["CPU 4096 does not exist"]),
+        (&["-c", "4094", "-s", "task-clock", "-l", "1"], &["CPU 4094 does not exist"]),
+        (&["-c", "4095", "-s", "task-clock", "-l", "1"], &["CPU 4095 is beyond", "(4094)"]),
         (&["-p"], &["-p"]),
     ];
     for (args, words) in cases {
@@ -198,4 +262,97 @@ fn measuring_another_users_process_without_privilege_is_eperm_with_the_reason() 
     for word in ["EPERM", "process 1", "perf_event_paranoid", "CAP_PERFMON"] {
         assert!(stderr.contains(word), "{stderr:?} does not say {word:?}");
     }
+}
+
+#[test]
+fn numbers_out_of_range_are_usage_errors_that_name_the_range_never_panics() {
+    for (args, says) in [
+        (&["-l", "1e300", "-p", "task-clock", "--", "true"][..], "from 0.001 to 31536000"),
+        (&["-l", "1e20", "-p", "task-clock", "--", "true"], "from 0.001 to 31536000"),
+        (&["-w", "1e300", "-p", "task-clock", "--", "true"], "from 0.01 to 31536000"),
+        (&["-w", "0.0000001", "-p", "task-clock", "--", "true"], "from 0.01 to 31536000"),
+        (&["-n", "0", "-P", "cpu-clock", "--", "true"], "from 1 to 9223372036854775807"),
+    ] {
+        let run = pmcstat(Host::Linux, args);
+        fails_with(&run, EX_USAGE, &[says]);
+    }
+}
+
+#[test]
+fn a_huge_cpu_list_is_refused_before_it_is_expanded() {
+    let run = pmcstat(Host::Linux, &["-c", "0-4294967295", "-s", "cpu-clock"]);
+    fails_with(&run, EX_USAGE, &["4294967295", "highest CPU number", "4094"]);
+    // Within what a PMC id can name but beyond this machine: checked against the machine.
+    let run = pmcstat(Host::Linux, &["-c", "0-4000", "-s", "cpu-clock", "-l", "1"]);
+    fails_with(&run, EX_USAGE, &["CPU", "does not exist", "this machine has"]);
+}
+
+#[test]
+fn one_pmc_too_many_names_the_rows_of_its_class() {
+    let mut args: Vec<&str> = Vec::new();
+    for _ in 0..17 {
+        args.extend(["-p", "task-clock"]);
+    }
+    args.extend(["--", "true"]);
+    let run = pmcstat(Host::Linux, &args);
+    fails_with(&run, EX_UNAVAILABLE, &["the SOFT class has 16 rows", "at most 16 SOFT"]);
+}
+
+#[test]
+fn a_failed_run_leaves_no_output_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, out) = (dir.path().join("run.log"), dir.path().join("counts.txt"));
+    let failing: [&[&str]; 3] = [
+        &["-P", "cpu-clock", "-p", "task-clock", "--", "/no/such/command"],
+        &["-P", "cpu-clock", "-p", "no-such-event", "--", "true"],
+        &["-P", "cpu-clock", "-t", "999999999"],
+    ];
+    for args in failing {
+        let mut all = vec!["-O", arg(&log), "-o", arg(&out)];
+        all.extend_from_slice(args);
+        let run = pmcstat(Host::Linux, &all);
+        one_line_error(&run);
+        let left: Vec<_> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+        assert!(left.is_empty(), "pmcstat {all:?} left {left:?}");
+    }
+    // A report that cannot be written leaves no file either.
+    let empty = dir.path().join("empty.log");
+    std::fs::write(&empty, []).unwrap();
+    let svg = dir.path().join("empty.svg");
+    let run = pmcstat(Host::Linux, &["-R", arg(&empty), "--flamegraph", arg(&svg)]);
+    one_line_error(&run);
+    assert!(!svg.exists(), "an empty flame graph was left behind");
+}
+
+#[test]
+fn options_a_run_would_ignore_are_usage_errors() {
+    for (args, says) in [
+        (&["-p", "task-clock", "-c", "0", "--", "true"][..], "-c 0 applies to the system PMCs"),
+        (&["-p", "task-clock", "-G", "cg.txt", "--", "true"], "add a sampling PMC"),
+        (&["-R", "x.log", "-w", "1"], "no meaning with -R"),
+    ] {
+        let run = pmcstat(Host::Linux, args);
+        fails_with(&run, EX_USAGE, &[says]);
+    }
+}
+
+#[test]
+fn an_unknown_host_or_simulated_machine_is_an_error_listing_the_valid_ones() {
+    for (env, says) in [
+        (("PMC_SIM_MODEL", "zen2"), &["\"zen2\"", "use skylake, icelake, nehalem, core2, vm"][..]),
+        (("PMC_SIM_MODEL", "bogus"), &["\"bogus\"", "use skylake, icelake, nehalem, core2, vm"]),
+        (("PMC_SIM_CPUS", "0"), &["PMC_SIM_CPUS", "a number from 1 to 64"]),
+        (("PMC_SIM_CPUS", "many"), &["PMC_SIM_CPUS", "a number from 1 to 64"]),
+        (("PMC_SIM_SEED", "-1"), &["PMC_SIM_SEED", "a number from 0 to"]),
+    ] {
+        let run = pmcstat_env(Host::Sim, &[env], &["-p", "instructions", "hot-cold"]);
+        fails_with(&run, EX_UNAVAILABLE, says);
+    }
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_pmcstat"));
+    let output = command.args(["-p", "task-clock", "true"]).env("PMC_HOST", "bogus").output();
+    let output = output.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(EX_UNAVAILABLE), "{stderr}");
+    assert!(stderr.contains("unknown host \"bogus\": use freebsd, linux or sim"), "{stderr}");
 }

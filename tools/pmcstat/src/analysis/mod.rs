@@ -67,7 +67,7 @@ pub use gmon::{
 };
 pub use pprof::write_pprof;
 pub use profile::{
-    Frame, FrameId, KERNEL_IMAGE, Location, LogInfo, PmcProfile, Profile, ResolveOptions,
+    Frame, FrameId, KERNEL_IMAGE, Location, LogInfo, PmcProfile, Profile, ReadLog, ResolveOptions,
     UNKNOWN_IMAGE,
 };
 pub use top::{FlatRow, flat_rows, write_top};
