@@ -45,6 +45,7 @@
 
 mod callgraph;
 mod calltree;
+mod debuginfo;
 mod error;
 mod folded;
 mod gmon;
@@ -59,6 +60,7 @@ mod testutil;
 
 pub use callgraph::{DEFAULT_CALLGRAPH_DEPTH, write_callgraph, write_callgraph_depth};
 pub use calltree::write_calltree;
+pub use debuginfo::{DebugSearch, SYSTEM_DEBUG_DIR};
 pub use error::AnalysisError;
 pub use folded::{write_flamegraph, write_folded, write_folded_pmc};
 pub use gmon::{

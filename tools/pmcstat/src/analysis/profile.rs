@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use pmclog::{Callchain, EventNames, MultipartKind, Record, Records, StaticEventNames};
 
+use super::debuginfo::DebugSearch;
 use super::error::AnalysisError;
 use super::image::{Image, demangle};
 use super::kallsyms;
@@ -26,6 +27,8 @@ pub struct ResolveOptions {
     pub raw_addresses: bool,
     /// `-i lwp`: only the samples of this thread.
     pub thread: Option<i32>,
+    /// Where separate debug files are looked for (images without a symbol table of their own).
+    pub debug: DebugSearch,
 }
 
 /// Start of the upper (kernel) half of the x86-64 address space.
@@ -447,7 +450,7 @@ impl<'a> Builder<'a> {
             self.images.insert(path.to_vec(), image.clone());
             return image;
         }
-        let image = match Image::load(&file) {
+        let image = match Image::load_with(&file, self.opts.fsroot.as_deref(), &self.opts.debug) {
             Ok(image) => Some(Arc::new(image)),
             // A program of the simulated machine: no file, but libpmc knows its functions.
             Err(_) if simulated().is_some() => simulated().map(Arc::new),
