@@ -73,6 +73,7 @@ pub fn load_profile(o: &Options, bytes: &[u8], name: &str) -> Result<Profile, Fa
         show_offsets: o.offsets,
         raw_addresses: o.addresses,
         thread: o.thread,
+        lines: o.calltree.is_some() || o.pprof.is_some(),
         ..ResolveOptions::default()
     };
     Profile::from_log_with_names(bytes, &resolve, &PmuEventNames).map_err(|e| {

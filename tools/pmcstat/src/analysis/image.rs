@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::debuginfo::{Check, DebugLinks, DebugSearch, debuglink_crc};
+use super::lines::{SourceFrame, SourceLines};
 
 use object::{
     Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, SectionFlags, SegmentFlags,
@@ -93,6 +94,10 @@ pub(crate) struct Image {
     pub(crate) debug_file: Option<PathBuf>,
     /// Whether `symbols` come from a full symbol table (`.symtab`), not dynamic symbols only.
     has_symbol_table: bool,
+    /// The file whose DWARF gives source lines (the debug file, else the image itself).
+    dwarf_file: Option<PathBuf>,
+    /// Its DWARF, read the first time a source line is asked for.
+    source_lines: std::sync::OnceLock<Option<SourceLines>>,
 }
 
 /// The first line of a kernel symbol table in the form the analysis searches without parsing
@@ -129,6 +134,7 @@ impl Image {
                 }
             }
         }
+        image.dwarf_file = Some(image.debug_file.clone().unwrap_or_else(|| path.to_owned()));
         Ok(image)
     }
 
@@ -160,6 +166,8 @@ impl Image {
             label: Arc::from("image"),
             debug_file: None,
             has_symbol_table: true,
+            dwarf_file: None,
+            source_lines: std::sync::OnceLock::new(),
         }
     }
 
@@ -258,6 +266,8 @@ impl Image {
             label: Arc::from("image"),
             debug_file: None,
             has_symbol_table,
+            dwarf_file: None,
+            source_lines: std::sync::OnceLock::new(),
         };
         Ok((image, links))
     }
@@ -268,6 +278,15 @@ impl Image {
         self.symbols = symbols;
         self.has_symbol_table = true;
         self.debug_file = Some(file);
+    }
+
+    /// The source frames at the link-time address `addr` (innermost first), from the DWARF of
+    /// the image's debug file or of the image itself; empty without line information.
+    pub(crate) fn source_at(&self, addr: u64) -> Vec<SourceFrame> {
+        let lines = self
+            .source_lines
+            .get_or_init(|| self.dwarf_file.as_deref().and_then(SourceLines::load));
+        lines.as_ref().map(|lines| lines.frames_at(addr)).unwrap_or_default()
     }
 
     /// The function symbol containing the link-time address `addr`; for code no symbol covers,
@@ -588,6 +607,8 @@ ffffffffc0001000 t mod_fn\t[ext4]
             label: Arc::from("image"),
             debug_file: None,
             has_symbol_table: true,
+            dwarf_file: None,
+            source_lines: std::sync::OnceLock::new(),
         };
         assert_eq!(&*image.symbol_at(0x10).unwrap().name, "_a_alias");
         assert!(image.symbol_at(0x18).is_none());

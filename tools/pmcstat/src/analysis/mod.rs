@@ -51,6 +51,7 @@ mod folded;
 mod gmon;
 mod image;
 mod kallsyms;
+mod lines;
 mod pprof;
 mod profile;
 mod top;
@@ -67,6 +68,7 @@ pub use gmon::{
     CallArc, FUNCTION_ALIGNMENT, GMONVERSION, GmonHeader, GmonProfile, gmon_profiles,
     write_gmon_files, write_gmon_map,
 };
+pub use lines::SourceFrame;
 pub use pprof::write_pprof;
 pub use profile::{
     Frame, FrameId, KERNEL_IMAGE, Location, LogInfo, PmcProfile, Profile, ResolveOptions,

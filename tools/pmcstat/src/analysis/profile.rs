@@ -12,6 +12,7 @@ use super::debuginfo::DebugSearch;
 use super::error::AnalysisError;
 use super::image::{Image, demangle};
 use super::kallsyms;
+use super::lines::SourceFrame;
 
 /// How program counters are turned into functions (pmcstat's `-r`, `-I` and `-A`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -29,6 +30,9 @@ pub struct ResolveOptions {
     pub thread: Option<i32>,
     /// Where separate debug files are looked for (images without a symbol table of their own).
     pub debug: DebugSearch,
+    /// Read source positions (file, line, inlined functions) from DWARF for every sampled
+    /// address ([`Profile::source`]): for the outputs that show them (`-F`, `--pprof`).
+    pub lines: bool,
 }
 
 /// Start of the upper (kernel) half of the x86-64 address space.
@@ -172,6 +176,7 @@ pub struct Profile {
     info: LogInfo,
     unreadable_images: Vec<(String, String)>,
     text_ranges: HashMap<Arc<str>, Range<u64>>,
+    sources: HashMap<(Arc<str>, u64), Arc<[SourceFrame]>>,
 }
 
 impl Profile {
@@ -263,6 +268,23 @@ impl Profile {
     pub fn text_range(&self, image: &str) -> Option<Range<u64>> {
         self.text_ranges.get(image).cloned()
     }
+
+    /// The source frames of a sampled location, innermost first (an inlined function's line,
+    /// then the line of the function it was inlined into); empty when the profile was read
+    /// without [`ResolveOptions::lines`] or the image has no line information.
+    pub fn source(&self, location: &Location) -> &[SourceFrame] {
+        self.source_in(&self.frame(location.frame).image, location.address)
+    }
+
+    /// The source frames at `address` (a link-time address) of the image named `image`.
+    pub fn source_in(&self, image: &Arc<str>, address: u64) -> &[SourceFrame] {
+        self.sources.get(&(image.clone(), address)).map_or(&[], |frames| frames)
+    }
+
+    /// Whether any sampled address has a source position.
+    pub fn has_sources(&self) -> bool {
+        self.sources.values().any(|frames| !frames.is_empty())
+    }
 }
 
 /// One executable mapping of a process: `[lo, hi)` in run-time addresses.
@@ -319,6 +341,8 @@ struct Builder<'a> {
     records: u64,
     info: LogInfo,
     unreadable_images: Vec<(String, String)>,
+    /// Per (image name, link-time address): its source frames, with [`ResolveOptions::lines`].
+    sources: HashMap<(u32, u64), Arc<[SourceFrame]>>,
 }
 
 impl<'a> Builder<'a> {
@@ -342,6 +366,7 @@ impl<'a> Builder<'a> {
             records: 0,
             info: LogInfo::default(),
             unreadable_images: Vec::new(),
+            sources: HashMap::new(),
         }
     }
 
@@ -605,6 +630,11 @@ impl<'a> Builder<'a> {
                     Some(image) => {
                         let link = pc.wrapping_sub(m.bias);
                         address = link;
+                        if self.opts.lines {
+                            self.sources
+                                .entry((image_name, link))
+                                .or_insert_with(|| image.source_at(link).into());
+                        }
                         match image.symbol_at(link).filter(|_| !self.opts.raw_addresses) {
                             Some(sym) if self.opts.show_offsets => (
                                 image_name,
@@ -726,6 +756,13 @@ impl<'a> Builder<'a> {
             info: self.info,
             unreadable_images: self.unreadable_images,
             text_ranges,
+            sources: self
+                .sources
+                .into_iter()
+                .map(|((image, address), frames)| {
+                    ((self.image_names[image as usize].clone(), address), frames)
+                })
+                .collect(),
         }
     }
 }
