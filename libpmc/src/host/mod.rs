@@ -32,6 +32,14 @@ mod unix_process;
 /// MAP_IN record (process -1). A text symbol table (`address type name` lines), not an ELF file.
 pub const KERNEL_SYMBOLS: &str = "/proc/kallsyms";
 
+/// Nanoseconds in one tick of the Linux host's clock events (`cpu-clock`, `task-clock`) when
+/// they sample: their sampling rate counts these ticks, as FreeBSD's clock events count ticks
+/// of `hz` = 1000.
+pub const CLOCK_TICK_NS: u64 = 1_000_000;
+
+/// The Linux host's clock events, whose sampling rate is in ticks of [`CLOCK_TICK_NS`].
+pub const CLOCK_EVENTS: [&str; 2] = ["cpu-clock", "task-clock"];
+
 /// Which host serves this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HostKind {

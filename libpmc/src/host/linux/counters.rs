@@ -22,8 +22,6 @@ use super::lock;
 use super::perf::{self, Rings, Sampling, Scope, Source};
 use super::rings::{Event, Ring, RingMeta};
 
-/// Nanoseconds in one tick of the clock events when they sample (FreeBSD's hz = 1000).
-const CLOCK_TICK_NS: u64 = 1_000_000;
 /// `kern.hwpmc.callchaindepth`'s default, the depth the driver keeps.
 const CALLCHAIN_DEPTH: usize = 128;
 /// IA32_PERFEVTSEL's AnyThread and pin-control bits.
@@ -146,10 +144,10 @@ fn source_of(pmc: &HostedPmc) -> Result<Source, Errno> {
     }
 }
 
-/// The sampling period perf uses: the reload count, in ticks of [`CLOCK_TICK_NS`] for the
+/// The sampling period perf uses: the reload count, in ticks of [`crate::host::CLOCK_TICK_NS`] for the
 /// clock events.
 fn period_of(source: Source, reload: u64) -> u64 {
-    if perf::is_clock(source) { reload.saturating_mul(CLOCK_TICK_NS) } else { reload }
+    if perf::is_clock(source) { reload.saturating_mul(crate::host::CLOCK_TICK_NS) } else { reload }
 }
 
 /// Whether perf lets this process measure `pid` in kernel mode too (it does not for an

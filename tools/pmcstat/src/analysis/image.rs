@@ -92,6 +92,8 @@ pub(crate) struct Image {
     label: Arc<str>,
     /// The separate debug file the symbols were read from.
     pub(crate) debug_file: Option<PathBuf>,
+    /// The `NT_GNU_BUILD_ID` note.
+    pub(crate) build_id: Option<Vec<u8>>,
     /// Whether `symbols` come from a full symbol table (`.symtab`), not dynamic symbols only.
     has_symbol_table: bool,
     /// The file whose DWARF gives source lines (the debug file, else the image itself).
@@ -165,6 +167,7 @@ impl Image {
             unwind_functions: Vec::new(),
             label: Arc::from("image"),
             debug_file: None,
+            build_id: None,
             has_symbol_table: true,
             dwarf_file: None,
             source_lines: std::sync::OnceLock::new(),
@@ -265,6 +268,7 @@ impl Image {
             unwind_functions,
             label: Arc::from("image"),
             debug_file: None,
+            build_id: links.build_id.clone(),
             has_symbol_table,
             dwarf_file: None,
             source_lines: std::sync::OnceLock::new(),
@@ -606,6 +610,7 @@ ffffffffc0001000 t mod_fn\t[ext4]
             unwind_functions: Vec::new(),
             label: Arc::from("image"),
             debug_file: None,
+            build_id: None,
             has_symbol_table: true,
             dwarf_file: None,
             source_lines: std::sync::OnceLock::new(),

@@ -71,7 +71,7 @@ pub use gmon::{
 pub use lines::SourceFrame;
 pub use pprof::write_pprof;
 pub use profile::{
-    Frame, FrameId, KERNEL_IMAGE, Location, LogInfo, PmcProfile, Profile, ResolveOptions,
-    UNKNOWN_IMAGE,
+    Frame, FrameId, ImageInfo, KERNEL_IMAGE, Location, LogInfo, PmcProfile, Profile,
+    ResolveOptions, UNKNOWN_IMAGE,
 };
 pub use top::{FlatRow, flat_rows, write_top};

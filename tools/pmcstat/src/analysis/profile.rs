@@ -175,8 +175,20 @@ pub struct Profile {
     records: u64,
     info: LogInfo,
     unreadable_images: Vec<(String, String)>,
-    text_ranges: HashMap<Arc<str>, Range<u64>>,
+    images: HashMap<Arc<str>, ImageInfo>,
     sources: HashMap<(Arc<str>, u64), Arc<[SourceFrame]>>,
+    main_image: Option<Arc<str>>,
+}
+
+/// What the profile knows of an image it could read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageInfo {
+    /// The executable code, in link-time addresses (see [`Profile::text_range`]).
+    pub text: Range<u64>,
+    /// The link-time address of file offset 0.
+    pub link_base: u64,
+    /// The build ID (`NT_GNU_BUILD_ID`), in hex.
+    pub build_id: Option<String>,
 }
 
 impl Profile {
@@ -266,7 +278,18 @@ impl Profile {
     /// be read (and for [`KERNEL_IMAGE`] and [`UNKNOWN_IMAGE`]): their addresses are run-time
     /// addresses.
     pub fn text_range(&self, image: &str) -> Option<Range<u64>> {
-        self.text_ranges.get(image).cloned()
+        self.images.get(image).map(|info| info.text.clone())
+    }
+
+    /// What is known of the image named `image`, if it could be read and has code.
+    pub fn image_info(&self, image: &str) -> Option<&ImageInfo> {
+        self.images.get(image)
+    }
+
+    /// The program the log's first PROCEXEC started (the measured command), as images are
+    /// named.
+    pub fn main_image(&self) -> Option<&Arc<str>> {
+        self.main_image.as_ref()
     }
 
     /// The source frames of a sampled location, innermost first (an inlined function's line,
@@ -343,6 +366,7 @@ struct Builder<'a> {
     unreadable_images: Vec<(String, String)>,
     /// Per (image name, link-time address): its source frames, with [`ResolveOptions::lines`].
     sources: HashMap<(u32, u64), Arc<[SourceFrame]>>,
+    main_image: Option<u32>,
 }
 
 impl<'a> Builder<'a> {
@@ -367,6 +391,7 @@ impl<'a> Builder<'a> {
             info: LogInfo::default(),
             unreadable_images: Vec::new(),
             sources: HashMap::new(),
+            main_image: None,
         }
     }
 
@@ -542,6 +567,9 @@ impl<'a> Builder<'a> {
     /// `ET_EXEC` image at its link-time addresses) and, for a dynamically linked executable, the
     /// run-time linker at `base_addr` (AT_BASE) when that is not 0, as pmcstat does.
     fn exec(&mut self, pid: i32, path: &[u8], base_addr: u64, dyn_addr: u64) {
+        if self.main_image.is_none() {
+            self.main_image = Some(self.image_name(&String::from_utf8_lossy(path)));
+        }
         self.processes.insert(pid, Vec::new());
         self.cache.clear();
         let image = self.image(path);
@@ -739,12 +767,21 @@ impl<'a> Builder<'a> {
                 }
             })
             .collect();
-        let text_ranges = self
+        let images = self
             .images
             .iter()
             .filter_map(|(path, image)| {
-                let (start, end) = image.as_ref()?.text?;
-                Some((Arc::from(String::from_utf8_lossy(path).as_ref()), start..end))
+                let image = image.as_ref()?;
+                let (start, end) = image.text?;
+                let info = ImageInfo {
+                    text: start..end,
+                    link_base: image.link_base,
+                    build_id: image
+                        .build_id
+                        .as_ref()
+                        .map(|id| id.iter().map(|b| format!("{b:02x}")).collect()),
+                };
+                Some((Arc::from(String::from_utf8_lossy(path).as_ref()), info))
             })
             .collect();
         Profile {
@@ -755,7 +792,8 @@ impl<'a> Builder<'a> {
             records: self.records,
             info: self.info,
             unreadable_images: self.unreadable_images,
-            text_ranges,
+            images,
+            main_image: self.main_image.map(|id| self.image_names[id as usize].clone()),
             sources: self
                 .sources
                 .into_iter()
