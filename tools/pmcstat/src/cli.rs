@@ -52,6 +52,9 @@ pub struct Options {
     pub gmon_dir: Option<PathBuf>,
     /// `-M`: where to write the mapping of images to gmon files (with `-g`).
     pub gmon_map: Option<PathBuf>,
+    /// `--gmon-kernel`: with `-g`, also the Linux kernel's file (its text and modules span
+    /// about a gigabyte: a histogram of over 100 MB).
+    pub gmon_kernel: bool,
     /// `-F`: calltree output.
     pub calltree: Option<String>,
     /// `-r`: file-system root for images.
@@ -144,6 +147,7 @@ fn command() -> Command {
         .arg(toggle("T", 'T', "top mode: a flat profile every -w seconds while sampling"))
         .arg(toggle("q", 'q', "less verbose"))
         .arg(toggle("v", 'v', "more verbose"))
+        .arg(Arg::new("gmon-kernel").long("gmon-kernel").action(ArgAction::SetTrue).help("with -g, also write the Linux kernel's gmon file (over 100 MB)"))
         .arg(Arg::new("folded").long("folded").num_args(1).help("write folded stacks (flame-graph input)"))
         .arg(Arg::new("flamegraph").long("flamegraph").num_args(1).help("write a flame graph SVG"))
         .arg(Arg::new("pprof").long("pprof").num_args(1).help("write a gzipped pprof profile"))
@@ -324,6 +328,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         gmon: count("g"),
         gmon_dir: last(m, "D").map(PathBuf::from),
         gmon_map: last(m, "M").map(PathBuf::from),
+        gmon_kernel: m.get_flag("gmon-kernel"),
         calltree: last(m, "F").cloned(),
         fsroot: last(m, "r").map(PathBuf::from),
         offsets: count("I"),

@@ -132,7 +132,7 @@ pub fn write_analyses(o: &Options, profile: &Profile) -> Result<(), Failure> {
 /// `-g`: the gmon files under the `-D` directory (default `.`), in the layout of the gprof of
 /// this system ([`analysis::GmonHeader::native`]); `-M`: the mapping of images to them.
 fn write_gmon(o: &Options, profile: &Profile) -> Result<(), Failure> {
-    let gmons = analysis::gmon_profiles(profile);
+    let gmons = analysis::gmon_profiles(profile, o.gmon_kernel);
     let dir = o.gmon_dir.clone().unwrap_or_else(|| PathBuf::from("."));
     analysis::write_gmon_files(&gmons, &dir, analysis::GmonHeader::native())
         .map_err(|e| io_failure("writing gmon files", &e))?;

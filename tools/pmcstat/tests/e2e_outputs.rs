@@ -79,7 +79,8 @@ fn files_under(dir: &Path) -> Vec<String> {
 
 /// The gmon file of hot-cold as GNU gprof (or, on FreeBSD, FreeBSD's gprof) reads it: a BSD
 /// header, one u16 counter per 16 bytes from the first function to the end of the last
-/// (rounded up to a whole counter), then the arcs main → hot and main → cold.
+/// (rounded up to a whole counter), then the arcs main → hot and main → cold. The profiling
+/// rate is 1: the event (instructions) is no clock, each sample is one unit.
 fn expected_gmon(h: &HotCold) -> Vec<u8> {
     let header = if cfg!(target_os = "freebsd") { 48 } else { 40 };
     let low = h.functions.iter().map(|f| f.0).min().unwrap();
@@ -90,6 +91,7 @@ fn expected_gmon(h: &HotCold) -> Vec<u8> {
     bytes.extend_from_slice(&(low + 16 * buckets as u64).to_le_bytes());
     bytes.extend_from_slice(&((header + 2 * buckets) as u32).to_le_bytes());
     bytes.extend_from_slice(&0x0005_1879u32.to_le_bytes());
+    bytes.extend_from_slice(&1u32.to_le_bytes());
     bytes.resize(header, 0);
     let mut histogram = vec![0u16; buckets];
     histogram[((h.hot - low) / 16) as usize] = 90;
@@ -381,6 +383,18 @@ fn gprof_reads_the_gmon_file_of_a_sampled_c_program() {
     assert_eq!(first.len(), 7, "hot_function has a calls column (the arcs were read):\n{text}");
     let calls: u64 = first[3].parse().unwrap();
     assert_eq!(calls, main_calls_hot_function(dir.path()), "{text}");
+    // The profiling rate: cpu-clock sampled every 1 ms tick is 1000 samples a second, so
+    // gprof's seconds are the CPU time the samples stand for.
+    let bytes = std::fs::read(&gmon).unwrap();
+    assert_eq!(u32::from_le_bytes(bytes[24..28].try_into().unwrap()), 1000, "profrate");
+    let top = on_sampled_log(dir.path(), &["--top", "1"]);
+    let hot_samples = parse_top(&top.stdout)[0].2[0].self_samples;
+    let self_seconds: f64 = first[2].parse().unwrap();
+    let expected = hot_samples as f64 / 1000.0;
+    assert!(
+        (self_seconds - expected).abs() < 0.0051,
+        "{self_seconds} s for {hot_samples} samples:\n{text}"
+    );
 }
 
 #[test]

@@ -131,6 +131,16 @@ impl PmcProfile {
         self.rate
     }
 
+    /// The time between two samples in nanoseconds, for clock events (the Linux host's
+    /// `cpu-clock` and `task-clock`, whose rate counts ticks of [`pmc::host::CLOCK_TICK_NS`]);
+    /// `None` for events that do not count time.
+    pub fn clock_period_ns(&self) -> Option<u64> {
+        pmc::host::CLOCK_EVENTS
+            .iter()
+            .any(|clock| clock.eq_ignore_ascii_case(&self.name))
+            .then(|| self.rate.max(1).saturating_mul(pmc::host::CLOCK_TICK_NS))
+    }
+
     /// Samples with at least one program counter.
     pub fn samples(&self) -> u64 {
         self.samples

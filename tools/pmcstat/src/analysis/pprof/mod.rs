@@ -6,7 +6,7 @@
 //!   one PMC name, one `NAME`/`count` column per name follows (in the order of
 //!   [`Profile::sample_counts`]), each sample carrying its count in its PMC's column (0 in the
 //!   others). When clock events sampled (the Linux host's `cpu-clock` and `task-clock`, whose
-//!   rate counts ticks of [`pmc::host::CLOCK_TICK_NS`]), a `cpu`/`nanoseconds` column follows:
+//!   rate counts ticks, [`PmcProfile::clock_period_ns`]), a `cpu`/`nanoseconds` column follows:
 //!   each sample's count times its PMC's period; `period_type`/`period` say the period when
 //!   there is one. `default_sample_type` is `samples`.
 //! - Addresses are link-time addresses (what `nm` and `objdump` print, the same in every process
@@ -30,7 +30,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use prost::Message as _;
 
-use super::profile::{Location, Profile};
+use super::profile::{Location, PmcProfile, Profile};
 
 /// The messages of `profile.proto` (package `perftools.profiles`), as prost generates them.
 #[allow(missing_docs, unreachable_pub, clippy::all, clippy::pedantic)]
@@ -47,15 +47,6 @@ pub fn write_pprof(profile: &Profile, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// The sampling period in nanoseconds of a PMC named `name` sampling every `rate`, for clock
-/// events.
-fn clock_period_ns(name: &str, rate: u64) -> Option<u64> {
-    pmc::host::CLOCK_EVENTS
-        .iter()
-        .any(|clock| clock.eq_ignore_ascii_case(name))
-        .then(|| rate.max(1).saturating_mul(pmc::host::CLOCK_TICK_NS))
-}
-
 /// The `Profile` message.
 pub(crate) fn build_profile(profile: &Profile) -> proto::Profile {
     let mut out = proto::Profile::default();
@@ -64,7 +55,7 @@ pub(crate) fn build_profile(profile: &Profile) -> proto::Profile {
     let names: Vec<String> = profile.sample_counts().into_iter().map(|(n, _)| n).collect();
     let per_name = names.len() > 1;
     let periods: Vec<Option<u64>> =
-        profile.pmcs().iter().map(|pmc| clock_period_ns(pmc.name(), pmc.rate())).collect();
+        profile.pmcs().iter().map(PmcProfile::clock_period_ns).collect();
     let clock = periods.iter().any(Option::is_some);
     let mut types = vec![("samples", "count")];
     if per_name {
