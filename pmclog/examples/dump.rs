@@ -22,7 +22,12 @@ fn main() -> ExitCode {
     let flushed = out.flush();
     match (end, flushed) {
         (Ok(end), Ok(())) => match end.error_message() {
-            None => ExitCode::SUCCESS,
+            None => {
+                if let Some(warning) = end.warning() {
+                    eprintln!("dump: warning: {warning}");
+                }
+                ExitCode::SUCCESS
+            }
             Some(message) => {
                 eprintln!("dump: {message}");
                 ExitCode::from(65)

@@ -38,8 +38,16 @@ impl EventNames for StaticEventNames {
 /// How a dump ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DumpEnd {
-    /// At a CLOSELOG record or at the end of the data, between records.
+    /// At a CLOSELOG record: the run that wrote the log ended it.
     Finished,
+    /// At the end of the data, between records, without a CLOSELOG: the run that wrote the log
+    /// was interrupted (killed, or still running). Every record was printed.
+    Unclosed {
+        /// Byte offset of the end of the last whole record (the log's length).
+        offset: u64,
+        /// Records printed.
+        records: u64,
+    },
     /// At a malformed record; the dump printed everything before it.
     Error {
         /// What was wrong.
@@ -54,11 +62,26 @@ impl DumpEnd {
     /// `ERROR: event parsing failed (record N, offset 0x…)`, followed by the reason.
     pub fn error_message(&self) -> Option<String> {
         match self {
-            DumpEnd::Finished => None,
+            DumpEnd::Finished | DumpEnd::Unclosed { .. } => None,
             DumpEnd::Error { error, record } => Some(format!(
                 "ERROR: event parsing failed (record {record}, offset {:#x}): {error}",
                 error.offset()
             )),
+        }
+    }
+
+    /// The warning for a log without CLOSELOG: `the log has no CLOSELOG record: the run that
+    /// wrote it did not finish; its N records up to byte offset 0x… are intact`.
+    pub fn warning(&self) -> Option<String> {
+        match self {
+            DumpEnd::Unclosed { offset, records } => {
+                let plural = if *records == 1 { "" } else { "s" };
+                Some(format!(
+                    "the log has no CLOSELOG record: the run that wrote it did not finish; its \
+                     {records} record{plural} up to byte offset {offset:#x} are intact"
+                ))
+            }
+            _ => None,
         }
     }
 }
@@ -199,25 +222,50 @@ pub fn dump_bytes_with_names<N: EventNames, W: Write + ?Sized>(
 ) -> io::Result<DumpEnd> {
     let mut dump = TextDump::with_names(names);
     let mut records = crate::slice::Records::new(log);
+    let mut closed = false;
     while let Some(item) = records.next() {
         match item {
-            Ok(entry) => dump.write_entry(out, &entry)?,
+            Ok(entry) => {
+                closed = matches!(entry.record, Record::CloseLog);
+                dump.write_entry(out, &entry)?
+            }
             Err(error) => {
                 return Ok(DumpEnd::Error { error, record: records.records_yielded() + 1 });
             }
         }
     }
-    Ok(DumpEnd::Finished)
+    Ok(end_between_records(closed, records.offset(), records.records_yielded()))
+}
+
+/// How a dump that reached the end of its data between records ended.
+fn end_between_records(closed: bool, offset: u64, records: u64) -> DumpEnd {
+    if closed { DumpEnd::Finished } else { DumpEnd::Unclosed { offset, records } }
 }
 
 /// Prints a log read from `input` (a file, a pipe, a socket), as `pmcstat -R` does, into `out`.
+/// It holds one [`LogReader`] buffer of the log at a time, whatever the log's size.
 pub fn dump_reader<R: Read, W: Write + ?Sized>(input: R, out: &mut W) -> io::Result<DumpEnd> {
-    let mut dump = TextDump::new();
+    dump_reader_with_names(input, StaticEventNames, out)
+}
+
+/// [`dump_reader`] naming PMU-table events (`PMC_F_EV_PMU`) with `names`.
+pub fn dump_reader_with_names<R: Read, N: EventNames, W: Write + ?Sized>(
+    input: R,
+    names: N,
+    out: &mut W,
+) -> io::Result<DumpEnd> {
+    let mut dump = TextDump::with_names(names);
     let mut reader = LogReader::new(input);
+    let mut closed = false;
     loop {
         match reader.next_entry() {
-            Ok(Some(entry)) => dump.write_entry(out, &entry)?,
-            Ok(None) => return Ok(DumpEnd::Finished),
+            Ok(Some(entry)) => {
+                closed = matches!(entry.record, Record::CloseLog);
+                dump.write_entry(out, &entry)?
+            }
+            Ok(None) => {
+                return Ok(end_between_records(closed, reader.offset(), reader.count()));
+            }
             Err(ReadError::Io(e)) => return Err(e),
             Err(ReadError::Decode(error)) => {
                 return Ok(DumpEnd::Error { error, record: reader.count() + 1 });

@@ -56,7 +56,8 @@ pub use stream::{Step, StreamDecoder};
 
 #[cfg(feature = "std")]
 pub use dump::{
-    DumpEnd, EventNames, StaticEventNames, TextDump, dump_bytes, dump_bytes_with_names, dump_reader,
+    DumpEnd, EventNames, StaticEventNames, TextDump, dump_bytes, dump_bytes_with_names,
+    dump_reader, dump_reader_with_names,
 };
 #[cfg(feature = "std")]
 pub use reader::{LogReader, ReadError};

@@ -35,10 +35,18 @@ fn dump_log(log: &[u8]) -> (String, DumpEnd) {
     (String::from_utf8(from_bytes).expect("the dump is text"), end)
 }
 
-/// The dump of a log of `records`, which must end cleanly.
+/// The dump of a log of `records`, which must end cleanly: at its CLOSELOG, or without one
+/// after its last record.
 fn dump(records: &[Record<'_>]) -> String {
-    let (text, end) = dump_log(&log_of(records));
-    assert_eq!(end, DumpEnd::Finished);
+    let log = log_of(records);
+    let (text, end) = dump_log(&log);
+    let closed = records.iter().any(|r| matches!(r, Record::CloseLog));
+    if closed {
+        assert_eq!(end, DumpEnd::Finished);
+    } else {
+        let records = records.len() as u64;
+        assert_eq!(end, DumpEnd::Unclosed { offset: log.len() as u64, records });
+    }
     assert_eq!(end.error_message(), None);
     text
 }
@@ -476,10 +484,15 @@ fn a_log_that_ends_inside_a_record_reports_the_truncation() {
             .unwrap()
             .starts_with("ERROR: event parsing failed (record 3, offset 0x98): ")
     );
-    // Ending between records is a normal end.
+    // Ending between records is not an error, but the log was not closed: the end says where
+    // its last whole record ends, and the warning names that offset.
     let (printed, end) = dump_log(&log[..112 + 40]);
     assert_eq!(printed, before);
-    assert_eq!(end, DumpEnd::Finished);
+    assert_eq!(end, DumpEnd::Unclosed { offset: 112 + 40, records: 2 });
+    assert_eq!(end.error_message(), None);
+    let warning = end.warning().unwrap();
+    assert!(warning.contains("no CLOSELOG") && warning.contains("byte offset 0x98"), "{warning}");
+    assert_eq!(DumpEnd::Finished.warning(), None);
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Mutex, PoisonError};
 
 use crate::error::{Error, Result};
+use crate::host::per_process::PerProcess;
 
 thread_local! {
     /// The text of this thread's last failure, for `pmc_host_error`.
@@ -93,13 +94,14 @@ pub(super) unsafe fn store<T>(out: *mut T, value: T) {
 }
 
 /// Names handed to C: each distinct name becomes one NUL-terminated string that lives as long as
-/// the process (FreeBSD's are static). The set is bounded by the names libpmc knows.
-static NAMES: Mutex<Option<HashMap<String, &'static CStr>>> = Mutex::new(None);
+/// the process (FreeBSD's are static). The set is bounded by the names libpmc knows. A forked
+/// child starts its own set (a thread of the parent may hold the lock at the fork).
+static NAMES: PerProcess<Mutex<HashMap<String, &'static CStr>>> = PerProcess::new();
 
 /// The process-lifetime C string of `name`.
 pub(super) fn intern(name: &str) -> &'static CStr {
-    let mut names = NAMES.lock().unwrap_or_else(PoisonError::into_inner);
-    let names = names.get_or_insert_with(HashMap::new);
+    let names = NAMES.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut names = names.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(&interned) = names.get(name) {
         return interned;
     }

@@ -24,6 +24,8 @@ use crate::error::{Error, Result};
 mod freebsd;
 #[cfg(target_os = "linux")]
 pub mod linux;
+#[cfg(unix)]
+pub(crate) mod per_process;
 pub mod sim;
 #[cfg(unix)]
 mod unix_process;

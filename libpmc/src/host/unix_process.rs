@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, Ordering};
 
+use super::per_process::PerProcess;
 use crate::error::{Error, Result};
 
 /// This process's pid, cached: a system call per PMC operation would cost as much as the
@@ -36,8 +37,13 @@ pub(crate) fn current_pid() -> i32 {
     pid
 }
 
-/// The write ends of the pipes held children wait on, by pid.
-static GATES: Mutex<BTreeMap<i32, i32>> = Mutex::new(BTreeMap::new());
+/// The write ends of the pipes held children wait on, by pid (this process's children only).
+static GATES: PerProcess<Mutex<BTreeMap<i32, i32>>> = PerProcess::new();
+
+fn gates() -> std::sync::MutexGuard<'static, BTreeMap<i32, i32>> {
+    let gates = GATES.get_or_init(|| Mutex::new(BTreeMap::new()));
+    gates.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Finds `program` as `execvp` would: a path if it has a slash, else the first executable file
 /// of that name in `PATH`.
@@ -60,7 +66,38 @@ fn cstring(s: &OsStr) -> Result<CString> {
     })
 }
 
-/// Forks a child that waits for [`resume`] before it executes `argv`.
+/// Asks the kernel to kill the calling (child) process with SIGKILL when the thread that
+/// forked it ends, so a measured command never outlives a measurer killed by SIGKILL as an
+/// orphan; false if the parent `parent` already ended. Async-signal-safe (system calls only).
+#[cfg(target_os = "linux")]
+fn die_with_parent(parent: libc::pid_t) -> bool {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) and getppid take no pointers.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) == 0
+            && libc::getppid() == parent
+    }
+}
+
+/// FreeBSD's equivalent of Linux's PR_SET_PDEATHSIG (procctl(2) PROC_PDEATHSIG_CTL).
+#[cfg(target_os = "freebsd")]
+fn die_with_parent(parent: libc::pid_t) -> bool {
+    let mut signal: libc::c_int = libc::SIGKILL;
+    // SAFETY: procctl reads one int from `signal`, a valid local; getppid takes no pointers.
+    unsafe {
+        libc::procctl(libc::P_PID, 0, libc::PROC_PDEATHSIG_CTL, (&raw mut signal).cast()) == 0
+            && libc::getppid() == parent
+    }
+}
+
+/// Elsewhere there is no such request: the child is left as `fork` made it.
+#[cfg(not(any(target_os = "linux", target_os = "freebsd")))]
+fn die_with_parent(_parent: libc::pid_t) -> bool {
+    true
+}
+
+/// Forks a child that waits for [`resume`] before it executes `argv`. The child is killed
+/// (SIGKILL) if the thread that called `spawn` ends before it: a measurer killed outright
+/// leaves no orphaned command running.
 pub(crate) fn spawn(argv: &[OsString]) -> Result<i32> {
     let program = argv
         .first()
@@ -73,7 +110,7 @@ pub(crate) fn spawn(argv: &[OsString]) -> Result<i32> {
         )
     })?;
     // Everything the child needs is built before fork: after it, the child only calls
-    // async-signal-safe functions (read, close, execve, _exit).
+    // async-signal-safe functions (prctl, getppid, signal, read, close, execve, _exit).
     let path = cstring(path.as_os_str())?;
     let args = argv.iter().map(|a| cstring(a)).collect::<Result<Vec<_>>>()?;
     let mut arg_ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
@@ -95,6 +132,8 @@ pub(crate) fn spawn(argv: &[OsString]) -> Result<i32> {
         return Err(Error::os("spawn", &std::io::Error::last_os_error()));
     }
     let (gate_read, gate_write) = (fds[0], fds[1]);
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
     // SAFETY: fork has no memory-safety preconditions; the child below only makes
     // async-signal-safe calls on memory prepared before the fork.
     let pid = unsafe { libc::fork() };
@@ -112,6 +151,12 @@ pub(crate) fn spawn(argv: &[OsString]) -> Result<i32> {
         // refers to memory built before fork that the child's copy still holds.
         unsafe {
             libc::close(gate_write);
+            if !die_with_parent(parent) {
+                libc::_exit(127);
+            }
+            // A Rust parent ignores SIGPIPE, and an ignored signal stays ignored across
+            // execve: the command gets the default action back, as from a shell.
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
             let mut byte = 0u8;
             let n = libc::read(gate_read, (&raw mut byte).cast(), 1);
             if n != 1 {
@@ -123,13 +168,13 @@ pub(crate) fn spawn(argv: &[OsString]) -> Result<i32> {
     }
     // SAFETY: the parent closes its copy of the read end.
     unsafe { libc::close(gate_read) };
-    GATES.lock().unwrap_or_else(|e| e.into_inner()).insert(pid, gate_write);
+    gates().insert(pid, gate_write);
     Ok(pid)
 }
 
 /// Lets a held child execute its command.
 pub(crate) fn resume(pid: i32) -> Result<()> {
-    let gate = GATES.lock().unwrap_or_else(|e| e.into_inner()).remove(&pid);
+    let gate = gates().remove(&pid);
     let gate = gate.ok_or_else(|| {
         Error::with_detail("resume", libc::ESRCH, format!("process {pid} is not a held child"))
     })?;

@@ -101,7 +101,14 @@ fn command() -> Command {
             'i' => "tid",
             _ => "file",
         };
-        Arg::new(id).short(short).num_args(1).action(ArgAction::Append).value_name(name).help(help)
+        // A negative number is a value (refused with its range), not an option.
+        Arg::new(id)
+            .short(short)
+            .num_args(1)
+            .action(ArgAction::Append)
+            .value_name(name)
+            .allow_negative_numbers(true)
+            .help(help)
     };
     let toggle = |id: &'static str, short: char, help: &'static str| {
         Arg::new(id).short(short).action(ArgAction::Count).help(help)
@@ -151,7 +158,7 @@ fn command() -> Command {
         .arg(Arg::new("folded").long("folded").num_args(1).help("write folded stacks (flame-graph input)"))
         .arg(Arg::new("flamegraph").long("flamegraph").num_args(1).help("write a flame graph SVG"))
         .arg(Arg::new("pprof").long("pprof").num_args(1).help("write a gzipped pprof profile"))
-        .arg(Arg::new("top").long("top").num_args(1).help("print a flat profile of the top N functions"))
+        .arg(Arg::new("top").long("top").num_args(1).allow_negative_numbers(true).help("print a flat profile of the top N functions"))
         .arg(Arg::new("json").long("json").action(ArgAction::SetTrue).help("print counts as JSON"))
         .arg(Arg::new("command").num_args(1..).trailing_var_arg(true).value_parser(clap::value_parser!(OsString)))
 }
@@ -191,11 +198,45 @@ fn last<'a>(m: &'a ArgMatches, id: &str) -> Option<&'a String> {
     m.get_many::<String>(id).and_then(|mut v| v.next_back())
 }
 
-fn number<T: std::str::FromStr>(option: char, text: &str) -> Result<T, CliError> {
-    text.parse().map_err(|_| CliError::Usage(format!("-{option} {text:?}: not a valid number")))
+fn number<T: std::str::FromStr>(option: &str, text: &str) -> Result<T, CliError> {
+    text.parse().map_err(|_| CliError::Usage(format!("{option} {text:?}: not a valid number")))
 }
 
-/// Parses a CPU list: `*`, or numbers and ranges separated by commas.
+/// Parses the value of `option` as a number from `min` to `max`, both included: `what` (e.g.
+/// "the sampling rate") names it in the error, which gives the range.
+fn ranged<T>(option: &str, text: &str, what: &str, min: T, max: T) -> Result<T, CliError>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display,
+{
+    let out_of_range =
+        || CliError::Usage(format!("{option} {text}: {what} must be from {min} to {max}"));
+    match text.parse::<T>() {
+        Ok(v) if v >= min && v <= max => Ok(v),
+        Ok(_) => Err(out_of_range()),
+        // A number too large (or negative) for the type is out of range, not malformed.
+        Err(_) if text.parse::<f64>().is_ok() => Err(out_of_range()),
+        Err(_) => number(option, text),
+    }
+}
+
+/// The shortest printing interval (`-w`), in seconds.
+pub const MIN_INTERVAL: f64 = 0.01;
+/// The shortest duration (`-l`), in seconds.
+pub const MIN_DURATION: f64 = 0.001;
+/// The longest interval or duration: a year, in seconds.
+pub const MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+/// The highest sampling rate (`-n`): perf and FreeBSD's reload arithmetic both need it below
+/// 2^63.
+pub const MAX_RATE: u64 = i64::MAX as u64;
+/// The highest CPU number: a PMC id holds 12 bits of CPU, and 0xFFF means "any".
+pub const MAX_CPU: u32 = 0xFFE;
+/// The deepest call graph (`-z`): the most frames a callchain record holds.
+pub const MAX_DEPTH: usize = pmclog::CALLCHAIN_DEPTH_MAX;
+/// The most functions `--top` lists.
+pub const MAX_TOP: usize = 1_000_000;
+
+/// Parses a CPU list: `*`, or numbers and ranges separated by commas, each CPU at most
+/// [`MAX_CPU`] (checked before a range is expanded).
 pub fn parse_cpus(text: &str) -> Result<Option<Vec<u32>>, CliError> {
     if text == "*" {
         return Ok(None);
@@ -207,16 +248,31 @@ pub fn parse_cpus(text: &str) -> Result<Option<Vec<u32>>, CliError> {
                 "-c {text:?}: a CPU list is \"*\" or numbers and ranges like 0,2-3"
             ))
         };
+        let cpu = |t: &str| -> Result<u32, CliError> {
+            match t.parse::<u64>() {
+                Ok(n) if n <= u64::from(MAX_CPU) => Ok(n as u32),
+                Ok(n) => Err(CliError::Usage(format!(
+                    "-c {text:?}: CPU {n} is beyond the highest CPU number a PMC can name \
+                     ({MAX_CPU})"
+                ))),
+                Err(_) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => {
+                    Err(CliError::Usage(format!(
+                        "-c {text:?}: CPU {t} is beyond the highest CPU number a PMC can name \
+                         ({MAX_CPU})"
+                    )))
+                }
+                Err(_) => Err(bad()),
+            }
+        };
         match part.split_once('-') {
             Some((a, b)) => {
-                let (a, b): (u32, u32) =
-                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                let (a, b) = (cpu(a)?, cpu(b)?);
                 if a > b {
                     return Err(bad());
                 }
                 cpus.extend(a..=b);
             }
-            None => cpus.push(part.parse().map_err(|_| bad())?),
+            None => cpus.push(cpu(part)?),
         }
     }
     cpus.sort_unstable();
@@ -244,11 +300,33 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
     items.extend(positioned(m, "c").into_iter().map(|(i, v)| (i, Item::Cpus(v))));
     items.extend(positioned(m, "n").into_iter().map(|(i, v)| (i, Item::Rate(v))));
     for id in ["C", "d", "E", "N", "U", "W"] {
-        if let Some(indices) = m.indices_of(id) {
+        // A count's default (0) has an index too: only toggles given on the command line count.
+        let given = m.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+        if let Some(indices) = m.indices_of(id).filter(|_| given) {
             items.extend(indices.map(|i| (i, Item::Toggle(id))));
         }
     }
     items.sort_by_key(|(i, _)| *i);
+    // FreeBSD's rule: -c, -n and the toggles set up the PMC options after them. One that no
+    // later PMC option takes would be silently ignored: it is a mistake.
+    for (at, item) in items.iter().enumerate() {
+        let (option, takes, which): (String, fn(Mode) -> bool, &str) = match item.1 {
+            Item::Pmc(..) => continue,
+            Item::Cpus(text) => (format!("-c {text}"), Mode::is_system, "system PMCs (-s/-S)"),
+            Item::Rate(text) => (format!("-n {text}"), Mode::is_sampling, "sampling PMCs (-P/-S)"),
+            Item::Toggle("C") => ("-C".into(), |m| !m.is_sampling(), "counting PMCs (-p/-s)"),
+            Item::Toggle(t @ ("N" | "U")) => (format!("-{t}"), Mode::is_sampling, "sampling PMCs"),
+            Item::Toggle(t) => (format!("-{t}"), Mode::is_virtual, "process PMCs (-p/-P)"),
+        };
+        let taken =
+            items[at..].iter().any(|(_, later)| matches!(later, Item::Pmc(m, _) if takes(*m)));
+        if !taken {
+            return Err(CliError::Usage(format!(
+                "{option} applies to the {which} after it on the command line, and none follows: \
+                 put it before the PMC options it is for"
+            )));
+        }
+    }
 
     let mut flags_desc = false;
     let (mut procexit, mut callchain, mut usercc, mut proccsw, mut cumulative) =
@@ -266,13 +344,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
             Item::Toggle(_) => proccsw = !proccsw,
             Item::Cpus(text) => cpus = parse_cpus(text)?,
             Item::Rate(text) => {
-                let n: u64 = number('n', text)?;
-                if n == 0 {
-                    return Err(CliError::Usage(
-                        "-n 0: the sampling rate must be at least 1".into(),
-                    ));
-                }
-                rate = Some(n);
+                rate = Some(ranged("-n", text, "the sampling rate", 1, MAX_RATE)?);
             }
             Item::Pmc(mode, spec) => {
                 let mut flags = PmcFlags::empty();
@@ -297,19 +369,17 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         }
     }
 
-    let float = |id: &str, option: char| -> Result<Option<f64>, CliError> {
-        match last(m, id) {
-            None => Ok(None),
-            Some(t) => {
-                let v: f64 = number(option, t)?;
-                if !(v > 0.0 && v.is_finite()) {
-                    return Err(CliError::Usage(format!(
-                        "-{option} {t}: must be a positive number of seconds"
-                    )));
-                }
-                Ok(Some(v))
-            }
+    let seconds = |id: &str, what: &str, min: f64| -> Result<Option<f64>, CliError> {
+        let Some(t) = last(m, id) else { return Ok(None) };
+        let option = format!("-{id}");
+        let v: f64 = number(&option, t)?;
+        // NaN fails both comparisons.
+        if !(v >= min && v <= MAX_SECONDS) {
+            return Err(CliError::Usage(format!(
+                "{option} {t}: {what} must be from {min} to {MAX_SECONDS} seconds (a year)"
+            )));
         }
+        Ok(Some(v))
     };
     let count = |id: &str| m.get_count(id) > 0;
     let options = Options {
@@ -321,8 +391,8 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         targets: m.get_many::<String>("t").map(|v| v.cloned().collect()).unwrap_or_default(),
         output: last(m, "o").map(PathBuf::from),
         log_output: last(m, "O").cloned(),
-        interval: float("w", 'w')?,
-        duration: float("l", 'l')?,
+        interval: seconds("w", "the printing interval", MIN_INTERVAL)?,
+        duration: seconds("l", "the duration", MIN_DURATION)?,
         read_log: last(m, "R").map(PathBuf::from),
         callgraph: last(m, "G").cloned(),
         gmon: count("g"),
@@ -333,8 +403,10 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         fsroot: last(m, "r").map(PathBuf::from),
         offsets: count("I"),
         addresses: count("A"),
-        depth: last(m, "z").map(|t| number('z', t)).transpose()?,
-        thread: last(m, "i").map(|t| number('i', t)).transpose()?,
+        depth: last(m, "z")
+            .map(|t| ranged("-z", t, "the call graph depth", 1, MAX_DEPTH))
+            .transpose()?,
+        thread: last(m, "i").map(|t| ranged("-i", t, "a thread id", 1, i32::MAX)).transpose()?,
         list: count("L"),
         describe: last(m, "u").cloned(),
         top_mode: count("T"),
@@ -342,7 +414,10 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         folded: m.get_one::<String>("folded").map(PathBuf::from),
         flamegraph: m.get_one::<String>("flamegraph").map(PathBuf::from),
         pprof: m.get_one::<String>("pprof").map(PathBuf::from),
-        top: m.get_one::<String>("top").map(|t| number('-', t)).transpose()?,
+        top: m
+            .get_one::<String>("top")
+            .map(|t| ranged("--top", t, "the number of functions", 1, MAX_TOP))
+            .transpose()?,
         json: m.get_flag("json"),
     };
     check(&options)?;
@@ -362,11 +437,29 @@ fn check(o: &Options) -> Result<(), CliError> {
         || o.flamegraph.is_some()
         || o.pprof.is_some()
         || o.top.is_some();
+    if o.depth.is_some() && o.callgraph.is_none() {
+        return usage("-z sets the depth of the -G call graph: it needs -G");
+    }
+    if o.gmon_dir.is_some() && !o.gmon {
+        return usage("-D is the directory of the -g gmon files: it needs -g");
+    }
     if o.read_log.is_some() {
         if !o.pmcs.is_empty() || !o.command.is_empty() || !o.targets.is_empty() {
             return usage(
                 "-R analyses a log: it cannot be combined with -p/-s/-P/-S, -t or a command",
             );
+        }
+        let measuring = [
+            (o.interval.is_some(), "-w"),
+            (o.duration.is_some(), "-l"),
+            (o.log_output.is_some(), "-O"),
+            (o.top_mode, "-T"),
+            (o.json, "--json"),
+        ];
+        if let Some((_, option)) = measuring.iter().find(|(given, _)| *given) {
+            return Err(CliError::Usage(format!(
+                "{option} is for a measurement: it has no meaning with -R, which reads a log"
+            )));
         }
         return Ok(());
     }
@@ -378,8 +471,17 @@ fn check(o: &Options) -> Result<(), CliError> {
             "no PMC given: use -p/-s (counting) or -P/-S (sampling) with an event (pmcstat -L lists them), or -R file",
         );
     }
-    if analysis && o.log_output.is_none() {
-        // Analysis of a live run is done on the log the run writes.
+    let samples = o.pmcs.iter().any(|p| p.mode.is_sampling());
+    let reads_samples = [
+        (analysis, "the analyses (-G, -g, -F, --folded, --flamegraph, --pprof, --top)"),
+        (o.top_mode, "-T"),
+        (o.thread.is_some(), "-i"),
+        (o.offsets || o.addresses || o.fsroot.is_some(), "-I, -A and -r"),
+    ];
+    if let Some((_, what)) = reads_samples.iter().find(|(given, _)| *given && !samples) {
+        return Err(CliError::Usage(format!(
+            "{what} work on samples: add a sampling PMC (-P/-S), or analyse a log with -R"
+        )));
     }
     let has_process = o.pmcs.iter().any(|p| p.mode.is_virtual());
     if has_process && o.command.is_empty() && o.targets.is_empty() {
@@ -450,8 +552,130 @@ mod tests {
         assert!(msg(&[]).contains("no PMC"));
         assert!(msg(&["-p", "x"]).contains("need a command"));
         assert!(msg(&["-R", "f", "-p", "x"]).contains("-R"));
-        assert!(msg(&["-S", "x", "-c", "3-1"]).contains("CPU list"));
-        assert!(msg(&["-p", "x", "-w", "0", "true"]).contains("positive"));
-        assert!(msg(&["-P", "x", "-n", "0", "true"]).contains("at least 1"));
+        assert!(msg(&["-c", "3-1", "-S", "x"]).contains("CPU list"));
+    }
+
+    #[test]
+    fn every_number_is_range_checked_and_the_error_names_the_range() {
+        let msg = |args: &[&str]| match parse_str(args) {
+            Err(CliError::Usage(m)) => m,
+            other => panic!("{args:?}: {other:?}"),
+        };
+        let year = "31536000 seconds (a year)";
+        let w = format!("the printing interval must be from 0.01 to {year}");
+        let l = format!("the duration must be from 0.001 to {year}");
+        let n = format!("the sampling rate must be from 1 to {MAX_RATE}");
+        for (args, says) in [
+            (&["-p", "x", "-w", "0", "true"][..], format!("-w 0: {w}")),
+            (&["-p", "x", "-w", "0.0000001", "true"], format!("-w 0.0000001: {w}")),
+            (&["-p", "x", "-w", "1e300", "true"], format!("-w 1e300: {w}")),
+            (&["-p", "x", "-w", "NaN", "true"], format!("-w NaN: {w}")),
+            (&["-p", "x", "-l", "1e20", "true"], format!("-l 1e20: {l}")),
+            (&["-p", "x", "-l", "-1", "true"], format!("-l -1: {l}")),
+            (&["-n", "0", "-P", "x", "true"], format!("-n 0: {n}")),
+            (
+                &["-n", "99999999999999999999", "-P", "x", "true"],
+                format!("-n 99999999999999999999: {n}"),
+            ),
+            (&["-n", "-5", "-P", "x", "true"], format!("-n -5: {n}")),
+            (
+                &["-R", "f", "-G", "-", "-z", "0"],
+                "-z 0: the call graph depth must be from 1 to 512".into(),
+            ),
+            (
+                &["-R", "f", "-G", "-", "-z", "513"],
+                "-z 513: the call graph depth must be from 1 to 512".into(),
+            ),
+            (
+                &["-R", "f", "--top", "0"],
+                "--top 0: the number of functions must be from 1 to 1000000".into(),
+            ),
+            (
+                &["-R", "f", "--top", "1", "-i", "0"],
+                "-i 0: a thread id must be from 1 to 2147483647".into(),
+            ),
+        ] {
+            assert_eq!(msg(args), says, "{args:?}");
+        }
+        assert!(msg(&["-n", "many", "-P", "x", "true"]).contains("not a valid number"));
+        // The limits themselves are accepted.
+        let o = parse_str(&[
+            "-n",
+            &MAX_RATE.to_string(),
+            "-P",
+            "x",
+            "-w",
+            "0.01",
+            "-l",
+            "31536000",
+            "true",
+        ])
+        .unwrap();
+        assert_eq!(
+            (o.pmcs[0].rate, o.interval, o.duration),
+            (Some(MAX_RATE), Some(0.01), Some(MAX_SECONDS))
+        );
+    }
+
+    #[test]
+    fn cpu_lists_are_checked_before_they_are_expanded() {
+        let msg = |args: &[&str]| match parse_str(args) {
+            Err(CliError::Usage(m)) => m,
+            other => panic!("{args:?}: {other:?}"),
+        };
+        for list in ["0-4294967295", "4095", "0-99999999999999999999"] {
+            let m = msg(&["-c", list, "-s", "x"]);
+            assert!(m.contains("beyond the highest CPU number a PMC can name (4094)"), "{m}");
+        }
+        assert_eq!(parse_cpus("0-4094").unwrap().unwrap().len(), 4095);
+    }
+
+    #[test]
+    fn an_option_that_applies_to_no_later_pmc_is_a_usage_error() {
+        let msg = |args: &[&str]| match parse_str(args) {
+            Err(CliError::Usage(m)) => m,
+            other => panic!("{args:?}: {other:?}"),
+        };
+        for (args, says) in [
+            (&["-s", "x", "-c", "1"][..], "-c 1 applies to the system PMCs"),
+            (&["-c", "1", "-p", "x", "true"], "-c 1 applies to the system PMCs"),
+            (&["-P", "x", "-n", "100", "true"], "-n 100 applies to the sampling PMCs"),
+            (&["-n", "100", "-p", "x", "true"], "-n 100 applies to the sampling PMCs"),
+            (&["-P", "x", "-N", "true"], "-N applies to the sampling PMCs"),
+            (&["-p", "x", "-C", "true"], "-C applies to the counting PMCs"),
+            (&["-P", "x", "-d", "true"], "-d applies to the process PMCs"),
+            (&["-d", "-s", "x"], "-d applies to the process PMCs"),
+        ] {
+            let m = msg(args);
+            assert!(m.starts_with(says) && m.contains("put it before"), "{args:?}: {m}");
+        }
+        // Before the PMC options they are for, they are taken.
+        assert!(parse_str(&["-c", "1", "-n", "9", "-N", "-S", "x"]).is_ok());
+    }
+
+    #[test]
+    fn options_the_run_would_ignore_are_usage_errors() {
+        let msg = |args: &[&str]| match parse_str(args) {
+            Err(CliError::Usage(m)) => m,
+            other => panic!("{args:?}: {other:?}"),
+        };
+        let no_samples = "work on samples: add a sampling PMC (-P/-S), or analyse a log with -R";
+        for args in [
+            &["-p", "x", "-G", "cg", "true"][..],
+            &["-p", "x", "--flamegraph", "f.svg", "true"],
+            &["-p", "x", "-T", "true"],
+            &["-p", "x", "-i", "5", "true"],
+            &["-p", "x", "-A", "true"],
+        ] {
+            assert!(msg(args).contains(no_samples), "{args:?}: {}", msg(args));
+        }
+        for option in [&["-w", "1"][..], &["-l", "1"], &["-O", "x.log"], &["-T"], &["--json"]] {
+            let mut args = vec!["-R", "f"];
+            args.extend_from_slice(option);
+            let m = msg(&args);
+            assert!(m.starts_with(option[0]) && m.contains("no meaning with -R"), "{m}");
+        }
+        assert!(msg(&["-R", "f", "-z", "4"]).contains("it needs -G"));
+        assert!(msg(&["-R", "f", "-G", "-", "-D", "d"]).contains("it needs -g"));
     }
 }

@@ -8,6 +8,7 @@ pub mod counts;
 pub mod failure;
 pub mod measure;
 pub mod report;
+pub mod signals;
 
 use std::ffi::OsString;
 

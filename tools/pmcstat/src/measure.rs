@@ -30,6 +30,7 @@ use crate::cli::{Options, PmcRequest};
 use crate::counts::{self, Column};
 use crate::failure::{Failure, io_failure};
 use crate::report;
+use crate::signals::{self, Interrupt};
 
 /// FreeBSD's default printing interval.
 const DEFAULT_INTERVAL: f64 = 5.0;
@@ -139,16 +140,47 @@ impl LiveProfile {
     }
 }
 
-fn open_log(o: &Options) -> Result<LogSink, Failure> {
+/// The files a run creates. Until the measurement starts they hold nothing of value, so a run
+/// that fails before then removes them (no stub log or empty output is left behind); the
+/// temporary log is removed whenever the run ends.
+#[derive(Default)]
+struct NewFiles {
+    /// Removed if the run fails before [`NewFiles::measuring`].
+    outputs: Vec<PathBuf>,
+    /// Removed at the end of the run, however it ends.
+    temporary: Vec<PathBuf>,
+    measuring: bool,
+}
+
+impl NewFiles {
+    /// The measurement started: the outputs stay, whatever happens next.
+    fn measuring(&mut self) {
+        self.measuring = true;
+    }
+}
+
+impl Drop for NewFiles {
+    fn drop(&mut self) {
+        let stubs = if self.measuring { &[][..] } else { &self.outputs[..] };
+        for path in stubs.iter().chain(&self.temporary) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+fn open_log(o: &Options, files: &mut NewFiles) -> Result<LogSink, Failure> {
     match &o.log_output {
         Some(target) if !target.contains('/') && target.contains(':') => {
             let stream = std::net::TcpStream::connect(target.as_str())
                 .map_err(|e| io_failure(&format!("cannot connect to {target}"), &e))?;
             Ok(LogSink::Socket(stream))
         }
-        Some(path) => File::create(path)
-            .map(LogSink::File)
-            .map_err(|e| io_failure(&format!("cannot create log {path}"), &e)),
+        Some(path) => {
+            let file = File::create(path)
+                .map_err(|e| io_failure(&format!("cannot create log {path}"), &e))?;
+            files.outputs.push(PathBuf::from(path));
+            Ok(LogSink::File(file))
+        }
         None => {
             let path = std::env::temp_dir().join(format!("pmcstat-{}.log", std::process::id()));
             let file = File::options()
@@ -158,6 +190,7 @@ fn open_log(o: &Options) -> Result<LogSink, Failure> {
                 .truncate(true)
                 .open(&path)
                 .map_err(|e| io_failure(&format!("cannot create {}", path.display()), &e))?;
+            files.temporary.push(path.clone());
             Ok(LogSink::Temporary(file, path))
         }
     }
@@ -194,13 +227,44 @@ fn allocate(o: &Options, ncpu: u32) -> Result<Vec<Allocated>, Failure> {
             if let Some(rate) = request.rate {
                 spec = spec.rate(rate);
             }
-            let pmc = spec
-                .allocate()
-                .map_err(|e| Failure::pmc(&format!("cannot allocate {:?}", request.spec), &e))?;
+            let pmc = spec.allocate().map_err(|e| allocation_failure(request, cpu, &out, &e))?;
             out.push(Allocated { pmc, request: request.clone(), cpu });
         }
     }
     Ok(out)
+}
+
+/// Why `request` (on `cpu`) could not be allocated after `allocated`: when its class has no
+/// row left, the error names the class's number of rows.
+fn allocation_failure(
+    request: &PmcRequest,
+    cpu: Option<u32>,
+    allocated: &[Allocated],
+    e: &pmc::Error,
+) -> Failure {
+    let doing = format!("cannot allocate {:?}", request.spec);
+    let class = api::lookup_event(&request.spec).map(|event| event.class.as_u32());
+    let rows = class.ok().and_then(|class| {
+        let info = api::classes().ok()?.into_iter().find(|c| c.pm_class == class)?;
+        Some((class, info.pm_num))
+    });
+    let Some((class, rows)) = rows else { return Failure::pmc(&doing, e) };
+    let used = allocated
+        .iter()
+        .filter(|a| a.cpu == cpu)
+        .filter(|a| pmc::PmcId::from_u32(a.pmc.id()).is_some_and(|id| id.class.as_u32() == class))
+        .count();
+    if used < rows as usize {
+        return Failure::pmc(&doing, e);
+    }
+    let name = pmc::Class::from_u32(class).map_or("this", |c| c.name());
+    let where_ = cpu.map(|c| format!(" on CPU {c}")).unwrap_or_default();
+    let mut failure = Failure::pmc(&doing, e);
+    failure.message = format!(
+        "{doing}: the {name} class has {rows} rows and this run already uses all of them{where_}: \
+         give at most {rows} {name} PMC options ({e})"
+    );
+    failure
 }
 
 /// The pids `-t` names: a number, or a regex matched against command names (Linux `/proc`).
@@ -253,6 +317,27 @@ enum Ending {
     Command(i32),
     /// Attached processes went away, or the duration elapsed.
     Done,
+    /// A signal ended a measurement without a command.
+    Interrupted(Interrupt),
+}
+
+impl Ending {
+    /// pmcstat's exit status: the command's, 0, or 128 + the signal that ended it.
+    fn status(&self) -> i32 {
+        match self {
+            Ending::Command(status) => *status,
+            Ending::Done => 0,
+            Ending::Interrupted(interrupt) => interrupt.exit_status(),
+        }
+    }
+}
+
+/// What wakes the measurement loop.
+enum Wake {
+    /// The launched command ended (its status, or why waiting failed).
+    CommandEnded(pmc::Result<i32>),
+    /// SIGINT, SIGTERM or SIGHUP.
+    Interrupted(Interrupt),
 }
 
 /// Runs the measurement and returns pmcstat's exit status.
@@ -264,7 +349,16 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
         p.mode.is_sampling()
             || p.flags.intersects(pmc::PmcFlags::LOG_PROCEXIT | pmc::PmcFlags::LOG_PROCCSW)
     });
-    let log = if needs_log || o.log_output.is_some() { Some(open_log(o)?) } else { None };
+    // From here on SIGINT, SIGTERM and SIGHUP end the measurement cleanly (module signals).
+    // The simulated machine runs in this thread to the command's end, deaf to them.
+    let (tx, rx) = mpsc::channel();
+    if host != HostKind::Sim {
+        signals::catch(tx.clone(), Wake::Interrupted)?;
+    }
+    let mut files = NewFiles::default();
+    let log =
+        if needs_log || o.log_output.is_some() { Some(open_log(o, &mut files)?) } else { None };
+    let mut out = text_sink(o, &mut files)?;
     if let Some(log) = &log {
         api::configure_log(log.fd()).map_err(|e| Failure::pmc("cannot configure the log", &e))?;
     }
@@ -295,6 +389,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     if let Some(pid) = child {
         api::resume(pid).map_err(|e| Failure::pmc("cannot start the command", &e))?;
     }
+    files.measuring();
 
     let counting: Vec<&Allocated> = pmcs.iter().filter(|a| !a.request.mode.is_sampling()).collect();
     // Each column is as wide as its class's counter (FreeBSD's pmc_width).
@@ -307,7 +402,6 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
         .iter()
         .map(|a| Column::new(&a.request.spec, a.cpu, width_of(a), a.request.cumulative))
         .collect();
-    let mut out = text_sink(o)?;
     let print_counts = !o.json && !columns.is_empty();
     if print_counts {
         counts::write_header(&columns, &mut out).map_err(|e| io_failure("writing counts", &e))?;
@@ -336,23 +430,43 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             None => Ending::Done,
         }
     } else {
-        let (tx, rx) = mpsc::channel();
         if let Some(pid) = child {
             std::thread::spawn(move || {
-                let _ = tx.send(api::wait(pid));
+                let _ = tx.send(Wake::CommandEnded(api::wait(pid)));
             });
         }
-        loop {
+        // The command's end after it was asked to end (by a signal, or at the -l deadline).
+        let command_end = |rx: &mpsc::Receiver<Wake>| -> Result<Ending, Failure> {
+            loop {
+                match rx.recv() {
+                    Ok(Wake::CommandEnded(status)) => {
+                        let status =
+                            status.map_err(|e| Failure::pmc("waiting for the command", &e))?;
+                        return Ok(Ending::Command(status));
+                    }
+                    Ok(Wake::Interrupted(_)) => {}
+                    Err(_) => return Ok(Ending::Done),
+                }
+            }
+        };
+        let ending = loop {
             let timeout = match deadline {
                 Some(d) => interval.min(d.saturating_duration_since(Instant::now())),
                 None => interval,
             };
             match rx.recv_timeout(timeout) {
-                Ok(status) => {
+                Ok(Wake::CommandEnded(status)) => {
                     break Ending::Command(
                         status.map_err(|e| Failure::pmc("waiting for the command", &e))?,
                     );
                 }
+                Ok(Wake::Interrupted(interrupt)) => match child {
+                    Some(pid) => {
+                        interrupt.forward_to(pid);
+                        break command_end(&rx)?;
+                    }
+                    None => break Ending::Interrupted(interrupt),
+                },
                 Err(mpsc::RecvTimeoutError::Disconnected) if child.is_some() => break Ending::Done,
                 Err(_) => {}
             }
@@ -360,11 +474,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 if let Some(pid) = child {
                     // SAFETY: kill(2) with a pid we launched; no memory is involved.
                     unsafe { libc::kill(pid, libc::SIGINT) };
-                    if let Ok(status) = rx.recv() {
-                        break Ending::Command(
-                            status.map_err(|e| Failure::pmc("waiting for the command", &e))?,
-                        );
-                    }
+                    break command_end(&rx)?;
                 }
                 break Ending::Done;
             }
@@ -383,31 +493,38 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 counts::write_values(&mut columns, &values, &mut out)
                     .map_err(|e| io_failure("writing counts", &e))?;
             }
-        }
+        };
+        // A signal from now on ends pmcstat at once.
+        drop(rx);
+        ending
     };
 
     for a in &pmcs {
         a.pmc.stop().map_err(|e| Failure::pmc(&format!("cannot stop {:?}", a.request.spec), &e))?;
     }
     let values = read_all()?;
+    let log_error = log.as_ref().and_then(|_| close_log().err());
     if print_counts {
         counts::write_values(&mut columns, &values, &mut out)
             .map_err(|e| io_failure("writing counts", &e))?;
         writeln!(out).map_err(|e| io_failure("writing counts", &e))?;
     }
     if o.json {
-        write_json(&mut out, &counting, &values, &ending)
+        write_json(&mut out, &counting, &values, &ending, log_error.as_deref())
             .map_err(|e| io_failure("writing counts", &e))?;
     }
     out.flush().map_err(|e| io_failure("writing counts", &e))?;
+    if let Some(why) = &log_error {
+        eprintln!("pmcstat: {LOG_WRITE_FAILED}: {why}");
+    }
 
     let lost = api::driver_stats().map(|s| u64::from(s.pm_intr_bufferfull)).unwrap_or(0);
     if let Some(log) = log {
-        api::flush_log().map_err(|e| Failure::pmc("writing the log", &e))?;
-        api::close_log().map_err(|e| Failure::pmc("closing the log", &e))?;
         drop(pmcs);
         let temporary = matches!(log, LogSink::Temporary(..));
         match log.path(o) {
+            // A log that could not be written is not analysed: what it holds is cut short.
+            _ if log_error.is_some() => {}
             Some(path) if live.is_some() || report::wants_analysis(o) => {
                 let bytes = std::fs::read(path);
                 if temporary {
@@ -433,19 +550,37 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             _ => report::report_drops(0, lost),
         }
     }
-    Ok(match ending {
-        Ending::Command(status) => status,
-        Ending::Done => 0,
+    Ok(match (&ending, &log_error) {
+        // Without a command's status to return, a log that could not be written is the status.
+        (Ending::Done | Ending::Interrupted(_), Some(_)) => crate::failure::EX_IOERR,
+        _ => ending.status(),
     })
 }
 
+/// How pmcstat's message about a log it could not write starts (a script looks for it on
+/// standard error, or for `log_error` in `--json`: the exit status stays the command's).
+pub const LOG_WRITE_FAILED: &str = "the log could not be written, it is incomplete";
+
+/// Writes out and closes the log; why it could not be written, if it could not (the log is
+/// closed in any case).
+fn close_log() -> Result<(), String> {
+    let flushed = api::flush_log();
+    let closed = api::close_log();
+    match (flushed, closed) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
+    }
+}
+
 /// Counting output: the `-o` file, else standard error (as FreeBSD's pmcstat).
-fn text_sink(o: &Options) -> Result<Box<dyn Write>, Failure> {
+fn text_sink(o: &Options, files: &mut NewFiles) -> Result<Box<dyn Write>, Failure> {
     match &o.output {
-        Some(path) => Ok(Box::new(std::io::BufWriter::new(
-            File::create(path)
-                .map_err(|e| io_failure(&format!("cannot create {}", path.display()), &e))?,
-        ))),
+        Some(path) => {
+            let file = File::create(path)
+                .map_err(|e| io_failure(&format!("cannot create {}", path.display()), &e))?;
+            files.outputs.push(path.clone());
+            Ok(Box::new(std::io::BufWriter::new(file)))
+        }
         None if o.json => Ok(Box::new(std::io::stdout())),
         None => Ok(Box::new(std::io::stderr())),
     }
@@ -470,6 +605,7 @@ fn write_json(
     pmcs: &[&Allocated],
     values: &[u64],
     ending: &Ending,
+    log_error: Option<&str>,
 ) -> std::io::Result<()> {
     write!(out, "{{\"pmcs\":[")?;
     for (i, (a, v)) in pmcs.iter().zip(values).enumerate() {
@@ -484,7 +620,8 @@ fn write_json(
     }
     let status = match ending {
         Ending::Command(s) => s.to_string(),
-        Ending::Done => "null".into(),
+        Ending::Done | Ending::Interrupted(_) => "null".into(),
     };
-    writeln!(out, "],\"exit_status\":{status}}}")
+    let log_error = log_error.map_or("null".to_owned(), json_string);
+    writeln!(out, "],\"exit_status\":{status},\"log_error\":{log_error}}}")
 }

@@ -36,18 +36,23 @@ fn create(path: &Path) -> Result<File, Failure> {
 
 /// `-R file` with the options' analyses (or the text dump without any).
 pub fn run(o: &Options, log: &Path) -> Result<i32, Failure> {
-    let bytes = std::fs::read(log)
-        .map_err(|e| io_failure(&format!("cannot read log {}", log.display()), &e))?;
     if !wants_analysis(o) {
+        let file = File::open(log)
+            .map_err(|e| io_failure(&format!("cannot read log {}", log.display()), &e))?;
         let mut out = text_output(o)?;
-        let end = pmclog::dump_bytes_with_names(&bytes, PmuEventNames, &mut out)
+        let end = pmclog::dump_reader_with_names(file, PmuEventNames, &mut out)
             .map_err(|e| io_failure("writing the dump", &e))?;
         out.flush().map_err(|e| io_failure("writing the dump", &e))?;
         if let Some(message) = end.error_message() {
             return Err(Failure::data(format!("{}: {message}", log.display())));
         }
+        if let Some(warning) = end.warning() {
+            eprintln!("pmcstat: warning: {}: {warning}", log.display());
+        }
         return Ok(0);
     }
+    let bytes = std::fs::read(log)
+        .map_err(|e| io_failure(&format!("cannot read log {}", log.display()), &e))?;
     let profile = load_profile(o, &bytes, &log.display().to_string())?;
     write_analyses(o, &profile)?;
     report_profile_warnings(o, &profile);
@@ -168,14 +173,19 @@ pub fn report_drops(drop_records: u64, lost_samples: u64) {
     );
 }
 
+/// Writes the file `path` with `f`; a file `f` fails to write is removed rather than left
+/// empty or cut short.
 fn write_file(
     path: &Path,
     f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(), Failure> {
     let mut out = BufWriter::new(create(path)?);
-    f(&mut out)
-        .and_then(|()| out.flush())
-        .map_err(|e| io_failure(&format!("writing {}", path.display()), &e))
+    let written = f(&mut out).and_then(|()| out.flush());
+    written.map_err(|e| {
+        drop(out);
+        let _ = std::fs::remove_file(path);
+        io_failure(&format!("writing {}", path.display()), &e)
+    })
 }
 
 /// Writes to `target`, where "-" means the `-o` output.

@@ -156,11 +156,12 @@ fn options_that_conflict_or_lack_what_they_need_are_usage_errors() {
         (&["--", "true"], &["no PMC"]),
         (&[], &["no PMC"]),
         (&["-p", "task-clock"], &["need a command"]),
-        (&["-n", "0", "-P", "cpu-clock", "true"], &["-n 0", "at least 1"]),
+        (&["-n", "0", "-P", "cpu-clock", "true"], &["-n 0", "from 1 to"]),
         (&["-n", "many", "-P", "cpu-clock", "true"], &["-n", "not a valid number"]),
-        (&["-w", "0", "-p", "task-clock", "true"], &["-w", "positive"]),
+        (&["-w", "0", "-p", "task-clock", "true"], &["-w", "from 0.01 to"]),
         (&["-c", "3-1", "-s", "task-clock"], &["-c", "CPU list"]),
-        (&["-c", "4096", "-s", "task-clock", "-l", "1"], &["CPU 4096 does not exist"]),
+        (&["-c", "4094", "-s", "task-clock", "-l", "1"], &["CPU 4094 does not exist"]),
+        (&["-c", "4095", "-s", "task-clock", "-l", "1"], &["CPU 4095 is beyond", "(4094)"]),
         (&["-p"], &["-p"]),
     ];
     for (args, words) in cases {
@@ -197,5 +198,78 @@ fn measuring_another_users_process_without_privilege_is_eperm_with_the_reason() 
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     for word in ["EPERM", "process 1", "perf_event_paranoid", "CAP_PERFMON"] {
         assert!(stderr.contains(word), "{stderr:?} does not say {word:?}");
+    }
+}
+
+#[test]
+fn numbers_out_of_range_are_usage_errors_that_name_the_range_never_panics() {
+    for (args, says) in [
+        (&["-l", "1e300", "-p", "task-clock", "--", "true"][..], "from 0.001 to 31536000"),
+        (&["-l", "1e20", "-p", "task-clock", "--", "true"], "from 0.001 to 31536000"),
+        (&["-w", "1e300", "-p", "task-clock", "--", "true"], "from 0.01 to 31536000"),
+        (&["-w", "0.0000001", "-p", "task-clock", "--", "true"], "from 0.01 to 31536000"),
+        (&["-n", "0", "-P", "cpu-clock", "--", "true"], "from 1 to 9223372036854775807"),
+    ] {
+        let run = pmcstat(Host::Linux, args);
+        fails_with(&run, EX_USAGE, &[says]);
+    }
+}
+
+#[test]
+fn a_huge_cpu_list_is_refused_before_it_is_expanded() {
+    let run = pmcstat(Host::Linux, &["-c", "0-4294967295", "-s", "cpu-clock"]);
+    fails_with(&run, EX_USAGE, &["4294967295", "highest CPU number", "4094"]);
+    // Within what a PMC id can name but beyond this machine: checked against the machine.
+    let run = pmcstat(Host::Linux, &["-c", "0-4000", "-s", "cpu-clock", "-l", "1"]);
+    fails_with(&run, EX_USAGE, &["CPU", "does not exist", "this machine has"]);
+}
+
+#[test]
+fn one_pmc_too_many_names_the_rows_of_its_class() {
+    let mut args: Vec<&str> = Vec::new();
+    for _ in 0..17 {
+        args.extend(["-p", "task-clock"]);
+    }
+    args.extend(["--", "true"]);
+    let run = pmcstat(Host::Linux, &args);
+    fails_with(&run, EX_UNAVAILABLE, &["the SOFT class has 16 rows", "at most 16 SOFT"]);
+}
+
+#[test]
+fn a_failed_run_leaves_no_output_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, out) = (dir.path().join("run.log"), dir.path().join("counts.txt"));
+    let failing: [&[&str]; 3] = [
+        &["-P", "cpu-clock", "-p", "task-clock", "--", "/no/such/command"],
+        &["-P", "cpu-clock", "-p", "no-such-event", "--", "true"],
+        &["-P", "cpu-clock", "-t", "999999999"],
+    ];
+    for args in failing {
+        let mut all = vec!["-O", arg(&log), "-o", arg(&out)];
+        all.extend_from_slice(args);
+        let run = pmcstat(Host::Linux, &all);
+        one_line_error(&run);
+        let left: Vec<_> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+        assert!(left.is_empty(), "pmcstat {all:?} left {left:?}");
+    }
+    // A report that cannot be written leaves no file either.
+    let empty = dir.path().join("empty.log");
+    std::fs::write(&empty, []).unwrap();
+    let svg = dir.path().join("empty.svg");
+    let run = pmcstat(Host::Linux, &["-R", arg(&empty), "--flamegraph", arg(&svg)]);
+    one_line_error(&run);
+    assert!(!svg.exists(), "an empty flame graph was left behind");
+}
+
+#[test]
+fn options_a_run_would_ignore_are_usage_errors() {
+    for (args, says) in [
+        (&["-p", "task-clock", "-c", "0", "--", "true"][..], "-c 0 applies to the system PMCs"),
+        (&["-p", "task-clock", "-G", "cg.txt", "--", "true"], "add a sampling PMC"),
+        (&["-R", "x.log", "-w", "1"], "no meaning with -R"),
+    ] {
+        let run = pmcstat(Host::Linux, args);
+        fails_with(&run, EX_USAGE, &[says]);
     }
 }

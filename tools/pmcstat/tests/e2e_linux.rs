@@ -111,8 +111,9 @@ fn json_gives_every_pmc_and_the_exit_status() {
     assert_eq!(run.stderr, "", "--json replaces the counting table");
     assert!(run.stdout.ends_with('\n') && run.stdout.lines().count() == 1, "{}", run.describe());
     let json = Json::parse(&run.stdout);
-    assert_eq!(json.keys(), ["pmcs", "exit_status"]);
+    assert_eq!(json.keys(), ["pmcs", "exit_status", "log_error"]);
     assert_eq!(json.get("exit_status").u64(), 3);
+    assert_eq!(json.get("log_error"), &Json::Null);
     let pmcs = json.get("pmcs").array();
     assert_eq!(pmcs.len(), 2);
     for (pmc, event) in pmcs.iter().zip(["task-clock", "page-faults"]) {
@@ -339,4 +340,58 @@ fn counts_are_printed_every_interval_as_deltas_or_with_c_cumulatively() {
     let total: u64 = d.iter().sum();
     assert!(d.last().unwrap() < &total, "the last line is a delta, not the total: {d:?}");
     assert!(c.last().unwrap() > &c[0], "cumulative values grow: {c:?}");
+}
+
+/// The line pmcstat prints when it could not write its log.
+const LOG_WRITE_FAILED: &str = "pmcstat: the log could not be written, it is incomplete: ";
+
+#[test]
+fn a_log_that_cannot_be_written_is_reported_and_the_commands_status_kept() {
+    // A full disk.
+    let busy = "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; exit 3";
+    let args = ["-P", "cpu-clock", "-p", "task-clock", "-O", "/dev/full", "--", "sh", "-c", busy];
+    let run = pmcstat(Host::Linux, &args);
+    run.assert_status(3);
+    let last = run.stderr.lines().last().unwrap_or_default();
+    assert!(last.starts_with(LOG_WRITE_FAILED) && last.contains("ENOSPC"), "{}", run.describe());
+    assert!(run.stderr.starts_with("#         p/task-clock"), "no counts\n{}", run.describe());
+    // --json says it too.
+    let mut json_args = vec!["--json"];
+    json_args.extend_from_slice(&args);
+    let run = pmcstat(Host::Linux, &json_args);
+    run.assert_status(3);
+    let json = Json::parse(&run.stdout);
+    assert!(json.get("log_error").str().contains("ENOSPC"), "{}", run.describe());
+    // A connection the reader resets.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let closer = std::thread::spawn(move || drop(listener.accept().unwrap()));
+    let args = ["-P", "cpu-clock", "-O", &address, "--", "sh", "-c", busy];
+    let run = pmcstat(Host::Linux, &args);
+    closer.join().unwrap();
+    run.assert_status(3);
+    let last = run.stderr.lines().last().unwrap_or_default();
+    assert!(last.starts_with(LOG_WRITE_FAILED), "{}", run.describe());
+}
+
+#[test]
+fn without_a_command_a_log_that_cannot_be_written_is_the_exit_status() {
+    let run = pmcstat(Host::Linux, &["-S", "cpu-clock", "-O", "/dev/full", "-l", "0.3"]);
+    if run.stderr.contains("EPERM") || run.stderr.contains("EACCES") {
+        eprintln!("skipped: system-wide sampling needs privilege here");
+        return;
+    }
+    run.assert_status(74);
+    assert!(run.stderr.contains(LOG_WRITE_FAILED), "{}", run.describe());
+}
+
+#[test]
+fn the_launched_command_gets_sigpipe_as_usual() {
+    // pmcstat itself ignores SIGPIPE (Rust programs do); its command must not inherit that:
+    // in `yes | head`, `yes` dies of SIGPIPE instead of failing to write ("Broken pipe").
+    let script = "yes | head -n 1 >/dev/null; echo done";
+    let args = ["-p", "task-clock", "-o", "/dev/null", "--", "sh", "-c", script];
+    let run = pmcstat(Host::Linux, &args);
+    run.assert_status(0);
+    assert_eq!((run.stdout.as_str(), run.stderr.as_str()), ("done\n", ""), "{}", run.describe());
 }

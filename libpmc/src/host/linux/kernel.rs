@@ -30,6 +30,7 @@ use super::lock;
 use super::perf::{self, Rings, Scope, Source};
 use super::worker::Worker;
 use crate::host::KERNEL_SYMBOLS;
+use crate::host::per_process::PerProcess;
 use crate::host::unix_process;
 pub(crate) use crate::host::unix_process::current_pid as getpid;
 
@@ -151,7 +152,7 @@ fn same_credentials(pid: Pid) -> bool {
 /// Whether perf lets this process count whole CPUs (root, CAP_PERFMON, or a permissive
 /// `kernel.perf_event_paranoid`): opening a CPU-wide software counter tells.
 fn may_count_cpus() -> bool {
-    static ALLOWED: OnceLock<bool> = OnceLock::new();
+    static ALLOWED: PerProcess<bool> = PerProcess::new();
     *ALLOWED.get_or_init(|| {
         let clock = Source::Software(u64::from(perf_event::events::Software::CPU_CLOCK));
         let rings = Rings { user: true, kernel: false };
@@ -163,7 +164,7 @@ fn may_count_cpus() -> bool {
 /// kernel shows its addresses (`kernel.kptr_restrict`).
 /// Read once per process: the kernel regenerates the file at every read (tens of milliseconds).
 fn kernel_text_start() -> Option<u64> {
-    static START: OnceLock<Option<u64>> = OnceLock::new();
+    static START: PerProcess<Option<u64>> = PerProcess::new();
     *START.get_or_init(read_kernel_text_start)
 }
 

@@ -18,12 +18,14 @@ mod worker;
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use hwpmc::abi::{Class, Op, PmcOpConfigureLog, PmcOpPmcAllocate};
 use hwpmc::{Driver, Errno, ExecInfo, HostedSample, Pid, Tunables};
 use zerocopy::FromBytes;
 
+use super::per_process::PerProcess;
 use super::{ChildPid, Host, HostKind, op_name};
 use crate::error::{Error, Result};
 use kernel::{LinuxCpu, LinuxKernel};
@@ -82,8 +84,12 @@ impl LinuxHost {
                 .register_soft_event(name)
                 .map_err(|e| format!("registering SOFT event {name}: {e:?}"))?;
         }
-        // SAFETY: registers a handler with no preconditions of its own; it runs at exit(3).
-        unsafe { libc::atexit(owner_exits) };
+        // Once per program: a forked child inherits the handler, which serves its own host.
+        static AT_EXIT: AtomicBool = AtomicBool::new(false);
+        if !AT_EXIT.swap(true, Ordering::AcqRel) {
+            // SAFETY: registers a handler with no preconditions of its own; it runs at exit(3).
+            unsafe { libc::atexit(owner_exits) };
+        }
         Ok(LinuxHost {
             driver,
             missing,
@@ -239,7 +245,9 @@ pub(crate) fn post(events: Vec<(u64, Event)>) {
     }
 }
 
-static HOST: OnceLock<std::result::Result<LinuxHost, String>> = OnceLock::new();
+/// This process's host: a forked child makes its own (it owns none of its parent's PMCs, and
+/// the parent's locks may be held by threads the child does not have).
+static HOST: PerProcess<std::result::Result<LinuxHost, String>> = PerProcess::new();
 
 fn instance() -> Option<&'static LinuxHost> {
     HOST.get().and_then(|h| h.as_ref().ok())

@@ -120,11 +120,11 @@ pub struct GmonProfile {
 }
 
 impl GmonProfile {
-    /// `<event>/<sample name>.gmon`, relative to the `-D` directory. A `/` in the event name
-    /// becomes `_`.
+    /// `<event>/<sample name>.gmon`, relative to the `-D` directory. Both names come from
+    /// the log, so they are made safe file names (no `/`, `.` or `..`): the path never leaves the
+    /// directory.
     pub fn relative_path(&self) -> PathBuf {
-        let event = self.event.replace(['/', '\0'], "_");
-        Path::new(&event).join(format!("{}.gmon", self.sample_name))
+        Path::new(&file_name(&self.event)).join(file_name(&format!("{}.gmon", self.sample_name)))
     }
 
     /// The file's bytes with the header `header`. Fails (`InvalidData`) only for a histogram
@@ -254,10 +254,12 @@ pub fn gmon_profiles(profile: &Profile, kernel: bool) -> Vec<GmonProfile> {
     let mut taken: HashSet<String> = HashSet::new();
     for (i, image) in image_order.iter().enumerate().filter(|(i, _)| used[*i]) {
         let base = image.rsplit('/').next().unwrap_or(image);
-        let base = if base.is_empty() { "image" } else { base };
+        // Made a safe file name before numbering, so that names the cleaning makes equal
+        // are numbered apart.
+        let base = if base.is_empty() { "image".to_owned() } else { file_name(base) };
         let mut n = 0u32;
         let name = loop {
-            let name = if n == 0 { base.to_owned() } else { format!("{base}~{n:03}") };
+            let name = if n == 0 { base.clone() } else { format!("{base}~{n:03}") };
             if !taken.contains(&name) {
                 break name;
             }
@@ -307,6 +309,30 @@ fn profile_rate(pmc: &PmcProfile) -> u32 {
     }
 }
 
+/// The longest file name made from a log's name (NAME_MAX is 255 bytes).
+const FILE_NAME_MAX: usize = 200;
+
+/// `name` as one file name that stays in its directory: `/`, NUL, backslashes and control
+/// characters become `_`, a name of dots only (`.`, `..`) or an empty one gets a `_` in front,
+/// and a name is cut to [`FILE_NAME_MAX`] bytes.
+pub(crate) fn file_name(name: &str) -> String {
+    let mut safe: String = name
+        .chars()
+        .map(|c| if c == '/' || c == '\\' || c.is_control() { '_' } else { c })
+        .collect();
+    if safe.chars().all(|c| c == '.') {
+        safe.insert(0, '_');
+    }
+    if safe.len() > FILE_NAME_MAX {
+        let mut cut = FILE_NAME_MAX;
+        while !safe.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        safe.truncate(cut);
+    }
+    safe
+}
+
 /// Writes every profile under `dir` (creating `dir/<event>/`) with the header `header`.
 pub fn write_gmon_files(
     profiles: &[GmonProfile],
@@ -314,7 +340,14 @@ pub fn write_gmon_files(
     header: GmonHeader,
 ) -> io::Result<()> {
     for gmon in profiles {
-        let path = dir.join(gmon.relative_path());
+        let relative = gmon.relative_path();
+        // Defence in depth: only plain names below `dir`.
+        if !relative.components().all(|c| matches!(c, std::path::Component::Normal(_))) {
+            let message =
+                format!("{}: not a file name below {}", relative.display(), dir.display());
+            return Err(io::Error::new(io::ErrorKind::InvalidData, message));
+        }
+        let path = dir.join(relative);
         let with_path = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(with_path)?;
@@ -512,6 +545,36 @@ mod tests {
             g.arcs,
             [CallArc { from_pc: p.at("main", 9), self_pc: p.at("cold", 0), count: 4 }]
         );
+    }
+
+    #[test]
+    fn names_from_a_log_become_single_file_names() {
+        for (name, safe) in [
+            ("INSTR_RETIRED_ANY", "INSTR_RETIRED_ANY"),
+            ("..", "_.."),
+            (".", "_."),
+            ("", "_"),
+            ("../../etc", ".._.._etc"),
+            ("a\\b\0c\nd", "a_b_c_d"),
+            ("...x", "...x"),
+        ] {
+            assert_eq!(file_name(name), safe, "{name:?}");
+        }
+        let long = "é".repeat(200);
+        assert_eq!(file_name(&long).len(), 200);
+        let mut log = LogBuilder::new();
+        let p = Program::build(false);
+        log.push(&pmclog::Record::PmcAllocateDyn(pmclog::PmcAllocateDyn {
+            pmcid: 0x100,
+            event: 0x1000,
+            flags: 0,
+            rate: 1,
+            name: b"..",
+            layout: pmclog::DynLayout::Kernel,
+        }));
+        log.exec(1, p.log_path(), 0, 0).samples(1, 0x100, &[p.at("hot", 1)], 1);
+        let gmons = profiles(&log);
+        assert_eq!(gmons[0].relative_path(), Path::new("_../prog.gmon"));
     }
 
     #[test]

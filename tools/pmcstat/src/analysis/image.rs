@@ -109,19 +109,40 @@ pub(crate) const SORTED_KALLSYMS_HEADER: &str = "# hwpmc-rs sorted text symbols 
 impl Image {
     /// Reads and parses the ELF file at `path`, reading only the parts it needs (headers,
     /// symbol and string tables): images carry debug information many times that size.
+    ///
+    /// The path comes from a log, which anyone may have written: only a regular file is read.
+    /// A FIFO, device or directory is refused before it is opened (opening a FIFO blocks until
+    /// a writer comes), and the file is opened non-blocking and checked again, in case the
+    /// path was replaced in between.
     #[cfg(test)]
     pub(crate) fn load(path: &Path) -> Result<Image, String> {
         Image::load_with(path, None, &DebugSearch::default())
     }
 
-    /// Reads the ELF file at `path` (under `fsroot` when given) and, if it has no symbol table
-    /// of its own, the symbols of its separate debug file as `search` finds it.
+    /// Reads the ELF file at `path` (under `fsroot` when given) as [`Image::load`] does and, if
+    /// it has no symbol table of its own, the symbols of its separate debug file as `search`
+    /// finds it.
     pub(crate) fn load_with(
         path: &Path,
         fsroot: Option<&Path>,
         search: &DebugSearch,
     ) -> Result<Image, String> {
-        let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        use std::os::unix::fs::OpenOptionsExt;
+        let failed = |e: std::io::Error| format!("{}: {e}", path.display());
+        let regular = |meta: std::fs::Metadata| {
+            if meta.is_file() {
+                Ok(())
+            } else {
+                Err(format!("{}: not a regular file, so not read for symbols", path.display()))
+            }
+        };
+        regular(std::fs::metadata(path).map_err(failed)?)?;
+        let file = std::fs::File::options()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(failed)?;
+        regular(file.metadata().map_err(failed)?)?;
         let cache = object::ReadCache::new(file);
         let (mut image, links) =
             Image::parse_with_links(&cache).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -107,6 +107,116 @@ pub(crate) fn pmcstat_env(host: Host, env: &[(&str, &str)], args: &[&str]) -> Ru
     run
 }
 
+/// A pmcstat started in the background, to be signalled while it measures.
+pub(crate) struct Running {
+    child: std::process::Child,
+    args: Vec<String>,
+}
+
+/// Starts pmcstat with `args` on `host` without waiting for it (standard output and error are
+/// collected for [`Running::finish`]).
+pub(crate) fn start_pmcstat(host: Host, args: &[&str]) -> Running {
+    let child = Command::new(env!("CARGO_BIN_EXE_pmcstat"))
+        .args(args)
+        .env("PMC_HOST", host.name())
+        .env("RUST_BACKTRACE", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cannot run the pmcstat binary");
+    Running { child, args: args.iter().map(|a| a.to_string()).collect() }
+}
+
+impl Running {
+    /// pmcstat's pid.
+    pub(crate) fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Waits (up to a minute) until pmcstat catches SIGINT, SIGTERM and SIGHUP, as its
+    /// `/proc/PID/status` shows: from then on a signal reaches its handler.
+    pub(crate) fn wait_until_catching_signals(&self) {
+        let wanted: u64 =
+            [libc::SIGINT, libc::SIGTERM, libc::SIGHUP].iter().map(|s| 1u64 << (s - 1)).sum();
+        let status = format!("/proc/{}/status", self.pid());
+        wait_for(&format!("pmcstat {:?} to catch signals", self.args), || {
+            std::fs::read_to_string(&status).is_ok_and(|text| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix("SigCgt:"))
+                    .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+                    .is_some_and(|mask| mask & wanted == wanted)
+            })
+        });
+    }
+
+    /// Sends `signal` to pmcstat.
+    pub(crate) fn signal(&self, signal: i32) {
+        send_signal(self.pid(), signal);
+    }
+
+    /// Waits for pmcstat to end, at most `limit`: a pmcstat still running then hangs, and is
+    /// killed and the test fails.
+    #[track_caller]
+    pub(crate) fn finish_within(self, limit: std::time::Duration) -> Run {
+        let deadline = std::time::Instant::now() + limit;
+        let pid = self.pid();
+        let mut child = self.child;
+        while child.try_wait().expect("waiting for pmcstat").is_none() {
+            if std::time::Instant::now() > deadline {
+                send_signal(pid, libc::SIGKILL);
+                panic!("pmcstat {:?} hangs: still running after {limit:?}", self.args);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let (run, killed_by) = Running { child, args: self.args }.finish();
+        assert_eq!(killed_by, None, "pmcstat {:?} was killed\n{}", run.args, run.describe());
+        run
+    }
+
+    /// Waits for pmcstat to end: the run (status -1 if a signal killed it) and the signal that
+    /// killed it, if one did.
+    pub(crate) fn finish(self) -> (Run, Option<i32>) {
+        use std::os::unix::process::ExitStatusExt;
+        let output = self.child.wait_with_output().expect("waiting for pmcstat");
+        let run = Run {
+            args: self.args,
+            status: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        };
+        (run, output.status.signal())
+    }
+}
+
+/// Sends `signal` to process `pid`.
+pub(crate) fn send_signal(pid: i32, signal: i32) {
+    // SAFETY: kill(2) takes no pointers.
+    let r = unsafe { libc::kill(pid, signal) };
+    assert_eq!(r, 0, "kill({pid}, {signal}): {}", std::io::Error::last_os_error());
+}
+
+/// Waits (up to a minute, polling every 10 ms) until `done` holds; fails the test naming
+/// `what` otherwise.
+#[track_caller]
+pub(crate) fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Whether process `pid` is gone or a zombie (it ran its last instruction).
+pub(crate) fn process_ended(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `pid (comm) STATE ...`; comm may hold spaces and parentheses.
+        Ok(stat) => {
+            stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        }
+        Err(_) => true,
+    }
+}
+
 /// Asserts that `run` failed cleanly: a non-zero status that is not a panic's (101), exactly one
 /// line on standard error starting with `pmcstat: `, and no panic text. Returns the line without
 /// its newline.
@@ -246,6 +356,17 @@ pub(crate) fn samples_per_pmc(log: &[u8]) -> HashMap<u32, u64> {
         }
     }
     counts
+}
+
+/// Encodes `records` as a log (TSC 0), as a crafted log for pmcstat to read.
+pub(crate) fn encode_log(records: &[pmclog::Record<'_>]) -> Vec<u8> {
+    let mut log = Vec::new();
+    let mut buf = vec![0u8; pmclog::MAX_RECORD_LEN];
+    for record in records {
+        let len = pmclog::encode(record, 0, &mut buf).expect("the record encodes");
+        log.extend_from_slice(&buf[..len]);
+    }
+    log
 }
 
 /// The byte offset of every record of a log.

@@ -1,0 +1,109 @@
+//! pmcstat reading logs crafted to harm it (written with the pmclog encoder): names from a log
+//! never lead outside the output directory, and files a log names are read for symbols only if
+//! they are regular files.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Host, arg, c_program, encode_log, start_pmcstat};
+use pmclog::{
+    Callchain, CallchainFlags, DynLayout, MapIn, PmcAllocateDyn, ProgramCounters, Record,
+};
+
+const PMCID: u32 = 0x4000_0100;
+
+/// A log whose PMC is named `event` and whose samples fall in the image `image` mapped at
+/// 0x400000 in process 7.
+fn log_with(event: &str, image: &str) -> Vec<u8> {
+    let pcs = [0x401000u64, 0x401100];
+    let sample = Record::Callchain(Callchain {
+        pid: 7,
+        tid: 8,
+        pmcid: PMCID,
+        cpuflags: CallchainFlags::new(0, 1),
+        pcs: ProgramCounters::from_words(&pcs),
+    });
+    let mut records = vec![
+        Record::PmcAllocateDyn(PmcAllocateDyn {
+            pmcid: PMCID,
+            event: 0x1000,
+            flags: 0,
+            rate: 1000,
+            name: event.as_bytes(),
+            layout: DynLayout::Kernel,
+        }),
+        Record::MapIn(MapIn { pid: 7, start: 0x400000, path: image.as_bytes() }),
+    ];
+    records.extend(std::iter::repeat_n(sample, 5));
+    encode_log(&records)
+}
+
+/// Every file under `dir`, relative to it.
+fn files_under(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                out.push(path.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn event_and_image_names_from_a_log_never_leave_the_gmon_directory() {
+    let program = c_program("hot");
+    for (event, image) in [
+        ("..", arg(&program).to_owned()),
+        (".", arg(&program).to_owned()),
+        ("../../escape", arg(&program).to_owned()),
+        ("ev\\..\\..", arg(&program).to_owned()),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("hostile.log");
+        std::fs::write(&log, log_with(event, &image)).unwrap();
+        let out = dir.path().join("a").join("sub");
+        let args = ["-q", "-R", arg(&log), "-g", "-D", arg(&out)];
+        let run = start_pmcstat(Host::Linux, &args).finish_within(Duration::from_secs(60));
+        run.assert_status(0);
+        // Everything written is below -D; beside it, only the log.
+        let all = files_under(dir.path());
+        let (below, outside): (Vec<_>, Vec<_>) = all.iter().partition(|f| f.starts_with("a/sub/"));
+        assert_eq!(outside, ["hostile.log"], "event {event:?}: {all:?}");
+        assert_eq!(below.len(), 1, "event {event:?}: {all:?}");
+        assert!(below[0].ends_with(".gmon"), "{below:?}");
+    }
+}
+
+#[test]
+fn a_fifo_named_in_a_log_is_not_opened_and_the_report_still_comes() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("image.fifo");
+    let path = std::ffi::CString::new(arg(&fifo)).unwrap();
+    // SAFETY: mkfifo reads the NUL-terminated path, which lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    let log = dir.path().join("fifo.log");
+    std::fs::write(&log, log_with("cpu-clock", arg(&fifo))).unwrap();
+    for analysis in [&["--top", "5"][..], &["-G", "-"], &["--folded", "-"]] {
+        let mut args = vec!["-R", arg(&log)];
+        args.extend_from_slice(analysis);
+        if analysis[0] == "--folded" {
+            args[3] = "/dev/null";
+        }
+        let run = start_pmcstat(Host::Linux, &args).finish_within(Duration::from_secs(60));
+        run.assert_status(0);
+        let warning = format!("symbols of {} unavailable", fifo.display());
+        assert!(
+            run.stderr.contains(&warning) && run.stderr.contains("not a regular file"),
+            "{analysis:?}\n{}",
+            run.describe()
+        );
+    }
+}
