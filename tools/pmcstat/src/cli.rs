@@ -83,11 +83,43 @@ pub struct Options {
     pub pprof: Option<PathBuf>,
     /// `--top N`.
     pub top: Option<usize>,
-    /// `--json`: counts as JSON.
+    /// `--json`: counts (or, with `-R`, the profile) as JSON.
     pub json: bool,
+    /// `--print-man`: print the manual page (roff) and exit.
+    pub print_man: bool,
+    /// `--print-completions SHELL`: print the shell's completion script and exit.
+    pub print_completions: Option<clap_complete::Shell>,
 }
 
-fn command() -> Command {
+/// What `--help` adds after the options: the event syntax, the units and examples.
+const LONG_HELP: &str = "\
+Events (-p/-s/-P/-S):
+  NAME                  an event this host offers (pmcstat -L lists them; pmcstat -u NAME
+                        shows how it is programmed): a FreeBSD alias (instructions,
+                        branch-mispredicts, …), a vendor name (INST_RETIRED.ANY_P), TSC, or a
+                        software event (Linux: cpu-clock, task-clock, page-faults, …)
+  NAME,usr | NAME,os    count only in user or only in kernel mode
+  event=0xc0,umask=0x01[,edge][,inv][,cmask=N]
+                        a raw encoding, with the qualifiers of FreeBSD's libpmc
+Units:
+  counts                events; task-clock and cpu-clock count nanoseconds on Linux
+  -n RATE               events between two samples; for the Linux clock events ticks of 1 ms
+                        (FreeBSD: ticks of the kernel's clock); pmcstat -u NAME shows the default
+  -w, -l SECS           seconds, fractions allowed
+Examples:
+  pmcstat -p instructions -p branches -- ./prog          count a command
+  pmcstat -d -P cpu-clock -O run.log -- sh -c 'make'     sample it and its children into a log
+  pmcstat -R run.log --top 30                            the 30 hottest functions
+  pmcstat -R run.log --pprof run.pb.gz -F callgrind.out  profiles for go tool pprof, KCachegrind
+  pmcstat -p page-faults -w 1 -t 1234                    count a running process every second
+Exit status: the command's; 64 for a usage error, 65 for a damaged log, 69-77 for other
+failures (sysexits(3)), 128 + N after signal N.
+Manual page and completions: pmcstat --print-man > pmcstat.8;
+  pmcstat --print-completions bash|zsh|fish|elvish|powershell > FILE.";
+
+/// pmcstat's command line, as clap describes it (also the source of the manual page and the
+/// shell completions).
+pub fn command() -> Command {
     let value = |id: &'static str, short: char, help: &'static str| {
         // The placeholder in --help: what the value is.
         let name = match short {
@@ -118,9 +150,21 @@ fn command() -> Command {
         .override_usage(
             "pmcstat [-p|-s|-P|-S spec]... [options] [command [args]]\n       pmcstat -R file [-G file] [-g [-D dir] [-M file]] [-F file] [--folded file] [--flamegraph file.svg] [--pprof file.pb.gz] [--top N]",
         )
+        .version(env!("CARGO_PKG_VERSION"))
+        .after_help(LONG_HELP)
         .disable_help_flag(true)
         .disable_version_flag(true)
-        .arg(Arg::new("help").long("help").action(ArgAction::Help).help("print this help"))
+        .arg(Arg::new("help").short('h').long("help").action(ArgAction::Help).help("print this help"))
+        .arg(Arg::new("version").long("version").action(ArgAction::Version).help("print the version"))
+        .arg(Arg::new("print-man").long("print-man").action(ArgAction::SetTrue).help("print the manual page (roff) and exit"))
+        .arg(
+            Arg::new("print-completions")
+                .long("print-completions")
+                .num_args(1)
+                .value_name("SHELL")
+                .value_parser(clap::value_parser!(clap_complete::Shell))
+                .help("print a completion script for SHELL (bash, zsh, fish, elvish, powershell) and exit"),
+        )
         .arg(value("p", 'p', "process-mode counting PMC (TC)"))
         .arg(value("s", 's', "system-mode counting PMC (SC), one per CPU of -c"))
         .arg(value("P", 'P', "process-mode sampling PMC (TS)"))
@@ -158,8 +202,8 @@ fn command() -> Command {
         .arg(Arg::new("folded").long("folded").num_args(1).help("write folded stacks (flame-graph input)"))
         .arg(Arg::new("flamegraph").long("flamegraph").num_args(1).help("write a flame graph SVG"))
         .arg(Arg::new("pprof").long("pprof").num_args(1).help("write a gzipped pprof profile"))
-        .arg(Arg::new("top").long("top").num_args(1).allow_negative_numbers(true).help("print a flat profile of the top N functions"))
-        .arg(Arg::new("json").long("json").action(ArgAction::SetTrue).help("print counts as JSON"))
+        .arg(Arg::new("top").long("top").num_args(1).allow_negative_numbers(true).help("print a flat profile of the top N functions (the live profile of a sampling run shows 20 unless given)"))
+        .arg(Arg::new("json").long("json").action(ArgAction::SetTrue).help("print counts as JSON; with -R, the flat profile"))
         .arg(Arg::new("command").num_args(1..).trailing_var_arg(true).value_parser(clap::value_parser!(OsString)))
 }
 
@@ -176,7 +220,9 @@ pub enum CliError {
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, CliError> {
     let argv = std::iter::once(OsString::from("pmcstat")).chain(args);
     let m = command().try_get_matches_from(argv).map_err(|e| match e.kind() {
-        clap::error::ErrorKind::DisplayHelp => CliError::Help(e.to_string()),
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+            CliError::Help(e.to_string())
+        }
         _ => CliError::Usage(first_line(&e.to_string())),
     })?;
     build(&m)
@@ -419,7 +465,12 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
             .map(|t| ranged("--top", t, "the number of functions", 1, MAX_TOP))
             .transpose()?,
         json: m.get_flag("json"),
+        print_man: m.get_flag("print-man"),
+        print_completions: m.get_one::<clap_complete::Shell>("print-completions").copied(),
     };
+    if options.print_man || options.print_completions.is_some() {
+        return Ok(options);
+    }
     check(&options)?;
     Ok(options)
 }
@@ -454,7 +505,6 @@ fn check(o: &Options) -> Result<(), CliError> {
             (o.duration.is_some(), "-l"),
             (o.log_output.is_some(), "-O"),
             (o.top_mode, "-T"),
-            (o.json, "--json"),
         ];
         if let Some((_, option)) = measuring.iter().find(|(given, _)| *given) {
             return Err(CliError::Usage(format!(
@@ -669,7 +719,7 @@ mod tests {
         ] {
             assert!(msg(args).contains(no_samples), "{args:?}: {}", msg(args));
         }
-        for option in [&["-w", "1"][..], &["-l", "1"], &["-O", "x.log"], &["-T"], &["--json"]] {
+        for option in [&["-w", "1"][..], &["-l", "1"], &["-O", "x.log"], &["-T"]] {
             let mut args = vec!["-R", "f"];
             args.extend_from_slice(option);
             let m = msg(&args);

@@ -11,8 +11,9 @@ pub mod report;
 pub mod signals;
 
 use std::ffi::OsString;
+use std::io::Write;
 
-use failure::Failure;
+use failure::{Failure, io_failure};
 use pmc::api;
 
 /// Runs pmcstat with `args` (without the program name) and returns its exit status: the
@@ -22,8 +23,10 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     let options = match cli::parse(args) {
         Ok(o) => o,
         Err(cli::CliError::Help(text)) => {
-            print!("{text}");
-            return 0;
+            return match write_stdout(text.as_bytes()) {
+                Ok(()) => 0,
+                Err(failure) => failure.status,
+            };
         }
         Err(cli::CliError::Usage(message)) => {
             eprintln!("pmcstat: {message}");
@@ -33,13 +36,36 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     match run(&options) {
         Ok(status) => status,
         Err(failure) => {
-            eprintln!("pmcstat: {failure}");
+            if !failure.message.is_empty() {
+                eprintln!("pmcstat: {failure}");
+            }
             failure.status
         }
     }
 }
 
+/// Writes `bytes` to standard output (a closed pipe is a quiet [`io_failure`]).
+fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes).and_then(|()| out.flush()).map_err(|e| io_failure("writing", &e))
+}
+
 fn run(o: &cli::Options) -> Result<i32, Failure> {
+    if o.print_man {
+        let mut page = Vec::new();
+        clap_mangen::Man::new(cli::command())
+            .section("8")
+            .render(&mut page)
+            .map_err(|e| io_failure("rendering the manual page", &e))?;
+        write_stdout(&page)?;
+        return Ok(0);
+    }
+    if let Some(shell) = o.print_completions {
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut cli::command(), "pmcstat", &mut script);
+        write_stdout(&script)?;
+        return Ok(0);
+    }
     if let Some(log) = &o.read_log {
         return report::run(o, log);
     }
@@ -56,13 +82,16 @@ fn run(o: &cli::Options) -> Result<i32, Failure> {
 fn list_events() -> Result<i32, Failure> {
     let events = api::list_events().map_err(|e| Failure::pmc("listing events", &e))?;
     let mut class = None;
+    let mut text = String::new();
     for (c, name) in events {
         if class != Some(c) {
-            println!("{}", c.name());
+            text.push_str(c.name());
+            text.push('\n');
             class = Some(c);
         }
-        println!("\t{name}");
+        text.push_str(&format!("\t{name}\n"));
     }
+    write_stdout(text.as_bytes())?;
     Ok(0)
 }
 
@@ -70,7 +99,7 @@ fn list_events() -> Result<i32, Failure> {
 fn describe_event(spec: &str) -> Result<i32, Failure> {
     let event =
         api::lookup_event(spec).map_err(|e| Failure::pmc(&format!("event {spec:?}"), &e))?;
-    print!("{}", describe_event_text(&event));
+    write_stdout(describe_event_text(&event).as_bytes())?;
     Ok(0)
 }
 

@@ -36,7 +36,7 @@ fn create(path: &Path) -> Result<File, Failure> {
 
 /// `-R file` with the options' analyses (or the text dump without any).
 pub fn run(o: &Options, log: &Path) -> Result<i32, Failure> {
-    if !wants_analysis(o) {
+    if !wants_analysis(o) && !o.json {
         let file = File::open(log)
             .map_err(|e| io_failure(&format!("cannot read log {}", log.display()), &e))?;
         let mut out = text_output(o)?;
@@ -54,6 +54,7 @@ pub fn run(o: &Options, log: &Path) -> Result<i32, Failure> {
     let bytes = std::fs::read(log)
         .map_err(|e| io_failure(&format!("cannot read log {}", log.display()), &e))?;
     let profile = load_profile(o, &bytes, &log.display().to_string())?;
+    check_thread(o, &profile, &log.display().to_string())?;
     write_analyses(o, &profile)?;
     report_profile_warnings(o, &profile);
     // pmcstat exits next: freeing every symbol of every image (a kernel alone has ~100 000)
@@ -91,6 +92,20 @@ pub fn load_profile(o: &Options, bytes: &[u8], name: &str) -> Result<Profile, Fa
     })
 }
 
+/// `-i tid` on a log (`name`) without a sample of that thread is a mistake, not an empty
+/// report: say which threads it has.
+fn check_thread(o: &Options, profile: &Profile, name: &str) -> Result<(), Failure> {
+    let Some(tid) = o.thread.filter(|tid| !profile.threads().contains(tid)) else {
+        return Ok(());
+    };
+    let threads: Vec<String> = profile.threads().iter().map(i32::to_string).collect();
+    let known = match threads.is_empty() {
+        true => "it has no samples".to_owned(),
+        false => format!("threads with samples: {}", threads.join(", ")),
+    };
+    Err(Failure::usage(format!("-i {tid}: no samples of thread {tid} in {name} ({known})")))
+}
+
 /// The longest prefix of `bytes` made of whole records: a log still being written may end
 /// inside a record (or, read at the wrong moment, anywhere), and the part after the last
 /// record that decodes is left for a later read.
@@ -125,9 +140,17 @@ pub fn write_analyses(o: &Options, profile: &Profile) -> Result<(), Failure> {
     if let Some(path) = &o.pprof {
         write_file(path, |out| analysis::write_pprof(profile, out))?;
     }
-    if let Some(rows) = o.top {
+    // With -R, --json is the flat profile (in a measurement it is the counts).
+    let json = o.json && o.read_log.is_some();
+    if let Some(rows) = o.top.filter(|_| !json) {
         let mut out = text_output(o)?;
         analysis::write_top(profile, rows, &mut out)
+            .map_err(|e| io_failure("writing the profile", &e))?;
+        out.flush().map_err(|e| io_failure("writing the profile", &e))?;
+    }
+    if json {
+        let mut out = text_output(o)?;
+        analysis::write_json(profile, o.top.unwrap_or(usize::MAX), &mut out)
             .map_err(|e| io_failure("writing the profile", &e))?;
         out.flush().map_err(|e| io_failure("writing the profile", &e))?;
     }

@@ -50,6 +50,7 @@ mod error;
 mod folded;
 mod gmon;
 mod image;
+mod json;
 mod kallsyms;
 mod lines;
 mod pprof;
@@ -68,6 +69,7 @@ pub use gmon::{
     CallArc, FUNCTION_ALIGNMENT, GMONVERSION, GmonHeader, GmonProfile, gmon_profiles,
     write_gmon_files, write_gmon_map,
 };
+pub use json::write_json;
 pub use lines::SourceFrame;
 pub use pprof::write_pprof;
 pub use profile::{

@@ -188,6 +188,7 @@ pub struct Profile {
     images: HashMap<Arc<str>, ImageInfo>,
     sources: HashMap<(Arc<str>, u64), Arc<[SourceFrame]>>,
     main_image: Option<Arc<str>>,
+    threads: std::collections::BTreeSet<i32>,
 }
 
 /// What the profile knows of an image it could read.
@@ -314,6 +315,11 @@ impl Profile {
         self.sources.get(&(image.clone(), address)).map_or(&[], |frames| frames)
     }
 
+    /// The threads with samples in the log (all of them, also with [`ResolveOptions::thread`]).
+    pub fn threads(&self) -> &std::collections::BTreeSet<i32> {
+        &self.threads
+    }
+
     /// Whether any sampled address has a source position.
     pub fn has_sources(&self) -> bool {
         self.sources.values().any(|frames| !frames.is_empty())
@@ -377,6 +383,7 @@ struct Builder<'a> {
     /// Per (image name, link-time address): its source frames, with [`ResolveOptions::lines`].
     sources: HashMap<(u32, u64), Arc<[SourceFrame]>>,
     main_image: Option<u32>,
+    threads: std::collections::BTreeSet<i32>,
 }
 
 impl<'a> Builder<'a> {
@@ -402,6 +409,7 @@ impl<'a> Builder<'a> {
             unreadable_images: Vec::new(),
             sources: HashMap::new(),
             main_image: None,
+            threads: std::collections::BTreeSet::new(),
         }
     }
 
@@ -602,6 +610,7 @@ impl<'a> Builder<'a> {
     }
 
     fn sample(&mut self, cc: &Callchain<'_>, tsc: u64) {
+        self.threads.insert(cc.tid);
         if self.opts.thread.is_some_and(|tid| tid != cc.tid) {
             return;
         }
@@ -804,6 +813,7 @@ impl<'a> Builder<'a> {
             unreadable_images: self.unreadable_images,
             images,
             main_image: self.main_image.map(|id| self.image_names[id as usize].clone()),
+            threads: self.threads,
             sources: self
                 .sources
                 .into_iter()
