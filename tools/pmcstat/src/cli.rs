@@ -85,6 +85,9 @@ pub struct Options {
     pub top: Option<usize>,
     /// `--json`: counts (or, with `-R`, the profile) as JSON.
     pub json: bool,
+    /// `--summary`: the perf-stat-like summary of a launched command's counts even when standard
+    /// error is not a terminal.
+    pub summary: bool,
     /// `--print-man`: print the manual page (roff) and exit.
     pub print_man: bool,
     /// `--print-completions SHELL`: print the shell's completion script and exit.
@@ -203,6 +206,7 @@ pub fn command() -> Command {
         .arg(Arg::new("flamegraph").long("flamegraph").num_args(1).help("write a flame graph SVG"))
         .arg(Arg::new("pprof").long("pprof").num_args(1).help("write a gzipped pprof profile"))
         .arg(Arg::new("top").long("top").num_args(1).allow_negative_numbers(true).help("print a flat profile of the top N functions (the live profile of a sampling run shows 20 unless given)"))
+        .arg(Arg::new("summary").long("summary").action(ArgAction::SetTrue).help("after the counts of a launched command, a summary with units, rates and times even when standard error is no terminal (on a terminal it is always printed; -q leaves it out)"))
         .arg(Arg::new("json").long("json").action(ArgAction::SetTrue).help("print counts as JSON; with -R, the flat profile"))
         .arg(Arg::new("command").num_args(1..).trailing_var_arg(true).value_parser(clap::value_parser!(OsString)))
 }
@@ -465,6 +469,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
             .map(|t| ranged("--top", t, "the number of functions", 1, MAX_TOP))
             .transpose()?,
         json: m.get_flag("json"),
+        summary: m.get_flag("summary"),
         print_man: m.get_flag("print-man"),
         print_completions: m.get_one::<clap_complete::Shell>("print-completions").copied(),
     };

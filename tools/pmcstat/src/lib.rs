@@ -9,6 +9,7 @@ pub mod failure;
 pub mod measure;
 pub mod report;
 pub mod signals;
+pub mod summary;
 
 use std::ffi::OsString;
 use std::io::Write;

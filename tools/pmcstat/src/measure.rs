@@ -31,6 +31,7 @@ use crate::counts::{self, Column};
 use crate::failure::{Failure, io_failure};
 use crate::report;
 use crate::signals::{self, Interrupt};
+use crate::summary;
 
 /// FreeBSD's default printing interval.
 const DEFAULT_INTERVAL: f64 = 5.0;
@@ -389,6 +390,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     if let Some(pid) = child {
         api::resume(pid).map_err(|e| Failure::pmc("cannot start the command", &e))?;
     }
+    let started = Instant::now();
     files.measuring();
 
     let counting: Vec<&Allocated> = pmcs.iter().filter(|a| !a.request.mode.is_sampling()).collect();
@@ -514,6 +516,28 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             .map_err(|e| io_failure("writing counts", &e))?;
     }
     out.flush().map_err(|e| io_failure("writing counts", &e))?;
+    // The summary is for people: on a terminal, or when asked for (scripts that read standard
+    // error get FreeBSD's layout alone).
+    let for_people = o.summary || std::io::IsTerminal::is_terminal(&std::io::stderr());
+    if print_counts && child.is_some() && o.verbosity >= 0 && for_people {
+        let (user, sys) = summary::children_cpu_time();
+        let summary = summary::Summary {
+            command: o.command.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" "),
+            counts: counting
+                .iter()
+                .map(|a| a.request.spec.clone())
+                .zip(values.iter().copied())
+                .collect(),
+            elapsed: started.elapsed(),
+            user,
+            sys,
+            descendants: counting
+                .iter()
+                .any(|a| a.request.flags.contains(pmc::PmcFlags::DESCENDANTS)),
+        };
+        summary::write_summary(&summary, &mut std::io::stderr())
+            .map_err(|e| io_failure("writing the summary", &e))?;
+    }
     if let Some(why) = &log_error {
         eprintln!("pmcstat: {LOG_WRITE_FAILED}: {why}");
     }

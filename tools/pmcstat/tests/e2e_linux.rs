@@ -395,3 +395,66 @@ fn the_launched_command_gets_sigpipe_as_usual() {
     run.assert_status(0);
     assert_eq!((run.stdout.as_str(), run.stderr.as_str()), ("done\n", ""), "{}", run.describe());
 }
+
+/// The `--summary` block of a run's standard error: the lines after FreeBSD's counts.
+fn summary_lines(run: &Run) -> Vec<String> {
+    let text = run.stderr.split_once("Performance counter stats for").map_or("", |(_, rest)| rest);
+    text.lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn the_summary_follows_freebsds_counts_with_units_rates_and_times() {
+    let hot = c_program("hot");
+    let run = pmcstat(
+        Host::Linux,
+        &["--summary", "-p", "task-clock", "-p", "page-faults", "--", arg(&hot), "50000000"],
+    );
+    run.assert_status(0);
+    // FreeBSD's layout first, as scripts read it.
+    assert!(run.stderr.starts_with(&header(&["task-clock", "page-faults"])), "{}", run.describe());
+    let lines = summary_lines(&run);
+    assert!(lines[0].starts_with(&format!(" '{} 50000000':", arg(&hot))), "{lines:?}");
+    let task_clock = lines.iter().find(|l| l.contains("task-clock")).unwrap();
+    assert!(
+        task_clock.contains(" msec task-clock") && task_clock.contains("CPUs utilized"),
+        "{task_clock}"
+    );
+    let faults = lines.iter().find(|l| l.contains("page-faults")).unwrap();
+    assert!(faults.ends_with("/sec"), "{faults}");
+    for time in ["seconds time elapsed", "seconds user", "seconds sys"] {
+        assert!(lines.iter().any(|l| l.ends_with(time)), "{time}: {lines:?}");
+    }
+    // Counts are those of FreeBSD's line, with separators.
+    let values = parse_values(run.stderr.lines().nth(1).unwrap(), 2);
+    let shown: String = faults.split_whitespace().next().unwrap().replace(',', "");
+    assert_eq!(shown, values[1].to_string());
+    let ms = task_clock.split_whitespace().next().unwrap();
+    assert_eq!(ms, format!("{:.2}", values[0] as f64 / 1e6));
+    assert!(!run.stderr.contains("add -d"), "a program that starts no process");
+}
+
+#[test]
+fn the_summary_notes_processes_that_were_not_followed() {
+    let hot = c_program("hot");
+    let command = format!("{} 100000000", arg(&hot));
+    let without =
+        pmcstat(Host::Linux, &["--summary", "-p", "task-clock", "--", "sh", "-c", &command]);
+    without.assert_status(0);
+    assert!(without.stderr.contains("add -d to count them too"), "{}", without.describe());
+    let with =
+        pmcstat(Host::Linux, &["--summary", "-d", "-p", "task-clock", "--", "sh", "-c", &command]);
+    with.assert_status(0);
+    assert!(!with.stderr.contains("add -d"), "{}", with.describe());
+}
+
+#[test]
+fn the_summary_is_left_out_for_scripts_and_with_q() {
+    for args in [
+        &["-p", "task-clock", "--", "true"][..],
+        &["--summary", "-q", "-p", "task-clock", "--", "true"],
+    ] {
+        let run = pmcstat(Host::Linux, args);
+        run.assert_status(0);
+        assert!(!run.stderr.contains("Performance counter stats"), "{args:?}: {}", run.describe());
+    }
+}

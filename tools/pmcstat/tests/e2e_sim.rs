@@ -430,3 +430,20 @@ fn a_thread_without_samples_is_an_error_that_lists_the_threads() {
         "{message}"
     );
 }
+
+#[test]
+fn the_summary_of_hot_cold_has_exact_counts_and_instructions_per_cycle() {
+    let run = pmcstat(
+        Host::Sim,
+        &["--summary", "-p", "instructions", "-p", "unhalted-cycles", "-p", "branches", "hot-cold"],
+    );
+    run.assert_status(0);
+    let summary = run.stderr.split_once("Performance counter stats for 'hot-cold':").unwrap().1;
+    // 10 000 000 instructions in 12 500 000 cycles: 0.80 per cycle.
+    assert!(
+        summary.contains("10,000,000      instructions     #     0.80  insn per cycle\n"),
+        "{summary}"
+    );
+    assert!(summary.contains("12,500,000      unhalted-cycles  # "), "{summary}");
+    assert!(summary.contains("1,000,000      branches         # "), "{summary}");
+}
