@@ -21,6 +21,9 @@ pub struct PmcRequest {
     pub flags: PmcFlags,
     /// Sampling rate (`-n`), `None` for the event's default.
     pub rate: Option<u64>,
+    /// Samples per second (`--freq`), for a clock event: its rate is then a period in
+    /// nanoseconds, `1e9 / frequency` (a later `-n` or `--freq` replaces it).
+    pub frequency: Option<u64>,
     /// Counting: print cumulative values (`-C`).
     pub cumulative: bool,
 }
@@ -106,8 +109,10 @@ Events (-p/-s/-P/-S):
                         a raw encoding, with the qualifiers of FreeBSD's libpmc
 Units:
   counts                events; task-clock and cpu-clock count nanoseconds on Linux
-  -n RATE               events between two samples; for the Linux clock events ticks of 1 ms
-                        (FreeBSD: ticks of the kernel's clock); pmcstat -u NAME shows the default
+  -n RATE               events between two samples; nanoseconds for the Linux clock events
+                        (cpu-clock, task-clock: 10000 or more; FreeBSD: ticks of the kernel's
+                        clock); pmcstat -u NAME shows the default with its unit
+  --freq HZ             samples per second, for clock events (perf's -F): 1000 is every 1 ms
   -w, -l SECS           seconds, fractions allowed
 Examples:
   pmcstat -p instructions -p branches -- ./prog          count a command
@@ -173,7 +178,16 @@ pub fn command() -> Command {
         .arg(value("P", 'P', "process-mode sampling PMC (TS)"))
         .arg(value("S", 'S', "system-mode sampling PMC (SS), one per CPU of -c"))
         .arg(value("c", 'c', "CPUs for the system PMCs that follow (\"*\" for all; e.g. 0,2-3)"))
-        .arg(value("n", 'n', "sampling rate for the sampling PMCs that follow"))
+        .arg(value("n", 'n', "sampling rate for the sampling PMCs that follow: events between samples (nanoseconds for the Linux clock events; -u NAME shows the default)"))
+        .arg(
+            Arg::new("freq")
+                .long("freq")
+                .num_args(1)
+                .action(ArgAction::Append)
+                .value_name("HZ")
+                .allow_negative_numbers(true)
+                .help("samples per second for the clock-event sampling PMCs that follow (perf's -F), instead of -n"),
+        )
         .arg(toggle("C", 'C', "toggle cumulative counts for the counting PMCs that follow"))
         .arg(toggle("d", 'd', "toggle following descendants for the process PMCs that follow"))
         .arg(toggle("E", 'E', "toggle logging per-process counts at exit (PMC_F_LOG_PROCEXIT)"))
@@ -278,6 +292,9 @@ pub const MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
 /// The highest sampling rate (`-n`): perf and FreeBSD's reload arithmetic both need it below
 /// 2^63.
 pub const MAX_RATE: u64 = i64::MAX as u64;
+/// The highest `--freq`: the shortest period perf gives the Linux clock events
+/// ([`pmc::host::CLOCK_MIN_PERIOD_NS`], 10 µs) is 100 000 samples a second.
+pub const MAX_FREQUENCY: u64 = 1_000_000_000 / pmc::host::CLOCK_MIN_PERIOD_NS;
 /// The highest CPU number: a PMC id holds 12 bits of CPU, and 0xFFF means "any".
 pub const MAX_CPU: u32 = 0xFFE;
 /// The deepest call graph (`-z`): the most frames a callchain record holds.
@@ -336,6 +353,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         Pmc(Mode, &'a String),
         Cpus(&'a String),
         Rate(&'a String),
+        Freq(&'a String),
         Toggle(&'static str),
     }
     let mut items: Vec<(usize, Item<'_>)> = Vec::new();
@@ -349,6 +367,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
     }
     items.extend(positioned(m, "c").into_iter().map(|(i, v)| (i, Item::Cpus(v))));
     items.extend(positioned(m, "n").into_iter().map(|(i, v)| (i, Item::Rate(v))));
+    items.extend(positioned(m, "freq").into_iter().map(|(i, v)| (i, Item::Freq(v))));
     for id in ["C", "d", "E", "N", "U", "W"] {
         // A count's default (0) has an index too: only toggles given on the command line count.
         let given = m.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
@@ -364,6 +383,9 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
             Item::Pmc(..) => continue,
             Item::Cpus(text) => (format!("-c {text}"), Mode::is_system, "system PMCs (-s/-S)"),
             Item::Rate(text) => (format!("-n {text}"), Mode::is_sampling, "sampling PMCs (-P/-S)"),
+            Item::Freq(text) => {
+                (format!("--freq {text}"), Mode::is_sampling, "sampling PMCs (-P/-S)")
+            }
             Item::Toggle("C") => ("-C".into(), |m| !m.is_sampling(), "counting PMCs (-p/-s)"),
             Item::Toggle(t @ ("N" | "U")) => (format!("-{t}"), Mode::is_sampling, "sampling PMCs"),
             Item::Toggle(t) => (format!("-{t}"), Mode::is_virtual, "process PMCs (-p/-P)"),
@@ -383,6 +405,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         (false, true, false, false, false);
     let mut cpus = None;
     let mut rate = None;
+    let mut frequency = None;
     let mut pmcs = Vec::new();
     for (_, item) in items {
         match item {
@@ -395,6 +418,11 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
             Item::Cpus(text) => cpus = parse_cpus(text)?,
             Item::Rate(text) => {
                 rate = Some(ranged("-n", text, "the sampling rate", 1, MAX_RATE)?);
+                frequency = None;
+            }
+            Item::Freq(text) => {
+                frequency = Some(ranged("--freq", text, "samples per second", 1, MAX_FREQUENCY)?);
+                rate = None;
             }
             Item::Pmc(mode, spec) => {
                 let mut flags = PmcFlags::empty();
@@ -413,6 +441,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
                     cpus: if mode.is_system() { cpus.clone() } else { None },
                     flags,
                     rate: if mode.is_sampling() { rate } else { None },
+                    frequency: if mode.is_sampling() { frequency } else { None },
                     cumulative,
                 });
             }

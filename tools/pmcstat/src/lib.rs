@@ -106,7 +106,7 @@ fn describe_event(spec: &str) -> Result<i32, Failure> {
 
 /// What `-u` prints about an event: one `label: value` line each for its name (and the spec
 /// when it was spelled differently), its class, how the counter is programmed, and the
-/// sampling rate used when `-n` is not given:
+/// sampling rate used when `-n` is not given, with its unit:
 ///
 /// ```text
 /// event:          INST_RETIRED.ANY_P
@@ -116,7 +116,7 @@ fn describe_event(spec: &str) -> Result<i32, Failure> {
 /// rings:          user and kernel
 /// flags:          none
 /// PERFEVTSEL:     0x000300c0
-/// sampling rate:  65536 (when -n is not given)
+/// sampling rate:  65536 events (when -n is not given)
 /// ```
 ///
 /// A programmable (IAP) event shows its `IA32_PERFEVTSELx` fields (event select 7:0, umask
@@ -188,9 +188,17 @@ pub fn describe_event_text(event: &pmc::events::Event) -> String {
             lines.push(("software event", format!("{name}{origin}")));
         }
     }
-    let rate = match event.kind {
+    let rate = match &event.kind {
         EventKind::Tsc => "none: the TSC only counts".to_owned(),
-        _ => format!("{} (when -n is not given)", event.default_rate),
+        EventKind::Soft { name } if pmc::host::is_clock_event(name) => format!(
+            "{} ns, {} samples a second (when -n or --freq is not given)",
+            event.default_rate,
+            1_000_000_000 / event.default_rate.max(1)
+        ),
+        EventKind::Soft { name } if pmc::events::freebsd_soft_events().any(|n| n == name) => {
+            format!("{} ticks of the kernel's clock (when -n is not given)", event.default_rate)
+        }
+        _ => format!("{} events (when -n is not given)", event.default_rate),
     };
     lines.push(("sampling rate", rate));
     lines
@@ -228,7 +236,7 @@ mod tests {
              rings:          user\n\
              flags:          edge inv cmask=3\n\
              PERFEVTSEL:     0x038500c5\n\
-             sampling rate:  400009 (when -n is not given)\n"
+             sampling rate:  400009 events (when -n is not given)\n"
         );
     }
 
@@ -248,7 +256,7 @@ mod tests {
              counter:        fixed counter 2 (CPU_CLK_UNHALTED.REF_TSC)\n\
              FreeBSD event:  0x10002 (CPU_CLK_UNHALTED_REF)\n\
              rings:          kernel\n\
-             sampling rate:  65536 (when -n is not given)\n"
+             sampling rate:  65536 events (when -n is not given)\n"
         );
         let tsc = event("TSC", "tsc", Class::Tsc, EventKind::Tsc, 65536);
         assert_eq!(
@@ -259,15 +267,19 @@ mod tests {
              counter:        the time-stamp counter (counting only, read-only)\n\
              sampling rate:  none: the TSC only counts\n"
         );
-        let soft = |name: &str| {
+        let soft = |name: &str, rate: u64| {
             let kind = EventKind::Soft { name: name.into() };
-            describe_event_text(&event(name, name, Class::Soft, kind, 1))
+            describe_event_text(&event(name, name, Class::Soft, kind, rate))
         };
-        assert!(soft("page-faults").contains(
-            "software event: page-faults (a Linux perf software event)\nsampling rate:  1 (when"
+        assert!(soft("page-faults", 1).contains(
+            "software event: page-faults (a Linux perf software event)\nsampling rate:  1 events (when"
         ));
+        assert!(soft("cpu-clock", 250_000).contains(
+            "sampling rate:  250000 ns, 4000 samples a second (when -n or --freq is not given)"
+        ));
+        assert!(soft("CLOCK.HARD", 1).contains("sampling rate:  1 ticks of the kernel's clock"));
         assert!(
-            soft("CLOCK.HARD").contains("software event: CLOCK.HARD (a FreeBSD kernel software")
+            soft("CLOCK.HARD", 1).contains("software event: CLOCK.HARD (a FreeBSD kernel software")
         );
     }
 }

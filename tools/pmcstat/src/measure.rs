@@ -228,11 +228,31 @@ fn allocate(o: &Options, ncpu: u32) -> Result<Vec<Allocated>, Failure> {
             if let Some(rate) = request.rate {
                 spec = spec.rate(rate);
             }
+            if let Some(hz) = request.frequency {
+                spec = spec.rate(clock_period(request, hz)?);
+            }
             let pmc = spec.allocate().map_err(|e| allocation_failure(request, cpu, &out, &e))?;
             out.push(Allocated { pmc, request: request.clone(), cpu });
         }
     }
     Ok(out)
+}
+
+/// The sampling period of `request`'s clock event for `hz` samples a second (`--freq`); only
+/// the clock events, whose rate is a time, have one.
+fn clock_period(request: &PmcRequest, hz: u64) -> Result<u64, Failure> {
+    let event = api::lookup_event(&request.spec)
+        .map_err(|e| Failure::pmc(&format!("event {:?}", request.spec), &e))?;
+    match &event.kind {
+        pmc::events::EventKind::Soft { name } if pmc::host::is_clock_event(name) => {
+            Ok(1_000_000_000 / hz)
+        }
+        _ => Err(Failure::usage(format!(
+            "--freq {hz}: {:?} is not a clock event (its rate counts events, not time): give -n \
+             for it, or sample cpu-clock",
+            request.spec
+        ))),
+    }
 }
 
 /// Why `request` (on `cpu`) could not be allocated after `allocated`: when its class has no

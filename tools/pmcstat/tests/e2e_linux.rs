@@ -12,8 +12,8 @@ use pmc::events::pmu_table::PmuEventNames;
 use std::sync::OnceLock;
 
 use common::{
-    Host, Json, Run, allocations, arg, c_program, parse_callgraph, parse_folded, parse_top,
-    pmcstat, pmcstat_as_nobody, sample_hot, samples_per_pmc, write_log,
+    Host, Json, Run, allocations, arg, c_program, one_line_error, parse_callgraph, parse_folded,
+    parse_top, pmcstat, pmcstat_as_nobody, sample_hot, samples_per_pmc, write_log,
 };
 
 /// The values line of FreeBSD's counting output for 64-bit counters: 20 digits a column, the
@@ -283,7 +283,7 @@ fn an_unprivileged_user_counts_and_samples_own_commands_in_user_mode() {
     // become an unprivileged user, and util-linux's setpriv; skipped otherwise.
     let Some(mut nobody) = pmcstat_as_nobody() else { return };
     let program = c_program("hot");
-    let args = ["-p", "task-clock", "-n", "1", "-P", "cpu-clock", "--"];
+    let args = ["-p", "task-clock", "-n", "1000000", "-P", "cpu-clock", "--"];
     let output = nobody.args(args).arg(&program).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -305,7 +305,7 @@ fn the_raw_log_goes_to_a_tcp_socket_with_o_host_port() {
     let program = c_program("hot");
     let run = pmcstat(
         Host::Linux,
-        &["-n", "1", "-P", "cpu-clock", "-O", &address, "--", arg(&program), "100000000"],
+        &["-n", "1000000", "-P", "cpu-clock", "-O", &address, "--", arg(&program), "100000000"],
     );
     run.assert_status(0);
     let bytes = receiver.join().unwrap();
@@ -457,4 +457,64 @@ fn the_summary_is_left_out_for_scripts_and_with_q() {
         run.assert_status(0);
         assert!(!run.stderr.contains("Performance counter stats"), "{args:?}: {}", run.describe());
     }
+}
+
+#[test]
+fn freq_samples_the_clock_event_that_many_times_a_second_of_cpu_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("freq.log");
+    let hot = c_program("hot");
+    let run = pmcstat(
+        Host::Linux,
+        &[
+            "-p",
+            "task-clock",
+            "--freq",
+            "10000",
+            "-P",
+            "cpu-clock",
+            "-O",
+            arg(&log),
+            "--",
+            arg(&hot),
+            "200000000",
+        ],
+    );
+    run.assert_status(0);
+    let cpu_ns = counts(&run, &["task-clock"])[0];
+    let bytes = std::fs::read(&log).unwrap();
+    // The log says the period: 100 000 ns.
+    let rates: Vec<(String, u64)> =
+        allocations(&bytes).into_iter().map(|(_, name, rate)| (name, rate)).collect();
+    assert_eq!(rates, [("task-clock".to_owned(), 0), ("cpu-clock".to_owned(), 100_000)]);
+    // One sample per 100 µs of CPU time (at least half of them: a sample needs the timer to
+    // fire while the program runs).
+    let samples: u64 = samples_per_pmc(&bytes).values().sum();
+    let expected = cpu_ns / 100_000;
+    assert!(
+        samples * 2 >= expected && samples <= expected + 10,
+        "{samples} samples for {cpu_ns} ns"
+    );
+}
+
+#[test]
+fn clock_rates_are_nanoseconds_from_perfs_shortest_period() {
+    let short = pmcstat(Host::Linux, &["-n", "5000", "-P", "cpu-clock", "--", "true"]);
+    let message = one_line_error(&short);
+    assert!(message.contains("10000 ns") && message.contains("nanoseconds"), "{message}");
+    let hardware = pmcstat(Host::Linux, &["--freq", "100", "-P", "page-faults", "--", "true"]);
+    hardware.assert_status(64);
+    assert!(one_line_error(&hardware).contains("not a clock event"), "{}", hardware.stderr);
+    for (freq, range) in [("0", "from 1 to 100000"), ("200000", "from 1 to 100000")] {
+        let run = pmcstat(Host::Linux, &["--freq", freq, "-P", "cpu-clock", "--", "true"]);
+        run.assert_status(64);
+        assert!(one_line_error(&run).contains(range), "{}", run.stderr);
+    }
+    let trailing = pmcstat(Host::Linux, &["-P", "cpu-clock", "--freq", "100", "--", "true"]);
+    trailing.assert_status(64);
+    assert!(
+        one_line_error(&trailing).contains("--freq 100 applies to the sampling PMCs"),
+        "{}",
+        trailing.stderr
+    );
 }

@@ -278,7 +278,7 @@ fn describe_prints_the_encoding_of_fixed_and_programmable_events() {
          counter:        fixed counter 0 (INSTR_RETIRED.ANY)\n\
          FreeBSD event:  0x10000 (INSTR_RETIRED_ANY)\n\
          rings:          user and kernel\n\
-         sampling rate:  65536 (when -n is not given)\n"
+         sampling rate:  65536 events (when -n is not given)\n"
     );
     let run = pmcstat(Host::Sim, &["-u", "inst_retired.any_p,usr,edge,cmask=2"]);
     run.assert_status(0);
@@ -292,7 +292,7 @@ fn describe_prints_the_encoding_of_fixed_and_programmable_events() {
          rings:          user\n\
          flags:          edge cmask=2\n\
          PERFEVTSEL:     0x020500c0\n\
-         sampling rate:  65536 (when -n is not given)\n"
+         sampling rate:  65536 events (when -n is not given)\n"
     );
 }
 
@@ -305,7 +305,7 @@ fn describe_prints_the_software_event_behind_a_name() {
         "event:          CLOCK.PROF\n\
          class:          SOFT (software event)\n\
          software event: cpu-clock (a Linux perf software event)\n\
-         sampling rate:  1 (when -n is not given)\n"
+         sampling rate:  1000000 ns, 1000 samples a second (when -n or --freq is not given)\n"
     );
     let unknown = pmcstat(Host::Linux, &["-u", "no-such-event"]);
     assert!(one_line_error(&unknown).contains("no-such-event"));
@@ -383,7 +383,7 @@ fn gprof_reads_the_gmon_file_of_a_sampled_c_program() {
     assert_eq!(first.len(), 7, "hot_function has a calls column (the arcs were read):\n{text}");
     let calls: u64 = first[3].parse().unwrap();
     assert_eq!(calls, main_calls_hot_function(dir.path()), "{text}");
-    // The profiling rate: cpu-clock sampled every 1 ms tick is 1000 samples a second, so
+    // The profiling rate: cpu-clock sampled every 1 ms is 1000 samples a second, so
     // gprof's seconds are the CPU time the samples stand for.
     let bytes = std::fs::read(&gmon).unwrap();
     assert_eq!(u32::from_le_bytes(bytes[24..28].try_into().unwrap()), 1000, "profrate");

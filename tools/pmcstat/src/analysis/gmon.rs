@@ -10,7 +10,7 @@
 //!   `profrate`, `histcounter_type` (0: the historical 16-bit counters) and spare words (4 bytes
 //!   each), all little-endian (amd64) — see [`GmonHeader`] for its length. `profrate` is the
 //!   samples per second of a clock event ([`PmcProfile::clock_period_ns`]: 1000 for
-//!   `cpu-clock` sampling every 1 ms tick), so gprof's seconds are CPU time; for any other
+//!   `cpu-clock` sampling every 1 ms), so gprof's seconds are CPU time; for any other
 //!   event it is 1, so gprof's "seconds" are samples (FreeBSD writes 0, and gprof then takes
 //!   each sample for a tick of its own clock, 10 ms on Linux: time no counter measured);
 //! - the histogram: one `u16` counter per [`FUNCTION_ALIGNMENT`] bytes of the image's code,
@@ -488,7 +488,7 @@ mod tests {
     #[test]
     fn a_clock_event_gives_gprof_its_samples_per_second() {
         let p = Program::build(false);
-        for (rate, per_second) in [(1, 1000), (4, 250), (5000, 1)] {
+        for (rate, per_second) in [(1_000_000, 1000), (4_000_000, 250), (5_000_000_000, 1)] {
             let mut log = LogBuilder::new();
             log.push(&pmclog::Record::PmcAllocateDyn(pmclog::PmcAllocateDyn {
                 pmcid: 0x300,
@@ -500,7 +500,7 @@ mod tests {
             }));
             log.exec(1, p.log_path(), 0, 0).samples(1, 0x300, &[p.at("cold", 1)], 3);
             let g = &profiles(&log)[0];
-            assert_eq!(g.profile_rate, per_second, "every {rate} ticks of 1 ms");
+            assert_eq!(g.profile_rate, per_second, "every {rate} ns");
             assert_eq!(u32_at(&g.to_bytes(GmonHeader::Gnu).unwrap(), 24), per_second);
         }
     }

@@ -132,13 +132,13 @@ impl PmcProfile {
     }
 
     /// The time between two samples in nanoseconds, for clock events (the Linux host's
-    /// `cpu-clock` and `task-clock`, whose rate counts ticks of [`pmc::host::CLOCK_TICK_NS`]);
+    /// `cpu-clock` and `task-clock`, whose rate is in nanoseconds, [`pmc::host::CLOCK_EVENTS`]);
     /// `None` for events that do not count time.
     pub fn clock_period_ns(&self) -> Option<u64> {
         pmc::host::CLOCK_EVENTS
             .iter()
             .any(|clock| clock.eq_ignore_ascii_case(&self.name))
-            .then(|| self.rate.max(1).saturating_mul(pmc::host::CLOCK_TICK_NS))
+            .then(|| self.rate.max(1))
     }
 
     /// Samples with at least one program counter.

@@ -403,7 +403,7 @@ mod tests {
             pmcid: 0x300,
             event: 0x20001,
             flags: 0,
-            rate: 3,
+            rate: 3_000_000,
             name: b"cpu-clock",
             layout: pmclog::DynLayout::Kernel,
         }));
@@ -417,7 +417,7 @@ mod tests {
             .map(|t| (string(&msg, t.r#type), string(&msg, t.unit)))
             .collect();
         assert_eq!(types, [("samples", "count"), ("cpu", "nanoseconds")]);
-        // Every 3 ticks of 1 ms: 5 samples are 15 ms of CPU time.
+        // Every 3 ms: 5 samples are 15 ms of CPU time.
         assert_eq!(named_samples(&msg), vec![(names(&["cold"]), vec![5, 15_000_000])]);
         let period_type = msg.period_type.as_ref().unwrap();
         assert_eq!((string(&msg, period_type.r#type), msg.period), ("cpu", 3_000_000));
