@@ -220,7 +220,7 @@ pub fn command() -> Command {
         .arg(Arg::new("flamegraph").long("flamegraph").num_args(1).help("write a flame graph SVG"))
         .arg(Arg::new("pprof").long("pprof").num_args(1).help("write a gzipped pprof profile"))
         .arg(Arg::new("top").long("top").num_args(1).allow_negative_numbers(true).help("print a flat profile of the top N functions (the live profile of a sampling run shows 20 unless given)"))
-        .arg(Arg::new("summary").long("summary").action(ArgAction::SetTrue).help("after the counts of a launched command, a summary with units, rates and times even when standard error is no terminal (on a terminal it is always printed; -q leaves it out)"))
+        .arg(Arg::new("summary").long("summary").action(ArgAction::SetTrue).help("for people even when standard error is no terminal (on a terminal always): after the counts of a launched command a summary with units, rates and times (-q leaves it out), and with -w a time column"))
         .arg(Arg::new("json").long("json").action(ArgAction::SetTrue).help("print counts as JSON; with -R, the flat profile"))
         .arg(Arg::new("command").num_args(1..).trailing_var_arg(true).value_parser(clap::value_parser!(OsString)))
 }

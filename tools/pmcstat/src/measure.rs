@@ -425,8 +425,14 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
         .map(|a| Column::new(&a.request.spec, a.cpu, width_of(a), a.request.cumulative))
         .collect();
     let print_counts = !o.json && !columns.is_empty();
+    // For people (a terminal, or when asked; scripts that read standard error get FreeBSD's
+    // layout alone): the summary at the end, and with -w a time column.
+    let for_people = o.summary || std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let timed = for_people && o.interval.is_some() && o.output.is_none();
+    let elapsed = || timed.then(|| started.elapsed());
     if print_counts {
-        counts::write_header(&columns, &mut out).map_err(|e| io_failure("writing counts", &e))?;
+        counts::write_header(&columns, timed, &mut out)
+            .map_err(|e| io_failure("writing counts", &e))?;
     }
     let read_all = || -> Result<Vec<u64>, Failure> {
         counting
@@ -512,7 +518,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             }
             if print_counts {
                 let values = read_all()?;
-                counts::write_values(&mut columns, &values, &mut out)
+                counts::write_values(&mut columns, &values, elapsed(), &mut out)
                     .map_err(|e| io_failure("writing counts", &e))?;
             }
         };
@@ -527,7 +533,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     let values = read_all()?;
     let log_error = log.as_ref().and_then(|_| close_log().err());
     if print_counts {
-        counts::write_values(&mut columns, &values, &mut out)
+        counts::write_values(&mut columns, &values, elapsed(), &mut out)
             .map_err(|e| io_failure("writing counts", &e))?;
         writeln!(out).map_err(|e| io_failure("writing counts", &e))?;
     }
@@ -536,9 +542,6 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             .map_err(|e| io_failure("writing counts", &e))?;
     }
     out.flush().map_err(|e| io_failure("writing counts", &e))?;
-    // The summary is for people: on a terminal, or when asked for (scripts that read standard
-    // error get FreeBSD's layout alone).
-    let for_people = o.summary || std::io::IsTerminal::is_terminal(&std::io::stderr());
     if print_counts && child.is_some() && o.verbosity >= 0 && for_people {
         let (user, sys) = summary::children_cpu_time();
         let summary = summary::Summary {

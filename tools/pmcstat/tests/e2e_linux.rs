@@ -518,3 +518,24 @@ fn clock_rates_are_nanoseconds_from_perfs_shortest_period() {
         trailing.stderr
     );
 }
+
+#[test]
+fn interval_lines_for_people_start_with_the_seconds_since_the_start() {
+    let hot = c_program("hot");
+    let run = pmcstat(
+        Host::Linux,
+        &["--summary", "-w", "0.1", "-p", "task-clock", "--", arg(&hot), "400000000"],
+    );
+    run.assert_status(0);
+    let mut lines = run.stderr.lines();
+    assert_eq!(lines.next(), Some(format!("#      seconds {:>20} ", "p/task-clock").as_str()));
+    let times: Vec<f64> = lines
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    assert!(times.len() >= 2, "{}", run.describe());
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
+    // Scripts (no --summary, not a terminal) get FreeBSD's layout.
+    let plain = pmcstat(Host::Linux, &["-w", "0.1", "-p", "task-clock", "--", "true"]);
+    assert!(plain.stderr.starts_with(&header(&["task-clock"])), "{}", plain.describe());
+}
