@@ -6,6 +6,7 @@ pub mod analysis;
 pub mod cli;
 pub mod counts;
 pub mod failure;
+pub mod live;
 pub mod measure;
 pub mod report;
 pub mod signals;

@@ -15,7 +15,7 @@
 //! back, and there is no live profile.
 
 use std::fs::File;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -25,19 +25,16 @@ use pmc::api;
 use pmc::host::HostKind;
 use pmc::{Mode, Pmc, PmcSpec};
 
-use crate::analysis;
 use crate::cli::{Options, PmcRequest};
 use crate::counts::{self, Column};
 use crate::failure::{Failure, io_failure};
+use crate::live::LiveProfile;
 use crate::report;
 use crate::signals::{self, Interrupt};
 use crate::summary;
 
 /// FreeBSD's default printing interval.
 const DEFAULT_INTERVAL: f64 = 5.0;
-
-/// Functions in the live profile unless `--top N` says otherwise.
-const LIVE_ROWS: usize = 20;
 
 /// One allocated PMC and how to show it.
 struct Allocated {
@@ -72,73 +69,15 @@ impl LogSink {
     }
 }
 
-/// The live flat profile (see the module documentation).
-struct LiveProfile {
-    /// The log, read back.
-    log: PathBuf,
-    /// Functions shown.
-    rows: usize,
-    /// Whether the screen is cleared before each profile (standard output is a terminal).
-    clear: bool,
-    /// Whether a profile was printed (the next one is separated from it).
-    printed: bool,
-}
-
-impl LiveProfile {
-    /// The live profile of this run, if it shows one: sampling into a temporary log with no
-    /// analysis but `--top`, or `-T` with a log that can be read back.
-    fn of(o: &Options, log: &LogSink) -> Option<LiveProfile> {
-        let other_analyses = report::wants_analysis(&Options { top: None, ..o.clone() });
-        let temporary = matches!(log, LogSink::Temporary(..));
-        if !(o.top_mode || (temporary && !other_analyses)) {
-            return None;
-        }
-        Some(LiveProfile {
-            log: log.path(o)?.to_path_buf(),
-            rows: o.top.unwrap_or(LIVE_ROWS),
-            clear: o.output.is_none() && std::io::stdout().is_terminal(),
-            printed: false,
-        })
+/// The live profile of this run, if it shows one: sampling into a temporary log with no
+/// analysis but `--top`, or `-T` with a log that can be read back.
+fn live_profile(o: &Options, log: &LogSink) -> Option<LiveProfile> {
+    let other_analyses = report::wants_analysis(&Options { top: None, ..o.clone() });
+    let temporary = matches!(log, LogSink::Temporary(..));
+    if !(o.top_mode || (temporary && !other_analyses)) {
+        return None;
     }
-
-    /// Prints the profile of the log written so far (nothing before the first sample). Errors
-    /// reading a log that is still being written are left for the final profile to report.
-    fn print_current(&mut self, o: &Options, out: &mut dyn Write) -> Result<(), Failure> {
-        let _ = api::flush_log();
-        let Ok(bytes) = std::fs::read(&self.log) else { return Ok(()) };
-        let Ok(profile) = report::load_profile(o, report::whole_records(&bytes), "the log") else {
-            return Ok(());
-        };
-        self.print(&profile, self.clear, out)
-    }
-
-    /// Prints the flat profile of `profile`, after clearing the screen when `clear`.
-    fn print(
-        &mut self,
-        profile: &analysis::Profile,
-        clear: bool,
-        out: &mut dyn Write,
-    ) -> Result<(), Failure> {
-        let mut text = Vec::new();
-        analysis::write_top(profile, self.rows, &mut text)
-            .map_err(|e| io_failure("writing the profile", &e))?;
-        if text.is_empty() {
-            return Ok(());
-        }
-        let before: &[u8] = if clear {
-            b"\x1b[H\x1b[2J"
-        } else if self.printed {
-            b"\n"
-        } else {
-            b""
-        };
-        out.write_all(before)
-            .and_then(|()| out.write_all(&text))
-            .and_then(|()| out.flush())
-            .map_err(|e| io_failure("writing the profile", &e))?;
-        self.printed = true;
-        Ok(())
-    }
+    Some(LiveProfile::new(o, log.path(o)?.to_path_buf()))
 }
 
 /// The files a run creates. Until the measurement starts they hold nothing of value, so a run
@@ -445,7 +384,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             .collect()
     };
 
-    let mut live = log.as_ref().and_then(|log| LiveProfile::of(o, log));
+    let mut live = log.as_ref().and_then(|log| live_profile(o, log));
     let mut stdout = std::io::stdout();
     let interval = Duration::from_secs_f64(o.interval.unwrap_or(DEFAULT_INTERVAL));
     let deadline = o.duration.map(|d| Instant::now() + Duration::from_secs_f64(d));
@@ -514,7 +453,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             }
             if let Some(view) = live.as_mut() {
                 let sink: &mut dyn Write = if o.output.is_some() { &mut out } else { &mut stdout };
-                view.print_current(o, sink)?;
+                view.show_current(o, sink)?;
             }
             if print_counts {
                 let values = read_all()?;
@@ -583,12 +522,10 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 let profile = report::load_profile(o, &bytes, &name)?;
                 let mut rest = o.clone();
                 if let Some(view) = live.as_mut() {
-                    // The final profile; on a terminal the screen is cleared first unless that
-                    // would hide the final counts.
-                    let clear = view.clear && !print_counts;
+                    // The final profile, as text that stays on the terminal.
                     let sink: &mut dyn Write =
                         if o.output.is_some() { &mut out } else { &mut stdout };
-                    view.print(&profile, clear, sink)?;
+                    view.show_final(&profile, sink)?;
                     rest.top = None;
                 }
                 report::write_analyses(&rest, &profile)?;

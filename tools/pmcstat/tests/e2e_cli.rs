@@ -94,3 +94,65 @@ fn a_closed_output_pipe_ends_pmcstat_quietly_as_sigpipe_would() {
     assert_eq!(output.status.code(), Some(128 + libc::SIGPIPE));
     assert_eq!(String::from_utf8_lossy(&output.stderr), "", "no message for a closed pipe");
 }
+
+/// A tmux server of this test's own, with one 100×30 window running `command`.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// `None` (with a note) where tmux is not installed, except under CI, which has it.
+    fn start(command: &str) -> Option<Tmux> {
+        let socket = format!("pmcstat-test-{}", std::process::id());
+        let started = Command::new("tmux")
+            .args(["-L", &socket, "new-session", "-d", "-x", "100", "-y", "30", command])
+            .status();
+        match started {
+            Ok(status) => {
+                assert!(status.success(), "tmux new-session");
+                Some(Tmux { socket })
+            }
+            Err(e) if std::env::var_os("CI").is_none() => {
+                eprintln!("not run: tmux is not installed ({e})");
+                None
+            }
+            Err(e) => panic!("CI has tmux: {e}"),
+        }
+    }
+
+    /// What the window shows.
+    fn screen(&self) -> String {
+        let output =
+            Command::new("tmux").args(["-L", &self.socket, "capture-pane", "-p"]).output().unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).status();
+    }
+}
+
+#[test]
+fn t_on_a_terminal_is_a_full_screen_view_that_leaves_the_final_profile() {
+    let hot = common::c_program("hot");
+    let command = format!(
+        "PMC_HOST=linux {} -T -w 0.2 -P cpu-clock -- {} 2000000000; echo status=$?; sleep 60",
+        env!("CARGO_BIN_EXE_pmcstat"),
+        arg(&hot)
+    );
+    let Some(tmux) = Tmux::start(&command) else { return };
+    // While it runs: the title, a table with its header and the hint, on the whole screen.
+    common::wait_for("the live view", || {
+        let screen = tmux.screen();
+        screen.contains("self%") && screen.contains("hot_function") && screen.contains("^C ends")
+    });
+    let live = tmux.screen();
+    assert!(live.lines().next().unwrap().contains(" samples"), "{live}");
+    common::wait_for("the end of the run", || tmux.screen().contains("status=0"));
+    // After it: the normal screen again, with the final profile as text.
+    let after = tmux.screen();
+    assert!(after.contains("@ cpu-clock [") && after.contains("hot_function"), "{after}");
+    assert!(!after.contains("^C ends"), "the view is gone:\n{after}");
+}

@@ -58,7 +58,7 @@ mod profile;
 mod top;
 
 #[cfg(test)]
-mod testutil;
+pub(crate) mod testutil;
 
 pub use callgraph::{DEFAULT_CALLGRAPH_DEPTH, write_callgraph, write_callgraph_depth};
 pub use calltree::write_calltree;
