@@ -220,8 +220,8 @@ fn samples_carry_the_time_they_were_taken_at() {
         }
     }
     assert!(hz > 0 && stamps.len() >= 50, "{} samples, TSC at {hz} Hz", stamps.len());
-    // A millisecond of TSC apart, one sample per millisecond of CPU time; not the bursts of the
-    // worker's rounds every 20 ms, which is when they are posted. (A margin for the clocks'
+    // A millisecond of TSC apart, one sample per millisecond of CPU time; not the bursts in
+    // which the worker posts them. (A margin for the clocks'
     // conversion: a sample may be stamped a little before the start or after the stop.)
     let margin = hz / 1000;
     assert!(stamps.iter().all(|&t| before - margin <= t && t <= after + margin), "{stamps:?}");

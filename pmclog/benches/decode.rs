@@ -25,7 +25,7 @@ const GIB: f64 = 1024.0 * MIB;
 fn main() {
     let full = std::env::args().any(|arg| arg == "--bench");
     let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<usize>().ok());
-    let mib = env("PMCLOG_BENCH_MIB").unwrap_or(if full { 256 } else { 1 });
+    let mib = env("PMCLOG_BENCH_MIB").unwrap_or(if full { 512 } else { 1 });
     let runs = env("PMCLOG_BENCH_RUNS").unwrap_or(if full { 9 } else { 3 }).max(1);
 
     let started = Instant::now();
@@ -117,6 +117,116 @@ fn main() {
             decoded.len()
         );
     }
+
+    file_paths(&log, mix.total(), runs, full);
+}
+
+/// The readers of a log file, timed in CPU time (user + system, as FreeBSD's numbers are):
+/// `pmcstat -R`'s text dump loop and, with the `capi` feature, a pmclog(3) C-API read loop.
+/// `PMCLOG_BENCH_KEEP=PATH` keeps the log file there (e.g. for pmcstat's report benchmark).
+fn file_paths(log: &[u8], records: u64, runs: usize, full: bool) {
+    let keep = std::env::var_os("PMCLOG_BENCH_KEEP").map(std::path::PathBuf::from);
+    let path = keep.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("pmclog-bench-{}.log", std::process::id()))
+    });
+    std::fs::write(&path, log).expect("writing the benchmark log");
+    type FilePath = (&'static str, f64, fn(&std::path::Path) -> u64);
+    let mut file_paths: Vec<FilePath> =
+        vec![("(f) text dump, pmcstat -R's loop", 400.0 * MIB, dump_file)];
+    #[cfg(feature = "capi")]
+    file_paths.push(("(g) pmclog(3) C API read loop", 7.0 * GIB, capi_read_file));
+    println!();
+    println!(
+        "{:<34} {:>13} {:>10} {:>10}  target (in CPU time)",
+        "from the file", "rec/CPU-s", "MiB/CPU-s", "GiB/CPU-s"
+    );
+    for (name, target, read) in file_paths {
+        let mut best = f64::MAX;
+        for _ in 0..runs {
+            let before = cpu_seconds();
+            let seen = black_box(read(&path));
+            best = best.min(cpu_seconds() - before);
+            assert_eq!(seen, records, "{name}: records read");
+        }
+        let per_sec = log.len() as f64 / best.max(1e-9);
+        let verdict = match () {
+            _ if !full || cfg!(debug_assertions) => "(targets apply to `cargo bench`)".to_owned(),
+            _ if per_sec >= target => format!(">= {:.0} MiB/s: met", target / MIB),
+            _ => format!(">= {:.0} MiB/s: NOT met", target / MIB),
+        };
+        println!(
+            "{name:<34} {:>13.0} {:>10.1} {:>10.3}  {verdict}",
+            records as f64 / best.max(1e-9),
+            per_sec / MIB,
+            per_sec / GIB
+        );
+    }
+    #[cfg(not(feature = "capi"))]
+    println!("(the pmclog(3) C-API loop runs with `--features capi`)");
+    if keep.is_none() {
+        let _ = std::fs::remove_file(&path);
+    }
+}
+
+/// CPU time of this process so far (user + system), in seconds.
+fn cpu_seconds() -> f64 {
+    // SAFETY: an all-zero rusage is valid for getrusage to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid local.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+/// (f) What `pmcstat -R FILE` does without an analysis (`pmclog::dump_reader`'s loop): the text
+/// dump of the file, into a sink. Returns the records read.
+fn dump_file(path: &std::path::Path) -> u64 {
+    let file = std::fs::File::open(path).unwrap();
+    let mut out = CountingSink(0);
+    let mut dump = pmclog::TextDump::new();
+    let mut reader = LogReader::new(file);
+    while let Some(entry) = reader.next_entry().expect("the benchmark log is well-formed") {
+        dump.write_entry(&mut out, &entry).unwrap();
+    }
+    black_box(out.0);
+    reader.count()
+}
+
+/// A writer that only counts bytes (the dump's output is not the point).
+struct CountingSink(u64);
+
+impl std::io::Write for CountingSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// (g) A pmclog(3) C client: `pmclog_open(fd)`, `pmclog_read` until it returns -1. Returns the
+/// records read.
+#[cfg(feature = "capi")]
+fn capi_read_file(path: &std::path::Path) -> u64 {
+    use pmclog::capi::{PMCLOG_EOF, pmclog_close, pmclog_ev, pmclog_open, pmclog_read};
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(path).unwrap();
+    let mut ev: Box<pmclog_ev> = Box::default();
+    let mut records = 0;
+    // SAFETY: the descriptor stays open while the parser reads it; `ev` is a valid event.
+    unsafe {
+        let parser = pmclog_open(file.as_raw_fd());
+        assert!(!parser.is_null());
+        while pmclog_read(parser, &mut *ev) == 0 {
+            records += 1;
+            black_box(ev.pl_type);
+        }
+        assert_eq!(ev.pl_state, PMCLOG_EOF, "the benchmark log is malformed");
+        pmclog_close(parser);
+    }
+    // CLOSELOG ends the loop with PMCLOG_EOF: a record all the same.
+    records + 1
 }
 
 /// What one decoding pass saw: how many records, and a sum over every decoded field.

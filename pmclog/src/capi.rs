@@ -8,8 +8,9 @@
 //! Where FreeBSD is vague or does something a caller cannot want, this implementation decides:
 //!
 //! * **CLOSELOG** ends the log: `pmclog_read` returns -1 with `PMCLOG_EOF` for it (as newer libpmc
-//!   does) and reads nothing after it. The record's `pl_offset`, `pl_count`, `pl_ts`, `pl_type`,
-//!   `pl_len` and `pl_data` are filled all the same.
+//!   does) and reads nothing after it. `pl_offset` and `pl_count` stay those of the last real
+//!   record (the end of the log before CLOSELOG, as FreeBSD's reader leaves them); the record's
+//!   `pl_ts`, `pl_type`, `pl_len` and `pl_data` are filled.
 //! * **End of file between records** (a `read` that returns 0) gives `PMCLOG_EOF` but is not
 //!   final: the next `pmclog_read` reads the descriptor again, so a log that is still being written
 //!   can be followed, as with FreeBSD.
@@ -29,7 +30,8 @@
 //!   is dropped, and `pmclog_feed` accepts (and the parser ignores) further data.
 //! * `pl_ts` holds the record's 64-bit TSC in `tv_sec` (as upstream stores it) and 0 in `tv_nsec`.
 //! * `pl_cc.pl_cpuflags2` is always 0.
-//! * `pmclog_close` does not close the descriptor given to `pmclog_open`.
+//! * `pmclog_close` does not close the descriptor given to `pmclog_open`, and a second
+//!   `pmclog_close` of the same cookie does nothing (`EINVAL`) instead of corrupting the heap.
 //!
 //! No panic crosses into C: every entry point catches it and fails with -1 (or NULL), and a parser
 //! that panicked stays in error.
@@ -461,7 +463,7 @@ const _: () = assert!(size_of::<pmclog_ev>() == 4184 && size_of::<pmclog_ev_u>()
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pmclog_open(fd: c_int) -> *mut c_void {
     match catch_unwind(|| Parser::try_new(fd)) {
-        Ok(Some(parser)) => Box::into_raw(parser).cast(),
+        Ok(Some(parser)) => Box::into_raw(Box::new(Cookie { parser: Some(parser) })).cast(),
         _ => ptr::null_mut(),
     }
 }
@@ -542,8 +544,15 @@ pub unsafe extern "C" fn pmclog_read(cookie: *mut c_void, ev: *mut pmclog_ev) ->
     unsafe {
         (*ev).pl_state = state;
         if let Some(h) = header {
-            (*ev).pl_offset = h.end_offset as i64;
-            (*ev).pl_count = h.count as usize;
+            // For CLOSELOG, as FreeBSD: the offset and count of the last real record.
+            let closed = state == PMCLOG_EOF;
+            let (offset, count) = if closed {
+                (h.end_offset - h.len as u64, h.count - 1)
+            } else {
+                (h.end_offset, h.count)
+            };
+            (*ev).pl_offset = offset as i64;
+            (*ev).pl_count = count as usize;
             (*ev).pl_ts = libc::timespec { tv_sec: h.tsc as libc::time_t, tv_nsec: 0 };
             (*ev).pl_type = h.record_type;
             (*ev).pl_data = h.data;
@@ -555,33 +564,61 @@ pub unsafe extern "C" fn pmclog_read(cookie: *mut c_void, ev: *mut pmclog_ev) ->
 
 /// Frees a parser. NULL is ignored. The descriptor given to [`pmclog_open`] stays open.
 ///
+/// A closed cookie stays valid as a tombstone of one pointer's size (FreeBSD frees it, and a
+/// second `pmclog_close` corrupts the heap): `pmclog_close` on it again does nothing and sets
+/// `errno` to `EINVAL`, and `pmclog_read` or `pmclog_feed` on it fail with `EINVAL`. The
+/// tombstone is never freed, so its address is never reused for another parser.
+///
 /// # Safety
 ///
-/// `cookie` must be NULL or a parser from [`pmclog_open`] that was not closed yet; it must not be
-/// used afterwards, nor any `pl_data` or `pl_evname` pointer the parser returned.
+/// `cookie` must be NULL or a cookie from [`pmclog_open`] that no other call uses at the same
+/// time. No `pl_data` or `pl_evname` pointer the parser returned may be used after it is
+/// closed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pmclog_close(cookie: *mut c_void) {
-    if cookie.is_null() {
+    // SAFETY: NULL, or a cookie from `pmclog_open` (never freed), unaliased by the caller's
+    // promise.
+    let Some(cookie) = (unsafe { cookie_mut(cookie) }) else {
         return;
-    }
-    // SAFETY: `cookie` came from `Box::into_raw` in `pmclog_open` and is freed only here, once.
-    let parser = unsafe { Box::from_raw(cookie.cast::<Parser>()) };
+    };
+    let Some(parser) = cookie.parser.take() else {
+        set_errno(libc::EINVAL);
+        return;
+    };
     // Dropping frees memory only; should anything panic there, leak rather than unwind into C.
     let _ = catch_unwind(AssertUnwindSafe(|| drop(parser)));
 }
 
-/// The parser behind a cookie, or `None` for NULL (or a pointer that cannot be one).
+/// What a `pmclog_open` cookie points to: the parser until `pmclog_close`, then nothing (a
+/// tombstone, see [`pmclog_close`]).
+struct Cookie {
+    parser: Option<Box<Parser>>,
+}
+
+/// The cookie behind a pointer, or `None` for NULL (or a pointer that cannot be one).
 ///
 /// # Safety
 ///
-/// `cookie` must be NULL or a live parser from [`pmclog_open`] that nothing else uses meanwhile.
-unsafe fn parser_mut<'a>(cookie: *mut c_void) -> Option<&'a mut Parser> {
-    let parser = cookie.cast::<Parser>();
-    if parser.is_null() || !parser.is_aligned() {
+/// `cookie` must be NULL or a cookie from [`pmclog_open`] that nothing else uses meanwhile.
+unsafe fn cookie_mut<'a>(cookie: *mut c_void) -> Option<&'a mut Cookie> {
+    let cookie = cookie.cast::<Cookie>();
+    if cookie.is_null() || !cookie.is_aligned() {
         return None;
     }
-    // SAFETY: non-null and aligned; live and unaliased by the caller's promise.
-    Some(unsafe { &mut *parser })
+    // SAFETY: non-null and aligned; cookies are never freed, and unaliased by the caller's
+    // promise.
+    Some(unsafe { &mut *cookie })
+}
+
+/// The parser behind a cookie, or `None` for NULL, a pointer that cannot be a cookie, or a
+/// closed cookie.
+///
+/// # Safety
+///
+/// As [`cookie_mut`].
+unsafe fn parser_mut<'a>(cookie: *mut c_void) -> Option<&'a mut Parser> {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { cookie_mut(cookie) }?.parser.as_deref_mut()
 }
 
 /// Sets `errno` and returns -1.
@@ -604,8 +641,9 @@ fn set_errno(errno: c_int) {
 // ---------------------------------------------------------------------------------------------
 // The parser.
 
-/// FreeBSD's `PMCLOG_BUFFER_SIZE`: how much one `read` asks for.
-const READ_SIZE: usize = 4096;
+/// How much one `read` asks for: 256 KiB (FreeBSD's `PMCLOG_BUFFER_SIZE` is 4 KiB, where a
+/// system call per 4 KiB costs as much as decoding them).
+const READ_SIZE: usize = 256 * 1024;
 
 /// How many distinct event names a parser keeps for its lifetime. Real logs name a few dozen
 /// events; the bound only stops a hostile log from growing the set without end.
@@ -863,12 +901,10 @@ fn store(
         }
         Record::Callchain(r) => {
             // Field by field, so a sample costs the frames it has rather than all 512.
-            let pcs = r.pcs.iter().take(PMC_CALLCHAIN_DEPTH_MAX);
-            let npc = pcs.len();
-            for (i, pc) in pcs.enumerate() {
-                // SAFETY: a write to a place inside a plain-data union member; nothing is read.
-                unsafe { out.pl_cc.pl_pc[i] = pc };
-            }
+            // SAFETY: `pl_cc` is plain data that any bytes are a valid value of, and `out` is
+            // the only reference to the union: a reference to its array is sound.
+            let pc_array: &mut [u64; PMC_CALLCHAIN_DEPTH_MAX] = unsafe { &mut out.pl_cc.pl_pc };
+            let npc = r.pcs.copy_into(pc_array);
             out.pl_cc.pl_pid = r.pid as u32;
             out.pl_cc.pl_tid = r.tid as u32;
             out.pl_cc.pl_pmcid = r.pmcid;

@@ -182,13 +182,40 @@ impl<N: EventNames> TextDump<N> {
                     let cpu = r.cpuflags.cpu();
                     write!(o, "{} {:#x} {} {} {mode}", r.pid, r.pmcid, cpu, r.pcs.len())
                 })?;
-                for pc in r.pcs.iter() {
-                    line(out, "...", |o| write!(o, "{pc:#x}"))?;
+                // Most of a log is these lines: built by hand into one buffer and written at
+                // once (the formatting machinery per line costs more than the rest of the dump).
+                let mut lines = [0u8; PC_LINE_MAX * 16];
+                let mut pcs = r.pcs.iter().peekable();
+                while pcs.peek().is_some() {
+                    let mut used = 0;
+                    for pc in pcs.by_ref().take(16) {
+                        used += pc_line(pc, &mut lines[used..]);
+                    }
+                    out.write_all(&lines[..used])?;
                 }
                 Ok(())
             }
         }
     }
+}
+
+/// The longest `...` line: the tag in 9 columns, a space, `0x`, 16 digits, a newline.
+const PC_LINE_MAX: usize = 10 + 2 + 16 + 1;
+
+/// Writes the line `...       0x<pc in lower-case hex>\n` (FreeBSD's `%-9s %p`, as
+/// [`line`] would print it) at the start of `buf`; returns its length.
+fn pc_line(pc: u64, buf: &mut [u8]) -> usize {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let digits = ((64 - pc.leading_zeros() as usize).div_ceil(4)).max(1);
+    let len = 12 + digits + 1;
+    let Some(buf) = buf.get_mut(..len) else { return 0 };
+    buf[..12].copy_from_slice(b"...       0x");
+    for (i, byte) in buf[12..12 + digits].iter_mut().enumerate() {
+        let shift = 4 * (digits - 1 - i);
+        *byte = DIGITS[(pc >> shift) as usize & 0xF];
+    }
+    buf[len - 1] = b'\n';
+    len
 }
 
 /// `PMCSTAT_PRINT_ENTRY`: `%-9s`, a space, the fields, a newline.
@@ -270,6 +297,25 @@ pub fn dump_reader_with_names<R: Read, N: EventNames, W: Write + ?Sized>(
             Err(ReadError::Decode(error)) => {
                 return Ok(DumpEnd::Error { error, record: reader.count() + 1 });
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pc_line_is_what_the_formatted_line_would_be() {
+        let mut values = vec![0, 1, 0xF, 0x10, 0x401000, u64::MAX, 1 << 63, 0xFFFF_FFFF];
+        values.extend((0..64).map(|bit| 1u64 << bit));
+        values.extend((0..64).map(|bit| (1u64 << bit).wrapping_sub(1)));
+        for pc in values {
+            let mut buf = [0u8; PC_LINE_MAX];
+            let len = pc_line(pc, &mut buf);
+            let mut expected = Vec::new();
+            line(&mut expected, "...", |o| write!(o, "{pc:#x}")).unwrap();
+            assert_eq!(&buf[..len], &expected[..], "pc {pc:#x}");
         }
     }
 }

@@ -391,6 +391,26 @@ impl<'a> ProgramCounters<'a> {
         }
     }
 
+    /// Copies the program counters, in order, to the start of `out` (as many as fit); returns
+    /// how many it copied. One pass without per-element checks: a log reader's hottest copy.
+    #[inline]
+    pub fn copy_into(&self, out: &mut [u64]) -> usize {
+        match self.0 {
+            PcStorage::Bytes(b) => {
+                let n = (b.len() / 8).min(out.len());
+                for (to, chunk) in out[..n].iter_mut().zip(b.chunks_exact(8)) {
+                    *to = le_word(chunk);
+                }
+                n
+            }
+            PcStorage::Words(w) => {
+                let n = w.len().min(out.len());
+                out[..n].copy_from_slice(&w[..n]);
+                n
+            }
+        }
+    }
+
     /// The program counters in order.
     #[inline]
     pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + 'a {
@@ -563,5 +583,25 @@ impl<'a> Multipart<'a> {
     /// The call-chain part, if the sample has one.
     pub fn callchain(&self) -> Option<Part<'a>> {
         self.parts().find(|p| p.kind == MultipartKind::Callchain)
+    }
+}
+
+#[cfg(test)]
+mod program_counter_tests {
+    use super::*;
+
+    #[test]
+    fn copy_into_copies_what_iter_yields_as_far_as_it_fits() {
+        let words: Vec<u64> = (0..40).map(|i| 0x1111_2222_3333_0000 + i * 0x10001).collect();
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).chain([7, 7, 7]).collect();
+        for pcs in [ProgramCounters::from_words(&words), ProgramCounters::from_le_bytes(&bytes)] {
+            for room in [0, 1, 39, 40, 64] {
+                let mut out = vec![0u64; room];
+                let n = pcs.copy_into(&mut out);
+                assert_eq!(n, room.min(40));
+                assert!(out[..n].iter().copied().eq(pcs.iter().take(n)), "room {room}");
+                assert!(out[n..].iter().all(|&w| w == 0), "wrote past the counters");
+            }
+        }
     }
 }

@@ -827,12 +827,13 @@ fn memory_parser_reads_every_record_type() {
         assert_eq!(&got(&ev), want);
     }
 
-    // CLOSELOG ends the log: EOF, with the record's header fields filled.
+    // CLOSELOG ends the log: EOF, with the record's header fields filled, and the offset and
+    // count of the last real record (as FreeBSD's reader leaves them).
     assert_eq!(parser.read(&mut ev), -1);
     assert_eq!(ev.pl_state, PMCLOG_EOF);
     assert_eq!(ev.pl_type, PMCLOG_TYPE_CLOSELOG);
-    assert_eq!(ev.pl_offset as usize, log.len());
-    assert_eq!(ev.pl_count, expected.len() + 1);
+    assert_eq!(ev.pl_offset as usize, log.len() - 16);
+    assert_eq!(ev.pl_count, expected.len());
     assert_eq!(ev.pl_len, 16);
     assert_eq!(ev.pl_ts.tv_sec as u64, CLOSELOG_TSC);
     assert_eq!(got(&ev).raw, log[log.len() - 16..]);
@@ -938,7 +939,7 @@ fn closelog_ends_the_log_and_nothing_after_it_is_read() {
     assert_eq!(union_of(&ev), Ev::UserData { data: 1 });
     assert_eq!(parser.read(&mut ev), -1);
     assert_eq!(ev.pl_state, PMCLOG_EOF);
-    assert_eq!((ev.pl_type, ev.pl_offset, ev.pl_count), (PMCLOG_TYPE_CLOSELOG, 40, 2));
+    assert_eq!((ev.pl_type, ev.pl_offset, ev.pl_count), (PMCLOG_TYPE_CLOSELOG, 24, 1));
 
     // The bytes after CLOSELOG are dropped: more data is accepted but never parsed.
     assert_eq!(parser.feed(&more), 0);
@@ -1228,4 +1229,39 @@ fn an_uninitialized_event_is_filled() {
         ((*ev).pl_state, (*ev).pl_type, (*ev).pl_u.pl_cc.pl_npc, (*ev).pl_u.pl_cc.pl_pc[0])
     };
     assert_eq!((state, ty, npc, pc0), (PMCLOG_OK, PMCLOG_TYPE_CALLCHAIN, 3, PCS[0]));
+}
+
+#[test]
+fn closing_a_closed_cookie_does_nothing_and_a_closed_cookie_cannot_be_read() {
+    let log = encode_log(&[userdata(1)]);
+    // SAFETY: a memory parser; the log outlives every call that reads it.
+    unsafe {
+        let cookie = pmclog_open(PMCLOG_FD_NONE);
+        assert!(!cookie.is_null());
+        assert_eq!(pmclog_feed(cookie, log.as_ptr().cast_mut().cast(), log.len() as c_int), 0);
+        pmclog_close(cookie);
+        // A second close: no double free (the allocator would abort), EINVAL.
+        set_errno_for_test(0);
+        pmclog_close(cookie);
+        assert_eq!(errno(), libc::EINVAL);
+        // Reading or feeding a closed cookie fails cleanly, touching nothing.
+        let mut ev = new_ev();
+        ev.pl_state = 77;
+        assert_eq!(pmclog_read(cookie, &mut *ev), -1);
+        assert_eq!((errno(), ev.pl_state), (libc::EINVAL, 77));
+        assert_eq!(pmclog_feed(cookie, log.as_ptr().cast_mut().cast(), 4), -1);
+        assert_eq!(errno(), libc::EINVAL);
+        // Parsers opened afterwards never share the closed cookie's address.
+        let others: Vec<_> = (0..64).map(|_| pmclog_open(PMCLOG_FD_NONE)).collect();
+        assert!(others.iter().all(|&c| c != cookie));
+        for c in others {
+            pmclog_close(c);
+        }
+    }
+}
+
+/// Sets the calling thread's `errno`.
+fn set_errno_for_test(value: c_int) {
+    // SAFETY: the C library returns the calling thread's errno, always writable.
+    unsafe { *libc::__errno_location() = value };
 }

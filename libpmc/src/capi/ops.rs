@@ -56,7 +56,8 @@ pub extern "C" fn pmc_init() -> c_int {
 /// for process modes) with initial count (counting modes) or reload count (sampling modes)
 /// `count`. Stores its id in `*pmcid`.
 ///
-/// Returns 0, or -1 with `errno`: `EINVAL` for a NULL argument, a bad mode, or an event this host
+/// Returns 0, or -1 with `errno`: `EINVAL` before [`pmc_init`] (as FreeBSD's libpmc, which
+/// knows no event class until then), for a NULL argument, a bad mode, or an event this host
 /// does not have (where FreeBSD's libpmc exits the process; `pmc_host_error()` says why), and
 /// the driver's errno for the PMCALLOCATE request (`EINVAL` bad flags or cpu, or no free row;
 /// `EOPNOTSUPP` capabilities the class lacks; `EPERM` a system mode without privilege; `ENXIO`
@@ -81,6 +82,9 @@ pub unsafe extern "C" fn pmc_allocate(
         let out = non_null(OP, "pmcid", pmcid)?;
         let mode = Mode::from_u32(mode)
             .ok_or_else(|| invalid(OP, format!("mode {mode} is not SS, SC, TS or TC")))?;
+        if CPU_INFO.get().is_none() {
+            return Err(invalid(OP, "libpmc is not initialised: call pmc_init() first"));
+        }
         let mut request =
             PmcSpec::new(spec).mode(mode).flags(PmcFlags::from_bits_retain(flags)).request()?;
         // As FreeBSD: the caller's cpu and count as given (the driver checks them).

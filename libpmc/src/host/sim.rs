@@ -4,9 +4,11 @@
 //! run to their end by [`Host::wait`]. Counts and samples are exact.
 //!
 //! Configuration, read once per thread from the environment:
-//! * `PMC_SIM_CPUS` — CPUs of the machine (default 2);
+//! * `PMC_SIM_CPUS` — CPUs of the machine, 1 to 64 (default 2);
 //! * `PMC_SIM_MODEL` — `skylake` (default), `icelake`, `nehalem`, `core2` or `vm` (no PMU);
 //! * `PMC_SIM_SEED` — the scheduler's seed (default 1).
+//!
+//! A value that is none of these is an error (`EINVAL`) that says what the variable may be.
 //!
 //! The machine is single-threaded by construction, so each thread of the calling process has
 //! its own; a program drives it from one thread.
@@ -92,17 +94,52 @@ pub fn symbols(path: &str) -> Option<Vec<(u64, u64, String)>> {
     Some(program.functions().iter().map(|f| (f.start(), f.end(), f.name().to_string())).collect())
 }
 
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+/// The number in variable `name`, `default` when it is unset or empty; `what` and the range
+/// `min..=max` name it in the error for anything else.
+fn env_number<T>(name: &'static str, what: &str, default: T, min: T, max: T) -> Result<T>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display,
+{
+    match std::env::var(name).ok().filter(|v| !v.is_empty()) {
+        None => Ok(default),
+        Some(text) => match text.parse::<T>() {
+            Ok(v) if v >= min && v <= max => Ok(v),
+            _ => Err(Error::with_detail(
+                name,
+                libc::EINVAL,
+                format!("{text:?} is not {what}: use a number from {min} to {max}"),
+            )),
+        },
+    }
 }
 
-fn model_from_env() -> PmuModel {
-    match std::env::var("PMC_SIM_MODEL").as_deref() {
-        Ok("icelake") => PmuModel::icelake(),
-        Ok("nehalem") => PmuModel::nehalem(),
-        Ok("core2") => PmuModel::core2(),
-        Ok("vm") => PmuModel::no_pmu_vm(),
-        _ => PmuModel::skylake(),
+/// Makes a simulated CPU model.
+type MakeModel = fn() -> PmuModel;
+
+/// The simulated CPU models `PMC_SIM_MODEL` names.
+const MODELS: [(&str, MakeModel); 5] = [
+    ("skylake", PmuModel::skylake),
+    ("icelake", PmuModel::icelake),
+    ("nehalem", PmuModel::nehalem),
+    ("core2", PmuModel::core2),
+    ("vm", PmuModel::no_pmu_vm),
+];
+
+/// The model `PMC_SIM_MODEL` names (Skylake when it is unset or empty); an unknown name is an
+/// error that lists the known ones.
+fn model_from_env() -> Result<PmuModel> {
+    let name = std::env::var("PMC_SIM_MODEL").ok().filter(|v| !v.is_empty());
+    let Some(name) = name else { return Ok(PmuModel::skylake()) };
+    match MODELS.iter().find(|(known, _)| *known == name) {
+        Some((_, model)) => Ok(model()),
+        None => {
+            let known: Vec<&str> = MODELS.iter().map(|(n, _)| *n).collect();
+            Err(Error::with_detail(
+                "PMC_SIM_MODEL",
+                libc::EINVAL,
+                format!("unknown simulated CPU {name:?}: use {}", known.join(", ")),
+            ))
+        }
     }
 }
 
@@ -132,30 +169,31 @@ thread_local! {
 /// Runs `f` with this thread's simulator host. A process forked from the one that made the
 /// machine gets a machine of its own: as on FreeBSD, the child owns none of its parent's PMCs
 /// (its calls on them fail as for a process that owns no PMC), and the parent's keep working.
-pub(crate) fn with<R>(f: impl FnOnce(&SimHost) -> R) -> R {
+pub(crate) fn with<R>(f: impl FnOnce(&SimHost) -> Result<R>) -> Result<R> {
     // Cached (a getpid system call would double the cost of a read); the child's after a fork.
     #[cfg(unix)]
     let me = super::unix_process::current_pid() as u32;
     #[cfg(not(unix))]
     let me = std::process::id();
-    let host = SIM.with(|cell| {
+    let host = SIM.with(|cell| -> Result<Rc<SimHost>> {
         let mut cell = cell.borrow_mut();
-        match cell.as_ref() {
+        Ok(match cell.as_ref() {
             Some((owner, host)) if *owner == me => host.clone(),
-            _ => cell.insert((me, Rc::new(SimHost::from_env()))).1.clone(),
-        }
-    });
+            _ => cell.insert((me, Rc::new(SimHost::from_env()?))).1.clone(),
+        })
+    })?;
     f(&host)
 }
 
 impl SimHost {
-    /// A machine configured from the environment (see the module documentation).
-    pub fn from_env() -> SimHost {
-        SimHost::new(
-            model_from_env(),
-            env_or("PMC_SIM_CPUS", 2usize).clamp(1, 64),
-            env_or("PMC_SIM_SEED", 1),
-        )
+    /// A machine configured from the environment (see the module documentation); `EINVAL`
+    /// naming the variable and what it may be for a value that is not.
+    pub fn from_env() -> Result<SimHost> {
+        Ok(SimHost::new(
+            model_from_env()?,
+            env_number("PMC_SIM_CPUS", "a number of CPUs", 2usize, 1, 64)?,
+            env_number("PMC_SIM_SEED", "a seed", 1u64, 0, u64::MAX)?,
+        ))
     }
 
     /// A machine of `cpus` CPUs of `model`, scheduling with `seed`.

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <pmc.h>
+#include <pmc_host.h>
+#include <string.h>
 
 #include "client_check.h"
 
@@ -30,6 +32,10 @@ before_init(void)
 	FAILS_WITH(pmc_npmc(0), ENXIO);
 	FAILS_WITH(pmc_cpuinfo(&ci), ENXIO);
 	FAILS_WITH(pmc_pmcinfo(0, &pi), ENXIO);
+	/* pmc_allocate: FreeBSD's libpmc knows no event class before pmc_init: EINVAL. */
+	pmc_id_t pmc;
+	FAILS_WITH(pmc_allocate("page-faults", PMC_MODE_TC, 0, PMC_CPU_ANY, &pmc, 0), EINVAL);
+	EXPECT(strstr(pmc_host_error(), "pmc_init") != NULL);
 }
 
 static void

@@ -90,10 +90,11 @@ impl LiveProfile {
     /// reading a log that is still being written are left for the final profile to report.
     pub fn show_current(&mut self, o: &Options, out: &mut dyn Write) -> Result<(), Failure> {
         let _ = pmc::api::flush_log();
-        let Ok(bytes) = std::fs::read(&self.log) else { return Ok(()) };
-        let Ok(profile) = report::load_profile(o, report::whole_records(&bytes), "the log") else {
-            return Ok(());
-        };
+        // Read through a bounded window; a log still being written may end inside a record:
+        // the profile is that of the whole records before it.
+        let Ok(file) = std::fs::File::open(&self.log) else { return Ok(()) };
+        let Ok(read) = report::read_log(o, file, "the log") else { return Ok(()) };
+        let profile = read.profile;
         let elapsed = self.started.elapsed().as_secs_f64();
         match &mut self.view {
             View::Screen(terminal) => {

@@ -512,24 +512,26 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             // A log that could not be written is not analysed: what it holds is cut short.
             _ if log_error.is_some() => {}
             Some(path) if live.is_some() || report::wants_analysis(o) => {
-                let bytes = std::fs::read(path);
+                let file = File::open(path);
                 if temporary {
                     let _ = std::fs::remove_file(path);
                 }
-                let bytes = bytes.map_err(|e| io_failure("reading the log back", &e))?;
+                let file = file.map_err(|e| io_failure("reading the log back", &e))?;
                 let name =
                     if temporary { "the log".to_owned() } else { path.display().to_string() };
-                let profile = report::load_profile(o, &bytes, &name)?;
+                let read = report::read_log(o, file, &name)?;
+                let profile = &read.profile;
                 let mut rest = o.clone();
                 if let Some(view) = live.as_mut() {
                     // The final profile, as text that stays on the terminal.
                     let sink: &mut dyn Write =
                         if o.output.is_some() { &mut out } else { &mut stdout };
-                    view.show_final(&profile, sink)?;
+                    view.show_final(profile, sink)?;
                     rest.top = None;
                 }
-                report::write_analyses(&rest, &profile)?;
-                report::report_profile_warnings(o, &profile);
+                report::write_analyses(&rest, profile)?;
+                report::report_profile_warnings(o, profile);
+                report::check_end(&read, &name)?;
             }
             _ => report::report_drops(0, lost),
         }

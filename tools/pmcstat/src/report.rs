@@ -2,12 +2,12 @@
 //! folded stacks, flame graphs, pprof profiles and flat profiles.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use pmc::events::pmu_table::PmuEventNames;
 
-use crate::analysis::{self, Profile, ResolveOptions};
+use crate::analysis::{self, Profile, ReadLog, ResolveOptions};
 use crate::cli::Options;
 use crate::failure::{Failure, io_failure};
 
@@ -34,46 +34,49 @@ fn create(path: &Path) -> Result<File, Failure> {
     File::create(path).map_err(|e| io_failure(&format!("cannot create {}", path.display()), &e))
 }
 
-/// `-R file` with the options' analyses (or the text dump without any).
+/// Opens the log `path` for reading; a directory is refused with a clear error.
+fn open_log(path: &Path) -> Result<File, Failure> {
+    let failed = |e: &std::io::Error| io_failure(&format!("cannot read log {}", path.display()), e);
+    let file = File::open(path).map_err(|e| failed(&e))?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(failed(&std::io::Error::from_raw_os_error(libc::EISDIR)));
+    }
+    Ok(file)
+}
+
+/// `-R file` with the options' analyses (or the text dump without any). The log is read
+/// through a bounded window, whatever its size.
 pub fn run(o: &Options, log: &Path) -> Result<i32, Failure> {
+    let file = open_log(log)?;
+    let name = log.display().to_string();
     if !wants_analysis(o) && !o.json {
-        let file = File::open(log)
-            .map_err(|e| io_failure(&format!("cannot read log {}", log.display()), &e))?;
         let mut out = text_output(o)?;
         let end = pmclog::dump_reader_with_names(file, PmuEventNames, &mut out)
             .map_err(|e| io_failure("writing the dump", &e))?;
         out.flush().map_err(|e| io_failure("writing the dump", &e))?;
         if let Some(message) = end.error_message() {
-            return Err(Failure::data(format!("{}: {message}", log.display())));
+            return Err(Failure::data(format!("{name}: {message}")));
         }
         if let Some(warning) = end.warning() {
-            eprintln!("pmcstat: warning: {}: {warning}", log.display());
+            eprintln!("pmcstat: warning: {name}: {warning}");
         }
         return Ok(0);
     }
-    let bytes = std::fs::read(log)
-        .map_err(|e| io_failure(&format!("cannot read log {}", log.display()), &e))?;
-    let profile = load_profile(o, &bytes, &log.display().to_string())?;
-    check_thread(o, &profile, &log.display().to_string())?;
-    write_analyses(o, &profile)?;
-    report_profile_warnings(o, &profile);
+    let read = read_log(o, file, &name)?;
+    check_thread(o, &read.profile, &name)?;
+    write_analyses(o, &read.profile)?;
+    report_profile_warnings(o, &read.profile);
+    let status = check_end(&read, &name).map(|()| 0);
     // pmcstat exits next: freeing every symbol of every image (a kernel alone has ~100 000)
     // would take longer than writing the reports did.
-    std::mem::forget(profile);
-    Ok(0)
+    std::mem::forget(read);
+    status
 }
 
-/// Writes every analysis the options ask for from the log in `bytes` (`name` names it in
-/// errors), then the warnings of [`report_profile_warnings`].
-pub fn analyse(o: &Options, bytes: &[u8], name: &str) -> Result<i32, Failure> {
-    let profile = load_profile(o, bytes, name)?;
-    write_analyses(o, &profile)?;
-    report_profile_warnings(o, &profile);
-    Ok(0)
-}
-
-/// Reads the log in `bytes` with the options' `-r`, `-I` and `-A`; `name` names it in errors.
-pub fn load_profile(o: &Options, bytes: &[u8], name: &str) -> Result<Profile, Failure> {
+/// Reads the log from `input` with the options' `-r`, `-I`, `-A` and `-i`, through a bounded
+/// window; `name` names it in errors. A damaged log gives what precedes the damage (see
+/// [`check_end`]).
+pub fn read_log(o: &Options, input: impl Read, name: &str) -> Result<ReadLog, Failure> {
     let resolve = ResolveOptions {
         fsroot: o.fsroot.clone(),
         show_offsets: o.offsets,
@@ -82,14 +85,30 @@ pub fn load_profile(o: &Options, bytes: &[u8], name: &str) -> Result<Profile, Fa
         lines: o.calltree.is_some() || o.pprof.is_some(),
         ..ResolveOptions::default()
     };
-    Profile::from_log_with_names(bytes, &resolve, &PmuEventNames).map_err(|e| {
-        Failure::data(format!(
-            "{name}: corrupt log at byte offset {:#x} (record {}): {}",
+    Profile::from_reader_with_names(input, &resolve, &PmuEventNames)
+        .map_err(|e| io_failure(&format!("cannot read log {name}"), &e))
+}
+
+/// After the reports of `read` were written: a damaged log is a failure (EX_DATAERR) that
+/// names the error, its offset and how many records the reports cover; a log without
+/// CLOSELOG gets a warning.
+pub fn check_end(read: &ReadLog, name: &str) -> Result<(), Failure> {
+    if let Some(e) = &read.error {
+        let before = e.record().saturating_sub(1);
+        return Err(Failure::data(format!(
+            "{name}: corrupt log at byte offset {:#x} (record {}): {}; the reports cover the \
+             {before} records before it",
             e.offset(),
             e.record(),
             e.message()
-        ))
-    })
+        )));
+    }
+    if !read.closed {
+        let end =
+            pmclog::DumpEnd::Unclosed { offset: read.end_offset, records: read.profile.records() };
+        eprintln!("pmcstat: warning: {name}: {}", end.warning().unwrap_or_default());
+    }
+    Ok(())
 }
 
 /// `-i tid` on a log (`name`) without a sample of that thread is a mistake, not an empty
@@ -104,19 +123,6 @@ fn check_thread(o: &Options, profile: &Profile, name: &str) -> Result<(), Failur
         false => format!("threads with samples: {}", threads.join(", ")),
     };
     Err(Failure::usage(format!("-i {tid}: no samples of thread {tid} in {name} ({known})")))
-}
-
-/// The longest prefix of `bytes` made of whole records: a log still being written may end
-/// inside a record (or, read at the wrong moment, anywhere), and the part after the last
-/// record that decodes is left for a later read.
-pub fn whole_records(bytes: &[u8]) -> &[u8] {
-    let mut records = pmclog::Records::new(bytes);
-    for entry in records.by_ref() {
-        if let Err(e) = entry {
-            return &bytes[..usize::try_from(e.offset()).unwrap_or(0).min(bytes.len())];
-        }
-    }
-    &bytes[..usize::try_from(records.offset()).unwrap_or(bytes.len()).min(bytes.len())]
 }
 
 /// Writes the analyses the options ask for.
@@ -224,35 +230,4 @@ fn write_to(
             .map_err(|e| io_failure("writing output", &e));
     }
     write_file(Path::new(target), f)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn record(pmcid: u32, pcs: &[u64]) -> Vec<u8> {
-        let mut buf = vec![0u8; pmclog::MAX_RECORD_LEN];
-        let record = pmclog::Record::Callchain(pmclog::Callchain {
-            pid: 1,
-            tid: 1,
-            pmcid,
-            cpuflags: pmclog::CallchainFlags::new(0, 1),
-            pcs: pmclog::ProgramCounters::from_words(pcs),
-        });
-        let len = pmclog::encode(&record, 0, &mut buf).unwrap();
-        buf.truncate(len);
-        buf
-    }
-
-    #[test]
-    fn a_log_being_written_is_read_up_to_its_last_whole_record() {
-        let (first, second) = (record(1, &[0x10, 0x20]), record(2, &[0x30]));
-        let log = [first.clone(), second.clone()].concat();
-        assert_eq!(whole_records(&log), &log[..]);
-        for cut in 0..log.len() {
-            let expected = if cut < first.len() { 0 } else { first.len() };
-            assert_eq!(whole_records(&log[..cut]).len(), expected, "cut at {cut}");
-        }
-        assert_eq!(whole_records(&[]), &[] as &[u8]);
-    }
 }

@@ -111,20 +111,64 @@ fn sim_log(dir: &std::path::Path) -> (Vec<u8>, u64) {
     (bytes, offset)
 }
 
+/// The report pmcstat writes with `analysis` (on standard output) of the log `bytes`.
+fn report_of(dir: &std::path::Path, bytes: &[u8], analysis: &[&str]) -> String {
+    let log = dir.join("intact.log");
+    std::fs::write(&log, bytes).unwrap();
+    let mut args = vec!["-q", "-R", arg(&log)];
+    args.extend_from_slice(analysis);
+    let run = pmcstat(Host::Sim, &args);
+    run.assert_status(0);
+    run.stdout
+}
+
+/// Asserts that `damaged` is reported as far as it is intact — the report of `bytes[..offset]`
+/// — then refused with one error line naming `words` and EX_DATAERR.
+#[track_caller]
+fn reported_up_to_the_damage(
+    dir: &std::path::Path,
+    damaged: &std::path::Path,
+    intact: &[u8],
+    words: &[&str],
+) {
+    for analysis in [&["-G", "-"][..], &["--top", "3"][..], &["--folded", "-"][..]] {
+        let mut args = vec!["-R", arg(damaged)];
+        args.extend_from_slice(analysis);
+        if analysis[0] == "--folded" {
+            args = vec!["-R", arg(damaged), "--folded", "/dev/stdout"];
+        }
+        let run = pmcstat(Host::Sim, &args);
+        let line = one_line_error(&run);
+        assert_eq!(run.status, EX_DATAERR, "{}", run.describe());
+        for word in words {
+            assert!(line.contains(word), "{line:?} does not say {word:?}");
+        }
+        assert!(line.contains("the reports cover the 9 records before it"), "{line}");
+        let expected = if analysis[0] == "--folded" {
+            report_of(dir, intact, &["--folded", "/dev/stdout"])
+        } else {
+            report_of(dir, intact, analysis)
+        };
+        assert!(!expected.is_empty());
+        assert_eq!(run.stdout, expected, "{analysis:?}: not the report of the intact records");
+    }
+}
+
 #[test]
-fn a_corrupt_log_is_refused_at_the_byte_offset_of_the_bad_record() {
+fn a_corrupt_log_is_reported_up_to_the_bad_record_then_refused_at_its_offset() {
     let dir = tempfile::tempdir().unwrap();
     let (mut bytes, offset) = sim_log(dir.path());
+    let intact = bytes[..offset as usize].to_vec();
     bytes[offset as usize + 3] = 0x5a; // the magic byte of the header word
     let corrupt = dir.path().join("corrupt.log");
     std::fs::write(&corrupt, &bytes).unwrap();
     let at = format!("{offset:#x}");
-    for analysis in [&["-G", "-"][..], &["--top", "3"][..], &["--folded", "/dev/null"][..]] {
-        let mut args = vec!["-R", arg(&corrupt)];
-        args.extend_from_slice(analysis);
-        let run = pmcstat(Host::Sim, &args);
-        fails_with(&run, EX_DATAERR, &[arg(&corrupt), "corrupt", &at, "magic"]);
-    }
+    reported_up_to_the_damage(
+        dir.path(),
+        &corrupt,
+        &intact,
+        &[arg(&corrupt), "corrupt", &at, "magic"],
+    );
     // The dump prints the records before the bad one, then the error (see e2e_log.rs).
     let run = pmcstat(Host::Sim, &["-R", arg(&corrupt)]);
     let line = one_line_error(&run);
@@ -133,16 +177,35 @@ fn a_corrupt_log_is_refused_at_the_byte_offset_of_the_bad_record() {
 }
 
 #[test]
-fn a_truncated_log_is_refused_at_the_byte_offset_of_the_cut_record() {
+fn a_truncated_log_is_reported_up_to_the_cut_record_then_refused_at_its_offset() {
     let dir = tempfile::tempdir().unwrap();
     let (bytes, offset) = sim_log(dir.path());
     let truncated = dir.path().join("truncated.log");
     std::fs::write(&truncated, &bytes[..offset as usize + 5]).unwrap();
     let at = format!("{offset:#x}");
-    let run = pmcstat(Host::Sim, &["-R", arg(&truncated), "-G", "-"]);
-    fails_with(&run, EX_DATAERR, &[arg(&truncated), &at]);
+    reported_up_to_the_damage(
+        dir.path(),
+        &truncated,
+        &bytes[..offset as usize],
+        &[arg(&truncated), &at],
+    );
     let run = pmcstat(Host::Sim, &["-R", arg(&truncated)]);
     assert!(one_line_error(&run).contains(&at), "{}", run.describe());
+}
+
+#[test]
+fn endless_or_random_input_fails_at_once() {
+    for input in ["/dev/zero", "/dev/urandom"] {
+        for analysis in [&[][..], &["-G", "-"], &["--top", "3"]] {
+            let mut args = vec!["-R", input];
+            args.extend_from_slice(analysis);
+            let run = common::start_pmcstat(Host::Sim, &args)
+                .finish_within(std::time::Duration::from_secs(60));
+            let line = one_line_error(&run);
+            assert_eq!(run.status, EX_DATAERR, "{}", run.describe());
+            assert!(line.contains("offset 0x0") || line.contains("offset 0x"), "{line}");
+        }
+    }
 }
 
 #[test]
@@ -272,4 +335,24 @@ fn options_a_run_would_ignore_are_usage_errors() {
         let run = pmcstat(Host::Linux, args);
         fails_with(&run, EX_USAGE, &[says]);
     }
+}
+
+#[test]
+fn an_unknown_host_or_simulated_machine_is_an_error_listing_the_valid_ones() {
+    for (env, says) in [
+        (("PMC_SIM_MODEL", "zen2"), &["\"zen2\"", "use skylake, icelake, nehalem, core2, vm"][..]),
+        (("PMC_SIM_MODEL", "bogus"), &["\"bogus\"", "use skylake, icelake, nehalem, core2, vm"]),
+        (("PMC_SIM_CPUS", "0"), &["PMC_SIM_CPUS", "a number from 1 to 64"]),
+        (("PMC_SIM_CPUS", "many"), &["PMC_SIM_CPUS", "a number from 1 to 64"]),
+        (("PMC_SIM_SEED", "-1"), &["PMC_SIM_SEED", "a number from 0 to"]),
+    ] {
+        let run = pmcstat_env(Host::Sim, &[env], &["-p", "instructions", "hot-cold"]);
+        fails_with(&run, EX_UNAVAILABLE, says);
+    }
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_pmcstat"));
+    let output = command.args(["-p", "task-clock", "true"]).env("PMC_HOST", "bogus").output();
+    let output = output.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(EX_UNAVAILABLE), "{stderr}");
+    assert!(stderr.contains("unknown host \"bogus\": use freebsd, linux or sim"), "{stderr}");
 }

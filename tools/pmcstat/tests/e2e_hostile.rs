@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::io::Write;
 use std::time::Duration;
 
 use common::{Host, arg, c_program, encode_log, start_pmcstat};
@@ -105,5 +106,73 @@ fn a_fifo_named_in_a_log_is_not_opened_and_the_report_still_comes() {
             "{analysis:?}\n{}",
             run.describe()
         );
+    }
+}
+
+/// Runs pmcstat with `args` (output discarded) and returns its exit status and its peak
+/// resident memory in bytes (`ru_maxrss`).
+fn peak_memory(args: &[&str]) -> (i32, u64) {
+    // Reaped by wait4 below, which also gives its resource usage.
+    #[allow(clippy::zombie_processes)]
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_pmcstat"))
+        .args(args)
+        .env("PMC_HOST", "linux")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid locals for wait4 to fill; the pid is our child's.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    (libc::WEXITSTATUS(status), usage.ru_maxrss as u64 * 1024)
+}
+
+#[test]
+fn a_log_larger_than_the_memory_bound_is_read_in_bounded_memory() {
+    const LOG_BYTES: usize = 72 << 20;
+    const BOUND: u64 = 64 << 20;
+    let program = c_program("hot");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.log");
+    // Written record by record: this process stays small, as the peak resident memory a child
+    // reports includes what it had before its exec (this process's, when it was forked).
+    let mut log = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    // One mapping, then samples of depth 8–64 over a few dozen distinct stacks.
+    let start = log_with("cpu-clock", arg(&program));
+    log.write_all(&start).unwrap();
+    let mut written = start.len();
+    let mut buf = vec![0u8; pmclog::MAX_RECORD_LEN];
+    let mut n = 0u64;
+    while written < LOG_BYTES {
+        let depth = 8 + (n % 57) as usize;
+        let pcs: Vec<u64> = (0..depth as u64).map(|i| 0x401000 + 16 * ((n + i) % 7)).collect();
+        let sample = Record::Callchain(Callchain {
+            pid: 7,
+            tid: 8,
+            pmcid: PMCID,
+            cpuflags: CallchainFlags::new(0, 1),
+            pcs: ProgramCounters::from_words(&pcs),
+        });
+        let len = pmclog::encode(&sample, n, &mut buf).unwrap();
+        log.write_all(&buf[..len]).unwrap();
+        written += len;
+        n += 1;
+    }
+    log.flush().unwrap();
+    drop(log);
+    for analysis in [
+        &["-o", "/dev/null"][..],
+        &["--top", "5"],
+        &["-G", "/dev/null"],
+        &["--folded", "/dev/null"],
+    ] {
+        let mut args = vec!["-q", "-R", arg(&path)];
+        args.extend_from_slice(analysis);
+        let (status, peak) = peak_memory(&args);
+        assert_eq!(status, 0, "{analysis:?}");
+        assert!(peak < BOUND, "{analysis:?}: {} MiB for a {} MiB log", peak >> 20, LOG_BYTES >> 20);
     }
 }

@@ -124,7 +124,7 @@ fn json_counts_are_exact() {
         "{\"pmcs\":[\
          {\"event\":\"instructions\",\"mode\":\"process\",\"cpu\":null,\"value\":10000000},\
          {\"event\":\"branches\",\"mode\":\"process\",\"cpu\":null,\"value\":1000000}\
-         ],\"exit_status\":0}\n"
+         ],\"exit_status\":0,\"log_error\":null}\n"
     );
     assert_eq!(run.stderr, "", "--json prints no counting table");
 }

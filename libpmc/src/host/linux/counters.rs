@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::Mutex;
 
 use hwpmc::abi::{Class, PmcFlags, event};
@@ -21,6 +22,7 @@ use super::kernel::{explain, not_allowed, numbered_entries};
 use super::lock;
 use super::perf::{self, Rings, Sampling, Scope, Source};
 use super::rings::{Event, Ring, RingMeta};
+use super::worker::{PROCESS_KEY, Watched};
 
 /// `kern.hwpmc.callchaindepth`'s default, the depth the driver keeps.
 const CALLCHAIN_DEPTH: usize = 128;
@@ -317,11 +319,6 @@ impl PerfCounters {
         PerfCounters { ncpu, post, running, retired }
     }
 
-    /// Whether any PMC counts.
-    pub(crate) fn is_busy(&self) -> bool {
-        !lock(&self.running).is_empty()
-    }
-
     /// Whether a running PMC needs the worker: one that samples (its rings need reading) or
     /// counts another process (whose end must be noticed). A process counting itself does not.
     pub(crate) fn needs_worker(&self) -> bool {
@@ -343,6 +340,49 @@ impl PerfCounters {
         pids.sort_unstable();
         pids.dedup();
         pids
+    }
+
+    /// What the worker waits on while PMCs run: every ring (perf makes it readable at its wakeup
+    /// watermark) and a pidfd of every other process a PMC counts (readable when it ends).
+    /// Duplicated descriptors: a ring closed meanwhile only makes the worker wake once more.
+    pub(crate) fn watched(&self) -> Vec<Watched> {
+        let me = super::kernel::getpid();
+        let mut out = Vec::new();
+        let mut processes = Vec::new();
+        for running in lock(&self.running).values() {
+            let token = running.pmc.token;
+            for (pid, target) in running
+                .targets
+                .iter()
+                .map(|(p, t)| (*p, t))
+                .chain(running.system.iter().map(|t| (-1, t)))
+            {
+                for (index, ring) in target.rings.iter().enumerate() {
+                    // Unique while the ring lives: its PMC, its target and its CPU's place.
+                    let key =
+                        (token << 32 ^ (pid as u32 as u64) << 12 ^ index as u64) & !PROCESS_KEY;
+                    // SAFETY: the ring's descriptor is open while the lock is held.
+                    let fd = unsafe { BorrowedFd::borrow_raw(ring.sampler.as_raw_fd()) };
+                    if let Ok(fd) = fd.try_clone_to_owned() {
+                        out.push((key, fd));
+                    }
+                }
+                if pid > 0 && pid != me && !target.gone {
+                    processes.push(pid);
+                }
+            }
+        }
+        processes.sort_unstable();
+        processes.dedup();
+        for pid in processes {
+            // SAFETY: pidfd_open takes no pointers; a non-negative result is a new descriptor.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            if fd >= 0 {
+                // SAFETY: `fd` was just returned by pidfd_open and nothing else owns it.
+                out.push((PROCESS_KEY | pid as u64, unsafe { OwnedFd::from_raw_fd(fd as i32) }));
+            }
+        }
+        out
     }
 
     /// Every event the rings hold (and the retired rings' last ones), with their times.
@@ -515,6 +555,7 @@ mod tests {
             .count();
         // Nothing else reads these rings: every sample of the 50 ms comes out of the stop.
         assert!(samples >= 25, "{samples} samples of 50 ms of CPU time at 1 kHz");
-        assert!(!counters.is_busy());
+        assert!(lock(&counters.running).is_empty(), "the stopped PMC still runs");
+        assert!(counters.watched().is_empty(), "the worker would wait on a stopped PMC's ring");
     }
 }

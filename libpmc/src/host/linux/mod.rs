@@ -185,7 +185,7 @@ impl LinuxHost {
                     host.service();
                 }
             },
-            || instance().is_some_and(|h| h.kernel().counters.is_busy()),
+            || instance().map(|h| h.kernel().counters.watched()).unwrap_or_default(),
         );
     }
 

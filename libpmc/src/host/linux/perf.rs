@@ -123,7 +123,9 @@ fn sampling_builder(
     // Sample times on CLOCK_MONOTONIC_RAW, which the host converts to TSC values for the log.
     b.sample(flags)
         .sample_period(sampling.period.max(1))
-        .wakeup_events(64)
+        // The worker is woken when a quarter of the ring is full, not per sample or on a
+        // timer: few wake-ups, and room for three more quarters while it reads.
+        .wakeup_watermark(RING_BYTES / 4)
         .clockid(perf_event::Clock::MONOTONIC_RAW);
     if sampling.side_band {
         b.mmap(true).comm(true).comm_exec(true).task(true).sample_id_all(true);

@@ -73,7 +73,7 @@ pub use json::write_json;
 pub use lines::SourceFrame;
 pub use pprof::write_pprof;
 pub use profile::{
-    Frame, FrameId, ImageInfo, KERNEL_IMAGE, Location, LogInfo, PmcProfile, Profile,
+    Frame, FrameId, ImageInfo, KERNEL_IMAGE, Location, LogInfo, PmcProfile, Profile, ReadLog,
     ResolveOptions, UNKNOWN_IMAGE,
 };
 pub use top::{FlatRow, flat_rows, write_top};

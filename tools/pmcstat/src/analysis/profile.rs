@@ -175,6 +175,19 @@ pub struct LogInfo {
     pub tsc_range: Option<(u64, u64)>,
 }
 
+/// A log read by [`Profile::from_reader_with_names`].
+#[derive(Debug)]
+pub struct ReadLog {
+    /// Every record up to the end of the log, or up to the first bad one.
+    pub profile: Profile,
+    /// Why the reading stopped before the end of the log, if it did.
+    pub error: Option<AnalysisError>,
+    /// Whether the log ended with CLOSELOG (else the run that wrote it did not finish).
+    pub closed: bool,
+    /// Byte offset of the end of the last record read.
+    pub end_offset: u64,
+}
+
 /// A log's samples, aggregated per PMC and resolved to functions.
 #[derive(Debug, Clone, Default)]
 pub struct Profile {
@@ -221,6 +234,36 @@ impl Profile {
             builder.record(&entry.record, entry.tsc);
         }
         Ok(builder.finish())
+    }
+
+    /// Reads a log from `input` (a file, a pipe) through [`pmclog::LogReader`]'s bounded window:
+    /// the memory it takes is that of the profile, whatever the log's size. A malformed log, or
+    /// one that ends inside a record, ends the reading there: the profile holds every record
+    /// before the bad one, and [`ReadLog::error`] says what was wrong and where. Fails only if
+    /// `input` cannot be read.
+    pub fn from_reader_with_names<R: std::io::Read>(
+        input: R,
+        opts: &ResolveOptions,
+        names: &dyn EventNames,
+    ) -> std::io::Result<ReadLog> {
+        let mut builder = Builder::new(opts, names);
+        let mut reader = pmclog::LogReader::new(input);
+        let mut closed = false;
+        let error = loop {
+            match reader.next_entry() {
+                Ok(Some(entry)) => {
+                    closed = matches!(entry.record, Record::CloseLog);
+                    builder.record(&entry.record, entry.tsc);
+                }
+                Ok(None) => break None,
+                Err(pmclog::ReadError::Io(e)) => return Err(e),
+                Err(pmclog::ReadError::Decode(e)) => {
+                    break Some(AnalysisError::decode(e, builder.records + 1));
+                }
+            }
+        };
+        let end_offset = reader.offset();
+        Ok(ReadLog { profile: builder.finish(), error, closed, end_offset })
     }
 
     /// Every frame the stacks refer to; index with [`FrameId::index`].
