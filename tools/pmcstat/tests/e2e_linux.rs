@@ -487,12 +487,13 @@ fn freq_samples_the_clock_event_that_many_times_a_second_of_cpu_time() {
     let rates: Vec<(String, u64)> =
         allocations(&bytes).into_iter().map(|(_, name, rate)| (name, rate)).collect();
     assert_eq!(rates, [("task-clock".to_owned(), 0), ("cpu-clock".to_owned(), 100_000)]);
-    // One sample per 100 µs of CPU time (at least half of them: a sample needs the timer to
-    // fire while the program runs).
+    // One sample per 100 µs of CPU time: at least half of them (a sample needs the timer to
+    // fire while the program runs), and not more than cpu-clock and task-clock, two clocks of
+    // the same CPU time, can differ by (5 %).
     let samples: u64 = samples_per_pmc(&bytes).values().sum();
     let expected = cpu_ns / 100_000;
     assert!(
-        samples * 2 >= expected && samples <= expected + 10,
+        samples * 2 >= expected && samples <= expected + expected / 20 + 10,
         "{samples} samples for {cpu_ns} ns"
     );
 }
