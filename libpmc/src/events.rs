@@ -1026,13 +1026,20 @@ fn no_qualifiers(spec: &str, name: &str, qualifiers: &Qualifiers) -> Result<(), 
     Ok(())
 }
 
-/// A software event named `name` that the host counts as `host_name`.
+/// A software event named `name` that the host counts as `host_name`. The Linux clock events
+/// sample every [`crate::host::CLOCK_DEFAULT_PERIOD_NS`] nanoseconds by default, the others
+/// every [`SOFT_SAMPLE_RATE`] occurrences or ticks.
 fn soft_event(spec: &str, name: String, host_name: String) -> Event {
+    let default_rate = if crate::host::is_clock_event(&host_name) {
+        crate::host::CLOCK_DEFAULT_PERIOD_NS
+    } else {
+        SOFT_SAMPLE_RATE
+    };
     Event {
         name,
         spec: spec.to_string(),
         class: Class::Soft,
         kind: EventKind::Soft { name: host_name },
-        default_rate: SOFT_SAMPLE_RATE,
+        default_rate,
     }
 }

@@ -166,7 +166,7 @@ fn sampling_own_process_puts_most_samples_in_the_busy_function() {
     let pmc = PmcSpec::new("cpu-clock")
         .mode(Mode::ThreadSampling)
         .flags(PmcFlags::CALLCHAIN)
-        .rate(1)
+        .rate(1_000_000)
         .allocate()
         .unwrap();
     pmc.attach(0).unwrap();
@@ -197,7 +197,8 @@ fn sampling_own_process_puts_most_samples_in_the_busy_function() {
 fn samples_carry_the_time_they_were_taken_at() {
     let _serial = serial();
     let (path, _file) = configure_log("times");
-    let pmc = PmcSpec::new("cpu-clock").mode(Mode::ThreadSampling).rate(1).allocate().unwrap();
+    let pmc =
+        PmcSpec::new("cpu-clock").mode(Mode::ThreadSampling).rate(1_000_000).allocate().unwrap();
     let id = pmc.id();
     pmc.attach(0).unwrap();
     // SAFETY: RDTSC only reads the time-stamp counter.
@@ -235,7 +236,8 @@ fn samples_carry_the_time_they_were_taken_at() {
 fn samples_taken_before_a_stop_reach_the_log_though_the_pmc_is_released_at_once() {
     let _serial = serial();
     let (path, _file) = configure_log("release");
-    let pmc = PmcSpec::new("cpu-clock").mode(Mode::ThreadSampling).rate(1).allocate().unwrap();
+    let pmc =
+        PmcSpec::new("cpu-clock").mode(Mode::ThreadSampling).rate(1_000_000).allocate().unwrap();
     let id = pmc.id();
     let clock = PmcSpec::new("task-clock").allocate().unwrap();
     clock.attach(0).unwrap();
@@ -292,7 +294,12 @@ fn per_switch_logging_is_refused_with_the_reason() {
 fn system_sampling_logs_every_process_mappings_and_samples_of_this_process() {
     let _serial = serial();
     let (path, _file) = configure_log("ss");
-    let pmc = match PmcSpec::new("cpu-clock").mode(Mode::SystemSampling).cpu(0).rate(1).allocate() {
+    let pmc = match PmcSpec::new("cpu-clock")
+        .mode(Mode::SystemSampling)
+        .cpu(0)
+        .rate(1_000_000)
+        .allocate()
+    {
         Ok(pmc) => pmc,
         Err(e) if e.errno == libc::EPERM => {
             eprintln!("skipped: system-wide sampling needs privilege here ({e})");
@@ -404,7 +411,7 @@ fn a_sampled_pipeline_logs_each_childs_fork_before_its_exec_and_mappings() {
     let pmc = PmcSpec::new("cpu-clock")
         .mode(Mode::ThreadSampling)
         .flags(PmcFlags::CALLCHAIN | PmcFlags::DESCENDANTS)
-        .rate(1)
+        .rate(1_000_000)
         .allocate()
         .unwrap();
     let script = "seq 1 300000 | sort -n > /dev/null";
@@ -464,7 +471,8 @@ fn a_sampled_multithreaded_process_has_one_ring_per_cpu() {
         .collect();
     let (path, _file) = configure_log("rings");
     let before = perf_rings_mapped();
-    let pmc = PmcSpec::new("cpu-clock").mode(Mode::ThreadSampling).rate(1).allocate().unwrap();
+    let pmc =
+        PmcSpec::new("cpu-clock").mode(Mode::ThreadSampling).rate(1_000_000).allocate().unwrap();
     pmc.attach(0).unwrap();
     // PMCSTART opens the perf events.
     pmc.start().unwrap();

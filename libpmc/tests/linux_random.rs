@@ -59,7 +59,7 @@ impl World {
             Mode::SystemCounting,
             Mode::SystemSampling,
         ]);
-        let mut spec = PmcSpec::new(event).mode(mode).rate(rng.pick(&[1, 10, 1000]));
+        let mut spec = PmcSpec::new(event).mode(mode).rate(rng.pick(&[1, 10, 1000, 1_000_000]));
         if mode.is_system() {
             spec = spec.cpu(rng.below(3) as u32);
         }

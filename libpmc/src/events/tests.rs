@@ -608,7 +608,9 @@ fn freebsd_soft_events_map_to_perf_stand_ins_on_linux() {
         assert_eq!(event.class, Class::Soft);
         assert_eq!(event.name, spec.to_ascii_uppercase());
         assert_eq!(event.kind, EventKind::Soft { name: host_name.to_string() });
-        assert_eq!(event.default_rate, 1);
+        // A clock stand-in samples every 1 ms (its rate is in nanoseconds on Linux).
+        let rate = if host_name == "cpu-clock" { 1_000_000 } else { 1 };
+        assert_eq!(event.default_rate, rate, "{spec}");
     }
     for spec in ["PAGE_FAULT.READ", "PAGE_FAULT.WRITE"] {
         let (class, reason, offered) = unavailable(&host, spec);
@@ -632,7 +634,9 @@ fn perf_soft_events_resolve_on_linux_and_not_on_freebsd() {
         assert_eq!(event.class, Class::Soft);
         assert_eq!(event.name, name);
         assert_eq!(event.kind, EventKind::Soft { name: name.to_string() });
-        assert_eq!(event.default_rate, 1);
+        // The clock events sample every 1 ms: their rate is in nanoseconds.
+        let clock = name == "cpu-clock" || name == "task-clock";
+        assert_eq!(event.default_rate, if clock { 1_000_000 } else { 1 }, "{name}");
     }
     let (class, _, offered) = unavailable(&intel_freebsd(true), "task-clock");
     assert_eq!(class, Class::Soft);

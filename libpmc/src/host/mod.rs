@@ -34,6 +34,22 @@ mod unix_process;
 /// MAP_IN record (process -1). A text symbol table (`address type name` lines), not an ELF file.
 pub const KERNEL_SYMBOLS: &str = "/proc/kallsyms";
 
+/// The Linux host's clock events. They count nanoseconds, and a sampling PMC of one samples
+/// every `rate` nanoseconds (FreeBSD's clock events count ticks of the kernel's clock instead).
+pub const CLOCK_EVENTS: [&str; 2] = ["cpu-clock", "task-clock"];
+
+/// The sampling period of the Linux clock events when none is given: 1 ms (1 kHz).
+pub const CLOCK_DEFAULT_PERIOD_NS: u64 = 1_000_000;
+
+/// The shortest sampling period perf gives the clock events: 10 µs (100 kHz); a shorter one is
+/// refused rather than silently lengthened.
+pub const CLOCK_MIN_PERIOD_NS: u64 = 10_000;
+
+/// Whether the software event the host knows as `host_name` is one of the Linux clock events.
+pub fn is_clock_event(host_name: &str) -> bool {
+    CLOCK_EVENTS.contains(&host_name)
+}
+
 /// Which host serves this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HostKind {

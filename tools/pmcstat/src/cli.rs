@@ -21,6 +21,9 @@ pub struct PmcRequest {
     pub flags: PmcFlags,
     /// Sampling rate (`-n`), `None` for the event's default.
     pub rate: Option<u64>,
+    /// Samples per second (`--freq`), for a clock event: its rate is then a period in
+    /// nanoseconds, `1e9 / frequency` (a later `-n` or `--freq` replaces it).
+    pub frequency: Option<u64>,
     /// Counting: print cumulative values (`-C`).
     pub cumulative: bool,
 }
@@ -52,6 +55,9 @@ pub struct Options {
     pub gmon_dir: Option<PathBuf>,
     /// `-M`: where to write the mapping of images to gmon files (with `-g`).
     pub gmon_map: Option<PathBuf>,
+    /// `--gmon-kernel`: with `-g`, also the Linux kernel's file (its text and modules span
+    /// about a gigabyte: a histogram of over 100 MB).
+    pub gmon_kernel: bool,
     /// `-F`: calltree output.
     pub calltree: Option<String>,
     /// `-r`: file-system root for images.
@@ -80,11 +86,48 @@ pub struct Options {
     pub pprof: Option<PathBuf>,
     /// `--top N`.
     pub top: Option<usize>,
-    /// `--json`: counts as JSON.
+    /// `--json`: counts (or, with `-R`, the profile) as JSON.
     pub json: bool,
+    /// `--summary`: the perf-stat-like summary of a launched command's counts even when standard
+    /// error is not a terminal.
+    pub summary: bool,
+    /// `--print-man`: print the manual page (roff) and exit.
+    pub print_man: bool,
+    /// `--print-completions SHELL`: print the shell's completion script and exit.
+    pub print_completions: Option<clap_complete::Shell>,
 }
 
-fn command() -> Command {
+/// What `--help` adds after the options: the event syntax, the units and examples.
+const LONG_HELP: &str = "\
+Events (-p/-s/-P/-S):
+  NAME                  an event this host offers (pmcstat -L lists them; pmcstat -u NAME
+                        shows how it is programmed): a FreeBSD alias (instructions,
+                        branch-mispredicts, …), a vendor name (INST_RETIRED.ANY_P), TSC, or a
+                        software event (Linux: cpu-clock, task-clock, page-faults, …)
+  NAME,usr | NAME,os    count only in user or only in kernel mode
+  event=0xc0,umask=0x01[,edge][,inv][,cmask=N]
+                        a raw encoding, with the qualifiers of FreeBSD's libpmc
+Units:
+  counts                events; task-clock and cpu-clock count nanoseconds on Linux
+  -n RATE               events between two samples; nanoseconds for the Linux clock events
+                        (cpu-clock, task-clock: 10000 or more; FreeBSD: ticks of the kernel's
+                        clock); pmcstat -u NAME shows the default with its unit
+  --freq HZ             samples per second, for clock events (perf's -F): 1000 is every 1 ms
+  -w, -l SECS           seconds, fractions allowed
+Examples:
+  pmcstat -p instructions -p branches -- ./prog          count a command
+  pmcstat -d -P cpu-clock -O run.log -- sh -c 'make'     sample it and its children into a log
+  pmcstat -R run.log --top 30                            the 30 hottest functions
+  pmcstat -R run.log --pprof run.pb.gz -F callgrind.out  profiles for go tool pprof, KCachegrind
+  pmcstat -p page-faults -w 1 -t 1234                    count a running process every second
+Exit status: the command's; 64 for a usage error, 65 for a damaged log, 69-77 for other
+failures (sysexits(3)), 128 + N after signal N.
+Manual page and completions: pmcstat --print-man > pmcstat.8;
+  pmcstat --print-completions bash|zsh|fish|elvish|powershell > FILE.";
+
+/// pmcstat's command line, as clap describes it (also the source of the manual page and the
+/// shell completions).
+pub fn command() -> Command {
     let value = |id: &'static str, short: char, help: &'static str| {
         // The placeholder in --help: what the value is.
         let name = match short {
@@ -115,15 +158,36 @@ fn command() -> Command {
         .override_usage(
             "pmcstat [-p|-s|-P|-S spec]... [options] [command [args]]\n       pmcstat -R file [-G file] [-g [-D dir] [-M file]] [-F file] [--folded file] [--flamegraph file.svg] [--pprof file.pb.gz] [--top N]",
         )
+        .version(env!("CARGO_PKG_VERSION"))
+        .after_help(LONG_HELP)
         .disable_help_flag(true)
         .disable_version_flag(true)
-        .arg(Arg::new("help").long("help").action(ArgAction::Help).help("print this help"))
+        .arg(Arg::new("help").short('h').long("help").action(ArgAction::Help).help("print this help"))
+        .arg(Arg::new("version").long("version").action(ArgAction::Version).help("print the version"))
+        .arg(Arg::new("print-man").long("print-man").action(ArgAction::SetTrue).help("print the manual page (roff) and exit"))
+        .arg(
+            Arg::new("print-completions")
+                .long("print-completions")
+                .num_args(1)
+                .value_name("SHELL")
+                .value_parser(clap::value_parser!(clap_complete::Shell))
+                .help("print a completion script for SHELL (bash, zsh, fish, elvish, powershell) and exit"),
+        )
         .arg(value("p", 'p', "process-mode counting PMC (TC)"))
         .arg(value("s", 's', "system-mode counting PMC (SC), one per CPU of -c"))
         .arg(value("P", 'P', "process-mode sampling PMC (TS)"))
         .arg(value("S", 'S', "system-mode sampling PMC (SS), one per CPU of -c"))
         .arg(value("c", 'c', "CPUs for the system PMCs that follow (\"*\" for all; e.g. 0,2-3)"))
-        .arg(value("n", 'n', "sampling rate for the sampling PMCs that follow"))
+        .arg(value("n", 'n', "sampling rate for the sampling PMCs that follow: events between samples (nanoseconds for the Linux clock events; -u NAME shows the default)"))
+        .arg(
+            Arg::new("freq")
+                .long("freq")
+                .num_args(1)
+                .action(ArgAction::Append)
+                .value_name("HZ")
+                .allow_negative_numbers(true)
+                .help("samples per second for the clock-event sampling PMCs that follow (perf's -F), instead of -n"),
+        )
         .arg(toggle("C", 'C', "toggle cumulative counts for the counting PMCs that follow"))
         .arg(toggle("d", 'd', "toggle following descendants for the process PMCs that follow"))
         .arg(toggle("E", 'E', "toggle logging per-process counts at exit (PMC_F_LOG_PROCEXIT)"))
@@ -151,11 +215,13 @@ fn command() -> Command {
         .arg(toggle("T", 'T', "top mode: a flat profile every -w seconds while sampling"))
         .arg(toggle("q", 'q', "less verbose"))
         .arg(toggle("v", 'v', "more verbose"))
+        .arg(Arg::new("gmon-kernel").long("gmon-kernel").action(ArgAction::SetTrue).help("with -g, also write the Linux kernel's gmon file (over 100 MB)"))
         .arg(Arg::new("folded").long("folded").num_args(1).help("write folded stacks (flame-graph input)"))
         .arg(Arg::new("flamegraph").long("flamegraph").num_args(1).help("write a flame graph SVG"))
         .arg(Arg::new("pprof").long("pprof").num_args(1).help("write a gzipped pprof profile"))
-        .arg(Arg::new("top").long("top").num_args(1).allow_negative_numbers(true).help("print a flat profile of the top N functions"))
-        .arg(Arg::new("json").long("json").action(ArgAction::SetTrue).help("print counts as JSON"))
+        .arg(Arg::new("top").long("top").num_args(1).allow_negative_numbers(true).help("print a flat profile of the top N functions (the live profile of a sampling run shows 20 unless given)"))
+        .arg(Arg::new("summary").long("summary").action(ArgAction::SetTrue).help("for people even when standard error is no terminal (on a terminal always): after the counts of a launched command a summary with units, rates and times (-q leaves it out), and with -w a time column"))
+        .arg(Arg::new("json").long("json").action(ArgAction::SetTrue).help("print counts as JSON; with -R, the flat profile"))
         .arg(Arg::new("command").num_args(1..).trailing_var_arg(true).value_parser(clap::value_parser!(OsString)))
 }
 
@@ -172,7 +238,9 @@ pub enum CliError {
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, CliError> {
     let argv = std::iter::once(OsString::from("pmcstat")).chain(args);
     let m = command().try_get_matches_from(argv).map_err(|e| match e.kind() {
-        clap::error::ErrorKind::DisplayHelp => CliError::Help(e.to_string()),
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+            CliError::Help(e.to_string())
+        }
         _ => CliError::Usage(first_line(&e.to_string())),
     })?;
     build(&m)
@@ -224,6 +292,9 @@ pub const MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
 /// The highest sampling rate (`-n`): perf and FreeBSD's reload arithmetic both need it below
 /// 2^63.
 pub const MAX_RATE: u64 = i64::MAX as u64;
+/// The highest `--freq`: the shortest period perf gives the Linux clock events
+/// ([`pmc::host::CLOCK_MIN_PERIOD_NS`], 10 µs) is 100 000 samples a second.
+pub const MAX_FREQUENCY: u64 = 1_000_000_000 / pmc::host::CLOCK_MIN_PERIOD_NS;
 /// The highest CPU number: a PMC id holds 12 bits of CPU, and 0xFFF means "any".
 pub const MAX_CPU: u32 = 0xFFE;
 /// The deepest call graph (`-z`): the most frames a callchain record holds.
@@ -282,6 +353,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         Pmc(Mode, &'a String),
         Cpus(&'a String),
         Rate(&'a String),
+        Freq(&'a String),
         Toggle(&'static str),
     }
     let mut items: Vec<(usize, Item<'_>)> = Vec::new();
@@ -295,6 +367,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
     }
     items.extend(positioned(m, "c").into_iter().map(|(i, v)| (i, Item::Cpus(v))));
     items.extend(positioned(m, "n").into_iter().map(|(i, v)| (i, Item::Rate(v))));
+    items.extend(positioned(m, "freq").into_iter().map(|(i, v)| (i, Item::Freq(v))));
     for id in ["C", "d", "E", "N", "U", "W"] {
         // A count's default (0) has an index too: only toggles given on the command line count.
         let given = m.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
@@ -310,6 +383,9 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
             Item::Pmc(..) => continue,
             Item::Cpus(text) => (format!("-c {text}"), Mode::is_system, "system PMCs (-s/-S)"),
             Item::Rate(text) => (format!("-n {text}"), Mode::is_sampling, "sampling PMCs (-P/-S)"),
+            Item::Freq(text) => {
+                (format!("--freq {text}"), Mode::is_sampling, "sampling PMCs (-P/-S)")
+            }
             Item::Toggle("C") => ("-C".into(), |m| !m.is_sampling(), "counting PMCs (-p/-s)"),
             Item::Toggle(t @ ("N" | "U")) => (format!("-{t}"), Mode::is_sampling, "sampling PMCs"),
             Item::Toggle(t) => (format!("-{t}"), Mode::is_virtual, "process PMCs (-p/-P)"),
@@ -329,6 +405,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         (false, true, false, false, false);
     let mut cpus = None;
     let mut rate = None;
+    let mut frequency = None;
     let mut pmcs = Vec::new();
     for (_, item) in items {
         match item {
@@ -341,6 +418,11 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
             Item::Cpus(text) => cpus = parse_cpus(text)?,
             Item::Rate(text) => {
                 rate = Some(ranged("-n", text, "the sampling rate", 1, MAX_RATE)?);
+                frequency = None;
+            }
+            Item::Freq(text) => {
+                frequency = Some(ranged("--freq", text, "samples per second", 1, MAX_FREQUENCY)?);
+                rate = None;
             }
             Item::Pmc(mode, spec) => {
                 let mut flags = PmcFlags::empty();
@@ -359,6 +441,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
                     cpus: if mode.is_system() { cpus.clone() } else { None },
                     flags,
                     rate: if mode.is_sampling() { rate } else { None },
+                    frequency: if mode.is_sampling() { frequency } else { None },
                     cumulative,
                 });
             }
@@ -394,6 +477,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         gmon: count("g"),
         gmon_dir: last(m, "D").map(PathBuf::from),
         gmon_map: last(m, "M").map(PathBuf::from),
+        gmon_kernel: m.get_flag("gmon-kernel"),
         calltree: last(m, "F").cloned(),
         fsroot: last(m, "r").map(PathBuf::from),
         offsets: count("I"),
@@ -414,7 +498,13 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
             .map(|t| ranged("--top", t, "the number of functions", 1, MAX_TOP))
             .transpose()?,
         json: m.get_flag("json"),
+        summary: m.get_flag("summary"),
+        print_man: m.get_flag("print-man"),
+        print_completions: m.get_one::<clap_complete::Shell>("print-completions").copied(),
     };
+    if options.print_man || options.print_completions.is_some() {
+        return Ok(options);
+    }
     check(&options)?;
     Ok(options)
 }
@@ -449,7 +539,6 @@ fn check(o: &Options) -> Result<(), CliError> {
             (o.duration.is_some(), "-l"),
             (o.log_output.is_some(), "-O"),
             (o.top_mode, "-T"),
-            (o.json, "--json"),
         ];
         if let Some((_, option)) = measuring.iter().find(|(given, _)| *given) {
             return Err(CliError::Usage(format!(
@@ -664,7 +753,7 @@ mod tests {
         ] {
             assert!(msg(args).contains(no_samples), "{args:?}: {}", msg(args));
         }
-        for option in [&["-w", "1"][..], &["-l", "1"], &["-O", "x.log"], &["-T"], &["--json"]] {
+        for option in [&["-w", "1"][..], &["-l", "1"], &["-O", "x.log"], &["-T"]] {
             let mut args = vec!["-R", "f"];
             args.extend_from_slice(option);
             let m = msg(&args);

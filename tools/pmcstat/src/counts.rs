@@ -1,6 +1,10 @@
 //! Counting-mode output in FreeBSD pmcstat's layout: a header line `# p/NAME s/CC/NAME`, then a
 //! line of values per interval and at the end, each column as wide as its title or as the number
 //! of decimal digits of the counter's width, whichever is more.
+//!
+//! For people (a terminal, or `--summary`), the lines can start with a time column: the seconds
+//! since the measurement started (`#     seconds p/NAME …`, `       1.000 …`), as `perf stat
+//! -I` prints them. Scripts that read FreeBSD's layout never get it.
 
 use std::io::{self, Write};
 
@@ -45,9 +49,16 @@ impl Column {
     }
 }
 
-/// The header line, without its newline: `# ` then each column's title.
-pub fn write_header(columns: &[Column], out: &mut dyn Write) -> io::Result<()> {
+/// The width of the time column, `# ` included.
+const TIME_WIDTH: usize = 14;
+
+/// The header line, without its newline: `# `, the time column's title when `timed`, then each
+/// column's title.
+pub fn write_header(columns: &[Column], timed: bool, out: &mut dyn Write) -> io::Result<()> {
     write!(out, "# ")?;
+    if timed {
+        write!(out, "{:>1$} ", "seconds", TIME_WIDTH - 2)?;
+    }
     for c in columns {
         write!(out, "{:1$}", "", c.field_skip)?;
         let w = c.field_width - c.field_skip - 2;
@@ -60,10 +71,20 @@ pub fn write_header(columns: &[Column], out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// One line of values (preceded by its newline): deltas since the last line, or cumulative
-/// values for `-C` columns.
-pub fn write_values(columns: &mut [Column], values: &[u64], out: &mut dyn Write) -> io::Result<()> {
+/// values for `-C` columns; first the seconds since the start when `elapsed` is given (the
+/// header was written `timed`).
+pub fn write_values(
+    columns: &mut [Column],
+    values: &[u64],
+    elapsed: Option<std::time::Duration>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     writeln!(out)?;
     let mut extra = 2; // the "# " of the header
+    if let Some(elapsed) = elapsed {
+        write!(out, "{:>1$.3} ", elapsed.as_secs_f64(), TIME_WIDTH)?;
+        extra = 0;
+    }
     for (c, &value) in columns.iter_mut().zip(values) {
         let shown = if c.cumulative { value } else { value.wrapping_sub(c.saved) };
         write!(out, "{:>1$} ", shown, c.field_width + extra)?;
@@ -89,7 +110,7 @@ mod tests {
     fn a_64_bit_process_column_is_twenty_digits_wide_with_its_title_right_aligned() {
         let columns = [Column::new("task-clock", None, 64, false)];
         // 64 bits: floor(64 / 3.32193) + 1 = 20 columns; "p/task-clock" is 12, so 8 spaces first.
-        let header = text(|o| write_header(&columns, o).unwrap());
+        let header = text(|o| write_header(&columns, false, o).unwrap());
         assert_eq!(header, format!("# {}p/task-clock ", " ".repeat(8)));
         assert_eq!(header.len(), 2 + 20 + 1);
     }
@@ -98,16 +119,30 @@ mod tests {
     fn a_system_column_prints_its_cpu_in_two_digits_left_aligned() {
         let columns = [Column::new("instructions", Some(3), 48, false)];
         // 48 bits: 15 digits; the title "s/03/instructions" is 17 > 15, so no padding.
-        let header = text(|o| write_header(&columns, o).unwrap());
+        let header = text(|o| write_header(&columns, false, o).unwrap());
         assert_eq!(header, "# s/03/instructions ");
     }
 
     #[test]
     fn values_are_deltas_unless_cumulative_and_the_first_column_is_two_wider() {
         let mut columns = vec![Column::new("a", None, 64, false), Column::new("b", None, 64, true)];
-        let first = text(|o| write_values(&mut columns, &[100, 7], o).unwrap());
+        let first = text(|o| write_values(&mut columns, &[100, 7], None, o).unwrap());
         assert_eq!(first, format!("\n{:>22} {:>20} ", 100, 7));
-        let second = text(|o| write_values(&mut columns, &[150, 9], o).unwrap());
+        let second = text(|o| write_values(&mut columns, &[150, 9], None, o).unwrap());
         assert_eq!(second, format!("\n{:>22} {:>20} ", 50, 9));
+    }
+
+    #[test]
+    fn a_timed_output_starts_each_line_with_the_seconds_since_the_start() {
+        let mut columns = vec![Column::new("a", None, 64, false)];
+        let header = text(|o| write_header(&columns, true, o).unwrap());
+        assert_eq!(header, format!("#      seconds {:>20} ", "p/a"));
+        let line = text(|o| {
+            write_values(&mut columns, &[42], Some(std::time::Duration::from_millis(1500)), o)
+                .unwrap()
+        });
+        assert_eq!(line, format!("\n{:>14} {:>20} ", "1.500", 42));
+        // The columns line up with the header's titles.
+        assert_eq!(header.len(), line.len() - 1);
     }
 }

@@ -48,9 +48,20 @@ impl Failure {
     }
 }
 
-/// An I/O error while `doing` something.
+/// The status of a process killed by SIGPIPE, as a shell reports it.
+pub const STATUS_BROKEN_PIPE: i32 = 128 + libc::SIGPIPE;
+
+/// An I/O error while `doing` something. A closed pipe (`pmcstat -R log | head`) is a quiet
+/// end, with the status of a process that SIGPIPE ended, as other tools in a pipeline have:
+/// there is nothing wrong to say.
 pub fn io_failure(doing: &str, e: &std::io::Error) -> Failure {
-    let status = if e.kind() == std::io::ErrorKind::NotFound { EX_NOINPUT } else { EX_IOERR };
+    let status = match e.kind() {
+        std::io::ErrorKind::NotFound => EX_NOINPUT,
+        std::io::ErrorKind::BrokenPipe => {
+            return Failure { message: String::new(), status: STATUS_BROKEN_PIPE };
+        }
+        _ => EX_IOERR,
+    };
     Failure { message: format!("{doing}: {e}"), status }
 }
 

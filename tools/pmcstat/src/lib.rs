@@ -6,13 +6,16 @@ pub mod analysis;
 pub mod cli;
 pub mod counts;
 pub mod failure;
+pub mod live;
 pub mod measure;
 pub mod report;
 pub mod signals;
+pub mod summary;
 
 use std::ffi::OsString;
+use std::io::Write;
 
-use failure::Failure;
+use failure::{Failure, io_failure};
 use pmc::api;
 
 /// Runs pmcstat with `args` (without the program name) and returns its exit status: the
@@ -22,8 +25,10 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     let options = match cli::parse(args) {
         Ok(o) => o,
         Err(cli::CliError::Help(text)) => {
-            print!("{text}");
-            return 0;
+            return match write_stdout(text.as_bytes()) {
+                Ok(()) => 0,
+                Err(failure) => failure.status,
+            };
         }
         Err(cli::CliError::Usage(message)) => {
             eprintln!("pmcstat: {message}");
@@ -33,13 +38,36 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     match run(&options) {
         Ok(status) => status,
         Err(failure) => {
-            eprintln!("pmcstat: {failure}");
+            if !failure.message.is_empty() {
+                eprintln!("pmcstat: {failure}");
+            }
             failure.status
         }
     }
 }
 
+/// Writes `bytes` to standard output (a closed pipe is a quiet [`io_failure`]).
+fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes).and_then(|()| out.flush()).map_err(|e| io_failure("writing", &e))
+}
+
 fn run(o: &cli::Options) -> Result<i32, Failure> {
+    if o.print_man {
+        let mut page = Vec::new();
+        clap_mangen::Man::new(cli::command())
+            .section("8")
+            .render(&mut page)
+            .map_err(|e| io_failure("rendering the manual page", &e))?;
+        write_stdout(&page)?;
+        return Ok(0);
+    }
+    if let Some(shell) = o.print_completions {
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut cli::command(), "pmcstat", &mut script);
+        write_stdout(&script)?;
+        return Ok(0);
+    }
     if let Some(log) = &o.read_log {
         return report::run(o, log);
     }
@@ -56,15 +84,8 @@ fn run(o: &cli::Options) -> Result<i32, Failure> {
 /// events this host cannot count ([`listing_text`]).
 fn list_events() -> Result<i32, Failure> {
     let listing = api::event_listing().map_err(|e| Failure::pmc("listing events", &e))?;
-    write_stdout(&listing_text(&listing));
+    write_stdout(listing_text(&listing).as_bytes())?;
     Ok(0)
-}
-
-/// Writes `text` to standard output; a reader that went away (`pmcstat -L | head`) ends the
-/// output quietly instead of failing.
-fn write_stdout(text: &str) {
-    use std::io::Write;
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 /// What `-L` prints: as FreeBSD, each class name on a line of its own and its events below it
@@ -114,7 +135,7 @@ fn describe_event(spec: &str) -> Result<i32, Failure> {
     if let Some(reason) = unavailable {
         text += &format!("{:<16}no: {reason}\n", "on this host:");
     }
-    write_stdout(&text);
+    write_stdout(text.as_bytes())?;
     Ok(0)
 }
 
@@ -148,7 +169,7 @@ fn rings_text(usr: bool, os: bool) -> &'static str {
 
 /// What `-u` prints about an event: one `label: value` line each for its name (and the spec
 /// when it was spelled differently), its class, how the counter is programmed, and the
-/// sampling rate used when `-n` is not given:
+/// sampling rate used when `-n` is not given, with its unit:
 ///
 /// ```text
 /// event:          INST_RETIRED.ANY_P
@@ -158,7 +179,7 @@ fn rings_text(usr: bool, os: bool) -> &'static str {
 /// rings:          user and kernel
 /// flags:          none
 /// PERFEVTSEL:     0x000300c0
-/// sampling rate:  65536 (when -n is not given)
+/// sampling rate:  65536 events (when -n is not given)
 /// ```
 ///
 /// A programmable (IAP) event shows its `IA32_PERFEVTSELx` fields (event select 7:0, umask
@@ -220,9 +241,17 @@ pub fn describe_event_text(event: &pmc::events::Event) -> String {
             lines.push(("software event", format!("{name}{origin}")));
         }
     }
-    let rate = match event.kind {
+    let rate = match &event.kind {
         EventKind::Tsc => "none: the TSC only counts".to_owned(),
-        _ => format!("{} (when -n is not given)", event.default_rate),
+        EventKind::Soft { name } if pmc::host::is_clock_event(name) => format!(
+            "{} ns, {} samples a second (when -n or --freq is not given)",
+            event.default_rate,
+            1_000_000_000 / event.default_rate.max(1)
+        ),
+        EventKind::Soft { name } if pmc::events::freebsd_soft_events().any(|n| n == name) => {
+            format!("{} ticks of the kernel's clock (when -n is not given)", event.default_rate)
+        }
+        _ => format!("{} events (when -n is not given)", event.default_rate),
     };
     lines.push(("sampling rate", rate));
     lines
@@ -260,7 +289,7 @@ mod tests {
              rings:          user\n\
              flags:          edge inv cmask=3\n\
              PERFEVTSEL:     0x038500c5\n\
-             sampling rate:  400009 (when -n is not given)\n"
+             sampling rate:  400009 events (when -n is not given)\n"
         );
     }
 
@@ -315,7 +344,7 @@ mod tests {
              counter:        fixed counter 2 (CPU_CLK_UNHALTED.REF_TSC)\n\
              FreeBSD event:  0x10002 (CPU_CLK_UNHALTED_REF)\n\
              rings:          kernel\n\
-             sampling rate:  65536 (when -n is not given)\n"
+             sampling rate:  65536 events (when -n is not given)\n"
         );
         let tsc = event("TSC", "tsc", Class::Tsc, EventKind::Tsc, 65536);
         assert_eq!(
@@ -326,15 +355,19 @@ mod tests {
              counter:        the time-stamp counter (counting only, read-only)\n\
              sampling rate:  none: the TSC only counts\n"
         );
-        let soft = |name: &str| {
+        let soft = |name: &str, rate: u64| {
             let kind = EventKind::Soft { name: name.into() };
-            describe_event_text(&event(name, name, Class::Soft, kind, 1))
+            describe_event_text(&event(name, name, Class::Soft, kind, rate))
         };
-        assert!(soft("page-faults").contains(
-            "software event: page-faults (a Linux perf software event)\nsampling rate:  1 (when"
+        assert!(soft("page-faults", 1).contains(
+            "software event: page-faults (a Linux perf software event)\nsampling rate:  1 events (when"
         ));
+        assert!(soft("cpu-clock", 250_000).contains(
+            "sampling rate:  250000 ns, 4000 samples a second (when -n or --freq is not given)"
+        ));
+        assert!(soft("CLOCK.HARD", 1).contains("sampling rate:  1 ticks of the kernel's clock"));
         assert!(
-            soft("CLOCK.HARD").contains("software event: CLOCK.HARD (a FreeBSD kernel software")
+            soft("CLOCK.HARD", 1).contains("software event: CLOCK.HARD (a FreeBSD kernel software")
         );
     }
 }

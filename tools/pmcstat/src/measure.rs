@@ -15,7 +15,7 @@
 //! back, and there is no live profile.
 
 use std::fs::File;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -25,18 +25,16 @@ use pmc::api;
 use pmc::host::HostKind;
 use pmc::{Mode, Pmc, PmcSpec};
 
-use crate::analysis;
 use crate::cli::{Options, PmcRequest};
 use crate::counts::{self, Column};
 use crate::failure::{Failure, io_failure};
+use crate::live::LiveProfile;
 use crate::report;
 use crate::signals::{self, Interrupt};
+use crate::summary;
 
 /// FreeBSD's default printing interval.
 const DEFAULT_INTERVAL: f64 = 5.0;
-
-/// Functions in the live profile unless `--top N` says otherwise.
-const LIVE_ROWS: usize = 20;
 
 /// One allocated PMC and how to show it.
 struct Allocated {
@@ -71,73 +69,15 @@ impl LogSink {
     }
 }
 
-/// The live flat profile (see the module documentation).
-struct LiveProfile {
-    /// The log, read back.
-    log: PathBuf,
-    /// Functions shown.
-    rows: usize,
-    /// Whether the screen is cleared before each profile (standard output is a terminal).
-    clear: bool,
-    /// Whether a profile was printed (the next one is separated from it).
-    printed: bool,
-}
-
-impl LiveProfile {
-    /// The live profile of this run, if it shows one: sampling into a temporary log with no
-    /// analysis but `--top`, or `-T` with a log that can be read back.
-    fn of(o: &Options, log: &LogSink) -> Option<LiveProfile> {
-        let other_analyses = report::wants_analysis(&Options { top: None, ..o.clone() });
-        let temporary = matches!(log, LogSink::Temporary(..));
-        if !(o.top_mode || (temporary && !other_analyses)) {
-            return None;
-        }
-        Some(LiveProfile {
-            log: log.path(o)?.to_path_buf(),
-            rows: o.top.unwrap_or(LIVE_ROWS),
-            clear: o.output.is_none() && std::io::stdout().is_terminal(),
-            printed: false,
-        })
+/// The live profile of this run, if it shows one: sampling into a temporary log with no
+/// analysis but `--top`, or `-T` with a log that can be read back.
+fn live_profile(o: &Options, log: &LogSink) -> Option<LiveProfile> {
+    let other_analyses = report::wants_analysis(&Options { top: None, ..o.clone() });
+    let temporary = matches!(log, LogSink::Temporary(..));
+    if !(o.top_mode || (temporary && !other_analyses)) {
+        return None;
     }
-
-    /// Prints the profile of the log written so far (nothing before the first sample), read
-    /// through a bounded window. A log that is still being written may end inside a record:
-    /// the profile is that of the whole records before it, and errors are left for the final
-    /// profile to report.
-    fn print_current(&mut self, o: &Options, out: &mut dyn Write) -> Result<(), Failure> {
-        let _ = api::flush_log();
-        let Ok(file) = File::open(&self.log) else { return Ok(()) };
-        let Ok(read) = report::read_log(o, file, "the log") else { return Ok(()) };
-        self.print(&read.profile, self.clear, out)
-    }
-
-    /// Prints the flat profile of `profile`, after clearing the screen when `clear`.
-    fn print(
-        &mut self,
-        profile: &analysis::Profile,
-        clear: bool,
-        out: &mut dyn Write,
-    ) -> Result<(), Failure> {
-        let mut text = Vec::new();
-        analysis::write_top(profile, self.rows, &mut text)
-            .map_err(|e| io_failure("writing the profile", &e))?;
-        if text.is_empty() {
-            return Ok(());
-        }
-        let before: &[u8] = if clear {
-            b"\x1b[H\x1b[2J"
-        } else if self.printed {
-            b"\n"
-        } else {
-            b""
-        };
-        out.write_all(before)
-            .and_then(|()| out.write_all(&text))
-            .and_then(|()| out.flush())
-            .map_err(|e| io_failure("writing the profile", &e))?;
-        self.printed = true;
-        Ok(())
-    }
+    Some(LiveProfile::new(o, log.path(o)?.to_path_buf()))
 }
 
 /// The files a run creates. Until the measurement starts they hold nothing of value, so a run
@@ -227,11 +167,31 @@ fn allocate(o: &Options, ncpu: u32) -> Result<Vec<Allocated>, Failure> {
             if let Some(rate) = request.rate {
                 spec = spec.rate(rate);
             }
+            if let Some(hz) = request.frequency {
+                spec = spec.rate(clock_period(request, hz)?);
+            }
             let pmc = spec.allocate().map_err(|e| allocation_failure(request, cpu, &out, &e))?;
             out.push(Allocated { pmc, request: request.clone(), cpu });
         }
     }
     Ok(out)
+}
+
+/// The sampling period of `request`'s clock event for `hz` samples a second (`--freq`); only
+/// the clock events, whose rate is a time, have one.
+fn clock_period(request: &PmcRequest, hz: u64) -> Result<u64, Failure> {
+    let event = api::lookup_event(&request.spec)
+        .map_err(|e| Failure::pmc(&format!("event {:?}", request.spec), &e))?;
+    match &event.kind {
+        pmc::events::EventKind::Soft { name } if pmc::host::is_clock_event(name) => {
+            Ok(1_000_000_000 / hz)
+        }
+        _ => Err(Failure::usage(format!(
+            "--freq {hz}: {:?} is not a clock event (its rate counts events, not time): give -n \
+             for it, or sample cpu-clock",
+            request.spec
+        ))),
+    }
 }
 
 /// Why `request` (on `cpu`) could not be allocated after `allocated`: when its class has no
@@ -389,6 +349,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     if let Some(pid) = child {
         api::resume(pid).map_err(|e| Failure::pmc("cannot start the command", &e))?;
     }
+    let started = Instant::now();
     files.measuring();
 
     let counting: Vec<&Allocated> = pmcs.iter().filter(|a| !a.request.mode.is_sampling()).collect();
@@ -403,8 +364,14 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
         .map(|a| Column::new(&a.request.spec, a.cpu, width_of(a), a.request.cumulative))
         .collect();
     let print_counts = !o.json && !columns.is_empty();
+    // For people (a terminal, or when asked; scripts that read standard error get FreeBSD's
+    // layout alone): the summary at the end, and with -w a time column.
+    let for_people = o.summary || std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let timed = for_people && o.interval.is_some() && o.output.is_none();
+    let elapsed = || timed.then(|| started.elapsed());
     if print_counts {
-        counts::write_header(&columns, &mut out).map_err(|e| io_failure("writing counts", &e))?;
+        counts::write_header(&columns, timed, &mut out)
+            .map_err(|e| io_failure("writing counts", &e))?;
     }
     let read_all = || -> Result<Vec<u64>, Failure> {
         counting
@@ -417,7 +384,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             .collect()
     };
 
-    let mut live = log.as_ref().and_then(|log| LiveProfile::of(o, log));
+    let mut live = log.as_ref().and_then(|log| live_profile(o, log));
     let mut stdout = std::io::stdout();
     let interval = Duration::from_secs_f64(o.interval.unwrap_or(DEFAULT_INTERVAL));
     let deadline = o.duration.map(|d| Instant::now() + Duration::from_secs_f64(d));
@@ -486,11 +453,11 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             }
             if let Some(view) = live.as_mut() {
                 let sink: &mut dyn Write = if o.output.is_some() { &mut out } else { &mut stdout };
-                view.print_current(o, sink)?;
+                view.show_current(o, sink)?;
             }
             if print_counts {
                 let values = read_all()?;
-                counts::write_values(&mut columns, &values, &mut out)
+                counts::write_values(&mut columns, &values, elapsed(), &mut out)
                     .map_err(|e| io_failure("writing counts", &e))?;
             }
         };
@@ -505,7 +472,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     let values = read_all()?;
     let log_error = log.as_ref().and_then(|_| close_log().err());
     if print_counts {
-        counts::write_values(&mut columns, &values, &mut out)
+        counts::write_values(&mut columns, &values, elapsed(), &mut out)
             .map_err(|e| io_failure("writing counts", &e))?;
         writeln!(out).map_err(|e| io_failure("writing counts", &e))?;
     }
@@ -514,6 +481,25 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             .map_err(|e| io_failure("writing counts", &e))?;
     }
     out.flush().map_err(|e| io_failure("writing counts", &e))?;
+    if print_counts && child.is_some() && o.verbosity >= 0 && for_people {
+        let (user, sys) = summary::children_cpu_time();
+        let summary = summary::Summary {
+            command: o.command.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" "),
+            counts: counting
+                .iter()
+                .map(|a| a.request.spec.clone())
+                .zip(values.iter().copied())
+                .collect(),
+            elapsed: started.elapsed(),
+            user,
+            sys,
+            descendants: counting
+                .iter()
+                .any(|a| a.request.flags.contains(pmc::PmcFlags::DESCENDANTS)),
+        };
+        summary::write_summary(&summary, &mut std::io::stderr())
+            .map_err(|e| io_failure("writing the summary", &e))?;
+    }
     if let Some(why) = &log_error {
         eprintln!("pmcstat: {LOG_WRITE_FAILED}: {why}");
     }
@@ -537,12 +523,10 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 let profile = &read.profile;
                 let mut rest = o.clone();
                 if let Some(view) = live.as_mut() {
-                    // The final profile; on a terminal the screen is cleared first unless that
-                    // would hide the final counts.
-                    let clear = view.clear && !print_counts;
+                    // The final profile, as text that stays on the terminal.
                     let sink: &mut dyn Write =
                         if o.output.is_some() { &mut out } else { &mut stdout };
-                    view.print(profile, clear, sink)?;
+                    view.show_final(profile, sink)?;
                     rest.top = None;
                 }
                 report::write_analyses(&rest, profile)?;

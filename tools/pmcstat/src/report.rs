@@ -49,7 +49,7 @@ fn open_log(path: &Path) -> Result<File, Failure> {
 pub fn run(o: &Options, log: &Path) -> Result<i32, Failure> {
     let file = open_log(log)?;
     let name = log.display().to_string();
-    if !wants_analysis(o) {
+    if !wants_analysis(o) && !o.json {
         let mut out = text_output(o)?;
         let end = pmclog::dump_reader_with_names(file, PmuEventNames, &mut out)
             .map_err(|e| io_failure("writing the dump", &e))?;
@@ -63,6 +63,7 @@ pub fn run(o: &Options, log: &Path) -> Result<i32, Failure> {
         return Ok(0);
     }
     let read = read_log(o, file, &name)?;
+    check_thread(o, &read.profile, &name)?;
     write_analyses(o, &read.profile)?;
     report_profile_warnings(o, &read.profile);
     let status = check_end(&read, &name).map(|()| 0);
@@ -81,6 +82,8 @@ pub fn read_log(o: &Options, input: impl Read, name: &str) -> Result<ReadLog, Fa
         show_offsets: o.offsets,
         raw_addresses: o.addresses,
         thread: o.thread,
+        lines: o.calltree.is_some() || o.pprof.is_some(),
+        ..ResolveOptions::default()
     };
     Profile::from_reader_with_names(input, &resolve, &PmuEventNames)
         .map_err(|e| io_failure(&format!("cannot read log {name}"), &e))
@@ -108,6 +111,20 @@ pub fn check_end(read: &ReadLog, name: &str) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `-i tid` on a log (`name`) without a sample of that thread is a mistake, not an empty
+/// report: say which threads it has.
+fn check_thread(o: &Options, profile: &Profile, name: &str) -> Result<(), Failure> {
+    let Some(tid) = o.thread.filter(|tid| !profile.threads().contains(tid)) else {
+        return Ok(());
+    };
+    let threads: Vec<String> = profile.threads().iter().map(i32::to_string).collect();
+    let known = match threads.is_empty() {
+        true => "it has no samples".to_owned(),
+        false => format!("threads with samples: {}", threads.join(", ")),
+    };
+    Err(Failure::usage(format!("-i {tid}: no samples of thread {tid} in {name} ({known})")))
+}
+
 /// Writes the analyses the options ask for.
 pub fn write_analyses(o: &Options, profile: &Profile) -> Result<(), Failure> {
     let depth = o.depth.unwrap_or(analysis::DEFAULT_CALLGRAPH_DEPTH);
@@ -129,9 +146,17 @@ pub fn write_analyses(o: &Options, profile: &Profile) -> Result<(), Failure> {
     if let Some(path) = &o.pprof {
         write_file(path, |out| analysis::write_pprof(profile, out))?;
     }
-    if let Some(rows) = o.top {
+    // With -R, --json is the flat profile (in a measurement it is the counts).
+    let json = o.json && o.read_log.is_some();
+    if let Some(rows) = o.top.filter(|_| !json) {
         let mut out = text_output(o)?;
         analysis::write_top(profile, rows, &mut out)
+            .map_err(|e| io_failure("writing the profile", &e))?;
+        out.flush().map_err(|e| io_failure("writing the profile", &e))?;
+    }
+    if json {
+        let mut out = text_output(o)?;
+        analysis::write_json(profile, o.top.unwrap_or(usize::MAX), &mut out)
             .map_err(|e| io_failure("writing the profile", &e))?;
         out.flush().map_err(|e| io_failure("writing the profile", &e))?;
     }
@@ -141,7 +166,7 @@ pub fn write_analyses(o: &Options, profile: &Profile) -> Result<(), Failure> {
 /// `-g`: the gmon files under the `-D` directory (default `.`), in the layout of the gprof of
 /// this system ([`analysis::GmonHeader::native`]); `-M`: the mapping of images to them.
 fn write_gmon(o: &Options, profile: &Profile) -> Result<(), Failure> {
-    let gmons = analysis::gmon_profiles(profile);
+    let gmons = analysis::gmon_profiles(profile, o.gmon_kernel);
     let dir = o.gmon_dir.clone().unwrap_or_else(|| PathBuf::from("."));
     analysis::write_gmon_files(&gmons, &dir, analysis::GmonHeader::native())
         .map_err(|e| io_failure("writing gmon files", &e))?;

@@ -70,6 +70,8 @@ pub fn catch<T: Send + 'static>(to: Sender<T>, wrap: fn(Interrupt) -> T) -> Resu
 /// Ends pmcstat at once as `signal`'s default action does. Exit handlers are not run: they
 /// would wait for the measurement the signal interrupts.
 fn end_now(signal: i32) -> ! {
+    // A live view must not leave the terminal on its alternate screen.
+    crate::live::restore_terminal();
     let _ = signal_hook::low_level::emulate_default_handler(signal);
     // SAFETY: _exit(2) takes no pointers; nothing after it runs.
     unsafe { libc::_exit(128 + signal) }

@@ -12,8 +12,8 @@ use pmc::events::pmu_table::PmuEventNames;
 use std::sync::OnceLock;
 
 use common::{
-    Host, Json, Run, allocations, arg, c_program, parse_callgraph, parse_folded, parse_top,
-    pmcstat, pmcstat_as_nobody, sample_hot, samples_per_pmc, write_log,
+    Host, Json, Run, allocations, arg, c_program, one_line_error, parse_callgraph, parse_folded,
+    parse_top, pmcstat, pmcstat_as_nobody, sample_hot, samples_per_pmc, write_log,
 };
 
 /// The values line of FreeBSD's counting output for 64-bit counters: 20 digits a column, the
@@ -283,7 +283,7 @@ fn an_unprivileged_user_counts_and_samples_own_commands_in_user_mode() {
     // become an unprivileged user, and util-linux's setpriv; skipped otherwise.
     let Some(mut nobody) = pmcstat_as_nobody() else { return };
     let program = c_program("hot");
-    let args = ["-p", "task-clock", "-n", "1", "-P", "cpu-clock", "--"];
+    let args = ["-p", "task-clock", "-n", "1000000", "-P", "cpu-clock", "--"];
     let output = nobody.args(args).arg(&program).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -305,7 +305,7 @@ fn the_raw_log_goes_to_a_tcp_socket_with_o_host_port() {
     let program = c_program("hot");
     let run = pmcstat(
         Host::Linux,
-        &["-n", "1", "-P", "cpu-clock", "-O", &address, "--", arg(&program), "100000000"],
+        &["-n", "1000000", "-P", "cpu-clock", "-O", &address, "--", arg(&program), "100000000"],
     );
     run.assert_status(0);
     let bytes = receiver.join().unwrap();
@@ -394,4 +394,149 @@ fn the_launched_command_gets_sigpipe_as_usual() {
     let run = pmcstat(Host::Linux, &args);
     run.assert_status(0);
     assert_eq!((run.stdout.as_str(), run.stderr.as_str()), ("done\n", ""), "{}", run.describe());
+}
+
+/// The `--summary` block of a run's standard error: the lines after FreeBSD's counts.
+fn summary_lines(run: &Run) -> Vec<String> {
+    let text = run.stderr.split_once("Performance counter stats for").map_or("", |(_, rest)| rest);
+    text.lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn the_summary_follows_freebsds_counts_with_units_rates_and_times() {
+    let hot = c_program("hot");
+    let run = pmcstat(
+        Host::Linux,
+        &["--summary", "-p", "task-clock", "-p", "page-faults", "--", arg(&hot), "50000000"],
+    );
+    run.assert_status(0);
+    // FreeBSD's layout first, as scripts read it.
+    assert!(run.stderr.starts_with(&header(&["task-clock", "page-faults"])), "{}", run.describe());
+    let lines = summary_lines(&run);
+    assert!(lines[0].starts_with(&format!(" '{} 50000000':", arg(&hot))), "{lines:?}");
+    let task_clock = lines.iter().find(|l| l.contains("task-clock")).unwrap();
+    assert!(
+        task_clock.contains(" msec task-clock") && task_clock.contains("CPUs utilized"),
+        "{task_clock}"
+    );
+    let faults = lines.iter().find(|l| l.contains("page-faults")).unwrap();
+    assert!(faults.ends_with("/sec"), "{faults}");
+    for time in ["seconds time elapsed", "seconds user", "seconds sys"] {
+        assert!(lines.iter().any(|l| l.ends_with(time)), "{time}: {lines:?}");
+    }
+    // Counts are those of FreeBSD's line, with separators.
+    let values = parse_values(run.stderr.lines().nth(1).unwrap(), 2);
+    let shown: String = faults.split_whitespace().next().unwrap().replace(',', "");
+    assert_eq!(shown, values[1].to_string());
+    let ms = task_clock.split_whitespace().next().unwrap();
+    assert_eq!(ms, format!("{:.2}", values[0] as f64 / 1e6));
+    assert!(!run.stderr.contains("add -d"), "a program that starts no process");
+}
+
+#[test]
+fn the_summary_notes_processes_that_were_not_followed() {
+    let hot = c_program("hot");
+    let command = format!("{} 100000000", arg(&hot));
+    let without =
+        pmcstat(Host::Linux, &["--summary", "-p", "task-clock", "--", "sh", "-c", &command]);
+    without.assert_status(0);
+    assert!(without.stderr.contains("add -d to count them too"), "{}", without.describe());
+    let with =
+        pmcstat(Host::Linux, &["--summary", "-d", "-p", "task-clock", "--", "sh", "-c", &command]);
+    with.assert_status(0);
+    assert!(!with.stderr.contains("add -d"), "{}", with.describe());
+}
+
+#[test]
+fn the_summary_is_left_out_for_scripts_and_with_q() {
+    for args in [
+        &["-p", "task-clock", "--", "true"][..],
+        &["--summary", "-q", "-p", "task-clock", "--", "true"],
+    ] {
+        let run = pmcstat(Host::Linux, args);
+        run.assert_status(0);
+        assert!(!run.stderr.contains("Performance counter stats"), "{args:?}: {}", run.describe());
+    }
+}
+
+#[test]
+fn freq_samples_the_clock_event_that_many_times_a_second_of_cpu_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("freq.log");
+    let hot = c_program("hot");
+    let run = pmcstat(
+        Host::Linux,
+        &[
+            "-p",
+            "task-clock",
+            "--freq",
+            "10000",
+            "-P",
+            "cpu-clock",
+            "-O",
+            arg(&log),
+            "--",
+            arg(&hot),
+            "200000000",
+        ],
+    );
+    run.assert_status(0);
+    let cpu_ns = counts(&run, &["task-clock"])[0];
+    let bytes = std::fs::read(&log).unwrap();
+    // The log says the period: 100 000 ns.
+    let rates: Vec<(String, u64)> =
+        allocations(&bytes).into_iter().map(|(_, name, rate)| (name, rate)).collect();
+    assert_eq!(rates, [("task-clock".to_owned(), 0), ("cpu-clock".to_owned(), 100_000)]);
+    // One sample per 100 µs of CPU time: at least half of them (a sample needs the timer to
+    // fire while the program runs), and not more than cpu-clock and task-clock, two clocks of
+    // the same CPU time, can differ by (5 %).
+    let samples: u64 = samples_per_pmc(&bytes).values().sum();
+    let expected = cpu_ns / 100_000;
+    assert!(
+        samples * 2 >= expected && samples <= expected + expected / 20 + 10,
+        "{samples} samples for {cpu_ns} ns"
+    );
+}
+
+#[test]
+fn clock_rates_are_nanoseconds_from_perfs_shortest_period() {
+    let short = pmcstat(Host::Linux, &["-n", "5000", "-P", "cpu-clock", "--", "true"]);
+    let message = one_line_error(&short);
+    assert!(message.contains("10000 ns") && message.contains("nanoseconds"), "{message}");
+    let hardware = pmcstat(Host::Linux, &["--freq", "100", "-P", "page-faults", "--", "true"]);
+    hardware.assert_status(64);
+    assert!(one_line_error(&hardware).contains("not a clock event"), "{}", hardware.stderr);
+    for (freq, range) in [("0", "from 1 to 100000"), ("200000", "from 1 to 100000")] {
+        let run = pmcstat(Host::Linux, &["--freq", freq, "-P", "cpu-clock", "--", "true"]);
+        run.assert_status(64);
+        assert!(one_line_error(&run).contains(range), "{}", run.stderr);
+    }
+    let trailing = pmcstat(Host::Linux, &["-P", "cpu-clock", "--freq", "100", "--", "true"]);
+    trailing.assert_status(64);
+    assert!(
+        one_line_error(&trailing).contains("--freq 100 applies to the sampling PMCs"),
+        "{}",
+        trailing.stderr
+    );
+}
+
+#[test]
+fn interval_lines_for_people_start_with_the_seconds_since_the_start() {
+    let hot = c_program("hot");
+    let run = pmcstat(
+        Host::Linux,
+        &["--summary", "-w", "0.1", "-p", "task-clock", "--", arg(&hot), "400000000"],
+    );
+    run.assert_status(0);
+    let mut lines = run.stderr.lines();
+    assert_eq!(lines.next(), Some(format!("#      seconds {:>20} ", "p/task-clock").as_str()));
+    let times: Vec<f64> = lines
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    assert!(times.len() >= 2, "{}", run.describe());
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
+    // Scripts (no --summary, not a terminal) get FreeBSD's layout.
+    let plain = pmcstat(Host::Linux, &["-w", "0.1", "-p", "task-clock", "--", "true"]);
+    assert!(plain.stderr.starts_with(&header(&["task-clock"])), "{}", plain.describe());
 }

@@ -81,7 +81,8 @@ fn files_under(dir: &Path) -> Vec<String> {
 
 /// The gmon file of hot-cold as GNU gprof (or, on FreeBSD, FreeBSD's gprof) reads it: a BSD
 /// header, one u16 counter per 16 bytes from the first function to the end of the last
-/// (rounded up to a whole counter), then the arcs main → hot and main → cold.
+/// (rounded up to a whole counter), then the arcs main → hot and main → cold. The profiling
+/// rate is 1: the event (instructions) is no clock, each sample is one unit.
 fn expected_gmon(h: &HotCold) -> Vec<u8> {
     let header = if cfg!(target_os = "freebsd") { 48 } else { 40 };
     let low = h.functions.iter().map(|f| f.0).min().unwrap();
@@ -92,6 +93,7 @@ fn expected_gmon(h: &HotCold) -> Vec<u8> {
     bytes.extend_from_slice(&(low + 16 * buckets as u64).to_le_bytes());
     bytes.extend_from_slice(&((header + 2 * buckets) as u32).to_le_bytes());
     bytes.extend_from_slice(&0x0005_1879u32.to_le_bytes());
+    bytes.extend_from_slice(&1u32.to_le_bytes());
     bytes.resize(header, 0);
     let mut histogram = vec![0u16; buckets];
     histogram[((h.hot - low) / 16) as usize] = 90;
@@ -279,7 +281,7 @@ fn describe_prints_the_encoding_of_fixed_and_programmable_events() {
          counter:        fixed counter 0 (INSTR_RETIRED.ANY)\n\
          FreeBSD event:  0x10000 (INSTR_RETIRED_ANY)\n\
          rings:          user and kernel\n\
-         sampling rate:  65536 (when -n is not given)\n"
+         sampling rate:  65536 events (when -n is not given)\n"
     );
     // FreeBSD's alias `instructions` is inst_retired.any_p, on a programmable counter, with
     // Intel's sample-after value as its default rate.
@@ -294,7 +296,7 @@ fn describe_prints_the_encoding_of_fixed_and_programmable_events() {
          rings:          user and kernel\n\
          flags:          none\n\
          PERFEVTSEL:     0x000300c0\n\
-         sampling rate:  2000003 (when -n is not given)\n"
+         sampling rate:  2000003 events (when -n is not given)\n"
     );
     let run = pmcstat(Host::Sim, &["-u", "inst_retired.any_p,usr,edge,cmask=2"]);
     run.assert_status(0);
@@ -308,7 +310,7 @@ fn describe_prints_the_encoding_of_fixed_and_programmable_events() {
          rings:          user\n\
          flags:          edge cmask=2\n\
          PERFEVTSEL:     0x020500c0\n\
-         sampling rate:  2000003 (when -n is not given)\n"
+         sampling rate:  2000003 events (when -n is not given)\n"
     );
 }
 
@@ -321,7 +323,7 @@ fn describe_prints_the_software_event_behind_a_name() {
         "event:          CLOCK.PROF\n\
          class:          SOFT (software event)\n\
          software event: cpu-clock (a Linux perf software event)\n\
-         sampling rate:  1 (when -n is not given)\n"
+         sampling rate:  1000000 ns, 1000 samples a second (when -n or --freq is not given)\n"
     );
     let unknown = pmcstat(Host::Linux, &["-u", "no-such-event"]);
     assert!(one_line_error(&unknown).contains("no-such-event"));
@@ -399,6 +401,18 @@ fn gprof_reads_the_gmon_file_of_a_sampled_c_program() {
     assert_eq!(first.len(), 7, "hot_function has a calls column (the arcs were read):\n{text}");
     let calls: u64 = first[3].parse().unwrap();
     assert_eq!(calls, main_calls_hot_function(dir.path()), "{text}");
+    // The profiling rate: cpu-clock sampled every 1 ms is 1000 samples a second, so
+    // gprof's seconds are the CPU time the samples stand for.
+    let bytes = std::fs::read(&gmon).unwrap();
+    assert_eq!(u32::from_le_bytes(bytes[24..28].try_into().unwrap()), 1000, "profrate");
+    let top = on_sampled_log(dir.path(), &["--top", "1"]);
+    let hot_samples = parse_top(&top.stdout)[0].2[0].self_samples;
+    let self_seconds: f64 = first[2].parse().unwrap();
+    let expected = hot_samples as f64 / 1000.0;
+    assert!(
+        (self_seconds - expected).abs() < 0.0051,
+        "{self_seconds} s for {hot_samples} samples:\n{text}"
+    );
 }
 
 #[test]

@@ -262,7 +262,8 @@ fn top_of_hot_cold_is_exact() {
             "@ INSTR_RETIRED_ANY [100 samples]\n \
              self%     self  total%    total  function  image\n \
              90.00       90   90.00       90  hot       {IMAGE}\n \
-             10.00       10   10.00       10  cold      {IMAGE}\n"
+             10.00       10   10.00       10  cold      {IMAGE}\n\
+             (1 more function: --top N shows N)\n"
         )
     );
 }
@@ -372,4 +373,79 @@ fn the_thread_filter_analyses_one_threads_samples() {
         let blocks = common::parse_top(&run.stdout);
         assert_eq!(blocks[0].1, samples, "thread {tid}");
     }
+}
+
+#[test]
+fn json_profile_of_hot_cold_is_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = sample_hot_cold(dir.path());
+    let run = pmcstat(Host::Sim, &["-q", "-R", arg(&log), "--json"]);
+    run.assert_status(0);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let pmcs = v["pmcs"].as_array().unwrap();
+    assert_eq!(pmcs.len(), 1);
+    assert_eq!(
+        (pmcs[0]["event"].as_str(), pmcs[0]["samples"].as_u64()),
+        (Some("INSTR_RETIRED_ANY"), Some(100))
+    );
+    let rows: Vec<(&str, u64, u64)> = pmcs[0]["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            assert_eq!(f["image"].as_str(), Some(IMAGE));
+            (
+                f["function"].as_str().unwrap(),
+                f["self"].as_u64().unwrap(),
+                f["total"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(rows, [("hot", 90, 90), ("cold", 10, 10), ("main", 0, 100)]);
+}
+
+#[test]
+fn a_thread_without_samples_is_an_error_that_lists_the_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = sample_hot_cold(dir.path());
+    let tids: Vec<i32> = {
+        let bytes = std::fs::read(&log).unwrap();
+        let mut tids: Vec<i32> = pmclog::Records::new(&bytes)
+            .filter_map(|e| match e.unwrap().record {
+                pmclog::Record::Callchain(cc) => Some(cc.tid),
+                _ => None,
+            })
+            .collect();
+        tids.sort();
+        tids.dedup();
+        tids
+    };
+    assert_eq!(tids.len(), 1);
+    let ok = pmcstat(Host::Sim, &["-q", "-R", arg(&log), "-i", &tids[0].to_string(), "--top", "1"]);
+    ok.assert_status(0);
+    let missing = pmcstat(Host::Sim, &["-R", arg(&log), "-i", "99999", "--top", "1"]);
+    missing.assert_status(64);
+    let message = common::one_line_error(&missing);
+    assert!(
+        message.contains("no samples of thread 99999")
+            && message.contains(&format!("threads with samples: {}", tids[0])),
+        "{message}"
+    );
+}
+
+#[test]
+fn the_summary_of_hot_cold_has_exact_counts_and_instructions_per_cycle() {
+    let run = pmcstat(
+        Host::Sim,
+        &["--summary", "-p", "instructions", "-p", "unhalted-cycles", "-p", "branches", "hot-cold"],
+    );
+    run.assert_status(0);
+    let summary = run.stderr.split_once("Performance counter stats for 'hot-cold':").unwrap().1;
+    // 10 000 000 instructions in 12 500 000 cycles: 0.80 per cycle.
+    assert!(
+        summary.contains("10,000,000      instructions     #     0.80  insn per cycle\n"),
+        "{summary}"
+    );
+    assert!(summary.contains("12,500,000      unhalted-cycles  # "), "{summary}");
+    assert!(summary.contains("1,000,000      branches         # "), "{summary}");
 }

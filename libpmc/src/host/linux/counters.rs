@@ -24,8 +24,6 @@ use super::perf::{self, Rings, Sampling, Scope, Source};
 use super::rings::{Event, Ring, RingMeta};
 use super::worker::{PROCESS_KEY, Watched};
 
-/// Nanoseconds in one tick of the clock events when they sample (FreeBSD's hz = 1000).
-const CLOCK_TICK_NS: u64 = 1_000_000;
 /// `kern.hwpmc.callchaindepth`'s default, the depth the driver keeps.
 const CALLCHAIN_DEPTH: usize = 128;
 /// IA32_PERFEVTSEL's AnyThread and pin-control bits.
@@ -151,12 +149,6 @@ fn source_of(pmc: &HostedPmc) -> Result<Source, Errno> {
     }
 }
 
-/// The sampling period perf uses: the reload count, in ticks of [`CLOCK_TICK_NS`] for the
-/// clock events.
-fn period_of(source: Source, reload: u64) -> u64 {
-    if perf::is_clock(source) { reload.saturating_mul(CLOCK_TICK_NS) } else { reload }
-}
-
 /// Whether perf lets this process measure `pid` in kernel mode too (it does not for an
 /// unprivileged caller when `kernel.perf_event_paranoid` is 2 or more).
 fn kernel_mode_allowed(source: Source, rings: Rings, pid: Pid) -> bool {
@@ -180,8 +172,17 @@ impl Plan {
     fn of(pmc: &HostedPmc) -> Result<Plan, Errno> {
         let source = source_of(pmc)?;
         let callchain = pmc.flags.contains(PmcFlags::CALLCHAIN);
+        // The reload count is the period: events, or nanoseconds for the clock events.
+        let min = crate::host::CLOCK_MIN_PERIOD_NS;
+        if pmc.id.mode.is_sampling() && perf::is_clock(source) && pmc.reload < min {
+            let why = format!(
+                "the clock events sample at most every {min} ns (100 kHz); the rate counts \
+                 nanoseconds: give {min} or more"
+            );
+            return Err(explain(Errno::Inval, why));
+        }
         let sampling = pmc.id.mode.is_sampling().then(|| Sampling {
-            period: period_of(source, pmc.reload.max(1)),
+            period: pmc.reload.max(1),
             callchain,
             side_band: true,
         });
@@ -499,13 +500,36 @@ mod tests {
     }
 
     #[test]
+    fn a_clock_period_below_perfs_minimum_is_refused_with_the_minimum() {
+        let counters = PerfCounters::new(1, keep);
+        let id = PmcId { cpu: None, mode: Mode::ThreadSampling, class: Class::Soft, row: 0 };
+        let pmc = |reload| HostedPmc {
+            token: 8,
+            id,
+            event: HostedEvent::Soft { event: event::SOFT_FIRST },
+            user: true,
+            kernel: true,
+            flags: PmcFlags::empty(),
+            reload,
+        };
+        let min = crate::host::CLOCK_MIN_PERIOD_NS;
+        assert_eq!(counters.check(&pmc(min - 1)), Err(Errno::Inval));
+        let why = super::super::kernel::explanation(Errno::Inval).unwrap();
+        assert!(why.contains("10000 ns"), "{why}");
+        assert_eq!(counters.check(&pmc(min)), Ok(()));
+        // A counting PMC's reload is its initial count, not a period.
+        let counting = HostedPmc { id: PmcId { mode: Mode::ThreadCounting, ..id }, ..pmc(1) };
+        assert_eq!(counters.check(&counting), Ok(()));
+    }
+
+    #[test]
     fn a_stop_hands_over_every_sample_its_rings_hold() {
         // A ring on every CPU: the thread runs wherever the scheduler puts it.
         // SAFETY: sysconf has no memory-safety preconditions.
         let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as u32;
         let counters = PerfCounters::new(ncpu, keep);
         let id = PmcId { cpu: None, mode: Mode::ThreadSampling, class: Class::Soft, row: 0 };
-        // SOFT_FIRST is cpu-clock; one sample per millisecond.
+        // SOFT_FIRST is cpu-clock; one sample per millisecond (1 000 000 ns).
         let pmc = HostedPmc {
             token: 7,
             id,
@@ -513,7 +537,7 @@ mod tests {
             user: true,
             kernel: true,
             flags: PmcFlags::empty(),
-            reload: 1,
+            reload: 1_000_000,
         };
         assert_eq!(perf::SOFTWARE_EVENTS[0].0, "cpu-clock");
         counters.start(&pmc, &[std::process::id() as Pid]).unwrap();

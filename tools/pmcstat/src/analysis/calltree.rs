@@ -25,9 +25,13 @@
 //!   letters, digits and `_` (anything else becomes `_`); a renamed event gets an
 //!   `event: NAME : original name` line.
 //! - Positions are instruction addresses (`positions: instr`) in the image's link-time addresses
-//!   (run-time addresses for images that could not be read). There is no line information:
-//!   every function's file is `???`, as callgrind writes for code without debug information,
-//!   and its object (`ob=`) is the image.
+//!   (run-time addresses for images that could not be read), and its object (`ob=`) is the
+//!   image. Without line information every function's file is `???`, as callgrind writes for
+//!   code without debug information. When the profile has source lines (DWARF of an image or
+//!   its debug file), positions are `instr line`: each function gets its source file (`fl=`)
+//!   and each cost line the line of its address in that function (for inlined code, the line
+//!   of the call that was inlined; 0 when unknown), so KCachegrind and `callgrind_annotate`
+//!   annotate the source.
 //! - A function is a resolved symbol (its name), or an unresolved address (`0x…`). Its self cost
 //!   is the samples taken in it, one cost line per sampled address.
 //! - Each caller → callee pair of adjacent frames in a call chain is a call: `cfn=` (after
@@ -115,8 +119,10 @@ pub fn write_calltree(profile: &Profile, out: &mut dyn Write) -> io::Result<()> 
         }
     }
 
+    let with_lines = profile.has_sources();
+    let positions = if with_lines { "instr line" } else { "instr" };
     let mut text =
-        String::from("# callgrind format\nversion: 1\ncreator: pmcstat\npositions: instr\n");
+        format!("# callgrind format\nversion: 1\ncreator: pmcstat\npositions: {positions}\n");
     let names = event_identifiers(&event_names);
     for (name, original) in names.iter().zip(&event_names) {
         if name != original {
@@ -135,6 +141,7 @@ pub fn write_calltree(profile: &Profile, out: &mut dyn Write) -> io::Result<()> 
     let mut order: Vec<usize> = (0..functions.len()).collect();
     order.sort_by_key(|&f| (image_rank.get(&functions[f].0), functions[f].1, &functions[f].2));
     let mut objects = Names::default();
+    let mut files = Names::default();
     let mut function_names = Names::default();
     let mut current_object: Option<&Arc<str>> = None;
     let mut called_object: Option<&Arc<str>> = None;
@@ -142,17 +149,30 @@ pub fn write_calltree(profile: &Profile, out: &mut dyn Write) -> io::Result<()> 
         let (image, _, name) = &functions[f];
         let c = &costs[f];
         text.push('\n');
+        // The function's own source frame (the outermost) at an address, when known.
+        let position = |address: u64| profile.source_in(image, address).last();
         if current_object != Some(image) {
             let _ = writeln!(text, "ob={}", objects.name(image.to_string(), image));
-            // callgrind_annotate takes a function's file from the last `fl=`; KCachegrind reads
-            // it per object. Every function's is `???`.
-            let file = if current_object.is_none() { "(1) ???" } else { "(1)" };
-            let _ = writeln!(text, "fl={file}");
             current_object = Some(image);
+            if !with_lines {
+                // callgrind_annotate takes a function's file from the last `fl=`; KCachegrind
+                // reads it per object. Every function's is `???`.
+                let _ = writeln!(text, "fl={}", files.name("???".to_owned(), "???"));
+            }
         }
+        if with_lines {
+            let sites = c.own.keys().chain(c.calls.keys().map(|(site, _)| site));
+            let file = sites.filter_map(|&a| position(a)?.file.clone()).next();
+            let file = file.as_deref().unwrap_or("???");
+            let _ = writeln!(text, "fl={}", files.name(file.to_owned(), file));
+        }
+        let line = |address: u64| match with_lines {
+            true => format!(" {}", position(address).map_or(0, |frame| frame.line)),
+            false => String::new(),
+        };
         let _ = writeln!(text, "fn={}", function_names.name(f.to_string(), name));
         for (address, cost) in &c.own {
-            let _ = writeln!(text, "{address:#x} {}", join(cost));
+            let _ = writeln!(text, "{address:#x}{} {}", line(*address), join(cost));
         }
         for (&(site, callee), (calls, cost)) in &c.calls {
             let (callee_image, callee_start, callee_name) = &functions[callee];
@@ -165,7 +185,7 @@ pub fn write_calltree(profile: &Profile, out: &mut dyn Write) -> io::Result<()> 
             }
             let _ = writeln!(text, "cfn={}", function_names.name(callee.to_string(), callee_name));
             let _ = writeln!(text, "calls={calls} {callee_start:#x}");
-            let _ = writeln!(text, "{site:#x} {}", join(cost));
+            let _ = writeln!(text, "{site:#x}{} {}", line(site), join(cost));
         }
     }
     out.write_all(text.as_bytes())
@@ -278,6 +298,47 @@ mod tests {
         );
         assert!(p.at("hot", 0) < p.at("warm", 0) && p.at("warm", 0) < p.at("main", 0));
         assert_eq!(calltree(&hot_warm_main(&p)), expected);
+    }
+
+    #[test]
+    fn calltree_with_dwarf_has_each_functions_file_and_the_line_of_every_position() {
+        let p = Program::build_with_lines(false);
+        let opts = ResolveOptions { lines: true, ..ResolveOptions::default() };
+        let profile = Profile::from_log(&hot_warm_main(&p).bytes(), &opts).unwrap();
+        let mut out = Vec::new();
+        write_calltree(&profile, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let source = p.source.display();
+        assert!(text.contains("positions: instr line\n"), "{text}");
+        let position = |f: &str, o: u64| format!("{:#x} {}", p.at(f, o), p.line_of(p.at(f, o)));
+        let expected = format!(
+            "ob=(1) {path}\n\
+             fl=(1) {source}\n\
+             fn=(1) hot\n\
+             {hot4} 6\n\
+             {hot8} 1\n\
+             \n\
+             fl=(1)\n\
+             fn=(2) warm\n\
+             {warm4} 3\n\
+             cfn=(1)\n\
+             calls=6 {hot0:#x}\n\
+             {warm10} 6\n",
+            path = p.log_path(),
+            hot0 = p.at("hot", 0),
+            hot4 = position("hot", 4),
+            hot8 = position("hot", 8),
+            warm4 = position("warm", 4),
+            warm10 = position("warm", 10),
+        );
+        assert!(text.contains(&expected), "{text}\nwanted:\n{expected}");
+        // hot's loop and warm's call are on the lines the C source has them on.
+        let line_of = |needle: &str| {
+            1 + crate::analysis::testutil::SOURCE.lines().position(|l| l.contains(needle)).unwrap()
+                as u32
+        };
+        assert_eq!(p.line_of(p.at("warm", 10)), line_of("return hot(x) + 1"));
+        assert!(p.line_of(p.at("hot", 8)) >= line_of("int hot(int x)"));
     }
 
     #[test]

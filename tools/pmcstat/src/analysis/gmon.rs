@@ -7,8 +7,12 @@
 //! one file, the file FreeBSD names for each of them. A file is a BSD gmon file:
 //!
 //! - a `struct gmonhdr`: `lpc`, `hpc` (8 bytes each), `ncnt`, `version` ([`GMONVERSION`]),
-//!   `profrate` (0: "use ticks"), `histcounter_type` (0: the historical 16-bit counters) and
-//!   spare words (4 bytes each), all little-endian (amd64) — see [`GmonHeader`] for its length;
+//!   `profrate`, `histcounter_type` (0: the historical 16-bit counters) and spare words (4 bytes
+//!   each), all little-endian (amd64) — see [`GmonHeader`] for its length. `profrate` is the
+//!   samples per second of a clock event ([`PmcProfile::clock_period_ns`]: 1000 for
+//!   `cpu-clock` sampling every 1 ms), so gprof's seconds are CPU time; for any other
+//!   event it is 1, so gprof's "seconds" are samples (FreeBSD writes 0, and gprof then takes
+//!   each sample for a tick of its own clock, 10 ms on Linux: time no counter measured);
 //! - the histogram: one `u16` counter per [`FUNCTION_ALIGNMENT`] bytes of the image's code,
 //!   bucket `(pc - lpc) / 16` for each sample whose program counter (the innermost one, in the
 //!   image's link-time addresses) lies in the code; a counter stops at 0xFFFF (a file with a
@@ -26,14 +30,16 @@
 //! the unrounded end, which makes gprof's buckets slightly smaller than pmcstat's.)
 //!
 //! Images that could not be read, and addresses no mapping covers, have no link-time addresses
-//! and get no file. Arcs between two images are left out: a gmon file describes one image.
+//! and get no file. Arcs between two images are left out: a gmon file describes one image. The
+//! Linux kernel (the [`pmc::host::KERNEL_SYMBOLS`] pseudo-image) gets a file only when asked:
+//! its text and modules span about a gigabyte, a histogram of over 100 MB.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::profile::{Location, Profile};
+use super::profile::{Location, PmcProfile, Profile};
 
 /// `GMONVERSION`: the version word of a 4.4BSD gmon header.
 pub const GMONVERSION: u32 = 0x0005_1879;
@@ -109,6 +115,8 @@ pub struct GmonProfile {
     pub samples: u64,
     /// Whether a counter had more samples than 0xFFFF and stopped there.
     pub saturated: bool,
+    /// `profrate`: samples per second for a clock event, 1 for any other.
+    pub profile_rate: u32,
 }
 
 impl GmonProfile {
@@ -134,7 +142,7 @@ impl GmonProfile {
         bytes.extend_from_slice(&self.high_pc.to_le_bytes());
         bytes.extend_from_slice(&ncnt.to_le_bytes());
         bytes.extend_from_slice(&GMONVERSION.to_le_bytes());
-        bytes.extend_from_slice(&0u32.to_le_bytes()); // profrate
+        bytes.extend_from_slice(&self.profile_rate.to_le_bytes());
         bytes.extend_from_slice(&0u32.to_le_bytes()); // histcounter_type (GNU: spare[0])
         bytes.resize(header.size(), 0); // spare words and padding
         for counter in &self.histogram {
@@ -159,13 +167,17 @@ struct Collect {
 
 /// The gprof profiles of `profile`: per event (in the order of
 /// [`Profile::sample_counts`]), per image (in the order the images first appear in
-/// [`Profile::frames`]).
-pub fn gmon_profiles(profile: &Profile) -> Vec<GmonProfile> {
+/// [`Profile::frames`]); the Linux kernel's only with `kernel`.
+pub fn gmon_profiles(profile: &Profile, kernel: bool) -> Vec<GmonProfile> {
     // Images in order of first appearance, with their code ranges.
     let mut image_order: Vec<Arc<str>> = Vec::new();
     let mut image_index: HashMap<Arc<str>, usize> = HashMap::new();
     for frame in profile.frames() {
-        if !image_index.contains_key(&frame.image) && profile.text_range(&frame.image).is_some() {
+        let wanted = kernel || &*frame.image != pmc::host::KERNEL_SYMBOLS;
+        if wanted
+            && !image_index.contains_key(&frame.image)
+            && profile.text_range(&frame.image).is_some()
+        {
             image_index.insert(frame.image.clone(), image_order.len());
             image_order.push(frame.image.clone());
         }
@@ -184,17 +196,17 @@ pub fn gmon_profiles(profile: &Profile) -> Vec<GmonProfile> {
     };
     let image_of = |location: &Location| image_index.get(&profile.frame(location.frame).image);
 
-    // Per event: per image.
-    let mut events: Vec<(String, HashMap<usize, Collect>)> = Vec::new();
+    // Per event (with its samples per second): per image.
+    let mut events: Vec<(String, u32, HashMap<usize, Collect>)> = Vec::new();
     for pmc in profile.pmcs() {
-        let at = match events.iter().position(|(name, _)| name == pmc.name()) {
+        let at = match events.iter().position(|(name, ..)| name == pmc.name()) {
             Some(i) => i,
             None => {
-                events.push((pmc.name().to_owned(), HashMap::new()));
+                events.push((pmc.name().to_owned(), profile_rate(pmc), HashMap::new()));
                 events.len() - 1
             }
         };
-        let images = &mut events[at].1;
+        let images = &mut events[at].2;
         for (stack, count) in pmc.location_stacks() {
             let Some(leaf) = stack.first() else { continue };
             if let Some(&image) = image_of(leaf) {
@@ -236,7 +248,7 @@ pub fn gmon_profiles(profile: &Profile) -> Vec<GmonProfile> {
 
     // Sample names: the basename, then basename~001, … in image order.
     let used: Vec<bool> = (0..image_order.len())
-        .map(|i| events.iter().any(|(_, images)| images.contains_key(&i)))
+        .map(|i| events.iter().any(|(.., images)| images.contains_key(&i)))
         .collect();
     let mut names: Vec<String> = vec![String::new(); image_order.len()];
     let mut taken: HashSet<String> = HashSet::new();
@@ -258,7 +270,7 @@ pub fn gmon_profiles(profile: &Profile) -> Vec<GmonProfile> {
     }
 
     let mut out = Vec::new();
-    for (event, mut images) in events {
+    for (event, profile_rate, mut images) in events {
         for (i, image) in image_order.iter().enumerate() {
             let Some(c) = images.remove(&i) else { continue };
             let (low_pc, buckets) = ranges[i];
@@ -282,10 +294,19 @@ pub fn gmon_profiles(profile: &Profile) -> Vec<GmonProfile> {
                     .collect(),
                 samples: c.samples,
                 saturated,
+                profile_rate,
             });
         }
     }
     out
+}
+
+/// `profrate` for the samples of `pmc`: samples per second of a clock event (at least 1), else 1.
+fn profile_rate(pmc: &PmcProfile) -> u32 {
+    match pmc.clock_period_ns() {
+        Some(period) => u32::try_from(1_000_000_000 / period).unwrap_or(u32::MAX).max(1),
+        None => 1,
+    }
 }
 
 /// The longest file name made from a log's name (NAME_MAX is 255 bytes).
@@ -376,7 +397,7 @@ mod tests {
     use object::{Object, ObjectSection, SectionKind};
 
     fn profiles(log: &LogBuilder) -> Vec<GmonProfile> {
-        gmon_profiles(&Profile::from_log(&log.bytes(), &ResolveOptions::default()).unwrap())
+        gmon_profiles(&Profile::from_log(&log.bytes(), &ResolveOptions::default()).unwrap(), false)
     }
 
     /// The code of the program: its text sections as `object` classifies them.
@@ -443,7 +464,7 @@ mod tests {
             assert_eq!(u64_at(&bytes, 8), g.high_pc, "hpc");
             assert_eq!(u32_at(&bytes, 16) as usize, length + 2 * n, "ncnt");
             assert_eq!(u32_at(&bytes, 20), 0x0005_1879, "version");
-            assert_eq!(u32_at(&bytes, 24), 0, "profrate");
+            assert_eq!(u32_at(&bytes, 24), 1, "profrate: one sample of INSTR_RETIRED_ANY a unit");
             assert!(bytes[28..length].iter().all(|&b| b == 0), "histcounter_type and spares");
             let histogram: Vec<u16> = bytes[length..length + 2 * n]
                 .chunks(2)
@@ -462,6 +483,51 @@ mod tests {
         }
         let native = if cfg!(target_os = "freebsd") { 48 } else { 40 };
         assert_eq!(GmonHeader::native().size(), native);
+    }
+
+    #[test]
+    fn a_clock_event_gives_gprof_its_samples_per_second() {
+        let p = Program::build(false);
+        for (rate, per_second) in [(1_000_000, 1000), (4_000_000, 250), (5_000_000_000, 1)] {
+            let mut log = LogBuilder::new();
+            log.push(&pmclog::Record::PmcAllocateDyn(pmclog::PmcAllocateDyn {
+                pmcid: 0x300,
+                event: 0x20001,
+                flags: 0,
+                rate,
+                name: b"cpu-clock",
+                layout: pmclog::DynLayout::Kernel,
+            }));
+            log.exec(1, p.log_path(), 0, 0).samples(1, 0x300, &[p.at("cold", 1)], 3);
+            let g = &profiles(&log)[0];
+            assert_eq!(g.profile_rate, per_second, "every {rate} ns");
+            assert_eq!(u32_at(&g.to_bytes(GmonHeader::Gnu).unwrap(), 24), per_second);
+        }
+    }
+
+    #[test]
+    fn the_linux_kernel_gets_a_gmon_file_only_when_asked() {
+        let root = tempfile::tempdir().unwrap();
+        let kallsyms = root.path().join(pmc::host::KERNEL_SYMBOLS.trim_start_matches('/'));
+        std::fs::create_dir_all(kallsyms.parent().unwrap()).unwrap();
+        std::fs::write(&kallsyms, "ffffffff81000000 T _stext\nffffffff81000100 T handler\n")
+            .unwrap();
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).map_in(
+            -1,
+            0xffff_ffff_8100_0000,
+            pmc::host::KERNEL_SYMBOLS,
+        );
+        log.samples_mode(5, 0x100, false, &[0xffff_ffff_8100_0104], 2);
+        let opts = ResolveOptions { fsroot: Some(root.path().to_owned()), ..Default::default() };
+        let profile = Profile::from_log(&log.bytes(), &opts).unwrap();
+        assert!(gmon_profiles(&profile, false).is_empty());
+        let with_kernel = gmon_profiles(&profile, true);
+        assert_eq!(with_kernel.len(), 1);
+        assert_eq!(
+            (&*with_kernel[0].image, with_kernel[0].samples),
+            (pmc::host::KERNEL_SYMBOLS, 2)
+        );
     }
 
     #[test]
@@ -622,6 +688,7 @@ mod tests {
             arcs: Vec::new(),
             samples: 0,
             saturated: false,
+            profile_rate: 1,
         };
         assert_eq!(g.relative_path(), PathBuf::from("a_b/prog.gmon"));
     }

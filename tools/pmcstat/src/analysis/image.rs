@@ -1,8 +1,16 @@
 //! Executable images: what the analysis needs from an ELF file (how it is laid out in memory and
 //! its function symbols), read once per path with the `object` crate.
+//!
+//! Symbols come from the image's own symbol table, else from its separate debug file
+//! ([`super::debuginfo`]), else from its dynamic symbols; code that no symbol covers is still
+//! grouped into functions by the image's `.eh_frame` (every function a compiler emits unwind
+//! information for has a frame description entry, stripped or not), named `image+0xOFFSET`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use super::debuginfo::{Check, DebugLinks, DebugSearch, debuglink_crc};
+use super::lines::{SourceFrame, SourceLines};
 
 use object::{
     Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, SectionFlags, SegmentFlags,
@@ -77,6 +85,21 @@ pub(crate) struct Image {
     /// Instead of `symbols`: a sorted symbol table searched in place (see
     /// [`SORTED_KALLSYMS_HEADER`]), for a kernel's ~100 000 symbols.
     sorted_table: Option<Arc<String>>,
+    /// Functions known only from `.eh_frame` (`[start, end)`, sorted, not overlapping), for
+    /// addresses no symbol covers.
+    unwind_functions: Vec<(u64, u64)>,
+    /// What unnamed functions are called after: the image file's name (`libz.so.1`).
+    label: Arc<str>,
+    /// The separate debug file the symbols were read from.
+    pub(crate) debug_file: Option<PathBuf>,
+    /// The `NT_GNU_BUILD_ID` note.
+    pub(crate) build_id: Option<Vec<u8>>,
+    /// Whether `symbols` come from a full symbol table (`.symtab`), not dynamic symbols only.
+    has_symbol_table: bool,
+    /// The file whose DWARF gives source lines (the debug file, else the image itself).
+    dwarf_file: Option<PathBuf>,
+    /// Its DWARF, read the first time a source line is asked for.
+    source_lines: std::sync::OnceLock<Option<SourceLines>>,
 }
 
 /// The first line of a kernel symbol table in the form the analysis searches without parsing
@@ -91,7 +114,19 @@ impl Image {
     /// A FIFO, device or directory is refused before it is opened (opening a FIFO blocks until
     /// a writer comes), and the file is opened non-blocking and checked again, in case the
     /// path was replaced in between.
+    #[cfg(test)]
     pub(crate) fn load(path: &Path) -> Result<Image, String> {
+        Image::load_with(path, None, &DebugSearch::default())
+    }
+
+    /// Reads the ELF file at `path` (under `fsroot` when given) as [`Image::load`] does and, if
+    /// it has no symbol table of its own, the symbols of its separate debug file as `search`
+    /// finds it.
+    pub(crate) fn load_with(
+        path: &Path,
+        fsroot: Option<&Path>,
+        search: &DebugSearch,
+    ) -> Result<Image, String> {
         use std::os::unix::fs::OpenOptionsExt;
         let failed = |e: std::io::Error| format!("{}: {e}", path.display());
         let regular = |meta: std::fs::Metadata| {
@@ -109,7 +144,21 @@ impl Image {
             .map_err(failed)?;
         regular(file.metadata().map_err(failed)?)?;
         let cache = object::ReadCache::new(file);
-        Image::parse(&cache).map_err(|e| format!("{}: {e}", path.display()))
+        let (mut image, links) =
+            Image::parse_with_links(&cache).map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Some(name) = path.file_name() {
+            image.label = Arc::from(name.to_string_lossy().as_ref());
+        }
+        if !image.has_symbol_table {
+            for (candidate, check) in search.candidates(path, fsroot, &links) {
+                if let Some(symbols) = debug_file_symbols(&candidate, check, &links) {
+                    image.use_debug_symbols(symbols, candidate);
+                    break;
+                }
+            }
+        }
+        image.dwarf_file = Some(image.debug_file.clone().unwrap_or_else(|| path.to_owned()));
+        Ok(image)
     }
 
     /// An image that has no file, described by its function symbols (start, end, name) at the
@@ -136,6 +185,13 @@ impl Image {
             text: Some((low, high)),
             symbols,
             sorted_table: sorted,
+            unwind_functions: Vec::new(),
+            label: Arc::from("image"),
+            debug_file: None,
+            build_id: None,
+            has_symbol_table: true,
+            dwarf_file: None,
+            source_lines: std::sync::OnceLock::new(),
         }
     }
 
@@ -180,7 +236,15 @@ impl Image {
     }
 
     /// Parses an ELF file held in memory (or read on demand through a `ReadRef`).
+    #[cfg(test)]
     pub(crate) fn parse<'data, R: object::ReadRef<'data>>(data: R) -> Result<Image, String> {
+        Image::parse_with_links(data).map(|(image, _)| image)
+    }
+
+    /// Parses an ELF file, and says what it names of its separate debug file.
+    fn parse_with_links<'data, R: object::ReadRef<'data>>(
+        data: R,
+    ) -> Result<(Image, DebugLinks), String> {
         let file = object::File::parse(data).map_err(|e| format!("not an object file: {e}"))?;
         if file.format() != object::BinaryFormat::Elf {
             return Err(format!("{:?} is not ELF", file.format()));
@@ -202,24 +266,141 @@ impl Image {
             .map(|d| d.split(|&b| b == 0).next().unwrap_or(d).to_vec())
             .filter(|p| !p.is_empty());
         let mut symbols = collect_symbols(file.symbols());
+        let has_symbol_table = !symbols.is_empty();
         if symbols.is_empty() {
             symbols = collect_symbols(file.dynamic_symbols());
         }
         finish_symbols(&mut symbols, high);
         let text = text_range(&file);
         let span = high.saturating_sub(link_base);
-        Ok(Image { fixed, link_base, span, interp, text, symbols, sorted_table: None })
+        let links = DebugLinks {
+            build_id: file.build_id().ok().flatten().map(<[u8]>::to_vec),
+            debuglink: file.gnu_debuglink().ok().flatten().map(|(name, crc)| (name.to_vec(), crc)),
+        };
+        let unwind_functions = unwind_functions(&file);
+        let image = Image {
+            fixed,
+            link_base,
+            span,
+            interp,
+            text,
+            symbols,
+            sorted_table: None,
+            unwind_functions,
+            label: Arc::from("image"),
+            debug_file: None,
+            build_id: links.build_id.clone(),
+            has_symbol_table,
+            dwarf_file: None,
+            source_lines: std::sync::OnceLock::new(),
+        };
+        Ok((image, links))
     }
 
-    /// The function symbol containing the link-time address `addr`.
+    /// Replaces dynamic symbols with a debug file's full symbol table.
+    fn use_debug_symbols(&mut self, mut symbols: Vec<Symbol>, file: PathBuf) {
+        finish_symbols(&mut symbols, self.link_base.saturating_add(self.span));
+        self.symbols = symbols;
+        self.has_symbol_table = true;
+        self.debug_file = Some(file);
+    }
+
+    /// The source frames at the link-time address `addr` (innermost first), from the DWARF of
+    /// the image's debug file or of the image itself; empty without line information.
+    pub(crate) fn source_at(&self, addr: u64) -> Vec<SourceFrame> {
+        let lines = self
+            .source_lines
+            .get_or_init(|| self.dwarf_file.as_deref().and_then(SourceLines::load));
+        lines.as_ref().map(|lines| lines.frames_at(addr)).unwrap_or_default()
+    }
+
+    /// The function symbol containing the link-time address `addr`; for code no symbol covers,
+    /// the `.eh_frame` function around it, named `image+0xOFFSET` (its start's offset from the
+    /// image's first byte, so PIEs and shared objects name it by its link-time address).
     pub(crate) fn symbol_at(&self, addr: u64) -> Option<Symbol> {
         if let Some(table) = &self.sorted_table {
             return sorted_symbol_at(table, addr);
         }
         let after = self.symbols.partition_point(|s| s.start <= addr);
-        let symbol = self.symbols[..after].last()?;
-        (addr < symbol.end).then(|| symbol.clone())
+        if let Some(symbol) = self.symbols[..after].last().filter(|s| addr < s.end) {
+            return Some(symbol.clone());
+        }
+        let after = self.unwind_functions.partition_point(|&(start, _)| start <= addr);
+        let &(start, end) = self.unwind_functions[..after].last().filter(|f| addr < f.1)?;
+        let offset = start.wrapping_sub(self.link_base);
+        Some(Symbol { start, end, name: Name::new(&format!("{}+{offset:#x}", self.label)) })
     }
+}
+
+/// The symbol table of the debug file at `path`, if it is the debug file of the image `links`
+/// describe (same build ID, or the debuglink's CRC).
+fn debug_file_symbols(path: &Path, check: Check, links: &DebugLinks) -> Option<Vec<Symbol>> {
+    let file = std::fs::File::open(path).ok()?;
+    match check {
+        Check::BuildId => {
+            let cache = object::ReadCache::new(file);
+            let object = object::File::parse(&cache).ok()?;
+            let id = object.build_id().ok().flatten()?;
+            (Some(id) == links.build_id.as_deref()).then(|| collect_symbols(object.symbols()))
+        }
+        Check::Crc(crc) => {
+            let data = std::fs::read(path).ok()?;
+            if debuglink_crc(&data) != crc {
+                return None;
+            }
+            let object = object::File::parse(&*data).ok()?;
+            Some(collect_symbols(object.symbols()))
+        }
+    }
+    .filter(|symbols| !symbols.is_empty())
+}
+
+/// The functions `.eh_frame` describes (one frame description entry each), sorted by start,
+/// overlaps dropped. A malformed section gives the entries before the damage.
+fn unwind_functions<'data, R: object::ReadRef<'data>>(
+    file: &object::File<'data, R>,
+) -> Vec<(u64, u64)> {
+    use gimli::UnwindSection;
+    let Some(section) = file.section_by_name(".eh_frame") else { return Vec::new() };
+    let Ok(data) = section.data() else { return Vec::new() };
+    let endian = if file.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let mut eh_frame = gimli::EhFrame::new(data, endian);
+    eh_frame.set_address_size(if file.is_64() { 8 } else { 4 });
+    let mut bases = gimli::BaseAddresses::default().set_eh_frame(section.address());
+    if let Some(text) = file.section_by_name(".text") {
+        bases = bases.set_text(text.address());
+    }
+    if let Some(got) = file.section_by_name(".got") {
+        bases = bases.set_got(got.address());
+    }
+    let mut functions = Vec::new();
+    let mut entries = eh_frame.entries(&bases);
+    while let Ok(Some(entry)) = entries.next() {
+        let gimli::CieOrFde::Fde(partial) = entry else { continue };
+        let Ok(fde) =
+            partial.parse(|section, bases, offset| section.cie_from_offset(bases, offset))
+        else {
+            continue;
+        };
+        let (start, len) = (fde.initial_address(), fde.len());
+        if start != 0 && len != 0 {
+            functions.push((start, start.saturating_add(len)));
+        }
+    }
+    functions.sort_unstable();
+    let mut end = 0;
+    functions.retain(|&(start, stop)| {
+        let keep = start >= end;
+        if keep {
+            end = stop;
+        }
+        keep
+    });
+    functions
 }
 
 /// The address and name of a line of a sorted table.
@@ -447,6 +628,13 @@ ffffffffc0001000 t mod_fn\t[ext4]
             text: None,
             symbols,
             sorted_table: None,
+            unwind_functions: Vec::new(),
+            label: Arc::from("image"),
+            debug_file: None,
+            build_id: None,
+            has_symbol_table: true,
+            dwarf_file: None,
+            source_lines: std::sync::OnceLock::new(),
         };
         assert_eq!(&*image.symbol_at(0x10).unwrap().name, "_a_alias");
         assert!(image.symbol_at(0x18).is_none());
@@ -467,6 +655,118 @@ ffffffffc0001000 t mod_fn\t[ext4]
         assert_eq!(image.text, Some((init, fini + fini_size)));
         let functions = Image::from_symbols(vec![(0x40_0040, 0x40_0080, "b".into())]).unwrap();
         assert_eq!(functions.text, Some((0x40_0040, 0x40_0080)));
+    }
+
+    /// Runs a binutils command on the test program's files.
+    fn binutils(tool: &str, args: &[&std::ffi::OsStr]) {
+        let status = std::process::Command::new(tool).args(args).status().expect(tool);
+        assert!(status.success(), "{tool} {args:?}");
+    }
+
+    /// The test program with its debug information split off into `prog.debug` beside it and
+    /// the executable stripped (as distributions ship binaries), with or without a debuglink.
+    fn split_program(debuglink: bool) -> (crate::analysis::testutil::Program, PathBuf) {
+        let p = crate::analysis::testutil::Program::build(true);
+        let debug = p.path.with_extension("debug");
+        binutils("objcopy", &["--only-keep-debug".as_ref(), p.path.as_os_str(), debug.as_os_str()]);
+        binutils("strip", &["--strip-all".as_ref(), p.path.as_os_str()]);
+        if debuglink {
+            let link = std::ffi::OsString::from(format!("--add-gnu-debuglink={}", debug.display()));
+            binutils("objcopy", &[&link, p.path.as_os_str()]);
+        }
+        (p, debug)
+    }
+
+    /// A search that finds nothing unless told: no global directory, no debuginfod cache.
+    fn nowhere(dir: &Path) -> DebugSearch {
+        DebugSearch { debug_dir: Some(dir.join("none")), debuginfod_cache: Some(dir.join("none")) }
+    }
+
+    #[test]
+    fn a_stripped_image_takes_its_symbols_from_the_debug_file_its_build_id_names() {
+        let (p, debug) = split_program(false);
+        let stripped = Image::load_with(&p.path, None, &nowhere(p._dir.path())).unwrap();
+        let hot = p.at("hot", 4);
+        assert_ne!(stripped.symbol_at(hot).map(|s| s.name.to_string()).as_deref(), Some("hot"));
+        let data = std::fs::read(&p.path).unwrap();
+        let id = object::File::parse(&*data).unwrap().build_id().unwrap().expect("a build ID");
+        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        let root = p._dir.path().join("debug");
+        let by_id = root.join(".build-id").join(&hex[..2]).join(format!("{}.debug", &hex[2..]));
+        std::fs::create_dir_all(by_id.parent().unwrap()).unwrap();
+        std::fs::rename(&debug, &by_id).unwrap();
+        let search = DebugSearch { debug_dir: Some(root), ..nowhere(p._dir.path()) };
+        let image = Image::load_with(&p.path, None, &search).unwrap();
+        assert_eq!(image.debug_file.as_deref(), Some(by_id.as_path()));
+        for name in ["hot", "warm", "cold", "main"] {
+            let symbol = image.symbol_at(p.at(name, 1)).unwrap();
+            assert_eq!((&*symbol.name, symbol.start), (name, p.functions[name].0));
+        }
+    }
+
+    #[test]
+    fn a_debug_file_of_another_build_is_not_used() {
+        let (p, _) = split_program(false);
+        // Another program's debug file, put where this program's build ID points.
+        let other = p._dir.path().join("other");
+        let source = p._dir.path().join("other.c");
+        std::fs::write(&source, "int main(void) { return 7; }\n").unwrap();
+        binutils("gcc", &["-o".as_ref(), other.as_os_str(), source.as_os_str()]);
+        let other_debug = other.with_extension("debug");
+        binutils(
+            "objcopy",
+            &["--only-keep-debug".as_ref(), other.as_os_str(), other_debug.as_os_str()],
+        );
+        let id_of = |path: &Path| {
+            let data = std::fs::read(path).unwrap();
+            object::File::parse(&*data).unwrap().build_id().unwrap().unwrap().to_vec()
+        };
+        let id = id_of(&p.path);
+        assert_ne!(id, id_of(&other_debug), "two different programs, two build IDs");
+        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        let root = p._dir.path().join("debug");
+        let by_id = root.join(".build-id").join(&hex[..2]).join(format!("{}.debug", &hex[2..]));
+        std::fs::create_dir_all(by_id.parent().unwrap()).unwrap();
+        std::fs::copy(&other_debug, &by_id).unwrap();
+        let search = DebugSearch { debug_dir: Some(root), ..nowhere(p._dir.path()) };
+        let image = Image::load_with(&p.path, None, &search).unwrap();
+        assert_eq!(image.debug_file, None);
+        assert_ne!(
+            image.symbol_at(p.at("main", 0)).map(|s| s.name.to_string()).as_deref(),
+            Some("main")
+        );
+    }
+
+    #[test]
+    fn a_debuglink_beside_the_image_is_used_when_its_crc_matches() {
+        let (p, debug) = split_program(true);
+        let image = Image::load_with(&p.path, None, &nowhere(p._dir.path())).unwrap();
+        assert_eq!(image.debug_file.as_deref(), Some(debug.as_path()));
+        assert_eq!(&*image.symbol_at(p.at("warm", 2)).unwrap().name, "warm");
+        // The same name with other contents fails the CRC check: not used.
+        let mut data = std::fs::read(&debug).unwrap();
+        data.push(0);
+        std::fs::write(&debug, data).unwrap();
+        let image = Image::load_with(&p.path, None, &nowhere(p._dir.path())).unwrap();
+        assert_eq!(image.debug_file, None);
+    }
+
+    #[test]
+    fn stripped_code_is_grouped_into_its_unwind_tables_functions() {
+        let (p, _) = split_program(false);
+        let image = Image::load_with(&p.path, None, &nowhere(p._dir.path())).unwrap();
+        assert!(image.debug_file.is_none());
+        for name in ["hot", "warm", "cold"] {
+            let (start, size) = p.functions[name];
+            let expected = format!("prog+{:#x}", start - image.link_base);
+            for offset in [0, size / 2, size - 1] {
+                let symbol = image.symbol_at(start + offset).unwrap();
+                assert_eq!(
+                    (&*symbol.name, symbol.start, symbol.end),
+                    (&*expected, start, start + size)
+                );
+            }
+        }
     }
 
     #[test]

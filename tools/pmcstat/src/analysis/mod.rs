@@ -45,29 +45,35 @@
 
 mod callgraph;
 mod calltree;
+mod debuginfo;
 mod error;
 mod folded;
 mod gmon;
 mod image;
+mod json;
 mod kallsyms;
+mod lines;
 mod pprof;
 mod profile;
 mod top;
 
 #[cfg(test)]
-mod testutil;
+pub(crate) mod testutil;
 
 pub use callgraph::{DEFAULT_CALLGRAPH_DEPTH, write_callgraph, write_callgraph_depth};
 pub use calltree::write_calltree;
+pub use debuginfo::{DebugSearch, SYSTEM_DEBUG_DIR};
 pub use error::AnalysisError;
 pub use folded::{write_flamegraph, write_folded, write_folded_pmc};
 pub use gmon::{
     CallArc, FUNCTION_ALIGNMENT, GMONVERSION, GmonHeader, GmonProfile, gmon_profiles,
     write_gmon_files, write_gmon_map,
 };
+pub use json::write_json;
+pub use lines::SourceFrame;
 pub use pprof::write_pprof;
 pub use profile::{
-    Frame, FrameId, KERNEL_IMAGE, Location, LogInfo, PmcProfile, Profile, ReadLog, ResolveOptions,
-    UNKNOWN_IMAGE,
+    Frame, FrameId, ImageInfo, KERNEL_IMAGE, Location, LogInfo, PmcProfile, Profile, ReadLog,
+    ResolveOptions, UNKNOWN_IMAGE,
 };
 pub use top::{FlatRow, flat_rows, write_top};

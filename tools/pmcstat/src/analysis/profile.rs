@@ -8,9 +8,11 @@ use std::sync::Arc;
 
 use pmclog::{Callchain, EventNames, MultipartKind, Record, Records, StaticEventNames};
 
+use super::debuginfo::DebugSearch;
 use super::error::AnalysisError;
 use super::image::{Image, demangle};
 use super::kallsyms;
+use super::lines::SourceFrame;
 
 /// How program counters are turned into functions (pmcstat's `-r`, `-I` and `-A`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -26,6 +28,11 @@ pub struct ResolveOptions {
     pub raw_addresses: bool,
     /// `-i lwp`: only the samples of this thread.
     pub thread: Option<i32>,
+    /// Where separate debug files are looked for (images without a symbol table of their own).
+    pub debug: DebugSearch,
+    /// Read source positions (file, line, inlined functions) from DWARF for every sampled
+    /// address ([`Profile::source`]): for the outputs that show them (`-F`, `--pprof`).
+    pub lines: bool,
 }
 
 /// Start of the upper (kernel) half of the x86-64 address space.
@@ -124,6 +131,16 @@ impl PmcProfile {
         self.rate
     }
 
+    /// The time between two samples in nanoseconds, for clock events (the Linux host's
+    /// `cpu-clock` and `task-clock`, whose rate is in nanoseconds, [`pmc::host::CLOCK_EVENTS`]);
+    /// `None` for events that do not count time.
+    pub fn clock_period_ns(&self) -> Option<u64> {
+        pmc::host::CLOCK_EVENTS
+            .iter()
+            .any(|clock| clock.eq_ignore_ascii_case(&self.name))
+            .then(|| self.rate.max(1))
+    }
+
     /// Samples with at least one program counter.
     pub fn samples(&self) -> u64 {
         self.samples
@@ -181,7 +198,21 @@ pub struct Profile {
     records: u64,
     info: LogInfo,
     unreadable_images: Vec<(String, String)>,
-    text_ranges: HashMap<Arc<str>, Range<u64>>,
+    images: HashMap<Arc<str>, ImageInfo>,
+    sources: HashMap<(Arc<str>, u64), Arc<[SourceFrame]>>,
+    main_image: Option<Arc<str>>,
+    threads: std::collections::BTreeSet<i32>,
+}
+
+/// What the profile knows of an image it could read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageInfo {
+    /// The executable code, in link-time addresses (see [`Profile::text_range`]).
+    pub text: Range<u64>,
+    /// The link-time address of file offset 0.
+    pub link_base: u64,
+    /// The build ID (`NT_GNU_BUILD_ID`), in hex.
+    pub build_id: Option<String>,
 }
 
 impl Profile {
@@ -301,7 +332,40 @@ impl Profile {
     /// be read (and for [`KERNEL_IMAGE`] and [`UNKNOWN_IMAGE`]): their addresses are run-time
     /// addresses.
     pub fn text_range(&self, image: &str) -> Option<Range<u64>> {
-        self.text_ranges.get(image).cloned()
+        self.images.get(image).map(|info| info.text.clone())
+    }
+
+    /// What is known of the image named `image`, if it could be read and has code.
+    pub fn image_info(&self, image: &str) -> Option<&ImageInfo> {
+        self.images.get(image)
+    }
+
+    /// The program the log's first PROCEXEC started (the measured command), as images are
+    /// named.
+    pub fn main_image(&self) -> Option<&Arc<str>> {
+        self.main_image.as_ref()
+    }
+
+    /// The source frames of a sampled location, innermost first (an inlined function's line,
+    /// then the line of the function it was inlined into); empty when the profile was read
+    /// without [`ResolveOptions::lines`] or the image has no line information.
+    pub fn source(&self, location: &Location) -> &[SourceFrame] {
+        self.source_in(&self.frame(location.frame).image, location.address)
+    }
+
+    /// The source frames at `address` (a link-time address) of the image named `image`.
+    pub fn source_in(&self, image: &Arc<str>, address: u64) -> &[SourceFrame] {
+        self.sources.get(&(image.clone(), address)).map_or(&[], |frames| frames)
+    }
+
+    /// The threads with samples in the log (all of them, also with [`ResolveOptions::thread`]).
+    pub fn threads(&self) -> &std::collections::BTreeSet<i32> {
+        &self.threads
+    }
+
+    /// Whether any sampled address has a source position.
+    pub fn has_sources(&self) -> bool {
+        self.sources.values().any(|frames| !frames.is_empty())
     }
 }
 
@@ -359,6 +423,10 @@ struct Builder<'a> {
     records: u64,
     info: LogInfo,
     unreadable_images: Vec<(String, String)>,
+    /// Per (image name, link-time address): its source frames, with [`ResolveOptions::lines`].
+    sources: HashMap<(u32, u64), Arc<[SourceFrame]>>,
+    main_image: Option<u32>,
+    threads: std::collections::BTreeSet<i32>,
 }
 
 impl<'a> Builder<'a> {
@@ -382,6 +450,9 @@ impl<'a> Builder<'a> {
             records: 0,
             info: LogInfo::default(),
             unreadable_images: Vec::new(),
+            sources: HashMap::new(),
+            main_image: None,
+            threads: std::collections::BTreeSet::new(),
         }
     }
 
@@ -490,7 +561,7 @@ impl<'a> Builder<'a> {
             self.images.insert(path.to_vec(), image.clone());
             return image;
         }
-        let image = match Image::load(&file) {
+        let image = match Image::load_with(&file, self.opts.fsroot.as_deref(), &self.opts.debug) {
             Ok(image) => Some(Arc::new(image)),
             // A program of the simulated machine: no file, but libpmc knows its functions.
             Err(_) if simulated().is_some() => simulated().map(Arc::new),
@@ -557,6 +628,9 @@ impl<'a> Builder<'a> {
     /// `ET_EXEC` image at its link-time addresses) and, for a dynamically linked executable, the
     /// run-time linker at `base_addr` (AT_BASE) when that is not 0, as pmcstat does.
     fn exec(&mut self, pid: i32, path: &[u8], base_addr: u64, dyn_addr: u64) {
+        if self.main_image.is_none() {
+            self.main_image = Some(self.image_name(&String::from_utf8_lossy(path)));
+        }
         self.processes.insert(pid, Vec::new());
         self.cache.clear();
         let image = self.image(path);
@@ -579,6 +653,7 @@ impl<'a> Builder<'a> {
     }
 
     fn sample(&mut self, cc: &Callchain<'_>, tsc: u64) {
+        self.threads.insert(cc.tid);
         if self.opts.thread.is_some_and(|tid| tid != cc.tid) {
             return;
         }
@@ -645,6 +720,11 @@ impl<'a> Builder<'a> {
                     Some(image) => {
                         let link = pc.wrapping_sub(m.bias);
                         address = link;
+                        if self.opts.lines {
+                            self.sources
+                                .entry((image_name, link))
+                                .or_insert_with(|| image.source_at(link).into());
+                        }
                         match image.symbol_at(link).filter(|_| !self.opts.raw_addresses) {
                             Some(sym) if self.opts.show_offsets => (
                                 image_name,
@@ -749,12 +829,21 @@ impl<'a> Builder<'a> {
                 }
             })
             .collect();
-        let text_ranges = self
+        let images = self
             .images
             .iter()
             .filter_map(|(path, image)| {
-                let (start, end) = image.as_ref()?.text?;
-                Some((Arc::from(String::from_utf8_lossy(path).as_ref()), start..end))
+                let image = image.as_ref()?;
+                let (start, end) = image.text?;
+                let info = ImageInfo {
+                    text: start..end,
+                    link_base: image.link_base,
+                    build_id: image
+                        .build_id
+                        .as_ref()
+                        .map(|id| id.iter().map(|b| format!("{b:02x}")).collect()),
+                };
+                Some((Arc::from(String::from_utf8_lossy(path).as_ref()), info))
             })
             .collect();
         Profile {
@@ -765,7 +854,16 @@ impl<'a> Builder<'a> {
             records: self.records,
             info: self.info,
             unreadable_images: self.unreadable_images,
-            text_ranges,
+            images,
+            main_image: self.main_image.map(|id| self.image_names[id as usize].clone()),
+            threads: self.threads,
+            sources: self
+                .sources
+                .into_iter()
+                .map(|((image, address), frames)| {
+                    ((self.image_names[image as usize].clone(), address), frames)
+                })
+                .collect(),
         }
     }
 }

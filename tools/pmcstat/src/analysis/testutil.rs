@@ -14,7 +14,7 @@ pub(crate) const INSTR_RETIRED_ANY: u32 = 0x10000;
 /// `CPU_CLK_UNHALTED_CORE`.
 pub(crate) const CPU_CLK_UNHALTED_CORE: u32 = 0x10001;
 
-const SOURCE: &str = r#"
+pub(crate) const SOURCE: &str = r#"
 volatile int sink;
 __attribute__((noinline)) int hot(int x) {
     int s = 0;
@@ -34,11 +34,22 @@ pub(crate) struct Program {
     pub(crate) path: PathBuf,
     /// Function name → (link-time address, size).
     pub(crate) functions: HashMap<String, (u64, u64)>,
+    /// The C source it was built from.
+    pub(crate) source: PathBuf,
 }
 
 impl Program {
     /// Builds the test program, a position-dependent (`-no-pie`) or a PIE (`-pie`) executable.
     pub(crate) fn build(pie: bool) -> Program {
+        Program::build_with(pie, &[])
+    }
+
+    /// Builds the test program with DWARF (`-g`): source files and lines.
+    pub(crate) fn build_with_lines(pie: bool) -> Program {
+        Program::build_with(pie, &["-g"])
+    }
+
+    fn build_with(pie: bool, flags: &[&str]) -> Program {
         let dir = tempfile::tempdir().expect("temporary directory");
         let source = dir.path().join("prog.c");
         std::fs::write(&source, SOURCE).expect("write the C source");
@@ -47,6 +58,7 @@ impl Program {
         let status = Command::new("gcc")
             .args(["-O0", "-fno-omit-frame-pointer"])
             .args(mode)
+            .args(flags)
             .arg("-o")
             .arg(&path)
             .arg(&source)
@@ -54,7 +66,22 @@ impl Program {
             .expect("run gcc");
         assert!(status.success(), "gcc failed");
         let functions = functions_of(&path);
-        Program { _dir: dir, path, functions }
+        Program { _dir: dir, path, functions, source }
+    }
+
+    /// The source line of the link-time address `address`, as binutils' `addr2line` reads the
+    /// program's DWARF (the line of the function the address is in, for inlined code).
+    pub(crate) fn line_of(&self, address: u64) -> u32 {
+        let output = Command::new("addr2line")
+            .arg("-e")
+            .arg(&self.path)
+            .arg(format!("{address:#x}"))
+            .output()
+            .expect("run addr2line");
+        let text = String::from_utf8(output.stdout).expect("UTF-8");
+        let position = text.trim().split(" (discriminator").next().unwrap_or_default();
+        let line = position.rsplit(':').next().unwrap_or_default();
+        line.parse().unwrap_or_else(|_| panic!("addr2line said {text:?}"))
     }
 
     /// The log's name for the program.

@@ -15,7 +15,8 @@
 //! Columns: `self%` (`%6.2f`), `self` (`%8u`), `total%` (`%7.2f`), `total` (`%8u`), two spaces,
 //! the function left-justified to the widest one shown, two spaces, the image's path. Rows are
 //! sorted by self samples, then total samples (both descending), then name. A function that
-//! calls itself counts once per sample in its total.
+//! calls itself counts once per sample in its total. When functions are left out, a last line
+//! says how many: `(12 more functions: --top N shows N)`.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
@@ -32,7 +33,10 @@ pub fn write_top(profile: &Profile, rows: usize, out: &mut dyn Write) -> io::Res
         if !text.is_empty() {
             text.push('\n');
         }
-        let rows = flat_rows(profile, &name, rows);
+        let mut rows_all = flat_rows(profile, &name, usize::MAX);
+        let more = rows_all.len().saturating_sub(rows);
+        rows_all.truncate(rows);
+        let rows = rows_all;
         let width = rows
             .iter()
             .map(|r| profile.frame(r.frame).name().chars().count())
@@ -56,6 +60,10 @@ pub fn write_top(profile: &Profile, rows: usize, out: &mut dyn Write) -> io::Res
                 frame.name(),
                 frame.image
             ));
+        }
+        if more > 0 {
+            let s = if more == 1 { "" } else { "s" };
+            text.push_str(&format!("({more} more function{s}: --top N shows N)\n"));
         }
     }
     out.write_all(text.as_bytes())
@@ -132,6 +140,13 @@ mod tests {
                  0.00        0  100.00       10  main      {path}\n"
             )
         );
+        let mut two = Vec::new();
+        write_top(&profile, 2, &mut two).unwrap();
+        let two = String::from_utf8(two).unwrap();
+        assert!(
+            two.ends_with(&format!("warm      {path}\n(1 more function: --top N shows N)\n")),
+            "{two}"
+        );
         let rows = flat_rows(&profile, "INSTR_RETIRED_ANY", 2);
         let names: Vec<String> = rows.iter().map(|r| profile.frame(r.frame).name()).collect();
         assert_eq!(names, ["hot", "warm"]);
@@ -155,10 +170,12 @@ mod tests {
                 "@ INSTR_RETIRED_ANY [10 samples]\n \
                  self%     self  total%    total  function  image\n \
                  70.00        7   70.00        7  hot       {path}\n\
+                 (2 more functions: --top N shows N)\n\
                  \n\
                  @ CPU_CLK_UNHALTED_CORE [4 samples]\n \
                  self%     self  total%    total  function  image\n\
-                 100.00        4  100.00        4  cold      {path}\n"
+                 100.00        4  100.00        4  cold      {path}\n\
+                 (1 more function: --top N shows N)\n"
             )
         );
     }

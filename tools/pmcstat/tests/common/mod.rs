@@ -553,7 +553,9 @@ pub(crate) fn parse_top(text: &str) -> Vec<(String, u64, Vec<TopRow>)> {
             .unwrap_or_else(|| panic!("bad block header {header:?}"));
         let columns: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
         assert_eq!(columns, ["self%", "self", "total%", "total", "function", "image"]);
+        // A last "(N more functions: …)" line says how many rows were left out.
         let rows = lines
+            .filter(|line| !line.starts_with('('))
             .map(|line| {
                 let f: Vec<&str> = line.split_whitespace().collect();
                 assert_eq!(f.len(), 6, "{line:?}");
