@@ -1,0 +1,666 @@
+//! Binding a set to counters: the all-or-nothing bind (every request gets a PMC or none is
+//! kept), the per-LWP "one set per thread" rule, the system-wide exclusivity of CPU binds, and
+//! the 64-bit virtual counters read back as `preset + events`.
+//!
+//! Scopes over libpmc (design choices, see the crate documentation):
+//! * LWP (`cpc_bind_curlwp`): process-counting PMCs attached to this process, as libpmc's
+//!   driver has no thread scope; the set belongs to the binding thread, which alone samples,
+//!   presets, restarts, enables and disables it.
+//! * CPU (`cpc_bind_cpu`): system-counting PMCs on that CPU; on the Linux host the calling
+//!   thread is also pinned to the CPU until unbind.
+//! * process (`cpc_bind_pctx`): process-counting PMCs attached to the controlled process.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::ThreadId;
+
+use pmc::{Class, Mode, Pmc, PmcSpec};
+
+use crate::assign::{Need, assign};
+use crate::buf::{Buf, gethrtime};
+use crate::consts::{
+    CPC_BIND_LWP_INHERIT, CPC_CAP_OVERFLOW_INTERRUPT, CPC_COUNT_SYSTEM, CPC_COUNT_USER,
+    CPC_HW_SMPL, CPC_MAX_ATTRS, CPC_MAX_NREQS, CPC_OVF_NOTIFY_EMT, PICNUM, REQ_ALL_FLAGS, Subcode,
+};
+use crate::error::{Error, Result};
+use crate::platform::Platform;
+use crate::set::{Request, Set};
+
+/// Locks a binding; a thread that panicked while holding it left it consistent (every field is
+/// written whole), so a poisoned lock is used as is.
+pub(crate) fn lock(binding: &Mutex<Binding>) -> MutexGuard<'_, Binding> {
+    binding.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Where a set is bound.
+#[derive(Debug)]
+pub(crate) enum Scope {
+    /// To the thread `thread`, bound when CPU binds had happened `epoch` times.
+    Lwp { thread: ThreadId, epoch: u64 },
+    /// To CPU `cpu` by thread `thread`, whose previous CPU mask is restored at unbind.
+    Cpu { cpu: u32, thread: ThreadId, previous: Option<Box<libc::cpu_set_t>> },
+    /// To process `pid`.
+    Process { pid: i32 },
+}
+
+/// One request's counter.
+#[derive(Debug)]
+struct Counter {
+    /// The PMC; `None` for a request counting in no mode (neither user nor system).
+    pmc: Option<Pmc>,
+    /// The value it counts from since the last bind or restart.
+    preset: u64,
+    /// The preset the next restart uses (`cpc_request_preset`).
+    next_preset: u64,
+    /// The PMC's value at the last bind or restart.
+    base: u64,
+}
+
+/// A bound set's counters.
+#[derive(Debug)]
+pub struct Binding {
+    scope: Scope,
+    counters: Vec<Counter>,
+    live: bool,
+    /// The values while counting is stopped (`cpc_disable`).
+    frozen: Option<Buf>,
+    bind_tsc: u64,
+}
+
+/// The number of CPU binds made in this process so far: a per-LWP set bound before the latest
+/// one is invalid.
+static CPU_EPOCH: AtomicU64 = AtomicU64::new(0);
+/// The CPUs with a bound set in this process.
+static CPU_BOUND: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+thread_local! {
+    /// The set bound to this thread with `cpc_bind_curlwp`.
+    static CURRENT: RefCell<Option<Arc<Mutex<Binding>>>> = const { RefCell::new(None) };
+}
+
+fn cpu_bound() -> MutexGuard<'static, Vec<u32>> {
+    CPU_BOUND.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The time-stamp counter.
+fn tsc() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: RDTSC reads the time-stamp counter; it has no memory effects.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        gethrtime() as u64
+    }
+}
+
+/// The checks illumos' kernel makes of a set before assigning counters (reference §2.6 table):
+/// sizes, request flags, explicit picnums, overflow capability.
+fn check_set(op: &'static str, platform: &Platform, requests: &[Request]) -> Result<()> {
+    if requests.is_empty() {
+        return Err(Error::invalid(op, "the set has no requests"));
+    }
+    if requests.len() > platform.pics.len() || requests.len() > CPC_MAX_NREQS {
+        return Err(Error::invalid(
+            op,
+            format!("{} requests for {} counters", requests.len(), platform.pics.len()),
+        ));
+    }
+    let mut explicit = Vec::new();
+    for (index, request) in requests.iter().enumerate() {
+        if request.attrs.iter().filter(|a| a.name != PICNUM).count() > CPC_MAX_ATTRS {
+            return Err(Error::invalid(op, format!("request {index} has over 50 attributes")));
+        }
+        if request.flags & !REQ_ALL_FLAGS != 0 {
+            return Err(Error::sub(
+                op,
+                libc::EINVAL,
+                Subcode::ReqInvalidFlags,
+                format!("request {index} has flags {:#x}", request.flags & !REQ_ALL_FLAGS),
+            ));
+        }
+        if let Some(pic) = request.picnum() {
+            if pic >= u64::from(platform.npic()) {
+                return Err(Error::sub(
+                    op,
+                    libc::EINVAL,
+                    Subcode::InvalidPicnum,
+                    format!("request {index}: picnum {pic}"),
+                ));
+            }
+            if explicit.contains(&pic) {
+                return Err(Error::invalid(op, format!("two requests name picnum {pic}")));
+            }
+            explicit.push(pic);
+        }
+    }
+    for (index, request) in requests.iter().enumerate() {
+        if request.flags & CPC_HW_SMPL != 0 {
+            return Err(Error::sub(
+                op,
+                libc::EINVAL,
+                Subcode::ResourceUnavail,
+                format!("request {index} is an SMPL request; this processor has no sampling unit"),
+            ));
+        }
+        if request.flags & CPC_OVF_NOTIFY_EMT != 0
+            && platform.caps & CPC_CAP_OVERFLOW_INTERRUPT == 0
+        {
+            return Err(Error::new(op, libc::ENOTSUP).because(format!(
+                "request {index} asks for overflow signals; these counters cannot interrupt"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The libpmc spec of `request` on PIC `pic`: the event plus its attributes and rings, checked
+/// as a back-end checks them.
+fn pmc_spec(
+    op: &'static str,
+    platform: &Platform,
+    pic: usize,
+    request: &Request,
+) -> Result<String> {
+    let umask = request.attr("umask");
+    let Some(mut spec) = platform.spec_on(pic, &request.event, umask) else {
+        return Err(Error::sub(
+            op,
+            libc::EINVAL,
+            Subcode::InvalidEvent,
+            format!("counter {pic} has no event {:?}", request.event),
+        ));
+    };
+    let class = platform.pics[pic].class;
+    let generic = platform.pics[pic].generic(&request.event).is_some();
+    let named = platform.pics[pic].has_platform_event(&request.event);
+    for attr in request.attrs.iter().filter(|a| a.name != PICNUM) {
+        let out_of_range =
+            |why: String| Err(Error::sub(op, libc::EINVAL, Subcode::AttributeOutOfRange, why));
+        match attr.name.as_str() {
+            "nouser" | "sys" => continue,
+            _ if generic => {
+                return out_of_range(format!(
+                    "the generic event {} takes no attribute {}",
+                    request.event, attr.name
+                ));
+            }
+            _ if class != Class::Iap => {
+                return out_of_range(format!("counter {pic} takes no attribute {}", attr.name));
+            }
+            "umask" | "cmask" if attr.value > 0xff => {
+                return out_of_range(format!("{} {:#x} is over 0xff", attr.name, attr.value));
+            }
+            "umask" if named => spec.push_str(&format!(",umask={:#x}", attr.value)),
+            "cmask" if attr.value != 0 => spec.push_str(&format!(",cmask={}", attr.value)),
+            "edge" | "inv" if attr.value != 0 => spec.push_str(&format!(",{}", attr.name)),
+            _ => {}
+        }
+    }
+    if matches!(class, Class::Iap | Class::Iaf) {
+        let (usr, os) = rings(request);
+        if usr {
+            spec.push_str(",usr");
+        }
+        if os {
+            spec.push_str(",os");
+        }
+    }
+    Ok(spec)
+}
+
+/// The rings a request counts in: its flags, with the `nouser` and `sys` attributes applied.
+fn rings(request: &Request) -> (bool, bool) {
+    let usr = request.flags & CPC_COUNT_USER != 0 && request.attr("nouser").unwrap_or(0) == 0;
+    let os = request.flags & CPC_COUNT_SYSTEM != 0 || request.attr("sys").unwrap_or(0) != 0;
+    (usr, os)
+}
+
+/// libpmc's allocation error as a bind error.
+fn allocation_error(op: &'static str, e: &pmc::Error, request: usize) -> Error {
+    let detail = format!("request {request}: {e}");
+    match e.errno {
+        libc::EPERM | libc::EACCES => Error::new(op, libc::EACCES).because(detail),
+        libc::EBUSY | libc::ENOSPC | libc::EAGAIN => {
+            Error::sub(op, libc::EINVAL, Subcode::ResourceUnavail, detail)
+        }
+        libc::EINVAL if e.op == "event" => {
+            Error::sub(op, libc::EINVAL, Subcode::InvalidEvent, detail)
+        }
+        errno => Error::new(op, errno).because(detail),
+    }
+}
+
+impl Binding {
+    /// Binds `requests` in `scope`: all of them get a running PMC, or none is kept.
+    fn new(
+        op: &'static str,
+        platform: &Platform,
+        requests: &[Request],
+        scope: Scope,
+    ) -> Result<Binding> {
+        check_set(op, platform, requests)?;
+        let needs: Vec<Need> = requests
+            .iter()
+            .map(|r| Need {
+                picnum: r.picnum().map(|p| p as usize),
+                coverage: platform.coverage(&r.event),
+            })
+            .collect();
+        let pics = assign(&needs, platform.pics.len()).ok_or_else(|| {
+            Error::sub(
+                op,
+                libc::EINVAL,
+                Subcode::ResourceUnavail,
+                "no assignment of the requests to counters exists (a raw event code needs picnum)",
+            )
+        })?;
+        let specs = requests
+            .iter()
+            .zip(&pics)
+            .map(|(r, &pic)| pmc_spec(op, platform, pic, r))
+            .collect::<Result<Vec<_>>>()?;
+        let (mode, cpu, target) = match &scope {
+            Scope::Lwp { .. } => (Mode::ThreadCounting, 0, Some(0)),
+            Scope::Process { pid } => (Mode::ThreadCounting, 0, Some(*pid)),
+            Scope::Cpu { cpu, .. } => (Mode::SystemCounting, *cpu, None),
+        };
+        let mut counters = Vec::with_capacity(requests.len());
+        for (index, (request, spec)) in requests.iter().zip(&specs).enumerate() {
+            let (usr, os) = rings(request);
+            let pmc = if usr || os || platform.pics[pics[index]].class == Class::Soft {
+                let pmc = PmcSpec::new(spec)
+                    .mode(mode)
+                    .cpu(cpu)
+                    .allocate()
+                    .map_err(|e| allocation_error(op, &e, index))?;
+                if let Some(pid) = target {
+                    pmc.attach(pid).map_err(|e| allocation_error(op, &e, index))?;
+                }
+                Some(pmc)
+            } else {
+                None
+            };
+            counters.push(Counter {
+                pmc,
+                preset: request.preset,
+                next_preset: request.preset,
+                base: 0,
+            });
+        }
+        for (index, counter) in counters.iter().enumerate() {
+            if let Some(pmc) = &counter.pmc {
+                pmc.start().map_err(|e| allocation_error(op, &e, index))?;
+            }
+        }
+        Ok(Binding { scope, counters, live: true, frozen: None, bind_tsc: tsc() })
+    }
+
+    /// Whether the binding still holds its counters.
+    pub(crate) fn is_live(&self) -> bool {
+        self.live
+    }
+
+    /// Releases the counters.
+    fn release(&mut self) {
+        self.counters.clear();
+        self.frozen = None;
+        if self.live {
+            if let Scope::Cpu { cpu, previous, .. } = &mut self.scope {
+                cpu_bound().retain(|c| c != cpu);
+                if let Some(mask) = previous.take() {
+                    set_affinity(&mask);
+                }
+            }
+        }
+        self.live = false;
+    }
+
+    /// Checks that the calling thread may use this binding now.
+    fn usable(&self, op: &'static str) -> Result<()> {
+        if !self.live {
+            return Err(Error::invalid(op, "the set is not bound (another set replaced it?)"));
+        }
+        let me = std::thread::current().id();
+        match &self.scope {
+            Scope::Lwp { thread, epoch } => {
+                if *thread != me {
+                    return Err(Error::invalid(op, "the set is bound to another thread"));
+                }
+                if *epoch != CPU_EPOCH.load(Ordering::Acquire) {
+                    return Err(Error::new(op, libc::EAGAIN)
+                        .because("the counters were invalidated by a CPU bind (cpc_bind_cpu)"));
+                }
+            }
+            Scope::Cpu { thread, .. } => {
+                if *thread != me {
+                    return Err(Error::new(op, libc::EAGAIN)
+                        .because("a CPU-bound set is sampled by the thread that bound it"));
+                }
+            }
+            Scope::Process { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// Reads the virtual counters into `buf`.
+    pub(crate) fn sample(&self, buf: &mut Buf) -> Result<()> {
+        const OP: &str = "cpc_set_sample";
+        self.usable(OP)?;
+        if let Some(frozen) = &self.frozen {
+            buf.copy_from(frozen);
+            return Ok(());
+        }
+        for (slot, counter) in buf.data.iter_mut().zip(&self.counters) {
+            *slot = match &counter.pmc {
+                Some(pmc) => {
+                    let now = pmc.read().map_err(|e| Error::pmc(OP, &e))?;
+                    counter.preset.wrapping_add(now.wrapping_sub(counter.base))
+                }
+                None => counter.preset,
+            };
+        }
+        buf.hrtime = gethrtime();
+        buf.tick = tsc().wrapping_sub(self.bind_tsc);
+        Ok(())
+    }
+
+    fn lwp_only(&self, op: &'static str) -> Result<()> {
+        self.usable(op)?;
+        match self.scope {
+            Scope::Lwp { .. } => Ok(()),
+            _ => Err(Error::invalid(
+                op,
+                "the calling thread's set is not bound with cpc_bind_curlwp",
+            )),
+        }
+    }
+
+    fn request_preset(&mut self, index: i32, preset: u64) -> Result<()> {
+        const OP: &str = "cpc_request_preset";
+        self.lwp_only(OP)?;
+        let counter = usize::try_from(index).ok().and_then(|i| self.counters.get_mut(i));
+        let counter = counter.ok_or_else(|| Error::invalid(OP, format!("no request {index}")))?;
+        counter.next_preset = preset;
+        Ok(())
+    }
+
+    fn restart(&mut self) -> Result<()> {
+        const OP: &str = "cpc_set_restart";
+        self.lwp_only(OP)?;
+        let was_frozen = self.frozen.take().is_some();
+        for counter in &mut self.counters {
+            counter.preset = counter.next_preset;
+            if let Some(pmc) = &counter.pmc {
+                counter.base = pmc.read().map_err(|e| Error::pmc(OP, &e))?;
+                if was_frozen {
+                    pmc.start().map_err(|e| Error::pmc(OP, &e))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn disable(&mut self) -> Result<()> {
+        const OP: &str = "cpc_disable";
+        self.lwp_only(OP)?;
+        if self.frozen.is_some() {
+            return Err(Error::invalid(OP, "counting is already disabled"));
+        }
+        let mut snapshot = Buf::new(self.counters.len());
+        self.sample(&mut snapshot)?;
+        for counter in &self.counters {
+            if let Some(pmc) = &counter.pmc {
+                pmc.stop().map_err(|e| Error::pmc(OP, &e))?;
+            }
+        }
+        self.frozen = Some(snapshot);
+        Ok(())
+    }
+
+    fn enable(&mut self) -> Result<()> {
+        const OP: &str = "cpc_enable";
+        self.lwp_only(OP)?;
+        if self.frozen.is_none() {
+            return Err(Error::invalid(OP, "counting is not disabled"));
+        }
+        for counter in &self.counters {
+            if let Some(pmc) = &counter.pmc {
+                pmc.start().map_err(|e| Error::pmc(OP, &e))?;
+            }
+        }
+        self.frozen = None;
+        Ok(())
+    }
+}
+
+impl Drop for Binding {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+fn set_affinity(mask: &libc::cpu_set_t) -> bool {
+    // SAFETY: sched_setaffinity reads one cpu_set_t of the size given.
+    unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), mask) == 0 }
+}
+
+/// Pins the calling thread to `cpu`; its previous mask, or the errno of the failure.
+fn pin_to(cpu: u32) -> std::result::Result<Box<libc::cpu_set_t>, i32> {
+    // SAFETY: an all-zero cpu_set_t is a valid empty mask.
+    let mut previous: Box<libc::cpu_set_t> = Box::new(unsafe { std::mem::zeroed() });
+    // SAFETY: sched_getaffinity writes one cpu_set_t of the size given.
+    if unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut *previous) } != 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL));
+    }
+    // SAFETY: as above.
+    let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: CPU_SET writes a bit of the mask; `cpu` is below the mask's size (checked by the
+    // caller against the host's CPU count, which is far below CPU_SETSIZE).
+    unsafe { libc::CPU_SET(cpu as usize, &mut mask) };
+    if !set_affinity(&mask) {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL));
+    }
+    Ok(previous)
+}
+
+impl Set {
+    fn attach(&mut self, binding: Binding) -> Arc<Mutex<Binding>> {
+        let binding = Arc::new(Mutex::new(binding));
+        self.binding = Some(binding.clone());
+        binding
+    }
+
+    /// Binds the set to the calling thread (`cpc_bind_curlwp`); a set already bound to it is
+    /// unbound first, even if this bind fails.
+    pub fn bind_curlwp(&mut self, platform: &Platform, flags: u32) -> Result<()> {
+        const OP: &str = "cpc_bind_curlwp";
+        if flags & !CPC_BIND_LWP_INHERIT != 0 {
+            return Err(Error::invalid(
+                OP,
+                format!("bind flags {flags:#x}: only CPC_BIND_LWP_INHERIT"),
+            ));
+        }
+        if self.requests.is_empty() {
+            return Err(Error::invalid(OP, "the set has no requests"));
+        }
+        if let Some(previous) = CURRENT.with(|c| c.borrow_mut().take()) {
+            lock(&previous).release();
+        }
+        let _ = self.unbind();
+        if !cpu_bound().is_empty() {
+            return Err(Error::new(OP, libc::EAGAIN)
+                .because("a set is bound to a CPU (cpc_bind_cpu) in this process"));
+        }
+        let scope = Scope::Lwp {
+            thread: std::thread::current().id(),
+            epoch: CPU_EPOCH.load(Ordering::Acquire),
+        };
+        let binding = Binding::new(OP, platform, &self.requests, scope)?;
+        let binding = self.attach(binding);
+        CURRENT.with(|c| *c.borrow_mut() = Some(binding));
+        Ok(())
+    }
+
+    /// Binds the set to CPU `cpu` (`cpc_bind_cpu`): one set per CPU in this process, and the
+    /// first CPU bind invalidates every per-thread set (their next sample fails `EAGAIN`).
+    pub fn bind_cpu(&mut self, platform: &Platform, cpu: i32, flags: u32) -> Result<()> {
+        const OP: &str = "cpc_bind_cpu";
+        if flags != 0 {
+            return Err(Error::invalid(OP, format!("bind flags {flags:#x}: must be 0")));
+        }
+        if self.requests.is_empty() {
+            return Err(Error::invalid(OP, "the set has no requests"));
+        }
+        let Some(cpu) = u32::try_from(cpu).ok().filter(|&c| c < platform.ncpu) else {
+            return Err(Error::sub(
+                OP,
+                libc::EINVAL,
+                Subcode::PbindFailed,
+                format!("processor {cpu} does not exist (0..{})", platform.ncpu),
+            ));
+        };
+        let _ = self.unbind();
+        if cpu_bound().contains(&cpu) {
+            return Err(Error::new(OP, libc::EAGAIN)
+                .because(format!("processor {cpu} already has a bound set")));
+        }
+        let previous = if pmc::api::host_kind().ok() == Some(pmc::host::HostKind::Sim) {
+            None // The simulated CPUs are not this machine's.
+        } else {
+            Some(pin_to(cpu).map_err(|errno| {
+                Error::sub(
+                    OP,
+                    errno,
+                    Subcode::PbindFailed,
+                    format!("cannot run on processor {cpu}"),
+                )
+            })?)
+        };
+        let saved = previous.as_deref().copied();
+        let scope = Scope::Cpu { cpu, thread: std::thread::current().id(), previous };
+        match Binding::new(OP, platform, &self.requests, scope) {
+            Ok(binding) => {
+                cpu_bound().push(cpu);
+                CPU_EPOCH.fetch_add(1, Ordering::AcqRel);
+                self.attach(binding);
+                Ok(())
+            }
+            Err(e) => {
+                if let Some(mask) = saved {
+                    set_affinity(&mask);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Binds the set to the process `pctx` controls (`cpc_bind_pctx`): `EINVAL` for flags other
+    /// than 0, `ESRCH` if `lwp` is not one of its threads.
+    pub fn bind_pctx(
+        &mut self,
+        platform: &Platform,
+        pctx: &crate::pctx::Pctx,
+        lwp: i32,
+        flags: u32,
+    ) -> Result<()> {
+        self.bind_process(platform, pctx.pid(), lwp, flags)?;
+        self.terminator = Some(pctx.terminator());
+        Ok(())
+    }
+
+    /// Binds the set to process `pid`, whose thread `lwp` must exist.
+    pub(crate) fn bind_process(
+        &mut self,
+        platform: &Platform,
+        pid: i32,
+        lwp: i32,
+        flags: u32,
+    ) -> Result<()> {
+        const OP: &str = "cpc_bind_pctx";
+        if flags != 0 {
+            return Err(Error::invalid(OP, format!("bind flags {flags:#x}: must be 0")));
+        }
+        if !crate::pctx::has_lwp(pid, lwp) {
+            return Err(
+                Error::new(OP, libc::ESRCH).because(format!("process {pid} has no LWP {lwp}"))
+            );
+        }
+        if self.requests.is_empty() {
+            return Err(Error::invalid(OP, "the set has no requests"));
+        }
+        let _ = self.unbind();
+        let binding = Binding::new(OP, platform, &self.requests, Scope::Process { pid })?;
+        self.attach(binding);
+        Ok(())
+    }
+
+    /// Releases the set's counters (`cpc_unbind`); `EINVAL` if it is not bound. The set is
+    /// unbound afterwards in every case.
+    pub fn unbind(&mut self) -> Result<()> {
+        let Some(binding) = self.binding.take() else {
+            return Err(Error::invalid("cpc_unbind", "the set is not bound"));
+        };
+        CURRENT.with(|c| {
+            let mut current = c.borrow_mut();
+            if current.as_ref().is_some_and(|b| Arc::ptr_eq(b, &binding)) {
+                *current = None;
+            }
+        });
+        let mut binding = lock(&binding);
+        let was_live = binding.is_live();
+        binding.release();
+        if was_live { Ok(()) } else { Err(Error::invalid("cpc_unbind", "the set is not bound")) }
+    }
+
+    /// Samples the bound set into `buf` (`cpc_set_sample`): `EINVAL` if the set is unbound or
+    /// `buf` is sized for another number of requests.
+    pub fn sample(&self, buf: &mut Buf) -> Result<()> {
+        const OP: &str = "cpc_set_sample";
+        let binding =
+            self.binding.as_ref().ok_or_else(|| Error::invalid(OP, "the set is not bound"))?;
+        if buf.len() != self.requests.len() {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "the buffer holds {} values, the set has {} requests",
+                    buf.len(),
+                    self.requests.len()
+                ),
+            ));
+        }
+        lock(binding).sample(buf)
+    }
+}
+
+/// Runs `f` on the calling thread's bound set; `EINVAL` if it has none.
+fn with_current<R>(op: &'static str, f: impl FnOnce(&mut Binding) -> Result<R>) -> Result<R> {
+    let binding = CURRENT.with(|c| c.borrow().clone());
+    let binding =
+        binding.ok_or_else(|| Error::invalid(op, "the calling thread has no bound set"))?;
+    let mut guard = lock(&binding);
+    f(&mut guard)
+}
+
+/// Sets the preset of request `index` of the calling thread's set, used from the next
+/// [`set_restart`] (`cpc_request_preset`).
+pub fn request_preset(index: i32, preset: u64) -> Result<()> {
+    with_current("cpc_request_preset", |b| b.request_preset(index, preset))
+}
+
+/// Restarts the calling thread's set from its presets (`cpc_set_restart`).
+pub fn set_restart() -> Result<()> {
+    with_current("cpc_set_restart", Binding::restart)
+}
+
+/// Stops the calling thread's counters, keeping their values (`cpc_disable`).
+pub fn disable() -> Result<()> {
+    with_current("cpc_disable", Binding::disable)
+}
+
+/// Resumes the calling thread's counters from their values (`cpc_enable`).
+pub fn enable() -> Result<()> {
+    with_current("cpc_enable", Binding::enable)
+}
