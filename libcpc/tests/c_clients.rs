@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Linkage, run};
+use common::{Linkage, run, run_with_stderr};
 
 #[test]
 fn a_simulated_program_is_counted_exactly_through_pctx_on_the_simulator() {
@@ -13,5 +13,26 @@ fn a_simulated_program_is_counted_exactly_through_pctx_on_the_simulator() {
         let out = run("cpc_sim_count", linkage, "sim", &[]);
         assert!(out.contains("PAPI_tot_ins 10000000\n"), "{out}");
         assert!(out.contains("instr_retired.any 10000005\n"), "{out}");
+    }
+}
+
+/// What the default error handler prints for the first, handler-less failure.
+const DEFAULT_HANDLER_LINE: &str = "libcpc: cpc_set_add_request: Unknown event\n";
+
+#[test]
+fn every_errno_and_subcode_on_the_simulator() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let (out, err) = run_with_stderr("cpc_errors", linkage, "sim", &[]);
+        assert_eq!(out, "errors ok\n");
+        assert!(err.starts_with(DEFAULT_HANDLER_LINE), "{err}");
+    }
+}
+
+#[test]
+fn every_errno_and_subcode_on_the_linux_host() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let (out, err) = run_with_stderr("cpc_errors", linkage, "linux", &[]);
+        assert_eq!(out, "errors ok\n");
+        assert!(err.starts_with(DEFAULT_HANDLER_LINE), "{err}");
     }
 }

@@ -72,6 +72,16 @@ pub fn build(name: &str, linkage: Linkage) -> PathBuf {
 /// Builds and runs client `name` on `host` with `args`; fails the test unless it exits 0;
 /// returns its standard output.
 pub fn run(name: &str, linkage: Linkage, host: &str, args: &[&str]) -> String {
+    run_with_stderr(name, linkage, host, args).0
+}
+
+/// [`run`], returning standard output and standard error.
+pub fn run_with_stderr(
+    name: &str,
+    linkage: Linkage,
+    host: &str,
+    args: &[&str],
+) -> (String, String) {
     let exe = build(name, linkage);
     let mut command = Command::new(&exe);
     command.args(args).env("PMC_HOST", host).env("LD_LIBRARY_PATH", library_dir());
@@ -80,12 +90,12 @@ pub fn run(name: &str, linkage: Linkage, host: &str, args: &[&str]) -> String {
     }
     let output = command.output().unwrap_or_else(|e| panic!("run {}: {e}", exe.display()));
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(
         output.status.success(),
-        "{name} ({linkage:?}, PMC_HOST={host}) failed with {}\nstdout:\n{stdout}\nstderr:\n{}",
+        "{name} ({linkage:?}, PMC_HOST={host}) failed with {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
         output.status,
-        String::from_utf8_lossy(&output.stderr)
     );
     println!("{name} ({linkage:?}, PMC_HOST={host}):\n{stdout}");
-    stdout
+    (stdout, stderr)
 }
