@@ -36,3 +36,20 @@ fn every_errno_and_subcode_on_the_linux_host() {
         assert!(err.starts_with(DEFAULT_HANDLER_LINE), "{err}");
     }
 }
+
+#[test]
+fn presets_restart_freezing_buffers_and_walkers_on_the_simulator() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_api", linkage, "sim", &[]);
+        assert!(out.contains("PAPI_tot_ins 1000 -> 1000 (+0)\n"), "{out}");
+        assert!(out.contains("after restart 7 9\n") && out.ends_with("api ok\n"), "{out}");
+    }
+}
+
+#[test]
+fn page_faults_of_the_calling_thread_on_the_linux_host() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_api", linkage, "linux", &[]);
+        assert!(out.ends_with("api ok\n"), "{out}");
+    }
+}
