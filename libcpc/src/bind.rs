@@ -571,8 +571,9 @@ impl Set {
         Ok(())
     }
 
-    /// Binds the set to process `pid`, whose thread `lwp` must exist.
-    pub(crate) fn bind_process(
+    /// Binds the set to process `pid`, whose thread `lwp` must exist (what `cpc_bind_pctx`
+    /// does, for a caller that knows the process only by its id).
+    pub fn bind_process(
         &mut self,
         platform: &Platform,
         pid: i32,

@@ -10,6 +10,7 @@
 //! * [`Buf`] — a sample: 64-bit values `preset + events` by request index, hrtime, tick.
 //! * [`request_preset`], [`set_restart`], [`enable`], [`disable`] — the calling thread's set.
 //! * [`capi`] — the C ABI.
+//! * [`tool`] — what cpustat and cputrack share: the `-c` spec grammar, columns, `-h` text.
 //!
 //! # Choices where the reference leaves room (tagged \[I\] there)
 //!
@@ -38,6 +39,7 @@ pub mod error;
 pub mod pctx;
 pub mod platform;
 pub mod set;
+pub mod tool;
 
 use std::sync::Arc;
 
