@@ -28,10 +28,10 @@ fn command() -> Command {
         .disable_help_flag(true)
         .disable_version_flag(true)
         .override_usage(USAGE)
-        .arg(Arg::new("c").short('c').action(ArgAction::Append).required(true))
+        .arg(Arg::new("c").short('c').action(ArgAction::Append))
         .arg(Arg::new("p").short('p').value_parser(clap::value_parser!(f64)))
         .arg(Arg::new("T").short('T').value_parser(["u", "d"]))
-        .args([("s", 's'), ("n", 'n'), ("t", 't'), ("D", 'D')].map(flag))
+        .args([("s", 's'), ("n", 'n'), ("t", 't'), ("D", 'D'), ("h", 'h')].map(flag))
         .arg(Arg::new("interval").value_parser(clap::value_parser!(f64)))
         .arg(Arg::new("count").value_parser(clap::value_parser!(u64)))
 }
@@ -56,20 +56,26 @@ struct Options {
 
 /// Runs cpustat with `args` (without the program name); the exit status.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
-    let args: Vec<OsString> = args.into_iter().collect();
-    if args.iter().any(|a| a == "-h") {
-        return help();
-    }
     let argv = std::iter::once(OsString::from("cpustat")).chain(args);
     let m = match command().try_get_matches_from(argv) {
         Ok(m) => m,
         Err(e) => {
-            let text = e.render().to_string();
             return usage_error(
-                text.lines().next().unwrap_or("bad arguments").trim_start_matches("error: "),
+                e.render()
+                    .to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .trim_start_matches("error: "),
             );
         }
     };
+    if m.get_flag("h") {
+        return help();
+    }
+    if m.get_many::<String>("c").is_none() {
+        return usage_error("no events specified (-c)");
+    }
     let interval = m.get_one::<f64>("interval").copied().unwrap_or(5.0);
     let count = m.get_one::<u64>("count").copied();
     if !(interval > 0.0 && interval < 4_294_967.0) || count == Some(0) {
@@ -100,10 +106,10 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
 
 /// `-h`: usage and the capabilities text on stdout, exit 0.
 fn help() -> i32 {
-    print!("{USAGE}");
+    emit(USAGE);
     match Cpc::open(cpc::consts::CPC_VER_CURRENT) {
         Ok(cpc) => {
-            print!("\n{}", usage::capabilities(cpc.platform()));
+            emit(&format!("\n{}", usage::capabilities(cpc.platform())));
             0
         }
         Err(e) => {

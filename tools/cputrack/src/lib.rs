@@ -26,7 +26,7 @@ fn command() -> Command {
         .disable_help_flag(true)
         .disable_version_flag(true)
         .override_usage(USAGE)
-        .arg(Arg::new("c").short('c').action(ArgAction::Append).required(true))
+        .arg(Arg::new("c").short('c').action(ArgAction::Append))
         .arg(Arg::new("T").short('T').value_parser(clap::value_parser!(f64)))
         .arg(Arg::new("N").short('N').value_parser(clap::value_parser!(u32)))
         .arg(Arg::new("o").short('o').value_parser(clap::value_parser!(OsString)))
@@ -73,15 +73,21 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         Ok(m) => m,
         Err(e) => {
             return usage_error(
-                &e.render()
+                e.render()
                     .to_string()
                     .lines()
                     .next()
-                    .unwrap_or("bad arguments")
-                    .replace("error: ", ""),
+                    .unwrap_or_default()
+                    .trim_start_matches("error: "),
             );
         }
     };
+    if m.get_flag("h") {
+        return help();
+    }
+    if m.get_many::<String>("c").is_none() {
+        return usage_error("no events specified (-c)");
+    }
     if m.get_flag("f") || m.get_flag("e") {
         return usage_error(
             "following forks (-f) and execs (-e) is not supported by this cputrack",
@@ -120,10 +126,11 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
 
 /// `-h`: usage and the capabilities text on stdout, exit 0.
 fn help() -> i32 {
-    print!("{USAGE}");
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(USAGE.as_bytes());
     match Cpc::open(cpc::consts::CPC_VER_CURRENT) {
         Ok(cpc) => {
-            print!("\n{}", usage::capabilities(cpc.platform()));
+            let _ = write!(out, "\n{}", usage::capabilities(cpc.platform()));
             0
         }
         Err(e) => {
