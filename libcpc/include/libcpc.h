@@ -140,6 +140,38 @@ extern void cpc_walk_generic_events_pic(cpc_t *cpc, uint_t picno, void *arg,
     void (*action)(void *arg, uint_t picno, const char *event));
 extern void cpc_walk_attrs(cpc_t *cpc, void *arg, void (*action)(void *arg, const char *attr));
 
+/*
+ * SMPL (hardware sampling) requests, as Oracle Solaris 11.4: a request with CPC_HW_SMPL and the
+ * attribute smpl_nrecs (1..cpc_get_smpl_max_rec_count()) keeps up to smpl_nrecs records in the
+ * buffer; each record has one item, "ip" (index 0).  Its preset gives the sampling period as for
+ * an overflow request: UINT64_MAX - (n - 1) samples every n-th event (0: the event's default).
+ * CPC_TARGET_CPC and CPC_TARGET_SMPL (the `target` of the _common walkers) are this library's
+ * names and values; Oracle publishes none.
+ */
+#define CPC_TARGET_CPC		0
+#define CPC_TARGET_SMPL		1
+
+extern uint_t cpc_smpl_npic(cpc_t *cpc);
+extern const char *cpc_smpl_iname(cpc_t *cpc);
+extern uint_t cpc_get_smpl_max_rec_count(cpc_t *cpc);
+extern uint_t cpc_get_max_smpl_rec_count(cpc_t *cpc);
+extern void cpc_walk_smpl_recitems(cpc_t *cpc, void *arg,
+    void (*action)(void *arg, const char *name, int record_item_index));
+extern void cpc_walk_smpl_recitems_req(cpc_t *cpc, cpc_set_t *set, int request_index, void *arg,
+    void (*action)(void *arg, const char *name, int record_item_index));
+extern int cpc_buf_smpl_rec_count(cpc_t *cpc, cpc_buf_t *buf, int request_index,
+    uint_t *rec_count);
+extern int cpc_buf_smpl_get_item(cpc_t *cpc, cpc_buf_t *buf, int request_index, int record_index,
+    int record_item_index, uint64_t *val);
+extern uint64_t *cpc_buf_smpl_get_record(cpc_t *cpc, cpc_buf_t *buf, int request_index,
+    int record_index);
+extern void cpc_walk_events_all_common(cpc_t *cpc, void *arg, int target,
+    void (*action)(void *arg, const char *event));
+extern void cpc_walk_events_pic_common(cpc_t *cpc, uint_t picno, void *arg, int target,
+    void (*action)(void *arg, uint_t picno, const char *event));
+extern void cpc_walk_attrs_common(cpc_t *cpc, void *arg, int target,
+    void (*action)(void *arg, const char *attr));
+
 extern int cpc_enable(cpc_t *cpc);
 extern int cpc_disable(cpc_t *cpc);
 

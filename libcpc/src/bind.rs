@@ -21,11 +21,12 @@ use crate::assign::{Need, assign};
 use crate::buf::{Buf, gethrtime};
 use crate::consts::{
     CPC_BIND_LWP_INHERIT, CPC_CAP_OVERFLOW_INTERRUPT, CPC_COUNT_SYSTEM, CPC_COUNT_USER,
-    CPC_HW_SMPL, CPC_MAX_ATTRS, CPC_MAX_NREQS, CPC_OVF_NOTIFY_EMT, PICNUM, REQ_ALL_FLAGS, Subcode,
+    CPC_MAX_ATTRS, CPC_MAX_NREQS, CPC_OVF_NOTIFY_EMT, PICNUM, REQ_ALL_FLAGS, Subcode,
 };
 use crate::error::{Error, Result};
 use crate::platform::Platform;
 use crate::set::{Request, Set};
+use crate::smpl;
 
 /// Locks a binding; a thread that panicked while holding it left it consistent (every field is
 /// written whole), so a poisoned lock is used as is.
@@ -55,6 +56,15 @@ struct Counter {
     next_preset: u64,
     /// The PMC's value at the last bind or restart.
     base: u64,
+    /// For an SMPL request: its records so far and how many it keeps.
+    smpl: Option<Records>,
+}
+
+/// The records of an SMPL request.
+#[derive(Debug)]
+struct Records {
+    cap: usize,
+    ips: Vec<u64>,
 }
 
 /// A bound set's counters.
@@ -102,10 +112,11 @@ fn check_set(op: &'static str, platform: &Platform, requests: &[Request]) -> Res
     if requests.is_empty() {
         return Err(Error::invalid(op, "the set has no requests"));
     }
-    if requests.len() > platform.pics.len() || requests.len() > CPC_MAX_NREQS {
+    let counters = requests.iter().filter(|r| !r.is_smpl()).count();
+    if counters > platform.pics.len() || requests.len() > CPC_MAX_NREQS {
         return Err(Error::invalid(
             op,
-            format!("{} requests for {} counters", requests.len(), platform.pics.len()),
+            format!("{counters} counter requests for {} counters", platform.pics.len()),
         ));
     }
     let mut explicit = Vec::new();
@@ -120,6 +131,21 @@ fn check_set(op: &'static str, platform: &Platform, requests: &[Request]) -> Res
                 Subcode::ReqInvalidFlags,
                 format!("request {index} has flags {:#x}", request.flags & !REQ_ALL_FLAGS),
             ));
+        }
+        if request.is_smpl() {
+            let nrecs = request.attr(smpl::SMPL_NRECS).unwrap_or(0);
+            if nrecs == 0 || nrecs > u64::from(smpl::MAX_RECORDS) {
+                return Err(Error::sub(
+                    op,
+                    libc::EINVAL,
+                    Subcode::AttributeOutOfRange,
+                    format!(
+                        "request {index}: smpl_nrecs {nrecs} is not in 1..={}",
+                        smpl::MAX_RECORDS
+                    ),
+                ));
+            }
+            continue;
         }
         if let Some(pic) = request.picnum() {
             if pic >= u64::from(platform.npic()) {
@@ -137,14 +163,6 @@ fn check_set(op: &'static str, platform: &Platform, requests: &[Request]) -> Res
         }
     }
     for (index, request) in requests.iter().enumerate() {
-        if request.flags & CPC_HW_SMPL != 0 {
-            return Err(Error::sub(
-                op,
-                libc::EINVAL,
-                Subcode::ResourceUnavail,
-                format!("request {index} is an SMPL request; this processor has no sampling unit"),
-            ));
-        }
         if request.flags & CPC_OVF_NOTIFY_EMT != 0
             && platform.caps & CPC_CAP_OVERFLOW_INTERRUPT == 0
         {
@@ -154,6 +172,14 @@ fn check_set(op: &'static str, platform: &Platform, requests: &[Request]) -> Res
         }
     }
     Ok(())
+}
+
+/// The libpmc spec of SMPL request `request`: its event as the first PIC that counts it (a raw
+/// code as PIC 0) counts it, in the request's rings.
+fn smpl_spec(op: &'static str, platform: &Platform, request: &Request) -> Result<String> {
+    let pic = platform.coverage(&request.event).first().copied().unwrap_or(0);
+    let sampled = Request { attrs: Vec::new(), ..request.clone() };
+    pmc_spec(op, platform, pic, &sampled)
 }
 
 /// The libpmc spec of `request` on PIC `pic`: the event plus its attributes and rings, checked
@@ -242,14 +268,16 @@ impl Binding {
         scope: Scope,
     ) -> Result<Binding> {
         check_set(op, platform, requests)?;
-        let needs: Vec<Need> = requests
+        let counting: Vec<usize> =
+            (0..requests.len()).filter(|&i| !requests[i].is_smpl()).collect();
+        let needs: Vec<Need> = counting
             .iter()
-            .map(|r| Need {
-                picnum: r.picnum().map(|p| p as usize),
-                coverage: platform.coverage(&r.event),
+            .map(|&i| Need {
+                picnum: requests[i].picnum().map(|p| p as usize),
+                coverage: platform.coverage(&requests[i].event),
             })
             .collect();
-        let pics = assign(&needs, platform.pics.len()).ok_or_else(|| {
+        let assigned = assign(&needs, platform.pics.len()).ok_or_else(|| {
             Error::sub(
                 op,
                 libc::EINVAL,
@@ -257,25 +285,42 @@ impl Binding {
                 "no assignment of the requests to counters exists (a raw event code needs picnum)",
             )
         })?;
+        let mut pics = vec![None; requests.len()];
+        for (&i, &pic) in counting.iter().zip(&assigned) {
+            pics[i] = Some(pic);
+        }
         let specs = requests
             .iter()
             .zip(&pics)
-            .map(|(r, &pic)| pmc_spec(op, platform, pic, r))
+            .map(|(r, pic)| match pic {
+                Some(pic) => pmc_spec(op, platform, *pic, r),
+                None => smpl_spec(op, platform, r),
+            })
             .collect::<Result<Vec<_>>>()?;
-        let (mode, cpu, target) = match &scope {
-            Scope::Lwp { .. } => (Mode::ThreadCounting, 0, Some(0)),
-            Scope::Process { pid } => (Mode::ThreadCounting, 0, Some(*pid)),
-            Scope::Cpu { cpu, .. } => (Mode::SystemCounting, *cpu, None),
+        let (counting_mode, sampling_mode, cpu, target) = match &scope {
+            Scope::Lwp { .. } => (Mode::ThreadCounting, Mode::ThreadSampling, 0, Some(0)),
+            Scope::Process { pid } => (Mode::ThreadCounting, Mode::ThreadSampling, 0, Some(*pid)),
+            Scope::Cpu { cpu, .. } => (Mode::SystemCounting, Mode::SystemSampling, *cpu, None),
         };
+        if requests.iter().any(Request::is_smpl) {
+            smpl::ensure_log(op)?;
+        }
         let mut counters = Vec::with_capacity(requests.len());
         for (index, (request, spec)) in requests.iter().zip(&specs).enumerate() {
             let (usr, os) = rings(request);
-            let pmc = if usr || os || platform.pics[pics[index]].class == Class::Soft {
-                let pmc = PmcSpec::new(spec)
-                    .mode(mode)
-                    .cpu(cpu)
-                    .allocate()
-                    .map_err(|e| allocation_error(op, &e, index))?;
+            let soft = pics[index].is_some_and(|p| platform.pics[p].class == Class::Soft);
+            let pmc = if usr || os || soft || request.is_smpl() {
+                let mut pmc_spec = PmcSpec::new(spec).cpu(cpu);
+                pmc_spec = if request.is_smpl() {
+                    let spec = pmc_spec.mode(sampling_mode);
+                    match smpl::period(request.preset) {
+                        Some(period) => spec.rate(period),
+                        None => spec,
+                    }
+                } else {
+                    pmc_spec.mode(counting_mode)
+                };
+                let pmc = pmc_spec.allocate().map_err(|e| allocation_error(op, &e, index))?;
                 if let Some(pid) = target {
                     pmc.attach(pid).map_err(|e| allocation_error(op, &e, index))?;
                 }
@@ -283,11 +328,16 @@ impl Binding {
             } else {
                 None
             };
+            let smpl = request.is_smpl().then(|| Records {
+                cap: request.attr(smpl::SMPL_NRECS).unwrap_or(0) as usize,
+                ips: Vec::new(),
+            });
             counters.push(Counter {
                 pmc,
                 preset: request.preset,
                 next_preset: request.preset,
                 base: 0,
+                smpl,
             });
         }
         for (index, counter) in counters.iter().enumerate() {
@@ -345,16 +395,31 @@ impl Binding {
         Ok(())
     }
 
-    /// Reads the virtual counters into `buf`.
-    pub(crate) fn sample(&self, buf: &mut Buf) -> Result<()> {
+    /// Reads the virtual counters into `buf`, and the SMPL requests' records.
+    pub(crate) fn sample(&mut self, buf: &mut Buf) -> Result<()> {
         const OP: &str = "cpc_set_sample";
         self.usable(OP)?;
+        // SMPL requests keep sampling while the counters are frozen.
+        for (index, counter) in self.counters.iter_mut().enumerate() {
+            let (Some(records), Some(pmc)) = (counter.smpl.as_mut(), &counter.pmc) else {
+                continue;
+            };
+            let new = smpl::take_samples(OP, pmc.id())?;
+            let room = records.cap.saturating_sub(records.ips.len());
+            records.ips.extend(new.into_iter().take(room));
+            if let Some(slot) = buf.smpl.get_mut(index) {
+                *slot = Some(records.ips.clone());
+            }
+        }
         if let Some(frozen) = &self.frozen {
+            let records = std::mem::take(&mut buf.smpl);
             buf.copy_from(frozen);
+            buf.smpl = records;
             return Ok(());
         }
         for (slot, counter) in buf.data.iter_mut().zip(&self.counters) {
             *slot = match &counter.pmc {
+                _ if counter.smpl.is_some() => 0,
                 Some(pmc) => {
                     let now = pmc.read().map_err(|e| Error::pmc(OP, &e))?;
                     counter.preset.wrapping_add(now.wrapping_sub(counter.base))
@@ -391,7 +456,7 @@ impl Binding {
         const OP: &str = "cpc_set_restart";
         self.lwp_only(OP)?;
         let was_frozen = self.frozen.take().is_some();
-        for counter in &mut self.counters {
+        for counter in self.counters.iter_mut().filter(|c| c.smpl.is_none()) {
             counter.preset = counter.next_preset;
             if let Some(pmc) = &counter.pmc {
                 counter.base = pmc.read().map_err(|e| Error::pmc(OP, &e))?;
@@ -411,7 +476,7 @@ impl Binding {
         }
         let mut snapshot = Buf::new(self.counters.len());
         self.sample(&mut snapshot)?;
-        for counter in &self.counters {
+        for counter in self.counters.iter().filter(|c| c.smpl.is_none()) {
             if let Some(pmc) = &counter.pmc {
                 pmc.stop().map_err(|e| Error::pmc(OP, &e))?;
             }
@@ -426,7 +491,7 @@ impl Binding {
         if self.frozen.is_none() {
             return Err(Error::invalid(OP, "counting is not disabled"));
         }
-        for counter in &self.counters {
+        for counter in self.counters.iter().filter(|c| c.smpl.is_none()) {
             if let Some(pmc) = &counter.pmc {
                 pmc.start().map_err(|e| Error::pmc(OP, &e))?;
             }

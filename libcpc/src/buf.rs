@@ -7,12 +7,32 @@ pub struct Buf {
     pub(crate) data: Vec<u64>,
     pub(crate) hrtime: i64,
     pub(crate) tick: u64,
+    /// The records of each SMPL request (`None` for a counter request): one instruction pointer
+    /// each (see [`crate::smpl`]).
+    pub(crate) smpl: Vec<Option<Vec<u64>>>,
 }
 
 impl Buf {
     /// A zeroed buffer for a set of `nreqs` requests.
     pub fn new(nreqs: usize) -> Buf {
-        Buf { data: vec![0; nreqs], hrtime: 0, tick: 0 }
+        Buf { data: vec![0; nreqs], hrtime: 0, tick: 0, smpl: vec![None; nreqs] }
+    }
+
+    /// A zeroed buffer for `set`, with room for the records of its SMPL requests.
+    pub fn for_set(set: &crate::Set) -> Buf {
+        let mut buf = Buf::new(set.requests().len());
+        for (slot, request) in buf.smpl.iter_mut().zip(set.requests()) {
+            if request.is_smpl() {
+                *slot = Some(Vec::new());
+            }
+        }
+        buf
+    }
+
+    /// The records of SMPL request `index` (each one item: the instruction pointer), or `None`
+    /// if it is no SMPL request.
+    pub fn smpl_records(&self, index: usize) -> Option<&[u64]> {
+        self.smpl.get(index)?.as_deref()
     }
 
     /// The number of values (the set's request count when the buffer was made).
@@ -62,10 +82,12 @@ impl Buf {
     }
 
     fn combine(a: &Buf, b: &Buf, op: fn(u64, u64) -> u64) -> Option<Buf> {
+        // SMPL records are not numbers: the result keeps `a`'s.
         (a.data.len() == b.data.len()).then(|| Buf {
             data: a.data.iter().zip(&b.data).map(|(&x, &y)| op(x, y)).collect(),
             hrtime: a.hrtime.max(b.hrtime),
             tick: op(a.tick, b.tick),
+            smpl: a.smpl.clone(),
         })
     }
 
@@ -77,6 +99,7 @@ impl Buf {
         self.data.copy_from_slice(&src.data);
         self.hrtime = src.hrtime;
         self.tick = src.tick;
+        self.smpl.clone_from(&src.smpl);
         true
     }
 
@@ -85,6 +108,7 @@ impl Buf {
         self.data.fill(0);
         self.hrtime = 0;
         self.tick = 0;
+        self.smpl.iter_mut().flatten().for_each(Vec::clear);
     }
 }
 
@@ -102,7 +126,7 @@ mod tests {
     use super::Buf;
 
     fn buf(data: &[u64], hrtime: i64, tick: u64) -> Buf {
-        Buf { data: data.to_vec(), hrtime, tick }
+        Buf { data: data.to_vec(), hrtime, tick, smpl: vec![None; data.len()] }
     }
 
     #[test]

@@ -25,8 +25,7 @@
 //! * `cpc_buf_tick` counts TSC cycles elapsed since bind (wall time, not only on-CPU time).
 //! * The attributes `nouser` and `sys` are accepted in requests too (clearing `CPC_COUNT_USER`,
 //!   setting `CPC_COUNT_SYSTEM`), as the tools' spec tokens of the same names.
-//! * `CPC_HW_SMPL` is 0x100. No host has a sampling unit yet: `cpc_smpl_npic` is 0 and binding
-//!   an SMPL request fails `EINVAL` with `CPC_RESOURCE_UNAVAIL`.
+//! * `CPC_HW_SMPL` is 0x100; SMPL requests sample through libpmc's sampling PMCs (see [`smpl`]).
 //! * No host reports `CPC_CAP_OVERFLOW_INTERRUPT` yet, so binding a request with
 //!   `CPC_OVF_NOTIFY_EMT` fails `ENOTSUP`, as illumos does on such hardware.
 
@@ -39,6 +38,7 @@ pub mod error;
 pub mod pctx;
 pub mod platform;
 pub mod set;
+pub mod smpl;
 pub mod tool;
 
 use std::sync::Arc;

@@ -43,6 +43,11 @@ impl Request {
         self.attrs.iter().rev().find(|a| a.name == PICNUM).map(|a| a.value)
     }
 
+    /// Whether it is an SMPL (hardware sampling) request.
+    pub fn is_smpl(&self) -> bool {
+        self.flags & crate::consts::CPC_HW_SMPL != 0
+    }
+
     /// The value of attribute `name` (the last one given wins).
     pub fn attr(&self, name: &str) -> Option<u64> {
         self.attrs.iter().rev().find(|a| a.name == name).map(|a| a.value)
@@ -110,10 +115,18 @@ impl Set {
                 format!("no counter of this processor counts {event:?}; it is no raw code either"),
             ));
         }
+        let smpl = flags & crate::consts::CPC_HW_SMPL != 0;
+        let known = |name: &str| {
+            if smpl {
+                name == PICNUM || name == crate::smpl::SMPL_NRECS
+            } else {
+                platform.has_attr(name)
+            }
+        };
         let mut kept = Vec::with_capacity(attrs.len());
         for attr in attrs {
             let name = truncated(&attr.name, CPC_MAX_ATTR_LEN);
-            if name.is_empty() || !platform.has_attr(&name) {
+            if name.is_empty() || !known(&name) {
                 return Err(Error::sub(
                     OP,
                     libc::EINVAL,
@@ -121,7 +134,19 @@ impl Set {
                     format!("unknown attribute {name:?}; known: {}", platform.attrs.join(" ")),
                 ));
             }
-            if name == PICNUM {
+            if name == PICNUM && smpl && attr.value >= u64::from(crate::smpl::SMPL_NPIC) {
+                return Err(Error::sub(
+                    OP,
+                    libc::EINVAL,
+                    Subcode::InvalidPicnum,
+                    format!(
+                        "picnum {} of an SMPL request is not below {}",
+                        attr.value,
+                        crate::smpl::SMPL_NPIC
+                    ),
+                ));
+            }
+            if name == PICNUM && !smpl {
                 if attr.value >= u64::from(platform.npic()) {
                     return Err(Error::sub(
                         OP,

@@ -53,3 +53,42 @@ fn page_faults_of_the_calling_thread_on_the_linux_host() {
         assert!(out.ends_with("api ok\n"), "{out}");
     }
 }
+
+/// The function of the simulated `hot-cold` that holds `ip`.
+fn hot_cold_function(ip: u64) -> String {
+    let symbols = pmc::host::sim::symbols("/usr/sim/bin/hot-cold").expect("hot-cold's symbols");
+    let found = symbols.iter().find(|(start, end, _)| (*start..*end).contains(&ip));
+    found.map(|(_, _, name)| name.clone()).unwrap_or_else(|| format!("{ip:#x}?"))
+}
+
+/// The functions of the `ip` lines of an SMPL client's output.
+fn sampled_functions(out: &str) -> Vec<String> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix("ip 0x"))
+        .map(|hex| hot_cold_function(u64::from_str_radix(hex, 16).expect("a hex ip")))
+        .collect()
+}
+
+#[test]
+fn smpl_records_are_the_sampled_instruction_pointers_up_to_smpl_nrecs() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        // Every 1 000 000th of 10 000 000 instructions: 9 in hot, the last in cold.
+        let out = run("cpc_smpl", linkage, "sim", &["100"]);
+        assert!(out.starts_with("records 10\n"), "{out}");
+        let mut expected = vec!["hot".to_string(); 9];
+        expected.push("cold".into());
+        assert_eq!(sampled_functions(&out), expected, "{out}");
+        // Capped at smpl_nrecs: the first 8.
+        let out = run("cpc_smpl", linkage, "sim", &["8"]);
+        assert!(out.starts_with("records 8\n"), "{out}");
+        assert_eq!(sampled_functions(&out), vec!["hot".to_string(); 8], "{out}");
+    }
+}
+
+#[test]
+fn smpl_records_of_the_calling_thread_on_the_linux_host() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_smpl_self", linkage, "linux", &[]);
+        assert!(out.starts_with("records 16 faults "), "{out}");
+    }
+}

@@ -20,7 +20,7 @@ pub unsafe extern "C" fn cpc_buf_create(cpc: *mut cpc_t, set: *mut cpc_set_t) ->
         let h = unsafe { handle(OP, cpc)? };
         // SAFETY: one thread uses a set at a time.
         let set = unsafe { set_of(OP, h, set)? };
-        let buf = Box::into_raw(Box::new(Buf::new(set.requests().len())));
+        let buf = Box::into_raw(Box::new(Buf::for_set(set)));
         h.lists().bufs.push(buf as usize);
         Ok(buf)
     })

@@ -131,7 +131,7 @@ fn pic_names(cpc: &Cpc, pic: usize, generic: bool) -> Vec<String> {
 /// # Safety
 ///
 /// `cpc` must be NULL or a live handle; `action` a valid function.
-unsafe fn walk_all(
+pub(super) unsafe fn walk_all(
     op: &'static str,
     cpc: *mut cpc_t,
     arg: *mut c_void,
@@ -162,22 +162,33 @@ unsafe fn walk_all(
 /// # Safety
 ///
 /// As [`walk_all`].
-unsafe fn walk_pic(
+pub(super) unsafe fn walk_pic(
     op: &'static str,
     cpc: *mut cpc_t,
     picno: c_uint,
     arg: *mut c_void,
     action: Option<unsafe extern "C" fn(*mut c_void, c_uint, *const c_char)>,
     generic: bool,
+    sampling: bool,
 ) {
     guard(None, (), || {
         // SAFETY: NULL or a live handle, by the caller's promise.
         let h = unsafe { handle(op, cpc)? };
         let action = action.ok_or_else(|| Error::invalid(op, "action is NULL"))?;
-        if picno >= h.cpc.npic() {
+        let units = if sampling { crate::smpl::SMPL_NPIC } else { h.cpc.npic() };
+        if picno >= units {
             return Err(Error::invalid(op, format!("no counter {picno}")));
         }
-        for name in pic_names(&h.cpc, picno as usize, generic) {
+        let names = if sampling {
+            // The sampling unit samples whatever a counter counts.
+            let all: BTreeSet<String> = (0..h.cpc.platform().pics.len())
+                .flat_map(|p| pic_names(&h.cpc, p, generic))
+                .collect();
+            all.into_iter().collect()
+        } else {
+            pic_names(&h.cpc, picno as usize, generic)
+        };
+        for name in names {
             let name = CString::new(name).unwrap_or_default();
             // SAFETY: as in walk_all.
             unsafe { action(arg, picno, name.as_ptr()) };
@@ -229,7 +240,7 @@ pub unsafe extern "C" fn cpc_walk_events_pic(
     action: Option<unsafe extern "C" fn(*mut c_void, c_uint, *const c_char)>,
 ) {
     // SAFETY: forwarded promises.
-    unsafe { walk_pic("cpc_walk_events_pic", cpc, picno, arg, action, false) }
+    unsafe { walk_pic("cpc_walk_events_pic", cpc, picno, arg, action, false, false) }
 }
 
 /// Walks the generic events of counter `picno`.
@@ -245,7 +256,7 @@ pub unsafe extern "C" fn cpc_walk_generic_events_pic(
     action: Option<unsafe extern "C" fn(*mut c_void, c_uint, *const c_char)>,
 ) {
     // SAFETY: forwarded promises.
-    unsafe { walk_pic("cpc_walk_generic_events_pic", cpc, picno, arg, action, true) }
+    unsafe { walk_pic("cpc_walk_generic_events_pic", cpc, picno, arg, action, true, false) }
 }
 
 /// Walks the attribute names, `picnum` last.
@@ -259,12 +270,30 @@ pub unsafe extern "C" fn cpc_walk_attrs(
     arg: *mut c_void,
     action: Option<unsafe extern "C" fn(*mut c_void, *const c_char)>,
 ) {
-    const OP: &str = "cpc_walk_attrs";
+    // SAFETY: forwarded promises.
+    unsafe { walk_attrs("cpc_walk_attrs", cpc, arg, action, false) }
+}
+
+/// Calls `action(arg, name)` for every attribute of counter requests, or (`sampling`) of SMPL
+/// requests.
+///
+/// # Safety
+///
+/// As [`walk_all`].
+pub(super) unsafe fn walk_attrs(
+    op: &'static str,
+    cpc: *mut cpc_t,
+    arg: *mut c_void,
+    action: Option<unsafe extern "C" fn(*mut c_void, *const c_char)>,
+    sampling: bool,
+) {
     guard(None, (), || {
         // SAFETY: NULL or a live handle, by the caller's promise.
-        let h = unsafe { handle(OP, cpc)? };
-        let action = action.ok_or_else(|| Error::invalid(OP, "action is NULL"))?;
-        for name in &h.cpc.platform().attrs {
+        let h = unsafe { handle(op, cpc)? };
+        let action = action.ok_or_else(|| Error::invalid(op, "action is NULL"))?;
+        let smpl_attrs = [crate::smpl::SMPL_NRECS, crate::consts::PICNUM];
+        let names: &[&str] = if sampling { &smpl_attrs } else { &h.cpc.platform().attrs };
+        for name in names {
             let name = CString::new(*name).unwrap_or_default();
             // SAFETY: as in walk_all.
             unsafe { action(arg, name.as_ptr()) };

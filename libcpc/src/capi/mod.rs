@@ -12,6 +12,7 @@ mod bufs;
 mod handle;
 mod pctx;
 mod sets;
+mod smpl;
 
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -21,6 +22,7 @@ pub use bufs::*;
 pub use handle::*;
 pub use pctx::*;
 pub use sets::*;
+pub use smpl::*;
 
 use crate::error::Error;
 use crate::{Buf, Cpc, Set};

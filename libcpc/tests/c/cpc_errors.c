@@ -184,9 +184,28 @@ main(void)
 	FAILS_NOSUB(cpc_bind_curlwp(cpc, set, 0), ENOTSUP);
 	CHECK(cpc_set_destroy(cpc, set));
 
-	/* An SMPL request: no sampling unit. */
+	/* SMPL requests: smpl_nrecs is theirs alone, in 1..max, their picnum below smpl_npic. */
+	EXPECT(cpc_smpl_npic(cpc) == 1);
 	set = one_request(cpc, event, CPC_COUNT_USER | CPC_HW_SMPL, 0, NULL);
-	FAILS_SUB(cpc_bind_curlwp(cpc, set, 0), EINVAL, "cpc_bind_curlwp", CPC_RESOURCE_UNAVAIL);
+	FAILS_SUB(cpc_bind_curlwp(cpc, set, 0), EINVAL, "cpc_bind_curlwp",
+	    CPC_ATTRIBUTE_OUT_OF_RANGE);
+	CHECK(cpc_set_destroy(cpc, set));
+	attr.ca_name = "smpl_nrecs";
+	attr.ca_val = cpc_get_smpl_max_rec_count(cpc) + 1;
+	EXPECT(cpc_get_max_smpl_rec_count(cpc) == cpc_get_smpl_max_rec_count(cpc));
+	set = one_request(cpc, event, CPC_COUNT_USER | CPC_HW_SMPL, 1, &attr);
+	FAILS_SUB(cpc_bind_curlwp(cpc, set, 0), EINVAL, "cpc_bind_curlwp",
+	    CPC_ATTRIBUTE_OUT_OF_RANGE);
+	FAILS_SUB(cpc_set_add_request(cpc, set, event, 0, CPC_COUNT_USER, 1, &attr), EINVAL,
+	    "cpc_set_add_request", CPC_INVALID_ATTRIBUTE);
+	two[0] = attr;
+	two[1].ca_name = "picnum";
+	two[1].ca_val = 1;
+	FAILS_SUB(cpc_set_add_request(cpc, set, event, 0, CPC_COUNT_USER | CPC_HW_SMPL, 2, two),
+	    EINVAL, "cpc_set_add_request", CPC_INVALID_PICNUM);
+	two[0].ca_name = "umask";
+	FAILS_SUB(cpc_set_add_request(cpc, set, event, 0, CPC_COUNT_USER | CPC_HW_SMPL, 1, two),
+	    EINVAL, "cpc_set_add_request", CPC_INVALID_ATTRIBUTE);
 	CHECK(cpc_set_destroy(cpc, set));
 
 	if (sim) {

@@ -1,0 +1,121 @@
+//! SMPL requests (Oracle Solaris 11.4 hardware sampling, reference §6) over libpmc's sampling
+//! PMCs: the driver samples the request's event every n-th occurrence and writes each sample
+//! (its instruction pointer) to the owner's log; libcpc keeps that log in an anonymous memory
+//! file, reads the samples of its PMCs from it at `cpc_set_sample`, and keeps up to
+//! `smpl_nrecs` records per request in the buffer.
+//!
+//! Choices (the reference leaves them open, [I]):
+//! * one sampling unit (`cpc_smpl_npic` = 1) counting any event a PIC counts;
+//! * a record has one item, `"ip"` (index 0): no backend has precise sampling (data addresses,
+//!   latencies) yet;
+//! * the sampling period n comes from the preset as for overflow requests: a preset of
+//!   `UINT64_MAX - (n - 1)` samples every n-th event; preset 0 uses the event's default rate;
+//! * `smpl_nrecs` is 1..=[`MAX_RECORDS`]; records past it are dropped;
+//! * the log is the process's pmc log: a program using SMPL requests cannot configure a log of
+//!   its own with libpmc at the same time (the bind fails `EBUSY`).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::fs::FileExt;
+use std::sync::{Mutex, PoisonError};
+
+use crate::error::{Error, Result};
+
+/// The number of sampling units (`cpc_smpl_npic`).
+pub const SMPL_NPIC: u32 = 1;
+
+/// The largest `smpl_nrecs` (`cpc_get_smpl_max_rec_count`).
+pub const MAX_RECORDS: u32 = 65536;
+
+/// The names of a record's items, by index (`cpc_walk_smpl_recitems`).
+pub const RECORD_ITEMS: &[&str] = &["ip"];
+
+/// The attribute giving an SMPL request's record count.
+pub const SMPL_NRECS: &str = "smpl_nrecs";
+
+/// The process's sample log: where the driver writes, and what has been read of it.
+#[derive(Debug)]
+struct SampleLog {
+    file: File,
+    read: u64,
+    /// Bytes of a record whose end has not been written yet.
+    partial: Vec<u8>,
+    /// Samples read but not yet taken by their PMC's request: PMC id → instruction pointers.
+    pending: HashMap<u32, Vec<u64>>,
+}
+
+static LOG: Mutex<Option<SampleLog>> = Mutex::new(None);
+
+/// Makes sure the process's log goes to libcpc's memory file.
+pub(crate) fn ensure_log(op: &'static str) -> Result<()> {
+    let mut log = LOG.lock().unwrap_or_else(PoisonError::into_inner);
+    if log.is_some() {
+        return Ok(());
+    }
+    // SAFETY: memfd_create with a NUL-terminated name; the descriptor it returns is ours.
+    let fd = unsafe { libc::memfd_create(c"libcpc-smpl".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(Error::new(
+            op,
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM),
+        ));
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    let file = unsafe { File::from_raw_fd(fd) };
+    pmc::api::configure_log(file.as_raw_fd()).map_err(|e| {
+        Error::new(op, e.errno)
+            .because(format!("cannot log the samples (is a pmc log configured?): {e}"))
+    })?;
+    *log = Some(SampleLog { file, read: 0, partial: Vec::new(), pending: HashMap::new() });
+    Ok(())
+}
+
+/// Reads the samples written since the last call and hands `pmc`'s over.
+pub(crate) fn take_samples(op: &'static str, pmc: u32) -> Result<Vec<u64>> {
+    let mut guard = LOG.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(log) = guard.as_mut() else { return Ok(Vec::new()) };
+    pmc::api::flush_log().map_err(|e| Error::pmc(op, &e))?;
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let n = log
+            .file
+            .read_at(&mut chunk, log.read)
+            .map_err(|e| Error::new(op, e.raw_os_error().unwrap_or(libc::EIO)))?;
+        if n == 0 {
+            break;
+        }
+        log.read += n as u64;
+        log.partial.extend_from_slice(&chunk[..n]);
+    }
+    let mut used = 0;
+    for entry in pmclog::Records::new(&log.partial) {
+        let Ok(entry) = entry else { break };
+        used = (entry.offset as usize) + entry.raw.len();
+        if let pmclog::Record::Callchain(sample) = entry.record {
+            if let Some(ip) = sample.pcs.get(0) {
+                log.pending.entry(sample.pmcid).or_default().push(ip);
+            }
+        }
+    }
+    log.partial.drain(..used);
+    Ok(log.pending.remove(&pmc).unwrap_or_default())
+}
+
+/// The sampling period of an SMPL request with `preset`: `2^64 - preset`, or `None` (the
+/// event's default) for preset 0.
+pub fn period(preset: u64) -> Option<u64> {
+    (preset != 0).then(|| preset.wrapping_neg())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::period;
+
+    #[test]
+    fn the_period_is_what_the_preset_lacks_to_wrap() {
+        assert_eq!(period(u64::MAX - 999_999), Some(1_000_000));
+        assert_eq!(period(u64::MAX), Some(1));
+        assert_eq!(period(0), None);
+    }
+}
