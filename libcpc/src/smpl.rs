@@ -4,7 +4,7 @@
 //! file, reads the samples of its PMCs from it at `cpc_set_sample`, and keeps up to
 //! `smpl_nrecs` records per request in the buffer.
 //!
-//! Choices (the reference leaves them open, [I]):
+//! Choices (the reference leaves them open, tagged \[I\]):
 //! * one sampling unit (`cpc_smpl_npic` = 1) counting any event a PIC counts;
 //! * a record has one item, `"ip"` (index 0): no backend has precise sampling (data addresses,
 //!   latencies) yet;
