@@ -9,8 +9,11 @@
  * SIGSTKFLT (16), which the kernel never raises on those architectures, and EMT_CPCOVF as 1
  * (illumos' x86 value), so a program written for
  *     sigaction(SIGEMT, ...) ... if (info->si_code == EMT_CPCOVF) ...
- * compiles unchanged.  (No host reports CPC_CAP_OVERFLOW_INTERRUPT yet: a request with
- * CPC_OVF_NOTIFY_EMT fails to bind with ENOTSUP.)
+ * compiles unchanged.  On the Linux host an overflow of a set bound with cpc_bind_curlwp stops the
+ * set and sends the thread SIGEMT with si_code EMT_CPCOVF and si_addr the sampled instruction,
+ * about a millisecond after the overflow; libcpc uses SIGRTMAX - 1 internally for that, so a
+ * program using overflow signals must leave it alone.  The simulator host cannot interrupt the
+ * calling thread (cpc_caps() lacks CPC_CAP_OVERFLOW_INTERRUPT): such a bind fails with ENOTSUP.
  *
  * Where illumos leaves room, see the crate documentation of libcpc (`cargo doc -p libcpc`).
  */

@@ -58,6 +58,8 @@ struct Counter {
     base: u64,
     /// For an SMPL request: its records so far and how many it keeps.
     smpl: Option<Records>,
+    /// For an overflow request bound to a thread: the sampling PMC that overflows with it.
+    overflow: Option<Pmc>,
 }
 
 /// The records of an SMPL request.
@@ -78,6 +80,15 @@ pub struct Binding {
     bind_tsc: u64,
 }
 
+/// Whether a request of `scope` signals its overflows (see [`crate::ovf`]).
+fn signals_overflow(platform: &Platform, scope: &Scope, request: &Request) -> bool {
+    request.flags & CPC_OVF_NOTIFY_EMT != 0
+        && !request.is_smpl()
+        && platform.caps & CPC_CAP_OVERFLOW_INTERRUPT != 0
+        && matches!(scope, Scope::Lwp { .. })
+        && smpl::period(request.preset).is_some()
+}
+
 /// The number of CPU binds made in this process so far: a per-LWP set bound before the latest
 /// one is invalid.
 static CPU_EPOCH: AtomicU64 = AtomicU64::new(0);
@@ -86,7 +97,8 @@ static CPU_BOUND: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
 thread_local! {
     /// The set bound to this thread with `cpc_bind_curlwp`.
-    static CURRENT: RefCell<Option<Arc<Mutex<Binding>>>> = const { RefCell::new(None) };
+    /// The flag says whether it signals overflows (SIGEMT is then blocked while it is locked).
+    static CURRENT: RefCell<Option<(Arc<Mutex<Binding>>, bool)>> = const { RefCell::new(None) };
 }
 
 fn cpu_bound() -> MutexGuard<'static, Vec<u32>> {
@@ -302,8 +314,11 @@ impl Binding {
             Scope::Process { pid } => (Mode::ThreadCounting, Mode::ThreadSampling, 0, Some(*pid)),
             Scope::Cpu { cpu, .. } => (Mode::SystemCounting, Mode::SystemSampling, *cpu, None),
         };
-        if requests.iter().any(Request::is_smpl) {
+        if requests.iter().any(|r| r.is_smpl() || signals_overflow(platform, &scope, r)) {
             smpl::ensure_log(op)?;
+        }
+        if requests.iter().any(|r| signals_overflow(platform, &scope, r)) {
+            crate::ovf::start_watcher();
         }
         let mut counters = Vec::with_capacity(requests.len());
         for (index, (request, spec)) in requests.iter().zip(&specs).enumerate() {
@@ -332,18 +347,42 @@ impl Binding {
                 cap: request.attr(smpl::SMPL_NRECS).unwrap_or(0) as usize,
                 ips: Vec::new(),
             });
+            let overflow = match smpl::period(request.preset) {
+                Some(period) if signals_overflow(platform, &scope, request) => {
+                    let pmc = PmcSpec::new(spec)
+                        .mode(sampling_mode)
+                        .rate(period)
+                        .allocate()
+                        .map_err(|e| allocation_error(op, &e, index))?;
+                    pmc.attach(0).map_err(|e| allocation_error(op, &e, index))?;
+                    Some(pmc)
+                }
+                _ => None,
+            };
             counters.push(Counter {
                 pmc,
                 preset: request.preset,
                 next_preset: request.preset,
                 base: 0,
                 smpl,
+                overflow,
             });
         }
-        for (index, counter) in counters.iter().enumerate() {
-            if let Some(pmc) = &counter.pmc {
-                pmc.start().map_err(|e| allocation_error(op, &e, index))?;
-            }
+        // Sampling PMCs first: the first start of one makes the host describe the process's
+        // mappings to the log (on Linux, reading the kernel's symbol table: page faults that
+        // the counting PMCs of the set must not count).
+        let sampling_first = counters.iter().enumerate().flat_map(|(index, c)| {
+            let (sampling, counting) = if c.smpl.is_some() {
+                (c.pmc.as_ref(), None)
+            } else {
+                (c.overflow.as_ref(), c.pmc.as_ref())
+            };
+            [(0, index, sampling), (1, index, counting)]
+        });
+        let mut order: Vec<_> = sampling_first.filter_map(|(o, i, p)| Some((o, i, p?))).collect();
+        order.sort_by_key(|&(o, i, _)| (o, i));
+        for (_, index, pmc) in order {
+            pmc.start().map_err(|e| allocation_error(op, &e, index))?;
         }
         Ok(Binding { scope, counters, live: true, frozen: None, bind_tsc: tsc() })
     }
@@ -353,8 +392,14 @@ impl Binding {
         self.live
     }
 
+    /// The ids of its overflow PMCs.
+    pub(crate) fn overflow_pmcs(&self) -> Vec<u32> {
+        self.counters.iter().filter_map(|c| c.overflow.as_ref().map(Pmc::id)).collect()
+    }
+
     /// Releases the counters.
     fn release(&mut self) {
+        crate::ovf::unwatch(&self.overflow_pmcs());
         self.counters.clear();
         self.frozen = None;
         if self.live {
@@ -417,6 +462,12 @@ impl Binding {
             buf.smpl = records;
             return Ok(());
         }
+        self.read_values(buf)
+    }
+
+    /// Reads the counters' values, hrtime and tick into `buf`.
+    fn read_values(&self, buf: &mut Buf) -> Result<()> {
+        const OP: &str = "cpc_set_sample";
         for (slot, counter) in buf.data.iter_mut().zip(&self.counters) {
             *slot = match &counter.pmc {
                 _ if counter.smpl.is_some() => 0,
@@ -430,6 +481,25 @@ impl Binding {
         buf.hrtime = gethrtime();
         buf.tick = tsc().wrapping_sub(self.bind_tsc);
         Ok(())
+    }
+
+    /// Stops the counters at an overflow (the watcher thread): `false` if they are stopped
+    /// already or released.
+    pub(crate) fn freeze_at_overflow(&mut self) -> bool {
+        if !self.live || self.frozen.is_some() {
+            return false;
+        }
+        let mut snapshot = Buf::new(self.counters.len());
+        if self.read_values(&mut snapshot).is_err() {
+            return false;
+        }
+        for counter in self.counters.iter().filter(|c| c.smpl.is_none()) {
+            for pmc in counter.pmc.iter().chain(&counter.overflow) {
+                let _ = pmc.stop();
+            }
+        }
+        self.frozen = Some(snapshot);
+        true
     }
 
     fn lwp_only(&self, op: &'static str) -> Result<()> {
@@ -464,6 +534,13 @@ impl Binding {
                     pmc.start().map_err(|e| Error::pmc(OP, &e))?;
                 }
             }
+            // A full period again before the next overflow.
+            if let Some(pmc) = &counter.overflow {
+                if !was_frozen {
+                    pmc.stop().map_err(|e| Error::pmc(OP, &e))?;
+                }
+                pmc.start().map_err(|e| Error::pmc(OP, &e))?;
+            }
         }
         Ok(())
     }
@@ -477,7 +554,7 @@ impl Binding {
         let mut snapshot = Buf::new(self.counters.len());
         self.sample(&mut snapshot)?;
         for counter in self.counters.iter().filter(|c| c.smpl.is_none()) {
-            if let Some(pmc) = &counter.pmc {
+            for pmc in counter.pmc.iter().chain(&counter.overflow) {
                 pmc.stop().map_err(|e| Error::pmc(OP, &e))?;
             }
         }
@@ -492,7 +569,7 @@ impl Binding {
             return Err(Error::invalid(OP, "counting is not disabled"));
         }
         for counter in self.counters.iter().filter(|c| c.smpl.is_none()) {
-            if let Some(pmc) = &counter.pmc {
+            for pmc in counter.pmc.iter().chain(&counter.overflow) {
                 pmc.start().map_err(|e| Error::pmc(OP, &e))?;
             }
         }
@@ -551,7 +628,8 @@ impl Set {
         if self.requests.is_empty() {
             return Err(Error::invalid(OP, "the set has no requests"));
         }
-        if let Some(previous) = CURRENT.with(|c| c.borrow_mut().take()) {
+        if let Some((previous, holds)) = CURRENT.with(|c| c.borrow_mut().take()) {
+            let _held = crate::ovf::SignalHeld::new(holds);
             lock(&previous).release();
         }
         let _ = self.unbind();
@@ -564,8 +642,13 @@ impl Set {
             epoch: CPU_EPOCH.load(Ordering::Acquire),
         };
         let binding = Binding::new(OP, platform, &self.requests, scope)?;
+        let overflows = binding.overflow_pmcs();
         let binding = self.attach(binding);
-        CURRENT.with(|c| *c.borrow_mut() = Some(binding));
+        self.holds_signal = !overflows.is_empty();
+        if self.holds_signal {
+            crate::ovf::watch(&overflows, &binding, crate::ovf::current_tid());
+        }
+        CURRENT.with(|c| *c.borrow_mut() = Some((binding, self.holds_signal)));
         Ok(())
     }
 
@@ -671,10 +754,11 @@ impl Set {
         };
         CURRENT.with(|c| {
             let mut current = c.borrow_mut();
-            if current.as_ref().is_some_and(|b| Arc::ptr_eq(b, &binding)) {
+            if current.as_ref().is_some_and(|(b, _)| Arc::ptr_eq(b, &binding)) {
                 *current = None;
             }
         });
+        let _held = crate::ovf::SignalHeld::new(self.holds_signal);
         let mut binding = lock(&binding);
         let was_live = binding.is_live();
         binding.release();
@@ -697,15 +781,17 @@ impl Set {
                 ),
             ));
         }
+        let _held = crate::ovf::SignalHeld::new(self.holds_signal);
         lock(binding).sample(buf)
     }
 }
 
 /// Runs `f` on the calling thread's bound set; `EINVAL` if it has none.
 fn with_current<R>(op: &'static str, f: impl FnOnce(&mut Binding) -> Result<R>) -> Result<R> {
-    let binding = CURRENT.with(|c| c.borrow().clone());
-    let binding =
-        binding.ok_or_else(|| Error::invalid(op, "the calling thread has no bound set"))?;
+    let current = CURRENT.with(|c| c.borrow().clone());
+    let (binding, holds) =
+        current.ok_or_else(|| Error::invalid(op, "the calling thread has no bound set"))?;
+    let _held = crate::ovf::SignalHeld::new(holds);
     let mut guard = lock(&binding);
     f(&mut guard)
 }

@@ -26,8 +26,10 @@
 //! * The attributes `nouser` and `sys` are accepted in requests too (clearing `CPC_COUNT_USER`,
 //!   setting `CPC_COUNT_SYSTEM`), as the tools' spec tokens of the same names.
 //! * `CPC_HW_SMPL` is 0x100; SMPL requests sample through libpmc's sampling PMCs (see [`smpl`]).
-//! * No host reports `CPC_CAP_OVERFLOW_INTERRUPT` yet, so binding a request with
-//!   `CPC_OVF_NOTIFY_EMT` fails `ENOTSUP`, as illumos does on such hardware.
+//! * Overflow signals work on the Linux host (see [`ovf`]: `SIGEMT` is `SIGSTKFLT` there). The
+//!   simulator reports no `CPC_CAP_OVERFLOW_INTERRUPT` (the thread calling libcpc runs none of
+//!   the simulated machine's code), so binding a request with `CPC_OVF_NOTIFY_EMT` fails
+//!   `ENOTSUP` there, as illumos does on hardware that cannot interrupt.
 
 pub mod assign;
 pub mod bind;
@@ -35,6 +37,7 @@ pub mod buf;
 pub mod capi;
 pub mod consts;
 pub mod error;
+pub mod ovf;
 pub mod pctx;
 pub mod platform;
 pub mod set;

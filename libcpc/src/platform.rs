@@ -141,6 +141,12 @@ impl Platform {
                 .unwrap_or(0)
         };
         let host = pmc::api::host_kind().map_err(|e| Error::pmc(OP, &e))?;
+        // Overflow signals: the Linux host (see crate::ovf).
+        let caps = if host == pmc::host::HostKind::Linux {
+            crate::consts::CPC_CAP_OVERFLOW_INTERRUPT | crate::consts::CPC_CAP_OVERFLOW_PRECISE
+        } else {
+            0
+        };
         let listed = pmc::api::list_events().map_err(|e| Error::pmc(OP, &e))?;
         let (gp, fixed) = (rows(Class::Iap), rows(Class::Iaf));
         if gp > 0 {
@@ -179,7 +185,7 @@ impl Platform {
             return Ok(Platform {
                 backend: Backend::Intel,
                 pics,
-                caps: 0,
+                caps,
                 cciname: format!("Intel Arch PerfMon on Family {family} Model {model}"),
                 cpuref: "See Appendix A of the \"Intel 64 and IA-32 Architectures Software \
                          Developer's Manual Volume 3B: System Programming Guide, Part 2\""
@@ -203,7 +209,7 @@ impl Platform {
         Ok(Platform {
             backend: Backend::Software,
             pics: pics.collect(),
-            caps: 0,
+            caps,
             cciname: format!("Software events of the {} host (no hardware PMU)", host.name()),
             cpuref: "See perf_event_open(2), PERF_TYPE_SOFTWARE, for what each software event \
                      counts"

@@ -61,6 +61,8 @@ pub struct Set {
     pub(crate) binding: Option<Arc<Mutex<Binding>>>,
     /// The terminate flag of the process it was last bound to (`cpc_terminate`).
     pub(crate) terminator: Option<Arc<AtomicBool>>,
+    /// Whether its binding signals overflows (SIGEMT is blocked while it is locked).
+    pub(crate) holds_signal: bool,
 }
 
 /// `s` cut to at most `max - 1` bytes on a character boundary (C's buffer of `max` with its NUL).

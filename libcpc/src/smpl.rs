@@ -76,17 +76,17 @@ pub(crate) fn take_samples(op: &'static str, pmc: u32) -> Result<Vec<u64>> {
     let mut guard = LOG.lock().unwrap_or_else(PoisonError::into_inner);
     let Some(log) = guard.as_mut() else { return Ok(Vec::new()) };
     pmc::api::flush_log().map_err(|e| Error::pmc(op, &e))?;
-    let mut chunk = vec![0u8; 1 << 16];
+    // Read in place after what is kept, so that the steady state allocates nothing.
     loop {
-        let n = log
-            .file
-            .read_at(&mut chunk, log.read)
-            .map_err(|e| Error::new(op, e.raw_os_error().unwrap_or(libc::EIO)))?;
+        let kept = log.partial.len();
+        log.partial.resize(kept + (1 << 16), 0);
+        let read = log.file.read_at(&mut log.partial[kept..], log.read);
+        log.partial.truncate(kept + *read.as_ref().unwrap_or(&0));
+        let n = read.map_err(|e| Error::new(op, e.raw_os_error().unwrap_or(libc::EIO)))?;
         if n == 0 {
             break;
         }
         log.read += n as u64;
-        log.partial.extend_from_slice(&chunk[..n]);
     }
     let mut used = 0;
     for entry in pmclog::Records::new(&log.partial) {

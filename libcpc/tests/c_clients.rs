@@ -92,3 +92,11 @@ fn smpl_records_of_the_calling_thread_on_the_linux_host() {
         assert!(out.starts_with("records 16 faults "), "{out}");
     }
 }
+
+#[test]
+fn an_overflow_handler_gets_a_signal_per_period_and_restarts_the_set_on_the_linux_host() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_overflow", linkage, "linux", &[]);
+        assert_eq!(out, "signals ok\n");
+    }
+}
