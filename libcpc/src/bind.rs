@@ -78,6 +78,9 @@ pub struct Binding {
     /// The values while counting is stopped (`cpc_disable`).
     frozen: Option<Buf>,
     bind_tsc: u64,
+    /// When the overflow PMCs last started counting a period (bind, restart): an overflow
+    /// sample older than that belongs to a period that is over.
+    armed_tsc: u64,
 }
 
 /// Whether a request of `scope` signals its overflows (see [`crate::ovf`]).
@@ -368,6 +371,7 @@ impl Binding {
                 overflow,
             });
         }
+        let armed_tsc = tsc();
         // Sampling PMCs first: the first start of one makes the host describe the process's
         // mappings to the log (on Linux, reading the kernel's symbol table: page faults that
         // the counting PMCs of the set must not count).
@@ -384,7 +388,7 @@ impl Binding {
         for (_, index, pmc) in order {
             pmc.start().map_err(|e| allocation_error(op, &e, index))?;
         }
-        Ok(Binding { scope, counters, live: true, frozen: None, bind_tsc: tsc() })
+        Ok(Binding { scope, counters, live: true, frozen: None, bind_tsc: tsc(), armed_tsc })
     }
 
     /// Whether the binding still holds its counters.
@@ -451,7 +455,7 @@ impl Binding {
             };
             let new = smpl::take_samples(OP, pmc.id())?;
             let room = records.cap.saturating_sub(records.ips.len());
-            records.ips.extend(new.into_iter().take(room));
+            records.ips.extend(new.into_iter().take(room).map(|sample| sample.ip));
             if let Some(slot) = buf.smpl.get_mut(index) {
                 *slot = Some(records.ips.clone());
             }
@@ -485,8 +489,8 @@ impl Binding {
 
     /// Stops the counters at an overflow (the watcher thread): `false` if they are stopped
     /// already or released.
-    pub(crate) fn freeze_at_overflow(&mut self) -> bool {
-        if !self.live || self.frozen.is_some() {
+    pub(crate) fn freeze_at_overflow(&mut self, sample_tsc: u64) -> bool {
+        if !self.live || self.frozen.is_some() || sample_tsc < self.armed_tsc {
             return false;
         }
         let mut snapshot = Buf::new(self.counters.len());
@@ -526,6 +530,7 @@ impl Binding {
         const OP: &str = "cpc_set_restart";
         self.lwp_only(OP)?;
         let was_frozen = self.frozen.take().is_some();
+        self.armed_tsc = tsc();
         for counter in self.counters.iter_mut().filter(|c| c.smpl.is_none()) {
             counter.preset = counter.next_preset;
             if let Some(pmc) = &counter.pmc {

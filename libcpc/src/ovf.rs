@@ -77,13 +77,13 @@ fn watcher() {
         }
         std::thread::sleep(POLL);
         for watch in watches {
-            let Ok(ips) = crate::smpl::take_samples("overflow", watch.pmc) else { continue };
-            let (Some(&ip), Some(binding)) = (ips.first(), watch.binding.upgrade()) else {
-                continue;
-            };
-            let froze = lock(&binding).freeze_at_overflow();
-            if froze {
-                signal(watch.tid, ip);
+            let Ok(samples) = crate::smpl::take_samples("overflow", watch.pmc) else { continue };
+            let Some(binding) = watch.binding.upgrade() else { continue };
+            // The first overflow of the current period freezes the set; later ones, and those
+            // of a period a restart ended, find nothing to do.
+            let fresh = samples.iter().find(|s| lock(&binding).freeze_at_overflow(s.tsc));
+            if let Some(sample) = fresh {
+                signal(watch.tid, sample.ip);
             }
         }
     }

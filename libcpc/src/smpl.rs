@@ -41,8 +41,9 @@ struct SampleLog {
     read: u64,
     /// Bytes of a record whose end has not been written yet.
     partial: Vec<u8>,
-    /// Samples read but not yet taken by their PMC's request: PMC id → instruction pointers.
-    pending: HashMap<u32, Vec<u64>>,
+    /// Samples read but not yet taken by their PMC's request: PMC id → (time, instruction
+    /// pointer).
+    pending: HashMap<u32, Vec<Sample>>,
 }
 
 static LOG: Mutex<Option<SampleLog>> = Mutex::new(None);
@@ -71,8 +72,15 @@ pub(crate) fn ensure_log(op: &'static str) -> Result<()> {
     Ok(())
 }
 
+/// One sample: when it was taken (the log's TSC) and the instruction pointer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sample {
+    pub(crate) tsc: u64,
+    pub(crate) ip: u64,
+}
+
 /// Reads the samples written since the last call and hands `pmc`'s over.
-pub(crate) fn take_samples(op: &'static str, pmc: u32) -> Result<Vec<u64>> {
+pub(crate) fn take_samples(op: &'static str, pmc: u32) -> Result<Vec<Sample>> {
     let mut guard = LOG.lock().unwrap_or_else(PoisonError::into_inner);
     let Some(log) = guard.as_mut() else { return Ok(Vec::new()) };
     pmc::api::flush_log().map_err(|e| Error::pmc(op, &e))?;
@@ -94,7 +102,7 @@ pub(crate) fn take_samples(op: &'static str, pmc: u32) -> Result<Vec<u64>> {
         used = (entry.offset as usize) + entry.raw.len();
         if let pmclog::Record::Callchain(sample) = entry.record {
             if let Some(ip) = sample.pcs.get(0) {
-                log.pending.entry(sample.pmcid).or_default().push(ip);
+                log.pending.entry(sample.pmcid).or_default().push(Sample { tsc: entry.tsc, ip });
             }
         }
     }

@@ -41,3 +41,35 @@ pub fn stop_on_signals(stop: Arc<AtomicBool>) {
         }
     }
 }
+
+/// How a tool reports a usage error: `<tool>: <message>` and the usage on standard error; the
+/// exit status 2.
+pub fn usage_error(tool: &str, usage: &str, message: &str) -> i32 {
+    eprintln!("{tool}: {message}");
+    eprint!("{usage}");
+    2
+}
+
+/// Opens the library for a tool, or says `<tool>: <no_access> - <strerror>` on standard error
+/// and gives the exit status 1.
+pub fn open(tool: &str, no_access: &str) -> Result<crate::Cpc, i32> {
+    crate::Cpc::open(crate::consts::CPC_VER_CURRENT).map_err(|e| {
+        eprintln!("{tool}: {no_access} - {}", strerror(e.errno));
+        1
+    })
+}
+
+/// A tool's `-h`: `usage` and the capabilities text on standard output (exit status 0), or the
+/// failure to open the library (1). A closed standard output is no error.
+pub fn help(tool: &str, usage: &str, no_access: &str) -> i32 {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(usage.as_bytes());
+    match open(tool, no_access) {
+        Ok(cpc) => {
+            let _ = write!(out, "\n{}", self::usage::capabilities(cpc.platform()));
+            0
+        }
+        Err(status) => status,
+    }
+}

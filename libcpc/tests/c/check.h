@@ -5,6 +5,8 @@
 #ifndef CPC_CHECK_H
 #define CPC_CHECK_H
 
+#include <sys/mman.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,5 +46,21 @@
 			exit(1); \
 		} \
 	} while (0)
+
+/* Touches `n` fresh base pages (no huge page): n page faults. */
+static inline void
+touch_fresh_pages(long page, int n)
+{
+	char *pages;
+	int i;
+
+	pages = mmap(NULL, (size_t)page * n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+	    -1, 0);
+	EXPECT(pages != MAP_FAILED);
+	CHECK(madvise(pages, (size_t)page * n, MADV_NOHUGEPAGE));
+	for (i = 0; i < n; i++)
+		pages[i * page] = 1;
+	CHECK(munmap(pages, (size_t)page * n));
+}
 
 #endif /* !CPC_CHECK_H */

@@ -65,22 +65,6 @@ platform_all(void *arg, const char *event)
 		papi_in_platform++;
 }
 
-/* Touches 64 fresh base pages (no huge page), one page fault each. */
-static void
-touch_fresh_pages(long page)
-{
-	char *pages;
-	int i;
-
-	pages = mmap(NULL, (size_t)page * 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-	    -1, 0);
-	EXPECT(pages != MAP_FAILED);
-	CHECK(madvise(pages, (size_t)page * 64, MADV_NOHUGEPAGE));
-	for (i = 0; i < 64; i++)
-		pages[i * page] = 1;
-	CHECK(munmap(pages, (size_t)page * 64));
-}
-
 static uint64_t
 get(cpc_t *cpc, cpc_buf_t *buf, int index)
 {
@@ -134,7 +118,7 @@ main(void)
 
 	CHECK(cpc_bind_curlwp(cpc, set, 0));
 	CHECK(cpc_set_sample(cpc, set, before));
-	touch_fresh_pages(page);
+	touch_fresh_pages(page, 64);
 	CHECK(cpc_set_sample(cpc, set, after));
 	EXPECT(cpc_buf_hrtime(cpc, after) >= cpc_buf_hrtime(cpc, before));
 	EXPECT(cpc_buf_tick(cpc, after) >= cpc_buf_tick(cpc, before));
@@ -170,13 +154,13 @@ main(void)
 	/* Disabled: values and hrtime stay as they were at cpc_disable. */
 	CHECK(cpc_disable(cpc));
 	CHECK(cpc_set_sample(cpc, set, frozen));
-	touch_fresh_pages(page);
+	touch_fresh_pages(page, 64);
 	t = cpc_buf_hrtime(cpc, frozen);
 	CHECK(cpc_set_sample(cpc, set, after));
 	EXPECT(cpc_buf_hrtime(cpc, after) == t);
 	EXPECT(get(cpc, after, 0) == get(cpc, frozen, 0));
 	CHECK(cpc_enable(cpc));
-	touch_fresh_pages(page);
+	touch_fresh_pages(page, 64);
 	CHECK(cpc_set_sample(cpc, set, after));
 	EXPECT(cpc_buf_hrtime(cpc, after) > t);
 

@@ -45,21 +45,6 @@ on_emt(int sig, siginfo_t *info, void *context)
 	signals++;
 }
 
-static void
-touch_fresh_pages(long page, int n)
-{
-	char *pages;
-	int i;
-
-	pages = mmap(NULL, (size_t)page * n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-	    -1, 0);
-	EXPECT(pages != MAP_FAILED);
-	CHECK(madvise(pages, (size_t)page * n, MADV_NOHUGEPAGE));
-	for (i = 0; i < n; i++)
-		pages[i * page] = 1;
-	CHECK(munmap(pages, (size_t)page * n));
-}
-
 /* Waits up to `ms` milliseconds for `n` signals. */
 static void
 wait_for(int n, int ms)

@@ -25,7 +25,6 @@ main(void)
 	long page = sysconf(_SC_PAGESIZE);
 	uint64_t faults, ip;
 	uint_t records, i;
-	char *pages;
 	int counting, sampling;
 
 	CHECK_PTR(cpc = cpc_open(CPC_VER_CURRENT));
@@ -36,12 +35,7 @@ main(void)
 	CHECK_PTR(buf = cpc_buf_create(cpc, set));
 	CHECK(cpc_bind_curlwp(cpc, set, 0));
 
-	pages = mmap(NULL, (size_t)page * 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-	    -1, 0);
-	EXPECT(pages != MAP_FAILED);
-	CHECK(madvise(pages, (size_t)page * 64, MADV_NOHUGEPAGE));
-	for (i = 0; i < 64; i++)
-		pages[i * page] = 1;
+	touch_fresh_pages(page, 64);
 
 	CHECK(cpc_set_sample(cpc, set, buf));
 	CHECK(cpc_buf_get(cpc, buf, counting, &faults));

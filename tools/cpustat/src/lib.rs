@@ -17,10 +17,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::{Arg, ArgAction, Command};
-use cpc::tool::{columns, spec, strerror, usage};
+use cpc::tool::{columns, spec};
 use cpc::{Buf, Cpc};
 
 const USAGE: &str = "Usage:\n\tcpustat [-c events] [-p period] [-nstD] [-T d|u] [interval [count]]\n\n\t-c events specify processor events to be monitored\n\t-n\t  suppress titles\n\t-p period cycle through event list periodically\n\t-s\t  run user soaker thread for system-only events\n\t-t\t  include %tick register\n\t-T d|u\t  Display a timestamp in date (d) or unix time_t (u)\n\t-D\t  enable debug mode\n\t-h\t  print extended usage information\n\n\tUse cputrack(1) to monitor per-process statistics.\n";
+
+/// What the tool says when it cannot open libcpc.
+const NO_ACCESS: &str = "cannot access performance counters";
 
 fn command() -> Command {
     let flag = |(id, c): (&'static str, char)| Arg::new(id).short(c).action(ArgAction::SetTrue);
@@ -38,9 +41,7 @@ fn command() -> Command {
 
 /// A usage error: its message, usage on stderr, exit 2.
 fn usage_error(message: &str) -> i32 {
-    eprintln!("cpustat: {message}");
-    eprint!("{USAGE}");
-    2
+    cpc::tool::usage_error("cpustat", USAGE, message)
 }
 
 /// The options.
@@ -106,17 +107,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
 
 /// `-h`: usage and the capabilities text on stdout, exit 0.
 fn help() -> i32 {
-    emit(USAGE);
-    match Cpc::open(cpc::consts::CPC_VER_CURRENT) {
-        Ok(cpc) => {
-            emit(&format!("\n{}", usage::capabilities(cpc.platform())));
-            0
-        }
-        Err(e) => {
-            eprintln!("cpustat: cannot access performance counters - {}", strerror(e.errno));
-            1
-        }
-    }
+    cpc::tool::help("cpustat", USAGE, NO_ACCESS)
 }
 
 /// Writes `text` to standard output in one write, so lines of CPU threads do not mix.
@@ -229,12 +220,9 @@ fn measure_cpu(
 }
 
 fn run(options: &Options, texts: &[String], debug: bool) -> i32 {
-    let cpc = match Cpc::open(cpc::consts::CPC_VER_CURRENT) {
+    let cpc = match cpc::tool::open("cpustat", NO_ACCESS) {
         Ok(cpc) => cpc,
-        Err(e) => {
-            eprintln!("cpustat: cannot access performance counters - {}", strerror(e.errno));
-            return 1;
-        }
+        Err(status) => return status,
     };
     let mut specs = Vec::new();
     for text in texts {

@@ -15,10 +15,13 @@ use std::ffi::OsString;
 use std::io::Write;
 
 use clap::{Arg, ArgAction, Command};
-use cpc::tool::{columns, spec, strerror, usage};
+use cpc::tool::{columns, spec, strerror};
 use cpc::{Buf, Cpc, Pctx, PctxEvents, Set};
 
 const USAGE: &str = "Usage:\n\tcputrack [-T secs] [-N count] [-Defhnv] [-o file]\n\t\t-c events [command [args] | -p pid]\n\n\t-T secs\t  seconds between samples, default 1\n\t-N count  number of samples, default unlimited\n\t-D\t  enable debug mode\n\t-e\t  follow exec(2), and execve(2)\n\t-f\t  follow fork(2), fork1(2), and vfork(2)\n\t-h\t  print extended usage information\n\t-n\t  suppress titles\n\t-t\t  include virtualized %tick register\n\t-v\t  verbose mode\n\t-o file\t  write cpu statistics to this file\n\t-c events specify processor events to be monitored\n\t-p pid\t  pid of existing process to capture\n\n\tUse cpustat(8) to monitor system-wide statistics.\n";
+
+/// What the tool says when it cannot open libcpc.
+const NO_ACCESS: &str = "cannot access performance counter library";
 
 fn command() -> Command {
     let flag = |(id, c): (&'static str, char)| Arg::new(id).short(c).action(ArgAction::SetTrue);
@@ -54,20 +57,11 @@ struct Options {
 
 /// A usage error: its message, usage on stderr, exit 2.
 fn usage_error(message: &str) -> i32 {
-    eprintln!("cputrack: {message}");
-    eprint!("{USAGE}");
-    2
+    cpc::tool::usage_error("cputrack", USAGE, message)
 }
 
 /// Runs cputrack with `args` (without the program name); the exit status.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
-    let args: Vec<OsString> = args.into_iter().collect();
-    // `-h` needs no `-c`; an option after the command belongs to the command.
-    let options_end =
-        args.iter().position(|a| !a.to_string_lossy().starts_with('-')).unwrap_or(args.len());
-    if args[..options_end].iter().any(|a| a == "-h") {
-        return help();
-    }
     let argv = std::iter::once(OsString::from("cputrack")).chain(args);
     let m = match command().try_get_matches_from(argv) {
         Ok(m) => m,
@@ -126,21 +120,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
 
 /// `-h`: usage and the capabilities text on stdout, exit 0.
 fn help() -> i32 {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(USAGE.as_bytes());
-    match Cpc::open(cpc::consts::CPC_VER_CURRENT) {
-        Ok(cpc) => {
-            let _ = write!(out, "\n{}", usage::capabilities(cpc.platform()));
-            0
-        }
-        Err(e) => {
-            eprintln!(
-                "cputrack: cannot access performance counter library - {}",
-                strerror(e.errno)
-            );
-            1
-        }
-    }
+    cpc::tool::help("cputrack", USAGE, NO_ACCESS)
 }
 
 /// The measuring: the sets of the specs, the process, the output.
@@ -254,15 +234,9 @@ fn run(
     out: Box<dyn Write>,
     debug: bool,
 ) -> i32 {
-    let cpc = match Cpc::open(cpc::consts::CPC_VER_CURRENT) {
+    let cpc = match cpc::tool::open("cputrack", NO_ACCESS) {
         Ok(cpc) => cpc,
-        Err(e) => {
-            eprintln!(
-                "cputrack: cannot access performance counter library - {}",
-                strerror(e.errno)
-            );
-            return 1;
-        }
+        Err(status) => return status,
     };
     let mut specs = Vec::new();
     let mut sets = Vec::new();
