@@ -67,6 +67,10 @@ struct Counter {
 struct Records {
     cap: usize,
     ips: Vec<u64>,
+    /// Whether the thread gets SIGEMT when `cap` records are in (`CPC_OVF_NOTIFY_EMT`), and
+    /// whether it got it.
+    notify: bool,
+    notified: bool,
 }
 
 /// A bound set's counters.
@@ -83,12 +87,18 @@ pub struct Binding {
     armed_tsc: u64,
 }
 
-/// Whether a request of `scope` signals its overflows (see [`crate::ovf`]).
-fn signals_overflow(platform: &Platform, scope: &Scope, request: &Request) -> bool {
+/// Whether a request of `scope` signals (see [`crate::ovf`]): a counter request its
+/// overflows, an SMPL request the moment its records are all in.
+fn signals(platform: &Platform, scope: &Scope, request: &Request) -> bool {
     request.flags & CPC_OVF_NOTIFY_EMT != 0
-        && !request.is_smpl()
         && platform.caps & CPC_CAP_OVERFLOW_INTERRUPT != 0
         && matches!(scope, Scope::Lwp { .. })
+}
+
+/// Whether a counter request of `scope` signals its overflows.
+fn signals_overflow(platform: &Platform, scope: &Scope, request: &Request) -> bool {
+    signals(platform, scope, request)
+        && !request.is_smpl()
         && smpl::period(request.preset).is_some()
 }
 
@@ -320,7 +330,7 @@ impl Binding {
         if requests.iter().any(|r| r.is_smpl() || signals_overflow(platform, &scope, r)) {
             smpl::ensure_log(op)?;
         }
-        if requests.iter().any(|r| signals_overflow(platform, &scope, r)) {
+        if requests.iter().any(|r| signals(platform, &scope, r)) {
             crate::ovf::start_watcher();
         }
         let mut counters = Vec::with_capacity(requests.len());
@@ -349,6 +359,8 @@ impl Binding {
             let smpl = request.is_smpl().then(|| Records {
                 cap: request.attr(smpl::SMPL_NRECS).unwrap_or(0) as usize,
                 ips: Vec::new(),
+                notify: signals(platform, &scope, request),
+                notified: false,
             });
             let overflow = match smpl::period(request.preset) {
                 Some(period) if signals_overflow(platform, &scope, request) => {
@@ -397,13 +409,36 @@ impl Binding {
     }
 
     /// The ids of its overflow PMCs.
-    pub(crate) fn overflow_pmcs(&self) -> Vec<u32> {
-        self.counters.iter().filter_map(|c| c.overflow.as_ref().map(Pmc::id)).collect()
+    /// The PMCs whose samples the watcher reads: overflow PMCs and those of SMPL requests that
+    /// signal when their records are in.
+    pub(crate) fn watched_pmcs(&self) -> Vec<u32> {
+        let notifying = |c: &Counter| c.smpl.as_ref().is_some_and(|r| r.notify);
+        let smpl = self.counters.iter().filter(|c| notifying(c)).filter_map(|c| c.pmc.as_ref());
+        let overflow = self.counters.iter().filter_map(|c| c.overflow.as_ref());
+        overflow.chain(smpl).map(Pmc::id).collect()
+    }
+
+    /// Takes the samples the watcher read of PMC `pmc`; the instruction pointer to signal the
+    /// thread with, if they call for a signal: the first overflow of the current period (which
+    /// freezes the set), or the record that fills an SMPL request.
+    pub(crate) fn on_samples(&mut self, pmc: u32, samples: &[smpl::Sample]) -> Option<u64> {
+        let smpl = self.counters.iter_mut().find_map(|c| match (&mut c.smpl, &c.pmc) {
+            (Some(records), Some(p)) if p.id() == pmc => Some(records),
+            _ => None,
+        });
+        if let Some(records) = smpl {
+            let room = records.cap.saturating_sub(records.ips.len());
+            records.ips.extend(samples.iter().take(room).map(|s| s.ip));
+            let full = records.ips.len() == records.cap && records.notify && !records.notified;
+            records.notified |= full;
+            return full.then(|| records.ips.last().copied()).flatten();
+        }
+        samples.iter().find(|s| self.freeze_at_overflow(s.tsc)).map(|s| s.ip)
     }
 
     /// Releases the counters.
     fn release(&mut self) {
-        crate::ovf::unwatch(&self.overflow_pmcs());
+        crate::ovf::unwatch(&self.watched_pmcs());
         self.counters.clear();
         self.frozen = None;
         if self.live {
@@ -489,7 +524,7 @@ impl Binding {
 
     /// Stops the counters at an overflow (the watcher thread): `false` if they are stopped
     /// already or released.
-    pub(crate) fn freeze_at_overflow(&mut self, sample_tsc: u64) -> bool {
+    fn freeze_at_overflow(&mut self, sample_tsc: u64) -> bool {
         if !self.live || self.frozen.is_some() || sample_tsc < self.armed_tsc {
             return false;
         }
@@ -647,7 +682,7 @@ impl Set {
             epoch: CPU_EPOCH.load(Ordering::Acquire),
         };
         let binding = Binding::new(OP, platform, &self.requests, scope)?;
-        let overflows = binding.overflow_pmcs();
+        let overflows = binding.watched_pmcs();
         let binding = self.attach(binding);
         self.holds_signal = !overflows.is_empty();
         if self.holds_signal {

@@ -15,6 +15,8 @@
 //! which the kernel never raises on those architectures. The signal follows the overflow by
 //! the watcher's polling interval (about a millisecond), so a few events more may be counted
 //! past the overflow; the counters then read `(preset + events) mod 2^64`, a small number.
+//! An SMPL request with `CPC_OVF_NOTIFY_EMT` signals once, when its `smpl_nrecs` records are in
+//! (the watcher reads its samples into the request's records; nothing stops).
 //! Only sets bound with `cpc_bind_curlwp` signal: CPU-bound sets never do (as on illumos), and
 //! a pctx-bound process cannot be sent a signal carrying `EMT_CPCOVF` from another process.
 
@@ -79,11 +81,9 @@ fn watcher() {
         for watch in watches {
             let Ok(samples) = crate::smpl::take_samples("overflow", watch.pmc) else { continue };
             let Some(binding) = watch.binding.upgrade() else { continue };
-            // The first overflow of the current period freezes the set; later ones, and those
-            // of a period a restart ended, find nothing to do.
-            let fresh = samples.iter().find(|s| lock(&binding).freeze_at_overflow(s.tsc));
-            if let Some(sample) = fresh {
-                signal(watch.tid, sample.ip);
+            let ip = lock(&binding).on_samples(watch.pmc, &samples);
+            if let Some(ip) = ip {
+                signal(watch.tid, ip);
             }
         }
     }

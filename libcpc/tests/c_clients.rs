@@ -86,10 +86,12 @@ fn smpl_records_are_the_sampled_instruction_pointers_up_to_smpl_nrecs() {
 }
 
 #[test]
-fn smpl_records_of_the_calling_thread_on_the_linux_host() {
+fn smpl_records_of_the_calling_thread_and_a_signal_when_they_are_in_on_the_linux_host() {
     for linkage in [Linkage::Shared, Linkage::Static] {
         let out = run("cpc_smpl_self", linkage, "linux", &[]);
-        assert!(out.starts_with("records 16 faults "), "{out}");
+        assert!(out.starts_with("records 16 faults ") && out.lines().count() == 1, "{out}");
+        let out = run("cpc_smpl_self", linkage, "linux", &["notify"]);
+        assert!(out.starts_with("records 16 faults ") && out.ends_with("\nsignals 1\n"), "{out}");
     }
 }
 
