@@ -102,3 +102,41 @@ fn an_overflow_handler_gets_a_signal_per_period_and_restarts_the_set_on_the_linu
         assert_eq!(out, "signals ok\n");
     }
 }
+
+/// Every function `libcpc.h` and `libpctx.h` declare `extern` is exported by `libcpc.so` (the
+/// inline `pctx_set_events` calls the exported `libcpc_pctx_set_event`).
+#[test]
+fn the_shared_library_exports_every_declared_function() {
+    let lib = common::library_dir().join("libcpc.so");
+    let Ok(output) =
+        std::process::Command::new("nm").arg("-D").arg("--defined-only").arg(&lib).output()
+    else {
+        eprintln!("nm is not installed; skipping");
+        return;
+    };
+    let symbols = String::from_utf8_lossy(&output.stdout);
+    let exported: std::collections::BTreeSet<&str> =
+        symbols.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    let include = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let mut declared = Vec::new();
+    for header in ["libcpc.h", "libpctx.h"] {
+        let text = std::fs::read_to_string(include.join(header)).expect("read the header");
+        // `extern <type> [*]name(` starts each declaration.
+        for line in text.lines().filter(|l| l.starts_with("extern ") && l.contains('(')) {
+            let head = line.split('(').next().unwrap_or_default();
+            declared.push(head.rsplit([' ', '*']).next().unwrap_or_default().to_string());
+        }
+    }
+    assert!(declared.len() > 50, "{declared:?}");
+    let missing: Vec<&String> =
+        declared.iter().filter(|n| !exported.contains(n.as_str())).collect();
+    assert!(missing.is_empty(), "declared but not exported: {missing:?}");
+}
+
+#[test]
+fn threads_created_after_an_inheriting_bind_are_counted_on_the_linux_host() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_inherit", linkage, "linux", &[]);
+        assert!(out.starts_with("faults "), "{out}");
+    }
+}

@@ -181,3 +181,15 @@ unsafe fn buf_of<'a>(
     // SAFETY: on the handle's list, so a live Box<Buf> of ours; exclusive by the promise.
     Ok(unsafe { &mut *buf })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::cpc_attr_t;
+
+    #[test]
+    fn cpc_attr_t_has_the_lp64_layout_of_illumos() {
+        assert_eq!(size_of::<cpc_attr_t>(), 16);
+        assert_eq!(std::mem::offset_of!(cpc_attr_t, ca_name), 0);
+        assert_eq!(std::mem::offset_of!(cpc_attr_t, ca_val), 8);
+    }
+}

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -89,6 +90,8 @@ main(void)
 	hrtime_t t;
 	long page = sysconf(_SC_PAGESIZE);
 
+	/* The LP64 layout of illumos' cpc_attr_t. */
+	EXPECT(sizeof(cpc_attr_t) == 16 && offsetof(cpc_attr_t, ca_val) == 8);
 	CHECK_PTR(cpc = cpc_open(CPC_VER_CURRENT));
 	CHECK_PTR(set = cpc_set_create(cpc));
 
