@@ -439,6 +439,13 @@ impl Binding {
     /// Releases the counters.
     fn release(&mut self) {
         crate::ovf::unwatch(&self.watched_pmcs());
+        let sampling =
+            self.counters.iter().filter(|c| c.smpl.is_some()).filter_map(|c| c.pmc.as_ref());
+        let sampling: Vec<u32> = sampling
+            .chain(self.counters.iter().filter_map(|c| c.overflow.as_ref()))
+            .map(Pmc::id)
+            .collect();
+        smpl::forget(&sampling);
         self.counters.clear();
         self.frozen = None;
         if self.live {

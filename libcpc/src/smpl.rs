@@ -39,14 +39,21 @@ pub const SMPL_NRECS: &str = "smpl_nrecs";
 struct SampleLog {
     file: File,
     read: u64,
-    /// Bytes of a record whose end has not been written yet.
-    partial: Vec<u8>,
+    /// The records so far (it keeps a record cut by the end of what was written).
+    decoder: Box<pmclog::StreamDecoder>,
+    /// Where the file is read into.
+    chunk: Vec<u8>,
+    /// Up to where the file's pages were given back (read bytes are not needed again).
+    released: u64,
     /// Samples read but not yet taken by their PMC's request: PMC id → (time, instruction
     /// pointer).
     pending: HashMap<u32, Vec<Sample>>,
 }
 
 static LOG: Mutex<Option<SampleLog>> = Mutex::new(None);
+
+/// How many bytes of the log are read before their memory is given back.
+const RELEASE_EVERY: u64 = 1 << 20;
 
 /// Makes sure the process's log goes to libcpc's memory file.
 pub(crate) fn ensure_log(op: &'static str) -> Result<()> {
@@ -68,7 +75,14 @@ pub(crate) fn ensure_log(op: &'static str) -> Result<()> {
         Error::new(op, e.errno)
             .because(format!("cannot log the samples (is a pmc log configured?): {e}"))
     })?;
-    *log = Some(SampleLog { file, read: 0, partial: Vec::new(), pending: HashMap::new() });
+    *log = Some(SampleLog {
+        file,
+        read: 0,
+        decoder: Box::new(pmclog::StreamDecoder::new()),
+        chunk: vec![0; 1 << 16],
+        released: 0,
+        pending: HashMap::new(),
+    });
     Ok(())
 }
 
@@ -84,30 +98,59 @@ pub(crate) fn take_samples(op: &'static str, pmc: u32) -> Result<Vec<Sample>> {
     let mut guard = LOG.lock().unwrap_or_else(PoisonError::into_inner);
     let Some(log) = guard.as_mut() else { return Ok(Vec::new()) };
     pmc::api::flush_log().map_err(|e| Error::pmc(op, &e))?;
-    // Read in place after what is kept, so that the steady state allocates nothing.
     loop {
-        let kept = log.partial.len();
-        log.partial.resize(kept + (1 << 16), 0);
-        let read = log.file.read_at(&mut log.partial[kept..], log.read);
-        log.partial.truncate(kept + *read.as_ref().unwrap_or(&0));
-        let n = read.map_err(|e| Error::new(op, e.raw_os_error().unwrap_or(libc::EIO)))?;
+        let n = log
+            .file
+            .read_at(&mut log.chunk, log.read)
+            .map_err(|e| Error::new(op, e.raw_os_error().unwrap_or(libc::EIO)))?;
         if n == 0 {
             break;
         }
         log.read += n as u64;
-    }
-    let mut used = 0;
-    for entry in pmclog::Records::new(&log.partial) {
-        let Ok(entry) = entry else { break };
-        used = (entry.offset as usize) + entry.raw.len();
-        if let pmclog::Record::Callchain(sample) = entry.record {
-            if let Some(ip) = sample.pcs.get(0) {
-                log.pending.entry(sample.pmcid).or_default().push(Sample { tsc: entry.tsc, ip });
+        let mut rest = &log.chunk[..n];
+        loop {
+            let (used, step) = log.decoder.next(rest);
+            rest = &rest[used..];
+            match step {
+                pmclog::Step::Record(entry) => {
+                    if let pmclog::Record::Callchain(sample) = entry.record {
+                        if let Some(ip) = sample.pcs.get(0) {
+                            let kept = log.pending.entry(sample.pmcid).or_default();
+                            // No request keeps more; a PMC nobody samples cannot grow it.
+                            if kept.len() < MAX_RECORDS as usize {
+                                kept.push(Sample { tsc: entry.tsc, ip });
+                            }
+                        }
+                    }
+                }
+                pmclog::Step::NeedData | pmclog::Step::Eof => break,
+                pmclog::Step::Error(e) => {
+                    return Err(Error::new(op, libc::EIO).because(format!("the sample log: {e}")));
+                }
             }
         }
     }
-    log.partial.drain(..used);
+    if log.read - log.released >= RELEASE_EVERY {
+        // SAFETY: punching a hole in our own memory file; the driver keeps writing at its own
+        // offset, past the hole.
+        unsafe {
+            libc::fallocate(
+                log.file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                0,
+                log.read as libc::off_t,
+            )
+        };
+        log.released = log.read;
+    }
     Ok(log.pending.remove(&pmc).unwrap_or_default())
+}
+
+/// Gives the samples of `pmcs` up (their PMCs are released).
+pub(crate) fn forget(pmcs: &[u32]) {
+    if let Some(log) = LOG.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+        log.pending.retain(|pmc, _| !pmcs.contains(pmc));
+    }
 }
 
 /// The sampling period of an SMPL request with `preset`: `2^64 - preset`, or `None` (the
