@@ -30,6 +30,19 @@
 //!   simulator reports no `CPC_CAP_OVERFLOW_INTERRUPT` (the thread calling libcpc runs none of
 //!   the simulated machine's code), so binding a request with `CPC_OVF_NOTIFY_EMT` fails
 //!   `ENOTSUP` there, as illumos does on hardware that cannot interrupt.
+//! * libpctx is the part libcpc needs, over libpmc's launching (see [`pctx`]): a process is one
+//!   LWP to its callbacks; exec, fork and LWP create/exit events are not reported.
+//! * Generic events: the architectural ones on Intel (`PAPI_tot_cyc`, `PAPI_tot_ins`,
+//!   `PAPI_br_ins`, `PAPI_br_msp`, `PAPI_l3_tca`, `PAPI_l3_tcm`; `PAPI_tot_ins` and
+//!   `PAPI_tot_cyc` on fixed counters 0 and 1 too). None on the software backend: no `PAPI_*`
+//!   event means a software count.
+//! * `cpc_set_request_preset` (Oracle) sets a request's preset for its next bind, and for the
+//!   next `cpc_set_restart` when the set is the calling thread's bound set.
+//! * A set remembers the pctx it was bound to only for `cpc_terminate`; destroying the set does
+//!   not release the pctx (illumos does): the application releases it with `pctx_release`.
+//! * `cpc_walk_events_all` and `_all_common` list names sorted, each once.
+//! * SMPL requests and overflow signals read the process's pmc log, which libcpc then owns
+//!   (a program configuring its own libpmc log at the same time gets `EBUSY` at bind).
 
 pub mod assign;
 pub mod bind;
