@@ -280,6 +280,10 @@ fn allocation_error(op: &'static str, e: &pmc::Error, request: usize) -> Error {
         libc::EINVAL if e.op == "event" => {
             Error::sub(op, libc::EINVAL, Subcode::InvalidEvent, detail)
         }
+        // The event and its attributes were checked: the driver found no row for it.
+        libc::EINVAL if e.op == "PMCALLOCATE" => {
+            Error::sub(op, libc::EINVAL, Subcode::ResourceUnavail, detail)
+        }
         errno => Error::new(op, errno).because(detail),
     }
 }
