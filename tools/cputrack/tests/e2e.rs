@@ -160,3 +160,13 @@ fn a_running_process_is_followed_for_n_samples_on_the_linux_host() {
     let out = cputrack("linux", &["-c", "page-faults", "-p", "999999999"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn both_threads_of_a_simulated_program_are_counted() {
+    // "threads": main starts a worker and both run hot (900 blocks of 10 000 instructions);
+    // the worker, 5 blocks short when main exits, ends with the process. The count is the
+    // process's (libcpc counts per process), exact for the simulator's default seed.
+    let out = cputrack("sim", &["-c", "PAPI_tot_ins,PAPI_br_ins", "threads"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(lines_labelled(&stdout(&out), "exit")[0][3..], ["17950000", "1795000"]);
+}
