@@ -42,6 +42,12 @@ struct Watch {
 
 static WATCHES: Mutex<Vec<Watch>> = Mutex::new(Vec::new());
 static WATCHER: Once = Once::new();
+static IN_USE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this process has used overflow signals (the watcher runs).
+pub(crate) fn in_use() -> bool {
+    IN_USE.load(std::sync::atomic::Ordering::Acquire)
+}
 
 /// The calling thread's kernel id.
 pub(crate) fn current_tid() -> i32 {
@@ -60,6 +66,7 @@ pub(crate) fn watch(pmcs: &[u32], binding: &Arc<Mutex<Binding>>, tid: i32) {
 /// process-scope PMC of page faults would count.
 pub(crate) fn start_watcher() {
     WATCHER.call_once(|| {
+        IN_USE.store(true, std::sync::atomic::Ordering::Release);
         install_trigger();
         let _ = std::thread::Builder::new().name("libcpc-overflow".into()).spawn(watcher);
     });

@@ -65,8 +65,32 @@ struct Lists {
 }
 
 impl cpc_t {
-    fn lists(&self) -> MutexGuard<'_, Lists> {
-        self.lists.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The handle's lists, locked; with overflow signals in use, SIGEMT is held meanwhile (as
+    /// illumos does), so that a handler calling libcpc cannot find them locked by the code it
+    /// interrupted.
+    fn lists(&self) -> ListsGuard<'_> {
+        let held = crate::ovf::SignalHeld::new(crate::ovf::in_use());
+        ListsGuard { guard: self.lists.lock().unwrap_or_else(PoisonError::into_inner), _held: held }
+    }
+}
+
+/// A handle's locked lists. The lock is released before SIGEMT is let through again (fields
+/// drop in order).
+struct ListsGuard<'a> {
+    guard: MutexGuard<'a, Lists>,
+    _held: Option<crate::ovf::SignalHeld>,
+}
+
+impl std::ops::Deref for ListsGuard<'_> {
+    type Target = Lists;
+    fn deref(&self) -> &Lists {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for ListsGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Lists {
+        &mut self.guard
     }
 }
 
