@@ -1,28 +1,13 @@
 //! Binds on the simulator host, seen from the driver's side: a bind that fails part way leaves
 //! no PMC allocated, and one that succeeds holds one PMC per counting request.
 
+mod common;
+
+use common::busy_rows;
 use cpc::consts::{CPC_COUNT_USER, CPC_VER_CURRENT, Subcode};
 use cpc::{Cpc, Set};
 use pmc::host::{self, HostKind};
 use pmc::{Mode, Pmc, PmcSpec};
-
-/// The rows of every CPU that have a PMC: (cpu, row name, owner pid).
-fn busy_rows(ncpu: u32) -> Vec<(u32, String, i32)> {
-    let mut busy = Vec::new();
-    for cpu in 0..ncpu {
-        for row in pmc::api::pmc_info(cpu).expect("pmc_info") {
-            if row.pm_ownerpid != -1 && row.pm_ownerpid != 0 {
-                let end = row.pm_name.iter().position(|&b| b == 0).unwrap_or(row.pm_name.len());
-                busy.push((
-                    cpu,
-                    String::from_utf8_lossy(&row.pm_name[..end]).into_owned(),
-                    row.pm_ownerpid,
-                ));
-            }
-        }
-    }
-    busy
-}
 
 fn set_of(cpc: &Cpc, events: &[&str]) -> Set {
     let mut set = Set::new();

@@ -1,4 +1,5 @@
-//! Building and running the C clients of `tests/c` against the libcpc built with these tests.
+//! Building and running the C clients of `tests/c` against the libcpc built with these tests,
+//! and what the driver says of its rows.
 //!
 //! Cargo builds the library's `cdylib` and `staticlib` (`libcpc.so`, `libcpc.a`) next to the
 //! test executables in `target/<profile>/deps` before running them, so the clients link the
@@ -98,4 +99,19 @@ pub fn run_with_stderr(
     );
     println!("{name} ({linkage:?}, PMC_HOST={host}):\n{stdout}");
     (stdout, stderr)
+}
+
+/// The rows of the CPUs below `ncpu` that hold a PMC: (cpu, row name, owner pid).
+pub fn busy_rows(ncpu: u32) -> Vec<(u32, String, i32)> {
+    let mut busy = Vec::new();
+    for cpu in 0..ncpu {
+        for row in pmc::api::pmc_info(cpu).expect("pmc_info") {
+            if row.pm_ownerpid != -1 && row.pm_ownerpid != 0 {
+                let end = row.pm_name.iter().position(|&b| b == 0).unwrap_or(row.pm_name.len());
+                let name = String::from_utf8_lossy(&row.pm_name[..end]).into_owned();
+                busy.push((cpu, name, row.pm_ownerpid));
+            }
+        }
+    }
+    busy
 }
