@@ -42,10 +42,12 @@ pub fn stop_on_signals(stop: Arc<AtomicBool>) {
     }
 }
 
-/// How a tool reports a usage error: `<tool>: <message>` and the usage on standard error; the
+/// How a tool reports a usage error: `<tool>: <message>` (the first line of `message`, without
+/// an `error: ` prefix, as an argument parser words it) and the usage on standard error; the
 /// exit status 2.
 pub fn usage_error(tool: &str, usage: &str, message: &str) -> i32 {
-    eprintln!("{tool}: {message}");
+    let message = message.lines().next().unwrap_or_default();
+    eprintln!("{tool}: {}", message.trim_start_matches("error: "));
     eprint!("{usage}");
     2
 }

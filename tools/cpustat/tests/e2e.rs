@@ -1,27 +1,15 @@
 //! cpustat end to end on the simulator and Linux hosts: a line per CPU per interval, the totals,
 //! several specs in turn, and the exit codes.
 
-use std::process::{Command, Output};
+#[path = "../../cputrack/tests/support/mod.rs"]
+mod support;
+
+use std::process::Output;
+
+use support::{lines_labelled, run_tool, text};
 
 fn cpustat(host: &str, args: &[&str]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cpustat"));
-    command.args(args).env("PMC_HOST", host);
-    for var in ["PMC_SIM_CPUS", "PMC_SIM_MODEL", "PMC_SIM_SEED"] {
-        command.env_remove(var);
-    }
-    command.output().expect("run cpustat")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// The fields of the lines of `out` labelled `label` (third column).
-fn lines_labelled<'a>(out: &'a str, label: &str) -> Vec<Vec<&'a str>> {
-    out.lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .filter(|f| f.get(2) == Some(&label))
-        .collect()
+    run_tool(env!("CARGO_BIN_EXE_cpustat"), host, args)
 }
 
 #[test]

@@ -65,16 +65,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     let argv = std::iter::once(OsString::from("cputrack")).chain(args);
     let m = match command().try_get_matches_from(argv) {
         Ok(m) => m,
-        Err(e) => {
-            return usage_error(
-                e.render()
-                    .to_string()
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-                    .trim_start_matches("error: "),
-            );
-        }
+        Err(e) => return usage_error(&e.render().to_string()),
     };
     if m.get_flag("h") {
         return help();

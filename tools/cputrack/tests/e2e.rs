@@ -1,31 +1,22 @@
 //! cputrack end to end: exact counts of a simulated program on the simulator host, a real
 //! command and a running process on the Linux host, the output columns and the exit codes.
 
+mod support;
+
 use std::process::{Command, Output};
 
+use support::{lines_labelled, run_tool, text};
+
 fn cputrack(host: &str, args: &[&str]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cputrack"));
-    command.args(args).env("PMC_HOST", host);
-    for var in ["PMC_SIM_CPUS", "PMC_SIM_MODEL", "PMC_SIM_SEED"] {
-        command.env_remove(var);
-    }
-    command.output().expect("run cputrack")
+    run_tool(env!("CARGO_BIN_EXE_cputrack"), host, args)
 }
 
 fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    text(&output.stdout)
 }
 
 fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-/// The lines of `out` whose label column (the third) is `label`, as their fields.
-fn lines_labelled<'a>(out: &'a str, label: &str) -> Vec<Vec<&'a str>> {
-    out.lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .filter(|f| f.get(2) == Some(&label))
-        .collect()
+    text(&output.stderr)
 }
 
 #[test]
