@@ -16,6 +16,15 @@ fn a_simulated_program_is_counted_exactly_through_pctx_on_the_simulator() {
     }
 }
 
+#[test]
+fn both_threads_of_a_simulated_program_are_counted_through_pctx() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        // Main and a worker thread run hot; the worker is 5 blocks short when main exits.
+        let out = run("cpc_sim_count", linkage, "sim", &["threads"]);
+        assert!(out.starts_with("PAPI_tot_ins 17950000\nPAPI_br_ins 1795000\n"), "{out}");
+    }
+}
+
 /// What the default error handler prints for the first, handler-less failure.
 const DEFAULT_HANDLER_LINE: &str = "libcpc: cpc_set_add_request: Unknown event\n";
 
