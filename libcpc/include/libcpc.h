@@ -39,7 +39,11 @@ typedef int processorid_t;
 #endif
 
 #ifndef SIGEMT
+#ifdef SIGSTKFLT
 #define SIGEMT SIGSTKFLT
+#else
+#define SIGEMT 16	/* SIGSTKFLT on x86 and arm Linux */
+#endif
 #endif
 #ifndef EMT_CPCOVF
 #define EMT_CPCOVF 1

@@ -18,6 +18,12 @@ extern "C" {
 typedef unsigned int uint_t;
 #endif
 
+/* id_t (an LWP id here): glibc declares it only for some feature macros; strict C99 gets it. */
+#if !defined(__sun) && defined(__GLIBC__) && !defined(__id_t_defined)
+typedef __id_t id_t;
+#define __id_t_defined
+#endif
+
 typedef struct __pctx pctx_t;
 
 typedef void (pctx_errfn_t)(const char *fn, const char *fmt, va_list ap);

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Linkage, run, run_with_stderr};
+use common::{Linkage, build_with, run, run_exe, run_with_stderr};
 
 #[test]
 fn a_simulated_program_is_counted_exactly_through_pctx_on_the_simulator() {
@@ -148,4 +148,21 @@ fn threads_created_after_an_inheriting_bind_are_counted_on_the_linux_host() {
         let out = run("cpc_inherit", linkage, "linux", &[]);
         assert!(out.starts_with("faults "), "{out}");
     }
+}
+
+#[test]
+fn the_headers_build_as_strict_iso_c99_and_as_cxx() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let exe = build_with("cpc_header", linkage, &["-std=c99", "-pedantic"], "");
+        let (out, _) = run_exe(&exe, "cpc_header (C99)", "sim", &[]);
+        assert_eq!(out, "header ok\n");
+    }
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    if std::process::Command::new(&cxx).arg("--version").output().is_err() {
+        eprintln!("no C++ compiler ({cxx}); the C++ half is skipped");
+        return;
+    }
+    let exe = build_with("cpc_header", Linkage::Shared, &["-x", "c++", "-std=c++11"], &cxx);
+    let (out, _) = run_exe(&exe, "cpc_header (C++)", "sim", &[]);
+    assert_eq!(out, "header ok\n");
 }

@@ -33,8 +33,15 @@ pub fn library_dir() -> PathBuf {
 
 /// Compiles `tests/c/<name>.c` once per test process and linkage; returns the executable.
 pub fn build(name: &str, linkage: Linkage) -> PathBuf {
+    build_with(name, linkage, &["-std=c99", "-D_GNU_SOURCE"], "")
+}
+
+/// Compiles `tests/c/<name>.c` with the compiler options `language` (and `$CC`, or `cxx` if
+/// not empty, as the compiler) once per test process, linkage and language.
+pub fn build_with(name: &str, linkage: Linkage, language: &[&str], cxx: &str) -> PathBuf {
     static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
-    let key = format!("{name}-{linkage:?}").to_lowercase();
+    let flavour: String = language.concat().chars().filter(char::is_ascii_alphanumeric).collect();
+    let key = format!("{name}-{linkage:?}-{flavour}").to_lowercase();
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, exe)) = built.iter().find(|(k, _)| *k == key) {
         return exe.clone();
@@ -44,10 +51,15 @@ pub fn build(name: &str, linkage: Linkage) -> PathBuf {
     std::fs::create_dir_all(&out_dir).expect("create the clients' directory");
     let exe = out_dir.join(&key);
     let lib = library_dir();
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let cc = if cxx.is_empty() {
+        std::env::var("CC").unwrap_or_else(|_| "cc".into())
+    } else {
+        cxx.into()
+    };
     let mut command = Command::new(&cc);
     command
-        .args(["-std=c99", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror", "-g", "-I"])
+        .args(language)
+        .args(["-Wall", "-Wextra", "-Werror", "-g", "-I"])
         .arg(manifest.join("include"))
         .arg(manifest.join("tests/c").join(format!("{name}.c")))
         .arg("-o")
@@ -83,8 +95,13 @@ pub fn run_with_stderr(
     host: &str,
     args: &[&str],
 ) -> (String, String) {
-    let exe = build(name, linkage);
-    let mut command = Command::new(&exe);
+    run_exe(&build(name, linkage), &format!("{name} ({linkage:?})"), host, args)
+}
+
+/// Runs the client `exe` (`what` in messages) on `host` with `args`; fails the test unless it
+/// exits 0; returns its standard output and standard error.
+pub fn run_exe(exe: &Path, what: &str, host: &str, args: &[&str]) -> (String, String) {
+    let mut command = Command::new(exe);
     command.args(args).env("PMC_HOST", host).env("LD_LIBRARY_PATH", library_dir());
     for var in ["PMC_SIM_CPUS", "PMC_SIM_MODEL", "PMC_SIM_SEED"] {
         command.env_remove(var);
@@ -94,10 +111,10 @@ pub fn run_with_stderr(
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(
         output.status.success(),
-        "{name} ({linkage:?}, PMC_HOST={host}) failed with {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        "{what} (PMC_HOST={host}) failed with {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
         output.status,
     );
-    println!("{name} ({linkage:?}, PMC_HOST={host}):\n{stdout}");
+    println!("{what} (PMC_HOST={host}):\n{stdout}");
     (stdout, stderr)
 }
 
