@@ -40,7 +40,7 @@ pub(crate) enum Scope {
     /// To the thread `thread`, bound when CPU binds had happened `epoch` times.
     Lwp { thread: ThreadId, epoch: u64 },
     /// To CPU `cpu` by thread `thread`, whose previous CPU mask is restored at unbind.
-    Cpu { cpu: u32, thread: ThreadId, previous: Option<Box<libc::cpu_set_t>> },
+    Cpu { cpu: u32, thread: ThreadId, previous: Option<SavedMask> },
     /// To process `pid`.
     Process { pid: i32 },
 }
@@ -70,6 +70,7 @@ struct Records {
     /// Whether the thread gets SIGEMT when `cap` records are in (`CPC_OVF_NOTIFY_EMT`), and
     /// whether it got it.
     notify: bool,
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // Read by the Linux overflow watcher.
     notified: bool,
 }
 
@@ -86,6 +87,13 @@ pub struct Binding {
     /// sample older than that belongs to a period that is over.
     armed_tsc: u64,
 }
+
+/// The CPU mask of a thread before `cpc_bind_cpu` pinned it (Linux).
+#[cfg(target_os = "linux")]
+type SavedMask = Box<libc::cpu_set_t>;
+/// Elsewhere the thread is not pinned: nothing is saved.
+#[cfg(not(target_os = "linux"))]
+type SavedMask = std::convert::Infallible;
 
 /// Whether a request of `scope` signals (see [`crate::ovf`]): a counter request its
 /// overflows, an SMPL request the moment its records are all in.
@@ -422,6 +430,7 @@ impl Binding {
         overflow.chain(smpl).map(Pmc::id).collect()
     }
 
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // Read by the Linux overflow watcher.
     /// Takes the samples the watcher read of PMC `pmc`; the instruction pointer to signal the
     /// thread with, if they call for a signal: the first overflow of the current period (which
     /// freezes the set), or the record that fills an SMPL request.
@@ -456,7 +465,7 @@ impl Binding {
             if let Scope::Cpu { cpu, previous, .. } = &mut self.scope {
                 cpu_bound().retain(|c| c != cpu);
                 if let Some(mask) = previous.take() {
-                    set_affinity(&mask);
+                    restore_mask(&mask);
                 }
             }
         }
@@ -533,6 +542,7 @@ impl Binding {
         Ok(())
     }
 
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // Read by the Linux overflow watcher.
     /// Stops the counters at an overflow (the watcher thread): `false` if they are stopped
     /// already or released.
     fn freeze_at_overflow(&mut self, sample_tsc: u64) -> bool {
@@ -635,11 +645,32 @@ impl Drop for Binding {
     }
 }
 
+/// Pins the calling thread to `cpu` for a CPU bind on the Linux host (the simulator's CPUs are
+/// not this machine's; elsewhere the thread is not pinned); its previous mask, or the errno.
+fn pin_for_bind(cpu: u32) -> std::result::Result<Option<SavedMask>, i32> {
+    #[cfg(target_os = "linux")]
+    if pmc::api::host_kind().ok() == Some(pmc::host::HostKind::Linux) {
+        return pin_to(cpu).map(Some);
+    }
+    let _ = cpu;
+    Ok(None)
+}
+
+/// Gives the calling thread back the mask [`pin_for_bind`] saved.
+fn restore_mask(mask: &SavedMask) {
+    #[cfg(target_os = "linux")]
+    set_affinity(mask);
+    #[cfg(not(target_os = "linux"))]
+    match *mask {}
+}
+
+#[cfg(target_os = "linux")]
 fn set_affinity(mask: &libc::cpu_set_t) -> bool {
     // SAFETY: sched_setaffinity reads one cpu_set_t of the size given.
     unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), mask) == 0 }
 }
 
+#[cfg(target_os = "linux")]
 /// Pins the calling thread to `cpu`; its previous mask, or the errno of the failure.
 fn pin_to(cpu: u32) -> std::result::Result<Box<libc::cpu_set_t>, i32> {
     // SAFETY: an all-zero cpu_set_t is a valid empty mask.
@@ -726,19 +757,10 @@ impl Set {
             return Err(Error::new(OP, libc::EAGAIN)
                 .because(format!("processor {cpu} already has a bound set")));
         }
-        let previous = if pmc::api::host_kind().ok() == Some(pmc::host::HostKind::Sim) {
-            None // The simulated CPUs are not this machine's.
-        } else {
-            Some(pin_to(cpu).map_err(|errno| {
-                Error::sub(
-                    OP,
-                    errno,
-                    Subcode::PbindFailed,
-                    format!("cannot run on processor {cpu}"),
-                )
-            })?)
-        };
-        let saved = previous.as_deref().copied();
+        let previous = pin_for_bind(cpu).map_err(|errno| {
+            Error::sub(OP, errno, Subcode::PbindFailed, format!("cannot run on processor {cpu}"))
+        })?;
+        let saved = previous.clone();
         let scope = Scope::Cpu { cpu, thread: std::thread::current().id(), previous };
         match Binding::new(OP, platform, &self.requests, scope) {
             Ok(binding) => {
@@ -749,7 +771,7 @@ impl Set {
             }
             Err(e) => {
                 if let Some(mask) = saved {
-                    set_affinity(&mask);
+                    restore_mask(&mask);
                 }
                 Err(e)
             }

@@ -20,18 +20,28 @@
 //! Only sets bound with `cpc_bind_curlwp` signal: CPU-bound sets never do (as on illumos), and
 //! a pctx-bound process cannot be sent a signal carrying `EMT_CPCOVF` from another process.
 
+#[cfg(target_os = "linux")]
 use std::sync::{Arc, Mutex, Once, PoisonError, Weak};
+#[cfg(target_os = "linux")]
 use std::time::Duration;
 
+#[cfg(target_os = "linux")]
 use crate::bind::{Binding, lock};
+#[cfg(target_os = "linux")]
 use crate::consts::EMT_CPCOVF;
 
 /// The signal of an overflow: `SIGEMT` where the system has one, else `SIGSTKFLT`.
+#[cfg(target_os = "linux")]
 pub const SIGEMT: i32 = libc::SIGSTKFLT;
+/// The signal of an overflow: the system's `SIGEMT`.
+#[cfg(not(target_os = "linux"))]
+pub const SIGEMT: i32 = libc::SIGEMT;
 
+#[cfg(target_os = "linux")]
 /// How often the watcher reads the log while an overflow request is bound.
 const POLL: Duration = Duration::from_micros(500);
 
+#[cfg(target_os = "linux")]
 /// An overflow PMC to watch.
 #[derive(Debug, Clone)]
 struct Watch {
@@ -40,7 +50,9 @@ struct Watch {
     tid: i32,
 }
 
+#[cfg(target_os = "linux")]
 static WATCHES: Mutex<Vec<Watch>> = Mutex::new(Vec::new());
+#[cfg(target_os = "linux")]
 static WATCHER: Once = Once::new();
 static IN_USE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -49,18 +61,21 @@ pub(crate) fn in_use() -> bool {
     IN_USE.load(std::sync::atomic::Ordering::Acquire)
 }
 
+#[cfg(target_os = "linux")]
 /// The calling thread's kernel id.
 pub(crate) fn current_tid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.
     unsafe { libc::syscall(libc::SYS_gettid) as i32 }
 }
 
+#[cfg(target_os = "linux")]
 /// Watches overflow PMCs `pmcs` of `binding`, signalling thread `tid` at an overflow.
 pub(crate) fn watch(pmcs: &[u32], binding: &Arc<Mutex<Binding>>, tid: i32) {
     let mut watches = WATCHES.lock().unwrap_or_else(PoisonError::into_inner);
     watches.extend(pmcs.iter().map(|&pmc| Watch { pmc, binding: Arc::downgrade(binding), tid }));
 }
 
+#[cfg(target_os = "linux")]
 /// Starts the watcher thread, before the first overflow PMC counts: a new thread's first
 /// steps (its stack, its allocator arena) are page faults of this process, which a
 /// process-scope PMC of page faults would count.
@@ -72,11 +87,13 @@ pub(crate) fn start_watcher() {
     });
 }
 
+#[cfg(target_os = "linux")]
 /// Stops watching `pmcs`.
 pub(crate) fn unwatch(pmcs: &[u32]) {
     WATCHES.lock().unwrap_or_else(PoisonError::into_inner).retain(|w| !pmcs.contains(&w.pmc));
 }
 
+#[cfg(target_os = "linux")]
 fn watcher() {
     loop {
         let watches = WATCHES.lock().unwrap_or_else(PoisonError::into_inner).clone();
@@ -96,16 +113,20 @@ fn watcher() {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// The signal the watcher queues to a bound thread at an overflow: `SIGRTMAX - 1`.
 pub fn trigger_signal() -> i32 {
     libc::SIGRTMAX() - 1
 }
 
+#[cfg(target_os = "linux")]
 /// Where the kernel's siginfo keeps the address of a fault (`si_addr`) and the value of a
 /// queued signal (`si_value`) on 64-bit Linux.
 const SI_ADDR_OFFSET: usize = 16;
+#[cfg(target_os = "linux")]
 const SI_VALUE_OFFSET: usize = 24;
 
+#[cfg(target_os = "linux")]
 /// Queues `signo` to thread `tid` of this process with `si_code` `code` and `word` at
 /// `offset` of the siginfo.
 fn queue(tid: i32, signo: i32, code: i32, offset: usize, word: u64) {
@@ -121,11 +142,13 @@ fn queue(tid: i32, signo: i32, code: i32, offset: usize, word: u64) {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// Has thread `tid` receive [`SIGEMT`] with `si_addr` = `ip` (through [`trigger_signal`]).
 fn signal(tid: i32, ip: u64) {
     queue(tid, trigger_signal(), libc::SI_QUEUE, SI_VALUE_OFFSET, ip);
 }
 
+#[cfg(target_os = "linux")]
 /// The handler of [`trigger_signal`], on the bound thread: sends the thread itself
 /// [`SIGEMT`] with `si_code` [`EMT_CPCOVF`] and the address the watcher queued. Only system
 /// calls: async-signal-safe.
@@ -139,6 +162,7 @@ extern "C" fn on_trigger(
     queue(current_tid(), SIGEMT, EMT_CPCOVF, SI_ADDR_OFFSET, ip);
 }
 
+#[cfg(target_os = "linux")]
 /// Installs the handler of [`trigger_signal`].
 fn install_trigger() {
     // SAFETY: a zeroed sigaction with a SA_SIGINFO handler that only makes system calls.
@@ -183,3 +207,26 @@ impl Drop for SignalHeld {
         unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.previous, std::ptr::null_mut()) };
     }
 }
+
+/// Overflow signals need the Linux host: elsewhere nothing is watched.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn current_tid() -> i32 {
+    0
+}
+
+/// Overflow signals need the Linux host: elsewhere nothing is watched.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn watch(
+    _pmcs: &[u32],
+    _binding: &std::sync::Arc<std::sync::Mutex<crate::bind::Binding>>,
+    _tid: i32,
+) {
+}
+
+/// Overflow signals need the Linux host: elsewhere nothing is watched.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn start_watcher() {}
+
+/// Overflow signals need the Linux host: elsewhere nothing is watched.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn unwatch(_pmcs: &[u32]) {}

@@ -173,16 +173,26 @@ pub fn lwp_id(pid: i32) -> i32 {
 pub fn has_lwp(pid: i32, lwp: i32) -> bool {
     if host().ok() == Some(HostKind::Sim) {
         lwp == 1
-    } else {
+    } else if cfg!(target_os = "linux") {
         lwp > 0 && std::path::Path::new(&format!("/proc/{pid}/task/{lwp}")).exists()
+    } else {
+        // Without Linux's /proc the process's one LWP is its main thread, named by its pid.
+        lwp == pid && process_exists(pid)
     }
 }
 
-/// Whether process `pid` exists (and is not a zombie).
+/// Whether process `pid` exists (and, on Linux, is not a zombie).
 fn process_exists(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')),
-        Err(_) => false,
+    if cfg!(target_os = "linux") {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => {
+                stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+            }
+            Err(_) => false,
+        }
+    } else {
+        // SAFETY: signal 0 only checks that the process exists and may be signalled.
+        unsafe { libc::kill(pid, 0) == 0 }
     }
 }
 

@@ -44,6 +44,7 @@ struct SampleLog {
     /// Where the file is read into.
     chunk: Vec<u8>,
     /// Up to where the file's pages were given back (read bytes are not needed again).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // Linux gives the pages back.
     released: u64,
     /// Samples read but not yet taken by their PMC's request: PMC id → (time, instruction
     /// pointer).
@@ -53,6 +54,7 @@ struct SampleLog {
 static LOG: Mutex<Option<SampleLog>> = Mutex::new(None);
 
 /// How many bytes of the log are read before their memory is given back.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // Linux gives the pages back.
 const RELEASE_EVERY: u64 = 1 << 20;
 
 /// Makes sure the process's log goes to libcpc's memory file.
@@ -130,6 +132,7 @@ pub(crate) fn take_samples(op: &'static str, pmc: u32) -> Result<Vec<Sample>> {
             }
         }
     }
+    #[cfg(target_os = "linux")]
     if log.read - log.released >= RELEASE_EVERY {
         // SAFETY: punching a hole in our own memory file; the driver keeps writing at its own
         // offset, past the hole.
