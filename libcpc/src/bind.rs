@@ -805,6 +805,12 @@ impl Set {
         if flags != 0 {
             return Err(Error::invalid(OP, format!("bind flags {flags:#x}: must be 0")));
         }
+        if self.requests.iter().any(|r| r.flags & CPC_OVF_NOTIFY_EMT != 0) {
+            return Err(Error::new(OP, libc::ENOTSUP).because(
+                "overflow signals go to the thread that bound the set; another process cannot \
+                 be sent one",
+            ));
+        }
         if !crate::pctx::has_lwp(pid, lwp) {
             return Err(
                 Error::new(OP, libc::ESRCH).because(format!("process {pid} has no LWP {lwp}"))

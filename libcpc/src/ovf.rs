@@ -18,7 +18,8 @@
 //! An SMPL request with `CPC_OVF_NOTIFY_EMT` signals once, when its `smpl_nrecs` records are in
 //! (the watcher reads its samples into the request's records; nothing stops).
 //! Only sets bound with `cpc_bind_curlwp` signal: CPU-bound sets never do (as on illumos), and
-//! a pctx-bound process cannot be sent a signal carrying `EMT_CPCOVF` from another process.
+//! `cpc_bind_pctx` of a set with such a request fails `ENOTSUP` (the signal would be the
+//! controlled process's, which cannot be sent one carrying `EMT_CPCOVF` from another process).
 
 #[cfg(target_os = "linux")]
 use std::sync::{Arc, Mutex, Once, PoisonError, Weak};

@@ -323,6 +323,13 @@ main(void)
 		FAILS_NOSUB(cpc_bind_pctx(cpc, pctx, 1, set, 1), EINVAL);
 		FAILS_NOSUB(cpc_bind_pctx(cpc, NULL, 1, set, 0), EINVAL);
 		FAILS_NOSUB(cpc_bind_pctx(cpc, pctx, 999999, set, 0), ESRCH);
+		{
+			cpc_set_t *ovf = one_request(cpc, event, CPC_COUNT_USER | CPC_OVF_NOTIFY_EMT,
+			    0, NULL);
+
+			FAILS_NOSUB(cpc_bind_pctx(cpc, pctx, 1, ovf, 0), ENOTSUP);
+			CHECK(cpc_set_destroy(cpc, ovf));
+		}
 		pctx_release(pctx);
 		NULL_WITH(pctx_capture(sim ? 1 : -1, NULL, 0, NULL), sim ? ENOTSUP : ESRCH);
 	}
