@@ -95,3 +95,28 @@ impl Subcode {
         self as i32
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Subcode;
+
+    #[test]
+    fn subcodes_have_illumos_numbers_and_default_messages() {
+        let all = [
+            (Subcode::InvalidEvent, 1, "Unknown event"),
+            (Subcode::InvalidPicnum, 2, "Invalid counter number"),
+            (Subcode::InvalidAttribute, 3, "Unknown attribute"),
+            (Subcode::AttributeOutOfRange, 4, "Attribute out of range"),
+            (Subcode::ResourceUnavail, 5, "Hardware resource unavailable"),
+            (Subcode::PicNotCapable, 6, "Counter cannot count requested event"),
+            (Subcode::ReqInvalidFlags, 7, "Invalid flags in a request"),
+            (Subcode::ConflictingReqs, 8, "Requests conflict with each other"),
+            (Subcode::AttrRequiresPrivilege, 9, "Attribute requires the cpc_cpu privilege"),
+            (Subcode::PbindFailed, 10, "Couldn't bind LWP to requested processor"),
+            (Subcode::HvNoAccess, 11, "Hypervisor event access denied"),
+        ];
+        for (subcode, code, message) in all {
+            assert_eq!((subcode.code(), subcode.message()), (code, message));
+        }
+    }
+}
