@@ -161,3 +161,22 @@ fn both_threads_of_a_simulated_program_are_counted() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(lines_labelled(&stdout(&out), "exit")[0][3..], ["17950000", "1795000"]);
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn sigint_ends_the_run_in_order() {
+    let started = std::time::Instant::now();
+    let child = Command::new(env!("CARGO_BIN_EXE_cputrack"))
+        .args(["-T", "0.1", "-c", "page-faults", "sleep", "30"])
+        .env("PMC_HOST", "linux")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run cputrack");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().expect("wait for cputrack");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "it stopped at SIGINT");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!lines_labelled(&stdout(&out), "tick").is_empty(), "{}", stdout(&out));
+}
