@@ -41,6 +41,9 @@
 //! * A set remembers the pctx it was bound to only for `cpc_terminate`; destroying the set does
 //!   not release the pctx (illumos does): the application releases it with `pctx_release`.
 //! * `cpc_walk_events_all` and `_all_common` list names sorted, each once.
+//! * The subcodes `CPC_CONFLICTING_REQS`, `CPC_ATTR_REQUIRES_PRIVILEGE` (illumos: Intel's
+//!   `anythr`) and `CPC_HV_NO_ACCESS` are defined but never reported: no backend has conflicting
+//!   requests, the attribute `anythr` (libpmc refuses AnyThread counting) or hypervisor events.
 //! * SMPL requests and overflow signals read the process's pmc log, which libcpc then owns
 //!   (a program configuring its own libpmc log at the same time gets `EBUSY` at bind).
 
