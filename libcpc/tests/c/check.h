@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,19 @@ touch_fresh_pages(long page, int n)
 	for (i = 0; i < n; i++)
 		pages[i * page] = 1;
 	CHECK(munmap(pages, (size_t)page * n));
+}
+
+/* Installs `handler` (SA_SIGINFO) for signal `sig`. */
+static inline void
+handle_signal(int sig, void (*handler)(int, siginfo_t *, void *))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = handler;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(sig, &sa, NULL));
 }
 
 #endif /* !CPC_CHECK_H */

@@ -59,15 +59,10 @@ wait_for(int n, int ms)
 int
 main(void)
 {
-	struct sigaction sa;
 	long page = sysconf(_SC_PAGESIZE);
 	int batch;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_emt;
-	sa.sa_flags = SA_SIGINFO;
-	sigemptyset(&sa.sa_mask);
-	CHECK(sigaction(SIGEMT, &sa, NULL));
+	handle_signal(SIGEMT, on_emt);
 
 	CHECK_PTR(cpc = cpc_open(CPC_VER_CURRENT));
 	EXPECT(cpc_caps(cpc) & CPC_CAP_OVERFLOW_INTERRUPT);

@@ -35,7 +35,6 @@ main(int argc, char **argv)
 {
 	int notify = argc > 1 && strcmp(argv[1], "notify") == 0;
 	struct timespec ms = { 0, 1000000 };
-	struct sigaction sa;
 	cpc_t *cpc;
 	cpc_set_t *set;
 	cpc_buf_t *buf;
@@ -45,11 +44,7 @@ main(int argc, char **argv)
 	uint_t records, i;
 	int counting, sampling;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_emt;
-	sa.sa_flags = SA_SIGINFO;
-	sigemptyset(&sa.sa_mask);
-	CHECK(sigaction(SIGEMT, &sa, NULL));
+	handle_signal(SIGEMT, on_emt);
 	CHECK_PTR(cpc = cpc_open(CPC_VER_CURRENT));
 	CHECK_PTR(set = cpc_set_create(cpc));
 	CHECK(counting = cpc_set_add_request(cpc, set, "page-faults", 0, CPC_COUNT_USER, 0, NULL));
