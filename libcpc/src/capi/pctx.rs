@@ -1,0 +1,266 @@
+//! libpctx's C ABI (`<libpctx.h>`) and `cpc_bind_pctx` / `cpc_terminate`.
+
+use std::ffi::{CStr, OsString, c_char, c_int, c_uint, c_void};
+use std::os::unix::ffi::OsStrExt;
+use std::ptr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::{cpc_set_t, cpc_t, guard, handle, set_of, status};
+use crate::error::Error;
+use crate::pctx::{CallbackFailed, Pctx, PctxEvents};
+
+/// `pctx_t`: a controlled process and its callbacks.
+#[allow(non_camel_case_types)]
+#[derive(Debug)]
+pub struct pctx_t {
+    /// `None` while [`pctx_run`] runs it.
+    inner: Option<Pctx>,
+    pid: i32,
+    terminate: Arc<AtomicBool>,
+    arg: *mut c_void,
+    /// The handlers of `PCTX_*_EVENT` 1..=7, as set by `pctx_set_events`.
+    handlers: [Option<unsafe extern "C" fn()>; 8],
+}
+
+const EXIT_EVENT: usize = 3;
+const INIT_LWP_EVENT: usize = 5;
+const FINI_LWP_EVENT: usize = 6;
+
+type LwpFn = unsafe extern "C" fn(*mut pctx_t, libc::pid_t, libc::id_t, *mut c_void) -> c_int;
+type ExitFn = unsafe extern "C" fn(*mut pctx_t, libc::pid_t, libc::id_t, c_int, *mut c_void);
+
+fn make(pctx: Pctx, arg: *mut c_void) -> *mut pctx_t {
+    Box::into_raw(Box::new(pctx_t {
+        pid: pctx.pid(),
+        terminate: pctx.terminator(),
+        inner: Some(pctx),
+        arg,
+        handlers: [None; 8],
+    }))
+}
+
+/// Launches `argv` held before it runs (`filename` is ignored: `argv[0]` is looked up in
+/// `PATH`, or names a built-in program on the simulator). NULL with `errno` on failure.
+///
+/// # Safety
+///
+/// `argv` must be NULL or a NULL-terminated array of C strings.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pctx_create(
+    _filename: *const c_char,
+    argv: *const *const c_char,
+    arg: *mut c_void,
+    _verbose: c_int,
+    _errfn: *const c_void,
+) -> *mut pctx_t {
+    const OP: &str = "pctx_create";
+    guard(None, ptr::null_mut(), || {
+        if argv.is_null() {
+            return Err(Error::invalid(OP, "argv is NULL"));
+        }
+        let mut args = Vec::new();
+        loop {
+            // SAFETY: a NULL-terminated array by the caller's promise; every element before
+            // this one was non-NULL.
+            let a = unsafe { argv.add(args.len()).read() };
+            if a.is_null() {
+                break;
+            }
+            // SAFETY: a C string by the caller's promise.
+            args.push(OsString::from(std::ffi::OsStr::from_bytes(
+                unsafe { CStr::from_ptr(a) }.to_bytes(),
+            )));
+        }
+        if args.is_empty() {
+            return Err(Error::invalid(OP, "argv is empty"));
+        }
+        Ok(make(Pctx::create(&args)?, arg))
+    })
+}
+
+/// Follows running process `pid`; NULL with `ESRCH` if there is none.
+#[unsafe(no_mangle)]
+pub extern "C" fn pctx_capture(
+    pid: libc::pid_t,
+    arg: *mut c_void,
+    _verbose: c_int,
+    _errfn: *const c_void,
+) -> *mut pctx_t {
+    guard(None, ptr::null_mut(), || Ok(make(Pctx::capture(pid)?, arg)))
+}
+
+/// Sets the handler of one event (called by the variadic `pctx_set_events`): 0, or -1 with
+/// `EINVAL` for an unknown event or a NULL handle.
+///
+/// # Safety
+///
+/// `pctx` must be NULL or a live handle; `handler` a function of the event's type.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn libcpc_pctx_set_event(
+    pctx: *mut pctx_t,
+    event: c_int,
+    handler: Option<unsafe extern "C" fn()>,
+) -> c_int {
+    const OP: &str = "pctx_set_events";
+    status(None, || {
+        // SAFETY: NULL or a live handle, by the caller's promise.
+        let p = unsafe { pctx.as_mut() }.ok_or_else(|| Error::invalid(OP, "pctx is NULL"))?;
+        let slot = usize::try_from(event).ok().filter(|e| (1..=7).contains(e));
+        let slot = slot.ok_or_else(|| Error::invalid(OP, format!("unknown event {event}")))?;
+        p.handlers[slot] = handler;
+        Ok(())
+    })
+}
+
+/// Calls the C handlers of a `pctx_t`.
+struct CEvents {
+    pctx: *mut pctx_t,
+    arg: *mut c_void,
+    handlers: [Option<unsafe extern "C" fn()>; 8],
+    tick: Option<LwpFn>,
+}
+
+impl CEvents {
+    fn lwp_call(&self, f: Option<LwpFn>, pid: i32, lwp: i32) -> Result<(), CallbackFailed> {
+        let Some(f) = f else { return Ok(()) };
+        // SAFETY: the application's handler of this type, with its own argument.
+        let r = unsafe { f(self.pctx, pid, lwp as libc::id_t, self.arg) };
+        if r == 0 { Ok(()) } else { Err(CallbackFailed) }
+    }
+
+    fn handler(&self, event: usize) -> Option<LwpFn> {
+        // SAFETY: pctx_set_events' promise: the handler of this event has this type.
+        self.handlers[event]
+            .map(|f| unsafe { std::mem::transmute::<unsafe extern "C" fn(), LwpFn>(f) })
+    }
+}
+
+impl PctxEvents for CEvents {
+    fn init_lwp(&mut self, pid: i32, lwp: i32) -> Result<(), CallbackFailed> {
+        self.lwp_call(self.handler(INIT_LWP_EVENT), pid, lwp)
+    }
+    fn tick(&mut self, pid: i32, lwp: i32) -> Result<(), CallbackFailed> {
+        self.lwp_call(self.tick, pid, lwp)
+    }
+    fn fini_lwp(&mut self, pid: i32, lwp: i32) -> Result<(), CallbackFailed> {
+        self.lwp_call(self.handler(FINI_LWP_EVENT), pid, lwp)
+    }
+    fn exit(&mut self, pid: i32, lwp: i32, status: i32) {
+        if let Some(f) = self.handlers[EXIT_EVENT] {
+            // SAFETY: pctx_set_events' promise: the exit handler has this type.
+            let f = unsafe { std::mem::transmute::<unsafe extern "C" fn(), ExitFn>(f) };
+            // SAFETY: the application's handler, with its own argument.
+            unsafe { f(self.pctx, pid, lwp as libc::id_t, status, self.arg) };
+        }
+    }
+}
+
+/// Lets the process run, calling its handlers; `tick` every `msec` ms up to `nsamples` times.
+/// Returns 0 when the process ended, the samples are done or `pctx_terminate` was called; -1
+/// with `errno` when a handler failed (`EINVAL`) or the process could not be run.
+///
+/// # Safety
+///
+/// `pctx` must be NULL or a live handle; `tick` NULL or a valid function.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pctx_run(
+    pctx: *mut pctx_t,
+    msec: c_uint,
+    nsamples: c_uint,
+    tick: Option<LwpFn>,
+) -> c_int {
+    const OP: &str = "pctx_run";
+    status(None, || {
+        // SAFETY: NULL or a live handle, by the caller's promise; the reference ends before
+        // any handler runs.
+        let (mut inner, arg, handlers) = match unsafe { pctx.as_mut() } {
+            Some(p) => (p.inner.take(), p.arg, p.handlers),
+            None => return Err(Error::invalid(OP, "pctx is NULL")),
+        };
+        let Some(process) = inner.as_mut() else {
+            return Err(Error::invalid(OP, "pctx_run is already running this pctx"));
+        };
+        let mut events = CEvents { pctx, arg, handlers, tick };
+        let result = process.run(msec, nsamples, &mut events);
+        // SAFETY: still live (handlers must not release it while it runs).
+        unsafe { (*pctx).inner = inner };
+        result
+    })
+}
+
+/// Frees the handle: a launched process still running is killed, a captured one resumes.
+///
+/// # Safety
+///
+/// `pctx` must be NULL or a live handle not used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pctx_release(pctx: *mut pctx_t) {
+    if !pctx.is_null() {
+        // SAFETY: a handle from pctx_create/pctx_capture, given back once.
+        let _ = std::panic::catch_unwind(|| drop(unsafe { Box::from_raw(pctx) }));
+    }
+}
+
+/// Makes a running `pctx_run` of this handle return.
+///
+/// # Safety
+///
+/// `pctx` must be NULL or a live handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pctx_terminate(pctx: *mut pctx_t) {
+    // SAFETY: NULL or a live handle, by the caller's promise.
+    if let Some(p) = unsafe { pctx.as_ref() } {
+        p.terminate.store(true, Ordering::Release);
+    }
+}
+
+/// Binds `set` to LWP `id` of the process `pctx` controls (`flags` 0): -1 with `EINVAL` (bad
+/// flags, foreign set, no requests, and the bind errors), `ESRCH` (no such LWP).
+///
+/// # Safety
+///
+/// `cpc` and `pctx` must be NULL or live handles.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cpc_bind_pctx(
+    cpc: *mut cpc_t,
+    pctx: *mut pctx_t,
+    id: libc::id_t,
+    set: *mut cpc_set_t,
+    flags: c_uint,
+) -> c_int {
+    const OP: &str = "cpc_bind_pctx";
+    // SAFETY: NULL or a live handle, by the caller's promise.
+    let h = unsafe { handle(OP, cpc) }.ok();
+    status(h, || {
+        let h = h.ok_or_else(|| Error::invalid(OP, "the cpc handle is NULL"))?;
+        // SAFETY: NULL or a live handle; only its plain fields are read (pctx_run may hold its
+        // process).
+        let (pid, terminate) = match unsafe { pctx.as_ref() } {
+            Some(p) => (p.pid, p.terminate.clone()),
+            None => return Err(Error::invalid(OP, "pctx is NULL")),
+        };
+        // SAFETY: one thread uses a set at a time.
+        let set = unsafe { set_of(OP, h, set)? };
+        set.bind_process(h.cpc.platform(), pid, id as i32, flags)?;
+        set.terminator = Some(terminate);
+        Ok(())
+    })
+}
+
+/// Makes a running `pctx_run` of any process a set of this handle was bound to return.
+///
+/// # Safety
+///
+/// `cpc` must be NULL or a live handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cpc_terminate(cpc: *mut cpc_t) {
+    // SAFETY: NULL or a live handle, by the caller's promise.
+    let Some(h) = (unsafe { cpc.as_ref() }) else { return };
+    for &set in &h.lists().sets {
+        // SAFETY: the handle's sets are live; only the terminate flag is read.
+        if let Some(t) = unsafe { &(*(set as *const cpc_set_t)).terminator } {
+            t.store(true, Ordering::Release);
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! libcpc: the Solaris/illumos CPU performance counter library (`cpc(3CPC)`, API version 2)
+//! over libpmc, as a Rust API and as the C ABI of `libcpc.so` / `libcpc.a` (header
+//! `libcpc/include/libcpc.h`), so that a Solaris program builds unchanged with
+//! `#include <libcpc.h>` and `-lcpc`.
+//!
+//! * [`Cpc`] — an open library handle (`cpc_t`): the counters of this host ([`Platform`]).
+//! * [`Set`] — requests (event, preset, flags, attributes) and their binding: to the calling
+//!   thread ([`Set::bind_curlwp`]), to a CPU ([`Set::bind_cpu`]) or to a process
+//!   ([`Set::bind_pctx`] with a [`Pctx`]). A bind is all-or-nothing.
+//! * [`Buf`] — a sample: 64-bit values `preset + events` by request index, hrtime, tick.
+//! * [`request_preset`], [`set_restart`], [`enable`], [`disable`] — the calling thread's set.
+//! * [`capi`] — the C ABI.
+//! * [`tool`] — what cpustat and cputrack share: the `-c` spec grammar, columns, `-h` text.
+//!
+//! # Choices where the reference leaves room (tagged \[I\] there)
+//!
+//! * PICs are logical counters over libpmc classes (see [`platform`]); `cpc_cciname` says which.
+//! * Per-LWP counting is process counting: libpmc's driver has FreeBSD's process scope only, so
+//!   a set bound with `cpc_bind_curlwp` counts every thread of the process, and
+//!   `CPC_BIND_LWP_INHERIT` is accepted (new threads are counted, in the same values).
+//! * The exclusivity of CPU binds (one set per CPU; per-LWP binds `EAGAIN` while one exists; the
+//!   first invalidates per-LWP sets) holds within this process.
+//! * Binding another set to a thread marks the one it replaces unbound (`EINVAL` on its use).
+//! * `cpc_buf_get`/`cpc_buf_set` refuse an index outside the buffer with `EINVAL`.
+//! * `cpc_buf_tick` counts TSC cycles elapsed since bind (wall time, not only on-CPU time).
+//! * The attributes `nouser` and `sys` are accepted in requests too (clearing `CPC_COUNT_USER`,
+//!   setting `CPC_COUNT_SYSTEM`), as the tools' spec tokens of the same names.
+//! * `CPC_HW_SMPL` is 0x100; SMPL requests sample through libpmc's sampling PMCs (see [`smpl`]).
+//! * Overflow signals work on the Linux host (see [`ovf`]: `SIGEMT` is `SIGSTKFLT` there). The
+//!   simulator reports no `CPC_CAP_OVERFLOW_INTERRUPT` (the thread calling libcpc runs none of
+//!   the simulated machine's code), so binding a request with `CPC_OVF_NOTIFY_EMT` fails
+//!   `ENOTSUP` there, as illumos does on hardware that cannot interrupt.
+//! * libpctx is the part libcpc needs, over libpmc's launching (see [`pctx`]): a process is one
+//!   LWP to its callbacks; exec, fork and LWP create/exit events are not reported.
+//! * Generic events: the architectural ones on Intel (`PAPI_tot_cyc`, `PAPI_tot_ins`,
+//!   `PAPI_br_ins`, `PAPI_br_msp`, `PAPI_l3_tca`, `PAPI_l3_tcm`; `PAPI_tot_ins` and
+//!   `PAPI_tot_cyc` on fixed counters 0 and 1 too). None on the software backend: no `PAPI_*`
+//!   event means a software count.
+//! * `cpc_set_request_preset` (Oracle) sets a request's preset for its next bind, and for the
+//!   next `cpc_set_restart` when the set is the calling thread's bound set.
+//! * A set remembers the pctx it was bound to only for `cpc_terminate`; destroying the set does
+//!   not release the pctx (illumos does): the application releases it with `pctx_release`.
+//! * `cpc_walk_events_all` and `_all_common` list names sorted, each once.
+//! * The subcodes `CPC_CONFLICTING_REQS`, `CPC_ATTR_REQUIRES_PRIVILEGE` (illumos: Intel's
+//!   `anythr`) and `CPC_HV_NO_ACCESS` are defined but never reported: no backend has conflicting
+//!   requests, the attribute `anythr` (libpmc refuses AnyThread counting) or hypervisor events.
+//! * SMPL requests and overflow signals read the process's pmc log, which libcpc then owns
+//!   (a program configuring its own libpmc log at the same time gets `EBUSY` at bind).
+
+pub mod assign;
+pub mod bind;
+pub mod buf;
+pub mod capi;
+pub mod consts;
+pub mod error;
+pub mod ovf;
+pub mod pctx;
+pub mod platform;
+pub mod set;
+pub mod smpl;
+pub mod tool;
+
+use std::sync::Arc;
+
+pub use bind::{disable, enable, request_preset, set_restart};
+pub use buf::{Buf, gethrtime};
+pub use error::{Error, Result};
+pub use pctx::{Pctx, PctxEvents};
+pub use platform::Platform;
+pub use set::{Attr, Request, Set};
+
+/// An open library handle: the counters of this process's libpmc host.
+#[derive(Debug, Clone)]
+pub struct Cpc {
+    platform: Arc<Platform>,
+}
+
+impl Cpc {
+    /// Opens the library (`cpc_open`): `EINVAL` unless `version` is [`consts::CPC_VER_CURRENT`];
+    /// the host's error (e.g. `ENOSYS`) if it has no counters to offer.
+    pub fn open(version: i32) -> Result<Cpc> {
+        if version != consts::CPC_VER_CURRENT {
+            return Err(Error::invalid(
+                "cpc_open",
+                format!(
+                    "version {version}: only CPC_VER_CURRENT ({}) is supported",
+                    consts::CPC_VER_CURRENT
+                ),
+            ));
+        }
+        Ok(Cpc { platform: Arc::new(Platform::probe()?) })
+    }
+
+    /// The counters and their events.
+    pub fn platform(&self) -> &Platform {
+        &self.platform
+    }
+
+    /// `cpc_npic`.
+    pub fn npic(&self) -> u32 {
+        self.platform.npic()
+    }
+
+    /// `cpc_caps`.
+    pub fn caps(&self) -> u32 {
+        self.platform.caps
+    }
+
+    /// `cpc_cciname`.
+    pub fn cciname(&self) -> &str {
+        &self.platform.cciname
+    }
+
+    /// `cpc_cpuref`.
+    pub fn cpuref(&self) -> &str {
+        &self.platform.cpuref
+    }
+}

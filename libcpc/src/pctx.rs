@@ -1,0 +1,211 @@
+//! The part of libpctx that libcpc's users need: a process to measure — launched held before it
+//! runs ([`Pctx::create`]) or already running ([`Pctx::capture`]) — and [`Pctx::run`], which
+//! lets it run and calls back at its start, every `msec` milliseconds and at its end.
+//!
+//! Over libpmc's hosts (design choices):
+//! * The process is one "LWP" to the callbacks (counting is per process, see [`crate::bind`]):
+//!   its id is the process's main thread id on Linux and FreeBSD, 1 on the simulator.
+//! * The simulator runs a launched program to its end at once: [`Pctx::run`] there calls
+//!   `init_lwp`, then `fini_lwp` and `exit`, and no `tick`.
+//! * `exec`, `fork`, `lwp_create` and `lwp_exit` events are not reported (no tracing is used).
+//! * A launched process still running when the handle is dropped is killed; a captured one
+//!   keeps running.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use pmc::host::HostKind;
+
+use crate::error::{Error, Result};
+
+/// A callback of [`PctxEvents`] failed: [`Pctx::run`] stops and fails with `EINVAL`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallbackFailed;
+
+/// What [`Pctx::run`] calls; a callback returning `Err` makes `run` fail with `EINVAL`.
+pub trait PctxEvents {
+    /// The process is about to be measured (before it runs, for a launched one).
+    fn init_lwp(&mut self, _pid: i32, _lwp: i32) -> std::result::Result<(), CallbackFailed> {
+        Ok(())
+    }
+    /// Every `msec` milliseconds while it runs.
+    fn tick(&mut self, _pid: i32, _lwp: i32) -> std::result::Result<(), CallbackFailed> {
+        Ok(())
+    }
+    /// It has ended (still readable).
+    fn fini_lwp(&mut self, _pid: i32, _lwp: i32) -> std::result::Result<(), CallbackFailed> {
+        Ok(())
+    }
+    /// Its exit status (as a shell reports it; 0 for a captured process).
+    fn exit(&mut self, _pid: i32, _lwp: i32, _status: i32) {}
+}
+
+/// A controlled process.
+#[derive(Debug)]
+pub struct Pctx {
+    pid: i32,
+    created: bool,
+    ended: bool,
+    terminate: Arc<AtomicBool>,
+}
+
+fn host() -> Result<HostKind> {
+    pmc::api::host_kind().map_err(|e| Error::pmc("pctx", &e))
+}
+
+impl Pctx {
+    /// Launches `argv` held before it runs (`pctx_create`).
+    pub fn create(argv: &[OsString]) -> Result<Pctx> {
+        let pid = pmc::api::spawn(argv).map_err(|e| Error::pmc("pctx_create", &e))?;
+        Ok(Pctx { pid, created: true, ended: false, terminate: Arc::default() })
+    }
+
+    /// Follows running process `pid` (`pctx_capture`): `ESRCH` if there is none, `ENOTSUP` on
+    /// the simulator (its programs are launched, never found).
+    pub fn capture(pid: i32) -> Result<Pctx> {
+        const OP: &str = "pctx_capture";
+        if host()? == HostKind::Sim {
+            return Err(Error::new(OP, libc::ENOTSUP)
+                .because("the simulator measures the programs it launches (pctx_create)"));
+        }
+        if pid <= 0 || !process_exists(pid) {
+            return Err(Error::new(OP, libc::ESRCH).because(format!("no process {pid}")));
+        }
+        Ok(Pctx { pid, created: false, ended: false, terminate: Arc::default() })
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// The id its callbacks and `cpc_bind_pctx` use for its (only) LWP.
+    pub fn lwp(&self) -> i32 {
+        lwp_id(self.pid)
+    }
+
+    /// A flag that makes a running [`Pctx::run`] return (`pctx_terminate`).
+    pub fn terminator(&self) -> Arc<AtomicBool> {
+        self.terminate.clone()
+    }
+
+    /// Lets the process run, calling `events` (`pctx_run`): `init_lwp` first, `tick` every
+    /// `msec` ms (0: never) up to `nsamples` times (0: unlimited), then at its end `fini_lwp`
+    /// and `exit`. Returns when the process ended, the samples are done or it is terminated;
+    /// `EINVAL` if a callback failed.
+    pub fn run(&mut self, msec: u32, nsamples: u32, events: &mut dyn PctxEvents) -> Result<()> {
+        const OP: &str = "pctx_run";
+        let failed = || Error::invalid(OP, "a callback failed");
+        let (pid, lwp) = (self.pid, self.lwp());
+        events.init_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
+        if self.created {
+            pmc::api::resume(pid).map_err(|e| Error::pmc(OP, &e))?;
+        }
+        let period = Duration::from_millis(u64::from(msec));
+        let mut next = Instant::now() + period;
+        let mut samples = 0;
+        let sim = host()? == HostKind::Sim;
+        while !sim && !self.ended_yet() {
+            if self.terminate.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            let now = Instant::now();
+            if msec > 0 && now >= next {
+                events.tick(pid, lwp).map_err(|CallbackFailed| failed())?;
+                samples += 1;
+                if nsamples > 0 && samples >= nsamples {
+                    return Ok(());
+                }
+                next += period;
+            }
+            let wake = if msec > 0 {
+                next.min(now + Duration::from_millis(20))
+            } else {
+                now + Duration::from_millis(20)
+            };
+            std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+        }
+        let status = if self.created {
+            // The simulator runs the program here; a Linux child is reaped after fini_lwp.
+            if sim { Some(pmc::api::wait(pid).map_err(|e| Error::pmc(OP, &e))?) } else { None }
+        } else {
+            Some(0)
+        };
+        events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
+        let status = match status {
+            Some(s) => s,
+            None => pmc::api::wait(pid).map_err(|e| Error::pmc(OP, &e))?,
+        };
+        self.ended = true;
+        events.exit(pid, lwp, status);
+        Ok(())
+    }
+
+    /// Whether the process has ended (a launched child is left unreaped, so still readable).
+    fn ended_yet(&self) -> bool {
+        if !self.created {
+            return !process_exists(self.pid);
+        }
+        // SAFETY: an all-zero siginfo_t is a valid output buffer.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid with WNOWAIT only looks at the child's state; `info` is writable.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                self.pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        // SAFETY: waitid filled `info` (or left it zero: no state change).
+        r != 0 || unsafe { info.si_pid() } == self.pid
+    }
+}
+
+/// The id of process `pid`'s main LWP: its thread id (the pid), 1 on the simulator.
+pub fn lwp_id(pid: i32) -> i32 {
+    if host().ok() == Some(HostKind::Sim) { 1 } else { pid }
+}
+
+/// Whether `lwp` is a thread of process `pid`.
+pub fn has_lwp(pid: i32, lwp: i32) -> bool {
+    if host().ok() == Some(HostKind::Sim) {
+        lwp == 1
+    } else if cfg!(target_os = "linux") {
+        lwp > 0 && std::path::Path::new(&format!("/proc/{pid}/task/{lwp}")).exists()
+    } else {
+        // Without Linux's /proc the process's one LWP is its main thread, named by its pid.
+        lwp == pid && process_exists(pid)
+    }
+}
+
+/// Whether process `pid` exists (and, on Linux, is not a zombie).
+fn process_exists(pid: i32) -> bool {
+    if cfg!(target_os = "linux") {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => {
+                stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+            }
+            Err(_) => false,
+        }
+    } else {
+        // SAFETY: signal 0 only checks that the process exists and may be signalled.
+        unsafe { libc::kill(pid, 0) == 0 }
+    }
+}
+
+impl Drop for Pctx {
+    fn drop(&mut self) {
+        if self.created && !self.ended {
+            if host().ok() == Some(HostKind::Sim) {
+                let _ = pmc::api::wait(self.pid);
+            } else {
+                // SAFETY: signals our own child, which has not been reaped.
+                unsafe { libc::kill(self.pid, libc::SIGKILL) };
+                let _ = pmc::api::wait(self.pid);
+            }
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Sets of requests (`cpc_set_t`) and their validation at `cpc_set_add_request` time.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use crate::bind::Binding;
+use crate::consts::{CPC_MAX_ATTR_LEN, CPC_MAX_EVENT_LEN, PICNUM, Subcode};
+use crate::error::{Error, Result};
+use crate::platform::Platform;
+
+/// One attribute of a request: a name and a 64-bit value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attr {
+    /// The name (`picnum`, `umask`, …), at most 31 bytes.
+    pub name: String,
+    /// The value.
+    pub value: u64,
+}
+
+impl Attr {
+    /// An attribute `name` = `value`.
+    pub fn new(name: &str, value: u64) -> Attr {
+        Attr { name: name.to_string(), value }
+    }
+}
+
+/// One counter configuration of a set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The event: a platform name, a `PAPI_*` generic or a raw code.
+    pub event: String,
+    /// The value the counter starts from.
+    pub preset: u64,
+    /// `CPC_COUNT_USER`, `CPC_COUNT_SYSTEM`, `CPC_OVF_NOTIFY_EMT`, …
+    pub flags: u32,
+    /// The attributes, in the order given.
+    pub attrs: Vec<Attr>,
+}
+
+impl Request {
+    /// The explicit counter (`picnum`; the last one given wins).
+    pub fn picnum(&self) -> Option<u64> {
+        self.attrs.iter().rev().find(|a| a.name == PICNUM).map(|a| a.value)
+    }
+
+    /// Whether it is an SMPL (hardware sampling) request.
+    pub fn is_smpl(&self) -> bool {
+        self.flags & crate::consts::CPC_HW_SMPL != 0
+    }
+
+    /// The value of attribute `name` (the last one given wins).
+    pub fn attr(&self, name: &str) -> Option<u64> {
+        self.attrs.iter().rev().find(|a| a.name == name).map(|a| a.value)
+    }
+}
+
+/// A set of requests, unbound or bound (`cpc_set_t`).
+#[derive(Debug, Default)]
+pub struct Set {
+    pub(crate) requests: Vec<Request>,
+    pub(crate) binding: Option<Arc<Mutex<Binding>>>,
+    /// The terminate flag of the process it was last bound to (`cpc_terminate`).
+    pub(crate) terminator: Option<Arc<AtomicBool>>,
+    /// Whether its binding signals overflows (SIGEMT is blocked while it is locked).
+    pub(crate) holds_signal: bool,
+}
+
+/// `s` cut to at most `max - 1` bytes on a character boundary (C's buffer of `max` with its NUL).
+fn truncated(s: &str, max: usize) -> String {
+    let mut end = s.len().min(max - 1);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+impl Set {
+    /// An empty, unbound set.
+    pub fn new() -> Set {
+        Set::default()
+    }
+
+    /// The requests, by index.
+    pub fn requests(&self) -> &[Request] {
+        &self.requests
+    }
+
+    /// Whether the set is bound (and has not been superseded by another bind of its LWP).
+    pub fn is_bound(&self) -> bool {
+        self.binding.as_ref().is_some_and(|b| crate::bind::lock(b).is_live())
+    }
+
+    /// Adds a request, checked as `cpc_set_add_request` does (reference §2.5): the set must be
+    /// unbound (`EINVAL`); the event must be known on some PIC or be a raw code (`EINVAL`,
+    /// `CPC_INVALID_EVENT`); every attribute must be one of the platform's (`EINVAL`,
+    /// `CPC_INVALID_ATTRIBUTE`), a `picnum` below `npic` (`CPC_INVALID_PICNUM`) naming a PIC
+    /// that counts the event (`CPC_PIC_NOT_CAPABLE`). Flags and attribute values are checked at
+    /// bind. Returns the request's index.
+    pub fn add_request(
+        &mut self,
+        platform: &Platform,
+        event: &str,
+        preset: u64,
+        flags: u32,
+        attrs: &[Attr],
+    ) -> Result<usize> {
+        const OP: &str = "cpc_set_add_request";
+        if self.binding.is_some() {
+            return Err(Error::invalid(OP, "requests are added only to an unbound set"));
+        }
+        let event = truncated(event, CPC_MAX_EVENT_LEN);
+        if !platform.event_known(&event) {
+            return Err(Error::sub(
+                OP,
+                libc::EINVAL,
+                Subcode::InvalidEvent,
+                format!("no counter of this processor counts {event:?}; it is no raw code either"),
+            ));
+        }
+        let smpl = flags & crate::consts::CPC_HW_SMPL != 0;
+        let known = |name: &str| {
+            if smpl {
+                name == PICNUM || name == crate::smpl::SMPL_NRECS
+            } else {
+                platform.has_attr(name)
+            }
+        };
+        let mut kept = Vec::with_capacity(attrs.len());
+        for attr in attrs {
+            let name = truncated(&attr.name, CPC_MAX_ATTR_LEN);
+            if name.is_empty() || !known(&name) {
+                return Err(Error::sub(
+                    OP,
+                    libc::EINVAL,
+                    Subcode::InvalidAttribute,
+                    format!("unknown attribute {name:?}; known: {}", platform.attrs.join(" ")),
+                ));
+            }
+            if name == PICNUM && smpl && attr.value >= u64::from(crate::smpl::SMPL_NPIC) {
+                return Err(Error::sub(
+                    OP,
+                    libc::EINVAL,
+                    Subcode::InvalidPicnum,
+                    format!(
+                        "picnum {} of an SMPL request is not below {}",
+                        attr.value,
+                        crate::smpl::SMPL_NPIC
+                    ),
+                ));
+            }
+            if name == PICNUM && !smpl {
+                if attr.value >= u64::from(platform.npic()) {
+                    return Err(Error::sub(
+                        OP,
+                        libc::EINVAL,
+                        Subcode::InvalidPicnum,
+                        format!("picnum {} is not below npic {}", attr.value, platform.npic()),
+                    ));
+                }
+                if !platform.pic_accepts(attr.value as usize, &event) {
+                    return Err(Error::sub(
+                        OP,
+                        libc::EINVAL,
+                        Subcode::PicNotCapable,
+                        format!("counter {} cannot count {event:?}", attr.value),
+                    ));
+                }
+            }
+            kept.push(Attr { name, value: attr.value });
+        }
+        self.requests.push(Request { event, preset, flags, attrs: kept });
+        Ok(self.requests.len() - 1)
+    }
+}
+
+impl Drop for Set {
+    fn drop(&mut self) {
+        let _ = self.unbind();
+    }
+}

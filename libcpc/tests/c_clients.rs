@@ -1,0 +1,168 @@
+//! C programs written against `<libcpc.h>` (`tests/c/*.c`), compiled as C99 with every warning
+//! an error, linked with `libcpc.so` (through an rpath) and with `libcpc.a`, and run on the
+//! simulator and Linux hosts. Each program checks its own results and exits 0.
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use common::{Linkage, build_with, run, run_exe, run_with_stderr};
+
+#[test]
+fn a_simulated_program_is_counted_exactly_through_pctx_on_the_simulator() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_sim_count", linkage, "sim", &[]);
+        assert!(out.contains("PAPI_tot_ins 10000000\n"), "{out}");
+        assert!(out.contains("instr_retired.any 10000005\n"), "{out}");
+    }
+}
+
+#[test]
+fn both_threads_of_a_simulated_program_are_counted_through_pctx() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        // Main and a worker thread run hot; the worker is 5 blocks short when main exits.
+        let out = run("cpc_sim_count", linkage, "sim", &["threads"]);
+        assert!(out.starts_with("PAPI_tot_ins 17950000\nPAPI_br_ins 1795000\n"), "{out}");
+    }
+}
+
+/// What the default error handler prints for the first, handler-less failure.
+const DEFAULT_HANDLER_LINE: &str = "libcpc: cpc_set_add_request: Unknown event\n";
+
+#[test]
+fn every_errno_and_subcode_on_the_simulator() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let (out, err) = run_with_stderr("cpc_errors", linkage, "sim", &[]);
+        assert_eq!(out, "errors ok\n");
+        assert!(err.starts_with(DEFAULT_HANDLER_LINE), "{err}");
+    }
+}
+
+#[test]
+fn every_errno_and_subcode_on_the_linux_host() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let (out, err) = run_with_stderr("cpc_errors", linkage, "linux", &[]);
+        assert_eq!(out, "errors ok\n");
+        assert!(err.starts_with(DEFAULT_HANDLER_LINE), "{err}");
+    }
+}
+
+#[test]
+fn presets_restart_freezing_buffers_and_walkers_on_the_simulator() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_api", linkage, "sim", &[]);
+        assert!(out.contains("PAPI_tot_ins 1000 -> 1000 (+0)\n"), "{out}");
+        assert!(out.contains("after restart 7 9\n") && out.ends_with("api ok\n"), "{out}");
+    }
+}
+
+#[test]
+fn page_faults_of_the_calling_thread_on_the_linux_host() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_api", linkage, "linux", &[]);
+        assert!(out.ends_with("api ok\n"), "{out}");
+    }
+}
+
+/// The function of the simulated `hot-cold` that holds `ip`.
+fn hot_cold_function(ip: u64) -> String {
+    let symbols = pmc::host::sim::symbols("/usr/sim/bin/hot-cold").expect("hot-cold's symbols");
+    let found = symbols.iter().find(|(start, end, _)| (*start..*end).contains(&ip));
+    found.map(|(_, _, name)| name.clone()).unwrap_or_else(|| format!("{ip:#x}?"))
+}
+
+/// The functions of the `ip` lines of an SMPL client's output.
+fn sampled_functions(out: &str) -> Vec<String> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix("ip 0x"))
+        .map(|hex| hot_cold_function(u64::from_str_radix(hex, 16).expect("a hex ip")))
+        .collect()
+}
+
+#[test]
+fn smpl_records_are_the_sampled_instruction_pointers_up_to_smpl_nrecs() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        // Every 1 000 000th of 10 000 000 instructions: 9 in hot, the last in cold.
+        let out = run("cpc_smpl", linkage, "sim", &["100"]);
+        assert!(out.starts_with("records 10\n"), "{out}");
+        let mut expected = vec!["hot".to_string(); 9];
+        expected.push("cold".into());
+        assert_eq!(sampled_functions(&out), expected, "{out}");
+        // Capped at smpl_nrecs: the first 8.
+        let out = run("cpc_smpl", linkage, "sim", &["8"]);
+        assert!(out.starts_with("records 8\n"), "{out}");
+        assert_eq!(sampled_functions(&out), vec!["hot".to_string(); 8], "{out}");
+    }
+}
+
+#[test]
+fn smpl_records_of_the_calling_thread_and_a_signal_when_they_are_in_on_the_linux_host() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_smpl_self", linkage, "linux", &[]);
+        assert!(out.starts_with("records 16 faults ") && out.lines().count() == 1, "{out}");
+        let out = run("cpc_smpl_self", linkage, "linux", &["notify"]);
+        assert!(out.starts_with("records 16 faults ") && out.ends_with("\nsignals 1\n"), "{out}");
+    }
+}
+
+#[test]
+fn an_overflow_handler_gets_a_signal_per_period_and_restarts_the_set_on_the_linux_host() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_overflow", linkage, "linux", &[]);
+        assert_eq!(out, "signals ok\n");
+    }
+}
+
+/// Every function `libcpc.h` and `libpctx.h` declare `extern` is exported by `libcpc.so` (the
+/// inline `pctx_set_events` calls the exported `libcpc_pctx_set_event`).
+#[test]
+fn the_shared_library_exports_every_declared_function() {
+    let lib = common::library_dir().join("libcpc.so");
+    let Ok(output) =
+        std::process::Command::new("nm").arg("-D").arg("--defined-only").arg(&lib).output()
+    else {
+        eprintln!("nm is not installed; skipping");
+        return;
+    };
+    let symbols = String::from_utf8_lossy(&output.stdout);
+    let exported: std::collections::BTreeSet<&str> =
+        symbols.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    let include = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let mut declared = Vec::new();
+    for header in ["libcpc.h", "libpctx.h"] {
+        let text = std::fs::read_to_string(include.join(header)).expect("read the header");
+        // `extern <type> [*]name(` starts each declaration.
+        for line in text.lines().filter(|l| l.starts_with("extern ") && l.contains('(')) {
+            let head = line.split('(').next().unwrap_or_default();
+            declared.push(head.rsplit([' ', '*']).next().unwrap_or_default().to_string());
+        }
+    }
+    assert!(declared.len() > 50, "{declared:?}");
+    let missing: Vec<&String> =
+        declared.iter().filter(|n| !exported.contains(n.as_str())).collect();
+    assert!(missing.is_empty(), "declared but not exported: {missing:?}");
+}
+
+#[test]
+fn threads_created_after_an_inheriting_bind_are_counted_on_the_linux_host() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_inherit", linkage, "linux", &[]);
+        assert!(out.starts_with("faults "), "{out}");
+    }
+}
+
+#[test]
+fn the_headers_build_as_strict_iso_c99_and_as_cxx() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let exe = build_with("cpc_header", linkage, &["-std=c99", "-pedantic"], "");
+        let (out, _) = run_exe(&exe, "cpc_header (C99)", "sim", &[]);
+        assert_eq!(out, "header ok\n");
+    }
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    if std::process::Command::new(&cxx).arg("--version").output().is_err() {
+        eprintln!("no C++ compiler ({cxx}); the C++ half is skipped");
+        return;
+    }
+    let exe = build_with("cpc_header", Linkage::Shared, &["-x", "c++", "-std=c++11"], &cxx);
+    let (out, _) = run_exe(&exe, "cpc_header (C++)", "sim", &[]);
+    assert_eq!(out, "header ok\n");
+}

@@ -1,0 +1,182 @@
+//! cputrack end to end: exact counts of a simulated program on the simulator host, a real
+//! command and a running process on the Linux host, the output columns and the exit codes.
+
+mod support;
+
+use std::process::{Command, Output};
+
+use support::{lines_labelled, run_tool, text};
+
+fn cputrack(host: &str, args: &[&str]) -> Output {
+    run_tool(env!("CARGO_BIN_EXE_cputrack"), host, args)
+}
+
+fn stdout(output: &Output) -> String {
+    text(&output.stdout)
+}
+
+fn stderr(output: &Output) -> String {
+    text(&output.stderr)
+}
+
+#[test]
+fn a_simulated_program_is_counted_exactly_with_illumos_columns() {
+    let out = cputrack(
+        "sim",
+        &["-c", "pic0=PAPI_tot_ins,pic1=PAPI_br_ins,pic4=instr_retired.any", "hot-cold"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("   time lwp      event      pic0      pic1      pic4 "));
+    let exit = lines.next().expect("the exit line");
+    assert_eq!(&exit[7..], "   1       exit  10000000   1000000  10000000 ", "{text}");
+    assert!(exit[..7].trim().parse::<f64>().is_ok(), "{exit}");
+    assert_eq!(lines.next(), None, "{text}");
+}
+
+#[test]
+fn bare_events_take_the_next_counters_and_flags_apply_per_counter() {
+    // PAPI_br_msp lands on pic1 after pic0; nouser1 leaves pic1 counting nothing (the
+    // program runs in user mode only).
+    let out = cputrack("sim", &["-c", "PAPI_tot_ins,PAPI_br_msp,nouser1", "hot-cold"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("   time lwp      event      pic0      pic1 \n"), "{text}");
+    assert_eq!(lines_labelled(&text, "exit")[0][3..], ["10000000", "0"], "{text}");
+    let out = cputrack("sim", &["-c", "PAPI_tot_ins,PAPI_br_msp", "hot-cold"]);
+    assert_eq!(lines_labelled(&stdout(&out), "exit")[0][3..], ["10000000", "10000"]);
+}
+
+#[test]
+fn no_title_tsc_verbose_several_specs_and_an_output_file() {
+    let dir = std::env::temp_dir().join(format!("cputrack-e2e-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("out.txt");
+    let out = cputrack(
+        "sim",
+        &[
+            "-n",
+            "-t",
+            "-v",
+            "-o",
+            file.to_str().unwrap(),
+            "-c",
+            "PAPI_tot_ins",
+            "-c",
+            "PAPI_br_ins",
+            "hot-cold",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "", "everything goes to the -o file");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let labels: Vec<&str> = text.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    assert_eq!(labels, ["init_lwp", "fini_lwp", "exit", "exit"], "{text}");
+    let exits = lines_labelled(&text, "exit");
+    // time lwp label tsc value # spec
+    assert_eq!(exits[0][4..], ["10000000", "#", "PAPI_tot_ins"], "{text}");
+    assert_eq!(exits[1][4..], ["0", "#", "PAPI_br_ins"], "the second set was never bound: {text}");
+    assert!(exits[0][3].parse::<u64>().is_ok(), "{text}");
+}
+
+#[test]
+fn usage_errors_exit_2_and_failures_exit_1() {
+    for args in [
+        &["hot-cold"][..],
+        &["-c", "bogus_event", "hot-cold"],
+        &["-c", "pic0=PAPI_tot_ins,pic0=PAPI_br_ins", "hot-cold"],
+        &["-c", "pic0=", "hot-cold"],
+        &["-c", "PAPI_tot_ins"],
+        &["-c", "PAPI_tot_ins", "-p", "1", "hot-cold"],
+        &["-c", "PAPI_tot_ins", "-f", "hot-cold"],
+        &["-c", "PAPI_tot_ins", "-T", "x", "hot-cold"],
+        &["-c", "umask0=zz,PAPI_tot_ins", "hot-cold"],
+    ] {
+        let out = cputrack("sim", args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("Usage:"), "{args:?}");
+    }
+    let out = cputrack("sim", &["-c", "pic0=PAPI_tot_ins,pic0=PAPI_br_ins", "hot-cold"]);
+    assert!(stderr(&out).starts_with("cputrack: repeated 'pic0' token\n"), "{}", stderr(&out));
+    let out = cputrack("sim", &["-c", "pic4=PAPI_br_ins", "hot-cold"]);
+    assert!(
+        stderr(&out).starts_with("cputrack: pic4 cannot measure event 'PAPI_br_ins' on this cpu\n")
+    );
+    let out = cputrack("sim", &["-c", "PAPI_tot_ins", "no-such-program"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).starts_with("cputrack: cannot run command"), "{}", stderr(&out));
+}
+
+#[test]
+fn help_prints_usage_and_the_capabilities() {
+    let out = cputrack("sim", &["-h"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(text.starts_with("Usage:\n\tcputrack "), "{text}");
+    assert!(text.contains("\tCPU performance counter interface: Intel Arch PerfMon"), "{text}");
+    assert!(text.contains("\tevent4: instr_retired.any inst_retired.any \n"), "{text}");
+    assert!(text.contains("\tattributes: edge inv umask cmask nouser sys \n"), "{text}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_command_ticks_and_exits_on_the_linux_host() {
+    let out = cputrack("linux", &["-T", "0.1", "-c", "page-faults,task-clock", "sleep", "0.45"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("   time lwp      event      pic0      pic1 \n"), "{text}");
+    let ticks = lines_labelled(&text, "tick");
+    assert!((3..=5).contains(&ticks.len()), "{text}");
+    let exit = &lines_labelled(&text, "exit")[0];
+    let faults: u64 = exit[3].parse().unwrap();
+    let ns: u64 = exit[4].parse().unwrap();
+    assert!(faults > 0 && ns > 0, "sleep faults in its pages and runs: {text}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_running_process_is_followed_for_n_samples_on_the_linux_host() {
+    let mut child = Command::new("sleep").arg("5").spawn().expect("sleep");
+    let pid = child.id().to_string();
+    let out =
+        cputrack("linux", &["-n", "-T", "0.1", "-N", "3", "-c", "context-switches", "-p", &pid]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(lines_labelled(&text, "tick").len(), 3, "{text}");
+    assert_eq!(text.lines().count(), 3, "no title, no exit line: {text}");
+    let out = cputrack("linux", &["-c", "page-faults", "-p", "999999999"]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn both_threads_of_a_simulated_program_are_counted() {
+    // "threads": main starts a worker and both run hot (900 blocks of 10 000 instructions);
+    // the worker, 5 blocks short when main exits, ends with the process. The count is the
+    // process's (libcpc counts per process), exact for the simulator's default seed.
+    let out = cputrack("sim", &["-c", "PAPI_tot_ins,PAPI_br_ins", "threads"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(lines_labelled(&stdout(&out), "exit")[0][3..], ["17950000", "1795000"]);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn sigint_ends_the_run_in_order() {
+    let started = std::time::Instant::now();
+    let child = Command::new(env!("CARGO_BIN_EXE_cputrack"))
+        .args(["-T", "0.1", "-c", "page-faults", "sleep", "30"])
+        .env("PMC_HOST", "linux")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run cputrack");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().expect("wait for cputrack");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "it stopped at SIGINT");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!lines_labelled(&stdout(&out), "tick").is_empty(), "{}", stdout(&out));
+}
