@@ -7,13 +7,12 @@ use core::sync::atomic::Ordering;
 
 use crate::abi::{Class, PmcFlags, event};
 use crate::backend::{CounterMask, PmuBackend};
-use crate::class;
+use crate::class::RowCounter;
 use crate::driver::{Driver, ExecInfo};
 use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, Tid, TrapFrame};
 use crate::logging::record_path;
-use crate::ops::link_target;
 use crate::percpu::PmcHandle;
 use crate::percpu::{PerCpu, Slot};
 use crate::sample::{FrameWriter, PendingView, SampleHeader, SampleRing, UserStack};
@@ -140,7 +139,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             });
         let mut followers: Vec<Pid> = Vec::new();
         for &(row, handle) in &inherited {
-            link_target(&mut core, handle, row, child);
+            core.link_target(handle, row, child);
             if let Some(pmc) = core.pmc(handle) {
                 followers.push(pmc.owner);
             }
@@ -350,7 +349,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// was loaded.
     #[inline]
     fn counter_overflowed(&self, cpu: Cpu, state: &PerCpu, slot: &Slot, frame: &TrapFrame) -> bool {
-        let class::RowCounter::Hardware(counter) = slot.counter() else { return false };
+        let RowCounter::Hardware(counter) = slot.counter() else { return false };
         if !slot.is_running() {
             return false;
         }
