@@ -37,7 +37,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub fn switch_in(&self, cpu: Cpu, pid: Pid, tid: Tid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         state.set_current(pid, tid);
-        if self.running_pids.load(Ordering::Acquire) & running_pid_bit(pid) != 0 {
+        // SeqCst, as the stores of the running pid here and of the filter by PMCSTART, which
+        // then looks at the running pids: one of the two sees the other, so a PMC started while
+        // its target switches in is loaded by one of them.
+        if self.running_pids.load(Ordering::SeqCst) & running_pid_bit(pid) != 0 {
             self.load_process_pmcs(state, pid);
         }
     }
@@ -72,7 +75,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     #[inline(never)]
     pub fn switch_out(&self, cpu: Cpu, pid: Pid, tid: Tid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
-        state.set_current(-1, -1);
+        state.clear_current();
         if state.holds_anything() {
             self.unload_process_pmcs(state, pid, tid);
         }

@@ -477,15 +477,25 @@ impl PerCpu {
         CounterMask::from_bits(self.current_counters.swap(0, Ordering::Relaxed))
     }
 
+    /// Records that thread `tid` of process `pid` runs here now (switch-in).
     #[inline]
     pub(crate) fn set_current(&self, pid: Pid, tid: Tid) {
-        self.current_pid.store(pid, Ordering::Relaxed);
         self.current_tid.store(tid, Ordering::Relaxed);
+        // SeqCst: see `Driver::switch_in`.
+        self.current_pid.store(pid, Ordering::SeqCst);
+    }
+
+    /// Records that no thread runs here (switch-out; no ordering needed: a PMC started now
+    /// need not be loaded for a thread that is leaving).
+    #[inline]
+    pub(crate) fn clear_current(&self) {
+        self.current_pid.store(-1, Ordering::Relaxed);
+        self.current_tid.store(-1, Ordering::Relaxed);
     }
 
     #[inline]
     pub(crate) fn current_pid(&self) -> Pid {
-        self.current_pid.load(Ordering::Relaxed)
+        self.current_pid.load(Ordering::SeqCst)
     }
 
     #[inline]

@@ -448,7 +448,8 @@ impl Core {
                 bits |= running_pid_bit(*pid);
             }
         }
-        self.running_pids.store(bits, Ordering::Release);
+        // SeqCst: see `Driver::switch_in`.
+        self.running_pids.store(bits, Ordering::SeqCst);
     }
 
     pub(crate) fn is_disabled(&self, cpu: Cpu, row: u32) -> bool {
