@@ -11,11 +11,11 @@ use crate::lock::Lock;
 use crate::abi::State;
 use crate::arch::Backend;
 use crate::backend::{CounterMask, CpuIdString, PmuBackend};
-use crate::class::{self, HwConfig, Layout};
+use crate::class::{HwConfig, Layout};
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, LoadError, Pid, Tunables};
 use crate::log::Logs;
-use crate::percpu::{CpuStats, PerCpu, PmcHandle, Slot};
+use crate::percpu::{self, CpuStats, PerCpu, PmcHandle, Slot};
 use crate::sample::SampleRing;
 use crate::state::{Core, LoadSpec, Pmc};
 
@@ -195,7 +195,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         pid: Pid,
     ) -> CounterMask {
         slot.claim(spec.handle, pid, (spec.start, spec.resume), spec.sample_flags);
-        class::program(&self.backend, &self.hw, state, slot, &spec.armed, spec.resume)
+        percpu::program(&self.backend, &self.hw, state, slot, &spec.armed, spec.resume)
     }
 
     /// The value `pmc`'s counter is loaded with. A hardware counter counts up from
@@ -263,8 +263,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     // instructions per PMC per switch in calls and spills).
     #[inline(always)]
     pub(crate) fn finish_unload(&self, state: &PerCpu, slot: &Slot) -> (u64, u64, Option<u64>) {
-        class::unprogram(&self.backend, &self.hw, state, slot.counter());
-        let now = class::read(&self.backend, &self.hw, slot);
+        percpu::unprogram(&self.backend, &self.hw, state, slot.counter());
+        let now = percpu::read(&self.backend, &self.hw, slot);
         let delta = slot.fold_all(now);
         let dropped = slot.take_drops();
         let resume = slot.is_sampling().then(|| slot.resume_value(now));
@@ -281,7 +281,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if slot.handle() != Some(handle) {
             return None;
         }
-        Some(slot.peek(|| class::read(&self.backend, &self.hw, slot)))
+        Some(slot.peek(|| percpu::read(&self.backend, &self.hw, slot)))
     }
 
     /// Runs `f` on `cpu` and returns its result.
@@ -328,7 +328,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// `dropped` lost samples.
     pub(crate) fn credit(&self, handle: PmcHandle, pid: Pid, delta: u64, dropped: u64) {
         let mut core = self.core.lock(&self.kernel);
-        credit_locked(&mut core, handle, pid, delta, dropped);
+        core.credit(handle, pid, delta, dropped);
         if dropped > 0 {
             self.stats.unreported_drops.store(true, Ordering::Relaxed);
         }
@@ -369,7 +369,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let mut core = self.core.lock(&self.kernel);
         let Some(pmc) = core.pmc(handle).cloned() else { return };
         for target in &pmc.targets {
-            crate::ops::unlink_target(&mut core, handle, pmc.row, *target);
+            core.unlink_target(handle, pmc.row, *target);
         }
         let disposition = &mut core.disposition[pmc.row as usize];
         if pmc.mode().is_system() {
@@ -378,19 +378,5 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             *disposition -= 1;
         }
         core.remove(handle);
-    }
-}
-
-/// [`Driver::credit`] with the lock held.
-pub(crate) fn credit_locked(
-    core: &mut Core,
-    handle: PmcHandle,
-    pid: Pid,
-    delta: u64,
-    dropped: u64,
-) {
-    if let Some(pmc) = core.pmcs.get_mut(handle) {
-        pmc.credit(handle, core.targets.get_mut(&pid), delta);
-        pmc.dropped += dropped;
     }
 }

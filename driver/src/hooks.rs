@@ -7,13 +7,12 @@ use core::sync::atomic::Ordering;
 
 use crate::abi::{Class, PmcFlags, event};
 use crate::backend::{CounterMask, PmuBackend};
-use crate::class;
+use crate::class::RowCounter;
 use crate::driver::{Driver, ExecInfo};
 use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, Tid, TrapFrame};
 use crate::logging::record_path;
-use crate::ops::link_target;
 use crate::percpu::PmcHandle;
 use crate::percpu::{PerCpu, Slot};
 use crate::sample::{FrameWriter, PendingView, SampleHeader, SampleRing, UserStack};
@@ -38,7 +37,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub fn switch_in(&self, cpu: Cpu, pid: Pid, tid: Tid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         state.set_current(pid, tid);
-        if self.running_pids.load(Ordering::Acquire) & running_pid_bit(pid) != 0 {
+        // SeqCst, as the stores of the running pid here and of the filter by PMCSTART, which
+        // then looks at the running pids: one of the two sees the other, so a PMC started while
+        // its target switches in is loaded by one of them.
+        if self.running_pids.load(Ordering::SeqCst) & running_pid_bit(pid) != 0 {
             self.load_process_pmcs(state, pid);
         }
     }
@@ -73,7 +75,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     #[inline(never)]
     pub fn switch_out(&self, cpu: Cpu, pid: Pid, tid: Tid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
-        state.set_current(-1, -1);
+        state.clear_current();
         if state.holds_anything() {
             self.unload_process_pmcs(state, pid, tid);
         }
@@ -140,7 +142,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             });
         let mut followers: Vec<Pid> = Vec::new();
         for &(row, handle) in &inherited {
-            link_target(&mut core, handle, row, child);
+            core.link_target(handle, row, child);
             if let Some(pmc) = core.pmc(handle) {
                 followers.push(pmc.owner);
             }
@@ -350,7 +352,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// was loaded.
     #[inline]
     fn counter_overflowed(&self, cpu: Cpu, state: &PerCpu, slot: &Slot, frame: &TrapFrame) -> bool {
-        let class::RowCounter::Hardware(counter) = slot.counter() else { return false };
+        let RowCounter::Hardware(counter) = slot.counter() else { return false };
         if !slot.is_running() {
             return false;
         }

@@ -60,6 +60,7 @@ mod class;
 mod driver;
 pub mod errno;
 mod hooks;
+mod host_counting;
 pub mod hosted;
 mod lock;
 // Declares the `unsafe` hardware-access methods that `arch` implements and calls.
@@ -74,6 +75,7 @@ mod sample;
 mod state;
 mod sync;
 pub mod text;
+mod types;
 
 /// Intel's typed performance-monitoring registers (an alias of
 /// [`arch::x86::intel::regs`], for libpmc's event encoding).

@@ -480,7 +480,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
         }
         for &p in &pids {
-            link_target(&mut core, handle, row, p);
+            core.link_target(handle, row, p);
         }
         let pmc = core.pmc(handle).cloned();
         drop(core);
@@ -559,7 +559,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             if let Some(value) = share.map(|r| r.value).filter(|_| log_exit) {
                 self.log_proc_exit(&pmc, pid, value);
             }
-            unlink_target(&mut core, handle, row, pid);
+            core.unlink_target(handle, row, pid);
         }
         let now_empty = core.pmc(handle).is_some_and(|p| p.targets.is_empty());
         drop(core);
@@ -616,7 +616,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 if holder.is_some_and(|r| r.pmc != handle) {
                     return Err(Errno::Busy);
                 }
-                link_target(&mut core, handle, row, caller);
+                core.link_target(handle, row, caller);
             }
             if !pmc.hosted {
                 core.set_state(handle, State::Running);
@@ -629,7 +629,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             if started.is_err() && self_attached {
                 // PMCSTART attached the PMC to its owner: undone, flags included.
                 let mut core = self.core.lock(&self.kernel);
-                unlink_target(&mut core, handle, pmc.row, caller);
+                core.unlink_target(handle, pmc.row, caller);
                 if let Some(p) = core.pmc_mut(handle) {
                     p.flags = pmc.flags;
                 }
@@ -868,32 +868,6 @@ impl ValueView {
             value: pmc.value,
         }
     }
-}
-
-/// Attaches `handle` (at `row`) to process `pid`.
-pub(crate) fn link_target(core: &mut Core, handle: PmcHandle, row: u32, pid: Pid) {
-    let Some(pmc) = core.pmc_mut(handle) else { return };
-    if !pmc.targets.contains(&pid) {
-        pmc.targets.push(pid);
-    }
-    pmc.flags |= PmcFlags::ATTACH_DONE;
-    if pid == pmc.owner {
-        pmc.flags |= PmcFlags::ATTACHED_TO_OWNER;
-    } else if pmc.mode().is_sampling() {
-        pmc.flags |= PmcFlags::NEEDS_LOGFILE;
-    }
-    core.attach(pid, row, handle);
-}
-
-/// Detaches `handle` (at `row`) from process `pid`.
-pub(crate) fn unlink_target(core: &mut Core, handle: PmcHandle, row: u32, pid: Pid) {
-    if let Some(pmc) = core.pmc_mut(handle) {
-        pmc.targets.retain(|&t| t != pid);
-        if pid == pmc.owner {
-            pmc.flags.remove(PmcFlags::ATTACHED_TO_OWNER);
-        }
-    }
-    core.detach(pid, row, handle);
 }
 
 /// `<CLASS>-<n>`, NUL-padded.

@@ -29,7 +29,8 @@ use crate::sync::{
 
 use crate::arch::Backend;
 use crate::backend::{CounterMask, PmuBackend};
-use crate::class::{Layout, RowCounter};
+use crate::class::{HwConfig, Layout, RowCounter};
+use crate::hw::Hardware;
 use crate::kernel::{Pid, Tid};
 use crate::sample::{PendingTable, SampleRing};
 
@@ -476,20 +477,87 @@ impl PerCpu {
         CounterMask::from_bits(self.current_counters.swap(0, Ordering::Relaxed))
     }
 
+    /// Records that thread `tid` of process `pid` runs here now (switch-in).
     #[inline]
     pub(crate) fn set_current(&self, pid: Pid, tid: Tid) {
-        self.current_pid.store(pid, Ordering::Relaxed);
         self.current_tid.store(tid, Ordering::Relaxed);
+        // SeqCst: see `Driver::switch_in`.
+        self.current_pid.store(pid, Ordering::SeqCst);
+    }
+
+    /// Records that no thread runs here (switch-out; no ordering needed: a PMC started now
+    /// need not be loaded for a thread that is leaving).
+    #[inline]
+    pub(crate) fn clear_current(&self) {
+        self.current_pid.store(-1, Ordering::Relaxed);
+        self.current_tid.store(-1, Ordering::Relaxed);
     }
 
     #[inline]
     pub(crate) fn current_pid(&self) -> Pid {
-        self.current_pid.load(Ordering::Relaxed)
+        self.current_pid.load(Ordering::SeqCst)
     }
 
     #[inline]
     pub(crate) fn current_tid(&self) -> Tid {
         self.current_tid.load(Ordering::Relaxed)
+    }
+}
+
+/// Programs `armed` (a [`HwConfig::armed`](crate::class::HwConfig::armed) configuration) on `slot`'s row of the current CPU
+/// with the counter at `start` and publishes the slot. A hardware counter does not count until
+/// [`PmuBackend::start`](crate::backend::PmuBackend::start) starts it; the counter to pass there is returned. `start` is already
+/// within the width of every CPU's counters (it is below the class's width, the narrowest).
+#[inline]
+pub(crate) fn program(
+    backend: &Backend,
+    hw: &impl Hardware,
+    cpu: &PerCpu,
+    slot: &Slot,
+    armed: &HwConfig,
+    start: u64,
+) -> CounterMask {
+    match armed {
+        HwConfig::Hardware(config) => {
+            // A row without its counter on this CPU has nothing to program.
+            let RowCounter::Hardware(counter) = slot.counter_ref() else {
+                return CounterMask::EMPTY;
+            };
+            backend.write_counter(hw, *counter, start);
+            slot.publish();
+            backend.program(hw, &cpu.pmu, *counter, *config)
+        }
+        HwConfig::Soft { event } => {
+            slot.soft_counter().store(start, Ordering::Relaxed);
+            slot.set_soft_event(*event);
+            slot.publish();
+            CounterMask::EMPTY
+        }
+        HwConfig::Tsc => {
+            slot.publish();
+            CounterMask::EMPTY
+        }
+    }
+}
+
+/// Clears `counter`'s configuration on the current CPU (its slot already hidden from the
+/// interrupt path); shared control registers are written by [`PmuBackend::flush`](crate::backend::PmuBackend::flush).
+#[inline]
+pub(crate) fn unprogram(backend: &Backend, hw: &impl Hardware, cpu: &PerCpu, counter: RowCounter) {
+    if let RowCounter::Hardware(counter) = counter {
+        backend.unprogram(hw, &cpu.pmu, counter);
+    }
+}
+
+/// The counter value of `slot`'s row on the current CPU (bits above the counter's width
+/// unspecified: the caller masks the value when it folds it).
+#[inline]
+pub(crate) fn read(backend: &Backend, hw: &impl Hardware, slot: &Slot) -> u64 {
+    match slot.counter() {
+        RowCounter::Soft => slot.soft_counter().load(Ordering::Relaxed),
+        RowCounter::Tsc => hw.read_tsc(),
+        RowCounter::Hardware(counter) => backend.read(hw, counter),
+        RowCounter::Absent => 0,
     }
 }
 

@@ -344,6 +344,41 @@ impl Core {
         self.handles().find(|&h| self.pmc(h).is_some_and(|p| p.row == row && p.cpu() == Some(cpu)))
     }
 
+    /// Attaches PMC `handle` (at `row`) to process `pid`, with the flags that says.
+    pub(crate) fn link_target(&mut self, handle: PmcHandle, row: u32, pid: Pid) {
+        let Some(pmc) = self.pmc_mut(handle) else { return };
+        if !pmc.targets.contains(&pid) {
+            pmc.targets.push(pid);
+        }
+        pmc.flags |= PmcFlags::ATTACH_DONE;
+        if pid == pmc.owner {
+            pmc.flags |= PmcFlags::ATTACHED_TO_OWNER;
+        } else if pmc.mode().is_sampling() {
+            pmc.flags |= PmcFlags::NEEDS_LOGFILE;
+        }
+        self.attach(pid, row, handle);
+    }
+
+    /// Detaches PMC `handle` (at `row`) from process `pid`.
+    pub(crate) fn unlink_target(&mut self, handle: PmcHandle, row: u32, pid: Pid) {
+        if let Some(pmc) = self.pmc_mut(handle) {
+            pmc.targets.retain(|&t| t != pid);
+            if pid == pmc.owner {
+                pmc.flags.remove(PmcFlags::ATTACHED_TO_OWNER);
+            }
+        }
+        self.detach(pid, row, handle);
+    }
+
+    /// Adds `delta` counted events to PMC `handle` and to target `pid`'s share of it, and
+    /// `dropped` lost samples.
+    pub(crate) fn credit(&mut self, handle: PmcHandle, pid: Pid, delta: u64, dropped: u64) {
+        if let Some(pmc) = self.pmcs.get_mut(handle) {
+            pmc.credit(handle, self.targets.get_mut(&pid), delta);
+            pmc.dropped += dropped;
+        }
+    }
+
     /// Attaches `pmc` at `row` of process `pid`.
     pub(crate) fn attach(&mut self, pid: Pid, row: u32, pmc: PmcHandle) {
         let rows = self.rows;
@@ -413,7 +448,8 @@ impl Core {
                 bits |= running_pid_bit(*pid);
             }
         }
-        self.running_pids.store(bits, Ordering::Release);
+        // SeqCst: see `Driver::switch_in`.
+        self.running_pids.store(bits, Ordering::SeqCst);
     }
 
     pub(crate) fn is_disabled(&self, cpu: Cpu, row: u32) -> bool {

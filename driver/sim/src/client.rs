@@ -121,7 +121,8 @@ impl AllocateRequest {
         self
     }
 
-    fn to_op(self) -> PmcOpPmcAllocate {
+    /// The PMCALLOCATE argument of the request.
+    pub fn to_op(self) -> PmcOpPmcAllocate {
         let mut op = PmcOpPmcAllocate::new_zeroed();
         op.pm_caps = self.caps;
         op.pm_cpu = self.cpu;

@@ -4,19 +4,17 @@
 //! Rows are numbered globally, as in FreeBSD: SOFT first ([`soft`]), then TSC ([`tsc`]), then
 //! the hardware classes of the machine's PMU backend ([`crate::backend`]), in its order. A
 //! hardware class has as many rows as the CPU with the fewest counters has, so a process PMC can
-//! run on any CPU; what is behind a row on a given CPU is the backend's to say.
+//! run on any CPU; what is behind a row on a given CPU is the backend's to say. Loading a
+//! configuration on a row's counter is the per-CPU runtime's (`percpu.rs`).
 
 pub(crate) mod soft;
 pub(crate) mod tsc;
 
 use alloc::vec::Vec;
-use core::sync::atomic::Ordering;
 
 use crate::abi::{Caps, Class, SOFT_ROWS};
 use crate::arch::Backend;
 use crate::backend::{CounterMask, PmuBackend, low_bits};
-use crate::hw::Hardware;
-use crate::percpu::{PerCpu, Slot};
 
 /// A hardware class's configuration (the backend's).
 pub(crate) type HardwareConfig = <Backend as PmuBackend>::Config;
@@ -157,60 +155,5 @@ impl RowCounter {
             RowCounter::Hardware(counter) => Backend::counter_mask(counter),
             _ => CounterMask::EMPTY,
         }
-    }
-}
-
-/// Programs `armed` (a [`HwConfig::armed`] configuration) on `slot`'s row of the current CPU
-/// with the counter at `start` and publishes the slot. A hardware counter does not count until
-/// [`PmuBackend::start`] starts it; the counter to pass there is returned. `start` is already
-/// within the width of every CPU's counters (it is below the class's width, the narrowest).
-#[inline]
-pub(crate) fn program(
-    backend: &Backend,
-    hw: &impl Hardware,
-    cpu: &PerCpu,
-    slot: &Slot,
-    armed: &HwConfig,
-    start: u64,
-) -> CounterMask {
-    match armed {
-        HwConfig::Hardware(config) => {
-            // A row without its counter on this CPU has nothing to program.
-            let RowCounter::Hardware(counter) = slot.counter_ref() else {
-                return CounterMask::EMPTY;
-            };
-            backend.write_counter(hw, *counter, start);
-            slot.publish();
-            backend.program(hw, &cpu.pmu, *counter, *config)
-        }
-        HwConfig::Soft { event } => {
-            soft::program(slot, *event, start);
-            CounterMask::EMPTY
-        }
-        HwConfig::Tsc => {
-            slot.publish();
-            CounterMask::EMPTY
-        }
-    }
-}
-
-/// Clears `counter`'s configuration on the current CPU (its slot already hidden from the
-/// interrupt path); shared control registers are written by [`PmuBackend::flush`].
-#[inline]
-pub(crate) fn unprogram(backend: &Backend, hw: &impl Hardware, cpu: &PerCpu, counter: RowCounter) {
-    if let RowCounter::Hardware(counter) = counter {
-        backend.unprogram(hw, &cpu.pmu, counter);
-    }
-}
-
-/// The counter value of `slot`'s row on the current CPU (bits above the counter's width
-/// unspecified: the caller masks the value when it folds it).
-#[inline]
-pub(crate) fn read(backend: &Backend, hw: &impl Hardware, slot: &Slot) -> u64 {
-    match slot.counter() {
-        RowCounter::Soft => slot.soft_counter().load(Ordering::Relaxed),
-        RowCounter::Tsc => hw.read_tsc(),
-        RowCounter::Hardware(counter) => backend.read(hw, counter),
-        RowCounter::Absent => 0,
     }
 }

@@ -2,12 +2,10 @@
 //! [`Driver::soft_event`](crate::Driver::soft_event), counted in the slot of their row.
 
 use core::ops::Range;
-use core::sync::atomic::Ordering;
 
 use super::HwConfig;
 use crate::abi::PmcOpPmcAllocate;
 use crate::errno::Errno;
-use crate::percpu::Slot;
 
 /// Checks a SOFT allocation: the event must be registered (`registered`). Any SOFT row may hold
 /// it.
@@ -20,12 +18,4 @@ pub(crate) fn configure(
         return Err(Errno::Inval);
     }
     Ok((HwConfig::Soft { event: request.pm_ev }, rows))
-}
-
-/// Loads `slot` with software event `event`, its counter at `start`, and publishes it.
-#[inline]
-pub(crate) fn program(slot: &Slot, event: u32, start: u64) {
-    slot.soft_counter().store(start, Ordering::Relaxed);
-    slot.set_soft_event(event);
-    slot.publish();
 }
