@@ -49,6 +49,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::num::IntErrorKind;
+use std::sync::OnceLock;
 
 use hwpmc::abi::event as abi_event;
 use hwpmc::regs::PerfEvtSel;
@@ -442,16 +443,55 @@ fn split_class_prefix(name: &str) -> Option<(Class, &str)> {
         })
 }
 
-/// The entry `name` names among `entries` (of class `class`, if given): an exact
-/// case-insensitive match first, else one where FreeBSD's separators are interchangeable.
-fn find<'a>(entries: &'a [Entry], name: &str, class: Option<Class>) -> Option<&'a Entry> {
-    let in_class = |entry: &&Entry| class.is_none() || entry.class == class;
-    entries.iter().filter(in_class).find(|entry| entry.name.eq_ignore_ascii_case(name)).or_else(
-        || {
-            let wanted = suggest::normalize(name);
-            entries.iter().filter(in_class).find(|entry| suggest::normalize(&entry.name) == wanted)
-        },
-    )
+/// The static entries before and after the host's software events, in lookup priority order
+/// (an entry shadows later ones of the same name), made once.
+fn static_parts() -> (&'static [Entry], &'static [Entry]) {
+    static PARTS: OnceLock<(Vec<Entry>, Vec<Entry>)> = OnceLock::new();
+    let (before, after) = PARTS.get_or_init(|| {
+        let entry = |name: &'static str, class: Option<Class>, target: Target| Entry {
+            name: Cow::Borrowed(name),
+            category: None,
+            class,
+            target,
+        };
+        let mut before = Vec::new();
+        for alias in catalog::ALIASES {
+            let target = Target::Alias { fixed: alias.fixed, programmable: alias.programmable };
+            before.push(entry(alias.name, None, target));
+        }
+        for &(name, index) in catalog::FIXED_NAMES {
+            before.push(entry(name, Some(Class::Iaf), Target::Fixed(index)));
+        }
+        before.push(entry("TSC", Some(Class::Tsc), Target::Tsc));
+        // FreeBSD's generic alias for the TSC.
+        before.push(entry("cycles", None, Target::Tsc));
+        let mut after = Vec::new();
+        for &(name, stand_in) in catalog::FREEBSD_SOFT {
+            after.push(entry(name, Some(Class::Soft), Target::Soft { stand_in }));
+        }
+        for &name in catalog::PERF_SOFT {
+            after.push(entry(name, Some(Class::Soft), Target::Soft { stand_in: None }));
+        }
+        // Reference cycles at the TSC rate: fixed counter 2 where there is one (the
+        // programmable encoding counts at the bus clock).
+        let (reference, programmable) = catalog::ARCHITECTURAL[2];
+        after.push(entry(reference, None, Target::Alias { fixed: Some(2), programmable }));
+        for &(name, programmable) in catalog::ARCHITECTURAL {
+            after.push(entry(name, Some(Class::Iap), Target::Programmable(programmable)));
+        }
+        (before, after)
+    });
+    (before, after)
+}
+
+/// The entry of a software event the host offers under `name`.
+fn host_soft_entry(name: &str) -> Entry {
+    Entry {
+        name: Cow::Owned(name.to_string()),
+        category: None,
+        class: Some(Class::Soft),
+        target: Target::HostSoft,
+    }
 }
 
 /// A listed event: its class, name and category.
@@ -623,7 +663,7 @@ impl HostEvents {
         if let Some(entry) = table_hit.filter(in_class) {
             return Some(entry);
         }
-        find(&self.static_entries(), name, class).cloned()
+        self.find_static(name, class)
     }
 
     /// Every event this host offers, as (class, canonical name), sorted by class then name: for
@@ -707,37 +747,35 @@ impl HostEvents {
     /// The names libpmc knows without an event table, in lookup priority order; an entry
     /// shadows later entries of the same name (lookup and listing take the first).
     fn static_entries(&self) -> Vec<Entry> {
-        let mut entries = Vec::with_capacity(64);
-        let mut push = |name: Cow<'static, str>, class: Option<Class>, target: Target| {
-            entries.push(Entry { name, category: None, class, target });
-        };
-        for alias in catalog::ALIASES {
-            let target = Target::Alias { fixed: alias.fixed, programmable: alias.programmable };
-            push(Cow::Borrowed(alias.name), None, target);
+        let (before, after) = static_parts();
+        let host = self.soft_events.iter().map(|name| host_soft_entry(name));
+        before.iter().cloned().chain(host).chain(after.iter().cloned()).collect()
+    }
+
+    /// The first of [`HostEvents::static_entries`] that `name` names (of class `class`, if
+    /// given), found without building that list: an exact case-insensitive match first, else
+    /// one with FreeBSD's separators folded (`pmc_match_event_name`).
+    fn find_static(&self, name: &str, class: Option<Class>) -> Option<Entry> {
+        let (before, after) = static_parts();
+        let in_class = |entry: &&Entry| class.is_none() || entry.class == class;
+        let host_in_class = class.is_none_or(|class| class == Class::Soft);
+        let exact = |candidate: &str| candidate.eq_ignore_ascii_case(name);
+        let wanted = suggest::normalize(name);
+        let folded = |candidate: &str| suggest::normalize(candidate) == wanted;
+        for matches in [&exact as &dyn Fn(&str) -> bool, &folded] {
+            if let Some(entry) = before.iter().filter(in_class).find(|e| matches(&e.name)) {
+                return Some(entry.clone());
+            }
+            if host_in_class {
+                if let Some(host) = self.soft_events.iter().find(|n| matches(n)) {
+                    return Some(host_soft_entry(host));
+                }
+            }
+            if let Some(entry) = after.iter().filter(in_class).find(|e| matches(&e.name)) {
+                return Some(entry.clone());
+            }
         }
-        for &(name, index) in catalog::FIXED_NAMES {
-            push(Cow::Borrowed(name), Some(Class::Iaf), Target::Fixed(index));
-        }
-        push(Cow::Borrowed("TSC"), Some(Class::Tsc), Target::Tsc);
-        // FreeBSD's generic alias for the TSC.
-        push(Cow::Borrowed("cycles"), None, Target::Tsc);
-        for name in &self.soft_events {
-            push(Cow::Owned(name.clone()), Some(Class::Soft), Target::HostSoft);
-        }
-        for &(name, stand_in) in catalog::FREEBSD_SOFT {
-            push(Cow::Borrowed(name), Some(Class::Soft), Target::Soft { stand_in });
-        }
-        for &name in catalog::PERF_SOFT {
-            push(Cow::Borrowed(name), Some(Class::Soft), Target::Soft { stand_in: None });
-        }
-        // Reference cycles at the TSC rate: fixed counter 2 where there is one (the
-        // programmable encoding counts at the bus clock).
-        let (reference, programmable) = catalog::ARCHITECTURAL[2];
-        push(Cow::Borrowed(reference), None, Target::Alias { fixed: Some(2), programmable });
-        for &(name, programmable) in catalog::ARCHITECTURAL {
-            push(Cow::Borrowed(name), Some(Class::Iap), Target::Programmable(programmable));
-        }
-        entries
+        None
     }
 
     /// Whether [`HostEvents::lookup`] of the entry's name succeeds (without qualifiers).
