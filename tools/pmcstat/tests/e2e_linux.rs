@@ -525,7 +525,7 @@ fn interval_lines_for_people_start_with_the_seconds_since_the_start() {
     let hot = c_program("hot");
     let run = pmcstat(
         Host::Linux,
-        &["--summary", "-w", "0.1", "-p", "task-clock", "--", arg(&hot), "400000000"],
+        &["--summary", "-w", "0.1", "-p", "task-clock", "--", arg(&hot), "3000000000"],
     );
     run.assert_status(0);
     let mut lines = run.stderr.lines();
