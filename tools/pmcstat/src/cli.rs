@@ -124,7 +124,7 @@ fn command() -> Command {
         .arg(toggle("d", 'd', "toggle following descendants for the process PMCs that follow"))
         .arg(toggle("E", 'E', "toggle logging per-process counts at exit (PMC_F_LOG_PROCEXIT)"))
         .arg(toggle("N", 'N', "toggle callchain capture for the sampling PMCs that follow"))
-        .arg(toggle("U", 'U', "toggle user callchains from kernel-mode samples"))
+        .arg(toggle("U", 'U', "toggle user callchains from kernel-mode samples (FreeBSD; Linux always joins them)"))
         .arg(toggle("W", 'W', "toggle per-context-switch counts in the log (PMC_F_LOG_PROCCSW)"))
         .arg(value("t", 't', "attach to a process: a pid or a regex on command names"))
         .arg(value("o", 'o', "text output file"))

@@ -182,11 +182,7 @@ impl Plan {
             source,
             rings: Rings { user: pmc.user, kernel: pmc.kernel },
             sampling,
-            meta: RingMeta {
-                token: pmc.token,
-                depth: if callchain { CALLCHAIN_DEPTH } else { 1 },
-                user_callchain: pmc.flags.contains(PmcFlags::USERCALLCHAIN),
-            },
+            meta: RingMeta { token: pmc.token, depth: if callchain { CALLCHAIN_DEPTH } else { 1 } },
             descendants: pmc.flags.contains(PmcFlags::DESCENDANTS),
         })
     }

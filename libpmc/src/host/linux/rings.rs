@@ -30,8 +30,6 @@ pub(crate) struct RingMeta {
     pub(crate) token: u64,
     /// The deepest callchain to log (`kern.hwpmc.callchaindepth`); 1 without PMC_F_CALLCHAIN.
     pub(crate) depth: usize,
-    /// Whether kernel-mode samples get the user stack appended (PMC_F_USERCALLCHAIN).
-    pub(crate) user_callchain: bool,
 }
 
 impl Ring {
@@ -97,7 +95,7 @@ fn event_of(ring: RingMeta, misc: u16, record: &PerfRecord<'_>) -> Option<Event>
             let user = misc & MISC_CPUMODE_MASK == MISC_USER;
             let mut pcs = Vec::new();
             match s.callchain() {
-                Some(chain) => callchain_pcs(chain, user, ring.user_callchain, &mut pcs),
+                Some(chain) => callchain_pcs(chain, user, &mut pcs),
                 None => pcs.extend(s.ip()),
             }
             if pcs.is_empty() {
@@ -164,24 +162,17 @@ fn c_string(bytes: &[u8]) -> &[u8] {
 }
 
 /// The program counters of a perf callchain, without perf's context markers: the user frames
-/// of a user-mode sample; the kernel frames of a kernel-mode one, followed by the user frames
-/// when `append_user` (PMC_F_USERCALLCHAIN).
-fn callchain_pcs(chain: &[u64], user: bool, append_user: bool, pcs: &mut Vec<u64>) {
+/// of a user-mode sample; the kernel frames of a kernel-mode one followed by the user frames of
+/// the same sample, as perf joins them (FreeBSD's driver appends the user stack only with
+/// PMC_F_USERCALLCHAIN, `pmcstat -U`; on Linux the kernel and user stacks are joined always,
+/// so a page fault is charged to the user function that took it).
+fn callchain_pcs(chain: &[u64], user: bool, pcs: &mut Vec<u64>) {
     let user_start = chain.iter().position(|&pc| pc == CONTEXT_USER);
-    let frames = |part: &[u64]| {
-        part.iter().copied().filter(|&pc| pc < CONTEXT_MARKER_MIN).collect::<Vec<_>>()
+    let part = match (user, user_start) {
+        (true, Some(at)) => &chain[at..],
+        _ => chain,
     };
-    match (user, user_start) {
-        (true, Some(at)) => pcs.extend(frames(&chain[at..])),
-        (true, None) => pcs.extend(frames(chain)),
-        (false, at) => {
-            let kernel_end = at.unwrap_or(chain.len());
-            pcs.extend(frames(&chain[..kernel_end]));
-            if append_user {
-                pcs.extend(frames(&chain[kernel_end..]));
-            }
-        }
-    }
+    pcs.extend(part.iter().copied().filter(|&pc| pc < CONTEXT_MARKER_MIN));
 }
 
 #[cfg(test)]
@@ -194,18 +185,15 @@ mod tests {
     fn user_samples_keep_only_user_frames_without_markers() {
         let chain = [KERNEL, 0xffff_ffff_8100_0000, CONTEXT_USER, 0x401000, 0x401100];
         let mut pcs = Vec::new();
-        callchain_pcs(&chain, true, false, &mut pcs);
+        callchain_pcs(&chain, true, &mut pcs);
         assert_eq!(pcs, [0x401000, 0x401100]);
     }
 
     #[test]
-    fn kernel_samples_append_the_user_stack_only_when_asked() {
-        let chain = [KERNEL, 0xffff_ffff_8100_0000, CONTEXT_USER, 0x401000];
+    fn kernel_samples_carry_the_kernel_frames_then_the_user_frames() {
+        let chain = [KERNEL, 0xffff_ffff_8100_0000, 0xffff_ffff_8100_0100, CONTEXT_USER, 0x401000];
         let mut pcs = Vec::new();
-        callchain_pcs(&chain, false, false, &mut pcs);
-        assert_eq!(pcs, [0xffff_ffff_8100_0000]);
-        pcs.clear();
-        callchain_pcs(&chain, false, true, &mut pcs);
-        assert_eq!(pcs, [0xffff_ffff_8100_0000, 0x401000]);
+        callchain_pcs(&chain, false, &mut pcs);
+        assert_eq!(pcs, [0xffff_ffff_8100_0000, 0xffff_ffff_8100_0100, 0x401000]);
     }
 }
