@@ -85,6 +85,9 @@ pub struct Options {
     pub top: Option<usize>,
     /// `--json`: counts as JSON.
     pub json: bool,
+    /// `--call-graph dwarf|fp`: how the Linux host walks user stacks (`None`: libpmc's
+    /// default, `PMC_CALL_GRAPH` or dwarf).
+    pub call_graph: Option<pmc::host::CallGraph>,
 }
 
 fn command() -> Command {
@@ -153,6 +156,7 @@ fn command() -> Command {
         .arg(Arg::new("pprof").long("pprof").num_args(1).help("write a gzipped pprof profile"))
         .arg(Arg::new("top").long("top").num_args(1).help("print a flat profile of the top N functions"))
         .arg(Arg::new("json").long("json").action(ArgAction::SetTrue).help("print counts as JSON"))
+        .arg(Arg::new("call-graph").long("call-graph").num_args(1).value_name("dwarf|fp").help("Linux: walk user stacks with the images' CFI from a copy of the stack (dwarf, the default) or with frame pointers only (fp)"))
         .arg(Arg::new("command").num_args(1..).trailing_var_arg(true).value_parser(clap::value_parser!(OsString)))
 }
 
@@ -312,39 +316,46 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         }
     };
     let count = |id: &str| m.get_count(id) > 0;
-    let options = Options {
-        pmcs,
-        command: m
-            .get_many::<OsString>("command")
-            .map(|v| v.cloned().collect())
-            .unwrap_or_default(),
-        targets: m.get_many::<String>("t").map(|v| v.cloned().collect()).unwrap_or_default(),
-        output: last(m, "o").map(PathBuf::from),
-        log_output: last(m, "O").cloned(),
-        interval: float("w", 'w')?,
-        duration: float("l", 'l')?,
-        read_log: last(m, "R").map(PathBuf::from),
-        callgraph: last(m, "G").cloned(),
-        gmon: count("g"),
-        gmon_dir: last(m, "D").map(PathBuf::from),
-        gmon_map: last(m, "M").map(PathBuf::from),
-        gmon_kernel: m.get_flag("gmon-kernel"),
-        calltree: last(m, "F").cloned(),
-        fsroot: last(m, "r").map(PathBuf::from),
-        offsets: count("I"),
-        addresses: count("A"),
-        depth: last(m, "z").map(|t| number('z', t)).transpose()?,
-        thread: last(m, "i").map(|t| number('i', t)).transpose()?,
-        list: count("L"),
-        describe: last(m, "u").cloned(),
-        top_mode: count("T"),
-        verbosity: m.get_count("v") as i32 - m.get_count("q") as i32,
-        folded: m.get_one::<String>("folded").map(PathBuf::from),
-        flamegraph: m.get_one::<String>("flamegraph").map(PathBuf::from),
-        pprof: m.get_one::<String>("pprof").map(PathBuf::from),
-        top: m.get_one::<String>("top").map(|t| number('-', t)).transpose()?,
-        json: m.get_flag("json"),
-    };
+    let options =
+        Options {
+            pmcs,
+            command: m
+                .get_many::<OsString>("command")
+                .map(|v| v.cloned().collect())
+                .unwrap_or_default(),
+            targets: m.get_many::<String>("t").map(|v| v.cloned().collect()).unwrap_or_default(),
+            output: last(m, "o").map(PathBuf::from),
+            log_output: last(m, "O").cloned(),
+            interval: float("w", 'w')?,
+            duration: float("l", 'l')?,
+            read_log: last(m, "R").map(PathBuf::from),
+            callgraph: last(m, "G").cloned(),
+            gmon: count("g"),
+            gmon_dir: last(m, "D").map(PathBuf::from),
+            gmon_map: last(m, "M").map(PathBuf::from),
+            gmon_kernel: m.get_flag("gmon-kernel"),
+            calltree: last(m, "F").cloned(),
+            fsroot: last(m, "r").map(PathBuf::from),
+            offsets: count("I"),
+            addresses: count("A"),
+            depth: last(m, "z").map(|t| number('z', t)).transpose()?,
+            thread: last(m, "i").map(|t| number('i', t)).transpose()?,
+            list: count("L"),
+            describe: last(m, "u").cloned(),
+            top_mode: count("T"),
+            verbosity: m.get_count("v") as i32 - m.get_count("q") as i32,
+            folded: m.get_one::<String>("folded").map(PathBuf::from),
+            flamegraph: m.get_one::<String>("flamegraph").map(PathBuf::from),
+            pprof: m.get_one::<String>("pprof").map(PathBuf::from),
+            top: m.get_one::<String>("top").map(|t| number('-', t)).transpose()?,
+            json: m.get_flag("json"),
+            call_graph: match m.get_one::<String>("call-graph") {
+                Some(name) => Some(pmc::host::CallGraph::from_name(name).map_err(|_| {
+                    CliError::Usage(format!("--call-graph {name:?}: use dwarf or fp"))
+                })?),
+                None => None,
+            },
+        };
     check(&options)?;
     Ok(options)
 }

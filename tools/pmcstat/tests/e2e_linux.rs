@@ -12,8 +12,8 @@ use pmc::events::pmu_table::PmuEventNames;
 use std::sync::OnceLock;
 
 use common::{
-    Host, Json, Run, allocations, arg, c_program, parse_callgraph, parse_folded, parse_top,
-    pmcstat, pmcstat_as_nobody, sample_hot, samples_per_pmc, write_log,
+    Host, Json, Run, allocations, arg, c_program, c_program_with, parse_callgraph, parse_folded,
+    parse_top, pmcstat, pmcstat_as_nobody, sample_hot, samples_per_pmc, write_log,
 };
 
 /// The values line of FreeBSD's counting output for 64-bit counters: 20 digits a column, the
@@ -339,4 +339,62 @@ fn counts_are_printed_every_interval_as_deltas_or_with_c_cumulatively() {
     let total: u64 = d.iter().sum();
     assert!(d.last().unwrap() < &total, "the last line is a delta, not the total: {d:?}");
     assert!(c.last().unwrap() > &c[0], "cumulative values grow: {c:?}");
+}
+
+/// Samples `chain` (main → a → b → c, built `-O2 -fomit-frame-pointer`) with cpu-clock and
+/// `--call-graph METHOD`; returns its folded stacks (outermost caller first) and the sample
+/// count.
+fn sample_chain(method: &str) -> (Vec<(Vec<String>, u64)>, u64) {
+    let program = c_program_with("chain", "chain-O2-nofp", &["-O2", "-fomit-frame-pointer"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (log, folded) = (dir.path().join("chain.log"), dir.path().join("chain.folded"));
+    let args = ["--call-graph", method, "-P", "cpu-clock", "-O", arg(&log), "--"];
+    let run = pmcstat(Host::Linux, &[&args[..], &[arg(&program), "1500000000"]].concat());
+    run.assert_status(0);
+    let report = pmcstat(Host::Linux, &["-R", arg(&log), "--folded", arg(&folded)]);
+    report.assert_status(0);
+    let stacks = parse_folded(&std::fs::read_to_string(&folded).unwrap());
+    let total = stacks.iter().map(|(_, n)| n).sum();
+    (stacks, total)
+}
+
+/// Samples whose stack holds main → a → b → c in a row, c the sampled function.
+fn full_chain_samples(stacks: &[(Vec<String>, u64)]) -> u64 {
+    let chain = ["main", "a", "b", "c"];
+    stacks
+        .iter()
+        .filter(|(frames, _)| frames.ends_with(&chain.map(String::from)))
+        .map(|(_, n)| n)
+        .sum()
+}
+
+#[test]
+fn code_without_frame_pointers_gets_whole_callchains_from_its_cfi() {
+    let (stacks, total) = sample_chain("dwarf");
+    assert!(total >= 100, "{total} samples of about a second: {stacks:?}");
+    let full = full_chain_samples(&stacks);
+    // c runs nearly all the time; every sample in it unwinds through b and a to main.
+    assert!(full * 10 >= total * 8, "{full} of {total} samples are main;a;b;c: {stacks:?}");
+    let in_c: u64 =
+        stacks.iter().filter(|(f, _)| f.last().is_some_and(|l| l == "c")).map(|(_, n)| n).sum();
+    assert_eq!(full, in_c, "every sample in c has its whole chain: {stacks:?}");
+}
+
+#[test]
+fn frame_pointer_walks_of_code_without_frame_pointers_lose_the_callers() {
+    let (stacks, total) = sample_chain("fp");
+    assert!(total >= 100, "{total} samples of about a second: {stacks:?}");
+    let in_c: u64 =
+        stacks.iter().filter(|(f, _)| f.last().is_some_and(|l| l == "c")).map(|(_, n)| n).sum();
+    assert!(in_c * 10 >= total * 8, "{in_c} of {total} samples in c: {stacks:?}");
+    // %rbp holds junk in c: the walk cannot find b, a and main.
+    let full = full_chain_samples(&stacks);
+    assert!(full * 10 <= total, "{full} of {total} samples are main;a;b;c with fp: {stacks:?}");
+}
+
+#[test]
+fn an_unknown_call_graph_method_is_a_usage_error() {
+    let run = pmcstat(Host::Linux, &["--call-graph", "lbr", "-P", "cpu-clock", "--", "true"]);
+    run.assert_status(64);
+    assert!(run.stderr.contains("--call-graph \"lbr\": use dwarf or fp"), "{}", run.describe());
 }

@@ -173,9 +173,15 @@ impl Plan {
     fn of(pmc: &HostedPmc) -> Result<Plan, Errno> {
         let source = source_of(pmc)?;
         let callchain = pmc.flags.contains(PmcFlags::CALLCHAIN);
+        let dwarf = match crate::host::call_graph() {
+            Ok(method) => method == crate::host::CallGraph::Dwarf,
+            Err(e) => return Err(explain(Errno::Inval, e.to_string())),
+        };
         let sampling = pmc.id.mode.is_sampling().then(|| Sampling {
             period: period_of(source, pmc.reload.max(1)),
             callchain,
+            // The CFI unwinder knows x86-64's registers only.
+            user_stack: callchain && dwarf && cfg!(target_arch = "x86_64"),
             side_band: true,
         });
         Ok(Plan {

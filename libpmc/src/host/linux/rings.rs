@@ -3,6 +3,7 @@
 
 use perf_event::Sampler;
 use perf_event::data::Record as PerfRecord;
+use perf_event::data::SampleRegsAbi;
 
 /// `PERF_RECORD_MISC_CPUMODE_MASK` and its user value.
 const MISC_CPUMODE_MASK: u16 = 0x7;
@@ -13,6 +14,8 @@ const MISC_COMM_EXEC: u16 = 0x2000;
 const CONTEXT_MARKER_MIN: u64 = (-4095i64) as u64;
 /// `PERF_CONTEXT_USER`.
 const CONTEXT_USER: u64 = (-512i64) as u64;
+/// Where x86-64's kernel half of the address space starts.
+pub(crate) const KERNEL_START: u64 = 0xffff_8000_0000_0000;
 
 /// One sampling ring and the PMC whose samples it holds.
 pub(crate) struct Ring {
@@ -62,10 +65,20 @@ impl Ring {
 /// What one perf record says, for the driver.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Event {
-    /// A sample of the PMC `token`: the sampled PC, then the callchain.
-    Sample { token: u64, cpu: u32, pid: i32, tid: i32, user: bool, pcs: Vec<u64> },
-    /// An executable file mapping at its load base.
-    Map { pid: i32, start: u64, path: Vec<u8> },
+    /// A sample of the PMC `token`: the sampled PC, then the callchain (perf's frame-pointer
+    /// walk), and the user stack to unwind with CFI when the PMC copies it.
+    Sample {
+        token: u64,
+        cpu: u32,
+        pid: i32,
+        tid: i32,
+        user: bool,
+        pcs: Vec<u64>,
+        stack: Option<Box<UserStack>>,
+    },
+    /// An executable file mapping: its load base (`start`), where it is and the file offset it
+    /// maps.
+    Map { pid: i32, start: u64, mapping: Mapping, path: Vec<u8> },
     /// A process executed a program.
     Exec { pid: i32 },
     /// A process forked a child.
@@ -88,6 +101,39 @@ impl Event {
     }
 }
 
+/// The user state of a sample, for unwinding with CFI: the registers the unwinder starts from
+/// and the bytes of the stack from `sp` up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UserStack {
+    pub(crate) ip: u64,
+    pub(crate) sp: u64,
+    pub(crate) bp: u64,
+    pub(crate) bytes: Vec<u8>,
+    /// Where the user frames start in the sample's program counters (after the kernel frames of
+    /// a kernel-mode sample).
+    pub(crate) user_at: usize,
+}
+
+/// An executable mapping: its start address, length and the file offset it maps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Mapping {
+    pub(crate) addr: u64,
+    pub(crate) len: u64,
+    pub(crate) pgoff: u64,
+}
+
+/// The user stack of sample `s`, if it carries one (perf gives none for a kernel thread).
+fn user_stack(s: &perf_event::data::Sample<'_>, pcs: &[u64], user: bool) -> Option<Box<UserStack>> {
+    let regs = s.regs_user()?;
+    let bytes = s.stack_user()?;
+    if regs.abi != SampleRegsAbi::ABI_64 || regs.mask != crate::host::linux::perf::USER_REGS {
+        return None;
+    }
+    let [bp, sp, ip] = regs.regs[..] else { return None };
+    let user_at = if user { 0 } else { pcs.iter().take_while(|&&pc| pc >= KERNEL_START).count() };
+    Some(Box::new(UserStack { ip, sp, bp, bytes: bytes.to_vec(), user_at }))
+}
+
 /// The event of one perf record of `ring` (with header flags `misc`), if it says anything.
 fn event_of(ring: RingMeta, misc: u16, record: &PerfRecord<'_>) -> Option<Event> {
     Some(match record {
@@ -102,6 +148,7 @@ fn event_of(ring: RingMeta, misc: u16, record: &PerfRecord<'_>) -> Option<Event>
                 pcs.extend(s.ip());
             }
             pcs.truncate(ring.depth.max(1));
+            let stack = if ring.depth > 1 { user_stack(s, &pcs, user) } else { None };
             Event::Sample {
                 token: ring.token,
                 cpu: s.cpu().unwrap_or(0),
@@ -109,10 +156,11 @@ fn event_of(ring: RingMeta, misc: u16, record: &PerfRecord<'_>) -> Option<Event>
                 tid: s.tid().unwrap_or(0) as i32,
                 user,
                 pcs,
+                stack,
             }
         }
-        PerfRecord::Mmap(m) => map_event(m.pid, m.addr, m.pgoff, &m.filename)?,
-        PerfRecord::Mmap2(m) => map_event(m.pid, m.addr, m.pgoff, &m.filename)?,
+        PerfRecord::Mmap(m) => map_event(m.pid, m.addr, m.len, m.pgoff, &m.filename)?,
+        PerfRecord::Mmap2(m) => map_event(m.pid, m.addr, m.len, m.pgoff, &m.filename)?,
         PerfRecord::Comm(c) if misc & MISC_COMM_EXEC != 0 && c.pid == c.tid => {
             Event::Exec { pid: c.pid as i32 }
         }
@@ -129,11 +177,12 @@ fn event_of(ring: RingMeta, misc: u16, record: &PerfRecord<'_>) -> Option<Event>
 }
 
 /// The event of an executable file mapping (none for anonymous and special mappings).
-fn map_event(pid: u32, addr: u64, pgoff: u64, filename: &[u8]) -> Option<Event> {
+fn map_event(pid: u32, addr: u64, len: u64, pgoff: u64, filename: &[u8]) -> Option<Event> {
     let path = c_string(filename);
     path.starts_with(b"/").then(|| Event::Map {
         pid: pid as i32,
         start: addr.wrapping_sub(pgoff),
+        mapping: Mapping { addr, len, pgoff },
         path: path.to_vec(),
     })
 }

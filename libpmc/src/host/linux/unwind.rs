@@ -1,0 +1,279 @@
+//! Unwinding sampled user stacks with the images' CFI, as `perf record --call-graph dwarf` and
+//! samply do: a sample carries the user registers (IP, SP, BP) and a copy of the top of the user
+//! stack; the unwinder (framehop) follows the `.eh_frame` rules of the image mapped at each
+//! address, so code without frame pointers gets its whole callchain.
+//!
+//! The host keeps, per process, the executable mappings it was told of (perf's MMAP2 records in
+//! time order, and `/proc/PID/maps` for a process first seen already running) and, per image
+//! file, its parsed unwind sections, read once and shared by every process that maps it.
+//! Nothing in a sample is trusted: the unwinder only reads the copied bytes, stops after
+//! [`MAX_FRAMES`] frames, and fails (the caller keeps perf's frame-pointer chain) rather than
+//! guess.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::ops::Range;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::sync::Arc;
+
+use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
+use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
+use hwpmc::Pid;
+use object::{Object, ObjectSection, ObjectSegment, SegmentFlags};
+
+use super::rings::{Mapping, UserStack};
+
+/// The most frames one unwind yields (`kern.hwpmc.callchaindepth`'s default): a hostile stack
+/// copy or bogus CFI cannot make it loop.
+pub(crate) const MAX_FRAMES: usize = 128;
+/// Image files whose unwind sections are kept; past it the cache starts again.
+const MAX_IMAGES: usize = 1024;
+/// Processes whose mappings are kept; past it they are read again from `/proc` when sampled.
+const MAX_PROCESSES: usize = 4096;
+/// `PF_X`: an ELF segment holds code.
+const PF_X: u32 = 1;
+
+/// Section bytes the unwinder reads (shared by every process mapping the image).
+type Bytes = Arc<[u8]>;
+
+/// One ELF image's unwind sections and its code segments.
+struct Image {
+    eh_frame: Option<(Range<u64>, Bytes)>,
+    eh_frame_hdr: Option<(Range<u64>, Bytes)>,
+    debug_frame: Option<Bytes>,
+    text: Option<Range<u64>>,
+    got: Option<Range<u64>>,
+    /// Executable PT_LOAD segments: (file offset, size in the file, link-time address).
+    code_segments: Vec<(u64, u64, u64)>,
+}
+
+impl Image {
+    /// Reads the unwind sections of the ELF file at `path` (only those, not the whole file);
+    /// `None` if it is no ELF file or has no CFI.
+    fn read(path: &std::path::Path) -> Option<Image> {
+        let file = File::open(path).ok()?;
+        let cache = object::ReadCache::new(file);
+        let elf = object::File::parse(&cache).ok()?;
+        let section = |name: &str| {
+            let s = elf.section_by_name(name)?;
+            let data: Bytes = s.data().ok()?.into();
+            Some((s.address()..s.address() + s.size(), data))
+        };
+        let range = |name: &str| {
+            let s = elf.section_by_name(name)?;
+            Some(s.address()..s.address() + s.size())
+        };
+        let code_segments = elf
+            .segments()
+            .filter(|s| matches!(s.flags(), SegmentFlags::Elf { p_flags } if p_flags & PF_X != 0))
+            .map(|s| {
+                let (offset, size) = s.file_range();
+                (offset, size, s.address())
+            })
+            .collect();
+        let image = Image {
+            eh_frame: section(".eh_frame"),
+            eh_frame_hdr: section(".eh_frame_hdr"),
+            debug_frame: section(".debug_frame").map(|(_, d)| d),
+            text: range(".text"),
+            got: range(".got"),
+            code_segments,
+        };
+        (image.eh_frame.is_some() || image.debug_frame.is_some()).then_some(image)
+    }
+
+    /// How far this image is moved when `mapping` maps it: the address of its link-time
+    /// address 0. `None` if the mapping covers no code segment.
+    fn bias(&self, mapping: &Mapping) -> Option<u64> {
+        const PAGE_MASK: u64 = !0xFFF;
+        let (offset, _, vaddr) = *self.code_segments.iter().find(|&&(offset, size, _)| {
+            (offset & PAGE_MASK..offset.saturating_add(size)).contains(&mapping.pgoff)
+        })?;
+        // The file byte at `o` is at `addr + o - pgoff`; the segment puts it at `vaddr + o - offset`.
+        Some(mapping.addr.wrapping_add(offset).wrapping_sub(mapping.pgoff).wrapping_sub(vaddr))
+    }
+
+    /// The unwinder's module for this image mapped by `mapping`.
+    fn module(&self, name: &[u8], mapping: &Mapping) -> Option<Module<Bytes>> {
+        let bias = self.bias(mapping)?;
+        let info = ExplicitModuleSectionInfo {
+            base_svma: 0,
+            text_svma: self.text.clone(),
+            got_svma: self.got.clone(),
+            eh_frame_svma: self.eh_frame.as_ref().map(|(r, _)| r.clone()),
+            eh_frame: self.eh_frame.as_ref().map(|(_, d)| d.clone()),
+            eh_frame_hdr_svma: self.eh_frame_hdr.as_ref().map(|(r, _)| r.clone()),
+            eh_frame_hdr: self.eh_frame_hdr.as_ref().map(|(_, d)| d.clone()),
+            debug_frame: self.debug_frame.clone(),
+            ..Default::default()
+        };
+        let end = mapping.addr.checked_add(mapping.len)?;
+        let name = String::from_utf8_lossy(name).into_owned();
+        Some(Module::new(name, mapping.addr..end, bias, info))
+    }
+}
+
+/// Which file an image is: its path and identity (a file replaced at the same path is another
+/// image).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ImageKey {
+    path: Vec<u8>,
+    dev: u64,
+    ino: u64,
+    mtime: i64,
+}
+
+/// One process's mapped images.
+#[derive(Clone, Default)]
+struct Process {
+    unwinder: UnwinderX86_64<Bytes>,
+    /// The code ranges whose images have CFI.
+    covered: Vec<Range<u64>>,
+    /// Whether its mappings are all known: seen from its exec on, or read from `/proc`.
+    complete: bool,
+}
+
+/// The unwinding state of the host: processes' mappings and the images' unwind sections.
+#[derive(Default)]
+pub(crate) struct Unwinding {
+    images: HashMap<ImageKey, Option<Arc<Image>>>,
+    processes: HashMap<Pid, Process>,
+    cache: CacheX86_64,
+}
+
+impl Unwinding {
+    /// The parsed unwind sections of the image at `path`, read on first use.
+    fn image(&mut self, path: &[u8]) -> Option<Arc<Image>> {
+        let path_buf = std::path::Path::new(<std::ffi::OsStr as OsStrExt>::from_bytes(path));
+        let meta = std::fs::metadata(path_buf).ok().filter(|m| m.is_file())?;
+        let key =
+            ImageKey { path: path.to_vec(), dev: meta.dev(), ino: meta.ino(), mtime: meta.mtime() };
+        if let Some(image) = self.images.get(&key) {
+            return image.clone();
+        }
+        if self.images.len() >= MAX_IMAGES {
+            self.images.clear();
+        }
+        let image = Image::read(path_buf).map(Arc::new);
+        self.images.insert(key, image.clone());
+        image
+    }
+
+    fn process(&mut self, pid: Pid) -> &mut Process {
+        if self.processes.len() >= MAX_PROCESSES && !self.processes.contains_key(&pid) {
+            self.processes.clear();
+        }
+        self.processes.entry(pid).or_default()
+    }
+
+    /// Process `pid` mapped `path` executable at `mapping`.
+    pub(crate) fn map(&mut self, pid: Pid, mapping: Mapping, path: &[u8]) {
+        let module = self.image(path).and_then(|image| image.module(path, &mapping));
+        let process = self.process(pid);
+        // A mapping over an older one replaces it.
+        let range = mapping.addr..mapping.addr.saturating_add(mapping.len);
+        let replaced: Vec<u64> = process
+            .covered
+            .iter()
+            .filter(|r| r.start < range.end && range.start < r.end)
+            .map(|r| r.start)
+            .collect();
+        for start in replaced {
+            process.unwinder.remove_module(start);
+        }
+        process.covered.retain(|r| !(r.start < range.end && range.start < r.end));
+        if let Some(module) = module {
+            process.unwinder.add_module(module);
+            process.covered.push(range);
+        }
+    }
+
+    /// Process `pid` executed a program: its old mappings are gone, and every new one will be
+    /// seen.
+    pub(crate) fn exec(&mut self, pid: Pid) {
+        *self.process(pid) = Process { complete: true, ..Process::default() };
+    }
+
+    /// Process `parent` forked `child`, which starts with its parent's mappings.
+    pub(crate) fn fork(&mut self, parent: Pid, child: Pid) {
+        let copy = self.processes.get(&parent).cloned().unwrap_or_default();
+        *self.process(child) = copy;
+    }
+
+    /// Process `pid` ended.
+    pub(crate) fn exit(&mut self, pid: Pid) {
+        self.processes.remove(&pid);
+    }
+
+    /// The user callchain of a sample of `pid` with `stack`: the sampled PC, then the return
+    /// addresses, at most `max` of them all. `None` when the PC is in no image with CFI (the
+    /// caller keeps perf's frame-pointer chain then).
+    pub(crate) fn unwind(&mut self, pid: Pid, stack: &UserStack, max: usize) -> Option<Vec<u64>> {
+        if !self.processes.get(&pid).is_some_and(|p| p.complete) {
+            self.read_maps(pid);
+        }
+        let process = self.processes.get(&pid)?;
+        if !process.covered.iter().any(|r| r.contains(&stack.ip)) {
+            return None;
+        }
+        Some(unwind_with(&process.unwinder, &mut self.cache, stack, max.min(MAX_FRAMES)))
+    }
+
+    /// Learns the mappings of a process first seen running from `/proc/PID/maps`.
+    fn read_maps(&mut self, pid: Pid) {
+        for (mapping, path) in executable_mappings(pid) {
+            self.map(pid, mapping, &path);
+        }
+        self.process(pid).complete = true;
+    }
+}
+
+/// Unwinds `stack` with `unwinder`: the sampled PC, then up to `max - 1` return addresses (fewer
+/// where the copy or the CFI ends).
+fn unwind_with(
+    unwinder: &UnwinderX86_64<Bytes>,
+    cache: &mut CacheX86_64,
+    stack: &UserStack,
+    max: usize,
+) -> Vec<u64> {
+    let bytes = &stack.bytes[..];
+    let mut read_stack = |addr: u64| -> Result<u64, ()> {
+        let at = usize::try_from(addr.checked_sub(stack.sp).ok_or(())?).map_err(|_| ())?;
+        let word = bytes.get(at..at.checked_add(8).ok_or(())?).ok_or(())?;
+        Ok(u64::from_le_bytes(word.try_into().map_err(|_| ())?))
+    };
+    let regs = UnwindRegsX86_64::new(stack.ip, stack.sp, stack.bp);
+    let mut frames = unwinder.iter_frames(stack.ip, regs, cache, &mut read_stack);
+    let mut pcs = Vec::new();
+    // Each step yields a frame or ends: at most `max` steps.
+    while pcs.len() < max {
+        match frames.next() {
+            Ok(Some(frame)) => pcs.push(frame.address()),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    pcs
+}
+
+/// The executable file mappings of process `pid` from `/proc/PID/maps`.
+fn executable_mappings(pid: Pid) -> Vec<(Mapping, Vec<u8>)> {
+    let Ok(maps) = std::fs::read(format!("/proc/{pid}/maps")) else { return Vec::new() };
+    maps.split(|&b| b == b'\n').filter_map(parse_maps_line).collect()
+}
+
+/// One line of `/proc/PID/maps` (`start-end perms offset dev inode path`), if it maps a file
+/// executable.
+fn parse_maps_line(line: &[u8]) -> Option<(Mapping, Vec<u8>)> {
+    let mut fields = line.splitn(6, |&b| b == b' ');
+    let (range, perms, offset) = (fields.next()?, fields.next()?, fields.next()?);
+    let path = fields.nth(2)?.trim_ascii_start();
+    if perms.get(2) != Some(&b'x') || !path.starts_with(b"/") || path.ends_with(b" (deleted)") {
+        return None;
+    }
+    let hex = |b: &[u8]| u64::from_str_radix(std::str::from_utf8(b).ok()?, 16).ok();
+    let mut ends = range.split(|&b| b == b'-');
+    let (start, end) = (hex(ends.next()?)?, hex(ends.next()?)?);
+    let mapping = Mapping { addr: start, len: end.checked_sub(start)?, pgoff: hex(offset)? };
+    Some((mapping, path.to_vec()))
+}
