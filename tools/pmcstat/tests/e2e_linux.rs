@@ -341,15 +341,20 @@ fn counts_are_printed_every_interval_as_deltas_or_with_c_cumulatively() {
     assert!(c.last().unwrap() > &c[0], "cumulative values grow: {c:?}");
 }
 
-/// Samples `chain` (main → a → b → c, built `-O2 -fomit-frame-pointer`) with cpu-clock and
-/// `--call-graph METHOD`; returns its folded stacks (outermost caller first) and the sample
-/// count.
-fn sample_chain(method: &str) -> (Vec<(Vec<String>, u64)>, u64) {
-    let program = c_program_with("chain", "chain-O2-nofp", &["-O2", "-fomit-frame-pointer"]);
+/// Samples `program` (`tests/programs/PROGRAM.c` built `-O2 -fomit-frame-pointer`) run with
+/// `args` with cpu-clock and `--call-graph METHOD`; returns its folded stacks (outermost caller
+/// first) and the sample count.
+fn sample_without_frame_pointers(
+    program: &str,
+    args: &[&str],
+    method: &str,
+) -> (Vec<(Vec<String>, u64)>, u64) {
+    let output = format!("{program}-O2-nofp");
+    let program = c_program_with(program, &output, &["-O2", "-fomit-frame-pointer"]);
     let dir = tempfile::tempdir().unwrap();
     let (log, folded) = (dir.path().join("chain.log"), dir.path().join("chain.folded"));
-    let args = ["--call-graph", method, "-P", "cpu-clock", "-O", arg(&log), "--"];
-    let run = pmcstat(Host::Linux, &[&args[..], &[arg(&program), "1500000000"]].concat());
+    let options = ["--call-graph", method, "-P", "cpu-clock", "-O", arg(&log), "--", arg(&program)];
+    let run = pmcstat(Host::Linux, &[&options[..], args].concat());
     run.assert_status(0);
     let report = pmcstat(Host::Linux, &["-R", arg(&log), "--folded", arg(&folded)]);
     report.assert_status(0);
@@ -370,7 +375,7 @@ fn full_chain_samples(stacks: &[(Vec<String>, u64)]) -> u64 {
 
 #[test]
 fn code_without_frame_pointers_gets_whole_callchains_from_its_cfi() {
-    let (stacks, total) = sample_chain("dwarf");
+    let (stacks, total) = sample_without_frame_pointers("chain", &["1500000000"], "dwarf");
     assert!(total >= 100, "{total} samples of about a second: {stacks:?}");
     let full = full_chain_samples(&stacks);
     // c runs nearly all the time; every sample in it unwinds through b and a to main.
@@ -382,7 +387,7 @@ fn code_without_frame_pointers_gets_whole_callchains_from_its_cfi() {
 
 #[test]
 fn frame_pointer_walks_of_code_without_frame_pointers_lose_the_callers() {
-    let (stacks, total) = sample_chain("fp");
+    let (stacks, total) = sample_without_frame_pointers("chain", &["1500000000"], "fp");
     assert!(total >= 100, "{total} samples of about a second: {stacks:?}");
     let in_c: u64 =
         stacks.iter().filter(|(f, _)| f.last().is_some_and(|l| l == "c")).map(|(_, n)| n).sum();
@@ -397,4 +402,23 @@ fn an_unknown_call_graph_method_is_a_usage_error() {
     let run = pmcstat(Host::Linux, &["--call-graph", "lbr", "-P", "cpu-clock", "--", "true"]);
     run.assert_status(64);
     assert!(run.stderr.contains("--call-graph \"lbr\": use dwarf or fp"), "{}", run.describe());
+}
+
+/// Samples whose stack ends in main → level × 32 → spin.
+fn deep_chain_samples(stacks: &[(Vec<String>, u64)]) -> u64 {
+    let mut chain = vec!["main".to_string()];
+    chain.extend(std::iter::repeat_n("level".to_string(), 32));
+    chain.push("spin".into());
+    stacks.iter().filter(|(frames, _)| frames.ends_with(&chain)).map(|(_, n)| n).sum()
+}
+
+#[test]
+fn a_call_chain_32_deep_without_frame_pointers_unwinds_whole_and_not_with_fp() {
+    let (stacks, total) = sample_without_frame_pointers("deep", &["1500000000", "32"], "dwarf");
+    assert!(total >= 100, "{total} samples of about a second: {stacks:?}");
+    let full = deep_chain_samples(&stacks);
+    assert!(full * 10 >= total * 8, "{full} of {total} samples are main;level×32;spin: {stacks:?}");
+    let (stacks, total) = sample_without_frame_pointers("deep", &["1500000000", "32"], "fp");
+    let full = deep_chain_samples(&stacks);
+    assert!(full * 10 <= total, "{full} of {total} samples whole with fp: {stacks:?}");
 }

@@ -8,13 +8,16 @@
 //! TSC is `rdtsc`. Process PMCs count with perf's per-task virtualization, system PMCs with
 //! per-CPU events. A worker thread (module `worker`) posts what perf's sampling rings hold
 //! (module `rings`) into the driver: samples become CALLCHAIN records, and exec, mmap, fork and
-//! exit records become the driver's hooks, so the log is the driver's.
+//! exit records become the driver's hooks, so the log is the driver's. Samples carry a copy of
+//! the user stack unless [`crate::host::CallGraph::FramePointers`] is chosen; module `unwind`
+//! walks it with the images' CFI before the sample is posted, and joins it to the kernel frames
+//! of a kernel-mode sample.
 
 mod counters;
 mod kernel;
 mod perf;
 mod rings;
-mod unwind;
+pub mod unwind;
 mod worker;
 
 use std::collections::VecDeque;

@@ -5,6 +5,8 @@ use perf_event::Sampler;
 use perf_event::data::Record as PerfRecord;
 use perf_event::data::SampleRegsAbi;
 
+pub(crate) use super::unwind::{Mapping, UserStack};
+
 /// `PERF_RECORD_MISC_CPUMODE_MASK` and its user value.
 const MISC_CPUMODE_MASK: u16 = 0x7;
 const MISC_USER: u16 = 2;
@@ -99,27 +101,6 @@ impl Event {
     pub(crate) fn is_side_band(&self) -> bool {
         !matches!(self, Event::Sample { .. } | Event::Lost { .. })
     }
-}
-
-/// The user state of a sample, for unwinding with CFI: the registers the unwinder starts from
-/// and the bytes of the stack from `sp` up.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct UserStack {
-    pub(crate) ip: u64,
-    pub(crate) sp: u64,
-    pub(crate) bp: u64,
-    pub(crate) bytes: Vec<u8>,
-    /// Where the user frames start in the sample's program counters (after the kernel frames of
-    /// a kernel-mode sample).
-    pub(crate) user_at: usize,
-}
-
-/// An executable mapping: its start address, length and the file offset it maps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Mapping {
-    pub(crate) addr: u64,
-    pub(crate) len: u64,
-    pub(crate) pgoff: u64,
 }
 
 /// The user stack of sample `s`, if it carries one (perf gives none for a kernel thread).

@@ -22,11 +22,37 @@ use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
 use hwpmc::Pid;
 use object::{Object, ObjectSection, ObjectSegment, SegmentFlags};
 
-use super::rings::{Mapping, UserStack};
+/// The user state of a sample, for unwinding with CFI: the registers the unwinder starts from
+/// and the bytes of the stack from `sp` up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserStack {
+    /// The sampled instruction pointer.
+    pub ip: u64,
+    /// The stack pointer: the address of `bytes[0]`.
+    pub sp: u64,
+    /// The frame pointer register (`%rbp`), for code the CFI does not cover.
+    pub bp: u64,
+    /// The copy of the stack from `sp` up.
+    pub bytes: Vec<u8>,
+    /// Where the user frames start in the sample's program counters (after the kernel frames of
+    /// a kernel-mode sample; 0 otherwise).
+    pub user_at: usize,
+}
+
+/// An executable mapping of a file: its start address, length and the file offset it maps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mapping {
+    /// The first address mapped.
+    pub addr: u64,
+    /// Bytes mapped.
+    pub len: u64,
+    /// The file offset mapped at `addr`.
+    pub pgoff: u64,
+}
 
 /// The most frames one unwind yields (`kern.hwpmc.callchaindepth`'s default): a hostile stack
 /// copy or bogus CFI cannot make it loop.
-pub(crate) const MAX_FRAMES: usize = 128;
+pub const MAX_FRAMES: usize = 128;
 /// Image files whose unwind sections are kept; past it the cache starts again.
 const MAX_IMAGES: usize = 1024;
 /// Processes whose mappings are kept; past it they are read again from `/proc` when sampled.
@@ -134,9 +160,10 @@ struct Process {
     complete: bool,
 }
 
-/// The unwinding state of the host: processes' mappings and the images' unwind sections.
+/// The unwinding state of the Linux host: processes' mappings and the images' unwind sections.
+/// Public for benchmarks and tools that unwind stack copies the same way.
 #[derive(Default)]
-pub(crate) struct Unwinding {
+pub struct Unwinding {
     images: HashMap<ImageKey, Option<Arc<Image>>>,
     processes: HashMap<Pid, Process>,
     cache: CacheX86_64,
@@ -168,7 +195,7 @@ impl Unwinding {
     }
 
     /// Process `pid` mapped `path` executable at `mapping`.
-    pub(crate) fn map(&mut self, pid: Pid, mapping: Mapping, path: &[u8]) {
+    pub fn map(&mut self, pid: Pid, mapping: Mapping, path: &[u8]) {
         let module = self.image(path).and_then(|image| image.module(path, &mapping));
         let process = self.process(pid);
         // A mapping over an older one replaces it.
@@ -191,25 +218,25 @@ impl Unwinding {
 
     /// Process `pid` executed a program: its old mappings are gone, and every new one will be
     /// seen.
-    pub(crate) fn exec(&mut self, pid: Pid) {
+    pub fn exec(&mut self, pid: Pid) {
         *self.process(pid) = Process { complete: true, ..Process::default() };
     }
 
     /// Process `parent` forked `child`, which starts with its parent's mappings.
-    pub(crate) fn fork(&mut self, parent: Pid, child: Pid) {
+    pub fn fork(&mut self, parent: Pid, child: Pid) {
         let copy = self.processes.get(&parent).cloned().unwrap_or_default();
         *self.process(child) = copy;
     }
 
     /// Process `pid` ended.
-    pub(crate) fn exit(&mut self, pid: Pid) {
+    pub fn exit(&mut self, pid: Pid) {
         self.processes.remove(&pid);
     }
 
     /// The user callchain of a sample of `pid` with `stack`: the sampled PC, then the return
     /// addresses, at most `max` of them all. `None` when the PC is in no image with CFI (the
     /// caller keeps perf's frame-pointer chain then).
-    pub(crate) fn unwind(&mut self, pid: Pid, stack: &UserStack, max: usize) -> Option<Vec<u64>> {
+    pub fn unwind(&mut self, pid: Pid, stack: &UserStack, max: usize) -> Option<Vec<u64>> {
         if !self.processes.get(&pid).is_some_and(|p| p.complete) {
             self.read_maps(pid);
         }
@@ -220,8 +247,9 @@ impl Unwinding {
         Some(unwind_with(&process.unwinder, &mut self.cache, stack, max.min(MAX_FRAMES)))
     }
 
-    /// Learns the mappings of a process first seen running from `/proc/PID/maps`.
-    fn read_maps(&mut self, pid: Pid) {
+    /// Learns the mappings of a process first seen running from `/proc/PID/maps` (done by
+    /// [`Unwinding::unwind`] for a process it knows nothing complete of).
+    pub fn read_maps(&mut self, pid: Pid) {
         for (mapping, path) in executable_mappings(pid) {
             self.map(pid, mapping, &path);
         }
@@ -276,4 +304,144 @@ fn parse_maps_line(line: &[u8]) -> Option<(Mapping, Vec<u8>)> {
     let (start, end) = (hex(ends.next()?)?, hex(ends.next()?)?);
     let mapping = Mapping { addr: start, len: end.checked_sub(start)?, pgoff: hex(offset)? };
     Some((mapping, path.to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::FileExt;
+
+    /// This process's registers at a point inside this function and a copy of `len` bytes of
+    /// its stack from there up (read from `/proc/self/mem`), as perf copies a sampled stack.
+    #[inline(never)]
+    fn capture(len: usize) -> UserStack {
+        let (ip, sp, bp): (u64, u64, u64);
+        // SAFETY: copies the instruction pointer, the stack pointer and %rbp into three
+        // registers; reads and writes no memory.
+        unsafe {
+            core::arch::asm!(
+                "lea {ip}, [rip]",
+                "mov {sp}, rsp",
+                "mov {bp}, rbp",
+                ip = out(reg) ip,
+                sp = out(reg) sp,
+                bp = out(reg) bp,
+                options(nomem, nostack, preserves_flags),
+            )
+        };
+        let mut bytes = vec![0; len];
+        let mem = File::open("/proc/self/mem").unwrap();
+        let read = mem.read_at(&mut bytes, sp).unwrap();
+        bytes.truncate(read);
+        UserStack { ip, sp, bp, bytes, user_at: 0 }
+    }
+
+    /// `depth` nested calls of itself, the innermost capturing the stack.
+    #[inline(never)]
+    fn recurse(depth: usize, len: usize) -> UserStack {
+        let stack = if depth <= 1 { capture(len) } else { recurse(depth - 1, len) };
+        std::hint::black_box(stack)
+    }
+
+    fn me() -> Pid {
+        std::process::id() as Pid
+    }
+
+    #[test]
+    fn a_stack_of_this_process_unwinds_through_every_frame_at_depth_32() {
+        let stack = recurse(32, 64 * 1024);
+        let mut unwinding = Unwinding::default();
+        let pcs = unwinding.unwind(me(), &stack, MAX_FRAMES).expect("this test binary has CFI");
+        assert_eq!(pcs[0], stack.ip);
+        // recurse(1) returns from its call of capture, recurse(2..=32) from their calls of
+        // recurse: one return address 31 times, both inside recurse.
+        let start = recurse as *const () as u64;
+        assert!(pcs.len() > 33, "{} frames: {pcs:x?}", pcs.len());
+        let (innermost, nested) = (pcs[1], pcs[2]);
+        assert!(pcs[2..=32].iter().all(|&pc| pc == nested), "{pcs:x?}");
+        assert_ne!(innermost, nested);
+        for pc in [innermost, nested] {
+            assert!((start..start + 0x1000).contains(&pc), "{pc:#x} not in recurse at {start:#x}");
+        }
+        // Then this test's own frame and its callers, not recurse again.
+        assert_ne!(pcs[33], nested);
+    }
+
+    #[test]
+    fn a_sample_in_code_without_cfi_is_left_to_the_frame_pointer_chain() {
+        let mut stack = recurse(2, 4096);
+        stack.ip = 0x10;
+        assert_eq!(Unwinding::default().unwind(me(), &stack, MAX_FRAMES), None);
+    }
+
+    #[test]
+    fn hostile_stack_copies_end_within_the_frame_limit() {
+        let real = recurse(4, 8192);
+        let mut unwinding = Unwinding::default();
+        let nested = unwinding.unwind(me(), &real, MAX_FRAMES).unwrap()[2];
+        // A stack of one return address again and again, and one of frame pointers that point
+        // at themselves above return addresses outside any image, and noise.
+        let words: [Vec<u64>; 3] = [
+            vec![nested; 1024],
+            (0..1024u64).map(|i| if i % 2 == 0 { real.sp + i * 8 } else { 0x10 }).collect(),
+            (0..1024u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect(),
+        ];
+        for words in words {
+            let bytes = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            let stack = UserStack { bytes, bp: real.sp, ..real.clone() };
+            let pcs = unwinding.unwind(me(), &stack, MAX_FRAMES).unwrap();
+            assert!(!pcs.is_empty() && pcs.len() <= MAX_FRAMES, "{} frames", pcs.len());
+        }
+        let pcs = unwinding.unwind(me(), &UserStack { bytes: Vec::new(), ..real.clone() }, 3);
+        assert!(pcs.unwrap().len() <= 3);
+    }
+
+    #[test]
+    fn bogus_cfi_never_panics_or_loops() {
+        // This test binary with its .eh_frame_hdr and .eh_frame overwritten with noise.
+        let exe = std::fs::read("/proc/self/exe").unwrap();
+        let mut bogus = exe.clone();
+        let elf = object::File::parse(&exe[..]).unwrap();
+        let mut noise = 0x2545_f491_4f6c_dd1du64;
+        for name in [".eh_frame_hdr", ".eh_frame"] {
+            let (offset, size) = elf.section_by_name(name).unwrap().file_range().unwrap();
+            for byte in &mut bogus[offset as usize..(offset + size) as usize] {
+                noise ^= noise << 13;
+                noise ^= noise >> 7;
+                noise ^= noise << 17;
+                *byte = noise as u8;
+            }
+        }
+        let dir = std::env::temp_dir().join(format!("libpmc-bogus-cfi-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("image");
+        std::fs::write(&path, &bogus).unwrap();
+        let own = std::fs::read_link("/proc/self/exe").unwrap();
+        let own = own.as_os_str().as_encoded_bytes();
+        let mut unwinding = Unwinding::default();
+        let fake: Pid = -77;
+        unwinding.exec(fake);
+        for (mapping, image) in executable_mappings(me()) {
+            if image == own {
+                unwinding.map(fake, mapping, path.as_os_str().as_encoded_bytes());
+            }
+        }
+        let stack = recurse(8, 8192);
+        if let Some(pcs) = unwinding.unwind(fake, &stack, MAX_FRAMES) {
+            assert!(pcs.len() <= MAX_FRAMES);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn maps_lines_give_executable_file_mappings_only() {
+        let line = b"7f12a000-7f12c000 r-xp 00002000 08:01 1234        /usr/lib/libc.so.6";
+        let (mapping, path) = parse_maps_line(line).unwrap();
+        assert_eq!(mapping, Mapping { addr: 0x7f12a000, len: 0x2000, pgoff: 0x2000 });
+        assert_eq!(path, b"/usr/lib/libc.so.6");
+        assert_eq!(parse_maps_line(b"7f12a000-7f12c000 rw-p 00000000 08:01 1 /usr/lib/x"), None);
+        assert_eq!(parse_maps_line(b"7ffd000-7ffe000 r-xp 00000000 00:00 0 [vdso]"), None);
+        assert_eq!(parse_maps_line(b"2000-1000 r-xp 00000000 08:01 1 /bin/x"), None);
+        assert_eq!(parse_maps_line(b"junk"), None);
+    }
 }
