@@ -110,6 +110,8 @@ pub(crate) const USER_STACK_BYTES: u32 = 8192;
 
 /// Bytes of each sampling ring (a power-of-two number of pages, plus the header page).
 const RING_BYTES: usize = 512 * 1024;
+/// Bytes of each sampling ring whose samples copy the user stack, where the limits allow.
+const STACK_RING_BYTES: usize = 2 * 1024 * 1024;
 
 /// Opens a sampling event, disabled, with its ring mapped.
 pub(crate) fn open_sampler(
@@ -118,6 +120,14 @@ pub(crate) fn open_sampler(
     scope: Scope,
     sampling: Sampling,
 ) -> io::Result<Sampler> {
+    if sampling.user_stack {
+        // A sample with its stack copy is about 8.5 KiB: a bigger ring where the memory-lock
+        // limits allow one (perf_event_mlock_kb, RLIMIT_MEMLOCK), else the usual one.
+        let counter = sampling_builder(source, rings, scope, sampling).build()?;
+        if let Ok(sampler) = counter.sampled(STACK_RING_BYTES) {
+            return Ok(sampler);
+        }
+    }
     sampling_builder(source, rings, scope, sampling).build()?.sampled(RING_BYTES)
 }
 

@@ -98,10 +98,14 @@ impl Image {
                 (offset, size, s.address())
             })
             .collect();
+        let eh_frame = section(".eh_frame");
+        // .debug_frame only where there is no .eh_frame (framehop would not read it).
+        let debug_frame =
+            if eh_frame.is_none() { section(".debug_frame").map(|(_, d)| d) } else { None };
         let image = Image {
-            eh_frame: section(".eh_frame"),
+            eh_frame,
             eh_frame_hdr: section(".eh_frame_hdr"),
-            debug_frame: section(".debug_frame").map(|(_, d)| d),
+            debug_frame,
             text: range(".text"),
             got: range(".got"),
             code_segments,
