@@ -238,9 +238,12 @@ impl Unwinding {
     }
 
     /// The user callchain of a sample of `pid` with `stack`: the sampled PC, then the return
-    /// addresses, at most `max` of them all. `None` when the PC is in no image with CFI (the
-    /// caller keeps perf's frame-pointer chain then).
+    /// addresses, at most `max` of them all. `None` when the PC is in no image with CFI or perf
+    /// copied no stack (the caller keeps perf's frame-pointer chain then).
     pub fn unwind(&mut self, pid: Pid, stack: &UserStack, max: usize) -> Option<Vec<u64>> {
+        if stack.bytes.is_empty() {
+            return None;
+        }
         if !self.processes.get(&pid).is_some_and(|p| p.complete) {
             self.read_maps(pid);
         }
@@ -396,8 +399,10 @@ mod tests {
             let pcs = unwinding.unwind(me(), &stack, MAX_FRAMES).unwrap();
             assert!(!pcs.is_empty() && pcs.len() <= MAX_FRAMES, "{} frames", pcs.len());
         }
-        let pcs = unwinding.unwind(me(), &UserStack { bytes: Vec::new(), ..real.clone() }, 3);
+        let pcs = unwinding.unwind(me(), &UserStack { bytes: vec![0xff; 24], ..real.clone() }, 3);
         assert!(pcs.unwrap().len() <= 3);
+        // No copy at all: the frame-pointer chain stays.
+        assert_eq!(unwinding.unwind(me(), &UserStack { bytes: Vec::new(), ..real }, 3), None);
     }
 
     #[test]
