@@ -316,46 +316,47 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         }
     };
     let count = |id: &str| m.get_count(id) > 0;
-    let options =
-        Options {
-            pmcs,
-            command: m
-                .get_many::<OsString>("command")
-                .map(|v| v.cloned().collect())
-                .unwrap_or_default(),
-            targets: m.get_many::<String>("t").map(|v| v.cloned().collect()).unwrap_or_default(),
-            output: last(m, "o").map(PathBuf::from),
-            log_output: last(m, "O").cloned(),
-            interval: float("w", 'w')?,
-            duration: float("l", 'l')?,
-            read_log: last(m, "R").map(PathBuf::from),
-            callgraph: last(m, "G").cloned(),
-            gmon: count("g"),
-            gmon_dir: last(m, "D").map(PathBuf::from),
-            gmon_map: last(m, "M").map(PathBuf::from),
-            gmon_kernel: m.get_flag("gmon-kernel"),
-            calltree: last(m, "F").cloned(),
-            fsroot: last(m, "r").map(PathBuf::from),
-            offsets: count("I"),
-            addresses: count("A"),
-            depth: last(m, "z").map(|t| number('z', t)).transpose()?,
-            thread: last(m, "i").map(|t| number('i', t)).transpose()?,
-            list: count("L"),
-            describe: last(m, "u").cloned(),
-            top_mode: count("T"),
-            verbosity: m.get_count("v") as i32 - m.get_count("q") as i32,
-            folded: m.get_one::<String>("folded").map(PathBuf::from),
-            flamegraph: m.get_one::<String>("flamegraph").map(PathBuf::from),
-            pprof: m.get_one::<String>("pprof").map(PathBuf::from),
-            top: m.get_one::<String>("top").map(|t| number('-', t)).transpose()?,
-            json: m.get_flag("json"),
-            call_graph: match m.get_one::<String>("call-graph") {
-                Some(name) => Some(pmc::host::CallGraph::from_name(name).map_err(|_| {
-                    CliError::Usage(format!("--call-graph {name:?}: use dwarf or fp"))
-                })?),
-                None => None,
-            },
-        };
+    let call_graph = match m.get_one::<String>("call-graph") {
+        Some(name) => Some(
+            pmc::host::CallGraph::from_name(name)
+                .map_err(|_| CliError::Usage(format!("--call-graph {name:?}: use dwarf or fp")))?,
+        ),
+        None => None,
+    };
+    let options = Options {
+        pmcs,
+        command: m
+            .get_many::<OsString>("command")
+            .map(|v| v.cloned().collect())
+            .unwrap_or_default(),
+        targets: m.get_many::<String>("t").map(|v| v.cloned().collect()).unwrap_or_default(),
+        output: last(m, "o").map(PathBuf::from),
+        log_output: last(m, "O").cloned(),
+        interval: float("w", 'w')?,
+        duration: float("l", 'l')?,
+        read_log: last(m, "R").map(PathBuf::from),
+        callgraph: last(m, "G").cloned(),
+        gmon: count("g"),
+        gmon_dir: last(m, "D").map(PathBuf::from),
+        gmon_map: last(m, "M").map(PathBuf::from),
+        gmon_kernel: m.get_flag("gmon-kernel"),
+        calltree: last(m, "F").cloned(),
+        fsroot: last(m, "r").map(PathBuf::from),
+        offsets: count("I"),
+        addresses: count("A"),
+        depth: last(m, "z").map(|t| number('z', t)).transpose()?,
+        thread: last(m, "i").map(|t| number('i', t)).transpose()?,
+        list: count("L"),
+        describe: last(m, "u").cloned(),
+        top_mode: count("T"),
+        verbosity: m.get_count("v") as i32 - m.get_count("q") as i32,
+        folded: m.get_one::<String>("folded").map(PathBuf::from),
+        flamegraph: m.get_one::<String>("flamegraph").map(PathBuf::from),
+        pprof: m.get_one::<String>("pprof").map(PathBuf::from),
+        top: m.get_one::<String>("top").map(|t| number('-', t)).transpose()?,
+        json: m.get_flag("json"),
+        call_graph,
+    };
     check(&options)?;
     Ok(options)
 }
