@@ -422,3 +422,41 @@ fn a_call_chain_32_deep_without_frame_pointers_unwinds_whole_and_not_with_fp() {
     let full = deep_chain_samples(&stacks);
     assert!(full * 10 <= total, "{full} of {total} samples whole with fp: {stacks:?}");
 }
+
+/// Whether perf shows kernel frames to pmcstat: as root, or with `kernel.perf_event_paranoid` at
+/// 1 or below.
+fn kernel_frames_visible() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok())
+        .unwrap_or(2);
+    root || paranoid <= 1
+}
+
+#[test]
+fn kernel_samples_carry_the_kernel_stack_after_the_cfi_unwound_user_stack() {
+    // c reads /dev/zero a MiB at a time: most samples are in the kernel, inside c's read(2).
+    let (stacks, total) = sample_without_frame_pointers("chain", &["10000", "read"], "dwarf");
+    assert!(total >= 50, "{total} samples of 10 GiB read from /dev/zero: {stacks:?}");
+    let chain = ["main", "a", "b", "c"].map(String::from);
+    // Folded stacks go from the outermost caller in: the user frames, then the kernel's, which
+    // start at the system-call entry.
+    let joined: u64 = stacks
+        .iter()
+        .filter(|(frames, _)| {
+            let at = frames.windows(4).position(|w| w == chain);
+            at.is_some_and(|at| frames[at + 4..].iter().any(|f| f.starts_with("entry_SYSCALL")))
+        })
+        .map(|(_, n)| n)
+        .sum();
+    if kernel_frames_visible() {
+        assert!(
+            joined * 2 >= total,
+            "{joined} of {total} samples are main;a;b;c;…;entry_SYSCALL…: {stacks:?}"
+        );
+    } else {
+        assert_eq!(joined, 0, "kernel frames where perf hides them: {stacks:?}");
+    }
+}
