@@ -460,3 +460,24 @@ fn kernel_samples_carry_the_kernel_stack_after_the_cfi_unwound_user_stack() {
         assert_eq!(joined, 0, "kernel frames where perf hides them: {stacks:?}");
     }
 }
+
+#[test]
+fn an_unprivileged_user_gets_whole_callchains_of_code_without_frame_pointers() {
+    let Some(mut nobody) = pmcstat_as_nobody() else { return };
+    let program = c_program_with("chain", "chain-O2-nofp", &["-O2", "-fomit-frame-pointer"]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .unwrap();
+    let (log, folded) = (dir.path().join("chain.log"), dir.path().join("chain.folded"));
+    // perf_event_paranoid 2 is enough for one's own processes, stack copies included.
+    let args = ["-P", "cpu-clock", "-O", arg(&log), "--", arg(&program), "1500000000"];
+    let output = nobody.args(args).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report = pmcstat(Host::Linux, &["-R", arg(&log), "--folded", arg(&folded)]);
+    report.assert_status(0);
+    let stacks = parse_folded(&std::fs::read_to_string(&folded).unwrap());
+    let total: u64 = stacks.iter().map(|(_, n)| n).sum();
+    assert!(total >= 100, "{total} samples of about a second: {stacks:?}");
+    let full = full_chain_samples(&stacks);
+    assert!(full * 10 >= total * 8, "{full} of {total} samples are main;a;b;c: {stacks:?}");
+}
