@@ -53,8 +53,13 @@ pub struct Mapping {
 /// The most frames one unwind yields (`kern.hwpmc.callchaindepth`'s default): a hostile stack
 /// copy or bogus CFI cannot make it loop.
 pub const MAX_FRAMES: usize = 128;
-/// Image files whose unwind sections are kept; past it the cache starts again.
+/// Image files whose unwind sections are kept, and their bytes; past either the cache starts
+/// again.
 const MAX_IMAGES: usize = 1024;
+const MAX_CACHED_BYTES: usize = 256 << 20;
+/// The largest unwind section read (the `.eh_frame` of a 1 GB program is a few tens of MB);
+/// an image with a larger one is treated as having no CFI.
+const MAX_SECTION_BYTES: u64 = 64 << 20;
 /// Processes whose mappings are kept; past it they are read again from `/proc` when sampled.
 const MAX_PROCESSES: usize = 4096;
 /// `PF_X`: an ELF segment holds code.
@@ -75,6 +80,16 @@ struct Image {
 }
 
 impl Image {
+    /// The bytes of its sections kept in memory.
+    fn bytes(&self) -> usize {
+        let len = |d: Option<&Bytes>| d.map_or(0, |d| d.len());
+        len(self.eh_frame.as_ref().map(|(_, d)| d))
+            + len(self.eh_frame_hdr.as_ref().map(|(_, d)| d))
+            + len(self.debug_frame.as_ref())
+    }
+}
+
+impl Image {
     /// Reads the unwind sections of the ELF file at `path` (only those, not the whole file);
     /// `None` if it is no ELF file or has no CFI.
     fn read(path: &std::path::Path) -> Option<Image> {
@@ -82,7 +97,7 @@ impl Image {
         let cache = object::ReadCache::new(file);
         let elf = object::File::parse(&cache).ok()?;
         let section = |name: &str| {
-            let s = elf.section_by_name(name)?;
+            let s = elf.section_by_name(name).filter(|s| s.size() <= MAX_SECTION_BYTES)?;
             let data: Bytes = s.data().ok()?.into();
             Some((s.address()..s.address() + s.size(), data))
         };
@@ -169,6 +184,8 @@ struct Process {
 #[derive(Default)]
 pub struct Unwinding {
     images: HashMap<ImageKey, Option<Arc<Image>>>,
+    /// The bytes `images` holds.
+    image_bytes: usize,
     processes: HashMap<Pid, Process>,
     cache: CacheX86_64,
 }
@@ -183,10 +200,14 @@ impl Unwinding {
         if let Some(image) = self.images.get(&key) {
             return image.clone();
         }
-        if self.images.len() >= MAX_IMAGES {
-            self.images.clear();
-        }
         let image = Image::read(path_buf).map(Arc::new);
+        let bytes = image.as_ref().map_or(0, |i| i.bytes());
+        if self.images.len() >= MAX_IMAGES || self.image_bytes + bytes > MAX_CACHED_BYTES {
+            // Processes keep the images they map (their modules share the bytes).
+            self.images.clear();
+            self.image_bytes = 0;
+        }
+        self.image_bytes += bytes;
         self.images.insert(key, image.clone());
         image
     }
