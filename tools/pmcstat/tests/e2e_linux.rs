@@ -481,3 +481,18 @@ fn an_unprivileged_user_gets_whole_callchains_of_code_without_frame_pointers() {
     let full = full_chain_samples(&stacks);
     assert!(full * 10 >= total * 8, "{full} of {total} samples are main;a;b;c: {stacks:?}");
 }
+
+#[test]
+fn samples_in_the_vdso_unwind_through_its_cfi_to_main() {
+    // c reads the clock in a loop: most samples are in the vDSO, called from libc from c.
+    let (stacks, total) = sample_without_frame_pointers("chain", &["30000000", "clock"], "dwarf");
+    assert!(total >= 100, "{total} samples: {stacks:?}");
+    let chain = ["main", "a", "b", "c"].map(String::from);
+    let through: u64 = stacks
+        .iter()
+        .filter(|(frames, _)| frames.windows(4).any(|w| w == chain))
+        .map(|(_, n)| n)
+        .sum();
+    // In c's loop, in libc's clock_gettime or in the vDSO: main;a;b;c in every user sample.
+    assert!(through * 10 >= total * 8, "{through} of {total} samples pass main;a;b;c: {stacks:?}");
+}

@@ -159,6 +159,10 @@ impl LinuxHost {
             }
             Event::Map { pid, start, mapping, path } => {
                 lock(&self.unwinding).map(pid, mapping, &path);
+                if !path.starts_with(b"/") {
+                    // The vDSO: for unwinding only (no file for the log's readers).
+                    return;
+                }
                 let waiting = {
                     let mut pending = lock(&self.pending_exec);
                     let at = pending.iter().position(|&p| p == pid);

@@ -157,10 +157,11 @@ fn event_of(ring: RingMeta, misc: u16, record: &PerfRecord<'_>) -> Option<Event>
     })
 }
 
-/// The event of an executable file mapping (none for anonymous and special mappings).
+/// The event of an executable file mapping or of the vDSO (none for anonymous and other special
+/// mappings).
 fn map_event(pid: u32, addr: u64, len: u64, pgoff: u64, filename: &[u8]) -> Option<Event> {
     let path = c_string(filename);
-    path.starts_with(b"/").then(|| Event::Map {
+    (path.starts_with(b"/") || path == super::unwind::VDSO_NAME).then(|| Event::Map {
         pid: pid as i32,
         start: addr.wrapping_sub(pgoff),
         mapping: Mapping { addr, len, pgoff },

@@ -62,6 +62,8 @@ const MAX_CACHED_BYTES: usize = 256 << 20;
 const MAX_SECTION_BYTES: u64 = 64 << 20;
 /// Processes whose mappings are kept; past it they are read again from `/proc` when sampled.
 const MAX_PROCESSES: usize = 4096;
+/// The name perf and `/proc/PID/maps` give the vDSO's mapping.
+pub(crate) const VDSO_NAME: &[u8] = b"[vdso]";
 /// `PF_X`: an ELF segment holds code.
 const PF_X: u32 = 1;
 
@@ -95,7 +97,25 @@ impl Image {
     fn read(path: &std::path::Path) -> Option<Image> {
         let file = File::open(path).ok()?;
         let cache = object::ReadCache::new(file);
-        let elf = object::File::parse(&cache).ok()?;
+        Image::parse(&object::File::parse(&cache).ok()?)
+    }
+
+    /// The kernel's vDSO, the same image in every 64-bit process: read from this process's
+    /// memory once.
+    fn vdso() -> Option<Arc<Image>> {
+        static VDSO: std::sync::OnceLock<Option<Arc<Image>>> = std::sync::OnceLock::new();
+        VDSO.get_or_init(|| {
+            let (mapping, _) =
+                executable_mappings_of("self").into_iter().find(|(_, p)| p == VDSO_NAME)?;
+            let mut bytes = vec![0; usize::try_from(mapping.len).ok()?];
+            let mem = File::open("/proc/self/mem").ok()?;
+            std::os::unix::fs::FileExt::read_exact_at(&mem, &mut bytes, mapping.addr).ok()?;
+            Image::parse(&object::File::parse(&bytes[..]).ok()?).map(Arc::new)
+        })
+        .clone()
+    }
+
+    fn parse<'data, R: object::ReadRef<'data>>(elf: &object::File<'data, R>) -> Option<Image> {
         let section = |name: &str| {
             let s = elf.section_by_name(name).filter(|s| s.size() <= MAX_SECTION_BYTES)?;
             let data: Bytes = s.data().ok()?.into();
@@ -193,6 +213,9 @@ pub struct Unwinding {
 impl Unwinding {
     /// The parsed unwind sections of the image at `path`, read on first use.
     fn image(&mut self, path: &[u8]) -> Option<Arc<Image>> {
+        if path == VDSO_NAME {
+            return Image::vdso();
+        }
         let path_buf = std::path::Path::new(<std::ffi::OsStr as OsStrExt>::from_bytes(path));
         let meta = std::fs::metadata(path_buf).ok().filter(|m| m.is_file())?;
         let key =
@@ -312,19 +335,25 @@ fn unwind_with(
     pcs
 }
 
-/// The executable file mappings of process `pid` from `/proc/PID/maps`.
+/// The executable file mappings (and the vDSO) of process `pid` from `/proc/PID/maps`.
 fn executable_mappings(pid: Pid) -> Vec<(Mapping, Vec<u8>)> {
-    let Ok(maps) = std::fs::read(format!("/proc/{pid}/maps")) else { return Vec::new() };
+    executable_mappings_of(&pid.to_string())
+}
+
+/// [`executable_mappings`] of `/proc/WHO/maps`.
+fn executable_mappings_of(who: &str) -> Vec<(Mapping, Vec<u8>)> {
+    let Ok(maps) = std::fs::read(format!("/proc/{who}/maps")) else { return Vec::new() };
     maps.split(|&b| b == b'\n').filter_map(parse_maps_line).collect()
 }
 
 /// One line of `/proc/PID/maps` (`start-end perms offset dev inode path`), if it maps a file
-/// executable.
+/// executable, or the vDSO.
 fn parse_maps_line(line: &[u8]) -> Option<(Mapping, Vec<u8>)> {
     let mut fields = line.splitn(6, |&b| b == b' ');
     let (range, perms, offset) = (fields.next()?, fields.next()?, fields.next()?);
     let path = fields.nth(2)?.trim_ascii_start();
-    if perms.get(2) != Some(&b'x') || !path.starts_with(b"/") || path.ends_with(b" (deleted)") {
+    let file = path.starts_with(b"/") && !path.ends_with(b" (deleted)");
+    if perms.get(2) != Some(&b'x') || !(file || path == VDSO_NAME) {
         return None;
     }
     let hex = |b: &[u8]| u64::from_str_radix(std::str::from_utf8(b).ok()?, 16).ok();
@@ -470,7 +499,9 @@ mod tests {
         assert_eq!(mapping, Mapping { addr: 0x7f12a000, len: 0x2000, pgoff: 0x2000 });
         assert_eq!(path, b"/usr/lib/libc.so.6");
         assert_eq!(parse_maps_line(b"7f12a000-7f12c000 rw-p 00000000 08:01 1 /usr/lib/x"), None);
-        assert_eq!(parse_maps_line(b"7ffd000-7ffe000 r-xp 00000000 00:00 0 [vdso]"), None);
+        let vdso = parse_maps_line(b"7ffd000-7ffe000 r-xp 00000000 00:00 0 [vdso]").unwrap();
+        assert_eq!(vdso, (Mapping { addr: 0x7ffd000, len: 0x1000, pgoff: 0 }, VDSO_NAME.to_vec()));
+        assert_eq!(parse_maps_line(b"7ffd000-7ffe000 r--p 00000000 00:00 0 [vvar]"), None);
         assert_eq!(parse_maps_line(b"2000-1000 r-xp 00000000 08:01 1 /bin/x"), None);
         assert_eq!(parse_maps_line(b"junk"), None);
     }
