@@ -493,3 +493,82 @@ fn a_sampled_multithreaded_process_has_one_ring_per_cpu() {
         .count();
     assert!(samples > 30, "the shared rings carry the samples: {samples}");
 }
+
+/// Whether perf shows kernel frames to this process: as root, or with
+/// `kernel.perf_event_paranoid` at 1 or below.
+fn kernel_frames_visible() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok())
+        .unwrap_or(2);
+    root || paranoid <= 1
+}
+
+/// Reads `/dev/zero` a megabyte at a time until `until`: most of the time in the kernel.
+fn read_zeros(until: std::time::Instant) {
+    use std::io::Read;
+    let mut zero = std::fs::File::open("/dev/zero").unwrap();
+    let mut buf = vec![1u8; 1 << 20];
+    while std::time::Instant::now() < until {
+        zero.read_exact(&mut buf).unwrap();
+    }
+}
+
+#[test]
+fn kernel_samples_carry_the_kernel_stack_then_the_user_stack_without_usercallchain() {
+    let _serial = serial();
+    let (path, _file) = configure_log("joined");
+    // CALLCHAIN alone, no PMC_F_USERCALLCHAIN (pmcstat without -U): on Linux the stacks are
+    // joined anyway, as perf joins them.
+    let pmc = PmcSpec::new("cpu-clock")
+        .mode(Mode::ThreadSampling)
+        .flags(PmcFlags::CALLCHAIN)
+        .rate(1_000_000)
+        .allocate()
+        .unwrap();
+    pmc.attach(0).unwrap();
+    pmc.start().unwrap();
+    read_zeros(std::time::Instant::now() + std::time::Duration::from_millis(300));
+    pmc.stop().unwrap();
+    api::flush_log().unwrap();
+    let bytes = close_log(&path);
+    const KERNEL_START: u64 = 0xffff_8000_0000_0000;
+    let (mut kernel_samples, mut joined, mut total) = (0, 0, 0);
+    for entry in pmclog::Records::new(&bytes) {
+        let pmclog::Record::Callchain(cc) = entry.unwrap().record else { continue };
+        if cc.pmcid != pmc.id() {
+            continue;
+        }
+        total += 1;
+        let pcs: Vec<u64> = cc.pcs.iter().collect();
+        if cc.cpuflags.is_user() {
+            assert!(pcs.iter().all(|&pc| pc < KERNEL_START), "kernel frames in a user sample");
+            continue;
+        }
+        kernel_samples += 1;
+        // The kernel frames, then the user frames: never a kernel frame after a user one.
+        let kernel_frames = pcs.iter().take_while(|&&pc| pc >= KERNEL_START).count();
+        assert!(kernel_frames >= 1, "a kernel-mode sample starts with kernel frames: {pcs:x?}");
+        assert!(
+            pcs[kernel_frames..].iter().all(|&pc| pc < KERNEL_START),
+            "user frames then kernel frames again: {pcs:x?}"
+        );
+        if pcs.len() > kernel_frames {
+            joined += 1;
+        }
+    }
+    assert!(total >= 50, "only {total} samples in 300 ms at 1 kHz");
+    if kernel_frames_visible() {
+        // Reading /dev/zero spends most of its time clearing user pages in the kernel.
+        assert!(kernel_samples * 2 >= total, "{kernel_samples} of {total} samples in the kernel");
+        assert!(
+            joined * 10 >= kernel_samples * 9,
+            "{joined} of {kernel_samples} kernel samples go on into the user stack"
+        );
+    } else {
+        // perf hides the kernel: every sample is a user one.
+        assert_eq!(kernel_samples, 0, "kernel samples where perf_event_paranoid hides them");
+    }
+}

@@ -50,6 +50,80 @@ pub fn is_clock_event(host_name: &str) -> bool {
     CLOCK_EVENTS.contains(&host_name)
 }
 
+/// How the Linux host walks the user stack of a sample for its callchain.
+///
+/// Chosen per process, not per PMC: a PMC's flags are FreeBSD's `PMC_F_*` word, shared with
+/// FreeBSD's kernel, and how stacks are walked is a matter of the host (FreeBSD's kernel walks
+/// frame pointers and the FreeBSD host ignores this setting). It is read when a PMC starts:
+/// [`set_call_graph`] (pmcstat's `--call-graph`), else the environment variable
+/// `PMC_CALL_GRAPH=dwarf|fp` (for C programs), else [`CallGraph::Dwarf`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CallGraph {
+    /// Each sample carries the user registers and a copy of the top of the user stack
+    /// (8 KiB, as `perf record --call-graph dwarf`), unwound with the CFI (`.eh_frame`) of the
+    /// images mapped at the sampled addresses; code in no image with CFI (JIT code) keeps the
+    /// frame-pointer chain. The default: it gives whole stacks for code built without frame
+    /// pointers (distribution binaries, Rust release builds, `-O2` C), whose frame-pointer
+    /// chains are junk or end early.
+    Dwarf,
+    /// perf's frame-pointer walk alone: no stack copies (less sampling overhead), right only
+    /// for code that keeps frame pointers.
+    FramePointers,
+}
+
+impl CallGraph {
+    /// The name `PMC_CALL_GRAPH` and pmcstat's `--call-graph` use (perf's spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            CallGraph::Dwarf => "dwarf",
+            CallGraph::FramePointers => "fp",
+        }
+    }
+
+    /// The method named `name` (`dwarf` or `fp`).
+    pub fn from_name(name: &str) -> Result<CallGraph> {
+        Self::parse(name, "call graph")
+    }
+
+    fn parse(name: &str, what: &'static str) -> Result<CallGraph> {
+        match name {
+            "dwarf" => Ok(CallGraph::Dwarf),
+            "fp" => Ok(CallGraph::FramePointers),
+            other => Err(Error::with_detail(
+                what,
+                libc::EINVAL,
+                format!("unknown call-graph method {other:?}: use dwarf or fp"),
+            )),
+        }
+    }
+}
+
+/// The call-graph method set by [`set_call_graph`]: 0 none, 1 dwarf, 2 fp.
+static CALL_GRAPH: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Chooses how the Linux host walks user stacks for the PMCs started from now on (overrides
+/// `PMC_CALL_GRAPH`).
+pub fn set_call_graph(method: CallGraph) {
+    let code = match method {
+        CallGraph::Dwarf => 1,
+        CallGraph::FramePointers => 2,
+    };
+    CALL_GRAPH.store(code, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How the Linux host walks user stacks: [`set_call_graph`]'s choice, else `PMC_CALL_GRAPH`'s,
+/// else [`CallGraph::Dwarf`]. An unknown `PMC_CALL_GRAPH` is EINVAL.
+pub fn call_graph() -> Result<CallGraph> {
+    match CALL_GRAPH.load(std::sync::atomic::Ordering::Relaxed) {
+        1 => Ok(CallGraph::Dwarf),
+        2 => Ok(CallGraph::FramePointers),
+        _ => match std::env::var("PMC_CALL_GRAPH").ok().as_deref() {
+            None | Some("") => Ok(CallGraph::Dwarf),
+            Some(name) => CallGraph::parse(name, "PMC_CALL_GRAPH"),
+        },
+    }
+}
+
 /// Which host serves this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HostKind {

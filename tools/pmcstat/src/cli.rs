@@ -95,6 +95,9 @@ pub struct Options {
     pub print_man: bool,
     /// `--print-completions SHELL`: print the shell's completion script and exit.
     pub print_completions: Option<clap_complete::Shell>,
+    /// `--call-graph dwarf|fp`: how the Linux host walks user stacks (`None`: libpmc's
+    /// default, `PMC_CALL_GRAPH` or dwarf).
+    pub call_graph: Option<pmc::host::CallGraph>,
 }
 
 /// What `--help` adds after the options: the event syntax, the units and examples.
@@ -192,7 +195,7 @@ pub fn command() -> Command {
         .arg(toggle("d", 'd', "toggle following descendants for the process PMCs that follow"))
         .arg(toggle("E", 'E', "toggle logging per-process counts at exit (PMC_F_LOG_PROCEXIT)"))
         .arg(toggle("N", 'N', "toggle callchain capture for the sampling PMCs that follow"))
-        .arg(toggle("U", 'U', "toggle user callchains from kernel-mode samples"))
+        .arg(toggle("U", 'U', "toggle user callchains from kernel-mode samples (FreeBSD; Linux always joins them)"))
         .arg(toggle("W", 'W', "toggle per-context-switch counts in the log (PMC_F_LOG_PROCCSW)"))
         .arg(value("t", 't', "attach to a process: a pid or a regex on command names"))
         .arg(value("o", 'o', "text output file"))
@@ -222,6 +225,7 @@ pub fn command() -> Command {
         .arg(Arg::new("top").long("top").num_args(1).allow_negative_numbers(true).help("print a flat profile of the top N functions (the live profile of a sampling run shows 20 unless given)"))
         .arg(Arg::new("summary").long("summary").action(ArgAction::SetTrue).help("for people even when standard error is no terminal (on a terminal always): after the counts of a launched command a summary with units, rates and times (-q leaves it out), and with -w a time column"))
         .arg(Arg::new("json").long("json").action(ArgAction::SetTrue).help("print counts as JSON; with -R, the flat profile"))
+        .arg(Arg::new("call-graph").long("call-graph").num_args(1).value_name("dwarf|fp").help("Linux: walk user stacks with the images' CFI from a copy of the stack (dwarf, the default) or with frame pointers only (fp)"))
         .arg(Arg::new("command").num_args(1..).trailing_var_arg(true).value_parser(clap::value_parser!(OsString)))
 }
 
@@ -461,6 +465,13 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         Ok(Some(v))
     };
     let count = |id: &str| m.get_count(id) > 0;
+    let call_graph = match m.get_one::<String>("call-graph") {
+        Some(name) => Some(
+            pmc::host::CallGraph::from_name(name)
+                .map_err(|_| CliError::Usage(format!("--call-graph {name:?}: use dwarf or fp")))?,
+        ),
+        None => None,
+    };
     let options = Options {
         pmcs,
         command: m
@@ -501,6 +512,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         summary: m.get_flag("summary"),
         print_man: m.get_flag("print-man"),
         print_completions: m.get_one::<clap_complete::Shell>("print-completions").copied(),
+        call_graph,
     };
     if options.print_man || options.print_completions.is_some() {
         return Ok(options);

@@ -302,6 +302,9 @@ enum Wake {
 
 /// Runs the measurement and returns pmcstat's exit status.
 pub fn run(o: &Options) -> Result<i32, Failure> {
+    if let Some(method) = o.call_graph {
+        pmc::host::set_call_graph(method);
+    }
     api::init().map_err(|e| Failure::pmc("cannot use the PMC driver", &e))?;
     let host = api::host_kind().map_err(|e| Failure::pmc("PMC_HOST", &e))?;
     let ncpu = api::cpu_info().map_err(|e| Failure::pmc("GETCPUINFO", &e))?.pm_ncpu;

@@ -12,8 +12,8 @@ use pmc::events::pmu_table::PmuEventNames;
 use std::sync::OnceLock;
 
 use common::{
-    Host, Json, Run, allocations, arg, c_program, one_line_error, parse_callgraph, parse_folded,
-    parse_top, pmcstat, pmcstat_as_nobody, sample_hot, samples_per_pmc, write_log,
+    Host, Json, Run, allocations, arg, c_program, c_program_with, one_line_error, parse_callgraph,
+    parse_folded, parse_top, pmcstat, pmcstat_as_nobody, sample_hot, samples_per_pmc, write_log,
 };
 
 /// The values line of FreeBSD's counting output for 64-bit counters: 20 digits a column, the
@@ -525,7 +525,7 @@ fn interval_lines_for_people_start_with_the_seconds_since_the_start() {
     let hot = c_program("hot");
     let run = pmcstat(
         Host::Linux,
-        &["--summary", "-w", "0.1", "-p", "task-clock", "--", arg(&hot), "400000000"],
+        &["--summary", "-w", "0.1", "-p", "task-clock", "--", arg(&hot), "3000000000"],
     );
     run.assert_status(0);
     let mut lines = run.stderr.lines();
@@ -539,4 +539,160 @@ fn interval_lines_for_people_start_with_the_seconds_since_the_start() {
     // Scripts (no --summary, not a terminal) get FreeBSD's layout.
     let plain = pmcstat(Host::Linux, &["-w", "0.1", "-p", "task-clock", "--", "true"]);
     assert!(plain.stderr.starts_with(&header(&["task-clock"])), "{}", plain.describe());
+}
+
+/// Samples `program` (`tests/programs/PROGRAM.c` built `-O2 -fomit-frame-pointer`) run with
+/// `args` with cpu-clock and `--call-graph METHOD`; returns its folded stacks (outermost caller
+/// first) and the sample count.
+fn sample_without_frame_pointers(
+    program: &str,
+    args: &[&str],
+    method: &str,
+) -> (Vec<(Vec<String>, u64)>, u64) {
+    let output = format!("{program}-O2-nofp");
+    let program = c_program_with(program, &output, &["-O2", "-fomit-frame-pointer"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (log, folded) = (dir.path().join("chain.log"), dir.path().join("chain.folded"));
+    let options = ["--call-graph", method, "-P", "cpu-clock", "-O", arg(&log), "--", arg(&program)];
+    let run = pmcstat(Host::Linux, &[&options[..], args].concat());
+    run.assert_status(0);
+    let report = pmcstat(Host::Linux, &["-R", arg(&log), "--folded", arg(&folded)]);
+    report.assert_status(0);
+    let stacks = parse_folded(&std::fs::read_to_string(&folded).unwrap());
+    let total = stacks.iter().map(|(_, n)| n).sum();
+    (stacks, total)
+}
+
+/// Samples whose stack holds main → a → b → c in a row, c the sampled function.
+fn full_chain_samples(stacks: &[(Vec<String>, u64)]) -> u64 {
+    let chain = ["main", "a", "b", "c"];
+    stacks
+        .iter()
+        .filter(|(frames, _)| frames.ends_with(&chain.map(String::from)))
+        .map(|(_, n)| n)
+        .sum()
+}
+
+#[test]
+fn code_without_frame_pointers_gets_whole_callchains_from_its_cfi() {
+    let (stacks, total) = sample_without_frame_pointers("chain", &["1500000000"], "dwarf");
+    assert!(total >= 100, "{total} samples of about a second: {stacks:?}");
+    let full = full_chain_samples(&stacks);
+    // c runs nearly all the time; every sample in it unwinds through b and a to main.
+    assert!(full * 10 >= total * 8, "{full} of {total} samples are main;a;b;c: {stacks:?}");
+    let in_c: u64 =
+        stacks.iter().filter(|(f, _)| f.last().is_some_and(|l| l == "c")).map(|(_, n)| n).sum();
+    assert_eq!(full, in_c, "every sample in c has its whole chain: {stacks:?}");
+}
+
+#[test]
+fn frame_pointer_walks_of_code_without_frame_pointers_lose_the_callers() {
+    let (stacks, total) = sample_without_frame_pointers("chain", &["1500000000"], "fp");
+    assert!(total >= 100, "{total} samples of about a second: {stacks:?}");
+    let in_c: u64 =
+        stacks.iter().filter(|(f, _)| f.last().is_some_and(|l| l == "c")).map(|(_, n)| n).sum();
+    assert!(in_c * 10 >= total * 8, "{in_c} of {total} samples in c: {stacks:?}");
+    // %rbp holds junk in c: the walk cannot find b, a and main.
+    let full = full_chain_samples(&stacks);
+    assert!(full * 10 <= total, "{full} of {total} samples are main;a;b;c with fp: {stacks:?}");
+}
+
+#[test]
+fn an_unknown_call_graph_method_is_a_usage_error() {
+    let run = pmcstat(Host::Linux, &["--call-graph", "lbr", "-P", "cpu-clock", "--", "true"]);
+    run.assert_status(64);
+    assert!(run.stderr.contains("--call-graph \"lbr\": use dwarf or fp"), "{}", run.describe());
+}
+
+/// Samples whose stack ends in main → level × 32 → spin.
+fn deep_chain_samples(stacks: &[(Vec<String>, u64)]) -> u64 {
+    let mut chain = vec!["main".to_string()];
+    chain.extend(std::iter::repeat_n("level".to_string(), 32));
+    chain.push("spin".into());
+    stacks.iter().filter(|(frames, _)| frames.ends_with(&chain)).map(|(_, n)| n).sum()
+}
+
+#[test]
+fn a_call_chain_32_deep_without_frame_pointers_unwinds_whole_and_not_with_fp() {
+    let (stacks, total) = sample_without_frame_pointers("deep", &["1500000000", "32"], "dwarf");
+    assert!(total >= 100, "{total} samples of about a second: {stacks:?}");
+    let full = deep_chain_samples(&stacks);
+    assert!(full * 10 >= total * 8, "{full} of {total} samples are main;level×32;spin: {stacks:?}");
+    let (stacks, total) = sample_without_frame_pointers("deep", &["1500000000", "32"], "fp");
+    let full = deep_chain_samples(&stacks);
+    assert!(full * 10 <= total, "{full} of {total} samples whole with fp: {stacks:?}");
+}
+
+/// Whether perf shows kernel frames to pmcstat: as root, or with `kernel.perf_event_paranoid` at
+/// 1 or below.
+fn kernel_frames_visible() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok())
+        .unwrap_or(2);
+    root || paranoid <= 1
+}
+
+#[test]
+fn kernel_samples_carry_the_kernel_stack_after_the_cfi_unwound_user_stack() {
+    // c reads /dev/zero a MiB at a time: most samples are in the kernel, inside c's read(2).
+    let (stacks, total) = sample_without_frame_pointers("chain", &["10000", "read"], "dwarf");
+    assert!(total >= 50, "{total} samples of 10 GiB read from /dev/zero: {stacks:?}");
+    let chain = ["main", "a", "b", "c"].map(String::from);
+    // Folded stacks go from the outermost caller in: the user frames, then the kernel's, which
+    // start at the system-call entry.
+    let joined: u64 = stacks
+        .iter()
+        .filter(|(frames, _)| {
+            let at = frames.windows(4).position(|w| w == chain);
+            at.is_some_and(|at| frames[at + 4..].iter().any(|f| f.starts_with("entry_SYSCALL")))
+        })
+        .map(|(_, n)| n)
+        .sum();
+    if kernel_frames_visible() {
+        assert!(
+            joined * 2 >= total,
+            "{joined} of {total} samples are main;a;b;c;…;entry_SYSCALL…: {stacks:?}"
+        );
+    } else {
+        assert_eq!(joined, 0, "kernel frames where perf hides them: {stacks:?}");
+    }
+}
+
+#[test]
+fn an_unprivileged_user_gets_whole_callchains_of_code_without_frame_pointers() {
+    let Some(mut nobody) = pmcstat_as_nobody() else { return };
+    let program = c_program_with("chain", "chain-O2-nofp", &["-O2", "-fomit-frame-pointer"]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .unwrap();
+    let (log, folded) = (dir.path().join("chain.log"), dir.path().join("chain.folded"));
+    // perf_event_paranoid 2 is enough for one's own processes, stack copies included.
+    let args = ["-P", "cpu-clock", "-O", arg(&log), "--", arg(&program), "1500000000"];
+    let output = nobody.args(args).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report = pmcstat(Host::Linux, &["-R", arg(&log), "--folded", arg(&folded)]);
+    report.assert_status(0);
+    let stacks = parse_folded(&std::fs::read_to_string(&folded).unwrap());
+    let total: u64 = stacks.iter().map(|(_, n)| n).sum();
+    assert!(total >= 100, "{total} samples of about a second: {stacks:?}");
+    let full = full_chain_samples(&stacks);
+    assert!(full * 10 >= total * 8, "{full} of {total} samples are main;a;b;c: {stacks:?}");
+}
+
+#[test]
+fn samples_in_the_vdso_unwind_through_its_cfi_to_main() {
+    // c reads the clock in a loop: most samples are in the vDSO, called from libc from c.
+    let (stacks, total) = sample_without_frame_pointers("chain", &["30000000", "clock"], "dwarf");
+    assert!(total >= 100, "{total} samples: {stacks:?}");
+    let chain = ["main", "a", "b", "c"].map(String::from);
+    let through: u64 = stacks
+        .iter()
+        .filter(|(frames, _)| frames.windows(4).any(|w| w == chain))
+        .map(|(_, n)| n)
+        .sum();
+    // In c's loop, in libc's clock_gettime or in the vDSO: main;a;b;c in every user sample.
+    assert!(through * 10 >= total * 8, "{through} of {total} samples pass main;a;b;c: {stacks:?}");
 }

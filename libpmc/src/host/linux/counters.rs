@@ -181,20 +181,22 @@ impl Plan {
             );
             return Err(explain(Errno::Inval, why));
         }
+        let dwarf = match crate::host::call_graph() {
+            Ok(method) => method == crate::host::CallGraph::Dwarf,
+            Err(e) => return Err(explain(Errno::Inval, e.to_string())),
+        };
         let sampling = pmc.id.mode.is_sampling().then(|| Sampling {
             period: pmc.reload.max(1),
             callchain,
+            // The CFI unwinder knows x86-64's registers only.
+            user_stack: callchain && dwarf && cfg!(target_arch = "x86_64"),
             side_band: true,
         });
         Ok(Plan {
             source,
             rings: Rings { user: pmc.user, kernel: pmc.kernel },
             sampling,
-            meta: RingMeta {
-                token: pmc.token,
-                depth: if callchain { CALLCHAIN_DEPTH } else { 1 },
-                user_callchain: pmc.flags.contains(PmcFlags::USERCALLCHAIN),
-            },
+            meta: RingMeta { token: pmc.token, depth: if callchain { CALLCHAIN_DEPTH } else { 1 } },
             descendants: pmc.flags.contains(PmcFlags::DESCENDANTS),
         })
     }

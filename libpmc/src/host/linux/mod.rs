@@ -8,12 +8,16 @@
 //! TSC is `rdtsc`. Process PMCs count with perf's per-task virtualization, system PMCs with
 //! per-CPU events. A worker thread (module `worker`) posts what perf's sampling rings hold
 //! (module `rings`) into the driver: samples become CALLCHAIN records, and exec, mmap, fork and
-//! exit records become the driver's hooks, so the log is the driver's.
+//! exit records become the driver's hooks, so the log is the driver's. Samples carry a copy of
+//! the user stack unless [`crate::host::CallGraph::FramePointers`] is chosen; module `unwind`
+//! walks it with the images' CFI before the sample is posted, and joins it to the kernel frames
+//! of a kernel-mode sample.
 
 mod counters;
 mod kernel;
 mod perf;
 mod rings;
+pub mod unwind;
 mod worker;
 
 use std::collections::VecDeque;
@@ -45,6 +49,8 @@ pub struct LinuxHost {
     /// after the exec is the executable.
     pending_exec: Mutex<Vec<Pid>>,
     exited: Mutex<VecDeque<Pid>>,
+    /// Processes' mappings and images' CFI, for unwinding sampled user stacks.
+    unwinding: Mutex<unwind::Unwinding>,
 }
 
 /// Locks `m`; a thread that panicked holding it left nothing half-done that matters here.
@@ -102,6 +108,7 @@ impl LinuxHost {
             intel_model,
             pending_exec: Mutex::new(Vec::new()),
             exited: Mutex::new(VecDeque::new()),
+            unwinding: Mutex::new(unwind::Unwinding::default()),
         })
     }
 
@@ -147,12 +154,27 @@ impl LinuxHost {
     /// Posts one perf event, which happened at `time` (`CLOCK_MONOTONIC_RAW`), to the driver.
     fn post_event(&self, time: u64, event: Event) {
         match event {
-            Event::Sample { token, cpu, pid, tid, user, pcs } => {
+            Event::Sample { token, cpu, pid, tid, user, mut pcs, stack } => {
+                if let Some(stack) = stack {
+                    // The user frames from the CFI where the sampled code has it, else perf's
+                    // frame-pointer walk.
+                    let max = unwind::MAX_FRAMES.saturating_sub(stack.user_at);
+                    let frames = lock(&self.unwinding).unwind(pid, &stack, max);
+                    if let Some(frames) = frames.filter(|f| !f.is_empty()) {
+                        pcs.truncate(stack.user_at);
+                        pcs.extend(frames);
+                    }
+                }
                 let tsc = Some(self.kernel().tsc_at(time)).filter(|_| time != 0);
                 let sample = HostedSample { cpu, pid, tid, user, pcs: &pcs, tsc };
                 self.driver.hosted_sample(token, &sample);
             }
-            Event::Map { pid, start, path } => {
+            Event::Map { pid, start, mapping, path } => {
+                lock(&self.unwinding).map(pid, mapping, &path);
+                if !path.starts_with(b"/") {
+                    // The vDSO: for unwinding only (no file for the log's readers).
+                    return;
+                }
                 let waiting = {
                     let mut pending = lock(&self.pending_exec);
                     let at = pending.iter().position(|&p| p == pid);
@@ -164,6 +186,7 @@ impl LinuxHost {
                 self.driver.mmap(pid, start, start, &path);
             }
             Event::Exec { pid } => {
+                lock(&self.unwinding).exec(pid);
                 let path = super::unix_process::exe_path(pid);
                 if path.is_empty() {
                     lock(&self.pending_exec).push(pid);
@@ -174,10 +197,14 @@ impl LinuxHost {
             Event::Fork { parent, child } => {
                 // A pid used again is a new process.
                 lock(&self.exited).retain(|&p| p != child);
+                lock(&self.unwinding).fork(parent, child);
                 self.driver.process_fork(parent, child);
             }
             Event::Thread { pid, tid } => self.driver.thread_create(pid, tid),
-            Event::ProcessExit { pid } => self.ended(pid),
+            Event::ProcessExit { pid } => {
+                lock(&self.unwinding).exit(pid);
+                self.ended(pid);
+            }
             Event::ThreadExit { pid, tid } => self.driver.thread_exit(pid, tid),
             Event::Lost { token, count } => self.driver.hosted_lost(token, count),
         }

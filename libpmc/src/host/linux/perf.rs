@@ -63,6 +63,9 @@ pub(crate) struct Sampling {
     pub(crate) period: u64,
     /// Whether samples carry callchains.
     pub(crate) callchain: bool,
+    /// Whether samples carry the user registers and a copy of the user stack, for unwinding
+    /// with the images' CFI (`perf record --call-graph dwarf`).
+    pub(crate) user_stack: bool,
     /// Whether this event also reports exec, mmap, fork and exit.
     pub(crate) side_band: bool,
 }
@@ -96,8 +99,19 @@ pub(crate) fn open_counter(source: Source, rings: Rings, scope: Scope) -> io::Re
     builder(source, rings, scope).build()
 }
 
+/// The user registers samples carry for unwinding: `PERF_REG_X86_BP`, `_SP` and `_IP` (perf
+/// gives them in this order, the order of their bits).
+pub(crate) const USER_REGS: u64 = 1 << 6 | 1 << 7 | 1 << 8;
+
+/// Bytes of the user stack each sample copies from its stack pointer up, as `perf record
+/// --call-graph dwarf` copies by default: enough for the frames of ordinary code (a frame
+/// beyond it ends the callchain).
+pub(crate) const USER_STACK_BYTES: u32 = 8192;
+
 /// Bytes of each sampling ring (a power-of-two number of pages, plus the header page).
 const RING_BYTES: usize = 512 * 1024;
+/// Bytes of each sampling ring whose samples copy the user stack, where the limits allow.
+const STACK_RING_BYTES: usize = 2 * 1024 * 1024;
 
 /// Opens a sampling event, disabled, with its ring mapped.
 pub(crate) fn open_sampler(
@@ -106,6 +120,14 @@ pub(crate) fn open_sampler(
     scope: Scope,
     sampling: Sampling,
 ) -> io::Result<Sampler> {
+    if sampling.user_stack {
+        // A sample with its stack copy is about 8.5 KiB: a bigger ring where the memory-lock
+        // limits allow one (perf_event_mlock_kb, RLIMIT_MEMLOCK), else the usual one.
+        let counter = sampling_builder(source, rings, scope, sampling).build()?;
+        if let Ok(sampler) = counter.sampled(STACK_RING_BYTES) {
+            return Ok(sampler);
+        }
+    }
     sampling_builder(source, rings, scope, sampling).build()?.sampled(RING_BYTES)
 }
 
@@ -119,6 +141,10 @@ fn sampling_builder(
     let mut flags = SampleFlag::IP | SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU;
     if sampling.callchain {
         flags |= SampleFlag::CALLCHAIN;
+    }
+    if sampling.user_stack {
+        flags |= SampleFlag::REGS_USER | SampleFlag::STACK_USER;
+        b.sample_regs_user(USER_REGS).sample_stack_user(USER_STACK_BYTES);
     }
     // Sample times on CLOCK_MONOTONIC_RAW, which the host converts to TSC values for the log.
     b.sample(flags)

@@ -3,6 +3,9 @@
 
 use perf_event::Sampler;
 use perf_event::data::Record as PerfRecord;
+use perf_event::data::SampleRegsAbi;
+
+pub(crate) use super::unwind::{Mapping, UserStack};
 
 /// `PERF_RECORD_MISC_CPUMODE_MASK` and its user value.
 const MISC_CPUMODE_MASK: u16 = 0x7;
@@ -13,6 +16,8 @@ const MISC_COMM_EXEC: u16 = 0x2000;
 const CONTEXT_MARKER_MIN: u64 = (-4095i64) as u64;
 /// `PERF_CONTEXT_USER`.
 const CONTEXT_USER: u64 = (-512i64) as u64;
+/// Where x86-64's kernel half of the address space starts.
+pub(crate) const KERNEL_START: u64 = 0xffff_8000_0000_0000;
 
 /// One sampling ring and the PMC whose samples it holds.
 pub(crate) struct Ring {
@@ -30,8 +35,6 @@ pub(crate) struct RingMeta {
     pub(crate) token: u64,
     /// The deepest callchain to log (`kern.hwpmc.callchaindepth`); 1 without PMC_F_CALLCHAIN.
     pub(crate) depth: usize,
-    /// Whether kernel-mode samples get the user stack appended (PMC_F_USERCALLCHAIN).
-    pub(crate) user_callchain: bool,
 }
 
 impl Ring {
@@ -64,10 +67,20 @@ impl Ring {
 /// What one perf record says, for the driver.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Event {
-    /// A sample of the PMC `token`: the sampled PC, then the callchain.
-    Sample { token: u64, cpu: u32, pid: i32, tid: i32, user: bool, pcs: Vec<u64> },
-    /// An executable file mapping at its load base.
-    Map { pid: i32, start: u64, path: Vec<u8> },
+    /// A sample of the PMC `token`: the sampled PC, then the callchain (perf's frame-pointer
+    /// walk), and the user stack to unwind with CFI when the PMC copies it.
+    Sample {
+        token: u64,
+        cpu: u32,
+        pid: i32,
+        tid: i32,
+        user: bool,
+        pcs: Vec<u64>,
+        stack: Option<Box<UserStack>>,
+    },
+    /// An executable file mapping: its load base (`start`), where it is and the file offset it
+    /// maps.
+    Map { pid: i32, start: u64, mapping: Mapping, path: Vec<u8> },
     /// A process executed a program.
     Exec { pid: i32 },
     /// A process forked a child.
@@ -90,6 +103,18 @@ impl Event {
     }
 }
 
+/// The user stack of sample `s`, if it carries one (perf gives none for a kernel thread).
+fn user_stack(s: &perf_event::data::Sample<'_>, pcs: &[u64], user: bool) -> Option<Box<UserStack>> {
+    let regs = s.regs_user()?;
+    let bytes = s.stack_user()?;
+    if regs.abi != SampleRegsAbi::ABI_64 || regs.mask != crate::host::linux::perf::USER_REGS {
+        return None;
+    }
+    let [bp, sp, ip] = regs.regs[..] else { return None };
+    let user_at = if user { 0 } else { pcs.iter().take_while(|&&pc| pc >= KERNEL_START).count() };
+    Some(Box::new(UserStack { ip, sp, bp, bytes: bytes.to_vec(), user_at }))
+}
+
 /// The event of one perf record of `ring` (with header flags `misc`), if it says anything.
 fn event_of(ring: RingMeta, misc: u16, record: &PerfRecord<'_>) -> Option<Event> {
     Some(match record {
@@ -97,13 +122,14 @@ fn event_of(ring: RingMeta, misc: u16, record: &PerfRecord<'_>) -> Option<Event>
             let user = misc & MISC_CPUMODE_MASK == MISC_USER;
             let mut pcs = Vec::new();
             match s.callchain() {
-                Some(chain) => callchain_pcs(chain, user, ring.user_callchain, &mut pcs),
+                Some(chain) => callchain_pcs(chain, user, &mut pcs),
                 None => pcs.extend(s.ip()),
             }
             if pcs.is_empty() {
                 pcs.extend(s.ip());
             }
             pcs.truncate(ring.depth.max(1));
+            let stack = if ring.depth > 1 { user_stack(s, &pcs, user) } else { None };
             Event::Sample {
                 token: ring.token,
                 cpu: s.cpu().unwrap_or(0),
@@ -111,10 +137,11 @@ fn event_of(ring: RingMeta, misc: u16, record: &PerfRecord<'_>) -> Option<Event>
                 tid: s.tid().unwrap_or(0) as i32,
                 user,
                 pcs,
+                stack,
             }
         }
-        PerfRecord::Mmap(m) => map_event(m.pid, m.addr, m.pgoff, &m.filename)?,
-        PerfRecord::Mmap2(m) => map_event(m.pid, m.addr, m.pgoff, &m.filename)?,
+        PerfRecord::Mmap(m) => map_event(m.pid, m.addr, m.len, m.pgoff, &m.filename)?,
+        PerfRecord::Mmap2(m) => map_event(m.pid, m.addr, m.len, m.pgoff, &m.filename)?,
         PerfRecord::Comm(c) if misc & MISC_COMM_EXEC != 0 && c.pid == c.tid => {
             Event::Exec { pid: c.pid as i32 }
         }
@@ -130,12 +157,14 @@ fn event_of(ring: RingMeta, misc: u16, record: &PerfRecord<'_>) -> Option<Event>
     })
 }
 
-/// The event of an executable file mapping (none for anonymous and special mappings).
-fn map_event(pid: u32, addr: u64, pgoff: u64, filename: &[u8]) -> Option<Event> {
+/// The event of an executable file mapping or of the vDSO (none for anonymous and other special
+/// mappings).
+fn map_event(pid: u32, addr: u64, len: u64, pgoff: u64, filename: &[u8]) -> Option<Event> {
     let path = c_string(filename);
-    path.starts_with(b"/").then(|| Event::Map {
+    (path.starts_with(b"/") || path == super::unwind::VDSO_NAME).then(|| Event::Map {
         pid: pid as i32,
         start: addr.wrapping_sub(pgoff),
+        mapping: Mapping { addr, len, pgoff },
         path: path.to_vec(),
     })
 }
@@ -164,24 +193,17 @@ fn c_string(bytes: &[u8]) -> &[u8] {
 }
 
 /// The program counters of a perf callchain, without perf's context markers: the user frames
-/// of a user-mode sample; the kernel frames of a kernel-mode one, followed by the user frames
-/// when `append_user` (PMC_F_USERCALLCHAIN).
-fn callchain_pcs(chain: &[u64], user: bool, append_user: bool, pcs: &mut Vec<u64>) {
+/// of a user-mode sample; the kernel frames of a kernel-mode one followed by the user frames of
+/// the same sample, as perf joins them (FreeBSD's driver appends the user stack only with
+/// PMC_F_USERCALLCHAIN, `pmcstat -U`; on Linux the kernel and user stacks are joined always,
+/// so a page fault is charged to the user function that took it).
+fn callchain_pcs(chain: &[u64], user: bool, pcs: &mut Vec<u64>) {
     let user_start = chain.iter().position(|&pc| pc == CONTEXT_USER);
-    let frames = |part: &[u64]| {
-        part.iter().copied().filter(|&pc| pc < CONTEXT_MARKER_MIN).collect::<Vec<_>>()
+    let part = match (user, user_start) {
+        (true, Some(at)) => &chain[at..],
+        _ => chain,
     };
-    match (user, user_start) {
-        (true, Some(at)) => pcs.extend(frames(&chain[at..])),
-        (true, None) => pcs.extend(frames(chain)),
-        (false, at) => {
-            let kernel_end = at.unwrap_or(chain.len());
-            pcs.extend(frames(&chain[..kernel_end]));
-            if append_user {
-                pcs.extend(frames(&chain[kernel_end..]));
-            }
-        }
-    }
+    pcs.extend(part.iter().copied().filter(|&pc| pc < CONTEXT_MARKER_MIN));
 }
 
 #[cfg(test)]
@@ -194,18 +216,15 @@ mod tests {
     fn user_samples_keep_only_user_frames_without_markers() {
         let chain = [KERNEL, 0xffff_ffff_8100_0000, CONTEXT_USER, 0x401000, 0x401100];
         let mut pcs = Vec::new();
-        callchain_pcs(&chain, true, false, &mut pcs);
+        callchain_pcs(&chain, true, &mut pcs);
         assert_eq!(pcs, [0x401000, 0x401100]);
     }
 
     #[test]
-    fn kernel_samples_append_the_user_stack_only_when_asked() {
-        let chain = [KERNEL, 0xffff_ffff_8100_0000, CONTEXT_USER, 0x401000];
+    fn kernel_samples_carry_the_kernel_frames_then_the_user_frames() {
+        let chain = [KERNEL, 0xffff_ffff_8100_0000, 0xffff_ffff_8100_0100, CONTEXT_USER, 0x401000];
         let mut pcs = Vec::new();
-        callchain_pcs(&chain, false, false, &mut pcs);
-        assert_eq!(pcs, [0xffff_ffff_8100_0000]);
-        pcs.clear();
-        callchain_pcs(&chain, false, true, &mut pcs);
-        assert_eq!(pcs, [0xffff_ffff_8100_0000, 0x401000]);
+        callchain_pcs(&chain, false, &mut pcs);
+        assert_eq!(pcs, [0xffff_ffff_8100_0000, 0xffff_ffff_8100_0100, 0x401000]);
     }
 }

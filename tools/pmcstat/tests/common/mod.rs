@@ -284,9 +284,15 @@ pub(crate) fn write_log(dir: &Path, bytes: &[u8]) -> PathBuf {
 /// `cc -O1 -fno-omit-frame-pointer` into Cargo's temporary directory for tests. The path is
 /// canonical, as the kernel reports it in the log.
 pub(crate) fn c_program(name: &str) -> PathBuf {
+    c_program_with(name, name, &["-O1", "-fno-omit-frame-pointer"])
+}
+
+/// The C program `tests/programs/NAME.c` built once per test process with `flags` as `output`
+/// (see [`c_program`]).
+pub(crate) fn c_program_with(name: &str, output: &str, flags: &[&str]) -> PathBuf {
     static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
     let mut built = BUILT.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(path) = built.get(name) {
+    if let Some(path) = built.get(output) {
         return path.clone();
     }
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
@@ -294,23 +300,24 @@ pub(crate) fn c_program(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     // Built under a name of this process and renamed into place, so that test binaries running
     // at the same time never see a half-written program.
-    let scratch = dir.join(format!("{name}.{}", std::process::id()));
-    let output = Command::new("cc")
-        .args(["-O1", "-fno-omit-frame-pointer", "-o"])
+    let scratch = dir.join(format!("{output}.{}", std::process::id()));
+    let compiled = Command::new("cc")
+        .args(flags)
+        .arg("-o")
         .arg(&scratch)
         .arg(&source)
         .output()
         .expect("the end-to-end tests need a C compiler (cc)");
     assert!(
-        output.status.success(),
+        compiled.status.success(),
         "cc {}: {}",
         source.display(),
-        String::from_utf8_lossy(&output.stderr)
+        String::from_utf8_lossy(&compiled.stderr)
     );
-    let path = dir.join(name);
+    let path = dir.join(output);
     std::fs::rename(&scratch, &path).unwrap();
     let path = path.canonicalize().unwrap();
-    built.insert(name.to_owned(), path.clone());
+    built.insert(output.to_owned(), path.clone());
     path
 }
 
