@@ -84,15 +84,22 @@ fn run(o: &cli::Options) -> Result<i32, Failure> {
 /// events this host cannot count ([`listing_text`]).
 fn list_events() -> Result<i32, Failure> {
     let listing = api::event_listing().map_err(|e| Failure::pmc("listing events", &e))?;
-    write_stdout(listing_text(&listing).as_bytes())?;
+    let rate = |event: &pmc::events::ListedEvent| {
+        api::lookup_event(&event.name).ok().map(|e| rate_text(&e))
+    };
+    write_stdout(listing_text(&listing, rate).as_bytes())?;
     Ok(0)
 }
 
 /// What `-L` prints: as FreeBSD, each class name on a line of its own and its events below it
-/// after a tab, here each followed by its category (vendor-table events); then, under a
+/// after a tab, here each followed by its default sampling rate with its unit (`rate`: `every
+/// 2000003 events`, `every 1000000 ns`) and its category (vendor-table events); then, under a
 /// `CLASS (not available on this host)` header, the CPU model's events this host cannot count,
 /// each with the reason, and a last line naming the CPU and its tables.
-pub fn listing_text(listing: &pmc::events::EventListing) -> String {
+pub fn listing_text(
+    listing: &pmc::events::EventListing,
+    rate: impl Fn(&pmc::events::ListedEvent) -> Option<String>,
+) -> String {
     let mut out = String::new();
     let mut class = None;
     for event in &listing.offered {
@@ -100,10 +107,11 @@ pub fn listing_text(listing: &pmc::events::EventListing) -> String {
             out += &format!("{}\n", event.class.name());
             class = Some(event.class);
         }
-        match event.category {
-            Some(category) => out += &format!("\t{:<56} {category}\n", event.name),
-            None => out += &format!("\t{}\n", event.name),
-        }
+        let rate = rate(event).unwrap_or_default();
+        let category = event.category.unwrap_or_default();
+        let line = format!("\t{:<56} {rate:<24} {category}", event.name);
+        out += line.trim_end();
+        out.push('\n');
     }
     let mut class = None;
     for missing in &listing.unavailable {
@@ -165,6 +173,29 @@ fn rings_text(usr: bool, os: bool) -> &'static str {
         (false, true) => "kernel",
         _ => "user and kernel",
     }
+}
+
+/// An event's default sampling rate with its unit, as `-L` shows it: `every 2000003 events`,
+/// `every 1000000 ns` (the Linux clock events), `every 1 ticks` (FreeBSD's clock events),
+/// `counts only` (the TSC).
+pub fn rate_text(event: &pmc::events::Event) -> String {
+    match event.kind {
+        pmc::events::EventKind::Tsc => "counts only".to_owned(),
+        _ => format!("every {}", rate_unit(event)),
+    }
+}
+
+/// `N UNIT` for an event's default rate.
+fn rate_unit(event: &pmc::events::Event) -> String {
+    use pmc::events::EventKind;
+    let unit = match &event.kind {
+        EventKind::Soft { name } if pmc::host::is_clock_event(name) => "ns",
+        EventKind::Soft { name } if pmc::events::freebsd_soft_events().any(|n| n == name) => {
+            "ticks of the kernel's clock"
+        }
+        _ => "events",
+    };
+    format!("{} {unit}", event.default_rate)
 }
 
 /// What `-u` prints about an event: one `label: value` line each for its name (and the spec
@@ -248,10 +279,7 @@ pub fn describe_event_text(event: &pmc::events::Event) -> String {
             event.default_rate,
             1_000_000_000 / event.default_rate.max(1)
         ),
-        EventKind::Soft { name } if pmc::events::freebsd_soft_events().any(|n| n == name) => {
-            format!("{} ticks of the kernel's clock (when -n is not given)", event.default_rate)
-        }
-        _ => format!("{} events (when -n is not given)", event.default_rate),
+        _ => format!("{} (when -n is not given)", rate_unit(event)),
     };
     lines.push(("sampling rate", rate));
     lines
@@ -294,6 +322,19 @@ mod tests {
     }
 
     #[test]
+    fn the_default_rate_is_shown_with_its_unit() {
+        let soft = |name: &str, rate| {
+            event(name, name, Class::Soft, EventKind::Soft { name: name.into() }, rate)
+        };
+        assert_eq!(rate_text(&soft("cpu-clock", 1_000_000)), "every 1000000 ns");
+        assert_eq!(rate_text(&soft("page-faults", 1)), "every 1 events");
+        assert_eq!(rate_text(&soft("CLOCK.PROF", 1)), "every 1 ticks of the kernel's clock");
+        let iap = event("X", "x", Class::Iap, EventKind::Iap { evtsel: 0xc0 }, 2_000_003);
+        assert_eq!(rate_text(&iap), "every 2000003 events");
+        assert_eq!(rate_text(&event("TSC", "tsc", Class::Tsc, EventKind::Tsc, 1)), "counts only");
+    }
+
+    #[test]
     fn listing_shows_classes_categories_and_what_the_host_cannot_count() {
         use pmc::events::{EventListing, ListedEvent, UnavailableEvent};
         let listed =
@@ -316,14 +357,15 @@ mod tests {
             ],
             missing_reason: Some("no PMU".into()),
         };
+        let rate = |e: &ListedEvent| (e.class == Class::Soft).then(|| "every 1000000 ns".into());
         assert_eq!(
-            listing_text(&listing),
+            listing_text(&listing, rate),
             format!(
-                "TSC\n\tTSC\nSOFT\n\tcpu-clock\n\
+                "TSC\n\tTSC\nSOFT\n\t{:<56} every 1000000 ns\n\
                  IAF (not available on this host: no PMU)\n\t{:<56} pipeline [Core]: fixed counter 3\n\
                  IAP (not available on this host: no PMU)\n\t{:<56} branch\n\
                  # CPU GenuineIntel-6-97-2, event tables: alderlake_gracemont, alderlake_goldencove\n",
-                "TOPDOWN.SLOTS", "BR_INST_RETIRED.ALL_BRANCHES"
+                "cpu-clock", "TOPDOWN.SLOTS", "BR_INST_RETIRED.ALL_BRANCHES"
             )
         );
     }

@@ -43,6 +43,13 @@ fn list_shows_class_and_category_for_the_model() {
             .to_string()
     };
     assert!(line("BR_MISP_RETIRED.ALL_BRANCHES").ends_with(" branch"));
+    // Each offered event shows its default rate with its unit: Intel's sample-after value.
+    let rate = |name: &str| {
+        let text = line(name);
+        let (_, after) = text.split_once(" every ").unwrap_or_else(|| panic!("{text}"));
+        after.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+    };
+    assert_eq!(rate("BR_MISP_RETIRED.ALL_BRANCHES"), "400009 events");
     assert!(line("L2_RQSTS.ALL_DEMAND_MISS").ends_with(" cache"));
     // Sapphire Rapids places TOPDOWN.SLOTS on fixed counter 3, which the driver lacks.
     assert!(line("TOPDOWN.SLOTS").contains("fixed counter 3"));
@@ -60,4 +67,15 @@ fn a_malformed_pmc_cpuid_is_an_error_that_shows_the_format() {
         assert!(line.contains(bad) && line.contains("GenuineIntel-6-8F-8"), "{bad}: {line}");
         assert_eq!(run.stdout, "");
     }
+}
+
+#[test]
+fn list_shows_the_linux_clock_events_rates_in_nanoseconds() {
+    let run = common::pmcstat(Host::Linux, &["-L"]);
+    run.assert_status(0);
+    let line = |name: &str| {
+        run.stdout.lines().find(|l| l.split_whitespace().next() == Some(name)).unwrap().to_string()
+    };
+    assert!(line("cpu-clock").ends_with(" every 1000000 ns"), "{}", line("cpu-clock"));
+    assert!(line("page-faults").ends_with(" every 1 events"), "{}", line("page-faults"));
 }

@@ -51,6 +51,11 @@ pub struct LinuxHost {
     exited: Mutex<VecDeque<Pid>>,
     /// Processes' mappings and images' CFI, for unwinding sampled user stacks.
     unwinding: Mutex<unwind::Unwinding>,
+    /// Held for a whole [`LinuxHost::service`]: the worker, a thread that reaped a child and a
+    /// thread flushing the log may each service at once, and one's drain must be posted before
+    /// another tells the driver its processes ended (a sample posted after its process was
+    /// detached is dropped).
+    servicing: Mutex<()>,
 }
 
 /// Locks `m`; a thread that panicked holding it left nothing half-done that matters here.
@@ -109,6 +114,7 @@ impl LinuxHost {
             pending_exec: Mutex::new(Vec::new()),
             exited: Mutex::new(VecDeque::new()),
             unwinding: Mutex::new(unwind::Unwinding::default()),
+            servicing: Mutex::new(()),
         })
     }
 
@@ -120,6 +126,7 @@ impl LinuxHost {
     /// report lost samples and write its full log buffers (the worker's round; also before the
     /// log is flushed or closed, and after a child is reaped).
     fn service(&self) {
+        let _one_at_a_time = lock(&self.servicing);
         post_to(self, self.kernel().counters.drain());
         for pid in self.kernel().counters.live_targets() {
             if !kernel::process_running(pid) {
