@@ -358,6 +358,24 @@ pub(crate) fn samples_per_pmc(log: &[u8]) -> HashMap<u32, u64> {
     counts
 }
 
+/// Every file under `dir` (recursively), relative to it, sorted.
+pub(crate) fn files_under(dir: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.push(path.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
 /// Encodes `records` as a log (TSC 0), as a crafted log for pmcstat to read.
 pub(crate) fn encode_log(records: &[pmclog::Record<'_>]) -> Vec<u8> {
     let mut log = Vec::new();
