@@ -2,12 +2,10 @@
 //! never lead outside the output directory, and files a log names are read for symbols only if
 //! they are regular files.
 
-mod common;
-
 use std::io::Write;
 use std::time::Duration;
 
-use common::{Host, arg, c_program, encode_log, files_under, start_pmcstat};
+use hwpmc_tests::{Host, arg, c_program, encode_log, files_under, start_pmcstat};
 use pmclog::{
     Callchain, CallchainFlags, DynLayout, MapIn, PmcAllocateDyn, ProgramCounters, Record,
 };
@@ -100,7 +98,7 @@ fn a_fifo_named_in_a_log_is_not_opened_and_the_report_still_comes() {
 fn peak_memory(args: &[&str]) -> (i32, u64) {
     // Reaped by wait4 below, which also gives its resource usage.
     #[allow(clippy::zombie_processes)]
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_pmcstat"))
+    let child = std::process::Command::new(hwpmc_tests::pmcstat_binary())
         .args(args)
         .env("PMC_HOST", "linux")
         .stdout(std::process::Stdio::null())

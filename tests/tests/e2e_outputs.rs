@@ -6,13 +6,11 @@
 //! they are read back by the tools they are for — GNU gprof and callgrind_annotate, when
 //! installed (a test without its tool says so and passes) — on a real C program.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{
+use hwpmc_tests::{
     Host, Run, arg, c_program, files_under, one_line_error, parse_folded, parse_top, pmcstat,
     sample_hot, write_log,
 };
