@@ -598,6 +598,14 @@ mod tests {
         parse(args.iter().map(OsString::from))
     }
 
+    /// The usage error `args` give (the test fails if they give none).
+    fn msg(args: &[&str]) -> String {
+        match parse_str(args) {
+            Err(CliError::Usage(m)) => m,
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+
     #[test]
     fn toggles_apply_to_the_pmcs_that_follow_them() {
         let o = parse_str(&["-P", "a", "-N", "-P", "b", "-d", "-p", "c", "--", "true"]).unwrap();
@@ -641,10 +649,6 @@ mod tests {
 
     #[test]
     fn mistakes_are_usage_errors_that_say_what_is_wrong() {
-        let msg = |args: &[&str]| match parse_str(args) {
-            Err(CliError::Usage(m)) => m,
-            other => panic!("{args:?}: {other:?}"),
-        };
         assert!(msg(&[]).contains("no PMC"));
         assert!(msg(&["-p", "x"]).contains("need a command"));
         assert!(msg(&["-R", "f", "-p", "x"]).contains("-R"));
@@ -653,10 +657,6 @@ mod tests {
 
     #[test]
     fn every_number_is_range_checked_and_the_error_names_the_range() {
-        let msg = |args: &[&str]| match parse_str(args) {
-            Err(CliError::Usage(m)) => m,
-            other => panic!("{args:?}: {other:?}"),
-        };
         let year = "31536000 seconds (a year)";
         let w = format!("the printing interval must be from 0.01 to {year}");
         let l = format!("the duration must be from 0.001 to {year}");
@@ -715,10 +715,6 @@ mod tests {
 
     #[test]
     fn cpu_lists_are_checked_before_they_are_expanded() {
-        let msg = |args: &[&str]| match parse_str(args) {
-            Err(CliError::Usage(m)) => m,
-            other => panic!("{args:?}: {other:?}"),
-        };
         for list in ["0-4294967295", "4095", "0-99999999999999999999"] {
             let m = msg(&["-c", list, "-s", "x"]);
             assert!(m.contains("beyond the highest CPU number a PMC can name (4094)"), "{m}");
@@ -728,10 +724,6 @@ mod tests {
 
     #[test]
     fn an_option_that_applies_to_no_later_pmc_is_a_usage_error() {
-        let msg = |args: &[&str]| match parse_str(args) {
-            Err(CliError::Usage(m)) => m,
-            other => panic!("{args:?}: {other:?}"),
-        };
         for (args, says) in [
             (&["-s", "x", "-c", "1"][..], "-c 1 applies to the system PMCs"),
             (&["-c", "1", "-p", "x", "true"], "-c 1 applies to the system PMCs"),
@@ -751,10 +743,6 @@ mod tests {
 
     #[test]
     fn options_the_run_would_ignore_are_usage_errors() {
-        let msg = |args: &[&str]| match parse_str(args) {
-            Err(CliError::Usage(m)) => m,
-            other => panic!("{args:?}: {other:?}"),
-        };
         let no_samples = "work on samples: add a sampling PMC (-P/-S), or analyse a log with -R";
         for args in [
             &["-p", "x", "-G", "cg", "true"][..],

@@ -1,6 +1,6 @@
 //! pmcstat(8) as a library: the command line ([`cli`]), measurements over libpmc ([`measure`]),
-//! counting output ([`counts`]), and the offline analysis of pmclog files ([`analysis`],
-//! [`report`]).
+//! the signals that end them ([`signals`]), counting output ([`counts`]), and the offline
+//! analysis of pmclog files ([`analysis`], [`report`]).
 
 pub mod analysis;
 pub mod cli;

@@ -419,12 +419,22 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 }
             }
         };
+        // Woken every interval only for something to do then: counts or a profile to print, a
+        // deadline, or attached processes to look for (a launched command's end and signals
+        // wake the loop themselves).
+        let periodic = print_counts || live.is_some() || (child.is_none() && !targets.is_empty());
         let ending = loop {
             let timeout = match deadline {
                 Some(d) => interval.min(d.saturating_duration_since(Instant::now())),
-                None => interval,
+                None if periodic => interval,
+                None => Duration::MAX,
             };
-            match rx.recv_timeout(timeout) {
+            let woken = if timeout == Duration::MAX {
+                rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected)
+            } else {
+                rx.recv_timeout(timeout)
+            };
+            match woken {
                 Ok(Wake::CommandEnded(status)) => {
                     break Ending::Command(
                         status.map_err(|e| Failure::pmc("waiting for the command", &e))?,

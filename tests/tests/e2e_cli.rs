@@ -2,12 +2,10 @@
 //! examples, `--version`, the manual page and completion scripts generated from the same
 //! definition, and a quiet end when the reader of its output goes away.
 
-mod common;
-
 use std::io::Read;
 use std::process::{Command, Stdio};
 
-use common::{Host, arg, encode_log, one_line_error, pmcstat};
+use hwpmc_tests::{Host, arg, encode_log, one_line_error, pmcstat};
 
 #[test]
 fn h_and_help_print_the_event_syntax_units_and_examples() {
@@ -81,7 +79,7 @@ fn a_closed_output_pipe_ends_pmcstat_quietly_as_sigpipe_would() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("big.log");
     std::fs::write(&log, encode_log(&records)).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pmcstat"))
+    let mut child = Command::new(hwpmc_tests::pmcstat_binary())
         .args(["-R", arg(&log)])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -136,21 +134,21 @@ impl Drop for Tmux {
 
 #[test]
 fn t_on_a_terminal_is_a_full_screen_view_that_leaves_the_final_profile() {
-    let hot = common::c_program("hot");
+    let hot = hwpmc_tests::c_program("hot");
     let command = format!(
         "PMC_HOST=linux {} -T -w 0.2 -P cpu-clock -- {} 2000000000; echo status=$?; sleep 60",
-        env!("CARGO_BIN_EXE_pmcstat"),
+        hwpmc_tests::pmcstat_binary().display(),
         arg(&hot)
     );
     let Some(tmux) = Tmux::start(&command) else { return };
     // While it runs: the title, a table with its header and the hint, on the whole screen.
-    common::wait_for("the live view", || {
+    hwpmc_tests::wait_for("the live view", || {
         let screen = tmux.screen();
         screen.contains("self%") && screen.contains("hot_function") && screen.contains("^C ends")
     });
     let live = tmux.screen();
     assert!(live.lines().next().unwrap().contains(" samples"), "{live}");
-    common::wait_for("the end of the run", || tmux.screen().contains("status=0"));
+    hwpmc_tests::wait_for("the end of the run", || tmux.screen().contains("status=0"));
     // After it: the normal screen again, with the final profile as text.
     let after = tmux.screen();
     assert!(after.contains("@ cpu-clock [") && after.contains("hot_function"), "{after}");

@@ -1,9 +1,9 @@
 //! `pmcstat -R` on logs written by pmcstat on the simulated machine: the text dump is the pmclog
 //! crate's, byte for byte, and the `-G` call graph accounts for every sample of every PMC.
 
-mod common;
-
-use common::{Host, allocations, arg, parse_callgraph, pmcstat, record_offsets, samples_per_pmc};
+use hwpmc_tests::{
+    Host, allocations, arg, parse_callgraph, pmcstat, record_offsets, samples_per_pmc,
+};
 use pmc::events::pmu_table::PmuEventNames;
 
 /// A log of `hot-cold` with three sampling PMCs at different rates, written into `dir`:
@@ -107,7 +107,7 @@ fn a_corrupt_log_dumps_what_precedes_the_bad_record_then_names_its_offset() {
     std::fs::write(&corrupt, &bytes).unwrap();
 
     let run = pmcstat(Host::Sim, &["-R", arg(&corrupt)]);
-    let line = common::one_line_error(&run);
+    let line = hwpmc_tests::one_line_error(&run);
     let mut expected = Vec::new();
     let end = pmclog::dump_bytes_with_names(&bytes, PmuEventNames, &mut expected).unwrap();
     assert_eq!(run.stdout.as_bytes(), expected.as_slice(), "the nine good records");

@@ -1,17 +1,15 @@
 //! pmcstat end to end on the Linux host (`PMC_HOST=linux`) with real programs: the C programs of
-//! `tests/programs/`, built by the tests, and the shell.
+//! `programs/` of this package, built by the tests, and the shell.
 //!
 //! Only software events are used (this machine may have no hardware PMU), and nothing depends on
 //! timing: counts are checked against lower bounds that the work guarantees, and sampling
 //! against where most of the time must go (`hot_function` runs 20 times longer than
 //! `cold_function`, and everything else is start-up).
 
-mod common;
-
 use pmc::events::pmu_table::PmuEventNames;
 use std::sync::OnceLock;
 
-use common::{
+use hwpmc_tests::{
     Host, Json, Run, allocations, arg, c_program, c_program_with, one_line_error, parse_callgraph,
     parse_folded, parse_top, pmcstat, pmcstat_as_nobody, sample_hot, samples_per_pmc, write_log,
 };

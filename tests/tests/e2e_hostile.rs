@@ -2,29 +2,31 @@
 //! never lead outside the output directory, and files a log names are read for symbols only if
 //! they are regular files.
 
-mod common;
-
 use std::io::Write;
 use std::time::Duration;
 
-use common::{Host, arg, c_program, encode_log, start_pmcstat};
+use hwpmc_tests::{Host, arg, c_program, encode_log, files_under, start_pmcstat};
 use pmclog::{
     Callchain, CallchainFlags, DynLayout, MapIn, PmcAllocateDyn, ProgramCounters, Record,
 };
 
 const PMCID: u32 = 0x4000_0100;
 
-/// A log whose PMC is named `event` and whose samples fall in the image `image` mapped at
-/// 0x400000 in process 7.
-fn log_with(event: &str, image: &str) -> Vec<u8> {
-    let pcs = [0x401000u64, 0x401100];
-    let sample = Record::Callchain(Callchain {
+/// A user-mode sample of thread 8 of process 7 with the program counters `pcs`.
+fn sample(pcs: &[u64]) -> Record<'_> {
+    Record::Callchain(Callchain {
         pid: 7,
         tid: 8,
         pmcid: PMCID,
         cpuflags: CallchainFlags::new(0, 1),
-        pcs: ProgramCounters::from_words(&pcs),
-    });
+        pcs: ProgramCounters::from_words(pcs),
+    })
+}
+
+/// A log whose PMC is named `event` and whose samples fall in the image `image` mapped at
+/// 0x400000 in process 7.
+fn log_with(event: &str, image: &str) -> Vec<u8> {
+    let pcs = [0x401000u64, 0x401100];
     let mut records = vec![
         Record::PmcAllocateDyn(PmcAllocateDyn {
             pmcid: PMCID,
@@ -36,26 +38,8 @@ fn log_with(event: &str, image: &str) -> Vec<u8> {
         }),
         Record::MapIn(MapIn { pid: 7, start: 0x400000, path: image.as_bytes() }),
     ];
-    records.extend(std::iter::repeat_n(sample, 5));
+    records.extend(std::iter::repeat_n(sample(&pcs), 5));
     encode_log(&records)
-}
-
-/// Every file under `dir`, relative to it.
-fn files_under(dir: &std::path::Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                out.push(path.strip_prefix(dir).unwrap().display().to_string());
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 #[test]
@@ -114,7 +98,7 @@ fn a_fifo_named_in_a_log_is_not_opened_and_the_report_still_comes() {
 fn peak_memory(args: &[&str]) -> (i32, u64) {
     // Reaped by wait4 below, which also gives its resource usage.
     #[allow(clippy::zombie_processes)]
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_pmcstat"))
+    let child = std::process::Command::new(hwpmc_tests::pmcstat_binary())
         .args(args)
         .env("PMC_HOST", "linux")
         .stdout(std::process::Stdio::null())
@@ -149,14 +133,7 @@ fn a_log_larger_than_the_memory_bound_is_read_in_bounded_memory() {
     while written < LOG_BYTES {
         let depth = 8 + (n % 57) as usize;
         let pcs: Vec<u64> = (0..depth as u64).map(|i| 0x401000 + 16 * ((n + i) % 7)).collect();
-        let sample = Record::Callchain(Callchain {
-            pid: 7,
-            tid: 8,
-            pmcid: PMCID,
-            cpuflags: CallchainFlags::new(0, 1),
-            pcs: ProgramCounters::from_words(&pcs),
-        });
-        let len = pmclog::encode(&sample, n, &mut buf).unwrap();
+        let len = pmclog::encode(&sample(&pcs), n, &mut buf).unwrap();
         log.write_all(&buf[..len]).unwrap();
         written += len;
         n += 1;

@@ -1,9 +1,9 @@
 //! pmcstat's failures end to end: each is one line on standard error that says what is wrong,
 //! and a non-zero exit status (sysexits(3), as FreeBSD's pmcstat) — never a panic.
 
-mod common;
-
-use common::{Host, arg, one_line_error, pmcstat, pmcstat_as_nobody, pmcstat_env, record_offsets};
+use hwpmc_tests::{
+    Host, arg, one_line_error, pmcstat, pmcstat_as_nobody, pmcstat_env, record_offsets,
+};
 
 /// `EX_USAGE`, `EX_DATAERR`, `EX_NOINPUT`, `EX_UNAVAILABLE`, `EX_IOERR` of sysexits(3).
 const EX_USAGE: i32 = 64;
@@ -13,7 +13,7 @@ const EX_UNAVAILABLE: i32 = 69;
 const EX_IOERR: i32 = 74;
 
 #[track_caller]
-fn fails_with(run: &common::Run, status: i32, words: &[&str]) {
+fn fails_with(run: &hwpmc_tests::Run, status: i32, words: &[&str]) {
     let line = one_line_error(run);
     assert_eq!(run.status, status, "pmcstat {:?}\n{}", run.args, run.describe());
     for word in words {
@@ -199,7 +199,7 @@ fn endless_or_random_input_fails_at_once() {
         for analysis in [&[][..], &["-G", "-"], &["--top", "3"]] {
             let mut args = vec!["-R", input];
             args.extend_from_slice(analysis);
-            let run = common::start_pmcstat(Host::Sim, &args)
+            let run = hwpmc_tests::start_pmcstat(Host::Sim, &args)
                 .finish_within(std::time::Duration::from_secs(60));
             let line = one_line_error(&run);
             assert_eq!(run.status, EX_DATAERR, "{}", run.describe());
@@ -349,7 +349,7 @@ fn an_unknown_host_or_simulated_machine_is_an_error_listing_the_valid_ones() {
         let run = pmcstat_env(Host::Sim, &[env], &["-p", "instructions", "hot-cold"]);
         fails_with(&run, EX_UNAVAILABLE, says);
     }
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_pmcstat"));
+    let mut command = std::process::Command::new(hwpmc_tests::pmcstat_binary());
     let output = command.args(["-p", "task-clock", "true"]).env("PMC_HOST", "bogus").output();
     let output = output.unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -1,12 +1,10 @@
-//! What pmcstat's end-to-end tests share: running the `pmcstat` binary on a host, building the C
-//! test programs of `tests/programs/`, reading logs with the pmclog crate, and parsing pmcstat's
-//! outputs (the `-G` call graph, folded stacks, the `--top` flat profile, `--json`) back into
-//! values.
+//! The workspace's end-to-end tests (`tests/tests/`) and what they share: running pmcstat as a
+//! separate process on a host (and signalling it), building the C test programs of
+//! `programs/`, crafting logs with the pmclog encoder and reading them back, and parsing
+//! pmcstat's outputs (the `-G` call graph, folded stacks, the `--top` flat profile, `--json`)
+//! back into values.
 //!
 //! The parsers are strict: a line that does not have the documented layout fails the test.
-
-// Each test binary uses a different part of this module.
-#![allow(dead_code)]
 
 use pmc::events::pmu_table::PmuEventNames;
 use std::collections::HashMap;
@@ -16,7 +14,7 @@ use std::sync::{Mutex, OnceLock};
 
 /// The host pmcstat runs on (`PMC_HOST`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Host {
+pub enum Host {
     /// `perf_event_open(2)`: software events only on this VM.
     Linux,
     /// The simulated Skylake machine: exact counts.
@@ -32,30 +30,44 @@ impl Host {
     }
 }
 
+/// Cargo's output directory of the running test (`target/debug`): the test binary is in its
+/// `deps/`.
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let deps = exe.parent().expect("the test binary is in a directory");
+    deps.parent().unwrap_or(deps).to_path_buf()
+}
+
+/// The pmcstat executable the tests run: this package's `pmcstat-e2e` (pmcstat's `main`),
+/// which Cargo builds before it runs this package's tests.
+pub fn pmcstat_binary() -> PathBuf {
+    target_dir().join("pmcstat-e2e")
+}
+
 /// A finished pmcstat run.
 #[derive(Debug, Clone)]
-pub(crate) struct Run {
+pub struct Run {
     /// The arguments, for messages.
-    pub(crate) args: Vec<String>,
+    pub args: Vec<String>,
     /// The exit status.
-    pub(crate) status: i32,
+    pub status: i32,
     /// Standard output.
-    pub(crate) stdout: String,
+    pub stdout: String,
     /// Standard error.
-    pub(crate) stderr: String,
+    pub stderr: String,
 }
 
 impl Run {
     /// Asserts that pmcstat exited with `status`, showing everything it printed otherwise.
     #[track_caller]
-    pub(crate) fn assert_status(&self, status: i32) -> &Self {
+    pub fn assert_status(&self, status: i32) -> &Self {
         assert_eq!(self.status, status, "pmcstat {:?}\n{}", self.args, self.describe());
         self.assert_no_panic()
     }
 
     /// Asserts that nothing on standard error looks like a panic.
     #[track_caller]
-    pub(crate) fn assert_no_panic(&self) -> &Self {
+    pub fn assert_no_panic(&self) -> &Self {
         for word in ["panicked", "RUST_BACKTRACE", "stack backtrace"] {
             assert!(
                 !self.stderr.contains(word),
@@ -68,7 +80,7 @@ impl Run {
     }
 
     /// Standard output and standard error, for failure messages.
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         format!(
             "status {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
             self.status, self.stdout, self.stderr
@@ -77,15 +89,15 @@ impl Run {
 }
 
 /// Runs pmcstat with `args` on `host`.
-pub(crate) fn pmcstat(host: Host, args: &[&str]) -> Run {
+pub fn pmcstat(host: Host, args: &[&str]) -> Run {
     pmcstat_env(host, &[], args)
 }
 
 /// Runs pmcstat with `args` on `host` with extra environment variables. The simulator's
 /// `PMC_SIM_*` variables are cleared first (the defaults: 2 CPUs, Skylake, seed 1), and
 /// `RUST_BACKTRACE=1` makes any panic visible on standard error.
-pub(crate) fn pmcstat_env(host: Host, env: &[(&str, &str)], args: &[&str]) -> Run {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_pmcstat"));
+pub fn pmcstat_env(host: Host, env: &[(&str, &str)], args: &[&str]) -> Run {
+    let mut command = Command::new(pmcstat_binary());
     command.args(args).env("PMC_HOST", host.name()).env("RUST_BACKTRACE", "1");
     for var in ["PMC_SIM_CPUS", "PMC_SIM_MODEL", "PMC_SIM_SEED"] {
         command.env_remove(var);
@@ -108,15 +120,15 @@ pub(crate) fn pmcstat_env(host: Host, env: &[(&str, &str)], args: &[&str]) -> Ru
 }
 
 /// A pmcstat started in the background, to be signalled while it measures.
-pub(crate) struct Running {
+pub struct Running {
     child: std::process::Child,
     args: Vec<String>,
 }
 
 /// Starts pmcstat with `args` on `host` without waiting for it (standard output and error are
 /// collected for [`Running::finish`]).
-pub(crate) fn start_pmcstat(host: Host, args: &[&str]) -> Running {
-    let child = Command::new(env!("CARGO_BIN_EXE_pmcstat"))
+pub fn start_pmcstat(host: Host, args: &[&str]) -> Running {
+    let child = Command::new(pmcstat_binary())
         .args(args)
         .env("PMC_HOST", host.name())
         .env("RUST_BACKTRACE", "1")
@@ -129,13 +141,13 @@ pub(crate) fn start_pmcstat(host: Host, args: &[&str]) -> Running {
 
 impl Running {
     /// pmcstat's pid.
-    pub(crate) fn pid(&self) -> i32 {
+    pub fn pid(&self) -> i32 {
         self.child.id() as i32
     }
 
     /// Waits (up to a minute) until pmcstat catches SIGINT, SIGTERM and SIGHUP, as its
     /// `/proc/PID/status` shows: from then on a signal reaches its handler.
-    pub(crate) fn wait_until_catching_signals(&self) {
+    pub fn wait_until_catching_signals(&self) {
         let wanted: u64 =
             [libc::SIGINT, libc::SIGTERM, libc::SIGHUP].iter().map(|s| 1u64 << (s - 1)).sum();
         let status = format!("/proc/{}/status", self.pid());
@@ -150,14 +162,14 @@ impl Running {
     }
 
     /// Sends `signal` to pmcstat.
-    pub(crate) fn signal(&self, signal: i32) {
+    pub fn signal(&self, signal: i32) {
         send_signal(self.pid(), signal);
     }
 
     /// Waits for pmcstat to end, at most `limit`: a pmcstat still running then hangs, and is
     /// killed and the test fails.
     #[track_caller]
-    pub(crate) fn finish_within(self, limit: std::time::Duration) -> Run {
+    pub fn finish_within(self, limit: std::time::Duration) -> Run {
         let deadline = std::time::Instant::now() + limit;
         let pid = self.pid();
         let mut child = self.child;
@@ -175,7 +187,7 @@ impl Running {
 
     /// Waits for pmcstat to end: the run (status -1 if a signal killed it) and the signal that
     /// killed it, if one did.
-    pub(crate) fn finish(self) -> (Run, Option<i32>) {
+    pub fn finish(self) -> (Run, Option<i32>) {
         use std::os::unix::process::ExitStatusExt;
         let output = self.child.wait_with_output().expect("waiting for pmcstat");
         let run = Run {
@@ -189,7 +201,7 @@ impl Running {
 }
 
 /// Sends `signal` to process `pid`.
-pub(crate) fn send_signal(pid: i32, signal: i32) {
+pub fn send_signal(pid: i32, signal: i32) {
     // SAFETY: kill(2) takes no pointers.
     let r = unsafe { libc::kill(pid, signal) };
     assert_eq!(r, 0, "kill({pid}, {signal}): {}", std::io::Error::last_os_error());
@@ -198,7 +210,7 @@ pub(crate) fn send_signal(pid: i32, signal: i32) {
 /// Waits (up to a minute, polling every 10 ms) until `done` holds; fails the test naming
 /// `what` otherwise.
 #[track_caller]
-pub(crate) fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !done() {
         assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
@@ -207,7 +219,7 @@ pub(crate) fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 }
 
 /// Whether process `pid` is gone or a zombie (it ran its last instruction).
-pub(crate) fn process_ended(pid: i32) -> bool {
+pub fn process_ended(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // `pid (comm) STATE ...`; comm may hold spaces and parentheses.
         Ok(stat) => {
@@ -221,7 +233,7 @@ pub(crate) fn process_ended(pid: i32) -> bool {
 /// line on standard error starting with `pmcstat: `, and no panic text. Returns the line without
 /// its newline.
 #[track_caller]
-pub(crate) fn one_line_error(run: &Run) -> &str {
+pub fn one_line_error(run: &Run) -> &str {
     run.assert_no_panic();
     assert!(run.status != 0 && run.status != 101, "pmcstat {:?}\n{}", run.args, run.describe());
     let line = run.stderr.strip_suffix('\n').unwrap_or_else(|| {
@@ -237,13 +249,13 @@ pub(crate) fn one_line_error(run: &Run) -> &str {
 }
 
 /// A path as an argument.
-pub(crate) fn arg(path: &Path) -> &str {
+pub fn arg(path: &Path) -> &str {
     path.to_str().expect("test paths are UTF-8")
 }
 
 /// The `pmcstat` binary run as user and group 65534 (nobody) with `PMC_HOST=linux`, through
 /// util-linux's setpriv: `None`, with a note, unless the test runs as root and setpriv exists.
-pub(crate) fn pmcstat_as_nobody() -> Option<Command> {
+pub fn pmcstat_as_nobody() -> Option<Command> {
     let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
         s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
     });
@@ -255,14 +267,14 @@ pub(crate) fn pmcstat_as_nobody() -> Option<Command> {
     let mut command = Command::new(setpriv);
     command
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_pmcstat"))
+        .arg(pmcstat_binary())
         .env("PMC_HOST", "linux");
     Some(command)
 }
 
 /// A sampling run on Linux of the `hot` program: `pmcstat -P cpu-clock -O LOG -- hot 400000000
 /// [exit_status]`; the run, the log it wrote and the program.
-pub(crate) fn sample_hot(exit_status: Option<&str>) -> (Run, Vec<u8>, PathBuf) {
+pub fn sample_hot(exit_status: Option<&str>) -> (Run, Vec<u8>, PathBuf) {
     let program = c_program("hot");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("cpu-clock.log");
@@ -274,29 +286,29 @@ pub(crate) fn sample_hot(exit_status: Option<&str>) -> (Run, Vec<u8>, PathBuf) {
 }
 
 /// Writes the log `bytes` as `cpu-clock.log` in `dir`; returns its path.
-pub(crate) fn write_log(dir: &Path, bytes: &[u8]) -> PathBuf {
+pub fn write_log(dir: &Path, bytes: &[u8]) -> PathBuf {
     let path = dir.join("cpu-clock.log");
     std::fs::write(&path, bytes).unwrap();
     path
 }
 
-/// The C program `tests/programs/NAME.c`, built once per test process with
+/// The C program `programs/NAME.c` of this package, built once per test process with
 /// `cc -O1 -fno-omit-frame-pointer` into Cargo's temporary directory for tests. The path is
 /// canonical, as the kernel reports it in the log.
-pub(crate) fn c_program(name: &str) -> PathBuf {
+pub fn c_program(name: &str) -> PathBuf {
     c_program_with(name, name, &["-O1", "-fno-omit-frame-pointer"])
 }
 
-/// The C program `tests/programs/NAME.c` built once per test process with `flags` as `output`
-/// (see [`c_program`]).
-pub(crate) fn c_program_with(name: &str, output: &str, flags: &[&str]) -> PathBuf {
+/// The C program `programs/NAME.c` built once per test process with `flags` as `output` (see
+/// [`c_program`]).
+pub fn c_program_with(name: &str, output: &str, flags: &[&str]) -> PathBuf {
     static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
     let mut built = BUILT.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
     if let Some(path) = built.get(output) {
         return path.clone();
     }
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pmcstat-e2e-programs");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("programs/{name}.c"));
+    let dir = target_dir().join("pmcstat-e2e-programs");
     std::fs::create_dir_all(&dir).unwrap();
     // Built under a name of this process and renamed into place, so that test binaries running
     // at the same time never see a half-written program.
@@ -325,7 +337,7 @@ pub(crate) fn c_program_with(name: &str, output: &str, flags: &[&str]) -> PathBu
 // Logs, read with the pmclog crate (independently of pmcstat's analysis).
 
 /// The PMCs a log allocates, in order: (pmcid, name as `pmcstat -R` prints it, rate).
-pub(crate) fn allocations(log: &[u8]) -> Vec<(u32, String, u64)> {
+pub fn allocations(log: &[u8]) -> Vec<(u32, String, u64)> {
     let mut text = Vec::new();
     pmclog::dump_bytes_with_names(log, PmuEventNames, &mut text).unwrap();
     let names: HashMap<u32, String> = String::from_utf8(text)
@@ -353,7 +365,7 @@ pub(crate) fn allocations(log: &[u8]) -> Vec<(u32, String, u64)> {
 }
 
 /// Samples (CALLCHAIN records with at least one program counter) per PMC id.
-pub(crate) fn samples_per_pmc(log: &[u8]) -> HashMap<u32, u64> {
+pub fn samples_per_pmc(log: &[u8]) -> HashMap<u32, u64> {
     let mut counts = HashMap::new();
     for entry in pmclog::Records::new(log) {
         if let pmclog::Record::Callchain(cc) = entry.unwrap().record {
@@ -365,8 +377,26 @@ pub(crate) fn samples_per_pmc(log: &[u8]) -> HashMap<u32, u64> {
     counts
 }
 
+/// Every file under `dir` (recursively), relative to it, sorted.
+pub fn files_under(dir: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.push(path.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
 /// Encodes `records` as a log (TSC 0), as a crafted log for pmcstat to read.
-pub(crate) fn encode_log(records: &[pmclog::Record<'_>]) -> Vec<u8> {
+pub fn encode_log(records: &[pmclog::Record<'_>]) -> Vec<u8> {
     let mut log = Vec::new();
     let mut buf = vec![0u8; pmclog::MAX_RECORD_LEN];
     for record in records {
@@ -377,7 +407,7 @@ pub(crate) fn encode_log(records: &[pmclog::Record<'_>]) -> Vec<u8> {
 }
 
 /// The byte offset of every record of a log.
-pub(crate) fn record_offsets(log: &[u8]) -> Vec<u64> {
+pub fn record_offsets(log: &[u8]) -> Vec<u64> {
     pmclog::Records::new(log).map(|e| e.unwrap().offset).collect()
 }
 
@@ -386,28 +416,28 @@ pub(crate) fn record_offsets(log: &[u8]) -> Vec<u64> {
 
 /// One line of a call-graph tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CallgraphLine {
+pub struct CallgraphLine {
     /// Nesting: 0 for the sampled function, 1 for its callers, …
-    pub(crate) depth: usize,
+    pub depth: usize,
     /// The percentage as printed (`90.00`, `100.0`).
-    pub(crate) percent: String,
+    pub percent: String,
     /// Samples.
-    pub(crate) count: u64,
+    pub count: u64,
     /// The function, or its address.
-    pub(crate) name: String,
+    pub name: String,
     /// ` @ IMAGE` when printed.
-    pub(crate) image: Option<String>,
+    pub image: Option<String>,
 }
 
 /// One PMC of a call graph.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CallgraphPmc {
+pub struct CallgraphPmc {
     /// The name of `@ NAME [N samples]`.
-    pub(crate) name: String,
+    pub name: String,
     /// The N of `@ NAME [N samples]`.
-    pub(crate) samples: u64,
+    pub samples: u64,
     /// The trees, each line by line (the first line is the sampled function).
-    pub(crate) trees: Vec<Vec<CallgraphLine>>,
+    pub trees: Vec<Vec<CallgraphLine>>,
 }
 
 /// FreeBSD's layout of a call-graph line (`pmcstat_cgnode_print`).
@@ -422,7 +452,7 @@ fn callgraph_line_text(l: &CallgraphLine) -> String {
 /// Parses `-G` output, checking that every line has FreeBSD's layout and that every percentage
 /// is the node's share of its parent (of the PMC's samples at the top).
 #[track_caller]
-pub(crate) fn parse_callgraph(text: &str) -> Vec<CallgraphPmc> {
+pub fn parse_callgraph(text: &str) -> Vec<CallgraphPmc> {
     let mut pmcs: Vec<CallgraphPmc> = Vec::new();
     let mut lines = text.split_inclusive('\n').map(|l| {
         l.strip_suffix('\n').unwrap_or_else(|| panic!("unterminated line {l:?} in\n{text}"))
@@ -505,12 +535,12 @@ fn check_percentages(tree: &[CallgraphLine], total: u64) {
 
 impl CallgraphPmc {
     /// The top-level lines (sampled functions), in printed order.
-    pub(crate) fn roots(&self) -> Vec<&CallgraphLine> {
+    pub fn roots(&self) -> Vec<&CallgraphLine> {
         self.trees.iter().map(|t| &t[0]).collect()
     }
 
     /// The sum of the top-level counts.
-    pub(crate) fn root_total(&self) -> u64 {
+    pub fn root_total(&self) -> u64 {
         self.trees.iter().map(|t| t[0].count).sum()
     }
 }
@@ -520,7 +550,7 @@ impl CallgraphPmc {
 
 /// Parses folded stacks: (frames from the outermost caller to the sampled function, count).
 #[track_caller]
-pub(crate) fn parse_folded(text: &str) -> Vec<(Vec<String>, u64)> {
+pub fn parse_folded(text: &str) -> Vec<(Vec<String>, u64)> {
     text.lines()
         .map(|line| {
             let (stack, count) = line.rsplit_once(' ').unwrap_or_else(|| panic!("{line:?}"));
@@ -535,20 +565,20 @@ pub(crate) fn parse_folded(text: &str) -> Vec<(Vec<String>, u64)> {
 
 /// One row of the flat profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TopRow {
+pub struct TopRow {
     /// Samples in the function itself.
-    pub(crate) self_samples: u64,
+    pub self_samples: u64,
     /// Samples with the function on the stack.
-    pub(crate) total_samples: u64,
+    pub total_samples: u64,
     /// The function (or address).
-    pub(crate) function: String,
+    pub function: String,
     /// The image path.
-    pub(crate) image: String,
+    pub image: String,
 }
 
 /// Parses the flat profile: (PMC name, samples, rows) per block.
 #[track_caller]
-pub(crate) fn parse_top(text: &str) -> Vec<(String, u64, Vec<TopRow>)> {
+pub fn parse_top(text: &str) -> Vec<(String, u64, Vec<TopRow>)> {
     let mut blocks = Vec::new();
     for block in text.split("\n\n") {
         let mut lines = block.lines();
@@ -584,7 +614,7 @@ pub(crate) fn parse_top(text: &str) -> Vec<(String, u64, Vec<TopRow>)> {
 
 /// A JSON value. Numbers keep their text, so that 64-bit counts stay exact.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Json {
+pub enum Json {
     /// `null`.
     Null,
     /// `true` / `false`.
@@ -602,7 +632,7 @@ pub(crate) enum Json {
 impl Json {
     /// Parses a whole document (surrounding white space allowed).
     #[track_caller]
-    pub(crate) fn parse(text: &str) -> Json {
+    pub fn parse(text: &str) -> Json {
         let mut p = JsonParser { s: text.as_bytes(), i: 0 };
         let v = p.value();
         p.ws();
@@ -612,7 +642,7 @@ impl Json {
 
     /// Member `key` of an object.
     #[track_caller]
-    pub(crate) fn get(&self, key: &str) -> &Json {
+    pub fn get(&self, key: &str) -> &Json {
         match self {
             Json::Object(m) => {
                 &m.iter().find(|(k, _)| k == key).unwrap_or_else(|| panic!("no {key:?}")).1
@@ -622,7 +652,7 @@ impl Json {
     }
 
     /// The members' names of an object.
-    pub(crate) fn keys(&self) -> Vec<&str> {
+    pub fn keys(&self) -> Vec<&str> {
         match self {
             Json::Object(m) => m.iter().map(|(k, _)| k.as_str()).collect(),
             other => panic!("{other:?} is not an object"),
@@ -631,7 +661,7 @@ impl Json {
 
     /// An array's elements.
     #[track_caller]
-    pub(crate) fn array(&self) -> &[Json] {
+    pub fn array(&self) -> &[Json] {
         match self {
             Json::Array(a) => a,
             other => panic!("{other:?} is not an array"),
@@ -640,7 +670,7 @@ impl Json {
 
     /// A non-negative integer.
     #[track_caller]
-    pub(crate) fn u64(&self) -> u64 {
+    pub fn u64(&self) -> u64 {
         match self {
             Json::Number(n) => n.parse().unwrap_or_else(|_| panic!("{n} is not a u64")),
             other => panic!("{other:?} is not a number"),
@@ -649,7 +679,7 @@ impl Json {
 
     /// A string.
     #[track_caller]
-    pub(crate) fn str(&self) -> &str {
+    pub fn str(&self) -> &str {
         match self {
             Json::String(s) => s,
             other => panic!("{other:?} is not a string"),

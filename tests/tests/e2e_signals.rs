@@ -3,11 +3,9 @@
 //! returned); a second signal ends pmcstat at once; SIGKILL leaves no orphaned command and a log
 //! that reads up to its last whole record, with a warning that it was not closed.
 
-mod common;
-
 use std::path::Path;
 
-use common::{
+use hwpmc_tests::{
     Host, Running, arg, c_program, pmcstat, process_ended, send_signal, start_pmcstat, wait_for,
 };
 

@@ -6,15 +6,13 @@
 //! they are read back by the tools they are for — GNU gprof and callgrind_annotate, when
 //! installed (a test without its tool says so and passes) — on a real C program.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{
-    Host, Run, arg, c_program, one_line_error, parse_folded, parse_top, pmcstat, sample_hot,
-    write_log,
+use hwpmc_tests::{
+    Host, Run, arg, c_program, files_under, one_line_error, parse_folded, parse_top, pmcstat,
+    sample_hot, write_log,
 };
 
 /// The simulated program's path, as the simulated kernel reports it.
@@ -60,23 +58,6 @@ fn sample_hot_cold(dir: &Path) -> (PathBuf, HotCold) {
     let main = functions.iter().find(|f| f.2 == "main").unwrap();
     assert!((main.0..main.1).contains(&after_hot) && (main.0..main.1).contains(&after_cold));
     (log, HotCold { functions, hot, cold, after_hot, after_cold })
-}
-
-fn files_under(dir: &Path) -> Vec<String> {
-    let mut files = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                files.push(path.strip_prefix(dir).unwrap().display().to_string());
-            }
-        }
-    }
-    files.sort();
-    files
 }
 
 /// The gmon file of hot-cold as GNU gprof (or, on FreeBSD, FreeBSD's gprof) reads it: a BSD

@@ -11,9 +11,9 @@
 //! that is neither a file nor a simulated program has its frames named by address (`%p`), with
 //! one warning that its symbols are unavailable.
 
-mod common;
-
-use common::{Host, allocations, arg, parse_callgraph, parse_folded, pmcstat, samples_per_pmc};
+use hwpmc_tests::{
+    Host, allocations, arg, parse_callgraph, parse_folded, pmcstat, samples_per_pmc,
+};
 
 /// The simulated program's path, as the simulated kernel reports it.
 const IMAGE: &str = "/usr/sim/bin/hot-cold";
@@ -272,7 +272,7 @@ fn top_of_hot_cold_is_exact() {
 fn sampling_without_a_log_file_prints_the_flat_profile() {
     let run = pmcstat(Host::Sim, &["-q", "-n", "100000", "-P", "INST_RETIRED.ANY", "hot-cold"]);
     run.assert_status(0);
-    let blocks = common::parse_top(&run.stdout);
+    let blocks = hwpmc_tests::parse_top(&run.stdout);
     assert_eq!(blocks.len(), 1);
     let (name, samples, rows) = &blocks[0];
     assert_eq!((name.as_str(), *samples), ("INSTR_RETIRED_ANY", 100));
@@ -334,7 +334,7 @@ fn two_programmable_events_stay_apart_in_the_analysis() {
     run.assert_status(0);
     let top = pmcstat(Host::Sim, &["-q", "-R", arg(&log), "--top", "1"]);
     top.assert_status(0);
-    let blocks = common::parse_top(&top.stdout);
+    let blocks = hwpmc_tests::parse_top(&top.stdout);
     let names: Vec<&str> = blocks.iter().map(|(n, _, _)| n.as_str()).collect();
     assert_eq!(blocks.len(), 2, "one block per event: {names:?}\n{}", top.describe());
     assert_ne!(names[0], names[1]);
@@ -370,7 +370,7 @@ fn the_thread_filter_analyses_one_threads_samples() {
         let run =
             pmcstat(Host::Sim, &["-q", "-R", arg(&log), "-i", &tid.to_string(), "--top", "1"]);
         run.assert_status(0);
-        let blocks = common::parse_top(&run.stdout);
+        let blocks = hwpmc_tests::parse_top(&run.stdout);
         assert_eq!(blocks[0].1, samples, "thread {tid}");
     }
 }
@@ -425,7 +425,7 @@ fn a_thread_without_samples_is_an_error_that_lists_the_threads() {
     ok.assert_status(0);
     let missing = pmcstat(Host::Sim, &["-R", arg(&log), "-i", "99999", "--top", "1"]);
     missing.assert_status(64);
-    let message = common::one_line_error(&missing);
+    let message = hwpmc_tests::one_line_error(&missing);
     assert!(
         message.contains("no samples of thread 99999")
             && message.contains(&format!("threads with samples: {}", tids[0])),

@@ -1,9 +1,7 @@
 //! `pmcstat -L` and `-u` for the CPU model `PMC_CPUID` names (FreeBSD's `pmc_cpuid` format),
 //! on the simulator host (its CPU is replaced by the named one for the catalog).
 
-mod common;
-
-use common::{Host, one_line_error, pmcstat_env};
+use hwpmc_tests::{Host, one_line_error, pmcstat_env};
 
 #[test]
 fn describe_shows_the_perf_ctl_of_an_amd_event_with_the_event_select_split() {
@@ -71,7 +69,7 @@ fn a_malformed_pmc_cpuid_is_an_error_that_shows_the_format() {
 
 #[test]
 fn list_shows_the_linux_clock_events_rates_in_nanoseconds() {
-    let run = common::pmcstat(Host::Linux, &["-L"]);
+    let run = hwpmc_tests::pmcstat(Host::Linux, &["-L"]);
     run.assert_status(0);
     let line = |name: &str| {
         run.stdout.lines().find(|l| l.split_whitespace().next() == Some(name)).unwrap().to_string()
