@@ -106,7 +106,8 @@ fn plain_file_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains('/')
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// `bytes` in lower-case hex, as build IDs are written.
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

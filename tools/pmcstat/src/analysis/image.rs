@@ -620,22 +620,7 @@ ffffffffc0001000 t mod_fn\t[ext4]
             Symbol { start: 0x10, end: 0x18, name: Name::new("_a_alias") },
         ];
         finish_symbols(&mut symbols, 0x40);
-        let image = Image {
-            fixed: true,
-            link_base: 0,
-            span: 0x40,
-            interp: None,
-            text: None,
-            symbols,
-            sorted_table: None,
-            unwind_functions: Vec::new(),
-            label: Arc::from("image"),
-            debug_file: None,
-            build_id: None,
-            has_symbol_table: true,
-            dwarf_file: None,
-            source_lines: std::sync::OnceLock::new(),
-        };
+        let image = Image::absolute(0, 0x40, symbols, None);
         assert_eq!(&*image.symbol_at(0x10).unwrap().name, "_a_alias");
         assert!(image.symbol_at(0x18).is_none());
         assert_eq!(&*image.symbol_at(0x3f).unwrap().name, "b");
@@ -677,6 +662,20 @@ ffffffffc0001000 t mod_fn\t[ext4]
         (p, debug)
     }
 
+    /// The build ID of the ELF file at `path`.
+    fn build_id_of(path: &Path) -> Vec<u8> {
+        let data = std::fs::read(path).unwrap();
+        object::File::parse(&*data).unwrap().build_id().unwrap().expect("a build ID").to_vec()
+    }
+
+    /// `root/.build-id/ab/cdef….debug` for the build ID `id`, its directory created.
+    fn build_id_path(root: &Path, id: &[u8]) -> PathBuf {
+        let hex = crate::analysis::debuginfo::hex(id);
+        let path = root.join(".build-id").join(&hex[..2]).join(format!("{}.debug", &hex[2..]));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        path
+    }
+
     /// A search that finds nothing unless told: no global directory, no debuginfod cache.
     fn nowhere(dir: &Path) -> DebugSearch {
         DebugSearch { debug_dir: Some(dir.join("none")), debuginfod_cache: Some(dir.join("none")) }
@@ -688,12 +687,8 @@ ffffffffc0001000 t mod_fn\t[ext4]
         let stripped = Image::load_with(&p.path, None, &nowhere(p._dir.path())).unwrap();
         let hot = p.at("hot", 4);
         assert_ne!(stripped.symbol_at(hot).map(|s| s.name.to_string()).as_deref(), Some("hot"));
-        let data = std::fs::read(&p.path).unwrap();
-        let id = object::File::parse(&*data).unwrap().build_id().unwrap().expect("a build ID");
-        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
         let root = p._dir.path().join("debug");
-        let by_id = root.join(".build-id").join(&hex[..2]).join(format!("{}.debug", &hex[2..]));
-        std::fs::create_dir_all(by_id.parent().unwrap()).unwrap();
+        let by_id = build_id_path(&root, &build_id_of(&p.path));
         std::fs::rename(&debug, &by_id).unwrap();
         let search = DebugSearch { debug_dir: Some(root), ..nowhere(p._dir.path()) };
         let image = Image::load_with(&p.path, None, &search).unwrap();
@@ -717,16 +712,10 @@ ffffffffc0001000 t mod_fn\t[ext4]
             "objcopy",
             &["--only-keep-debug".as_ref(), other.as_os_str(), other_debug.as_os_str()],
         );
-        let id_of = |path: &Path| {
-            let data = std::fs::read(path).unwrap();
-            object::File::parse(&*data).unwrap().build_id().unwrap().unwrap().to_vec()
-        };
-        let id = id_of(&p.path);
-        assert_ne!(id, id_of(&other_debug), "two different programs, two build IDs");
-        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        let id = build_id_of(&p.path);
+        assert_ne!(id, build_id_of(&other_debug), "two different programs, two build IDs");
         let root = p._dir.path().join("debug");
-        let by_id = root.join(".build-id").join(&hex[..2]).join(format!("{}.debug", &hex[2..]));
-        std::fs::create_dir_all(by_id.parent().unwrap()).unwrap();
+        let by_id = build_id_path(&root, &id);
         std::fs::copy(&other_debug, &by_id).unwrap();
         let search = DebugSearch { debug_dir: Some(root), ..nowhere(p._dir.path()) };
         let image = Image::load_with(&p.path, None, &search).unwrap();

@@ -838,10 +838,7 @@ impl<'a> Builder<'a> {
                 let info = ImageInfo {
                     text: start..end,
                     link_base: image.link_base,
-                    build_id: image
-                        .build_id
-                        .as_ref()
-                        .map(|id| id.iter().map(|b| format!("{b:02x}")).collect()),
+                    build_id: image.build_id.as_deref().map(super::debuginfo::hex),
                 };
                 Some((Arc::from(String::from_utf8_lossy(path).as_ref()), info))
             })
