@@ -201,6 +201,12 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     /// counters: acknowledges only the status bits the driver owns and restarts the counters.
     /// Interrupt path.
     fn pmi_end<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, status: Self::PmiStatus);
+    /// Ends every PMI, the driver's or not: unmasks the PMI entry (which the APIC masked when
+    /// it delivered the interrupt) while the driver is loaded on this CPU. An NMI that finds
+    /// nothing may be the driver's PMI all the same, raised while an earlier handler ran and
+    /// already handled by it; leaving the entry masked then would stop sampling on this CPU for
+    /// good. Interrupt path.
+    fn pmi_exit<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu);
 }
 
 /// The rings to count in, as (OS, USR): those a configuration names, else the requested caps

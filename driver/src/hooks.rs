@@ -319,14 +319,17 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// The performance-monitoring interrupt (an NMI on x86) on `cpu`, called on `cpu` with the
     /// interrupted context. Returns whether a counter of the driver overflowed (whether the NMI
-    /// is claimed). Takes no lock and allocates nothing; a CPU without a PMU never has its MSRs
-    /// read here.
+    /// is claimed). Leaves the PMI entry of the local APIC unmasked whatever it returns. Takes
+    /// no lock and allocates nothing; a CPU without a PMU never has its MSRs read here.
     // An entry point the NMI handler calls; kept out of line so its cost is its own.
     #[inline(never)]
     pub fn interrupt(&self, cpu: Cpu, frame: &TrapFrame) -> bool {
         let Some(state) = self.cpus.get(cpu as usize) else { return false };
         let Some(overflow) = self.backend.pmi_begin(&self.hw, &state.pmu) else {
             state.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
+            // Even so: this may be a PMI of the driver's raised while an earlier handler ran
+            // (which handled its overflow); Linux unmasks on every exit too.
+            self.backend.pmi_exit(&self.hw, &state.pmu);
             return false;
         };
         let mut handled = false;
@@ -339,10 +342,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let claimed = overflow.claim || handled;
         if claimed {
             state.stats.intr_processed.fetch_add(1, Ordering::Relaxed);
-            self.hw.unmask_pmi();
         } else {
             state.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
         }
+        self.backend.pmi_exit(&self.hw, &state.pmu);
         claimed
     }
 

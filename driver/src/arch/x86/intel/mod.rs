@@ -11,7 +11,7 @@ pub mod regs;
 
 use alloc::vec::Vec;
 use core::ops::Range;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use self::discovery::{FreezeMode, IntelPmu};
 use self::regs::{
@@ -54,6 +54,9 @@ pub struct IntelCpu {
     fixed_ctrl: AtomicU64,
     /// IA32_DEBUGCTL as found at load, restored at unload.
     saved_debugctl: AtomicU64,
+    /// Whether the driver owns the PMI entry (from load to unload): only then does the PMI
+    /// handler unmask it, so an NMI during unload cannot unmask the entry unload masked.
+    pmi_owned: AtomicBool,
 }
 
 /// The counter behind a row on one CPU, with its addresses worked out once.
@@ -152,6 +155,7 @@ impl PmuBackend for IntelBackend {
             global_ctrl: AtomicU64::new(0),
             fixed_ctrl: AtomicU64::new(0),
             saved_debugctl: AtomicU64::new(0),
+            pmi_owned: AtomicBool::new(false),
         }
     }
 
@@ -197,11 +201,14 @@ impl PmuBackend for IntelBackend {
                 io::write_debugctl_freezing(hw, global, debugctl);
             }
         }
+        cpu.pmi_owned.store(true, Ordering::Relaxed);
         hw.unmask_pmi();
     }
 
     fn fini_cpu<H: Hardware>(&self, hw: &H, cpu: &IntelCpu) {
         let Some(pmu) = cpu.pmu.as_ref() else { return };
+        // Before the mask: an NMI from here on leaves the entry as unload sets it.
+        cpu.pmi_owned.store(false, Ordering::Relaxed);
         hw.mask_pmi();
         stop_all_counters(hw, cpu, pmu);
         if let Some(global) = cpu.global.filter(|_| pmu.freeze != FreezeMode::None) {
@@ -370,6 +377,15 @@ impl PmuBackend for IntelBackend {
         );
         if !pmi.frozen {
             io::write_global_ctrl(hw, global, GlobalCtrl::from_counters(started(cpu)));
+        }
+    }
+
+    #[inline]
+    fn pmi_exit<H: Hardware>(&self, hw: &H, cpu: &IntelCpu) {
+        // Relaxed: the flag is written and read on this CPU only (the NMI interrupts the code
+        // that wrote it), and a compiler barrier is all that orders them.
+        if cpu.pmi_owned.load(Ordering::Relaxed) {
+            hw.unmask_pmi();
         }
     }
 }

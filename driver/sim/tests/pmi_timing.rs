@@ -1,0 +1,117 @@
+//! PMIs as hardware without freezing delivers them: counters keep running from the overflow until
+//! the handler stops them, so a second counter can overflow after a PMI was delivered and before
+//! (or while) the handler runs, and the local APIC may hold, drop or re-raise the PMI raised
+//! while its entry is masked ([`MaskedPmi`]). These are the driver bugs such timing exposed.
+
+use hwpmc::abi::Mode;
+use hwpmc::{Pid, TrapFrame, Tunables};
+use hwpmc_sim::pmu::{MaskedPmi, Ring, Work, bits::LVT_MASK, msr};
+use hwpmc_sim::{AllocateRequest, Credentials, PmcClient, PmuModel, SimDriver, SinkKind};
+use hwpmc_sim::{SimHardware, SimKernel, load_driver};
+
+/// Skylake as a hypervisor guest: the driver never freezes counters there.
+fn unfrozen_skylake() -> PmuModel {
+    PmuModel { hypervisor: true, freeze_on_pmi: false, ..PmuModel::skylake() }
+}
+
+/// 1000 instructions retired in user mode.
+fn thousand() -> Work {
+    Work { instructions: 1000, core_cycles: 1500, ..Work::default() }
+}
+
+const FRAME: TrapFrame = TrapFrame { pc: 0x40_1000, fp: 0, sp: 0, user: true };
+
+/// A one-CPU machine of `model` whose APIC treats masked PMIs by `masked`, running a process
+/// with one sampling PMC on instructions per period in `periods`, switched in on CPU 0.
+fn sampled(model: PmuModel, masked: MaskedPmi, periods: &[u64]) -> (SimDriver, Pid) {
+    let driver = load_driver(model, 1, Tunables::default());
+    let kernel = driver.kernel().clone();
+    let hw = kernel.hardware().clone();
+    hw.pmu(0).set_masked_pmi(masked);
+    let pid = kernel.spawn(None, Credentials::user(1000));
+    let tid = kernel.threads(pid)[0];
+    let client = PmcClient::new(&driver, pid);
+    let fd = kernel.open_sink(pid, SinkKind::Writable);
+    client.configure_log(fd).unwrap();
+    for &period in periods {
+        let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+        let id = client.allocate(request.with_count(period)).unwrap();
+        client.start(id).unwrap();
+    }
+    hw.set_current_cpu(0);
+    driver.switch_in(0, pid, tid);
+    (driver, pid)
+}
+
+/// Takes every PMI CPU 0 has, as the CPU would (each handler may let a held one in); returns
+/// whether the driver claimed each.
+fn take_pmis(kernel: &SimKernel, hw: &SimHardware, driver: &SimDriver) -> Vec<bool> {
+    let mut claims = Vec::new();
+    while hw.pmu(0).take_pmi().is_some() && claims.len() < 8 {
+        claims.push(kernel.in_interrupt(|| driver.interrupt(0, &FRAME)));
+    }
+    claims
+}
+
+/// D1: the first counter overflows and its PMI is delivered; before the CPU takes it, the second
+/// overflows too, and its PMI is held (the entry is masked). The first handler handles both and
+/// unmasks the entry, which releases the held PMI; the second handler finds nothing to do — and
+/// must still leave the entry unmasked, or no PMI is ever delivered on this CPU again.
+#[test]
+fn a_pmi_that_finds_nothing_still_unmasks_the_lvt_entry() {
+    let (driver, _pid) = sampled(unfrozen_skylake(), MaskedPmi::Held, &[1000, 2000]);
+    let kernel = driver.kernel().clone();
+    let hw = kernel.hardware().clone();
+    hw.pmu(0).retire(Ring::User, &thousand());
+    assert!(hw.pmu(0).pmi_pending(), "the first counter's PMI is delivered");
+    hw.pmu(0).retire(Ring::User, &thousand());
+    assert!(hw.pmu(0).pmi_held(), "the second counter's PMI is held: the entry is masked");
+
+    let claims = take_pmis(&kernel, &hw, &driver);
+    // The released PMI finds no status bit: it is not claimed (nothing of the driver's
+    // overflowed), but the entry is unmasked, NMI delivery.
+    assert_eq!(claims, [true, false]);
+    assert_eq!(hw.read_msr(msr::IA32_X2APIC_LVT_PMI), 0x400, "the LVT entry is unmasked");
+
+    // Sampling goes on: the first counter overflows at each of the next 20 blocks (the second
+    // at every other one, in the same block), one PMI each, all claimed.
+    let mut claims = Vec::new();
+    for _ in 0..20 {
+        hw.pmu(0).retire(Ring::User, &thousand());
+        claims.extend(take_pmis(&kernel, &hw, &driver));
+    }
+    assert_eq!(claims, [true; 20], "one PMI per overflow, each the driver's");
+    assert_eq!(hw.read_msr(msr::IA32_X2APIC_LVT_PMI) & LVT_MASK, 0);
+    hw.assert_no_faults();
+}
+
+/// The same two overflows under each masked-PMI policy: whatever the APIC does with the PMI
+/// raised while the handler's entry was masked, sampling goes on.
+#[test]
+fn sampling_survives_an_overflow_before_the_handler_under_every_masked_pmi_policy() {
+    // (policy, the claims of the PMIs the two overflows bring)
+    let cases = [
+        (MaskedPmi::Held, vec![true, false]),
+        // KVM drops it: the first handler handled both counters anyway.
+        (MaskedPmi::Dropped, vec![true]),
+        // The handler reset both status bits before unmasking: nothing to re-raise.
+        (MaskedPmi::Level, vec![true]),
+    ];
+    for (policy, expected) in cases {
+        let (driver, pid) = sampled(unfrozen_skylake(), policy, &[1000, 2000]);
+        let kernel = driver.kernel().clone();
+        let hw = kernel.hardware().clone();
+        hw.pmu(0).retire(Ring::User, &thousand());
+        hw.pmu(0).retire(Ring::User, &thousand());
+        assert_eq!(take_pmis(&kernel, &hw, &driver), expected, "{policy:?}");
+        let mut claims = Vec::new();
+        for _ in 0..20 {
+            hw.pmu(0).retire(Ring::User, &thousand());
+            claims.extend(take_pmis(&kernel, &hw, &driver));
+        }
+        assert_eq!(claims, [true; 20], "{policy:?}: one PMI per overflow");
+        let stats = PmcClient::new(&driver, pid).driver_stats().unwrap();
+        assert_eq!(stats.pm_intr_processed, 21, "{policy:?}");
+        hw.assert_no_faults();
+    }
+}
