@@ -197,8 +197,18 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     /// stopped from here to [`PmuBackend::pmi_end`]); `None` if the interrupt is not the
     /// driver's. Interrupt path.
     fn pmi_begin<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu) -> Option<Overflow<Self::PmiStatus>>;
-    /// The PMI handler's second half, after the driver folded and reloaded the overflowed
-    /// counters: acknowledges only the status bits the driver owns and restarts the counters.
+    /// After the driver folded and reloaded the overflowed counters: acknowledges only the
+    /// status bits of `status` the driver owns, then, where the counters may have overflowed
+    /// since [`PmuBackend::pmi_begin`] read the status, reads it again into `status` and
+    /// returns the driver's counters that did (handled and acknowledged in turn before
+    /// [`PmuBackend::pmi_end`]). Interrupt path.
+    fn pmi_acknowledge<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &Self::Cpu,
+        status: &mut Self::PmiStatus,
+    ) -> CounterMask;
+    /// The PMI handler's last half, once every overflow is acknowledged: restarts the counters.
     /// Interrupt path.
     fn pmi_end<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, status: Self::PmiStatus);
     /// Ends every PMI, the driver's or not: unmasks the PMI entry (which the APIC masked when

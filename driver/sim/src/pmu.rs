@@ -1227,6 +1227,8 @@ struct Machine {
     /// [`SimHardware::after_each_access`]), unless it is already running.
     access_hook: RefCell<Option<Rc<dyn Fn()>>>,
     in_access_hook: Cell<bool>,
+    /// The last MSR or counter access the driver made through the traits.
+    last_access: Cell<Option<Access>>,
 }
 
 impl fmt::Debug for Machine {
@@ -1276,6 +1278,7 @@ impl SimHardware {
             faults: RefCell::new(Vec::new()),
             access_hook: RefCell::new(None),
             in_access_hook: Cell::new(false),
+            last_access: Cell::new(None),
         };
         SimHardware { machine: Rc::new(machine) }
     }
@@ -1293,9 +1296,16 @@ impl SimHardware {
         *self.machine.access_hook.borrow_mut() = hook;
     }
 
-    /// Runs the access hook, if there is one and it is not running already.
-    fn accessed(&self) {
+    /// The last MSR or counter access the driver made through the [`Msrs`] trait (an access
+    /// hook can tell from it where in the driver it runs).
+    pub fn last_access(&self) -> Option<Access> {
+        self.machine.last_access.get()
+    }
+
+    /// Records `access` and runs the access hook, if there is one and it is not running already.
+    fn accessed(&self, access: Access) {
         let machine = &*self.machine;
+        machine.last_access.set(Some(access));
         if machine.in_access_hook.get() {
             return;
         }
@@ -1392,18 +1402,18 @@ impl SimHardware {
 impl Msrs for SimHardware {
     unsafe fn read_msr(&self, msr: u32) -> u64 {
         let value = SimHardware::read_msr(self, msr);
-        self.accessed();
+        self.accessed(Access::Rdmsr { msr });
         value
     }
 
     unsafe fn write_msr(&self, msr: u32, value: u64) {
         SimHardware::write_msr(self, msr, value);
-        self.accessed();
+        self.accessed(Access::Wrmsr { msr, value });
     }
 
     unsafe fn read_pmc(&self, index: u32) -> u64 {
         let value = SimHardware::read_pmc(self, index);
-        self.accessed();
+        self.accessed(Access::Rdpmc { index });
         value
     }
 }

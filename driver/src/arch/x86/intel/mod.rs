@@ -47,6 +47,9 @@ pub struct IntelCpu {
     owned_status: u64,
     /// The GP class's width mask (perfmon v1 finds overflows by the top bit of that width).
     gp_mask: u64,
+    /// Whether the counters keep running after a PMI until the handler stops them (the driver
+    /// does not have the PMU freeze itself: perfmon v1, hypervisor guests).
+    unfrozen: bool,
     /// The IA32_PERF_GLOBAL_CTRL image: the counters started on this CPU (kept on perfmon v1
     /// too, where it says which counters the PMI handler checks).
     global_ctrl: AtomicU64,
@@ -152,6 +155,7 @@ impl PmuBackend for IntelBackend {
             counters: description.map_or(CounterSet::EMPTY, |p| p.counters()),
             owned_status: description.map_or(0, |p| p.status_owned()),
             gp_mask: low_bits(self.common.map_or(0, |p| u32::from(p.gp_width))),
+            unfrozen: description.is_some_and(|p| p.freeze == FreezeMode::None),
             global_ctrl: AtomicU64::new(0),
             fixed_ctrl: AtomicU64::new(0),
             saved_debugctl: AtomicU64::new(0),
@@ -349,13 +353,22 @@ impl PmuBackend for IntelBackend {
     #[inline]
     fn pmi_begin<H: Hardware>(&self, hw: &H, cpu: &IntelCpu) -> Option<Overflow<IntelPmi>> {
         let Some(global) = cpu.global else { return Self::pmi_v1(hw, cpu) };
+        if cpu.unfrozen {
+            // Stop the counters before reading the status: one that overflowed after the read
+            // would have its bit set too late to be seen, and its own PMI, raised while the
+            // entry is masked, may be dropped (KVM drops it).
+            io::write_global_ctrl(hw, global, GlobalCtrl::NONE);
+        }
         let status = io::read_global_status(hw, global);
         let overflowed = status.overflowed(cpu.counters);
         let frozen = status.counters_frozen();
         if overflowed.is_empty() && !frozen {
+            if cpu.unfrozen {
+                io::write_global_ctrl(hw, global, GlobalCtrl::from_counters(started(cpu)));
+            }
             return None;
         }
-        if !frozen {
+        if !frozen && !cpu.unfrozen {
             io::write_global_ctrl(hw, global, GlobalCtrl::NONE);
         }
         // A frozen PMU was stopped by a PMI even when no counter bit remains (a counter of
@@ -366,8 +379,13 @@ impl PmuBackend for IntelBackend {
     }
 
     #[inline]
-    fn pmi_end<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, pmi: IntelPmi) {
-        let Some(global) = cpu.global else { return };
+    fn pmi_acknowledge<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &IntelCpu,
+        pmi: &mut IntelPmi,
+    ) -> CounterMask {
+        let Some(global) = cpu.global else { return CounterMask::EMPTY };
         // Only the driver's bits: another user's PMI (Intel PT's ToPA, the DS buffer) stays
         // pending for its own handler.
         io::write_status_reset(
@@ -375,6 +393,19 @@ impl PmuBackend for IntelBackend {
             global,
             GlobalStatusReset::clearing(pmi.status, cpu.owned_status),
         );
+        // A frozen PMU stopped when the PMI was raised, before the status was read. Stopping
+        // the counters by GLOBAL_CTRL may take effect a few events late: read the status until
+        // none of the driver's counters overflowed since (as Linux does).
+        if !cpu.unfrozen {
+            return CounterMask::EMPTY;
+        }
+        pmi.status = io::read_global_status(hw, global);
+        CounterMask::from_bits(pmi.status.overflowed(cpu.counters).bits())
+    }
+
+    #[inline]
+    fn pmi_end<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, pmi: IntelPmi) {
+        let Some(global) = cpu.global else { return };
         if !pmi.frozen {
             io::write_global_ctrl(hw, global, GlobalCtrl::from_counters(started(cpu)));
         }
