@@ -188,7 +188,8 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     /// Clears `counter`'s configuration (stopped). Shared control registers may change only in
     /// the backend's images until [`PmuBackend::flush`].
     fn unprogram<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counter: Self::Counter);
-    /// Writes what [`PmuBackend::unprogram`] left in images, after unloading `counters`.
+    /// Writes what [`PmuBackend::unprogram`] left in images, after unloading `counters`, and
+    /// clears their overflow indications.
     fn flush<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counters: CounterMask);
     /// The counter's value (bits above its width unspecified). Interrupt path.
     fn read<H: Hardware>(&self, hw: &H, counter: Self::Counter) -> u64;

@@ -5,6 +5,7 @@
 
 use hwpmc::abi::Mode;
 use hwpmc::{Pid, TrapFrame, Tunables};
+use pmclog::{Record, Records};
 use std::cell::Cell;
 use std::rc::Rc;
 
@@ -194,4 +195,55 @@ fn an_overflow_seen_only_at_the_second_status_read_is_handled_in_the_same_pmi() 
     assert_eq!(stats.pm_intr_processed, 1);
     assert_eq!(hw.pmu(0).read_pmc(1).unwrap(), (1 << 48) - 1_000_000);
     hw.assert_no_faults();
+}
+
+/// D3: a counter's overflow indication is cleared when the driver unloads it (SDM Vol. 3B
+/// §21.2.2 asks for it when a counter is disabled or reloaded). Here a process's sampling PMC
+/// overflows, and the PMI is served late: after the process switched out and another one's PMC
+/// was loaded on the same counter. The late PMI must not be handled as an overflow of the new
+/// PMC (a sample of a process that did not overflow, and an early reload of its counter).
+#[test]
+fn a_late_pmi_is_not_handled_against_the_next_holder_of_the_counter() {
+    // (model, the claim of the late PMI: a frozen v4 PMU was frozen by the driver's PMI, which
+    // is claimed to unfreeze it, with nothing to handle)
+    let models = [
+        ("skylake", PmuModel::skylake(), true),
+        ("unfrozen skylake", unfrozen_skylake(), false),
+        ("core2", PmuModel::core2(), false),
+    ];
+    for (name, model, claimed) in models {
+        let (driver, first) = sampled(model, MaskedPmi::Held, &[1000]);
+        let kernel = driver.kernel().clone();
+        let hw = kernel.hardware().clone();
+        let second = kernel.spawn(None, Credentials::user(1000));
+        let client = PmcClient::new(&driver, second);
+        let fd = kernel.open_sink(second, SinkKind::Writable);
+        client.configure_log(fd).unwrap();
+        let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+        let id = client.allocate(request.with_count(5000)).unwrap();
+        client.start(id).unwrap();
+
+        hw.pmu(0).retire(Ring::User, &thousand());
+        assert!(hw.pmu(0).pmi_pending(), "{name}: the first process's PMC overflowed");
+        driver.switch_out(0, first, kernel.threads(first)[0]);
+        driver.switch_in(0, second, kernel.threads(second)[0]);
+        let claims = take_pmis(&kernel, &hw, &driver);
+        assert_eq!(claims, [claimed], "{name}: the new PMC did not overflow");
+        // Its counter still holds its full period.
+        let start = (1u64 << model.gp_width) - 5000;
+        assert_eq!(hw.pmu(0).read_pmc(0).unwrap(), start, "{name}: not reloaded");
+        assert_eq!(hw.read_msr(msr::IA32_X2APIC_LVT_PMI) & LVT_MASK, 0, "{name}");
+        // It samples at its own overflow.
+        for _ in 0..5 {
+            hw.pmu(0).retire(Ring::User, &thousand());
+        }
+        assert_eq!(take_pmis(&kernel, &hw, &driver), [true], "{name}");
+        driver.tick(0);
+        client.flush_log().unwrap();
+        let bytes = kernel.sink_bytes(kernel.sink_of(second, fd).unwrap());
+        let records = Records::new(&bytes).map(|e| e.expect("the log decodes").record);
+        let samples = records.filter(|r| matches!(r, Record::Callchain(_))).count();
+        assert_eq!(samples, 1, "{name}: the new PMC's one overflow, one sample");
+        hw.assert_no_faults();
+    }
 }

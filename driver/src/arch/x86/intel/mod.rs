@@ -337,12 +337,18 @@ impl PmuBackend for IntelBackend {
 
     #[inline]
     fn flush<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, counters: CounterMask) {
-        let fixed = CounterSet::from_built_bits(counters.bits()).has_fixed();
         // Fixed counters exist only with the global registers.
-        if let Some(global) = cpu.global.filter(|_| fixed) {
+        let Some(global) = cpu.global.filter(|_| !counters.is_empty()) else { return };
+        let counters = CounterSet::from_built_bits(counters.bits());
+        if counters.has_fixed() {
             let ctrl = FixedCtrCtrl::from_built_bits(cpu.fixed_ctrl.load(Ordering::Relaxed));
             io::write_fixed_ctrl(hw, global, ctrl);
         }
+        // Clear the overflow indications of the counters just unloaded (SDM Vol. 3B §21.2.2):
+        // a PMI served late would otherwise be handled as an overflow of whichever PMC is
+        // loaded on the counter next. (Perfmon v1 has no indication to clear: a counter loaded
+        // again has its top bit set.)
+        io::write_status_reset(hw, global, GlobalStatusReset::counters(counters));
     }
 
     #[inline]
