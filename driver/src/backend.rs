@@ -188,7 +188,8 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     /// Clears `counter`'s configuration (stopped). Shared control registers may change only in
     /// the backend's images until [`PmuBackend::flush`].
     fn unprogram<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counter: Self::Counter);
-    /// Writes what [`PmuBackend::unprogram`] left in images, after unloading `counters`.
+    /// Writes what [`PmuBackend::unprogram`] left in images, after unloading `counters`, and
+    /// clears their overflow indications.
     fn flush<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counters: CounterMask);
     /// The counter's value (bits above its width unspecified). Interrupt path.
     fn read<H: Hardware>(&self, hw: &H, counter: Self::Counter) -> u64;
@@ -197,10 +198,26 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     /// stopped from here to [`PmuBackend::pmi_end`]); `None` if the interrupt is not the
     /// driver's. Interrupt path.
     fn pmi_begin<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu) -> Option<Overflow<Self::PmiStatus>>;
-    /// The PMI handler's second half, after the driver folded and reloaded the overflowed
-    /// counters: acknowledges only the status bits the driver owns and restarts the counters.
+    /// After the driver folded and reloaded the overflowed counters: acknowledges only the
+    /// status bits of `status` the driver owns, then, where the counters may have overflowed
+    /// since [`PmuBackend::pmi_begin`] read the status, reads it again into `status` and
+    /// returns the driver's counters that did (handled and acknowledged in turn before
+    /// [`PmuBackend::pmi_end`]). Interrupt path.
+    fn pmi_acknowledge<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &Self::Cpu,
+        status: &mut Self::PmiStatus,
+    ) -> CounterMask;
+    /// The PMI handler's last half, once every overflow is acknowledged: restarts the counters.
     /// Interrupt path.
     fn pmi_end<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, status: Self::PmiStatus);
+    /// Ends every PMI, the driver's or not: unmasks the PMI entry (which the APIC masked when
+    /// it delivered the interrupt) while the driver is loaded on this CPU. An NMI that finds
+    /// nothing may be the driver's PMI all the same, raised while an earlier handler ran and
+    /// already handled by it; leaving the entry masked then would stop sampling on this CPU for
+    /// good. Interrupt path.
+    fn pmi_exit<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu);
 }
 
 /// The rings to count in, as (OS, USR): those a configuration names, else the requested caps

@@ -27,6 +27,9 @@ use pmclog::{
 use crate::abi::{Mode, PMC_ID_INVALID};
 use crate::text::FixedText;
 
+/// The most times one PMI handles overflows and reads the status again.
+const PMI_ROUNDS: usize = 4;
+
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Scheduler hook: thread `tid` of process `pid` starts running on `cpu` (called on `cpu`,
     /// with preemption disabled). Loads the running PMCs attached to `pid` on this CPU and
@@ -319,30 +322,42 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// The performance-monitoring interrupt (an NMI on x86) on `cpu`, called on `cpu` with the
     /// interrupted context. Returns whether a counter of the driver overflowed (whether the NMI
-    /// is claimed). Takes no lock and allocates nothing; a CPU without a PMU never has its MSRs
-    /// read here.
+    /// is claimed). Leaves the PMI entry of the local APIC unmasked whatever it returns. Takes
+    /// no lock and allocates nothing; a CPU without a PMU never has its MSRs read here.
     // An entry point the NMI handler calls; kept out of line so its cost is its own.
     #[inline(never)]
     pub fn interrupt(&self, cpu: Cpu, frame: &TrapFrame) -> bool {
         let Some(state) = self.cpus.get(cpu as usize) else { return false };
-        let Some(overflow) = self.backend.pmi_begin(&self.hw, &state.pmu) else {
+        let Some(mut overflow) = self.backend.pmi_begin(&self.hw, &state.pmu) else {
             state.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
+            // Even so: this may be a PMI of the driver's raised while an earlier handler ran
+            // (which handled its overflow); Linux unmasks on every exit too.
+            self.backend.pmi_exit(&self.hw, &state.pmu);
             return false;
         };
         let mut handled = false;
-        overflow.counters.for_each_bit(|bit| {
-            if let Some(slot) = state.slot_of_bit(bit) {
-                handled |= self.counter_overflowed(cpu, state, slot, frame);
+        // Counters that overflowed while the handler stopped them are handled in this PMI
+        // too; a bounded number of rounds, should a counter overflow at every one.
+        for _ in 0..PMI_ROUNDS {
+            overflow.counters.for_each_bit(|bit| {
+                if let Some(slot) = state.slot_of_bit(bit) {
+                    handled |= self.counter_overflowed(cpu, state, slot, frame);
+                }
+            });
+            overflow.counters =
+                self.backend.pmi_acknowledge(&self.hw, &state.pmu, &mut overflow.status);
+            if overflow.counters.is_empty() {
+                break;
             }
-        });
+        }
         self.backend.pmi_end(&self.hw, &state.pmu, overflow.status);
         let claimed = overflow.claim || handled;
         if claimed {
             state.stats.intr_processed.fetch_add(1, Ordering::Relaxed);
-            self.hw.unmask_pmi();
         } else {
             state.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
         }
+        self.backend.pmi_exit(&self.hw, &state.pmu);
         claimed
     }
 

@@ -81,7 +81,7 @@ use hwpmc::{Cpu, ExecInfo, Pid, Tid, TrapFrame, Tunables};
 use crate::client::{PmcClient, SimDriver, load_driver};
 use crate::cpuid::{ArchEvent, PmuModel};
 use crate::kernel::{Credentials, KERNEL_STACK_SIZE, SimKernel, kernel_stack_base};
-use crate::pmu::{EventTotals, Ring, SimHardware, Work};
+use crate::pmu::{EventTotals, MaskedPmi, Ring, SimHardware, Work};
 use crate::workload::{Action, Flow, FunctionId, Program, ProgramBuilder};
 
 /// Size of each thread's user stack.
@@ -119,6 +119,9 @@ pub struct MachineConfig {
     /// default): the held PMI if the LVT entry has one, else a spurious one, in the middle of
     /// whatever the driver was doing — system call, hook or drain — as an NMI can arrive.
     pub pmi_at_every_msr_access: bool,
+    /// What every CPU's local APIC does with a PMI raised while its entry is masked (held until
+    /// unmasked by default).
+    pub masked_pmi: MaskedPmi,
 }
 
 impl MachineConfig {
@@ -133,7 +136,14 @@ impl MachineConfig {
             quantum: 64,
             idle_work: None,
             pmi_at_every_msr_access: false,
+            masked_pmi: MaskedPmi::Held,
         }
+    }
+
+    /// With every CPU's local APIC treating a PMI raised while its entry is masked so.
+    pub fn masked_pmi(mut self, policy: MaskedPmi) -> Self {
+        self.masked_pmi = policy;
+        self
     }
 
     /// Delivering a PMI at every MSR and counter access the driver makes, or not.
@@ -584,6 +594,9 @@ impl Machine {
         let driver = load_driver(config.model, config.cpus, config.tunables);
         let mut machine = Machine::with_driver(driver, config.seed, config.quantum);
         machine.idle_work = config.idle_work;
+        for cpu in 0..config.cpus {
+            machine.hardware().pmu(cpu).set_masked_pmi(config.masked_pmi);
+        }
         if config.pmi_at_every_msr_access {
             machine.deliver_a_pmi_at_every_msr_access();
         }

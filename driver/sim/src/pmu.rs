@@ -29,8 +29,8 @@
 //! * **Overflow and PMIs.** A counter passing 2^width − 1 wraps, keeps the remainder, sets its
 //!   GLOBAL_STATUS bit (v2+) and, with its INT / PMI bit, raises a PMI at the end of the block
 //!   (the skid is the rest of the block). The LVT entry delivers it when unmasked and masks itself;
-//!   a PMI raised while the entry is masked is held until it is unmasked (or dropped, see
-//!   [`MaskedPmi`]). FREEZE_PERFMON_ON_PMI clears GLOBAL_CTRL (v2/v3) or sets CTR_FRZ (v4+).
+//!   a PMI raised while the entry is masked is held until it is unmasked (or dropped, or
+//!   re-raised at unmask while a status bit asks for it, see [`MaskedPmi`]). FREEZE_PERFMON_ON_PMI clears GLOBAL_CTRL (v2/v3) or sets CTR_FRZ (v4+).
 
 use crate::cpuid::{ArchEvent, CpuidModel, PmuModel};
 use hwpmc::hw::{Hardware, Lapic, Msrs};
@@ -494,9 +494,13 @@ pub enum MaskedPmi {
     /// It is held and delivered as soon as software unmasks the entry (the default).
     #[default]
     Held,
-    /// It is lost (counted in [`PmiStats::dropped`]); a stricter model for drivers that must not
-    /// depend on a masked PMI being latched.
+    /// It is lost (counted in [`PmiStats::dropped`]), as KVM's emulated APIC does; a stricter
+    /// model for drivers that must not depend on a masked PMI being latched.
     Dropped,
+    /// Level-triggered: unmasking the entry raises a PMI again while GLOBAL_STATUS has the bit
+    /// of a counter whose INT (fixed: PMI) bit is set, whether or not one was raised while it
+    /// was masked (perfmon v1, without a status register, holds the PMI as [`MaskedPmi::Held`]).
+    Level,
 }
 
 /// PMI counters of one CPU.
@@ -592,7 +596,8 @@ impl SimPmu {
         self.cpuid
     }
 
-    /// Chooses what happens to PMIs raised while the LVT entry is masked.
+    /// Chooses what happens to PMIs raised while the LVT entry is masked ([`MaskedPmi::Held`]
+    /// at reset).
     pub fn set_masked_pmi(&mut self, policy: MaskedPmi) {
         self.masked_pmi = policy;
     }
@@ -1046,6 +1051,8 @@ impl SimPmu {
             match self.masked_pmi {
                 MaskedPmi::Held => self.held = true,
                 MaskedPmi::Dropped => self.stats.dropped += 1,
+                MaskedPmi::Level if self.version() >= 2 => {}
+                MaskedPmi::Level => self.held = true,
             }
         }
     }
@@ -1085,10 +1092,26 @@ impl SimPmu {
         }
         // Delivery status is read-only (always idle here).
         self.lvt = value & !LVT_DELIVERY_STATUS;
-        if self.lvt & LVT_MASK == 0 && self.held {
+        if self.lvt & LVT_MASK == 0 && (self.held || self.level_asserted()) {
             self.deliver();
         }
         Ok(())
+    }
+
+    /// Under [`MaskedPmi::Level`], whether an interrupting counter's overflow is still pending
+    /// in GLOBAL_STATUS (its status bit set, with its INT or fixed PMI bit).
+    fn level_asserted(&self) -> bool {
+        if self.masked_pmi != MaskedPmi::Level || self.version() < 2 {
+            return false;
+        }
+        let mut interrupting = 0;
+        for (i, counter) in self.gp.iter().enumerate() {
+            interrupting |= u64::from(counter.evtsel & EVTSEL_INT != 0) << i;
+        }
+        for i in 0..7 {
+            interrupting |= u64::from(self.fixed_ctrl >> (4 * i) & FIXED_PMI != 0) << (32 + i);
+        }
+        self.global_status & interrupting != 0
     }
 
     /// IA32_PERF_GLOBAL_INUSE (Figure 21-17): GP counter `i` in use when PERFEVTSELi\[7:0\] ≠ 0,
@@ -1204,6 +1227,8 @@ struct Machine {
     /// [`SimHardware::after_each_access`]), unless it is already running.
     access_hook: RefCell<Option<Rc<dyn Fn()>>>,
     in_access_hook: Cell<bool>,
+    /// The last MSR or counter access the driver made through the traits.
+    last_access: Cell<Option<Access>>,
 }
 
 impl fmt::Debug for Machine {
@@ -1253,6 +1278,7 @@ impl SimHardware {
             faults: RefCell::new(Vec::new()),
             access_hook: RefCell::new(None),
             in_access_hook: Cell::new(false),
+            last_access: Cell::new(None),
         };
         SimHardware { machine: Rc::new(machine) }
     }
@@ -1270,9 +1296,16 @@ impl SimHardware {
         *self.machine.access_hook.borrow_mut() = hook;
     }
 
-    /// Runs the access hook, if there is one and it is not running already.
-    fn accessed(&self) {
+    /// The last MSR or counter access the driver made through the [`Msrs`] trait (an access
+    /// hook can tell from it where in the driver it runs).
+    pub fn last_access(&self) -> Option<Access> {
+        self.machine.last_access.get()
+    }
+
+    /// Records `access` and runs the access hook, if there is one and it is not running already.
+    fn accessed(&self, access: Access) {
         let machine = &*self.machine;
+        machine.last_access.set(Some(access));
         if machine.in_access_hook.get() {
             return;
         }
@@ -1369,18 +1402,18 @@ impl SimHardware {
 impl Msrs for SimHardware {
     unsafe fn read_msr(&self, msr: u32) -> u64 {
         let value = SimHardware::read_msr(self, msr);
-        self.accessed();
+        self.accessed(Access::Rdmsr { msr });
         value
     }
 
     unsafe fn write_msr(&self, msr: u32, value: u64) {
         SimHardware::write_msr(self, msr, value);
-        self.accessed();
+        self.accessed(Access::Wrmsr { msr, value });
     }
 
     unsafe fn read_pmc(&self, index: u32) -> u64 {
         let value = SimHardware::read_pmc(self, index);
-        self.accessed();
+        self.accessed(Access::Rdpmc { index });
         value
     }
 }

@@ -840,6 +840,30 @@ fn dropped_policy_loses_pmis_raised_while_masked() {
 }
 
 #[test]
+fn level_policy_raises_again_at_unmask_while_an_interrupting_status_bit_is_set() {
+    let mut pmu = armed(PmuModel::skylake(), 0, 1, EVTSEL_INT);
+    pmu.set_masked_pmi(MaskedPmi::Level);
+    pmu.retire(Ring::User, &Work { instructions: 1, ..Work::default() });
+    assert!(!pmu.pmi_pending() && !pmu.pmi_held(), "masked: nothing latched");
+    wr(&mut pmu, IA32_X2APIC_LVT_PMI, LVT_NMI);
+    assert!(pmu.take_pmi().is_some(), "the status bit asserts the PMI at unmask");
+    // Unmasked again with the bit still set: again.
+    wr(&mut pmu, IA32_X2APIC_LVT_PMI, LVT_NMI);
+    assert!(pmu.take_pmi().is_some());
+    // Once the bit is reset, unmasking delivers nothing.
+    wr(&mut pmu, IA32_PERF_GLOBAL_OVF_CTRL, 1);
+    wr(&mut pmu, IA32_X2APIC_LVT_PMI, LVT_NMI);
+    assert!(!pmu.pmi_pending());
+    // A status bit of a counter without INT asserts nothing.
+    let mut pmu = armed(PmuModel::skylake(), 0, 1, 0);
+    pmu.set_masked_pmi(MaskedPmi::Level);
+    pmu.retire(Ring::User, &Work { instructions: 1, ..Work::default() });
+    assert_eq!(rd(&pmu, IA32_PERF_GLOBAL_STATUS), 1);
+    wr(&mut pmu, IA32_X2APIC_LVT_PMI, LVT_NMI);
+    assert!(!pmu.pmi_pending());
+}
+
+#[test]
 fn legacy_freeze_clears_global_ctrl() {
     // (DEBUGCTL, GLOBAL_CTRL after the PMI, GP 0 and fixed 0 after a second block)
     for (freeze, expected_ctrl, gp, fixed) in

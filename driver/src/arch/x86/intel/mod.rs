@@ -11,7 +11,7 @@ pub mod regs;
 
 use alloc::vec::Vec;
 use core::ops::Range;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use self::discovery::{FreezeMode, IntelPmu};
 use self::regs::{
@@ -47,6 +47,9 @@ pub struct IntelCpu {
     owned_status: u64,
     /// The GP class's width mask (perfmon v1 finds overflows by the top bit of that width).
     gp_mask: u64,
+    /// Whether the counters keep running after a PMI until the handler stops them (the driver
+    /// does not have the PMU freeze itself: perfmon v1, hypervisor guests).
+    unfrozen: bool,
     /// The IA32_PERF_GLOBAL_CTRL image: the counters started on this CPU (kept on perfmon v1
     /// too, where it says which counters the PMI handler checks).
     global_ctrl: AtomicU64,
@@ -54,6 +57,9 @@ pub struct IntelCpu {
     fixed_ctrl: AtomicU64,
     /// IA32_DEBUGCTL as found at load, restored at unload.
     saved_debugctl: AtomicU64,
+    /// Whether the driver owns the PMI entry (from load to unload): only then does the PMI
+    /// handler unmask it, so an NMI during unload cannot unmask the entry unload masked.
+    pmi_owned: AtomicBool,
 }
 
 /// The counter behind a row on one CPU, with its addresses worked out once.
@@ -149,9 +155,11 @@ impl PmuBackend for IntelBackend {
             counters: description.map_or(CounterSet::EMPTY, |p| p.counters()),
             owned_status: description.map_or(0, |p| p.status_owned()),
             gp_mask: low_bits(self.common.map_or(0, |p| u32::from(p.gp_width))),
+            unfrozen: description.is_some_and(|p| p.freeze == FreezeMode::None),
             global_ctrl: AtomicU64::new(0),
             fixed_ctrl: AtomicU64::new(0),
             saved_debugctl: AtomicU64::new(0),
+            pmi_owned: AtomicBool::new(false),
         }
     }
 
@@ -197,11 +205,14 @@ impl PmuBackend for IntelBackend {
                 io::write_debugctl_freezing(hw, global, debugctl);
             }
         }
+        cpu.pmi_owned.store(true, Ordering::Relaxed);
         hw.unmask_pmi();
     }
 
     fn fini_cpu<H: Hardware>(&self, hw: &H, cpu: &IntelCpu) {
         let Some(pmu) = cpu.pmu.as_ref() else { return };
+        // Before the mask: an NMI from here on leaves the entry as unload sets it.
+        cpu.pmi_owned.store(false, Ordering::Relaxed);
         hw.mask_pmi();
         stop_all_counters(hw, cpu, pmu);
         if let Some(global) = cpu.global.filter(|_| pmu.freeze != FreezeMode::None) {
@@ -326,12 +337,18 @@ impl PmuBackend for IntelBackend {
 
     #[inline]
     fn flush<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, counters: CounterMask) {
-        let fixed = CounterSet::from_built_bits(counters.bits()).has_fixed();
         // Fixed counters exist only with the global registers.
-        if let Some(global) = cpu.global.filter(|_| fixed) {
+        let Some(global) = cpu.global.filter(|_| !counters.is_empty()) else { return };
+        let counters = CounterSet::from_built_bits(counters.bits());
+        if counters.has_fixed() {
             let ctrl = FixedCtrCtrl::from_built_bits(cpu.fixed_ctrl.load(Ordering::Relaxed));
             io::write_fixed_ctrl(hw, global, ctrl);
         }
+        // Clear the overflow indications of the counters just unloaded (SDM Vol. 3B §21.2.2):
+        // a PMI served late would otherwise be handled as an overflow of whichever PMC is
+        // loaded on the counter next. (Perfmon v1 has no indication to clear: a counter loaded
+        // again has its top bit set.)
+        io::write_status_reset(hw, global, GlobalStatusReset::counters(counters));
     }
 
     #[inline]
@@ -342,13 +359,22 @@ impl PmuBackend for IntelBackend {
     #[inline]
     fn pmi_begin<H: Hardware>(&self, hw: &H, cpu: &IntelCpu) -> Option<Overflow<IntelPmi>> {
         let Some(global) = cpu.global else { return Self::pmi_v1(hw, cpu) };
+        if cpu.unfrozen {
+            // Stop the counters before reading the status: one that overflowed after the read
+            // would have its bit set too late to be seen, and its own PMI, raised while the
+            // entry is masked, may be dropped (KVM drops it).
+            io::write_global_ctrl(hw, global, GlobalCtrl::NONE);
+        }
         let status = io::read_global_status(hw, global);
         let overflowed = status.overflowed(cpu.counters);
         let frozen = status.counters_frozen();
         if overflowed.is_empty() && !frozen {
+            if cpu.unfrozen {
+                io::write_global_ctrl(hw, global, GlobalCtrl::from_counters(started(cpu)));
+            }
             return None;
         }
-        if !frozen {
+        if !frozen && !cpu.unfrozen {
             io::write_global_ctrl(hw, global, GlobalCtrl::NONE);
         }
         // A frozen PMU was stopped by a PMI even when no counter bit remains (a counter of
@@ -359,8 +385,13 @@ impl PmuBackend for IntelBackend {
     }
 
     #[inline]
-    fn pmi_end<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, pmi: IntelPmi) {
-        let Some(global) = cpu.global else { return };
+    fn pmi_acknowledge<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &IntelCpu,
+        pmi: &mut IntelPmi,
+    ) -> CounterMask {
+        let Some(global) = cpu.global else { return CounterMask::EMPTY };
         // Only the driver's bits: another user's PMI (Intel PT's ToPA, the DS buffer) stays
         // pending for its own handler.
         io::write_status_reset(
@@ -368,8 +399,30 @@ impl PmuBackend for IntelBackend {
             global,
             GlobalStatusReset::clearing(pmi.status, cpu.owned_status),
         );
+        // A frozen PMU stopped when the PMI was raised, before the status was read. Stopping
+        // the counters by GLOBAL_CTRL may take effect a few events late: read the status until
+        // none of the driver's counters overflowed since (as Linux does).
+        if !cpu.unfrozen {
+            return CounterMask::EMPTY;
+        }
+        pmi.status = io::read_global_status(hw, global);
+        CounterMask::from_bits(pmi.status.overflowed(cpu.counters).bits())
+    }
+
+    #[inline]
+    fn pmi_end<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, pmi: IntelPmi) {
+        let Some(global) = cpu.global else { return };
         if !pmi.frozen {
             io::write_global_ctrl(hw, global, GlobalCtrl::from_counters(started(cpu)));
+        }
+    }
+
+    #[inline]
+    fn pmi_exit<H: Hardware>(&self, hw: &H, cpu: &IntelCpu) {
+        // Relaxed: the flag is written and read on this CPU only (the NMI interrupts the code
+        // that wrote it), and a compiler barrier is all that orders them.
+        if cpu.pmi_owned.load(Ordering::Relaxed) {
+            hw.unmask_pmi();
         }
     }
 }
