@@ -4,7 +4,7 @@
 Prints, as medians of several runs:
   1. wall-time overhead of `pmcstat -p task-clock -- PROG` and `perf stat -e task-clock PROG`
      over PROG alone;
-  2. overhead of `pmcstat -P cpu-clock -n 1 -O f -- PROG` and `perf record -e cpu-clock -g -F 1000
+  2. overhead of `pmcstat --freq 1000 -P cpu-clock -O f -- PROG` and `perf record -e cpu-clock -g -F 1000
      PROG` (both sample every millisecond with callchains);
   3. time of `pmcstat -R f -G out` and `perf report --stdio -g` on what those runs recorded.
 
@@ -77,7 +77,7 @@ def main():
         print(f"   pmcstat - perf stat: {100 * (pmc_count - perf_count) / base:+.2f} % of the program's time (target: within 2 %)")
 
         log, data = os.path.join(d, "pmc.log"), os.path.join(d, "perf.data")
-        pmc_sample = timed([pmcstat, "-P", "cpu-clock", "-n", "1", "-O", log, "--"] + run, a.runs)
+        pmc_sample = timed([pmcstat, "--freq", "1000", "-P", "cpu-clock", "-O", log, "--"] + run, a.runs)
         perf_sample = timed(["perf", "record", "-q", "-e", "cpu-clock", "-g", "-F", "1000", "-o", data, "--"] + run, a.runs)
         print("2. sampling cpu-clock at 1 kHz with callchains:")
         print(f"   pmcstat -P cpu-clock -O  {pmc_sample * 1000:7.1f} ms  overhead {100 * (pmc_sample / base - 1):+6.2f} %")
