@@ -170,10 +170,10 @@ fn busy(cpu: std::time::Duration) -> u64 {
     x
 }
 
-#[test]
-fn sampling_own_process_puts_most_samples_in_the_busy_function() {
-    let _serial = serial();
-    let (path, _file) = configure_log("sample");
+/// Samples this process with cpu-clock every millisecond, with callchains, while `work` runs;
+/// returns the PMC (still allocated) and the log.
+fn sample_self(what: &str, work: impl FnOnce()) -> (pmc::Pmc, Vec<u8>) {
+    let (path, _file) = configure_log(what);
     let pmc = PmcSpec::new("cpu-clock")
         .mode(Mode::ThreadSampling)
         .flags(PmcFlags::CALLCHAIN)
@@ -182,10 +182,18 @@ fn sampling_own_process_puts_most_samples_in_the_busy_function() {
         .unwrap();
     pmc.attach(0).unwrap();
     pmc.start().unwrap();
-    busy(std::time::Duration::from_millis(300));
+    work();
     pmc.stop().unwrap();
     api::flush_log().unwrap();
-    let bytes = close_log(&path);
+    (pmc, close_log(&path))
+}
+
+#[test]
+fn sampling_own_process_puts_most_samples_in_the_busy_function() {
+    let _serial = serial();
+    let (pmc, bytes) = sample_self("sample", || {
+        busy(std::time::Duration::from_millis(300));
+    });
     let busy_addr = busy as *const () as u64;
     let (mut total, mut inside) = (0, 0);
     for entry in pmclog::Records::new(&bytes) {
@@ -532,21 +540,11 @@ fn read_zeros(until: std::time::Instant) {
 #[test]
 fn kernel_samples_carry_the_kernel_stack_then_the_user_stack_without_usercallchain() {
     let _serial = serial();
-    let (path, _file) = configure_log("joined");
     // CALLCHAIN alone, no PMC_F_USERCALLCHAIN (pmcstat without -U): on Linux the stacks are
     // joined anyway, as perf joins them.
-    let pmc = PmcSpec::new("cpu-clock")
-        .mode(Mode::ThreadSampling)
-        .flags(PmcFlags::CALLCHAIN)
-        .rate(1_000_000)
-        .allocate()
-        .unwrap();
-    pmc.attach(0).unwrap();
-    pmc.start().unwrap();
-    read_zeros(std::time::Instant::now() + std::time::Duration::from_millis(300));
-    pmc.stop().unwrap();
-    api::flush_log().unwrap();
-    let bytes = close_log(&path);
+    let (pmc, bytes) = sample_self("joined", || {
+        read_zeros(std::time::Instant::now() + std::time::Duration::from_millis(300));
+    });
     const KERNEL_START: u64 = 0xffff_8000_0000_0000;
     let (mut kernel_samples, mut joined, mut total) = (0, 0, 0);
     for entry in pmclog::Records::new(&bytes) {

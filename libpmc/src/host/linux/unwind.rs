@@ -363,42 +363,43 @@ fn parse_maps_line(line: &[u8]) -> Option<(Mapping, Vec<u8>)> {
     Some((mapping, path.to_vec()))
 }
 
+/// This thread's registers at a point inside this function and a copy of `len` bytes of its
+/// stack from there up (read from `/proc/self/mem`), as perf copies a sampled stack.
+#[inline(never)]
+fn capture(len: usize) -> std::io::Result<UserStack> {
+    use std::os::unix::fs::FileExt;
+    let (ip, sp, bp): (u64, u64, u64);
+    // SAFETY: copies the instruction pointer, the stack pointer and %rbp into three registers;
+    // reads and writes no memory.
+    unsafe {
+        core::arch::asm!(
+            "lea {ip}, [rip]",
+            "mov {sp}, rsp",
+            "mov {bp}, rbp",
+            ip = out(reg) ip,
+            sp = out(reg) sp,
+            bp = out(reg) bp,
+            options(nomem, nostack, preserves_flags),
+        )
+    };
+    let mut bytes = vec![0; len];
+    let read = File::open("/proc/self/mem")?.read_at(&mut bytes, sp)?;
+    bytes.truncate(read);
+    Ok(UserStack { ip, sp, bp, bytes, user_at: 0 })
+}
+
+/// This thread's stack `depth` nested calls of [`nested_stack`] deep (at least 1), captured
+/// as perf copies a sampled one with `len` bytes of stack: a stack of known shape, for the
+/// unwinder's tests and benchmark.
+#[inline(never)]
+pub fn nested_stack(depth: usize, len: usize) -> std::io::Result<UserStack> {
+    let stack = if depth <= 1 { capture(len) } else { nested_stack(depth - 1, len) };
+    std::hint::black_box(stack)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::FileExt;
-
-    /// This process's registers at a point inside this function and a copy of `len` bytes of
-    /// its stack from there up (read from `/proc/self/mem`), as perf copies a sampled stack.
-    #[inline(never)]
-    fn capture(len: usize) -> UserStack {
-        let (ip, sp, bp): (u64, u64, u64);
-        // SAFETY: copies the instruction pointer, the stack pointer and %rbp into three
-        // registers; reads and writes no memory.
-        unsafe {
-            core::arch::asm!(
-                "lea {ip}, [rip]",
-                "mov {sp}, rsp",
-                "mov {bp}, rbp",
-                ip = out(reg) ip,
-                sp = out(reg) sp,
-                bp = out(reg) bp,
-                options(nomem, nostack, preserves_flags),
-            )
-        };
-        let mut bytes = vec![0; len];
-        let mem = File::open("/proc/self/mem").unwrap();
-        let read = mem.read_at(&mut bytes, sp).unwrap();
-        bytes.truncate(read);
-        UserStack { ip, sp, bp, bytes, user_at: 0 }
-    }
-
-    /// `depth` nested calls of itself, the innermost capturing the stack.
-    #[inline(never)]
-    fn recurse(depth: usize, len: usize) -> UserStack {
-        let stack = if depth <= 1 { capture(len) } else { recurse(depth - 1, len) };
-        std::hint::black_box(stack)
-    }
 
     fn me() -> Pid {
         std::process::id() as Pid
@@ -406,34 +407,37 @@ mod tests {
 
     #[test]
     fn a_stack_of_this_process_unwinds_through_every_frame_at_depth_32() {
-        let stack = recurse(32, 64 * 1024);
+        let stack = nested_stack(32, 64 * 1024).unwrap();
         let mut unwinding = Unwinding::default();
         let pcs = unwinding.unwind(me(), &stack, MAX_FRAMES).expect("this test binary has CFI");
         assert_eq!(pcs[0], stack.ip);
-        // recurse(1) returns from its call of capture, recurse(2..=32) from their calls of
-        // recurse: one return address 31 times, both inside recurse.
-        let start = recurse as *const () as u64;
+        // nested_stack(1) returns from its call of capture, nested_stack(2..=32) from their
+        // calls of nested_stack: one return address 31 times, both inside nested_stack.
+        let start = nested_stack as *const () as u64;
         assert!(pcs.len() > 33, "{} frames: {pcs:x?}", pcs.len());
         let (innermost, nested) = (pcs[1], pcs[2]);
         assert!(pcs[2..=32].iter().all(|&pc| pc == nested), "{pcs:x?}");
         assert_ne!(innermost, nested);
         for pc in [innermost, nested] {
-            assert!((start..start + 0x1000).contains(&pc), "{pc:#x} not in recurse at {start:#x}");
+            assert!(
+                (start..start + 0x1000).contains(&pc),
+                "{pc:#x} not in nested_stack at {start:#x}"
+            );
         }
-        // Then this test's own frame and its callers, not recurse again.
+        // Then this test's own frame and its callers, not nested_stack again.
         assert_ne!(pcs[33], nested);
     }
 
     #[test]
     fn a_sample_in_code_without_cfi_is_left_to_the_frame_pointer_chain() {
-        let mut stack = recurse(2, 4096);
+        let mut stack = nested_stack(2, 4096).unwrap();
         stack.ip = 0x10;
         assert_eq!(Unwinding::default().unwind(me(), &stack, MAX_FRAMES), None);
     }
 
     #[test]
     fn hostile_stack_copies_end_within_the_frame_limit() {
-        let real = recurse(4, 8192);
+        let real = nested_stack(4, 8192).unwrap();
         let mut unwinding = Unwinding::default();
         let nested = unwinding.unwind(me(), &real, MAX_FRAMES).unwrap()[2];
         // A stack of one return address again and again, and one of frame pointers that point
@@ -485,7 +489,7 @@ mod tests {
                 unwinding.map(fake, mapping, path.as_os_str().as_encoded_bytes());
             }
         }
-        let stack = recurse(8, 8192);
+        let stack = nested_stack(8, 8192).unwrap();
         if let Some(pcs) = unwinding.unwind(fake, &stack, MAX_FRAMES) {
             assert!(pcs.len() <= MAX_FRAMES);
         }
