@@ -1,0 +1,76 @@
+//! What each vector does. Faults print what happened and end the test as failed; the timer
+//! counts ticks, fires the CLOCK.HARD software event, runs the driver's drain and preempts; the
+//! NMI is the driver's PMI; the CALL IPI runs a closure another CPU posted.
+
+use core::sync::atomic::Ordering;
+
+use crate::console::{self, print_unlocked};
+use crate::percpu;
+use crate::trap::{self, TrapFrame};
+use crate::{pmc, sched, syscall};
+
+/// Called by every stub with interrupts disabled.
+pub fn dispatch(frame: &mut TrapFrame) {
+    match frame.vector as u8 {
+        trap::NMI => {
+            nmi(frame);
+            // The NMI may have interrupted anything, even the kernel's return to ring 3: it
+            // neither switches threads nor calls the return-to-user hook.
+            return;
+        }
+        trap::TIMER => timer(frame),
+        trap::CALL => {
+            crate::apic::eoi();
+            crate::ipi::serve(percpu::this());
+        }
+        trap::SYSCALL => syscall::dispatch(frame),
+        trap::SPURIOUS => {}
+        _ => fault(frame),
+    }
+    if frame.from_user() {
+        let thread = sched::current();
+        pmc::user_return(percpu::index(), thread.pid, thread.tid, frame);
+    }
+}
+
+fn nmi(frame: &TrapFrame) {
+    let cpu = percpu::this();
+    cpu.nmis.fetch_add(1, Ordering::Relaxed);
+    if pmc::interrupt(cpu.index, frame) {
+        cpu.nmis_claimed.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn timer(frame: &TrapFrame) {
+    let cpu = percpu::this();
+    // Acknowledged first: the handler may switch threads before it returns.
+    crate::apic::eoi();
+    cpu.ticks.fetch_add(1, Ordering::Relaxed);
+    pmc::clock_tick(cpu.index, frame);
+    if frame.from_user() {
+        sched::preempt_if_due(cpu);
+    }
+}
+
+fn fault(frame: &TrapFrame) -> ! {
+    let name = match frame.vector {
+        0 => "#DE divide error",
+        6 => "#UD invalid opcode",
+        8 => "#DF double fault",
+        13 => "#GP general protection",
+        14 => "#PF page fault",
+        _ => "exception",
+    };
+    print_unlocked(format_args!(
+        "\nring0: FAULT {name} (vector {}) on cpu {} in {}: error {:#x} rip {:#x} rsp {:#x} rbp {:#x} cr2 {:#x}\n",
+        frame.vector,
+        percpu::index(),
+        if frame.from_user() { "ring 3" } else { "ring 0" },
+        frame.error,
+        frame.rip,
+        frame.rsp,
+        frame.rbp,
+        crate::cpu::cr2(),
+    ));
+    console::exit_qemu(console::EXIT_FAILURE)
+}
