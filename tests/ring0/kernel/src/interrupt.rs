@@ -24,6 +24,11 @@ pub fn dispatch(frame: &mut TrapFrame) {
             crate::ipi::serve(percpu::this());
         }
         trap::SYSCALL => syscall::dispatch(frame),
+        trap::INVALID_OPCODE if syscall::is_int80(frame) => {
+            // See `syscall::is_int80`: the system call arrived as #UD at its `int 0x80`.
+            frame.rip += 2;
+            syscall::dispatch(frame);
+        }
         trap::SPURIOUS => {}
         _ => fault(frame),
     }

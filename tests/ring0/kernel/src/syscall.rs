@@ -6,7 +6,21 @@ use core::sync::atomic::Ordering;
 use crate::trap::TrapFrame;
 use crate::{abi, memory, pmc, sched};
 
-/// EFAULT, EINVAL, ESRCH as negative results.
+/// Whether `frame` is a #UD raised in ring 3 by an `int 0x80` instruction (bytes CD 80 at RIP).
+///
+/// A hypervisor that runs guests without hardware virtualization (Linux's PVM, KVM's
+/// "pagetable-based virtual machine", which provides /dev/kvm on some cloud VMs) handles ring-3
+/// system call instructions for its own paravirtualized guests: it delivers a ring-3 `int 0x80`
+/// of this kernel as #UD at the instruction, with the trap frame otherwise intact (and SYSCALL
+/// does not reach ring 0 at all). The kernel then treats the #UD as the system call.
+pub fn is_int80(frame: &TrapFrame) -> bool {
+    frame.from_user()
+        && memory::is_user_range(frame.rip, 2)
+        // SAFETY: the two bytes are user memory (checked), mapped in the one address space.
+        && unsafe { core::ptr::read_unaligned(frame.rip as *const [u8; 2]) } == [0xCD, 0x80]
+}
+
+/// EFAULT and EINVAL, as negative results.
 const EFAULT: i64 = 14;
 const EINVAL: i64 = 22;
 

@@ -53,6 +53,8 @@ pub const SYSCALL: u8 = 0x80;
 pub const SPURIOUS: u8 = 0xFF;
 /// The NMI (the PMI is delivered as one).
 pub const NMI: u8 = 2;
+/// Invalid opcode.
+pub const INVALID_OPCODE: u8 = 6;
 /// Double fault.
 pub const DOUBLE_FAULT: u8 = 8;
 
@@ -89,6 +91,8 @@ trap_common:
     pushq %r15
     cld
     movq %rsp, %rdi
+    /* A kernel callchain ends here: the interrupted RBP is in the frame, not a frame record. */
+    xorl %ebp, %ebp
     call trap_dispatch
     .global trap_return
 trap_return:
