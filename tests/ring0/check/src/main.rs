@@ -1,1 +1,239 @@
-fn main() {}
+//! Checks a run of the example kernel (`tests/ring0/run.sh` runs it):
+//! `ring0-check CONSOLE LOG KERNEL_ELF USER_ELF`.
+//!
+//! CONSOLE is what the kernel and its test program printed on COM1, LOG the bytes the driver
+//! wrote to the log device, the ELFs the kernel and the program that ran. It checks that the
+//! driver loaded and unloaded, that nothing faulted or panicked, that TSC counts increased, that
+//! every SOFT count equals the kernel's own count of the events, and that the log decodes with
+//! pmclog and its samples carry callchains that lie in the code that ran (user samples in the
+//! program, kernel samples in the kernel) and go through the nested functions the program and the
+//! kernel spun in. It prints what it found and exits non-zero on any failure.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::process::ExitCode;
+
+use object::{Object, ObjectSegment, ObjectSymbol, SegmentFlags};
+use pmclog::{Record, Records};
+
+/// A program's executable ranges and named functions.
+struct Image {
+    text: Vec<Range<u64>>,
+    functions: BTreeMap<String, Range<u64>>,
+}
+
+impl Image {
+    fn read(path: &str) -> Result<Image, String> {
+        let data = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+        let file = object::File::parse(&*data).map_err(|e| format!("{path}: {e}"))?;
+        let text = file
+            .segments()
+            .filter(|s| matches!(s.flags(), SegmentFlags::Elf { p_flags } if p_flags & 1 != 0))
+            .map(|s| s.address()..s.address() + s.size())
+            .collect();
+        let functions = file
+            .symbols()
+            .filter(|s| s.size() > 0)
+            .filter_map(|s| Some((s.name().ok()?.to_string(), s.address()..s.address() + s.size())))
+            .collect();
+        Ok(Image { text, functions })
+    }
+
+    fn contains(&self, pc: u64) -> bool {
+        self.text.iter().any(|r| r.contains(&pc))
+    }
+
+    /// Whether `pcs` starts inside `names[0]`, then returns into `names[1]`, and so on.
+    fn chain_goes_through(&self, pcs: &[u64], names: &[&str]) -> bool {
+        pcs.len() >= names.len()
+            && names.iter().zip(pcs).all(|(name, pc)| {
+                // A return address is one past its call, which may end the function.
+                self.functions.get(*name).is_some_and(|r| r.start < *pc && *pc <= r.end)
+            })
+    }
+}
+
+/// The `key=value` fields of a RESULT line.
+fn fields(line: &str) -> BTreeMap<&str, &str> {
+    line.split_whitespace().filter_map(|w| w.split_once('=')).collect()
+}
+
+fn number(fields: &BTreeMap<&str, &str>, key: &str) -> Option<u64> {
+    let text = fields.get(key)?;
+    match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+/// One CALLCHAIN record.
+struct Sample {
+    pid: i32,
+    pmcid: u32,
+    cpu: u32,
+    user: bool,
+    pcs: Vec<u64>,
+}
+
+/// Every log session in `log` (CONFIGURELOG … CLOSELOG, one after another): its samples.
+fn decode(log: &[u8], failures: &mut Vec<String>) -> (usize, Vec<Sample>) {
+    let mut samples = Vec::new();
+    let mut sessions = 0;
+    let mut rest = log;
+    while !rest.is_empty() {
+        let mut records = Records::new(rest);
+        let mut closed = false;
+        for entry in records.by_ref() {
+            match entry {
+                Ok(entry) => match entry.record {
+                    Record::Callchain(c) => samples.push(Sample {
+                        pid: c.pid,
+                        pmcid: c.pmcid,
+                        cpu: c.cpuflags.cpu(),
+                        user: c.cpuflags.is_user(),
+                        pcs: (0..c.pcs.len()).filter_map(|i| c.pcs.get(i)).collect(),
+                    }),
+                    Record::CloseLog => closed = true,
+                    _ => {}
+                },
+                Err(e) => {
+                    failures.push(format!("the log does not decode: {e}"));
+                    return (sessions, samples);
+                }
+            }
+        }
+        if !closed {
+            failures.push("a log session does not end with CLOSELOG".into());
+            break;
+        }
+        sessions += 1;
+        rest = &rest[records.offset() as usize..];
+    }
+    (sessions, samples)
+}
+
+fn run(args: &[String]) -> Result<Vec<String>, String> {
+    let [console, log, kernel, user] = args else {
+        return Err("usage: ring0-check CONSOLE LOG KERNEL_ELF USER_ELF".into());
+    };
+    let console = std::fs::read_to_string(console).map_err(|e| format!("{console}: {e}"))?;
+    let log = std::fs::read(log).map_err(|e| format!("{log}: {e}"))?;
+    let kernel = Image::read(kernel)?;
+    let user = Image::read(user)?;
+    let mut failures = Vec::new();
+    let mut check = |ok: bool, what: String| {
+        if !ok {
+            failures.push(what);
+        }
+    };
+
+    for line in console.lines() {
+        let bad = ["FAULT", "PANIC", "FAIL"].iter().any(|w| line.contains(w));
+        check(!bad, format!("the console says: {line}"));
+    }
+    for needed in ["ring0: driver loaded", "RESULT test done", "ring0: driver unloaded", "ring0: done in"] {
+        check(console.contains(needed), format!("the console lacks \"{needed}\""));
+    }
+    let results: Vec<&str> = console.lines().filter(|l| l.starts_with("RESULT ")).collect();
+    let cpus = console
+        .lines()
+        .find_map(|l| l.strip_prefix("ring0: ")?.strip_suffix(" CPUs online")?.parse::<u32>().ok())
+        .unwrap_or(0);
+    check(cpus >= 2, format!("{cpus} CPUs came online, not at least 2"));
+
+    // TSC: every CPU's count increased between two reads.
+    let tsc: Vec<_> = results.iter().filter(|l| l.starts_with("RESULT tsc ")).map(|l| fields(l)).collect();
+    check(tsc.len() as u32 == cpus, format!("{} TSC results for {cpus} CPUs", tsc.len()));
+    for f in &tsc {
+        let (first, second) = (number(f, "first").unwrap_or(0), number(f, "second").unwrap_or(0));
+        check(first > 0 && second > first, format!("TSC on cpu {:?}: {first} then {second}", f.get("cpu")));
+    }
+    // SOFT counting: the driver's count equals the kernel's, which is not zero.
+    let soft: Vec<_> = results.iter().filter(|l| l.starts_with("RESULT soft-")).map(|l| fields(l)).collect();
+    check(soft.len() as u32 == cpus + 1, format!("{} SOFT results, not {}", soft.len(), cpus + 1));
+    for f in &soft {
+        let (pmc, kernel) = (number(f, "pmc"), number(f, "kernel"));
+        check(pmc.is_some() && pmc == kernel && kernel > Some(0), format!("SOFT count {pmc:?}, kernel's {kernel:?}: {f:?}"));
+    }
+
+    // The log: decodes, samples for every sampling PMC, callchains in the code that ran.
+    let (sessions, samples) = decode(&log, &mut failures);
+    let mut check = |ok: bool, what: String| {
+        if !ok {
+            failures.push(what);
+        }
+    };
+    check(sessions >= 1, format!("{} bytes of log hold no complete session", log.len()));
+    let sampling: Vec<_> = results.iter().filter(|l| l.starts_with("RESULT sampling ")).map(|l| fields(l)).collect();
+    check(sampling.len() as u32 == cpus + 1 || sampling.len() as u32 == cpus + 2, format!("{} sampling PMCs", sampling.len()));
+    for f in &sampling {
+        let id = number(f, "pmcid").unwrap_or(0) as u32;
+        let mine: Vec<&Sample> = samples.iter().filter(|s| s.pmcid == id).collect();
+        check(!mine.is_empty(), format!("no sample of PMC {id:#x}"));
+        if let Some(cpu) = number(f, "cpu") {
+            check(mine.iter().all(|s| u64::from(s.cpu) == cpu), format!("a sample of PMC {id:#x} not on cpu {cpu}"));
+        }
+    }
+    let process_sampler = results.iter().find(|l| l.starts_with("RESULT sampling process "));
+    if let Some(id) = process_sampler.and_then(|l| number(&fields(l), "pmcid")) {
+        let pids: Vec<i32> = samples.iter().filter(|s| s.pmcid == id as u32).map(|s| s.pid).collect();
+        check(pids.iter().all(|&p| p == 1), format!("process-scope samples of other processes: {pids:?}"));
+    }
+    for s in &samples {
+        let image = if s.user { &user } else { &kernel };
+        let valid = !s.pcs.is_empty() && s.pcs.iter().all(|&pc| image.contains(pc));
+        let mode = if s.user { "user" } else { "kernel" };
+        check(valid, format!("a {mode} callchain outside the {mode} code: {:x?}", s.pcs));
+    }
+    let user_chains = samples.iter().filter(|s| s.user && user.chain_goes_through(&s.pcs, &["work_inner", "work_middle", "work_outer"]));
+    let user_chains = user_chains.count();
+    let kernel_chains = samples
+        .iter()
+        .filter(|s| !s.user && kernel.chain_goes_through(&s.pcs, &["kwork_inner", "kwork_middle", "kwork_outer"]))
+        .count();
+    check(user_chains > 0, "no user callchain goes work_inner < work_middle < work_outer".into());
+    check(kernel_chains > 0, "no kernel callchain goes kwork_inner < kwork_middle < kwork_outer".into());
+    let spinner = samples.iter().filter(|s| s.pid == 2).count();
+    check(spinner > 0, "system sampling saw no sample of the spinner (process 2)".into());
+
+    // The hardware PMU: counted and sampled, or said to be absent.
+    let hardware = results.iter().find(|l| l.starts_with("RESULT hardware "));
+    let absent = results.iter().any(|l| l.starts_with("RESULT pmu absent"));
+    match hardware {
+        Some(line) => check(number(&fields(line), "instructions").unwrap_or(0) > 0, format!("{line}")),
+        None => check(absent, "neither hardware results nor \"pmu absent\"".into()),
+    }
+
+    println!(
+        "ring0-check: {cpus} CPUs; {} log sessions, {} samples ({} user, {} kernel; {user_chains} through work_*, {kernel_chains} through kwork_*, {spinner} of the spinner); PMU {}",
+        sessions,
+        samples.len(),
+        samples.iter().filter(|s| s.user).count(),
+        samples.iter().filter(|s| !s.user).count(),
+        if hardware.is_some() { "present" } else { "absent" },
+    );
+    for line in console.lines().filter(|l| l.starts_with("ring0: cpu ") || l.starts_with("ring0: done")) {
+        println!("ring0-check: {line}");
+    }
+    Ok(failures)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(failures) if failures.is_empty() => {
+            println!("ring0-check: OK");
+            ExitCode::SUCCESS
+        }
+        Ok(failures) => {
+            for f in &failures {
+                eprintln!("ring0-check: FAILED: {f}");
+            }
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("ring0-check: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
