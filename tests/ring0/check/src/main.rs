@@ -131,7 +131,9 @@ fn run(args: &[String]) -> Result<Vec<String>, String> {
         let bad = ["FAULT", "PANIC", "FAIL"].iter().any(|w| line.contains(w));
         check(!bad, format!("the console says: {line}"));
     }
-    for needed in ["ring0: driver loaded", "RESULT test done", "ring0: driver unloaded", "ring0: done in"] {
+    for needed in
+        ["ring0: driver loaded", "RESULT test done", "ring0: driver unloaded", "ring0: done in"]
+    {
         check(console.contains(needed), format!("the console lacks \"{needed}\""));
     }
     let results: Vec<&str> = console.lines().filter(|l| l.starts_with("RESULT ")).collect();
@@ -142,18 +144,26 @@ fn run(args: &[String]) -> Result<Vec<String>, String> {
     check(cpus >= 2, format!("{cpus} CPUs came online, not at least 2"));
 
     // TSC: every CPU's count increased between two reads.
-    let tsc: Vec<_> = results.iter().filter(|l| l.starts_with("RESULT tsc ")).map(|l| fields(l)).collect();
+    let tsc: Vec<_> =
+        results.iter().filter(|l| l.starts_with("RESULT tsc ")).map(|l| fields(l)).collect();
     check(tsc.len() as u32 == cpus, format!("{} TSC results for {cpus} CPUs", tsc.len()));
     for f in &tsc {
         let (first, second) = (number(f, "first").unwrap_or(0), number(f, "second").unwrap_or(0));
-        check(first > 0 && second > first, format!("TSC on cpu {:?}: {first} then {second}", f.get("cpu")));
+        check(
+            first > 0 && second > first,
+            format!("TSC on cpu {:?}: {first} then {second}", f.get("cpu")),
+        );
     }
     // SOFT counting: the driver's count equals the kernel's, which is not zero.
-    let soft: Vec<_> = results.iter().filter(|l| l.starts_with("RESULT soft-")).map(|l| fields(l)).collect();
+    let soft: Vec<_> =
+        results.iter().filter(|l| l.starts_with("RESULT soft-")).map(|l| fields(l)).collect();
     check(soft.len() as u32 == cpus + 1, format!("{} SOFT results, not {}", soft.len(), cpus + 1));
     for f in &soft {
         let (pmc, kernel) = (number(f, "pmc"), number(f, "kernel"));
-        check(pmc.is_some() && pmc == kernel && kernel > Some(0), format!("SOFT count {pmc:?}, kernel's {kernel:?}: {f:?}"));
+        check(
+            pmc.is_some() && pmc == kernel && kernel > Some(0),
+            format!("SOFT count {pmc:?}, kernel's {kernel:?}: {f:?}"),
+        );
     }
 
     // The log: decodes, samples for every sampling PMC, callchains in the code that ran.
@@ -164,20 +174,31 @@ fn run(args: &[String]) -> Result<Vec<String>, String> {
         }
     };
     check(sessions >= 1, format!("{} bytes of log hold no complete session", log.len()));
-    let sampling: Vec<_> = results.iter().filter(|l| l.starts_with("RESULT sampling ")).map(|l| fields(l)).collect();
-    check(sampling.len() as u32 == cpus + 1 || sampling.len() as u32 == cpus + 2, format!("{} sampling PMCs", sampling.len()));
+    let sampling: Vec<_> =
+        results.iter().filter(|l| l.starts_with("RESULT sampling ")).map(|l| fields(l)).collect();
+    check(
+        sampling.len() as u32 == cpus + 1 || sampling.len() as u32 == cpus + 2,
+        format!("{} sampling PMCs", sampling.len()),
+    );
     for f in &sampling {
         let id = number(f, "pmcid").unwrap_or(0) as u32;
         let mine: Vec<&Sample> = samples.iter().filter(|s| s.pmcid == id).collect();
         check(!mine.is_empty(), format!("no sample of PMC {id:#x}"));
         if let Some(cpu) = number(f, "cpu") {
-            check(mine.iter().all(|s| u64::from(s.cpu) == cpu), format!("a sample of PMC {id:#x} not on cpu {cpu}"));
+            check(
+                mine.iter().all(|s| u64::from(s.cpu) == cpu),
+                format!("a sample of PMC {id:#x} not on cpu {cpu}"),
+            );
         }
     }
     let process_sampler = results.iter().find(|l| l.starts_with("RESULT sampling process "));
     if let Some(id) = process_sampler.and_then(|l| number(&fields(l), "pmcid")) {
-        let pids: Vec<i32> = samples.iter().filter(|s| s.pmcid == id as u32).map(|s| s.pid).collect();
-        check(pids.iter().all(|&p| p == 1), format!("process-scope samples of other processes: {pids:?}"));
+        let pids: Vec<i32> =
+            samples.iter().filter(|s| s.pmcid == id as u32).map(|s| s.pid).collect();
+        check(
+            pids.iter().all(|&p| p == 1),
+            format!("process-scope samples of other processes: {pids:?}"),
+        );
     }
     for s in &samples {
         let image = if s.user { &user } else { &kernel };
@@ -185,14 +206,23 @@ fn run(args: &[String]) -> Result<Vec<String>, String> {
         let mode = if s.user { "user" } else { "kernel" };
         check(valid, format!("a {mode} callchain outside the {mode} code: {:x?}", s.pcs));
     }
-    let user_chains = samples.iter().filter(|s| s.user && user.chain_goes_through(&s.pcs, &["work_inner", "work_middle", "work_outer"]));
+    let user_chains = samples.iter().filter(|s| {
+        s.user && user.chain_goes_through(&s.pcs, &["work_inner", "work_middle", "work_outer"])
+    });
     let user_chains = user_chains.count();
     let kernel_chains = samples
         .iter()
-        .filter(|s| !s.user && kernel.chain_goes_through(&s.pcs, &["kwork_inner", "kwork_middle", "kwork_outer"]))
+        .filter(|s| {
+            !s.user
+                && kernel
+                    .chain_goes_through(&s.pcs, &["kwork_inner", "kwork_middle", "kwork_outer"])
+        })
         .count();
     check(user_chains > 0, "no user callchain goes work_inner < work_middle < work_outer".into());
-    check(kernel_chains > 0, "no kernel callchain goes kwork_inner < kwork_middle < kwork_outer".into());
+    check(
+        kernel_chains > 0,
+        "no kernel callchain goes kwork_inner < kwork_middle < kwork_outer".into(),
+    );
     let spinner = samples.iter().filter(|s| s.pid == 2).count();
     check(spinner > 0, "system sampling saw no sample of the spinner (process 2)".into());
 
@@ -200,7 +230,9 @@ fn run(args: &[String]) -> Result<Vec<String>, String> {
     let hardware = results.iter().find(|l| l.starts_with("RESULT hardware "));
     let absent = results.iter().any(|l| l.starts_with("RESULT pmu absent"));
     match hardware {
-        Some(line) => check(number(&fields(line), "instructions").unwrap_or(0) > 0, format!("{line}")),
+        Some(line) => {
+            check(number(&fields(line), "instructions").unwrap_or(0) > 0, line.to_string())
+        }
         None => check(absent, "neither hardware results nor \"pmu absent\"".into()),
     }
 
@@ -212,7 +244,9 @@ fn run(args: &[String]) -> Result<Vec<String>, String> {
         samples.iter().filter(|s| !s.user).count(),
         if hardware.is_some() { "present" } else { "absent" },
     );
-    for line in console.lines().filter(|l| l.starts_with("ring0: cpu ") || l.starts_with("ring0: done")) {
+    for line in
+        console.lines().filter(|l| l.starts_with("ring0: cpu ") || l.starts_with("ring0: done"))
+    {
         println!("ring0-check: {line}");
     }
     Ok(failures)

@@ -128,12 +128,6 @@ pub fn start_timer(hz: u32) {
     write(TIMER_INITIAL, counts.max(1) as u32);
 }
 
-/// Stops this CPU's timer.
-pub fn stop_timer() {
-    write(LVT_TIMER, 1 << 16);
-    write(TIMER_INITIAL, 0);
-}
-
 /// Programs the performance-counter entry: NMI delivery, masked or not.
 pub fn set_pmi(masked: bool) {
     write(LVT_PMI, 4 << 8 | u32::from(masked) << 16);

@@ -82,9 +82,7 @@ pub const EXIT_FAILURE: u8 = 0x11;
 /// Ends the virtual machine with [`EXIT_SUCCESS`] or [`EXIT_FAILURE`].
 pub fn exit_qemu(status: u8) -> ! {
     outb(EXIT_PORT, status);
-    loop {
-        crate::cpu::halt_forever();
-    }
+    crate::cpu::halt_forever()
 }
 
 /// `println!` on the console.

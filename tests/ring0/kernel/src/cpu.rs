@@ -4,7 +4,9 @@
 pub fn disable_interrupts() -> bool {
     let flags: u64;
     // SAFETY: reading RFLAGS and clearing IF in ring 0 touches no memory.
-    unsafe { core::arch::asm!("pushfq", "pop {}", "cli", out(reg) flags, options(nomem, preserves_flags)) }
+    unsafe {
+        core::arch::asm!("pushfq", "pop {}", "cli", out(reg) flags, options(nomem, preserves_flags))
+    }
     flags & (1 << 9) != 0
 }
 
@@ -38,7 +40,9 @@ pub fn halt_forever() -> ! {
 pub unsafe fn rdmsr(msr: u32) -> u64 {
     let (lo, hi): (u32, u32);
     // SAFETY: the caller guarantees the MSR exists.
-    unsafe { core::arch::asm!("rdmsr", in("ecx") msr, out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags)) }
+    unsafe {
+        core::arch::asm!("rdmsr", in("ecx") msr, out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags))
+    }
     u64::from(hi) << 32 | u64::from(lo)
 }
 
@@ -59,7 +63,9 @@ pub unsafe fn wrmsr(msr: u32, value: u64) {
 pub fn cr2() -> u64 {
     let value: u64;
     // SAFETY: reading CR2 in ring 0 has no side effect.
-    unsafe { core::arch::asm!("mov {}, cr2", out(reg) value, options(nomem, nostack, preserves_flags)) }
+    unsafe {
+        core::arch::asm!("mov {}, cr2", out(reg) value, options(nomem, nostack, preserves_flags))
+    }
     value
 }
 
@@ -84,7 +90,9 @@ pub unsafe fn set_cr4_bit(bit: u32, on: bool) {
 /// Flushes the whole TLB of this CPU (reloads CR3).
 pub fn flush_tlb() {
     // SAFETY: reloading CR3 with its own value only drops cached translations.
-    unsafe { core::arch::asm!("mov {0}, cr3", "mov cr3, {0}", out(reg) _, options(nostack, preserves_flags)) }
+    unsafe {
+        core::arch::asm!("mov {0}, cr3", "mov cr3, {0}", out(reg) _, options(nostack, preserves_flags))
+    }
 }
 
 /// RDTSC.

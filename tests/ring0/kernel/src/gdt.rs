@@ -76,7 +76,10 @@ pub fn init(cpu: &Cpu) {
             | (limit >> 16 & 0xf) << 48
             | (base >> 24 & 0xff) << 56;
         (*gdt)[slot + 1] = base >> 32;
-        let pointer = Pointer { limit: (core::mem::size_of::<[u64; TSS_FIRST + 2 * MAX_CPUS]>() - 1) as u16, base: gdt as u64 };
+        let pointer = Pointer {
+            limit: (core::mem::size_of::<[u64; TSS_FIRST + 2 * MAX_CPUS]>() - 1) as u16,
+            base: gdt as u64,
+        };
         core::arch::asm!(
             "lgdt [{ptr}]",
             "push {code}",

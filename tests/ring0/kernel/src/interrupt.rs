@@ -32,7 +32,7 @@ pub fn dispatch(frame: &mut TrapFrame) {
         trap::SPURIOUS => {}
         _ => fault(frame),
     }
-    if frame.from_user() {
+    if frame.is_user() {
         let thread = sched::current();
         pmc::user_return(percpu::index(), thread.pid, thread.tid, frame);
     }
@@ -52,7 +52,7 @@ fn timer(frame: &TrapFrame) {
     crate::apic::eoi();
     cpu.ticks.fetch_add(1, Ordering::Relaxed);
     pmc::clock_tick(cpu.index, frame);
-    if frame.from_user() {
+    if frame.is_user() {
         sched::preempt_if_due(cpu);
     }
 }
@@ -70,7 +70,7 @@ fn fault(frame: &TrapFrame) -> ! {
         "\nring0: FAULT {name} (vector {}) on cpu {} in {}: error {:#x} rip {:#x} rsp {:#x} rbp {:#x} cr2 {:#x}\n",
         frame.vector,
         percpu::index(),
-        if frame.from_user() { "ring 3" } else { "ring 0" },
+        if frame.is_user() { "ring 3" } else { "ring 0" },
         frame.error,
         frame.rip,
         frame.rsp,

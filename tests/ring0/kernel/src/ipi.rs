@@ -17,13 +17,15 @@ pub fn run_on_cpu(target: u32, f: &mut dyn FnMut()) {
         return;
     }
     let cpu = percpu::cpu(target);
-    while cpu.call.busy.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+    while cpu.call.busy.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err()
+    {
         serve(me);
         core::hint::spin_loop();
     }
     // SAFETY: only the lifetime is extended: this function does not return before the target
     // has run `f` and cleared the slot, so the reference never outlives `f`.
-    let mut f: &'static mut dyn FnMut() = unsafe { core::mem::transmute::<&mut dyn FnMut(), &'static mut dyn FnMut()>(f) };
+    let mut f: &'static mut dyn FnMut() =
+        unsafe { core::mem::transmute::<&mut dyn FnMut(), &'static mut dyn FnMut()>(f) };
     cpu.call.request.store(&mut f, Ordering::Release);
     crate::apic::send_ipi(cpu.apic_id.load(Ordering::Relaxed), crate::trap::CALL);
     while !cpu.call.request.load(Ordering::Acquire).is_null() {

@@ -105,10 +105,15 @@ fn requested_cpus(start_info: u32) -> u32 {
     // is 0 or a NUL-terminated string, in identity-mapped low memory.
     let cmdline = unsafe {
         let address = core::ptr::read_unaligned((start_info as u64 + 24) as *const u64);
-        if address == 0 { b"" as &[u8] } else { core::ffi::CStr::from_ptr(address as *const core::ffi::c_char).to_bytes() }
+        if address == 0 {
+            b"" as &[u8]
+        } else {
+            core::ffi::CStr::from_ptr(address as *const core::ffi::c_char).to_bytes()
+        }
     };
     let text = core::str::from_utf8(cmdline).unwrap_or("");
-    let requested = text.split(' ').find_map(|w| w.strip_prefix("cpus=")).and_then(|n| n.parse().ok());
+    let requested =
+        text.split(' ').find_map(|w| w.strip_prefix("cpus=")).and_then(|n| n.parse().ok());
     requested.unwrap_or(2).clamp(1, percpu::MAX_CPUS as u32)
 }
 

@@ -49,5 +49,6 @@ pub fn init() {
 
 /// Whether `addr..addr + len` lies in user memory (checked without overflow).
 pub fn is_user_range(addr: u64, len: usize) -> bool {
-    addr >= abi::USER_IMAGE_BASE && addr.checked_add(len as u64).is_some_and(|end| end <= abi::USER_END)
+    addr >= abi::USER_IMAGE_BASE
+        && addr.checked_add(len as u64).is_some_and(|end| end <= abi::USER_END)
 }

@@ -70,7 +70,10 @@ impl Cpu {
             nmis_claimed: AtomicU64::new(0),
             calls: AtomicU64::new(0),
             slice: AtomicU32::new(0),
-            call: CallSlot { request: AtomicPtr::new(core::ptr::null_mut()), busy: AtomicBool::new(false) },
+            call: CallSlot {
+                request: AtomicPtr::new(core::ptr::null_mut()),
+                busy: AtomicBool::new(false),
+            },
             nmi_stack: UnsafeCell::new([0; IST_STACK]),
             df_stack: UnsafeCell::new([0; IST_STACK]),
         }
@@ -123,7 +126,9 @@ pub fn init(index: u32) {
 pub fn index() -> u32 {
     let index: u32;
     // SAFETY: GS:0 is `Cpu::index` of this CPU (`init`), a plain u32 read.
-    unsafe { core::arch::asm!("mov {:e}, gs:[0]", out(reg) index, options(nostack, readonly, preserves_flags)) }
+    unsafe {
+        core::arch::asm!("mov {:e}, gs:[0]", out(reg) index, options(nostack, readonly, preserves_flags))
+    }
     index
 }
 

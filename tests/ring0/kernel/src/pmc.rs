@@ -11,8 +11,8 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use hwpmc::arch::x86::native::{NativeCpu, NativeCpuid};
 use hwpmc::hw::{Hardware, Lapic, Msrs};
 use hwpmc::{
-    Cpu, CriticalSection, Driver, Errno, ExecInfo, Kernel, LogFile, Pid, Privilege, ProcessState, Signal, Tid,
-    Tunables, UserPtr,
+    Cpu, CriticalSection, Driver, Errno, ExecInfo, Kernel, LogFile, Pid, Privilege, ProcessState,
+    Signal, Tid, Tunables, UserPtr,
 };
 
 use crate::percpu::{self, MAX_CPUS};
@@ -88,7 +88,12 @@ fn driver() -> Option<&'static Hwpmc> {
 pub fn load() -> Result<(), hwpmc::LoadError> {
     // SAFETY: the kernel runs in ring 0 and hands the PMU to the driver alone.
     let hw = KernelCpu(unsafe { NativeCpu::new() });
-    let tunables = Tunables { callchain_depth: 32, log_buffer_kib: 64, log_buffers_per_cpu: 8, ..Tunables::default() };
+    let tunables = Tunables {
+        callchain_depth: 32,
+        log_buffer_kib: 64,
+        log_buffers_per_cpu: 8,
+        ..Tunables::default()
+    };
     let driver = Driver::load(Services, hw, tunables)?;
     let code = driver.register_soft_event("CLOCK.HARD").expect("a fresh driver registers an event");
     CLOCK_EVENT.store(code, Ordering::Relaxed);
@@ -99,7 +104,10 @@ pub fn load() -> Result<(), hwpmc::LoadError> {
 
 /// The driver's `kern.hwpmc.cpuid` string.
 pub fn cpuid_string() -> alloc::string::String {
-    DRIVER.get().map(|d| alloc::string::String::from_utf8_lossy(d.cpuid().as_bytes()).into_owned()).unwrap_or_default()
+    DRIVER
+        .get()
+        .map(|d| alloc::string::String::from_utf8_lossy(d.cpuid().as_bytes()).into_owned())
+        .unwrap_or_default()
 }
 
 /// Unloads the driver (every process has ended).
@@ -131,7 +139,12 @@ pub fn process_fork(parent: Pid, child: Pid) {
     hook(|d| d.process_fork(parent, child));
 }
 pub fn process_exec(pid: Pid, path: &[u8]) {
-    hook(|d| d.process_exec(pid, &ExecInfo { path, base_addr: 0, dyn_addr: 0, credentials_changed: false }));
+    hook(|d| {
+        d.process_exec(
+            pid,
+            &ExecInfo { path, base_addr: 0, dyn_addr: 0, credentials_changed: false },
+        )
+    });
 }
 pub fn process_exit(pid: Pid) {
     hook(|d| d.process_exit(pid));
@@ -147,7 +160,7 @@ pub fn mmap(pid: Pid, start: u64, end: u64, path: &[u8]) {
 }
 
 fn driver_frame(frame: &TrapFrame) -> hwpmc::TrapFrame {
-    hwpmc::TrapFrame { pc: frame.rip, fp: frame.rbp, sp: frame.rsp, user: frame.from_user() }
+    hwpmc::TrapFrame { pc: frame.rip, fp: frame.rbp, sp: frame.rsp, user: frame.is_user() }
 }
 
 /// The return-to-user hook (every return to ring 3 but the NMI's).
@@ -248,8 +261,9 @@ impl Kernel for Services {
         })
     }
     fn for_each_child(&self, pid: Pid, f: &mut dyn FnMut(Pid)) {
-        let children: alloc::vec::Vec<Pid> =
-            sched::with_processes(|p| p.iter().filter(|c| c.parent == pid && !c.exited).map(|c| c.pid).collect());
+        let children: alloc::vec::Vec<Pid> = sched::with_processes(|p| {
+            p.iter().filter(|c| c.parent == pid && !c.exited).map(|c| c.pid).collect()
+        });
         children.into_iter().for_each(f);
     }
 
@@ -275,7 +289,8 @@ impl Kernel for Services {
         if this.index != cpu {
             return false;
         }
-        let (lo, hi) = (this.kstack_lo.load(Ordering::Relaxed), this.kstack_hi.load(Ordering::Relaxed));
+        let (lo, hi) =
+            (this.kstack_lo.load(Ordering::Relaxed), this.kstack_hi.load(Ordering::Relaxed));
         let inside = addr >= lo && addr.checked_add(dst.len() as u64).is_some_and(|end| end <= hi);
         if !inside || lo == hi {
             return false;
@@ -311,21 +326,24 @@ impl Kernel for Services {
         LOG_WRITER_WANTED.store(true, Ordering::Release);
     }
     fn process_path(&self, pid: Pid, buf: &mut [u8]) -> usize {
-        let path = sched::with_processes(|p| p.iter().find(|p| p.pid == pid).map(|p| p.path)).unwrap_or(b"");
+        let path = sched::with_processes(|p| p.iter().find(|p| p.pid == pid).map(|p| p.path))
+            .unwrap_or(b"");
         let len = path.len().min(buf.len());
         buf[..len].copy_from_slice(&path[..len]);
         len
     }
 
     fn for_each_executable_mapping(&self, pid: Pid, f: &mut dyn FnMut(u64, u64, &[u8])) {
-        let path = sched::with_processes(|p| p.iter().find(|p| p.pid == pid && !p.exited).map(|p| p.path));
+        let path =
+            sched::with_processes(|p| p.iter().find(|p| p.pid == pid && !p.exited).map(|p| p.path));
         if let Some(path) = path {
             let (start, end) = crate::user::image_range();
             f(start, end, path);
         }
     }
     fn for_each_process(&self, f: &mut dyn FnMut(Pid)) {
-        let pids: alloc::vec::Vec<Pid> = sched::with_processes(|p| p.iter().filter(|p| !p.exited).map(|p| p.pid).collect());
+        let pids: alloc::vec::Vec<Pid> =
+            sched::with_processes(|p| p.iter().filter(|p| !p.exited).map(|p| p.pid).collect());
         pids.into_iter().for_each(f);
     }
     fn for_each_kernel_image(&self, f: &mut dyn FnMut(u64, &[u8])) {

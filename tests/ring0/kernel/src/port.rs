@@ -3,14 +3,18 @@
 /// Writes `value` to I/O port `port`.
 pub fn outb(port: u16, value: u8) {
     // SAFETY: the kernel runs in ring 0; its callers name devices it owns (serial, PIT, debug ports).
-    unsafe { core::arch::asm!("out dx, al", in("dx") port, in("al") value, options(nomem, nostack, preserves_flags)) }
+    unsafe {
+        core::arch::asm!("out dx, al", in("dx") port, in("al") value, options(nomem, nostack, preserves_flags))
+    }
 }
 
 /// Reads I/O port `port`.
 pub fn inb(port: u16) -> u8 {
     let value: u8;
     // SAFETY: as in `outb`.
-    unsafe { core::arch::asm!("in al, dx", in("dx") port, out("al") value, options(nomem, nostack, preserves_flags)) }
+    unsafe {
+        core::arch::asm!("in al, dx", in("dx") port, out("al") value, options(nomem, nostack, preserves_flags))
+    }
     value
 }
 

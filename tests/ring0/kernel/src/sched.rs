@@ -10,7 +10,7 @@ use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU8, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Ordering};
 
 use crate::abi;
 use crate::gdt;
@@ -65,7 +65,7 @@ static NEXT_PID: AtomicI32 = AtomicI32::new(1);
 static NEXT_TID: AtomicI32 = AtomicI32::new(100_001);
 static NEXT_USER_STACK: AtomicU64 = AtomicU64::new(abi::USER_STACKS_BASE);
 /// Set by the BSP when every process has ended: the scheduler loops stop.
-static SHUTDOWN: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
+static SHUTDOWN: AtomicBool = AtomicBool::new(false);
 
 unsafe extern "C" {
     /// Saves the callee-saved registers and the stack pointer at `save`, switches to `next`.
@@ -125,7 +125,13 @@ pub fn spawn_thread(pid: i32, entry: u64, arg: u64) -> i32 {
     let stack = NEXT_USER_STACK.fetch_add(abi::USER_STACK_SIZE, Ordering::Relaxed);
     assert!(stack + abi::USER_STACK_SIZE <= abi::USER_END, "out of user stacks");
     let kstack = alloc::vec![0u128; KSTACK / 16].into_boxed_slice();
-    let thread = Box::new(Thread { tid, pid, kstack, rsp: UnsafeCell::new(0), state: AtomicU8::new(RUNNABLE) });
+    let thread = Box::new(Thread {
+        tid,
+        pid,
+        kstack,
+        rsp: UnsafeCell::new(0),
+        state: AtomicU8::new(RUNNABLE),
+    });
     // The new kernel stack: a trap frame that enters ring 3 at `entry`, below it the return
     // address `trap_return` and six callee-saved registers for `switch_context` to pop.
     let (_, top) = thread.kstack_bounds();
@@ -248,10 +254,10 @@ pub fn run(cpu: &Cpu) {
         match next {
             Some(Queued(thread)) => run_thread(cpu, thread),
             None if cpu.index == 0 && all_done() => {
-                SHUTDOWN.store(1 as *mut (), Ordering::Release);
+                SHUTDOWN.store(true, Ordering::Release);
                 return;
             }
-            None if cpu.index != 0 && !SHUTDOWN.load(Ordering::Acquire).is_null() => return,
+            None if cpu.index != 0 && SHUTDOWN.load(Ordering::Acquire) => return,
             None => crate::cpu::wait_for_interrupt(),
         }
     }

@@ -14,7 +14,7 @@ use crate::{abi, memory, pmc, sched};
 /// of this kernel as #UD at the instruction, with the trap frame otherwise intact (and SYSCALL
 /// does not reach ring 0 at all). The kernel then treats the #UD as the system call.
 pub fn is_int80(frame: &TrapFrame) -> bool {
-    frame.from_user()
+    frame.is_user()
         && memory::is_user_range(frame.rip, 2)
         // SAFETY: the two bytes are user memory (checked), mapped in the one address space.
         && unsafe { core::ptr::read_unaligned(frame.rip as *const [u8; 2]) } == [0xCD, 0x80]
@@ -42,7 +42,8 @@ pub fn dispatch(frame: &mut TrapFrame) {
             }
         }
         abi::SYS_SPAWN => {
-            let path: &'static [u8] = if a == abi::ROLE_SPINNER { b"/bin/spinner" } else { b"/bin/pmctest" };
+            let path: &'static [u8] =
+                if a == abi::ROLE_SPINNER { b"/bin/spinner" } else { b"/bin/pmctest" };
             i64::from(sched::spawn_process(sched::current().pid, path, a))
         }
         abi::SYS_PROC_ALIVE => {

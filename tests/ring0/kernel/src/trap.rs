@@ -38,7 +38,7 @@ pub struct TrapFrame {
 
 impl TrapFrame {
     /// Whether the trap came from ring 3.
-    pub fn from_user(&self) -> bool {
+    pub fn is_user(&self) -> bool {
         self.cs & 3 == 3
     }
 }
@@ -151,7 +151,15 @@ struct Gate {
     _zero: u32,
 }
 
-static mut IDT: [Gate; 256] = [Gate { offset_low: 0, selector: 0, ist: 0, attributes: 0, offset_mid: 0, offset_high: 0, _zero: 0 }; 256];
+static mut IDT: [Gate; 256] = [Gate {
+    offset_low: 0,
+    selector: 0,
+    ist: 0,
+    attributes: 0,
+    offset_mid: 0,
+    offset_high: 0,
+    _zero: 0,
+}; 256];
 
 #[repr(C, packed)]
 struct Pointer {
@@ -193,7 +201,12 @@ pub fn build() {
 
 /// Loads the IDT on this CPU.
 pub fn load() {
-    let pointer = Pointer { limit: (core::mem::size_of::<[Gate; 256]>() - 1) as u16, base: (&raw const IDT) as u64 };
+    let pointer = Pointer {
+        limit: (core::mem::size_of::<[Gate; 256]>() - 1) as u16,
+        base: (&raw const IDT) as u64,
+    };
     // SAFETY: the IDT is built (`build`) and lives forever.
-    unsafe { core::arch::asm!("lidt [{}]", in(reg) &pointer, options(readonly, nostack, preserves_flags)) }
+    unsafe {
+        core::arch::asm!("lidt [{}]", in(reg) &pointer, options(readonly, nostack, preserves_flags))
+    }
 }

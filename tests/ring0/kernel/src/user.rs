@@ -24,7 +24,10 @@ fn u64_at(at: usize) -> u64 {
 /// Copies the program's PT_LOAD segments to their addresses (which must be user memory) and
 /// zeroes their BSS.
 pub fn load() {
-    assert!(IMAGE.len() > 64 && &IMAGE[..4] == b"\x7fELF" && IMAGE[4] == 2, "the user program is not an ELF64");
+    assert!(
+        IMAGE.len() > 64 && &IMAGE[..4] == b"\x7fELF" && IMAGE[4] == 2,
+        "the user program is not an ELF64"
+    );
     let phoff = u64_at(0x20) as usize;
     let phentsize = usize::from(u16_at(0x36));
     let phnum = usize::from(u16_at(0x38));
@@ -39,7 +42,9 @@ pub fn load() {
         let filesz = u64_at(ph + 32) as usize;
         let memsz = u64_at(ph + 40) as usize;
         assert!(
-            crate::memory::is_user_range(vaddr, memsz) && vaddr + memsz as u64 <= abi::USER_STACKS_BASE && filesz <= memsz,
+            crate::memory::is_user_range(vaddr, memsz)
+                && vaddr + memsz as u64 <= abi::USER_STACKS_BASE
+                && filesz <= memsz,
             "a segment of the user program lies outside its image"
         );
         // SAFETY: the destination is user memory reserved for the image (checked above), the

@@ -110,7 +110,9 @@ fn test() -> Result<(), Errno> {
     sample(ncpu, clock)?;
     match hardware {
         Some(class) => hardware_events(class)?,
-        None => say!("RESULT pmu absent: the driver offers no hardware PMC class (CPUID leaf 0xA reports no PMU)"),
+        None => say!(
+            "RESULT pmu absent: the driver offers no hardware PMC class (CPUID leaf 0xA reports no PMU)"
+        ),
     }
 
     while sys::call(abi::SYS_PROC_ALIVE, spinner as u64, 0, 0) == 1 {
@@ -126,8 +128,18 @@ fn count(pid: i32, ncpu: u32, clock: u32) -> Result<(), Errno> {
     let mut tsc = [0u32; 8];
     let mut soft = [0u32; 8];
     for cpu in 0..ncpu as usize {
-        tsc[cpu] = pmc::allocate(Request::new(Class::Tsc, event::TSC_TSC, Mode::SystemCounting, Some(cpu as u32)))?;
-        soft[cpu] = pmc::allocate(Request::new(Class::Soft, clock, Mode::SystemCounting, Some(cpu as u32)))?;
+        tsc[cpu] = pmc::allocate(Request::new(
+            Class::Tsc,
+            event::TSC_TSC,
+            Mode::SystemCounting,
+            Some(cpu as u32),
+        ))?;
+        soft[cpu] = pmc::allocate(Request::new(
+            Class::Soft,
+            clock,
+            Mode::SystemCounting,
+            Some(cpu as u32),
+        ))?;
         pmc::start(tsc[cpu])?;
         pmc::start(soft[cpu])?;
     }
@@ -141,8 +153,8 @@ fn count(pid: i32, ncpu: u32, clock: u32) -> Result<(), Errno> {
     arm_clock(true);
     sys::spin_for(COUNT_MS, work_outer);
     arm_clock(false);
-    for cpu in 0..ncpu as usize {
-        pmc::stop(soft[cpu])?;
+    for &id in &soft[..ncpu as usize] {
+        pmc::stop(id)?;
     }
     pmc::stop(own)?;
     for cpu in 0..ncpu as usize {
@@ -167,13 +179,15 @@ fn count(pid: i32, ncpu: u32, clock: u32) -> Result<(), Errno> {
 fn sample(ncpu: u32, clock: u32) -> Result<(), Errno> {
     pmc::configure_log()?;
     let mut system = [0u32; 8];
-    for cpu in 0..ncpu as usize {
+    for (cpu, id) in system[..ncpu as usize].iter_mut().enumerate() {
         let request = Request::new(Class::Soft, clock, Mode::SystemSampling, Some(cpu as u32));
-        system[cpu] = pmc::allocate(request.sampling_every(SYSTEM_RELOAD))?;
-        pmc::start(system[cpu])?;
-        say!("RESULT sampling system cpu={cpu} pmcid={:#x}", system[cpu]);
+        *id = pmc::allocate(request.sampling_every(SYSTEM_RELOAD))?;
+        pmc::start(*id)?;
+        say!("RESULT sampling system cpu={cpu} pmcid={id:#x}");
     }
-    let own = pmc::allocate(Request::new(Class::Soft, clock, Mode::ThreadSampling, None).sampling_every(PROCESS_RELOAD))?;
+    let own = pmc::allocate(
+        Request::new(Class::Soft, clock, Mode::ThreadSampling, None).sampling_every(PROCESS_RELOAD),
+    )?;
     pmc::attach(own, 0)?;
     pmc::start(own)?;
     say!("RESULT sampling process pmcid={own:#x}");
@@ -181,7 +195,12 @@ fn sample(ncpu: u32, clock: u32) -> Result<(), Errno> {
     arm_clock(true);
     let done = AtomicU32::new(0);
     for _ in 0..THREADS {
-        let tid = sys::call(abi::SYS_THREAD_CREATE, worker as *const () as u64, &done as *const AtomicU32 as u64, 0);
+        let tid = sys::call(
+            abi::SYS_THREAD_CREATE,
+            worker as *const () as u64,
+            &done as *const AtomicU32 as u64,
+            0,
+        );
         say!("user: started thread {tid}");
     }
     sys::call(abi::SYS_KWORK, 100, 0, 0);
@@ -214,7 +233,9 @@ fn hardware_events(class: Class) -> Result<(), Errno> {
     pmc::release(counter)?;
 
     pmc::configure_log()?;
-    let sampler = pmc::allocate(Request::new(class, instructions, Mode::ThreadSampling, None).sampling_every(1_000_000))?;
+    let sampler = pmc::allocate(
+        Request::new(class, instructions, Mode::ThreadSampling, None).sampling_every(1_000_000),
+    )?;
     pmc::attach(sampler, 0)?;
     pmc::start(sampler)?;
     say!("RESULT sampling hardware pmcid={sampler:#x}");

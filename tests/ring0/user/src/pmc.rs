@@ -2,8 +2,8 @@
 //! address passed with the `PMC_OP_*` number.
 
 use hwpmc::abi::{
-    Caps, Class, Mode, Op, PMC_CPU_ANY, PmcFlags, PmcOpConfigureLog, PmcOpGetCpuInfo, PmcOpPmcAllocate,
-    PmcOpPmcAttach, PmcOpPmcRw, PmcOpSimple,
+    Caps, Class, Mode, Op, PMC_CPU_ANY, PmcFlags, PmcOpConfigureLog, PmcOpGetCpuInfo,
+    PmcOpPmcAllocate, PmcOpPmcAttach, PmcOpPmcRw, PmcOpSimple,
 };
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
@@ -15,7 +15,12 @@ pub struct Errno(pub i64);
 
 /// Calls `op` with `arg`.
 pub fn call<T: IntoBytes + FromBytes + Immutable>(op: Op, arg: &mut T) -> Result<(), Errno> {
-    let result = sys::call(abi::SYS_HWPMC, u64::from(op.as_u32()), arg.as_mut_bytes().as_mut_ptr() as u64, 0);
+    let result = sys::call(
+        abi::SYS_HWPMC,
+        u64::from(op.as_u32()),
+        arg.as_mut_bytes().as_mut_ptr() as u64,
+        0,
+    );
     if result < 0 { Err(Errno(-result)) } else { Ok(()) }
 }
 
@@ -67,7 +72,15 @@ pub struct Request {
 impl Request {
     /// Counting `event` of `class` in `mode` (on `cpu` for the system modes).
     pub fn new(class: Class, event: u32, mode: Mode, cpu: Option<u32>) -> Self {
-        Request { class, event, mode, flags: PmcFlags::empty(), cpu: cpu.unwrap_or(PMC_CPU_ANY), count: 0, iap_config: 0 }
+        Request {
+            class,
+            event,
+            mode,
+            flags: PmcFlags::empty(),
+            cpu: cpu.unwrap_or(PMC_CPU_ANY),
+            count: 0,
+            iap_config: 0,
+        }
     }
 
     /// Sampling every `count` events, with callchains.
@@ -83,7 +96,10 @@ pub fn allocate(r: Request) -> Result<u32, Errno> {
     let mut op = PmcOpPmcAllocate::new_zeroed();
     op.pm_caps = match r.class {
         Class::Tsc => Caps::READ.bits(),
-        _ => (Caps::USER | Caps::SYSTEM).bits() | if r.mode.is_sampling() { Caps::INTERRUPT.bits() } else { 0 },
+        _ => {
+            (Caps::USER | Caps::SYSTEM).bits()
+                | if r.mode.is_sampling() { Caps::INTERRUPT.bits() } else { 0 }
+        }
     };
     op.pm_cpu = r.cpu;
     op.pm_class = r.class.as_u32();
