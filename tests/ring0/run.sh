@@ -18,12 +18,13 @@ command -v qemu-system-x86_64 >/dev/null || { echo "run.sh: qemu-system-x86_64 i
 
 # The kernel and its program need static relocation (they run where they are linked) and frame
 # pointers (for callchains); RUSTFLAGS, when set, replaces .cargo/config.toml's flags.
+host_rustflags=${RUSTFLAGS:-}
 export RUSTFLAGS="${RUSTFLAGS:-} -C relocation-model=static -C force-frame-pointers=yes"
 cargo build -q --locked -p ring0-user --target "$target"
 user_elf=$PWD/target/$target/debug/ring0-user
 RING0_USER_ELF=$user_elf cargo build -q --locked -p ring0-kernel --target "$target"
 kernel_elf=$PWD/target/$target/debug/ring0-kernel
-(unset RUSTFLAGS; cargo build -q --locked -p ring0-check)
+RUSTFLAGS=$host_rustflags cargo build -q --locked -p ring0-check
 
 accel=${RING0_ACCEL:-}
 if [ -z "$accel" ]; then

@@ -1,7 +1,8 @@
 //! The ring-3 test program of the example kernel (see `tests/ring0/kernel`). Process 1 runs it
 //! with role `ROLE_TEST`: it uses hwpmc through the system call as a FreeBSD program does
 //! through libpmc, and prints `RESULT` lines that `tests/ring0/check` compares with the kernel's
-//! own counts and with the log. Process 2, which it spawns, runs it with role `ROLE_SPINNER`.
+//! own counts and with the log. Process 2, which it spawns, runs it with role `ROLE_SPINNER` and
+//! spins until process 1 ends.
 //!
 //! Every process runs the one copy of this program, so it has no writable statics.
 #![no_std]
@@ -19,10 +20,9 @@ use hwpmc::abi::{Class, Mode, event};
 
 use crate::pmc::{Errno, Request};
 
-/// How long the counting and the sampling phases spin, and how long the spinner runs.
+/// How long the counting and the sampling phases spin.
 const COUNT_MS: u64 = 300;
 const SAMPLE_MS: u64 = 300;
-const SPINNER_MS: u64 = 1000;
 /// Sampling reloads (events between samples) of the SOFT sampling PMCs.
 const SYSTEM_RELOAD: u64 = 3;
 const PROCESS_RELOAD: u64 = 2;
@@ -38,7 +38,12 @@ extern "C" fn _start(role: u64) -> ! {
                 say!("RESULT FAIL hwpmc system call failed: errno {}", e.0);
             }
         }
-        _ => sys::spin_for(SPINNER_MS, work_outer),
+        // The spinner spins until the test (process 1) ends, so it runs through every phase.
+        _ => {
+            while sys::call(abi::SYS_PROC_ALIVE, 1, 0, 0) == 1 {
+                work_outer();
+            }
+        }
     }
     sys::exit_thread()
 }
@@ -113,10 +118,6 @@ fn test() -> Result<(), Errno> {
         None => say!(
             "RESULT pmu absent: the driver offers no hardware PMC class (CPUID leaf 0xA reports no PMU)"
         ),
-    }
-
-    while sys::call(abi::SYS_PROC_ALIVE, spinner as u64, 0, 0) == 1 {
-        sys::call(abi::SYS_YIELD, 0, 0, 0);
     }
     say!("RESULT test done");
     Ok(())
