@@ -118,8 +118,19 @@ fn run(args: &[String]) -> Result<Vec<String>, String> {
     };
     let console = std::fs::read_to_string(console).map_err(|e| format!("{console}: {e}"))?;
     let log = std::fs::read(log).map_err(|e| format!("{log}: {e}"))?;
-    let kernel = Image::read(kernel)?;
-    let user = Image::read(user)?;
+    let (failures, summary) = check_run(&console, &log, &Image::read(kernel)?, &Image::read(user)?);
+    println!("{summary}");
+    for line in
+        console.lines().filter(|l| l.starts_with("ring0: cpu ") || l.starts_with("ring0: done"))
+    {
+        println!("ring0-check: {line}");
+    }
+    Ok(failures)
+}
+
+/// Checks a run: its console output, its log, and the images that ran. Returns the failures and
+/// a one-line summary.
+fn check_run(console: &str, log: &[u8], kernel: &Image, user: &Image) -> (Vec<String>, String) {
     let mut failures = Vec::new();
     let mut check = |ok: bool, what: String| {
         if !ok {
@@ -236,7 +247,7 @@ fn run(args: &[String]) -> Result<Vec<String>, String> {
         None => check(absent, "neither hardware results nor \"pmu absent\"".into()),
     }
 
-    println!(
+    let summary = format!(
         "ring0-check: {cpus} CPUs; {} log sessions, {} samples ({} user, {} kernel; {user_chains} through work_*, {kernel_chains} through kwork_*, {spinner} of the spinner); PMU {}",
         sessions,
         samples.len(),
@@ -244,12 +255,7 @@ fn run(args: &[String]) -> Result<Vec<String>, String> {
         samples.iter().filter(|s| !s.user).count(),
         if hardware.is_some() { "present" } else { "absent" },
     );
-    for line in
-        console.lines().filter(|l| l.starts_with("ring0: cpu ") || l.starts_with("ring0: done"))
-    {
-        println!("ring0-check: {line}");
-    }
-    Ok(failures)
+    (failures, summary)
 }
 
 fn main() -> ExitCode {
@@ -269,5 +275,131 @@ fn main() -> ExitCode {
             eprintln!("ring0-check: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmclog::{Callchain, CallchainFlags, Initialize, ProgramCounters};
+
+    const USER_TEXT: Range<u64> = 0x400_0000..0x400_4000;
+    const KERNEL_TEXT: Range<u64> = 0x10_0000..0x12_0000;
+
+    fn image(text: Range<u64>, functions: &[(&str, u64)]) -> Image {
+        let functions = functions.iter().map(|&(n, a)| (n.to_string(), a..a + 0x40)).collect();
+        Image { text: vec![text], functions }
+    }
+
+    fn user() -> Image {
+        image(
+            USER_TEXT,
+            &[("work_inner", 0x400_1000), ("work_middle", 0x400_1100), ("work_outer", 0x400_1200)],
+        )
+    }
+
+    fn kernel() -> Image {
+        image(
+            KERNEL_TEXT,
+            &[("kwork_inner", 0x11_0000), ("kwork_middle", 0x11_0100), ("kwork_outer", 0x11_0200)],
+        )
+    }
+
+    const CONSOLE: &str = "ring0: 2 CPUs online\n\
+        ring0: driver loaded (cpuid X)\n\
+        RESULT tsc cpu=0 first=10 second=20\n\
+        RESULT soft-system cpu=0 pmc=5 kernel=5\n\
+        RESULT tsc cpu=1 first=11 second=21\n\
+        RESULT soft-system cpu=1 pmc=6 kernel=6\n\
+        RESULT soft-process pid=1 pmc=4 kernel=4\n\
+        RESULT sampling system cpu=0 pmcid=0xf00\n\
+        RESULT sampling system cpu=1 pmcid=0x100f00\n\
+        RESULT sampling process pmcid=0xfff20f01\n\
+        RESULT pmu absent: none\n\
+        RESULT test done\n\
+        ring0: driver unloaded\n\
+        ring0: done in 5 ms\n";
+
+    /// A log session with one sample of each kind the check looks for; `pcs` replaces the
+    /// user sample's callchain when given.
+    fn log(user_pcs: Option<&[u64]>) -> Vec<u8> {
+        let user_chain = [0x400_1010, 0x400_1110, 0x400_1210];
+        let kernel_chain = [0x11_0010, 0x11_0110, 0x11_0210];
+        let sample = |pid, pmcid, cpu, flags, pcs: &[u64]| {
+            let pcs: Vec<u64> = pcs.to_vec();
+            let cpuflags = CallchainFlags::new(cpu, flags);
+            (pid, pmcid, cpuflags, pcs)
+        };
+        let samples = [
+            sample(2, 0xf00, 0, CallchainFlags::USERSPACE as u16, user_pcs.unwrap_or(&user_chain)),
+            sample(1, 0x100f00, 1, 0, &kernel_chain),
+            sample(1, 0xfff2_0f01, 1, CallchainFlags::USERSPACE as u16, &user_chain),
+        ];
+        let mut out = Vec::new();
+        let mut push = |record: Record<'_>| {
+            let mut buf = [0u8; 1024];
+            let n = pmclog::encode(&record, 1, &mut buf).expect("encodes");
+            out.extend_from_slice(&buf[..n]);
+        };
+        push(Record::Initialize(Initialize {
+            version: 0x0A02_0000,
+            cpu_type: 0x400,
+            tsc_freq: 1,
+            time_sec: 0,
+            time_nsec: 0,
+            cpuid: b"X",
+        }));
+        for (pid, pmcid, cpuflags, pcs) in &samples {
+            push(Record::Callchain(Callchain {
+                pid: *pid,
+                tid: 7,
+                pmcid: *pmcid,
+                cpuflags: *cpuflags,
+                pcs: ProgramCounters::from_words(pcs),
+            }));
+        }
+        push(Record::CloseLog);
+        out
+    }
+
+    #[test]
+    fn a_good_run_passes() {
+        let (failures, _) = check_run(CONSOLE, &log(None), &kernel(), &user());
+        assert_eq!(failures, Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_soft_count_unequal_to_the_kernels_fails() {
+        let console = CONSOLE.replace("pmc=6 kernel=6", "pmc=6 kernel=7");
+        let (failures, _) = check_run(&console, &log(None), &kernel(), &user());
+        assert!(failures.iter().any(|f| f.contains("SOFT count")), "{failures:?}");
+    }
+
+    #[test]
+    fn a_tsc_that_did_not_increase_fails() {
+        let console = CONSOLE.replace("first=11 second=21", "first=21 second=21");
+        let (failures, _) = check_run(&console, &log(None), &kernel(), &user());
+        assert!(failures.iter().any(|f| f.contains("TSC on cpu")), "{failures:?}");
+    }
+
+    #[test]
+    fn a_callchain_outside_the_code_fails() {
+        let (failures, _) =
+            check_run(CONSOLE, &log(Some(&[0x400_1010, 0x9999_0000])), &kernel(), &user());
+        assert!(failures.iter().any(|f| f.contains("outside the user code")), "{failures:?}");
+    }
+
+    #[test]
+    fn a_fault_a_truncated_log_or_a_missing_unload_fails() {
+        let console = CONSOLE.replace("ring0: driver unloaded\n", "ring0: FAULT #GP\n");
+        let mut truncated = log(None);
+        truncated.truncate(truncated.len() - 3);
+        let (failures, _) = check_run(&console, &truncated, &kernel(), &user());
+        assert!(failures.iter().any(|f| f.contains("FAULT")), "{failures:?}");
+        assert!(failures.iter().any(|f| f.contains("driver unloaded")), "{failures:?}");
+        assert!(
+            failures.iter().any(|f| f.contains("decode") || f.contains("CLOSELOG")),
+            "{failures:?}"
+        );
     }
 }
