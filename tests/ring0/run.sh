@@ -32,7 +32,8 @@ if [ -z "$accel" ]; then
 fi
 case $accel in
     # MSR 0x10A (IA32_ARCH_CAPABILITIES) is left out: some nested hosts refuse QEMU's write of it.
-    kvm) cpu_model=host,-arch-capabilities ;;
+    # An invariant TSC makes QEMU report the TSC's frequency in CPUID leaf 0x40000010.
+    kvm) cpu_model=host,-arch-capabilities,+invtsc ;;
     tcg) cpu_model=max ;;
     *) echo "run.sh: RING0_ACCEL must be kvm or tcg"; exit 1 ;;
 esac

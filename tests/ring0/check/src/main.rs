@@ -178,7 +178,7 @@ fn check_run(console: &str, log: &[u8], kernel: &Image, user: &Image) -> (Vec<St
     }
 
     // The log: decodes, samples for every sampling PMC, callchains in the code that ran.
-    let (sessions, samples) = decode(&log, &mut failures);
+    let (sessions, samples) = decode(log, &mut failures);
     let mut check = |ok: bool, what: String| {
         if !ok {
             failures.push(what);
