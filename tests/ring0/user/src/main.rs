@@ -16,7 +16,7 @@ mod sys;
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use hwpmc::abi::{Class, Mode, event};
+use hwpmc::abi::{Class, Mode, PmcFlags, event};
 
 use crate::pmc::{Errno, Request};
 
@@ -96,12 +96,21 @@ fn test() -> Result<(), Errno> {
 
     let info = pmc::cpu_info()?;
     let classes = &info.pm_classes[..(info.pm_nclass as usize).min(info.pm_classes.len())];
+    // Retired instructions: a fixed counter (IAF) when there is one, else a programmable one.
     let mut hardware = None;
     for c in classes {
         let class = Class::from_u32(c.pm_class);
         say!("user: class {:?} width {} count {}", class, c.pm_width, c.pm_num);
-        if matches!(class, Some(Class::Iaf)) {
-            hardware = Some(Class::Iaf);
+        match class {
+            Some(Class::Iaf) => hardware = Some(instructions(Class::Iaf)),
+            Some(Class::Iap) if hardware.is_none() => hardware = Some(instructions(Class::Iap)),
+            Some(Class::Tsc | Class::Soft) => {}
+            Some(other) if hardware.is_none() => {
+                say!(
+                    "RESULT FAIL the driver offers {other:?}, whose events this test does not know"
+                );
+            }
+            _ => {}
         }
     }
     let Some(clock) = pmc::soft_event("CLOCK.HARD")? else {
@@ -114,7 +123,7 @@ fn test() -> Result<(), Errno> {
     count(pid, ncpu, clock)?;
     sample(ncpu, clock)?;
     match hardware {
-        Some(class) => hardware_events(class)?,
+        Some(request) => hardware_events(request)?,
         None => say!(
             "RESULT pmu absent: the driver offers no hardware PMC class (CPUID leaf 0xA reports no PMU)"
         ),
@@ -221,11 +230,25 @@ fn sample(ncpu: u32, clock: u32) -> Result<(), Errno> {
     pmc::close_log()
 }
 
-/// On a CPU whose PMU the driver drives: count retired instructions (a fixed counter) in process
-/// scope, and sample them into a log with callchains.
-fn hardware_events(class: Class) -> Result<(), Errno> {
-    let instructions = event::IAF_INSTR_RETIRED_ANY;
-    let counter = pmc::allocate(Request::new(class, instructions, Mode::ThreadCounting, None))?;
+/// A request for retired instructions in `class` (IAF or IAP), process counting.
+fn instructions(class: Class) -> Request {
+    match class {
+        Class::Iaf => Request::new(class, event::IAF_INSTR_RETIRED_ANY, Mode::ThreadCounting, None),
+        _ => {
+            // INST_RETIRED.ANY_P (event 0xC0, umask 0) in user and kernel mode, enabled, as an
+            // IA32_PERFEVTSELx image (PMC_F_EV_PMU, as libpmc sends PMU events).
+            let mut request = Request::new(class, 0, Mode::ThreadCounting, None);
+            request.flags = PmcFlags::EV_PMU;
+            request.iap_config = 0x0043_00C0;
+            request
+        }
+    }
+}
+
+/// On a CPU whose PMU the driver drives: count retired instructions in process scope, and
+/// sample them into a log with callchains.
+fn hardware_events(counting: Request) -> Result<(), Errno> {
+    let counter = pmc::allocate(counting)?;
     pmc::attach(counter, 0)?;
     pmc::start(counter)?;
     sys::spin_for(50, work_outer);
@@ -234,9 +257,8 @@ fn hardware_events(class: Class) -> Result<(), Errno> {
     pmc::release(counter)?;
 
     pmc::configure_log()?;
-    let sampler = pmc::allocate(
-        Request::new(class, instructions, Mode::ThreadSampling, None).sampling_every(1_000_000),
-    )?;
+    let sampling = Request { mode: Mode::ThreadSampling, ..counting };
+    let sampler = pmc::allocate(sampling.sampling_every(1_000_000))?;
     pmc::attach(sampler, 0)?;
     pmc::start(sampler)?;
     say!("RESULT sampling hardware pmcid={sampler:#x}");
