@@ -66,6 +66,14 @@ fn number(fields: &BTreeMap<&str, &str>, key: &str) -> Option<u64> {
     }
 }
 
+/// "N signals M" (the rest of the kernel's "ring0: log bytes N signals M" line).
+fn fields_of_totals(rest: &str) -> (Option<u64>, Option<u64>) {
+    let mut words = rest.split_whitespace();
+    let bytes = words.next().and_then(|w| w.parse().ok());
+    let signals = words.nth(1).and_then(|w| w.parse().ok());
+    (bytes, signals)
+}
+
 /// One CALLCHAIN record.
 struct Sample {
     pid: i32,
@@ -146,6 +154,20 @@ fn check_run(console: &str, log: &[u8], kernel: &Image, user: &Image) -> (Vec<St
         ["ring0: driver loaded", "RESULT test done", "ring0: driver unloaded", "ring0: done in"]
     {
         check(console.contains(needed), format!("the console lacks \"{needed}\""));
+    }
+    // A clean unload: no owner still had PMCs (the driver signals those), and every byte the
+    // driver wrote to the log device reached the host.
+    let totals =
+        console.lines().find_map(|l| l.strip_prefix("ring0: log bytes ")).map(fields_of_totals);
+    match totals {
+        Some((bytes, signals)) => {
+            check(signals == Some(0), format!("the driver sent {signals:?} signals at unload"));
+            check(
+                bytes == Some(log.len() as u64),
+                format!("the kernel wrote {bytes:?} log bytes, the host has {}", log.len()),
+            );
+        }
+        None => check(false, "the console lacks the kernel's log and signal totals".into()),
     }
     let results: Vec<&str> = console.lines().filter(|l| l.starts_with("RESULT ")).collect();
     let cpus = console
@@ -318,7 +340,13 @@ mod tests {
         RESULT pmu absent: none\n\
         RESULT test done\n\
         ring0: driver unloaded\n\
+        ring0: log bytes LOGBYTES signals 0\n\
         ring0: done in 5 ms\n";
+
+    /// The console of a run that wrote `log`.
+    fn console(log: &[u8]) -> String {
+        CONSOLE.replace("LOGBYTES", &log.len().to_string())
+    }
 
     /// A log session with one sample of each kind the check looks for; `pcs` replaces the
     /// user sample's callchain when given.
@@ -364,35 +392,38 @@ mod tests {
 
     #[test]
     fn a_good_run_passes() {
-        let (failures, _) = check_run(CONSOLE, &log(None), &kernel(), &user());
+        let log = log(None);
+        let (failures, _) = check_run(&console(&log), &log, &kernel(), &user());
         assert_eq!(failures, Vec::<String>::new());
     }
 
     #[test]
     fn a_soft_count_unequal_to_the_kernels_fails() {
-        let console = CONSOLE.replace("pmc=6 kernel=6", "pmc=6 kernel=7");
-        let (failures, _) = check_run(&console, &log(None), &kernel(), &user());
+        let log = log(None);
+        let console = console(&log).replace("pmc=6 kernel=6", "pmc=6 kernel=7");
+        let (failures, _) = check_run(&console, &log, &kernel(), &user());
         assert!(failures.iter().any(|f| f.contains("SOFT count")), "{failures:?}");
     }
 
     #[test]
     fn a_tsc_that_did_not_increase_fails() {
-        let console = CONSOLE.replace("first=11 second=21", "first=21 second=21");
-        let (failures, _) = check_run(&console, &log(None), &kernel(), &user());
+        let log = log(None);
+        let console = console(&log).replace("first=11 second=21", "first=21 second=21");
+        let (failures, _) = check_run(&console, &log, &kernel(), &user());
         assert!(failures.iter().any(|f| f.contains("TSC on cpu")), "{failures:?}");
     }
 
     #[test]
     fn a_callchain_outside_the_code_fails() {
-        let (failures, _) =
-            check_run(CONSOLE, &log(Some(&[0x400_1010, 0x9999_0000])), &kernel(), &user());
+        let log = log(Some(&[0x400_1010, 0x9999_0000]));
+        let (failures, _) = check_run(&console(&log), &log, &kernel(), &user());
         assert!(failures.iter().any(|f| f.contains("outside the user code")), "{failures:?}");
     }
 
     #[test]
     fn a_fault_a_truncated_log_or_a_missing_unload_fails() {
-        let console = CONSOLE.replace("ring0: driver unloaded\n", "ring0: FAULT #GP\n");
         let mut truncated = log(None);
+        let console = console(&truncated).replace("ring0: driver unloaded\n", "ring0: FAULT #GP\n");
         truncated.truncate(truncated.len() - 3);
         let (failures, _) = check_run(&console, &truncated, &kernel(), &user());
         assert!(failures.iter().any(|f| f.contains("FAULT")), "{failures:?}");
@@ -401,5 +432,14 @@ mod tests {
             failures.iter().any(|f| f.contains("decode") || f.contains("CLOSELOG")),
             "{failures:?}"
         );
+        assert!(failures.iter().any(|f| f.contains("log bytes")), "{failures:?}");
+    }
+
+    #[test]
+    fn signals_at_unload_fail() {
+        let log = log(None);
+        let console = console(&log).replace("signals 0", "signals 1");
+        let (failures, _) = check_run(&console, &log, &kernel(), &user());
+        assert!(failures.iter().any(|f| f.contains("signals at unload")), "{failures:?}");
     }
 }
