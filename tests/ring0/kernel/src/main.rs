@@ -54,6 +54,10 @@ extern "C" fn kernel_main(start_info: u32) -> ! {
     bsp.apic_id.store(apic::id(), Ordering::Relaxed);
     apic::calibrate_timer();
     bsp.online.store(true, Ordering::Release);
+    if time::tsc_hz() < 100_000_000 {
+        println!("ring0: FAIL the TSC measured {} Hz: no PIT on port 0x61?", time::tsc_hz());
+        console::exit_qemu(console::EXIT_FAILURE);
+    }
     println!(
         "ring0: TSC {} MHz, local APIC in {} mode",
         time::tsc_hz() / 1_000_000,
