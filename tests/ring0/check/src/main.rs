@@ -262,6 +262,29 @@ fn check_run(console: &str, log: &[u8], kernel: &Image, user: &Image) -> (Vec<St
     // The hardware PMU: counted and sampled, or said to be absent.
     let hardware = results.iter().find(|l| l.starts_with("RESULT hardware "));
     let absent = results.iter().any(|l| l.starts_with("RESULT pmu absent"));
+
+    // Every CPU took timer ticks and the NMIs the kernel sends it; without a PMU the driver
+    // claimed none of them (only a counter overflow is its).
+    let per_cpu: Vec<Vec<u64>> = console
+        .lines()
+        .filter_map(|l| l.strip_prefix("ring0: cpu "))
+        .map(|rest| rest.split_whitespace().filter_map(|w| w.parse().ok()).collect())
+        .collect();
+    check(per_cpu.len() as u32 == cpus, format!("{} CPU reports for {cpus} CPUs", per_cpu.len()));
+    for cpu in &per_cpu {
+        let &[index, ticks, nmis, claimed, ..] = cpu.as_slice() else {
+            check(false, format!("a CPU report without its numbers: {cpu:?}"));
+            continue;
+        };
+        check(ticks > 0 && nmis > 0, format!("cpu {index}: {ticks} ticks, {nmis} NMIs"));
+        check(claimed <= nmis, format!("cpu {index}: {claimed} of {nmis} NMIs claimed"));
+        if hardware.is_none() {
+            check(
+                claimed == 0,
+                format!("cpu {index}: the driver claimed {claimed} NMIs without a PMU"),
+            );
+        }
+    }
     match hardware {
         Some(line) => {
             check(number(&fields(line), "instructions").unwrap_or(0) > 0, line.to_string())
@@ -340,6 +363,8 @@ mod tests {
         RESULT pmu absent: none\n\
         RESULT test done\n\
         ring0: driver unloaded\n\
+        ring0: cpu 0 ticks 100 nmis 6 claimed 0 calls 1\n\
+        ring0: cpu 1 ticks 100 nmis 6 claimed 0 calls 1\n\
         ring0: log bytes LOGBYTES signals 0\n\
         ring0: done in 5 ms\n";
 
@@ -433,6 +458,14 @@ mod tests {
             "{failures:?}"
         );
         assert!(failures.iter().any(|f| f.contains("log bytes")), "{failures:?}");
+    }
+
+    #[test]
+    fn an_nmi_claimed_without_a_pmu_fails() {
+        let log = log(None);
+        let console = console(&log).replace("nmis 6 claimed 0", "nmis 6 claimed 1");
+        let (failures, _) = check_run(&console, &log, &kernel(), &user());
+        assert!(failures.iter().any(|f| f.contains("without a PMU")), "{failures:?}");
     }
 
     #[test]

@@ -99,6 +99,11 @@ pub fn send_ipi(dest: u32, vector: u8) {
     send(dest, u32::from(vector));
 }
 
+/// Sends an NMI to the CPU with APIC id `dest`.
+pub fn send_nmi(dest: u32) {
+    send(dest, 0x400);
+}
+
 /// INIT, then two STARTUPs at page `page` (the real-mode trampoline), to the CPU `dest`.
 pub fn start_ap(dest: u32, page: u8) {
     send(dest, 0x4500);

@@ -50,7 +50,16 @@ fn timer(frame: &TrapFrame) {
     let cpu = percpu::this();
     // Acknowledged first: the handler may switch threads before it returns.
     crate::apic::eoi();
-    cpu.ticks.fetch_add(1, Ordering::Relaxed);
+    let ticks = cpu.ticks.fetch_add(1, Ordering::Relaxed) + 1;
+    // Every 16 ticks, an NMI to the next CPU, wherever it is (ring 3, a system call, the
+    // scheduler, the driver's locked sections): the driver's PMI entry must take it there and
+    // disclaim it, as it is not a counter overflow.
+    if ticks % 16 == 0 {
+        let next = (cpu.index + 1) % percpu::online_count();
+        if next != cpu.index {
+            crate::apic::send_nmi(percpu::cpu(next).apic_id.load(Ordering::Relaxed));
+        }
+    }
     pmc::clock_tick(cpu.index, frame);
     if frame.is_user() {
         sched::preempt_if_due(cpu);
