@@ -176,6 +176,15 @@ fn check_run(console: &str, log: &[u8], kernel: &Image, user: &Image) -> (Vec<St
         .unwrap_or(0);
     check(cpus >= 2, format!("{cpus} CPUs came online, not at least 2"));
 
+    // User-pointer checks: a system call with a kernel pointer, or one that runs past the end
+    // of user memory, fails with EFAULT (14).
+    let efault = results.iter().find(|l| l.starts_with("RESULT efault ")).map(|l| fields(l));
+    let faults = efault.as_ref().map(|f| (number(f, "kernel"), number(f, "straddling")));
+    check(
+        faults == Some((Some(14), Some(14))),
+        format!("bad user pointers gave {faults:?}, not EFAULT"),
+    );
+
     // TSC: every CPU's count increased between two reads.
     let tsc: Vec<_> =
         results.iter().filter(|l| l.starts_with("RESULT tsc ")).map(|l| fields(l)).collect();
@@ -352,6 +361,7 @@ mod tests {
 
     const CONSOLE: &str = "ring0: 2 CPUs online\n\
         ring0: driver loaded (cpuid X)\n\
+        RESULT efault kernel=14 straddling=14\n\
         RESULT tsc cpu=0 first=10 second=20\n\
         RESULT soft-system cpu=0 pmc=5 kernel=5\n\
         RESULT tsc cpu=1 first=11 second=21\n\
@@ -466,6 +476,14 @@ mod tests {
         let console = console(&log).replace("nmis 6 claimed 0", "nmis 6 claimed 1");
         let (failures, _) = check_run(&console, &log, &kernel(), &user());
         assert!(failures.iter().any(|f| f.contains("without a PMU")), "{failures:?}");
+    }
+
+    #[test]
+    fn a_bad_user_pointer_that_is_not_a_fault_fails() {
+        let log = log(None);
+        let console = console(&log).replace("straddling=14", "straddling=0");
+        let (failures, _) = check_run(&console, &log, &kernel(), &user());
+        assert!(failures.iter().any(|f| f.contains("not EFAULT")), "{failures:?}");
     }
 
     #[test]

@@ -16,7 +16,7 @@ mod sys;
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use hwpmc::abi::{Class, Mode, PmcFlags, event};
+use hwpmc::abi::{Class, Mode, Op, PmcFlags, event};
 
 use crate::pmc::{Errno, Request};
 
@@ -93,6 +93,12 @@ fn test() -> Result<(), Errno> {
     let pid = sys::call(abi::SYS_GETPID, 0, 0, 0) as i32;
     let ncpu = (sys::call(abi::SYS_NCPU, 0, 0, 0) as u32).min(8);
     say!("user: pmctest is process {pid}, {ncpu} CPUs");
+
+    // The kernel checks user pointers: GETCPUINFO into kernel memory, or into a buffer that runs
+    // past the end of user memory, fails with EFAULT and writes nothing.
+    let errno = |arg: u64| -sys::call(abi::SYS_HWPMC, u64::from(Op::GetCpuInfo.as_u32()), arg, 0);
+    let straddling = abi::USER_END - 16;
+    say!("RESULT efault kernel={} straddling={}", errno(0x10_0000), errno(straddling));
 
     let info = pmc::cpu_info()?;
     let classes = &info.pm_classes[..(info.pm_nclass as usize).min(info.pm_classes.len())];
