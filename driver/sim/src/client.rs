@@ -48,6 +48,10 @@ pub struct AllocateRequest {
     pub count: u64,
     /// `pm_md.pm_iap.pm_iap_config`.
     pub iap_config: u32,
+    /// `pm_md.pm_amd.pm_amd_config` (used for the K8 class, whose union member it is).
+    pub amd_config: u64,
+    /// `pm_md.pm_amd.pm_amd_sub_class` (K8 class).
+    pub amd_sub_class: u32,
 }
 
 impl AllocateRequest {
@@ -63,6 +67,19 @@ impl AllocateRequest {
             caps: (Caps::USER | Caps::SYSTEM).bits(),
             count: 0,
             iap_config: config,
+            amd_config: 0,
+            amd_sub_class: 0,
+        }
+    }
+
+    /// A request for an AMD core event given as a PERF_CTL image (K8 class, core sub-class,
+    /// `PMC_F_EV_PMU`, as libpmc sends AMD events), in process-counting mode.
+    pub fn k8(config: u64) -> Self {
+        AllocateRequest {
+            class: Class::K8.as_u32(),
+            iap_config: 0,
+            amd_config: config,
+            ..Self::iap(0)
         }
     }
 
@@ -88,6 +105,8 @@ impl AllocateRequest {
             caps: Caps::READ.bits(),
             count: 0,
             iap_config: 0,
+            amd_config: 0,
+            amd_sub_class: 0,
         }
     }
 
@@ -131,7 +150,12 @@ impl AllocateRequest {
         op.pm_flags = self.flags;
         op.pm_mode = self.mode;
         op.pm_count = self.count;
-        op.pm_md.set_iap_config(self.iap_config);
+        if self.class == Class::K8.as_u32() {
+            op.pm_md.set_amd_config(self.amd_config);
+            op.pm_md.set_amd_sub_class(self.amd_sub_class);
+        } else {
+            op.pm_md.set_iap_config(self.iap_config);
+        }
         op
     }
 }
