@@ -12,7 +12,7 @@ use hwpmc::hw::Hardware;
 use hwpmc::{Driver, Errno, Pid, Tunables, UserPtr};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
-use crate::cpuid::PmuModel;
+use crate::cpuid::{ArchEvent, PmuModel};
 use crate::kernel::{SCRATCH_BASE, SCRATCH_LEN, SimKernel};
 use crate::pmu::SimHardware;
 
@@ -80,6 +80,24 @@ impl AllocateRequest {
             iap_config: 0,
             amd_config: config,
             ..Self::iap(0)
+        }
+    }
+
+    /// A request for a programmable counter of `model` counting architectural event `event` in
+    /// the rings of `usr_os` (bits 16 and 17 of the event select; from the caps when 0): IAP
+    /// with an IA32_PERFEVTSEL image on Intel, K8 with a PERF_CTL image on AMD (the 12-bit event
+    /// select split over bits 7:0 and 35:32), process counting.
+    ///
+    /// # Panics
+    /// If an AMD model's core counters do not count `event` ([`crate::amd::amd_event`]).
+    pub fn arch(model: &PmuModel, event: ArchEvent, usr_os: u32) -> Self {
+        if model.is_amd() {
+            let select = crate::amd::amd_event(event).expect("an event AMD's core counters count");
+            let select = u64::from(select);
+            Self::k8(select & 0xFF | (select >> 8) << 32 | u64::from(usr_os))
+        } else {
+            let umask = u32::from(event.umask()) << 8;
+            Self::iap(u32::from(event.event_select()) | umask | usr_os)
         }
     }
 

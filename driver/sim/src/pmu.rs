@@ -34,6 +34,8 @@
 
 mod amd;
 
+pub use amd::STATUS_LBRS_FROZEN as AMD_STATUS_LBRS_FROZEN;
+
 use crate::cpuid::{ArchEvent, CpuidModel, PmuModel};
 use hwpmc::hw::{Hardware, Lapic, Msrs};
 use std::cell::{Cell, RefCell, RefMut};

@@ -85,21 +85,10 @@ fn gp_events(model: &PmuModel) -> Vec<ArchEvent> {
     .collect()
 }
 
-/// The PERF_CTL image of architectural event `e` on an AMD model (its 12-bit event select
-/// split over bits 7:0 and 35:32, unit mask 0).
-fn k8_config(e: ArchEvent) -> u64 {
-    let event = u64::from(hwpmc_sim::amd::amd_event(e).expect("an AMD event"));
-    event & 0xFF | (event >> 8) << 32
-}
-
 /// A request for a GP (AMD: core) counter counting architectural event `e` on `model`, in the
 /// rings of `usr_os` (PERFEVTSEL / PERF_CTL bits 16 and 17; both from the caps when 0).
 fn gp_request(model: &PmuModel, e: ArchEvent, usr_os: u32) -> AllocateRequest {
-    if model.is_amd() {
-        AllocateRequest::k8(k8_config(e) | u64::from(usr_os))
-    } else {
-        AllocateRequest::iap(u32::from(e.event_select()) | u32::from(e.umask()) << 8 | usr_os)
-    }
+    AllocateRequest::arch(model, e, usr_os)
 }
 
 /// The fixed counters the driver offers on `model` (the contiguous ones, perfmon v2+).
@@ -136,9 +125,8 @@ fn requests(
     let mut out = Vec::new();
     for e in gp_events(model) {
         if model.is_amd() {
-            let config = k8_config(e) | u64::from(usr_os);
-            let request = AllocateRequest::k8(config).with_flags(flags);
-            out.push((request, e, format!("K8 {e:?} config {config:#x}")));
+            let request = gp_request(model, e, usr_os).with_flags(flags);
+            out.push((request, e, format!("K8 {e:?} config {:#x}", request.amd_config)));
             continue;
         }
         let config = u32::from(e.event_select()) | u32::from(e.umask()) << 8 | usr_os;

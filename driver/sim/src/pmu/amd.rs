@@ -36,6 +36,10 @@ const EN: u64 = 1 << 22;
 const GUEST_ONLY: u64 = 1 << 40;
 const HOST_ONLY: u64 = 1 << 41;
 
+/// PerfCntrGlobalStatus bit 58: the LBR stack is frozen (with LbrExtV2, CPUID 8000_0022h EAX
+/// bit 1; Linux's `GLOBAL_STATUS_LBRS_FROZEN`). Another user's indication, not a counter's.
+pub const STATUS_LBRS_FROZEN: u64 = 1 << 58;
+
 const PERF_CTL0_LEGACY: u32 = 0xC001_0000;
 const PERF_CTR0_LEGACY: u32 = 0xC001_0004;
 const PERF_CTL0: u32 = 0xC001_0200;
@@ -55,6 +59,13 @@ impl SimPmu {
     /// Whether this CPU has PerfMonV2's global registers.
     pub(super) fn amd_perfmon_v2(&self) -> bool {
         self.model().amd.is_some_and(|a| a.perfmon_v2())
+    }
+
+    /// The PerfCntrGlobalStatus bits this CPU defines: its counters, and the LBR freeze with
+    /// LbrExtV2.
+    fn amd_status_valid(&self) -> u64 {
+        let lbr = self.model().amd.is_some_and(|a| a.perfmon_v2() && a.leaf_8000_0022.0 & 2 != 0);
+        low_bits(self.gp.len() as u32) | if lbr { STATUS_LBRS_FROZEN } else { 0 }
     }
 
     /// The core counter register at `address`, if this CPU has it.
@@ -164,12 +175,12 @@ impl SimPmu {
                 Ok(())
             }
             GLOBAL_STATUS_CLR if v2 => {
-                reserved(counters, &missing)?;
+                reserved(self.amd_status_valid(), &missing)?;
                 self.global_status &= !value;
                 Ok(())
             }
             GLOBAL_STATUS_SET if v2 => {
-                reserved(counters, &missing)?;
+                reserved(self.amd_status_valid(), &missing)?;
                 self.global_status |= value;
                 Ok(())
             }
