@@ -60,7 +60,7 @@ fn k8_refuses_reserved_bits_other_sub_classes_and_non_pmu_events_before_any_msr_
         }
         assert_eq!(hw.last_access(), before, "no MSR was touched");
         // What is defined is accepted: a 12-bit event, GuestOnly with HostOnly, every flag.
-        let defined = 0x3_0F00_0000_u64 | 0xFF_00_0000 | 0xD5 << 16 | 0xFFFF;
+        let defined = 0x30F_0000_0000_u64 | 0xFF00_0000 | 0xD7 << 16 | 0xFFFF;
         assert!(w.client().allocate(AllocateRequest::k8(defined)).is_ok());
         hw.assert_no_faults();
     }
