@@ -1,7 +1,9 @@
 //! The x86 backend the driver runs: Intel's or AMD's, chosen at load from the CPU's vendor
-//! (FreeBSD's `pmc_md_initialize` dispatch). Each method delegates to the chosen backend; a
-//! value of the other vendor (which the chosen backend never hands out) is ignored.
+//! (FreeBSD's `pmc_md_initialize` dispatch). Each method delegates to the chosen backend, by
+//! the backend's vendor flag or by the vendor of the counter, configuration or status it is
+//! given (which only the chosen backend hands out).
 
+use alloc::vec::Vec;
 use core::ops::Range;
 
 use super::amd::discovery::AmdPmu;
@@ -16,13 +18,15 @@ use crate::backend::{
 use crate::errno::Errno;
 use crate::hw::Hardware;
 
-/// The machine's PMU backend, by vendor.
+/// The machine's PMU backend: both vendors' backends, the one of the CPU's vendor driving the
+/// PMU and the other with no PMU. A struct rather than an enum, so that the hot paths test one
+/// flag of the backend and no tag of the per-CPU state.
 #[derive(Debug)]
-pub enum X86Backend {
-    /// Intel architectural performance monitoring.
-    Intel(IntelBackend),
-    /// AMD core performance counters.
-    Amd(AmdBackend),
+pub struct X86Backend {
+    /// Whether the CPU is AMD's (or Hygon's).
+    amd: bool,
+    intel: IntelBackend,
+    amd_backend: AmdBackend,
 }
 
 /// What discovery found on one CPU.
@@ -34,13 +38,11 @@ pub enum X86Pmu {
     Amd(AmdPmu),
 }
 
-/// One CPU's state.
+/// One CPU's state: both vendors' (the other vendor's describes no PMU and is never used).
 #[derive(Debug)]
-pub enum X86Cpu {
-    /// An Intel CPU's.
-    Intel(IntelCpu),
-    /// An AMD CPU's.
-    Amd(AmdCpu),
+pub struct X86Cpu {
+    intel: IntelCpu,
+    amd: AmdCpu,
 }
 
 /// The counter behind a row on one CPU.
@@ -92,56 +94,45 @@ impl PmuBackend for X86Backend {
     }
 
     fn new<H: Hardware>(cpus: &[Option<X86Pmu>], hw: &H) -> Self {
-        if CpuSignature::read(&hw.cpuid()).is_amd() {
-            let cpus: alloc::vec::Vec<Option<AmdPmu>> = cpus
-                .iter()
-                .map(|d| match d {
-                    Some(X86Pmu::Amd(pmu)) => Some(*pmu),
-                    _ => None,
-                })
-                .collect();
-            X86Backend::Amd(AmdBackend::new(&cpus, hw))
-        } else {
-            let cpus: alloc::vec::Vec<Option<IntelPmu>> = cpus
-                .iter()
-                .map(|d| match d {
-                    Some(X86Pmu::Intel(pmu)) => Some(*pmu),
-                    _ => None,
-                })
-                .collect();
-            X86Backend::Intel(IntelBackend::new(&cpus, hw))
+        let intel: Vec<Option<IntelPmu>> = cpus
+            .iter()
+            .map(|d| match d {
+                Some(X86Pmu::Intel(pmu)) => Some(*pmu),
+                _ => None,
+            })
+            .collect();
+        let amd: Vec<Option<AmdPmu>> = cpus
+            .iter()
+            .map(|d| match d {
+                Some(X86Pmu::Amd(pmu)) => Some(*pmu),
+                _ => None,
+            })
+            .collect();
+        X86Backend {
+            amd: CpuSignature::read(&hw.cpuid()).is_amd(),
+            intel: IntelBackend::new(&intel, hw),
+            amd_backend: AmdBackend::new(&amd, hw),
         }
     }
 
     fn classes(&self) -> &[HardwareClass] {
-        match self {
-            X86Backend::Intel(b) => b.classes(),
-            X86Backend::Amd(b) => b.classes(),
-        }
+        if self.amd { self.amd_backend.classes() } else { self.intel.classes() }
     }
 
     fn cpu(&self, description: Option<X86Pmu>) -> X86Cpu {
-        match self {
-            X86Backend::Intel(b) => X86Cpu::Intel(b.cpu(match description {
-                Some(X86Pmu::Intel(pmu)) => Some(pmu),
-                _ => None,
-            })),
-            X86Backend::Amd(b) => X86Cpu::Amd(b.cpu(match description {
-                Some(X86Pmu::Amd(pmu)) => Some(pmu),
-                _ => None,
-            })),
-        }
+        let (intel, amd) = match description {
+            Some(X86Pmu::Intel(pmu)) => (Some(pmu), None),
+            Some(X86Pmu::Amd(pmu)) => (None, Some(pmu)),
+            None => (None, None),
+        };
+        X86Cpu { intel: self.intel.cpu(intel), amd: self.amd_backend.cpu(amd) }
     }
 
     fn row_counter(&self, cpu: &X86Cpu, class: Class, index: u32) -> Option<X86Counter> {
-        match (self, cpu) {
-            (X86Backend::Intel(b), X86Cpu::Intel(c)) => {
-                b.row_counter(c, class, index).map(X86Counter::Intel)
-            }
-            (X86Backend::Amd(b), X86Cpu::Amd(c)) => {
-                b.row_counter(c, class, index).map(X86Counter::Amd)
-            }
-            _ => None,
+        if self.amd {
+            self.amd_backend.row_counter(&cpu.amd, class, index).map(X86Counter::Amd)
+        } else {
+            self.intel.row_counter(&cpu.intel, class, index).map(X86Counter::Intel)
         }
     }
 
@@ -154,32 +145,26 @@ impl PmuBackend for X86Backend {
     }
 
     fn cpu_type(&self) -> u32 {
-        match self {
-            X86Backend::Intel(b) => b.cpu_type(),
-            X86Backend::Amd(b) => b.cpu_type(),
-        }
+        if self.amd { self.amd_backend.cpu_type() } else { self.intel.cpu_type() }
     }
 
     fn cpuid_string(&self) -> CpuIdString {
-        match self {
-            X86Backend::Intel(b) => b.cpuid_string(),
-            X86Backend::Amd(b) => b.cpuid_string(),
-        }
+        if self.amd { self.amd_backend.cpuid_string() } else { self.intel.cpuid_string() }
     }
 
     fn init_cpu<H: Hardware>(&self, hw: &H, cpu: &X86Cpu) {
-        match (self, cpu) {
-            (X86Backend::Intel(b), X86Cpu::Intel(c)) => b.init_cpu(hw, c),
-            (X86Backend::Amd(b), X86Cpu::Amd(c)) => b.init_cpu(hw, c),
-            _ => {}
+        if self.amd {
+            self.amd_backend.init_cpu(hw, &cpu.amd)
+        } else {
+            self.intel.init_cpu(hw, &cpu.intel)
         }
     }
 
     fn fini_cpu<H: Hardware>(&self, hw: &H, cpu: &X86Cpu) {
-        match (self, cpu) {
-            (X86Backend::Intel(b), X86Cpu::Intel(c)) => b.fini_cpu(hw, c),
-            (X86Backend::Amd(b), X86Cpu::Amd(c)) => b.fini_cpu(hw, c),
-            _ => {}
+        if self.amd {
+            self.amd_backend.fini_cpu(hw, &cpu.amd)
+        } else {
+            self.intel.fini_cpu(hw, &cpu.intel)
         }
     }
 
@@ -189,13 +174,12 @@ impl PmuBackend for X86Backend {
         rows: u32,
         request: &AllocateRequest<'_>,
     ) -> Result<(X86Config, Range<u32>), Errno> {
-        match self {
-            X86Backend::Intel(b) => {
-                b.configure(class, rows, request).map(|(c, r)| (X86Config::Intel(c), r))
-            }
-            X86Backend::Amd(b) => {
-                b.configure(class, rows, request).map(|(c, r)| (X86Config::Amd(c), r))
-            }
+        if self.amd {
+            let (config, rows) = self.amd_backend.configure(class, rows, request)?;
+            Ok((X86Config::Amd(config), rows))
+        } else {
+            let (config, rows) = self.intel.configure(class, rows, request)?;
+            Ok((X86Config::Intel(config), rows))
         }
     }
 
@@ -208,10 +192,9 @@ impl PmuBackend for X86Backend {
     }
 
     fn max_period(&self, config: X86Config, width_mask: u64) -> u64 {
-        match (self, config) {
-            (X86Backend::Intel(b), X86Config::Intel(c)) => b.max_period(c, width_mask),
-            (X86Backend::Amd(b), X86Config::Amd(c)) => b.max_period(c, width_mask),
-            _ => (width_mask >> 1) + 1,
+        match config {
+            X86Config::Intel(c) => self.intel.max_period(c, width_mask),
+            X86Config::Amd(c) => self.amd_backend.max_period(c, width_mask),
         }
     }
 
@@ -231,10 +214,9 @@ impl PmuBackend for X86Backend {
 
     #[inline]
     fn write_counter<H: Hardware>(&self, hw: &H, counter: X86Counter, value: u64) {
-        match (self, counter) {
-            (X86Backend::Intel(b), X86Counter::Intel(c)) => b.write_counter(hw, c, value),
-            (X86Backend::Amd(b), X86Counter::Amd(c)) => b.write_counter(hw, c, value),
-            _ => {}
+        match counter {
+            X86Counter::Intel(c) => self.intel.write_counter(hw, c, value),
+            X86Counter::Amd(c) => self.amd_backend.write_counter(hw, c, value),
         }
     }
 
@@ -246,80 +228,67 @@ impl PmuBackend for X86Backend {
         counter: X86Counter,
         armed: X86Config,
     ) -> CounterMask {
-        match (self, cpu, counter, armed) {
-            (
-                X86Backend::Intel(b),
-                X86Cpu::Intel(cpu),
-                X86Counter::Intel(counter),
-                X86Config::Intel(armed),
-            ) => b.program(hw, cpu, counter, armed),
-            (
-                X86Backend::Amd(b),
-                X86Cpu::Amd(cpu),
-                X86Counter::Amd(counter),
-                X86Config::Amd(armed),
-            ) => b.program(hw, cpu, counter, armed),
+        match (counter, armed) {
+            (X86Counter::Intel(counter), X86Config::Intel(armed)) => {
+                self.intel.program(hw, &cpu.intel, counter, armed)
+            }
+            (X86Counter::Amd(counter), X86Config::Amd(armed)) => {
+                self.amd_backend.program(hw, &cpu.amd, counter, armed)
+            }
+            // A configuration of the other vendor's (never made): nothing to program.
             _ => CounterMask::EMPTY,
         }
     }
 
     #[inline]
     fn start<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counters: CounterMask) {
-        match (self, cpu) {
-            (X86Backend::Intel(b), X86Cpu::Intel(c)) => b.start(hw, c, counters),
-            (X86Backend::Amd(b), X86Cpu::Amd(c)) => b.start(hw, c, counters),
-            _ => {}
+        if self.amd {
+            self.amd_backend.start(hw, &cpu.amd, counters)
+        } else {
+            self.intel.start(hw, &cpu.intel, counters)
         }
     }
 
     #[inline]
     fn stop<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counters: CounterMask) {
-        match (self, cpu) {
-            (X86Backend::Intel(b), X86Cpu::Intel(c)) => b.stop(hw, c, counters),
-            (X86Backend::Amd(b), X86Cpu::Amd(c)) => b.stop(hw, c, counters),
-            _ => {}
+        if self.amd {
+            self.amd_backend.stop(hw, &cpu.amd, counters)
+        } else {
+            self.intel.stop(hw, &cpu.intel, counters)
         }
     }
 
     #[inline]
     fn unprogram<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counter: X86Counter) {
-        match (self, cpu, counter) {
-            (X86Backend::Intel(b), X86Cpu::Intel(cpu), X86Counter::Intel(c)) => {
-                b.unprogram(hw, cpu, c)
-            }
-            (X86Backend::Amd(b), X86Cpu::Amd(cpu), X86Counter::Amd(c)) => b.unprogram(hw, cpu, c),
-            _ => {}
+        match counter {
+            X86Counter::Intel(c) => self.intel.unprogram(hw, &cpu.intel, c),
+            X86Counter::Amd(c) => self.amd_backend.unprogram(hw, &cpu.amd, c),
         }
     }
 
     #[inline]
     fn flush<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counters: CounterMask) {
-        match (self, cpu) {
-            (X86Backend::Intel(b), X86Cpu::Intel(c)) => b.flush(hw, c, counters),
-            (X86Backend::Amd(b), X86Cpu::Amd(c)) => b.flush(hw, c, counters),
-            _ => {}
+        if self.amd {
+            self.amd_backend.flush(hw, &cpu.amd, counters)
+        } else {
+            self.intel.flush(hw, &cpu.intel, counters)
         }
     }
 
     #[inline]
     fn read<H: Hardware>(&self, hw: &H, counter: X86Counter) -> u64 {
-        match (self, counter) {
-            (X86Backend::Intel(b), X86Counter::Intel(c)) => b.read(hw, c),
-            (X86Backend::Amd(b), X86Counter::Amd(c)) => b.read(hw, c),
-            _ => 0,
+        match counter {
+            X86Counter::Intel(c) => self.intel.read(hw, c),
+            X86Counter::Amd(c) => self.amd_backend.read(hw, c),
         }
     }
 
     #[inline]
     fn pmi_begin<H: Hardware>(&self, hw: &H, cpu: &X86Cpu) -> Option<Overflow<X86Pmi>> {
-        match (self, cpu) {
-            (X86Backend::Intel(b), X86Cpu::Intel(c)) => {
-                b.pmi_begin(hw, c).map(|o| wrap_overflow(o, X86Pmi::Intel))
-            }
-            (X86Backend::Amd(b), X86Cpu::Amd(c)) => {
-                b.pmi_begin(hw, c).map(|o| wrap_overflow(o, X86Pmi::Amd))
-            }
-            _ => None,
+        if self.amd {
+            self.amd_backend.pmi_begin(hw, &cpu.amd).map(|o| wrap_overflow(o, X86Pmi::Amd))
+        } else {
+            self.intel.pmi_begin(hw, &cpu.intel).map(|o| wrap_overflow(o, X86Pmi::Intel))
         }
     }
 
@@ -330,30 +299,26 @@ impl PmuBackend for X86Backend {
         cpu: &X86Cpu,
         status: &mut X86Pmi,
     ) -> CounterMask {
-        match (self, cpu, status) {
-            (X86Backend::Intel(b), X86Cpu::Intel(c), X86Pmi::Intel(s)) => {
-                b.pmi_acknowledge(hw, c, s)
-            }
-            (X86Backend::Amd(b), X86Cpu::Amd(c), X86Pmi::Amd(s)) => b.pmi_acknowledge(hw, c, s),
-            _ => CounterMask::EMPTY,
+        match status {
+            X86Pmi::Intel(s) => self.intel.pmi_acknowledge(hw, &cpu.intel, s),
+            X86Pmi::Amd(s) => self.amd_backend.pmi_acknowledge(hw, &cpu.amd, s),
         }
     }
 
     #[inline]
     fn pmi_end<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, status: X86Pmi) {
-        match (self, cpu, status) {
-            (X86Backend::Intel(b), X86Cpu::Intel(c), X86Pmi::Intel(s)) => b.pmi_end(hw, c, s),
-            (X86Backend::Amd(b), X86Cpu::Amd(c), X86Pmi::Amd(s)) => b.pmi_end(hw, c, s),
-            _ => {}
+        match status {
+            X86Pmi::Intel(s) => self.intel.pmi_end(hw, &cpu.intel, s),
+            X86Pmi::Amd(s) => self.amd_backend.pmi_end(hw, &cpu.amd, s),
         }
     }
 
     #[inline]
     fn pmi_exit<H: Hardware>(&self, hw: &H, cpu: &X86Cpu) {
-        match (self, cpu) {
-            (X86Backend::Intel(b), X86Cpu::Intel(c)) => b.pmi_exit(hw, c),
-            (X86Backend::Amd(b), X86Cpu::Amd(c)) => b.pmi_exit(hw, c),
-            _ => {}
+        if self.amd {
+            self.amd_backend.pmi_exit(hw, &cpu.amd)
+        } else {
+            self.intel.pmi_exit(hw, &cpu.intel)
         }
     }
 }
