@@ -224,3 +224,38 @@ fn simulated_core_counters_count_by_enable_global_bit_ring_and_host_guest_bits()
     assert_eq!(instructions(0x3_00C0 | en | 1 << 41, None), 0, "HostOnly with SVM off");
     assert_eq!(instructions(0x3_00C0 | en | 3 << 40, None), 200, "both: counts everywhere");
 }
+
+#[test]
+fn missing_feature_bits_under_a_hypervisor_reduce_what_is_offered_without_a_fault() {
+    use hwpmc_sim::amd::AmdFeatures;
+    let k8_rows = |model: PmuModel| {
+        let w = World::new(model);
+        let info = w.client().cpu_info().unwrap();
+        let k8 = info.pm_classes[..info.pm_nclass as usize]
+            .iter()
+            .find(|c| c.pm_class == Class::K8.as_u32())
+            .map(|c| c.pm_num);
+        if k8.is_some() {
+            let id = w.client().allocate(AllocateRequest::k8(INSTRUCTIONS_USER)).unwrap();
+            w.client().start(id).unwrap();
+            w.driver.switch_in(0, w.pid, w.tid);
+            run(&w, 3);
+            w.driver.switch_out(0, w.pid, w.tid);
+            assert_eq!(w.client().read(id), Ok(3000));
+        }
+        w.driver.unload();
+        w.driver.kernel().hardware().assert_no_faults();
+        (k8, w.driver.kernel().hardware().last_access())
+    };
+    // A Zen 4 guest whose hypervisor hides PerfMonV2 (no leaf 8000_0022h): the six counters
+    // without the global registers (which do not exist there: touching them would #GP).
+    let zen4 = PmuModel::zen4();
+    let amd = zen4.amd.unwrap();
+    let no_v2 = AmdFeatures { max_extended_leaf: 0x8000_0021, ..amd };
+    let guest = PmuModel { hypervisor: true, amd: Some(no_v2), ..zen4 };
+    assert_eq!(k8_rows(guest).0, Some(6));
+    // A guest that advertises no counters at all: SOFT and TSC only, no PMU MSR touched.
+    let none = AmdFeatures { ext_features_ecx: amd.ext_features_ecx & !(1 << 23), ..no_v2 };
+    let bare = PmuModel { hypervisor: true, amd: Some(none), gp_counters: 4, ..zen4 };
+    assert_eq!(k8_rows(bare), (None, None));
+}

@@ -233,7 +233,9 @@ impl PmuBackend for AmdBackend {
         // Intel's perfmon v1 does), and `start` only records it.
         io::write_ctl(hw, counter, armed.ctl);
         if cpu.global.is_none() {
-            cpu.enabled.fetch_or(counter.set().bits(), Ordering::Relaxed);
+            // Only this CPU writes its images (no read-modify-write instruction needed).
+            let enabled = cpu.enabled.load(Ordering::Relaxed);
+            cpu.enabled.store(enabled | counter.set().bits(), Ordering::Relaxed);
         }
         Self::counter_mask(counter)
     }
@@ -271,7 +273,8 @@ impl PmuBackend for AmdBackend {
         if let Some(image) = cpu.ctl.get(usize::from(counter.index)) {
             image.store(0, Ordering::Relaxed);
         }
-        let was_enabled = cpu.enabled.fetch_and(!counter.set().bits(), Ordering::Relaxed);
+        let was_enabled = cpu.enabled.load(Ordering::Relaxed);
+        cpu.enabled.store(was_enabled & !counter.set().bits(), Ordering::Relaxed);
         // Without PerfMonV2, `stop` already cleared EN: a control with EN clear counts
         // nothing, and the next `program` overwrites it.
         if cpu.global.is_some() || was_enabled & counter.set().bits() != 0 {
