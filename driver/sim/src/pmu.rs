@@ -467,6 +467,7 @@ pub fn msr_name(address: u32) -> String {
         IA32_PERF_GLOBAL_INUSE => format!("IA32_PERF_GLOBAL_INUSE ({address:#x})"),
         0x4C1..=0x4C8 => indexed(IA32_A_PMC0, "IA32_A_PMC"),
         IA32_X2APIC_LVT_PMI => format!("IA32_X2APIC_LVT_PMI ({address:#x})"),
+        _ if amd::msr_name(address).is_some() => amd::msr_name(address).unwrap_or_default(),
         _ => format!("MSR {address:#x}"),
     }
 }

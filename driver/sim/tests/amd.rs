@@ -259,3 +259,12 @@ fn missing_feature_bits_under_a_hypervisor_reduce_what_is_offered_without_a_faul
     let bare = PmuModel { hypervisor: true, amd: Some(none), gp_counters: 4, ..zen4 };
     assert_eq!(k8_rows(bare), (None, None));
 }
+
+#[test]
+fn simulated_faults_name_amd_registers() {
+    let mut pmu = hwpmc_sim::SimPmu::new(PmuModel::zen4());
+    let fault = pmu.write_msr(PERF_CTL0 + 4, 1 << 21).unwrap_err();
+    assert!(fault.to_string().contains("WRMSR PERF_CTL2 (0xc0010204)"), "{fault}");
+    let fault = pmu.write_msr(PERF_CNTR_GLOBAL_STATUS, 1).unwrap_err();
+    assert!(fault.to_string().contains("PerfCntrGlobalStatus (0xc0000300)"), "{fault}");
+}

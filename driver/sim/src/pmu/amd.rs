@@ -215,6 +215,24 @@ impl SimPmu {
     }
 }
 
+/// The AMD name and address of a performance-monitoring MSR, e.g. `PERF_CTL2 (0xc0010204)`.
+pub(super) fn msr_name(address: u32) -> Option<String> {
+    let name = match address {
+        PERF_CTL0_LEGACY..=0xC001_0003 => format!("PERF_CTL{}", address - PERF_CTL0_LEGACY),
+        PERF_CTR0_LEGACY..=0xC001_0007 => format!("PERF_CTR{}", address - PERF_CTR0_LEGACY),
+        PERF_CTL0..=0xC001_020B if address % 2 == 0 => {
+            format!("PERF_CTL{}", (address - PERF_CTL0) / 2)
+        }
+        PERF_CTL0..=0xC001_020B => format!("PERF_CTR{}", (address - PERF_CTL0) / 2),
+        GLOBAL_STATUS => "PerfCntrGlobalStatus".into(),
+        GLOBAL_CTL => "PerfCntrGlobalCtl".into(),
+        GLOBAL_STATUS_CLR => "PerfCntrGlobalStatusClr".into(),
+        GLOBAL_STATUS_SET => "PerfCntrGlobalStatusSet".into(),
+        _ => return None,
+    };
+    Some(format!("{name} ({address:#x})"))
+}
+
 /// The 12-bit event select of a PERF_CTL value.
 pub(super) const fn event_select(ctl: u64) -> u16 {
     ((ctl >> 24) & 0xF00 | ctl & 0xFF) as u16
