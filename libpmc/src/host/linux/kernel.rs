@@ -545,6 +545,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_hidden_pmu_is_described_by_neither_vendor_s_cpuid() {
+        use hwpmc::arch::x86::amd::discovery::AmdPmu;
+        let hidden = LinuxCpuid { hide_pmu: true };
+        assert_eq!(AmdPmu::discover(&hidden), None, "no AMD core counters");
+        assert_eq!(hidden.cpuid1(0xA), CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 });
+        assert_eq!(hidden.cpuid1(0x8000_0001).ecx & 1 << 23, 0, "no PerfCtrExtCore");
+        // The rest of CPUID is the CPU's own.
+        let shown = LinuxCpuid { hide_pmu: false };
+        assert_eq!(hidden.cpuid1(0), shown.cpuid1(0));
+    }
+
+    #[test]
     fn copies_reach_the_argument_and_nothing_else() {
         let kernel = LinuxKernel::new(1);
         let mut arg = [1u8, 2, 3, 4];
