@@ -328,6 +328,17 @@ impl Caps {
         .union(Caps::INVERT)
         .union(Caps::QUALIFIER)
         .union(Caps::PRECISE);
+    /// What a K8-class (AMD core counter) PMC can do: FreeBSD's `AMD_PMC_CAPS` (hwpmc_amd.c),
+    /// IAP's but PRECISE.
+    pub const K8_CLASS: Caps = Caps::INTERRUPT
+        .union(Caps::USER)
+        .union(Caps::SYSTEM)
+        .union(Caps::EDGE)
+        .union(Caps::THRESHOLD)
+        .union(Caps::READ)
+        .union(Caps::WRITE)
+        .union(Caps::INVERT)
+        .union(Caps::QUALIFIER);
     /// What an IAF-class (Intel fixed counter) PMC can do.
     pub const IAF_CLASS: Caps =
         Caps::INTERRUPT.union(Caps::USER).union(Caps::SYSTEM).union(Caps::READ).union(Caps::WRITE);
@@ -525,6 +536,10 @@ impl PmcMdOpPmcAllocate {
     /// `pm_amd.pm_amd_sub_class`: 0 core, 1 L3 cache, 2 data fabric.
     pub fn amd_sub_class(&self) -> u32 {
         self.u32_at(8)
+    }
+    /// Sets `pm_amd.pm_amd_sub_class`.
+    pub fn set_amd_sub_class(&mut self, sub_class: u32) {
+        self.set_u32_at(8, sub_class);
     }
     /// `pm_ucf.pm_ucf_flags`.
     pub fn ucf_flags(&self) -> u16 {

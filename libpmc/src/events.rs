@@ -44,7 +44,11 @@
 //! `ldlat=`, `frontend=` and `offcore_rsp=` (the driver does not program those MSRs yet). A fixed counter takes only `usr` and
 //! `os`; TSC and software events take none.
 //!
-//! A raw encoding is `event=N[,umask=N][,usr][,os][,edge][,inv][,cmask=N]`.
+//! A raw encoding is `event=N[,umask=N][,usr][,os][,edge][,inv][,cmask=N]`; on an AMD CPU it is
+//! a K8 PERF_CTL image and N may have 12 bits (up to `0xfff`). On an AMD CPU without an event
+//! table, FreeBSD's static aliases count AMD's core events (`instructions` is `ex_ret_instr`,
+//! `unhalted-cycles` `ls_not_halted_cyc`, `branches` `ex_ret_brn`, `branch-mispredicts`
+//! `ex_ret_brn_misp`).
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -305,7 +309,8 @@ struct Qualifiers {
     inv: bool,
     cmask: Option<u8>,
     umask: Option<u8>,
-    event: Option<u8>,
+    /// The raw event select: 0–255 on Intel, 0–0xFFF (12 bits) on AMD.
+    event: Option<u16>,
 }
 
 impl Qualifiers {
@@ -356,10 +361,13 @@ impl Qualifiers {
                             ),
                         ));
                     }
+                    if key == "event" {
+                        qualifiers.event = Some(parse_event_select(spec, value.trim())?);
+                        continue;
+                    }
                     let slot = match key.as_str() {
                         "cmask" => &mut qualifiers.cmask,
                         "umask" => &mut qualifiers.umask,
-                        "event" => &mut qualifiers.event,
                         _ => {
                             return Err(bad_qualifier(
                                 spec,
@@ -399,6 +407,31 @@ fn extra_msr_qualifier(key: &str) -> Option<&'static str> {
         "frontend" => Some("MSR_PEBS_FRONTEND (3F7h)"),
         "offcore_rsp" | "rsp" => Some("MSR_OFFCORE_RSP_0/1 (1A6h/1A7h, offcore response)"),
         _ => None,
+    }
+}
+
+/// A raw event select: 0 to 0xFFF (AMD's 12 bits; Intel's 8 are checked where the event is
+/// resolved), decimal or `0x` hex.
+fn parse_event_select(spec: &str, value: &str) -> Result<u16, EventError> {
+    let lower = value.to_ascii_lowercase();
+    let parsed = match lower.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => lower.parse::<u64>(),
+    };
+    match parsed {
+        Ok(number) if number <= 0xFFF => Ok(number as u16),
+        Ok(_) => Err(bad_qualifier(
+            spec,
+            format!("event={value} is out of range: event takes 0-255 (AMD: 0-0xfff)"),
+        )),
+        Err(error) if *error.kind() == IntErrorKind::PosOverflow => Err(bad_qualifier(
+            spec,
+            format!("event={value} is out of range: event takes 0-255 (AMD: 0-0xfff)"),
+        )),
+        Err(_) => Err(bad_qualifier(
+            spec,
+            format!("event={value} is not a number (decimal, or hexadecimal with 0x)"),
+        )),
     }
 }
 
@@ -784,6 +817,7 @@ impl HostEvents {
             Target::Alias { fixed, programmable } => {
                 (fixed.is_some() && self.offers(Class::Iaf))
                     || self.programmable_supported(programmable)
+                    || (self.offers(Class::K8) && catalog::amd_equivalent(programmable).is_some())
             }
             Target::Fixed(_) => self.offers(Class::Iaf),
             Target::Programmable(programmable) => self.programmable_supported(programmable),
@@ -838,6 +872,21 @@ impl HostEvents {
             ));
         };
         let umask = qualifiers.umask.unwrap_or(0);
+        let amd_cpu = self.cpu.as_ref().is_some_and(|cpu| cpu.vendor == Vendor::Amd);
+        if amd_cpu || (self.offers(Class::K8) && !self.offers(Class::Iap)) {
+            // AMD's PERF_CTL: the 12-bit event select split over bits 7:0 and 35:32.
+            let name = format!("event={event:#x},umask={umask:#x}");
+            return self.amd_event(spec, name, AmdCore { code: event, umask }, &qualifiers);
+        }
+        let Ok(event) = u8::try_from(event) else {
+            return Err(bad_qualifier(
+                spec,
+                format!(
+                    "event={event:#x} is out of range: Intel's event select takes 0-255 \
+                     (12-bit events are AMD's)"
+                ),
+            ));
+        };
         let programmable = Programmable {
             event,
             umask,
@@ -866,6 +915,12 @@ impl HostEvents {
                 }
                 _ if self.offers(Class::Iap) => {
                     self.programmable_event(spec, name, &programmable, qualifiers)
+                }
+                // An AMD CPU without an event table (family 10h, say): the alias's AMD core
+                // event, where AMD has one.
+                _ if self.offers(Class::K8) && catalog::amd_equivalent(&programmable).is_some() => {
+                    let amd = catalog::amd_equivalent(&programmable).expect("checked");
+                    self.amd_event(spec, name, amd, qualifiers)
                 }
                 Some(_) => Err(self.unavailable(spec, Class::Iaf, None)),
                 None => Err(self.unavailable(spec, Class::Iap, None)),

@@ -711,3 +711,40 @@ fn every_amd_table_has_its_json_facts() {
         assert_eq!((event.code, event.umask, event.unit), (code, umask, unit), "{table} {name}");
     }
 }
+
+/// USR and OS in a PERF_CTL image.
+const AMD_USR_OS: u64 = 3 << 16;
+
+#[test]
+fn raw_specs_on_amd_are_perf_ctl_images_with_twelve_bit_event_selects() {
+    let zen4 = "AuthenticAMD-25-11-1";
+    assert_eq!(perf_ctl(zen4, "event=0xc0,umask=0x0,usr"), 0xC0 | 1 << 16);
+    assert_eq!(
+        perf_ctl(zen4, "event=0x1c7,umask=0x3f,os,edge,cmask=3"),
+        0xC7 | 1 << 32 | 0x3F << 8 | 1 << 17 | 1 << 18 | 3 << 24
+    );
+    assert_eq!(perf_ctl(zen4, "event=0xfff"), 0xFF | 0xF << 32 | AMD_USR_OS);
+    // 12 bits at most; Intel's event select has 8.
+    assert!(matches!(machine(zen4).lookup("event=0x1000"), Err(EventError::BadQualifier { .. })));
+    let skl = machine("GenuineIntel-6-5E-3");
+    assert!(matches!(skl.lookup("event=0x1c7"), Err(EventError::BadQualifier { .. })));
+    assert_eq!(evtsel("GenuineIntel-6-5E-3", "event=0xc0"), 0xC0 | USR_OS);
+}
+
+#[test]
+fn freebsd_s_static_aliases_count_amd_events_on_an_amd_cpu_without_a_table() {
+    // Family 10h has no event table: the aliases fall back to the static ones, which count
+    // AMD's core events on a host that offers K8 alone.
+    let k10 =
+        HostEvents { classes: vec![Class::K8, Class::Tsc], ..machine("AuthenticAMD-16-04-2") };
+    let ctl = |spec: &str| match k10.lookup(spec).map(|e| e.kind) {
+        Ok(EventKind::K8 { perf_ctl }) => perf_ctl,
+        other => panic!("{spec}: expected K8, got {other:?}"),
+    };
+    assert_eq!(ctl("instructions"), 0x0C0 | AMD_USR_OS);
+    assert_eq!(ctl("unhalted-cycles,usr"), 0x076 | 1 << 16);
+    assert_eq!(ctl("branches"), 0x0C2 | AMD_USR_OS);
+    assert_eq!(ctl("branch-mispredicts"), 0x0C3 | AMD_USR_OS);
+    // No AMD core event counts reference cycles.
+    assert!(k10.lookup("unhalted-reference-cycles").is_err());
+}

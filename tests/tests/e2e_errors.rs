@@ -337,11 +337,14 @@ fn options_a_run_would_ignore_are_usage_errors() {
     }
 }
 
+/// What the error for an unknown `PMC_SIM_MODEL` lists.
+const SIM_MODELS: &str = "use skylake, icelake, nehalem, core2, vm, zen4, zen2, k10";
+
 #[test]
 fn an_unknown_host_or_simulated_machine_is_an_error_listing_the_valid_ones() {
     for (env, says) in [
-        (("PMC_SIM_MODEL", "zen2"), &["\"zen2\"", "use skylake, icelake, nehalem, core2, vm"][..]),
-        (("PMC_SIM_MODEL", "bogus"), &["\"bogus\"", "use skylake, icelake, nehalem, core2, vm"]),
+        (("PMC_SIM_MODEL", "zen5"), &["\"zen5\"", SIM_MODELS][..]),
+        (("PMC_SIM_MODEL", "bogus"), &["\"bogus\"", SIM_MODELS]),
         (("PMC_SIM_CPUS", "0"), &["PMC_SIM_CPUS", "a number from 1 to 64"]),
         (("PMC_SIM_CPUS", "many"), &["PMC_SIM_CPUS", "a number from 1 to 64"]),
         (("PMC_SIM_SEED", "-1"), &["PMC_SIM_SEED", "a number from 0 to"]),

@@ -1,8 +1,9 @@
 //! Cost of the context-switch hooks with 1, 4 and 8 running process PMCs, and for a thread of a
 //! process without PMCs (0).
 //!
-//! The driver runs on hardware whose MSR accesses do nothing (CPUID is the simulated Skylake),
-//! so what is measured is the driver's own work. `cargo bench -p hwpmc-sim --bench
+//! The driver runs on hardware whose MSR accesses do nothing (CPUID is the simulated Skylake,
+//! or the model `--model=` names: `zen4`, `zen2`), so what is measured is the driver's own
+//! work. `cargo bench -p hwpmc-sim --bench
 //! context_switch` prints nanoseconds per switch pair; `driver/sim/benches/instructions.sh`
 //! runs it under callgrind and prints instructions per PMC per switch.
 //!
@@ -52,14 +53,26 @@ type BenchDriver = Driver<SimKernel, FreeMsrs>;
 
 /// A driver with `processes` processes that each have `pmcs` running PMCs attached to
 /// themselves; returns each one's pid and thread.
-fn setup(pmcs: usize, processes: usize) -> (BenchDriver, Vec<(i32, i32)>) {
-    let model = PmuModel::skylake();
+fn setup(model: PmuModel, pmcs: usize, processes: usize) -> (BenchDriver, Vec<(i32, i32)>) {
     let kernel = SimKernel::new(SimHardware::new(model, 1));
     let hw = FreeMsrs(CpuidModel::new(model, 0));
-    assert!(hw.cpuid().cpuid1(0xA).eax != 0);
+    assert!(model.is_amd() || hw.cpuid().cpuid1(0xA).eax != 0);
     let driver = Driver::load(kernel.clone(), hw, Tunables::default()).expect("load");
     let soft = driver.register_soft_event("CLOCK.HARD").expect("soft event");
-    let requests = [
+    // AMD: the six core counters (instructions, cycles, branches, mispredicts, twice), then
+    // two software events.
+    let stat = driver.register_soft_event("CLOCK.STAT").expect("soft event");
+    let amd = [
+        AllocateRequest::k8(0x0C0),
+        AllocateRequest::k8(0x076),
+        AllocateRequest::k8(0x0C2),
+        AllocateRequest::k8(0x0C3),
+        AllocateRequest::k8(0x0C0),
+        AllocateRequest::k8(0x076),
+        AllocateRequest::soft(soft),
+        AllocateRequest::soft(stat),
+    ];
+    let intel = [
         AllocateRequest::iap(0x00C0),
         AllocateRequest::iaf(event::IAF_INSTR_RETIRED_ANY),
         AllocateRequest::iap(0x003C),
@@ -69,6 +82,7 @@ fn setup(pmcs: usize, processes: usize) -> (BenchDriver, Vec<(i32, i32)>) {
         AllocateRequest::iap(0x00C5),
         AllocateRequest::soft(soft),
     ];
+    let requests = if model.is_amd() { amd } else { intel };
     let mut threads = Vec::new();
     for _ in 0..processes {
         let pid = kernel.spawn(None, Credentials::user(1000));
@@ -87,6 +101,13 @@ fn main() {
     let only: Option<usize> =
         std::env::args().find_map(|a| a.strip_prefix("--pmcs=")?.parse().ok());
     let alternate = std::env::args().any(|a| a == "--alternate");
+    let model = match std::env::args().find_map(|a| a.strip_prefix("--model=").map(str::to_owned)) {
+        Some(name) if name == "zen4" => PmuModel::zen4(),
+        Some(name) if name == "zen2" => PmuModel::zen2(),
+        Some(name) if name == "skylake" => PmuModel::skylake(),
+        Some(name) => panic!("--model={name}: use skylake, zen4 or zen2"),
+        None => PmuModel::skylake(),
+    };
     // Switch pairs per run, whether one process or two take turns.
     let pairs: u32 = if quick { 1_000 } else { 200_000 };
     let processes = if alternate { 2 } else { 1 };
@@ -95,7 +116,7 @@ fn main() {
         if alternate { "two processes taking turns" } else { "one process" }
     );
     for pmcs in [0, 1, 4, 8].into_iter().filter(|n| only.is_none_or(|o| o == *n)) {
-        let (driver, threads) = setup(pmcs, processes);
+        let (driver, threads) = setup(model, pmcs, processes);
         let start = Instant::now();
         for _ in 0..pairs / processes as u32 {
             for &(pid, tid) in &threads {

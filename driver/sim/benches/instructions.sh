@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Instructions the driver executes on its hot paths, counted by callgrind (repeatable whatever
 # else the machine does). MSR accesses cost nothing in these benches (see context_switch.rs and
-# interrupt.rs), so the counts are the driver's own work.
+# interrupt.rs), so the counts are the driver's own work. The first argument names the simulated
+# CPU (skylake by default, or zen4, zen2): `bash driver/sim/benches/instructions.sh zen4`.
 set -euo pipefail
+model=(--model="${1:-skylake}")
+echo "model: ${1:-skylake}"
 cd "$(dirname "$0")/../../.."
 command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install valgrind)"; exit 1; }
 cargo bench -p hwpmc-sim --bench context_switch --bench interrupt --no-run 2>/dev/null
@@ -33,13 +36,13 @@ for mode in same alternate; do
     fi
     valgrind --tool=callgrind --callgrind-out-file="$out/csw.$mode.0" \
         --toggle-collect='*switch_in*' --toggle-collect='*switch_out*' \
-        "$(newest context_switch)" --pmcs=0 "${flags[@]}" >/dev/null 2>&1
+        "$(newest context_switch)" --pmcs=0 "${flags[@]}" "${model[@]}" >/dev/null 2>&1
     n=$(total "$out/csw.$mode.0")
     echo "  a thread without PMCs: $n instructions for $iterations switch pairs = $((n / (2 * iterations))) per switch"
     for pmcs in 1 4 8; do
         valgrind --tool=callgrind --callgrind-out-file="$out/csw.$mode.$pmcs" \
             --toggle-collect='*switch_in*' --toggle-collect='*switch_out*' \
-            "$(newest context_switch)" --pmcs="$pmcs" "${flags[@]}" >/dev/null 2>&1
+            "$(newest context_switch)" --pmcs="$pmcs" "${flags[@]}" "${model[@]}" >/dev/null 2>&1
         n=$(total "$out/csw.$mode.$pmcs")
         per_switch=$((n / (2 * iterations)))
         own=$(( (n - $(critical_sections "$out/csw.$mode.$pmcs")) / (2 * iterations) ))
@@ -54,11 +57,11 @@ samples=8048
 deep=2048
 kernel_samples=2000
 valgrind --tool=callgrind --callgrind-out-file="$out/intr" --toggle-collect='*Driver*interrupt*' \
-    "$(newest interrupt)" --parts=pc,log,user >/dev/null 2>&1
+    "$(newest interrupt)" --parts=pc,log,user "${model[@]}" >/dev/null 2>&1
 n=$(total "$out/intr")
 echo "interrupt path: $n instructions for $samples samples = $((n / samples)) per sample (the callchain is walked later)"
 valgrind --tool=callgrind --callgrind-out-file="$out/walk" --toggle-collect='*return_to_user*' \
-    "$(newest interrupt)" --parts=user >/dev/null 2>&1
+    "$(newest interrupt)" --parts=user "${model[@]}" >/dev/null 2>&1
 n=$(total "$out/walk")
 # The simulated kernel's copy_in (a BTreeMap of pages behind a RefCell) is not the driver's work.
 sim=$(callgrind_annotate --inclusive=yes "$out/walk" 2>/dev/null | awk '
@@ -70,7 +73,7 @@ echo "user-return walk, depth 32: $n instructions for $deep samples = $((n / dee
 for depth in 32 128; do
     valgrind --tool=callgrind --callgrind-out-file="$out/kernel.$depth" \
         --toggle-collect='*kernel_interrupt*' \
-        "$(newest interrupt)" --parts=kernel --kernel-depth="$depth" >/dev/null 2>&1
+        "$(newest interrupt)" --parts=kernel --kernel-depth="$depth" "${model[@]}" >/dev/null 2>&1
     n=$(total "$out/kernel.$depth")
     # The simulated kernel's read_kernel_stack (a RefCell and two BTreeMap look-ups per frame
     # record, where a kernel compares two bounds and copies 16 bytes) is not the driver's work.

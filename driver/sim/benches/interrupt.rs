@@ -3,8 +3,9 @@
 //! callchains: a user stack walked at return to user mode, and a kernel stack of 128 frames
 //! walked in the interrupt.
 //!
-//! MSR accesses cost nothing here: GLOBAL_STATUS always reports GP counter 0 overflowed, every
-//! other read returns 0, writes are dropped; CPUID is the simulated Skylake. `cargo bench -p
+//! MSR accesses cost nothing here: GLOBAL_STATUS always reports GP counter 0 overflowed (AMD's
+//! PerfCntrGlobalStatus too, until the handler clears it), every other read returns 0, writes
+//! are dropped; CPUID is the simulated Skylake, or the model `--model=` names (`zen4`, `zen2`). `cargo bench -p
 //! hwpmc-sim --bench interrupt` prints nanoseconds per interrupt and records/s through the log
 //! path; under callgrind (`--toggle-collect='*interrupt*'`) it gives instructions per sample
 //! (see `instructions.sh`). `--parts=pc,log,user,kernel` runs only the parts named (default:
@@ -14,6 +15,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use hwpmc::abi::{Mode, Op, PmcFlags};
+use hwpmc::arch::x86::amd::msr as amd;
 use hwpmc::arch::x86::msr;
 use hwpmc::hw::{CpuIdReader, Hardware, Lapic, Msrs};
 use hwpmc::{Driver, TrapFrame, Tunables};
@@ -22,15 +24,26 @@ use hwpmc_sim::{
     AllocateRequest, CpuidModel, Credentials, PmcClient, PmuModel, SimHardware, SinkKind,
 };
 
-/// Hardware whose only state is "GP counter 0 overflowed".
+/// Hardware whose only state is "GP counter 0 overflowed" (on AMD with PerfMonV2: until the
+/// status is cleared, and again once the counters are restarted).
 #[derive(Clone)]
-struct OverflowingPmu(CpuidModel);
+struct OverflowingPmu(CpuidModel, std::cell::Cell<bool>);
 
 impl Msrs for OverflowingPmu {
     unsafe fn read_msr(&self, address: u32) -> u64 {
-        if address == msr::IA32_PERF_GLOBAL_STATUS { 1 } else { 0 }
+        match address {
+            msr::IA32_PERF_GLOBAL_STATUS => 1,
+            amd::PERF_CNTR_GLOBAL_STATUS => u64::from(!self.1.get()),
+            _ => 0,
+        }
     }
-    unsafe fn write_msr(&self, _msr: u32, _value: u64) {}
+    unsafe fn write_msr(&self, address: u32, value: u64) {
+        match address {
+            amd::PERF_CNTR_GLOBAL_STATUS_CLR => self.1.set(true),
+            amd::PERF_CNTR_GLOBAL_CTL if value != 0 => self.1.set(false),
+            _ => {}
+        }
+    }
     unsafe fn read_pmc(&self, _index: u32) -> u64 {
         0
     }
@@ -51,6 +64,11 @@ impl Hardware for OverflowingPmu {
     }
 }
 
+/// A request for instructions on `model`'s first programmable counter (IAP or K8).
+fn instructions(model: &PmuModel) -> AllocateRequest {
+    AllocateRequest::arch(model, hwpmc_sim::ArchEvent::Instructions, 0)
+}
+
 /// The parts of the bench `--parts=` names (all by default).
 fn part_enabled(part: &str) -> bool {
     let parts = std::env::args().find_map(|a| a.strip_prefix("--parts=").map(str::to_owned));
@@ -60,10 +78,16 @@ fn part_enabled(part: &str) -> bool {
 fn main() {
     let quick = !std::env::args().any(|a| a == "--bench");
     let samples: u32 = if quick { 2_000 } else { 2_000_000 };
-    let model = PmuModel::skylake();
+    let model = match std::env::args().find_map(|a| a.strip_prefix("--model=").map(str::to_owned)) {
+        Some(name) if name == "zen4" => PmuModel::zen4(),
+        Some(name) if name == "zen2" => PmuModel::zen2(),
+        Some(name) if name == "skylake" => PmuModel::skylake(),
+        Some(name) => panic!("--model={name}: use skylake, zen4 or zen2"),
+        None => PmuModel::skylake(),
+    };
     let kernel = SimKernel::new(SimHardware::new(model, 1));
-    let hw = OverflowingPmu(CpuidModel::new(model, 0));
-    assert!(hw.cpuid().cpuid1(0xA).eax != 0);
+    let hw = OverflowingPmu(CpuidModel::new(model, 0), std::cell::Cell::new(false));
+    assert!(model.is_amd() || hw.cpuid().cpuid1(0xA).eax != 0);
     let tunables = Tunables { nsamples: 4096, ..Tunables::default() };
     let driver = Driver::load(kernel.clone(), hw, tunables).expect("load");
     let owner = kernel.spawn(None, Credentials::user(1000));
@@ -71,7 +95,7 @@ fn main() {
     let fd = kernel.open_sink(owner, SinkKind::Writable);
     let client = PmcClient::new(&driver, owner);
     client.configure_log(fd).unwrap();
-    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let id = client.allocate(request.with_count(100_000)).unwrap();
     client.start(id).unwrap();
     driver.switch_in(0, owner, tid);
@@ -138,7 +162,7 @@ fn user_callchains(
 ) {
     let owner = client.pid();
     let tid = kernel.threads(owner)[0];
-    let id = start_callchain_pmc(client);
+    let id = start_callchain_pmc(driver, client);
     driver.switch_in(0, owner, tid);
     let innermost = SCRATCH_BASE + 0x1000;
     for i in 0..DEPTH - 1 {
@@ -191,7 +215,7 @@ fn kernel_callchains(
 ) {
     let owner = client.pid();
     let tid = kernel.threads(owner)[0];
-    let id = start_callchain_pmc(client);
+    let id = start_callchain_pmc(driver, client);
     kernel.set_running(0, Some(tid));
     driver.switch_in(0, owner, tid);
     let depth = kernel_depth();
@@ -228,8 +252,12 @@ fn kernel_callchains(
 }
 
 /// Allocates and starts a CALLCHAIN PMC sampling every 100 000 instructions of its owner.
-fn start_callchain_pmc(client: &PmcClient<'_, OverflowingPmu>) -> u32 {
-    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+fn start_callchain_pmc(
+    driver: &Driver<SimKernel, OverflowingPmu>,
+    client: &PmcClient<'_, OverflowingPmu>,
+) -> u32 {
+    let model = *driver.hardware().0.model();
+    let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let request = request.with_count(100_000).with_flags(PmcFlags::CALLCHAIN);
     let id = client.allocate(request).unwrap();
     client.start(id).unwrap();

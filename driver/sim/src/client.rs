@@ -12,7 +12,7 @@ use hwpmc::hw::Hardware;
 use hwpmc::{Driver, Errno, Pid, Tunables, UserPtr};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
-use crate::cpuid::PmuModel;
+use crate::cpuid::{ArchEvent, PmuModel};
 use crate::kernel::{SCRATCH_BASE, SCRATCH_LEN, SimKernel};
 use crate::pmu::SimHardware;
 
@@ -48,6 +48,10 @@ pub struct AllocateRequest {
     pub count: u64,
     /// `pm_md.pm_iap.pm_iap_config`.
     pub iap_config: u32,
+    /// `pm_md.pm_amd.pm_amd_config` (used for the K8 class, whose union member it is).
+    pub amd_config: u64,
+    /// `pm_md.pm_amd.pm_amd_sub_class` (K8 class).
+    pub amd_sub_class: u32,
 }
 
 impl AllocateRequest {
@@ -63,6 +67,37 @@ impl AllocateRequest {
             caps: (Caps::USER | Caps::SYSTEM).bits(),
             count: 0,
             iap_config: config,
+            amd_config: 0,
+            amd_sub_class: 0,
+        }
+    }
+
+    /// A request for an AMD core event given as a PERF_CTL image (K8 class, core sub-class,
+    /// `PMC_F_EV_PMU`, as libpmc sends AMD events), in process-counting mode.
+    pub fn k8(config: u64) -> Self {
+        AllocateRequest {
+            class: Class::K8.as_u32(),
+            iap_config: 0,
+            amd_config: config,
+            ..Self::iap(0)
+        }
+    }
+
+    /// A request for a programmable counter of `model` counting architectural event `event` in
+    /// the rings of `usr_os` (bits 16 and 17 of the event select; from the caps when 0): IAP
+    /// with an IA32_PERFEVTSEL image on Intel, K8 with a PERF_CTL image on AMD (the 12-bit event
+    /// select split over bits 7:0 and 35:32), process counting.
+    ///
+    /// # Panics
+    /// If an AMD model's core counters do not count `event` ([`crate::amd::amd_event`]).
+    pub fn arch(model: &PmuModel, event: ArchEvent, usr_os: u32) -> Self {
+        if model.is_amd() {
+            let select = crate::amd::amd_event(event).expect("an event AMD's core counters count");
+            let select = u64::from(select);
+            Self::k8(select & 0xFF | (select >> 8) << 32 | u64::from(usr_os))
+        } else {
+            let umask = u32::from(event.umask()) << 8;
+            Self::iap(u32::from(event.event_select()) | umask | usr_os)
         }
     }
 
@@ -88,6 +123,8 @@ impl AllocateRequest {
             caps: Caps::READ.bits(),
             count: 0,
             iap_config: 0,
+            amd_config: 0,
+            amd_sub_class: 0,
         }
     }
 
@@ -131,7 +168,12 @@ impl AllocateRequest {
         op.pm_flags = self.flags;
         op.pm_mode = self.mode;
         op.pm_count = self.count;
-        op.pm_md.set_iap_config(self.iap_config);
+        if self.class == Class::K8.as_u32() {
+            op.pm_md.set_amd_config(self.amd_config);
+            op.pm_md.set_amd_sub_class(self.amd_sub_class);
+        } else {
+            op.pm_md.set_iap_config(self.iap_config);
+        }
         op
     }
 }

@@ -143,6 +143,9 @@ pub struct PmuModel {
     pub topdown_slots_per_cycle: u8,
     /// CPUID.1:ECX\[31\]: running under a hypervisor.
     pub hypervisor: bool,
+    /// An AMD CPU's core counters ([`crate::amd`]); `None` for Intel CPUs. An AMD model reports
+    /// no leaf 0xA (version 0) and has `gp_counters` core counters of `gp_width` bits.
+    pub amd: Option<crate::amd::AmdFeatures>,
 }
 
 impl Default for PmuModel {
@@ -178,6 +181,7 @@ impl PmuModel {
             freeze_on_pmi: true,
             topdown_slots_per_cycle: 4,
             hypervisor: false,
+            amd: None,
         }
     }
 
@@ -289,12 +293,13 @@ impl PmuModel {
             freeze_on_pmi: false,
             topdown_slots_per_cycle: 4,
             hypervisor: true,
+            amd: None,
         }
     }
 
     /// Whether leaf 0xA exists and reports an architectural PMU (version 1 or later).
     pub const fn has_pmu(&self) -> bool {
-        self.max_basic_leaf >= 0xA && self.version >= 1
+        self.amd.is_some() || self.max_basic_leaf >= 0xA && self.version >= 1
     }
 
     /// The number of GP counters that exist (0 without a PMU).
@@ -348,6 +353,9 @@ impl PmuModel {
     /// Whether architectural event `event` is available: within the EBX vector length and its
     /// EBX bit clear.
     pub const fn arch_event_available(&self, event: ArchEvent) -> bool {
+        if self.amd.is_some() {
+            return crate::amd::amd_event(event).is_some();
+        }
         let index = event.index();
         self.has_pmu()
             && index < self.arch_events_len
@@ -407,6 +415,9 @@ impl PmuModel {
         let model_limit = if self.family == 6 || self.family >= 0xF { 0xFF } else { 0xF };
         if self.model > model_limit {
             return Err(format!("model {:#x} does not fit family {:#x}", self.model, self.family));
+        }
+        if let Some(amd) = &self.amd {
+            return amd.validate(self);
         }
         if !self.has_pmu() {
             if self.freeze_on_pmi {
@@ -487,6 +498,7 @@ impl CpuidModel {
                 CpuIdResult { eax: m.signature(), ebx, ecx, edx }
             }
             0xA => m.leaf_0a(),
+            0x8000_0000.. if m.amd.is_some() => crate::amd::extended_leaf(m, leaf),
             _ => zero,
         }
     }

@@ -4,6 +4,8 @@
 //! architectural performance monitoring versions 1 to 5), not from what the driver does, so that
 //! a driver bug shows up as a wrong count or a simulated #GP that fails the test.
 //!
+//! * [`amd`] — the AMD models ([`PmuModel::zen2`], [`PmuModel::zen4`], [`PmuModel::k10`]) and
+//!   the CPUID leaves that describe their core counters.
 //! * [`cpuid`] — CPU models ([`PmuModel`] presets for every perfmon version and a VM without a
 //!   vPMU) and the CPUID they report ([`CpuidModel`], a `raw_cpuid::CpuIdReader`).
 //! * [`pmu`] — one CPU's PMU register by register ([`SimPmu`]): MSRs with #GP on reserved bits,
@@ -19,6 +21,7 @@
 //!   CPUs calling the driver's hooks, and the ground truth of every event ([`GroundTruth`]).
 #![deny(unsafe_code)]
 
+pub mod amd;
 pub mod client;
 pub mod cpuid;
 pub mod kernel;

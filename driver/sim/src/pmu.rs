@@ -32,6 +32,10 @@
 //!   a PMI raised while the entry is masked is held until it is unmasked (or dropped, or
 //!   re-raised at unmask while a status bit asks for it, see [`MaskedPmi`]). FREEZE_PERFMON_ON_PMI clears GLOBAL_CTRL (v2/v3) or sets CTR_FRZ (v4+).
 
+mod amd;
+
+pub use amd::STATUS_LBRS_FROZEN as AMD_STATUS_LBRS_FROZEN;
+
 use crate::cpuid::{ArchEvent, CpuidModel, PmuModel};
 use hwpmc::hw::{Hardware, Lapic, Msrs};
 use std::cell::{Cell, RefCell, RefMut};
@@ -463,6 +467,7 @@ pub fn msr_name(address: u32) -> String {
         IA32_PERF_GLOBAL_INUSE => format!("IA32_PERF_GLOBAL_INUSE ({address:#x})"),
         0x4C1..=0x4C8 => indexed(IA32_A_PMC0, "IA32_A_PMC"),
         IA32_X2APIC_LVT_PMI => format!("IA32_X2APIC_LVT_PMI ({address:#x})"),
+        _ if amd::msr_name(address).is_some() => amd::msr_name(address).unwrap_or_default(),
         _ => format!("MSR {address:#x}"),
     }
 }
@@ -560,8 +565,12 @@ impl SimPmu {
             panic!("invalid PMU model: {why}");
         }
         let gp = vec![GpCounter::default(); usize::from(model.gp_counter_count())];
-        let global_ctrl =
-            if model.has_global_ctrl() { low_bits(u32::from(model.gp_counters)) } else { 0 };
+        // AMD's PerfCntrGlobalCtl also resets to every counter enabled.
+        let global_ctrl = if model.has_global_ctrl() || model.amd.is_some_and(|a| a.perfmon_v2()) {
+            low_bits(u32::from(model.gp_counters))
+        } else {
+            0
+        };
         SimPmu {
             cpuid: CpuidModel::new(model, 0),
             gp,
@@ -701,6 +710,9 @@ impl SimPmu {
 
     /// RDMSR.
     pub fn read_msr(&self, address: u32) -> Result<u64, Fault> {
+        if self.model().amd.is_some() {
+            return self.amd_read_msr(address);
+        }
         let access = Access::Rdmsr { msr: address };
         let fault = |kind, detail: String| Err(Fault { access, kind, detail });
         let model = *self.model();
@@ -740,6 +752,9 @@ impl SimPmu {
 
     /// WRMSR.
     pub fn write_msr(&mut self, address: u32, value: u64) -> Result<(), Fault> {
+        if self.model().amd.is_some() {
+            return self.amd_write_msr(address, value);
+        }
         let access = Access::Wrmsr { msr: address, value };
         let fault = |kind, detail: String| Err(Fault { access, kind, detail });
         // The detail is worded only for a fault: a write that succeeds allocates nothing (the
@@ -856,6 +871,9 @@ impl SimPmu {
     /// RDPMC: GP counter `index`, or fixed counter `i` as `1 << 30 | i` (SDM Vol. 2B, RDPMC). Any
     /// other selector (including the ECX\[31\] fast-read form) raises #GP.
     pub fn read_pmc(&self, index: u32) -> Result<u64, Fault> {
+        if self.model().amd.is_some() {
+            return self.amd_read_pmc(index);
+        }
         if let Some(counter) = self.gp.get(index as usize) {
             return Ok(counter.value);
         }
@@ -900,7 +918,7 @@ impl SimPmu {
         let slots_per_cycle = model.topdown_slots_per_cycle;
         self.truth[ring.index()].record(work, repeat, slots_per_cycle);
         self.tsc = self.tsc.wrapping_add(work.ref_cycles.wrapping_mul(repeat));
-        let global = self.version() >= 2;
+        let global = self.version() >= 2 || self.amd_perfmon_v2();
         let mut overflowed = 0u64;
         let mut interrupt = false;
         let gp_width = self.gp_width();
@@ -913,7 +931,7 @@ impl SimPmu {
                 }
                 continue;
             }
-            let events = Self::events(&model, work, sel as u8, (sel >> 8) as u8);
+            let events = Self::gp_events(&model, work, sel);
             let filtered = CycleFilter::from_evtsel(sel).apply(
                 events,
                 work.core_cycles,
@@ -958,6 +976,9 @@ impl SimPmu {
             Ring::Kernel => EVTSEL_OS,
             Ring::User => EVTSEL_USR,
         };
+        if self.model().amd.is_some() {
+            return self.amd_counts(i, ring);
+        }
         let sel = self.gp[i].evtsel;
         self.version() >= 1
             && !self.frozen()
@@ -1009,7 +1030,7 @@ impl SimPmu {
             if sel & EVTSEL_INT == 0 || !exact || !self.gp_counts(i, ring) {
                 return None;
             }
-            let events = Self::events(&model, work, sel as u8, (sel >> 8) as u8);
+            let events = Self::gp_events(&model, work, sel);
             (events > 0).then(|| until(self.gp[i].value, self.gp_width(), events))
         });
         let fixed = (0..7u8).filter_map(|i| {
@@ -1021,6 +1042,23 @@ impl SimPmu {
             (events > 0).then(|| until(self.fixed[usize::from(i)], self.fixed_width(), events))
         });
         gp.chain(fixed).min()
+    }
+
+    /// Events a GP (or AMD core) counter with control `sel` counts in one execution of `work`:
+    /// AMD's 12-bit event selects name the architectural events by their own codes
+    /// ([`crate::amd::amd_event`]).
+    fn gp_events(model: &PmuModel, work: &Work, sel: u64) -> u64 {
+        let umask = (sel >> 8) as u8;
+        if model.amd.is_none() {
+            return Self::events(model, work, sel as u8, umask);
+        }
+        let event = amd::event_select(sel);
+        let arch = crate::amd::arch_event_of(event, umask).map_or(0, |e| work.arch(e, 0));
+        let raw = work
+            .raw
+            .iter()
+            .filter(|raw| u16::from(raw.event_select) == event && raw.umask == umask);
+        raw.fold(arch, |sum, raw| sum.saturating_add(raw.count))
     }
 
     /// Events of (`event_select`, `umask`) in one execution of `work` (saturating at 2^64 − 1).

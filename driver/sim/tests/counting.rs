@@ -85,6 +85,12 @@ fn gp_events(model: &PmuModel) -> Vec<ArchEvent> {
     .collect()
 }
 
+/// A request for a GP (AMD: core) counter counting architectural event `e` on `model`, in the
+/// rings of `usr_os` (PERFEVTSEL / PERF_CTL bits 16 and 17; both from the caps when 0).
+fn gp_request(model: &PmuModel, e: ArchEvent, usr_os: u32) -> AllocateRequest {
+    AllocateRequest::arch(model, e, usr_os)
+}
+
 /// The fixed counters the driver offers on `model` (the contiguous ones, perfmon v2+).
 fn fixed_events(model: &PmuModel) -> Vec<ArchEvent> {
     if !model.has_pmu() || !model.has_global_ctrl() {
@@ -118,6 +124,11 @@ fn requests(
     };
     let mut out = Vec::new();
     for e in gp_events(model) {
+        if model.is_amd() {
+            let request = gp_request(model, e, usr_os).with_flags(flags);
+            out.push((request, e, format!("K8 {e:?} config {:#x}", request.amd_config)));
+            continue;
+        }
         let config = u32::from(e.event_select()) | u32::from(e.umask()) << 8 | usr_os;
         let request = AllocateRequest::iap(config).with_flags(flags);
         out.push((request, e, format!("IAP {e:?} config {config:#x}")));
@@ -374,10 +385,12 @@ fn descendants_over_a_fork_tree(model: PmuModel) {
     let mut wanted = requests(&model, None, PmcFlags::DESCENDANTS);
     let mut alone = Vec::new();
     if model.gp_counter_count() > 1 {
-        let last_gp = wanted.iter().rposition(|(_, _, what)| what.starts_with("IAP")).unwrap();
+        let gp = |what: &str| what.starts_with("IAP") || what.starts_with("K8");
+        let last_gp = wanted.iter().rposition(|(_, _, what)| gp(what)).unwrap();
         wanted.remove(last_gp);
-        let id = m.client(tool).allocate(AllocateRequest::iap(0x00C0)).unwrap();
-        let what = "IAP instructions of the parent alone".into();
+        let request = gp_request(&model, ArchEvent::Instructions, 0);
+        let id = m.client(tool).allocate(request).unwrap();
+        let what = "GP instructions of the parent alone".into();
         alone.push(Counter { id, event: ArchEvent::Instructions, ring: None, what });
     }
     let tree = allocate_from(&m, tool, None, wanted);
@@ -492,7 +505,8 @@ fn system_counting_per_cpu(model: PmuModel) {
     let mut counters: Vec<(u32, Counter)> = Vec::new();
     let sc = |request: AllocateRequest, cpu: u32| request.in_mode(Mode::SystemCounting, Some(cpu));
     for cpu in 0..4 {
-        let id = m.client(root).allocate(sc(AllocateRequest::iap(0x00C0), cpu)).unwrap();
+        let request = gp_request(&model, ArchEvent::Instructions, 0);
+        let id = m.client(root).allocate(sc(request, cpu)).unwrap();
         counters.push((
             cpu,
             Counter {
@@ -504,7 +518,8 @@ fn system_counting_per_cpu(model: PmuModel) {
         ));
     }
     if model.gp_counter_count() >= 3 {
-        let id = m.client(root).allocate(sc(AllocateRequest::iap(0x1_003C), 1)).unwrap();
+        let request = gp_request(&model, ArchEvent::CoreCycles, 1 << 16);
+        let id = m.client(root).allocate(sc(request, 1)).unwrap();
         let what = "SC user cycles on CPU 1".into();
         counters
             .push((1, Counter { id, event: ArchEvent::CoreCycles, ring: Some(Ring::User), what }));
@@ -518,7 +533,7 @@ fn system_counting_per_cpu(model: PmuModel) {
     // Processes come and go on every CPU; one of them is also counted by a process PMC on a
     // row left free.
     let counted = m.spawn(&spinner(300), Credentials::user(1007));
-    let id = m.client(root).allocate(AllocateRequest::iap(0x00C4)).unwrap();
+    let id = m.client(root).allocate(gp_request(&model, ArchEvent::Branches, 0)).unwrap();
     let what = "TC branches of one process".into();
     let process = Counter { id, event: ArchEvent::Branches, ring: None, what };
     m.client(root).attach(id, counted).unwrap();
@@ -666,7 +681,7 @@ macro_rules! on_every_model {
     )+};
 }
 
-on_every_model!(yonah, core2, nehalem, skylake, icelake);
+on_every_model!(yonah, core2, nehalem, skylake, icelake, k10, zen2, zen4);
 
 // ----- 8. What each model offers -----
 
@@ -697,6 +712,25 @@ fn each_model_offers_its_classes() {
             let request = AllocateRequest::iaf(event::IAF_INSTR_RETIRED_ANY);
             assert_eq!(m.client(tool).allocate(request), Err(Errno::Inval));
         }
+    }
+}
+
+#[test]
+fn amd_models_offer_the_k8_class_with_their_core_counters() {
+    for (model, rows) in [(PmuModel::k10(), 4), (PmuModel::zen2(), 6), (PmuModel::zen4(), 6)] {
+        let mut m = machine(model, 2, 0, 10);
+        let tool = m.spawn_tool(Credentials::user(1));
+        let info = m.client(tool).cpu_info().unwrap();
+        let classes: Vec<(u32, u32, u32, u32)> = info.pm_classes[..info.pm_nclass as usize]
+            .iter()
+            .map(|c| (c.pm_class, c.pm_num, c.pm_width, c.pm_caps))
+            .collect();
+        let k8 = (Class::K8.as_u32(), rows, 48, Caps::K8_CLASS.bits());
+        assert_eq!(classes[2..], [k8], "{model:?}");
+        assert_eq!(info.pm_cputype, hwpmc::abi::cpu_type::AMD_K8);
+        // Intel's classes are not there.
+        let request = AllocateRequest::iap(0x00C0);
+        assert_eq!(m.client(tool).allocate(request), Err(Errno::Inval));
     }
 }
 

@@ -19,7 +19,7 @@ use pmclog::{Record, Records};
 /// A running PMC on the host: its description and what each target counted.
 type Running = (HostedPmc, BTreeMap<Pid, u64>);
 
-/// A host that counts SOFT and IAP PMCs: the test says what each target counted.
+/// A host that counts SOFT, IAP and K8 PMCs: the test says what each target counted.
 #[derive(Default)]
 struct ScriptedHost {
     /// Running PMCs by token.
@@ -56,7 +56,7 @@ impl ScriptedHost {
 
 impl HostCounters for ScriptedHost {
     fn counts(&self, class: Class) -> bool {
-        matches!(class, Class::Soft | Class::Iap)
+        matches!(class, Class::Soft | Class::Iap | Class::K8)
     }
 
     fn check(&self, pmc: &HostedPmc) -> Result<(), Errno> {
@@ -107,7 +107,11 @@ impl World {
     }
 
     fn with(tunables: Tunables) -> World {
-        let hw = SimHardware::new(PmuModel::skylake(), 2);
+        World::on(PmuModel::skylake(), tunables)
+    }
+
+    fn on(model: PmuModel, tunables: Tunables) -> World {
+        let hw = SimHardware::new(model, 2);
         let host = Rc::new(ScriptedHost::default());
         let kernel = SimKernel::new(hw.clone()).with_host_counters(host.clone());
         let driver = SimDriver::load(kernel, hw, tunables).expect("load");
@@ -199,6 +203,32 @@ fn a_hosted_pmu_event_reaches_the_host_with_its_checked_configuration() {
     assert_eq!((pmc.user, pmc.kernel), (true, false));
     assert_eq!(evtsel & (1 << 22 | 1 << 20), 0, "EN and INT are the host's business");
     c.release(id).unwrap();
+}
+
+#[test]
+fn on_an_amd_cpu_a_k8_pmc_reaches_the_host_with_its_perf_ctl_image() {
+    let w = World::on(PmuModel::zen4(), Tunables::default());
+    let c = w.client();
+    // ex_ret_brn (0x0C2) with a 12-bit neighbour's high bits, user mode only, CMASK 2, EDGE.
+    let image = 0x1_0000_0000 | 2 << 24 | 1 << 18 | 1 << 16 | 0xC2;
+    let id = c.allocate(AllocateRequest::k8(image)).unwrap();
+    c.start(id).unwrap();
+    let (token, pmc) = w.host.only();
+    assert_eq!(pmc.id.class, Class::K8);
+    assert_eq!(pmc.event, HostedEvent::Raw { class: Class::K8, config: image });
+    assert_eq!((pmc.user, pmc.kernel), (true, false));
+    w.host.count(token, w.owner, 4321);
+    assert_eq!(c.read(id), Ok(4321));
+    c.release(id).unwrap();
+    // Reserved bits never reach the host.
+    assert_eq!(c.allocate(AllocateRequest::k8(1 << 19 | 0xC2)), Err(Errno::Inval));
+    assert!(
+        w.host
+            .checked
+            .borrow()
+            .iter()
+            .all(|p| p.event != HostedEvent::Raw { class: Class::K8, config: 1 << 19 | 0xC2 })
+    );
 }
 
 #[test]

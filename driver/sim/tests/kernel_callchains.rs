@@ -124,14 +124,26 @@ type Samples = Vec<(Vec<u64>, bool)>;
 /// Runs `program` on one CPU (with `quantum` and `tunables`) under a process-sampling PMC of
 /// instructions with `flags`, attached from a tool process, and returns its samples.
 fn sample(program: &Rc<Program>, flags: PmcFlags, quantum: u64, tunables: Tunables) -> Samples {
-    let config = MachineConfig::new(PmuModel::skylake(), 1).quantum(quantum).tunables(tunables);
+    sample_on(PmuModel::skylake(), program, flags, quantum, tunables)
+}
+
+/// [`sample`] on a machine of `model`.
+fn sample_on(
+    model: PmuModel,
+    program: &Rc<Program>,
+    flags: PmcFlags,
+    quantum: u64,
+    tunables: Tunables,
+) -> Samples {
+    let config = MachineConfig::new(model, 1).quantum(quantum).tunables(tunables);
     let mut machine = Machine::new(config);
     let tool = machine.spawn_tool(Credentials::user(1000));
     let kernel = machine.kernel().clone();
     let fd = kernel.open_sink(tool, SinkKind::Writable);
     machine.client(tool).configure_log(fd).unwrap();
     let target = machine.spawn(program, Credentials::user(1000));
-    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let request = AllocateRequest::arch(&model, hwpmc_sim::ArchEvent::Instructions, 0);
+    let request = request.in_mode(Mode::ThreadSampling, None);
     let id = machine.client(tool).allocate(request.with_count(PERIOD).with_flags(flags)).unwrap();
     machine.client(tool).attach(id, target).unwrap();
     machine.client(tool).start(id).unwrap();
@@ -196,6 +208,23 @@ fn with_usercallchain_the_user_frames_follow_the_kernel_frames() {
     for (chain, user) in &samples {
         assert_eq!(chain, &expected, "{chain:x?} != {expected:x?}");
         assert!(!user, "the user stack does not make a kernel-mode sample a user-mode one");
+    }
+}
+
+#[test]
+fn kernel_and_user_callchains_are_the_same_on_amd_machines() {
+    let program = syscall_program(2, |_| {});
+    let (kernel_chain, user_chain) = expected_chain(&program, 2);
+    let both = [kernel_chain.clone(), user_chain].concat();
+    for model in [PmuModel::zen2(), PmuModel::zen4()] {
+        let samples =
+            sample_on(model, &program, PmcFlags::CALLCHAIN, ONE_SLICE, Tunables::default());
+        assert_eq!(samples.len(), SAMPLES, "{model:?}");
+        assert!(samples.iter().all(|(chain, user)| *chain == kernel_chain && !user), "{model:?}");
+        let flags = PmcFlags::CALLCHAIN | PmcFlags::USERCALLCHAIN;
+        let samples = sample_on(model, &program, flags, ONE_SLICE, Tunables::default());
+        assert_eq!(samples.len(), SAMPLES, "{model:?}");
+        assert!(samples.iter().all(|(chain, user)| *chain == both && !user), "{model:?}");
     }
 }
 

@@ -47,7 +47,7 @@ fn documented(op: Op) -> &'static [Errno] {
     }
 }
 
-/// A host that counts SOFT and IAP PMCs and refuses one start in ten (a target perf cannot
+/// A host that counts SOFT, IAP and K8 PMCs and refuses one start in ten (a target perf cannot
 /// measure); every call is checked against what it runs.
 struct RandomHost {
     /// Running PMCs by token: their first target (−1 for a system PMC) and their count.
@@ -59,7 +59,7 @@ struct RandomHost {
 
 impl HostCounters for RandomHost {
     fn counts(&self, class: Class) -> bool {
-        matches!(class, Class::Soft | Class::Iap)
+        matches!(class, Class::Soft | Class::Iap | Class::K8)
     }
 
     fn start(&self, pmc: &HostedPmc, targets: &[Pid]) -> Result<(), Errno> {
@@ -94,6 +94,7 @@ impl HostCounters for RandomHost {
 }
 
 struct World {
+    model: PmuModel,
     driver: SimDriver,
     processes: Vec<Pid>,
     ids: Vec<(Pid, u32)>,
@@ -121,7 +122,18 @@ impl World {
 
     fn request(&self, rng: &mut SplitMix64) -> AllocateRequest {
         let soft = event::SOFT_FIRST;
+        let k8 = |config: u64, sub_class: u32| AllocateRequest {
+            amd_sub_class: sub_class,
+            ..AllocateRequest::k8(config)
+        };
         let mut request = match rng.below(6) {
+            // K8 on an AMD model: good events, reserved bits, other sub-classes, anything.
+            0 | 4 | 5 if self.model.is_amd() => match rng.below(4) {
+                0 => k8(rng.pick(&[0x0C0, 0x076, 0x1_0000_00C2, 0x3_00C3, 1 << 19 | 0xC0]), 0),
+                1 => k8(0x0C0, rng.below(4) as u32),
+                2 => k8(rng.next(), 0),
+                _ => k8(0x0C0, 0),
+            },
             0 => AllocateRequest::iap(rng.pick(&[0x00C0, 0x003C, 0x00C4, 0x20_00C0, 0x4F2E])),
             1 => AllocateRequest::iaf(rng.pick(&[0x10000, 0x10001, 0x10002, 0x10003])),
             2 => AllocateRequest::tsc(rng.below(3) as u32),
@@ -287,8 +299,8 @@ impl World {
 }
 
 /// Runs `steps` random requests; returns how many PMCs the host started.
-fn run(seed: u64, steps: usize, hosted: bool) -> u32 {
-    let hw = SimHardware::new(PmuModel::skylake(), 2);
+fn run(model: PmuModel, seed: u64, steps: usize, hosted: bool) -> u32 {
+    let hw = SimHardware::new(model, 2);
     let host = Rc::new(RandomHost {
         running: RefCell::new(BTreeMap::new()),
         rng: RefCell::new(SplitMix64(seed ^ 0x1234)),
@@ -314,7 +326,7 @@ fn run(seed: u64, steps: usize, hosted: bool) -> u32 {
         assert_eq!(kernel.open_sink(pid, SinkKind::ReadOnly), 4);
         sinks.extend(kernel.sink_of(pid, 3));
     }
-    let mut world = World { driver, processes, ids: Vec::new(), running: vec![None, None] };
+    let mut world = World { model, driver, processes, ids: Vec::new(), running: vec![None, None] };
     let mut rng = SplitMix64(seed);
     for _ in 0..steps {
         if rng.chance(40) {
@@ -350,13 +362,15 @@ fn run(seed: u64, steps: usize, hosted: bool) -> u32 {
         }
     }
     // And all of them can be allocated again, once rows PMCADMIN disabled are enabled.
+    let rows = client.cpu_info().unwrap().pm_npmc as i32;
     for cpu in 0..2 {
-        for row in 0..24 {
+        for row in 0..rows {
             client.admin(cpu, row, State::Free).unwrap();
         }
     }
     for _ in 0..4 {
-        client.allocate(AllocateRequest::iap(0x00C0)).expect("a row leaked");
+        let request = AllocateRequest::arch(&model, hwpmc_sim::ArchEvent::Instructions, 0);
+        client.allocate(request).expect("a row leaked");
     }
     world.driver.kernel().hardware().assert_no_faults();
     host.started.get()
@@ -367,22 +381,46 @@ proptest! {
 
     #[test]
     fn random_requests_never_panic_fault_or_leak(seed in any::<u64>()) {
-        run(seed, 600, false);
+        run(PmuModel::skylake(), seed, 600, false);
     }
 
     #[test]
     fn random_requests_to_host_counted_pmcs_never_panic_or_leak(seed in any::<u64>()) {
-        run(seed, 600, true);
+        run(PmuModel::skylake(), seed, 600, true);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_requests_on_zen4_never_panic_fault_or_leak(seed in any::<u64>()) {
+        run(PmuModel::zen4(), seed, 600, false);
+    }
+
+    #[test]
+    fn random_requests_on_zen2_never_panic_fault_or_leak(seed in any::<u64>()) {
+        run(PmuModel::zen2(), seed, 600, false);
+    }
+
+    #[test]
+    fn random_requests_to_host_counted_k8_pmcs_never_panic_or_leak(seed in any::<u64>()) {
+        run(PmuModel::zen4(), seed, 600, true);
     }
 }
 
 #[test]
 fn one_long_random_run() {
-    run(0x5eed, 5000, false);
+    run(PmuModel::skylake(), 0x5eed, 5000, false);
+}
+
+#[test]
+fn one_long_random_run_on_zen4() {
+    run(PmuModel::zen4(), 0x5eed, 5000, false);
 }
 
 #[test]
 fn one_long_random_run_with_a_host_that_counts() {
-    let started = run(0x5eed, 5000, true);
+    let started = run(PmuModel::skylake(), 0x5eed, 5000, true);
     assert!(started > 20, "only {started} PMCs started on the host");
 }

@@ -5,7 +5,8 @@ use hwpmc::abi::Mode;
 use hwpmc::{Pid, Tid, TrapFrame, Tunables};
 use hwpmc_sim::pmu::{Ring, Work};
 use hwpmc_sim::{
-    AllocateRequest, Credentials, PmcClient, PmuModel, SimDriver, SinkId, SinkKind, load_driver,
+    AllocateRequest, ArchEvent, Credentials, PmcClient, PmuModel, SimDriver, SinkId, SinkKind,
+    load_driver,
 };
 use pmclog::{Record, Records};
 
@@ -88,12 +89,19 @@ fn sample_until_idle(
     (id, Records::new(bytes).map(|e| e.expect("the log decodes").record).collect())
 }
 
+/// A request for a programmable counter of `model` counting instructions (IAP on Intel, K8 on
+/// AMD), process counting.
+fn instructions(model: &PmuModel) -> AllocateRequest {
+    AllocateRequest::arch(model, ArchEvent::Instructions, 0)
+}
+
 fn sample_count(records: &[Record<'_>]) -> usize {
     records.iter().filter(|r| matches!(r, Record::Callchain(_))).count()
 }
 
 /// The models the exact sampling tests run on: perfmon v4 (streamlined freeze), v2 (legacy
-/// freeze), v1 (no freeze, no fixed counters), and v4 and v2 under a hypervisor (no freeze).
+/// freeze), v1 (no freeze, no fixed counters), v4 and v2 under a hypervisor (no freeze), and
+/// AMD's legacy counters, Zen 2 (no PerfMonV2) and Zen 4 (PerfMonV2).
 fn sampling_models() -> Vec<PmuModel> {
     let unfrozen = |mut model: PmuModel| {
         model.hypervisor = true;
@@ -106,39 +114,44 @@ fn sampling_models() -> Vec<PmuModel> {
         PmuModel::yonah(),
         unfrozen(PmuModel::skylake()),
         unfrozen(PmuModel::core2()),
+        PmuModel::k10(),
+        PmuModel::zen2(),
+        PmuModel::zen4(),
     ]
 }
 
 #[test]
 fn each_overflow_of_a_process_sampling_pmc_is_one_callchain_record() {
     use hwpmc::abi::event::IAF_INSTR_RETIRED_ANY;
-    let counters = [AllocateRequest::iap(0x00C0), AllocateRequest::iaf(IAF_INSTR_RETIRED_ANY)];
     let mut runs = 0;
-    for (model, counter) in sampling_models().into_iter().flat_map(|m| counters.map(|c| (m, c))) {
-        if model.version < 2 && counter.class == hwpmc::abi::Class::Iaf.as_u32() {
-            continue; // perfmon v1 has no fixed counters
-        }
-        runs += 1;
-        let w = World::new(model, Tunables::default());
-        let request = counter.in_mode(Mode::ThreadSampling, None);
-        let id = w.client().allocate(request.with_count(10_000)).unwrap();
-        w.client().start(id).unwrap();
-        w.driver.switch_in(0, w.pid, w.tid);
-        w.run(95);
-        w.driver.tick(0);
-        w.driver.switch_out(0, w.pid, w.tid);
-        let records = w.flushed_records();
-        assert_eq!(sample_count(&records), 9, "95 000 instructions at one sample per 10 000");
-        for record in &records {
-            if let Record::Callchain(cc) = record {
-                assert_eq!((cc.pid, cc.tid, cc.pmcid), (w.pid, w.tid, id));
-                assert_eq!((cc.cpuflags.cpu(), cc.cpuflags.is_user()), (0, true));
-                assert_eq!(cc.pcs.iter().collect::<Vec<_>>(), [BLOCK_PC]);
+    for model in sampling_models() {
+        let counters = [instructions(&model), AllocateRequest::iaf(IAF_INSTR_RETIRED_ANY)];
+        for counter in counters {
+            if model.version < 2 && counter.class == hwpmc::abi::Class::Iaf.as_u32() {
+                continue; // perfmon v1 and AMD have no fixed counters
             }
+            runs += 1;
+            let w = World::new(model, Tunables::default());
+            let request = counter.in_mode(Mode::ThreadSampling, None);
+            let id = w.client().allocate(request.with_count(10_000)).unwrap();
+            w.client().start(id).unwrap();
+            w.driver.switch_in(0, w.pid, w.tid);
+            w.run(95);
+            w.driver.tick(0);
+            w.driver.switch_out(0, w.pid, w.tid);
+            let records = w.flushed_records();
+            assert_eq!(sample_count(&records), 9, "95 000 instructions at one sample per 10 000");
+            for record in &records {
+                if let Record::Callchain(cc) = record {
+                    assert_eq!((cc.pid, cc.tid, cc.pmcid), (w.pid, w.tid, id));
+                    assert_eq!((cc.cpuflags.cpu(), cc.cpuflags.is_user()), (0, true));
+                    assert_eq!(cc.pcs.iter().collect::<Vec<_>>(), [BLOCK_PC]);
+                }
+            }
+            w.driver.kernel().hardware().assert_no_faults();
         }
-        w.driver.kernel().hardware().assert_no_faults();
     }
-    assert_eq!(runs, 9, "5 models × GP and fixed, but no fixed counter on v1");
+    assert_eq!(runs, 12, "8 models × GP and fixed, but no fixed counter on v1 and AMD");
 }
 
 #[test]
@@ -163,9 +176,30 @@ fn the_pmi_acknowledges_only_its_own_status_bits() {
 }
 
 #[test]
-fn a_full_ring_drops_exactly_what_it_cannot_hold_and_says_so() {
-    let w = World::new(PmuModel::skylake(), Tunables { nsamples: 2, ..Tunables::default() });
-    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+fn the_amd_pmi_acknowledges_only_its_own_status_bits() {
+    use hwpmc::arch::x86::amd::msr::{PERF_CNTR_GLOBAL_STATUS, PERF_CNTR_GLOBAL_STATUS_SET};
+    use hwpmc_sim::pmu::AMD_STATUS_LBRS_FROZEN;
+    let model = PmuModel::zen4();
+    let w = World::new(model, Tunables::default());
+    // The LBR stack's freeze indication is another user's news.
+    let hw = w.driver.kernel().hardware().clone();
+    hw.pmu(0).write_msr(PERF_CNTR_GLOBAL_STATUS_SET, AMD_STATUS_LBRS_FROZEN).unwrap();
+    let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
+    let id = w.client().allocate(request.with_count(10_000)).unwrap();
+    w.client().start(id).unwrap();
+    w.driver.switch_in(0, w.pid, w.tid);
+    w.run(25);
+    w.driver.switch_out(0, w.pid, w.tid);
+    w.driver.tick(0);
+    assert_eq!(sample_count(&w.flushed_records()), 2, "25 000 instructions, one sample per 10 000");
+    let status = hw.pmu(0).read_msr(PERF_CNTR_GLOBAL_STATUS).unwrap();
+    assert_eq!(status, AMD_STATUS_LBRS_FROZEN, "the driver cleared its own bits only");
+    hw.assert_no_faults();
+}
+
+fn a_full_ring_drops_exactly_what_it_cannot_hold_and_says_so(model: PmuModel) {
+    let w = World::new(model, Tunables { nsamples: 2, ..Tunables::default() });
+    let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let id = w.client().allocate(request.with_count(1000)).unwrap();
     w.client().start(id).unwrap();
     w.driver.switch_in(0, w.pid, w.tid);
@@ -186,12 +220,12 @@ fn a_full_ring_drops_exactly_what_it_cannot_hold_and_says_so() {
     assert!(records.iter().all(|r| !matches!(r, Record::Callchain(cc) if cc.pmcid != id)));
 }
 
-#[test]
-fn counting_pmcs_beside_a_sampling_one_still_count_exactly() {
-    let w = World::new(PmuModel::skylake(), Tunables::default());
-    let sampler = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+fn counting_pmcs_beside_a_sampling_one_still_count_exactly(model: PmuModel) {
+    let w = World::new(model, Tunables::default());
+    let sampler = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let sampler = w.client().allocate(sampler.with_count(7_000)).unwrap();
-    let counter = w.client().allocate(AllocateRequest::iap(0x003C)).unwrap();
+    let counter =
+        w.client().allocate(AllocateRequest::arch(&model, ArchEvent::CoreCycles, 0)).unwrap();
     w.client().start(sampler).unwrap();
     w.client().start(counter).unwrap();
     w.driver.switch_in(0, w.pid, w.tid);
@@ -202,8 +236,7 @@ fn counting_pmcs_beside_a_sampling_one_still_count_exactly() {
     assert_eq!(sample_count(&w.flushed_records()), 10);
 }
 
-#[test]
-fn a_simulated_workload_sampled_by_another_process_fills_its_log() {
+fn a_simulated_workload_sampled_by_another_process_fills_its_log(model: PmuModel) {
     use hwpmc_sim::machine::{Machine, MachineConfig};
     use hwpmc_sim::workload::ProgramBuilder;
 
@@ -211,10 +244,10 @@ fn a_simulated_workload_sampled_by_another_process_fills_its_log() {
     let program = ProgramBuilder::new("/usr/bin/busy")
         .function("main", move |f| f.block(Ring::User, work.clone()).loop_to(0, 500))
         .build();
-    let mut machine = Machine::new(MachineConfig::new(PmuModel::skylake(), 2));
+    let mut machine = Machine::new(MachineConfig::new(model, 2));
     let tool = logging_tool(&mut machine);
     let target = machine.spawn(&program, Credentials::user(1000));
-    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let (id, records) = sample_until_idle(&mut machine, tool, target, request);
     let samples: Vec<_> = records
         .into_iter()
@@ -230,8 +263,7 @@ fn a_simulated_workload_sampled_by_another_process_fills_its_log() {
     assert!(samples.iter().all(|&s| s == (target, id, true)));
 }
 
-#[test]
-fn a_huge_repeated_block_is_sampled_at_every_overflow_not_once_per_time_slice() {
+fn a_huge_repeated_block_is_sampled_at_every_overflow_not_once_per_time_slice(model: PmuModel) {
     use hwpmc_sim::machine::{Machine, MachineConfig};
     use hwpmc_sim::workload::ProgramBuilder;
 
@@ -241,19 +273,18 @@ fn a_huge_repeated_block_is_sampled_at_every_overflow_not_once_per_time_slice() 
     let program = ProgramBuilder::new("/usr/bin/hot")
         .function("main", move |f| f.repeat(Ring::User, work.clone(), 5000).exit())
         .build();
-    let mut machine = Machine::new(MachineConfig::new(PmuModel::skylake(), 1));
+    let mut machine = Machine::new(MachineConfig::new(model, 1));
     let tool = logging_tool(&mut machine);
     let target = machine.spawn(&program, Credentials::user(1000));
-    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let (_, records) = sample_until_idle(&mut machine, tool, target, request);
     assert_eq!(machine.process_truth(target).arch(hwpmc_sim::ArchEvent::Instructions), 5_000_000);
     assert_eq!(sample_count(&records), 500, "one sample per 10 000 of 5 000 000 instructions");
 }
 
-#[test]
-fn a_counter_that_overflowed_unseen_before_switch_out_resumes_at_a_full_period() {
-    let w = World::new(PmuModel::skylake(), Tunables::default());
-    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+fn a_counter_that_overflowed_unseen_before_switch_out_resumes_at_a_full_period(model: PmuModel) {
+    let w = World::new(model, Tunables::default());
+    let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let id = w.client().allocate(request.with_count(10_000)).unwrap();
     w.client().start(id).unwrap();
     let hw = w.driver.kernel().hardware().clone();
@@ -286,7 +317,7 @@ fn a_counter_that_overflowed_unseen_before_switch_out_resumes_at_a_full_period()
 
 /// Samples of a TS PMC (period 10 000) on `target`, which shares `cpus` CPUs with two busy
 /// processes under a 13-block quantum (13 000 instructions: every slice ends mid-period).
-fn samples_under_switching(cpus: usize, target_threads: u32) -> (usize, u128) {
+fn samples_under_switching(model: PmuModel, cpus: usize, target_threads: u32) -> (usize, u128) {
     use hwpmc_sim::machine::{Machine, MachineConfig};
     use hwpmc_sim::workload::ProgramBuilder;
 
@@ -302,12 +333,12 @@ fn samples_under_switching(cpus: usize, target_threads: u32) -> (usize, u128) {
     let busy = ProgramBuilder::new("/usr/bin/busy")
         .function("main", move |f| f.repeat(Ring::User, w2.clone(), 120).exit())
         .build();
-    let mut machine = Machine::new(MachineConfig::new(PmuModel::skylake(), cpus).quantum(13));
+    let mut machine = Machine::new(MachineConfig::new(model, cpus).quantum(13));
     let tool = logging_tool(&mut machine);
     let target = machine.spawn(&target_program, Credentials::user(1000));
     machine.spawn(&busy, Credentials::user(1000));
     machine.spawn(&busy, Credentials::user(1000));
-    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let (_, records) = sample_until_idle(&mut machine, tool, target, request);
     let switches = machine.stats().switches;
     assert!(switches >= 10, "the target was switched often: {switches} switches");
@@ -315,21 +346,19 @@ fn samples_under_switching(cpus: usize, target_threads: u32) -> (usize, u128) {
     (sample_count(&records), instructions)
 }
 
-#[test]
-fn a_process_sampled_across_context_switches_resumes_its_period() {
+fn a_process_sampled_across_context_switches_resumes_its_period(model: PmuModel) {
     // One thread, migrating between two CPUs among two busy processes.
-    let (samples, instructions) = samples_under_switching(2, 1);
+    let (samples, instructions) = samples_under_switching(model, 2, 1);
     assert_eq!(instructions, 95_000);
     assert_eq!(samples, 9, "95 000 instructions at one sample per 10 000");
     // Two threads of the process taking turns on one CPU share its period (the process ends
     // when its main thread exits, wherever the worker is).
-    let (samples, instructions) = samples_under_switching(1, 2);
+    let (samples, instructions) = samples_under_switching(model, 1, 2);
     assert!(instructions > 150_000, "both threads ran: {instructions}");
     assert_eq!(samples as u128, instructions / 10_000, "one sample per 10 000 instructions");
 }
 
-#[test]
-fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode() {
+fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode(model: PmuModel) {
     use hwpmc::abi::PmcFlags;
     use hwpmc_sim::machine::{Machine, MachineConfig};
     use hwpmc_sim::workload::ProgramBuilder;
@@ -352,11 +381,11 @@ fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode() {
         })
         .build();
     let g_block = program.function(program.function_id("g").unwrap()).block(0).start;
-    let mut machine = Machine::new(MachineConfig::new(PmuModel::skylake(), 1));
+    let mut machine = Machine::new(MachineConfig::new(model, 1));
     let (tool, sink) = logging_tool(&mut machine);
     let kernel = machine.kernel().clone();
     let target = machine.spawn(&program, Credentials::user(1000));
-    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let request = request.with_count(10_000).with_flags(PmcFlags::CALLCHAIN);
     let id = machine.client(tool).allocate(request).unwrap();
     machine.client(tool).attach(id, target).unwrap();
@@ -380,14 +409,13 @@ fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode() {
     machine.hardware().assert_no_faults();
 }
 
-#[test]
-fn user_callchains_stop_where_the_stack_cannot_be_read_or_is_not_a_chain() {
+fn user_callchains_stop_where_the_stack_cannot_be_read_or_is_not_a_chain(model: PmuModel) {
     use hwpmc::abi::PmcFlags;
     use hwpmc_sim::kernel::SCRATCH_BASE;
 
-    let w = World::new(PmuModel::skylake(), Tunables::default());
+    let w = World::new(model, Tunables::default());
     let kernel = w.driver.kernel().clone();
-    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let request = request.with_count(1000).with_flags(PmcFlags::CALLCHAIN);
     let id = w.client().allocate(request).unwrap();
     w.client().start(id).unwrap();
@@ -421,12 +449,11 @@ fn user_callchains_stop_where_the_stack_cannot_be_read_or_is_not_a_chain() {
     assert_eq!(chains, [vec![BLOCK_PC, 0x111, 0x222], vec![BLOCK_PC]]);
 }
 
-#[test]
-fn a_user_sample_whose_thread_never_returns_is_logged_with_its_pc_after_two_ticks() {
+fn a_user_sample_whose_thread_never_returns_is_logged_with_its_pc_after_two_ticks(model: PmuModel) {
     use hwpmc::abi::PmcFlags;
 
-    let w = World::new(PmuModel::skylake(), Tunables::default());
-    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let w = World::new(model, Tunables::default());
+    let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let request = request.with_count(1000).with_flags(PmcFlags::CALLCHAIN);
     let id = w.client().allocate(request).unwrap();
     w.client().start(id).unwrap();
@@ -462,10 +489,9 @@ fn software_events_sample_every_reload_events() {
         if cc.pmcid != id || cc.cpuflags.is_user() || cc.pcs.iter().collect::<Vec<_>>() != [0x50_0000])));
 }
 
-#[test]
-fn releasing_a_pmc_logs_its_samples_still_in_the_ring_first() {
-    let w = World::new(PmuModel::skylake(), Tunables::default());
-    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+fn releasing_a_pmc_logs_its_samples_still_in_the_ring_first(model: PmuModel) {
+    let w = World::new(model, Tunables::default());
+    let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let id = w.client().allocate(request.with_count(1000)).unwrap();
     w.client().start(id).unwrap();
     w.driver.switch_in(0, w.pid, w.tid);
@@ -478,11 +504,10 @@ fn releasing_a_pmc_logs_its_samples_still_in_the_ring_first() {
     assert!(records.iter().all(|r| !matches!(r, Record::Callchain(cc) if cc.pmcid != id)));
 }
 
-#[test]
-fn hardware_sampling_rates_have_a_floor_of_mincount_and_software_ones_of_one() {
-    let w = World::new(PmuModel::skylake(), Tunables { min_count: 1000, ..Tunables::default() });
+fn hardware_sampling_rates_have_a_floor_of_mincount_and_software_ones_of_one(model: PmuModel) {
+    let w = World::new(model, Tunables { min_count: 1000, ..Tunables::default() });
     let c = w.client();
-    let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+    let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let id = c.allocate(request.with_count(10)).unwrap();
     assert_eq!(c.read(id), Ok(1000), "PMCRW reads a sampling PMC's reload");
     c.set_count(id, 5).unwrap();
@@ -494,3 +519,69 @@ fn hardware_sampling_rates_have_a_floor_of_mincount_and_software_ones_of_one() {
     let soft = c.allocate(soft.with_count(0)).unwrap();
     assert_eq!(c.read(soft), Ok(1));
 }
+
+/// The scenarios above on Intel (Skylake) and AMD (Zen 2 without PerfMonV2, Zen 4 with it).
+macro_rules! on_every_model {
+    ($($model:ident),+) => {$(
+        mod $model {
+            use super::*;
+
+            #[test]
+            fn a_full_ring_drops_exactly_what_it_cannot_hold_and_says_so() {
+                super::a_full_ring_drops_exactly_what_it_cannot_hold_and_says_so(PmuModel::$model());
+            }
+
+            #[test]
+            fn counting_pmcs_beside_a_sampling_one_still_count_exactly() {
+                super::counting_pmcs_beside_a_sampling_one_still_count_exactly(PmuModel::$model());
+            }
+
+            #[test]
+            fn a_simulated_workload_sampled_by_another_process_fills_its_log() {
+                super::a_simulated_workload_sampled_by_another_process_fills_its_log(PmuModel::$model());
+            }
+
+            #[test]
+            fn a_huge_repeated_block_is_sampled_at_every_overflow_not_once_per_time_slice() {
+                super::a_huge_repeated_block_is_sampled_at_every_overflow_not_once_per_time_slice(PmuModel::$model());
+            }
+
+            #[test]
+            fn a_counter_that_overflowed_unseen_before_switch_out_resumes_at_a_full_period() {
+                super::a_counter_that_overflowed_unseen_before_switch_out_resumes_at_a_full_period(PmuModel::$model());
+            }
+
+            #[test]
+            fn a_process_sampled_across_context_switches_resumes_its_period() {
+                super::a_process_sampled_across_context_switches_resumes_its_period(PmuModel::$model());
+            }
+
+            #[test]
+            fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode() {
+                super::user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode(PmuModel::$model());
+            }
+
+            #[test]
+            fn user_callchains_stop_where_the_stack_cannot_be_read_or_is_not_a_chain() {
+                super::user_callchains_stop_where_the_stack_cannot_be_read_or_is_not_a_chain(PmuModel::$model());
+            }
+
+            #[test]
+            fn a_user_sample_whose_thread_never_returns_is_logged_with_its_pc_after_two_ticks() {
+                super::a_user_sample_whose_thread_never_returns_is_logged_with_its_pc_after_two_ticks(PmuModel::$model());
+            }
+
+            #[test]
+            fn releasing_a_pmc_logs_its_samples_still_in_the_ring_first() {
+                super::releasing_a_pmc_logs_its_samples_still_in_the_ring_first(PmuModel::$model());
+            }
+
+            #[test]
+            fn hardware_sampling_rates_have_a_floor_of_mincount_and_software_ones_of_one() {
+                super::hardware_sampling_rates_have_a_floor_of_mincount_and_software_ones_of_one(PmuModel::$model());
+            }
+        }
+    )+};
+}
+
+on_every_model!(skylake, zen2, zen4);

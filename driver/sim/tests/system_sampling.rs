@@ -19,6 +19,11 @@ const CPUS: u32 = 4;
 
 /// One run: the owner's log bytes, the machine, and the pids (a, b, c, c's child).
 fn run(seed: u64) -> (Vec<u8>, Machine, [Pid; 4]) {
+    run_on(PmuModel::skylake(), seed)
+}
+
+/// [`run`] on a machine of `model`.
+fn run_on(model: PmuModel, seed: u64) -> (Vec<u8>, Machine, [Pid; 4]) {
     let work = Work { instructions: PERIOD, core_cycles: 12_000, ..Work::default() };
     let (w1, w2, w3) = (work.clone(), work.clone(), work.clone());
     let a = ProgramBuilder::new("/usr/bin/a")
@@ -34,7 +39,7 @@ fn run(seed: u64) -> (Vec<u8>, Machine, [Pid; 4]) {
         .function("child", |f| f.call("body").exit())
         .function("body", move |f| f.repeat(Ring::Kernel, w3.clone(), 15).ret())
         .build();
-    let config = MachineConfig::new(PmuModel::skylake(), CPUS as usize).seed(seed).quantum(7);
+    let config = MachineConfig::new(model, CPUS as usize).seed(seed).quantum(7);
     let mut machine = Machine::new(config);
     let pa = machine.spawn(&a, Credentials::user(1000));
     let pb = machine.spawn(&b, Credentials::user(1001));
@@ -43,7 +48,8 @@ fn run(seed: u64) -> (Vec<u8>, Machine, [Pid; 4]) {
     let fd = kernel.open_sink(tool, SinkKind::Writable);
     machine.client(tool).configure_log(fd).unwrap();
     for cpu in 0..CPUS {
-        let request = AllocateRequest::iap(0x00C0).in_mode(Mode::SystemSampling, Some(cpu));
+        let request = AllocateRequest::arch(&model, ArchEvent::Instructions, 0);
+        let request = request.in_mode(Mode::SystemSampling, Some(cpu));
         let id = machine.client(tool).allocate(request.with_count(PERIOD)).unwrap();
         machine.client(tool).start(id).unwrap();
     }
@@ -58,7 +64,13 @@ fn run(seed: u64) -> (Vec<u8>, Machine, [Pid; 4]) {
 
 #[test]
 fn per_cpu_and_per_process_sample_counts_equal_the_ground_truth() {
-    let (bytes, machine, pids) = run(1);
+    for model in [PmuModel::skylake(), PmuModel::zen2(), PmuModel::zen4()] {
+        sample_counts_equal_the_ground_truth(model);
+    }
+}
+
+fn sample_counts_equal_the_ground_truth(model: PmuModel) {
+    let (bytes, machine, pids) = run_on(model, 1);
     let mut per_cpu: BTreeMap<u32, u128> = BTreeMap::new();
     let mut per_pid: BTreeMap<Pid, u128> = BTreeMap::new();
     let mut kernel_samples = 0u128;

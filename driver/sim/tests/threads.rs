@@ -20,7 +20,7 @@ use hwpmc::{
     Cpu, CriticalSection, Driver, Errno, Kernel, LogFile, Pid, Privilege, ProcessState, Signal,
     TrapFrame, Tunables, UserPtr,
 };
-use hwpmc_sim::{AllocateRequest, CpuidModel, PmuModel};
+use hwpmc_sim::{AllocateRequest, ArchEvent, CpuidModel, PmuModel};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 const CPUS: u32 = 2;
@@ -180,7 +180,8 @@ struct ThreadHardware {
 // The driver only ever calls these as the trait's contract asks; nothing here touches a CPU.
 impl Msrs for ThreadHardware {
     unsafe fn read_msr(&self, msr: u32) -> u64 {
-        u64::from(msr == hwpmc::arch::x86::msr::IA32_PERF_GLOBAL_STATUS)
+        use hwpmc::arch::x86::{amd::msr::PERF_CNTR_GLOBAL_STATUS, msr::IA32_PERF_GLOBAL_STATUS};
+        u64::from(msr == IA32_PERF_GLOBAL_STATUS || msr == PERF_CNTR_GLOBAL_STATUS)
     }
     unsafe fn write_msr(&self, _: u32, _: u64) {}
     unsafe fn read_pmc(&self, _: u32) -> u64 {
@@ -237,6 +238,7 @@ fn simple(driver: &ThreadDriver, op: Op, id: u32) -> Result<(), Errno> {
 /// A process issuing random operations on its PMCs until `stop`; then it releases them all
 /// and closes its log.
 fn process(driver: &ThreadDriver, index: usize, soft: u32, stop: &AtomicBool) -> u64 {
+    let model = *driver.hardware().cpuid.model();
     let pid = pid_of(index);
     CURRENT.set((index as Cpu % CPUS, pid));
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1));
@@ -249,8 +251,8 @@ fn process(driver: &ThreadDriver, index: usize, soft: u32, stop: &AtomicBool) ->
         match (rng.below(8), pick) {
             (0, _) | (_, None) if ids.len() < 4 => {
                 let request = match rng.below(3) {
-                    0 => AllocateRequest::iap(0x00C0),
-                    1 => AllocateRequest::iap(0x003C)
+                    0 => AllocateRequest::arch(&model, ArchEvent::Instructions, 0),
+                    1 => AllocateRequest::arch(&model, ArchEvent::CoreCycles, 0)
                         .in_mode(Mode::ThreadSampling, None)
                         .with_count(1000)
                         .with_flags(PmcFlags::CALLCHAIN),
@@ -313,8 +315,16 @@ fn cpu(driver: &ThreadDriver, cpu: Cpu, soft: u32, stop: &AtomicBool) -> u64 {
 
 #[test]
 fn threads_issuing_operations_and_hooks_at_once_never_panic_deadlock_or_leak() {
-    let hardware =
-        ThreadHardware { cpuid: CpuidModel::new(PmuModel::skylake(), 0), tsc: AtomicU64::new(0) };
+    at_once(PmuModel::skylake());
+}
+
+#[test]
+fn threads_issuing_operations_and_hooks_at_once_on_zen4_never_panic_deadlock_or_leak() {
+    at_once(PmuModel::zen4());
+}
+
+fn at_once(model: PmuModel) {
+    let hardware = ThreadHardware { cpuid: CpuidModel::new(model, 0), tsc: AtomicU64::new(0) };
     let driver =
         Arc::new(Driver::load(ThreadKernel::new(), hardware, Tunables::default()).unwrap());
     let soft = driver.register_soft_event("CLOCK.HARD").unwrap();

@@ -5,4 +5,4 @@
 pub mod x86;
 
 /// The PMU backend of the machine the driver is built for.
-pub(crate) type Backend = x86::intel::IntelBackend;
+pub(crate) type Backend = x86::dispatch::X86Backend;

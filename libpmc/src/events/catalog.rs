@@ -88,6 +88,20 @@ pub(super) const ALIASES: &[Alias] = &[
     },
 ];
 
+/// The AMD core event that counts what the architectural `programmable` event counts (the
+/// events FreeBSD's AMD alias table names: `ex_ret_instr` 0x0C0, `ls_not_halted_cyc` 0x076,
+/// `ex_ret_brn` 0x0C2, `ex_ret_brn_misp` 0x0C3), if AMD's core counters count it.
+pub(super) fn amd_equivalent(programmable: &Programmable) -> Option<super::vendor::AmdCore> {
+    let code = match (programmable.event, programmable.umask) {
+        (0xC0, 0x00) => 0x0C0,
+        (0x3C, 0x00) => 0x076,
+        (0xC4, 0x00) => 0x0C2,
+        (0xC5, 0x00) => 0x0C3,
+        _ => return None,
+    };
+    Some(super::vendor::AmdCore { code, umask: 0 })
+}
+
 /// The names of the fixed counters: FreeBSD's IAF names and Intel's (the JSON tables') names.
 pub(super) const FIXED_NAMES: &[(&str, u8)] = &[
     ("INSTR_RETIRED.ANY", 0),

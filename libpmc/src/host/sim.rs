@@ -5,7 +5,8 @@
 //!
 //! Configuration, read once per thread from the environment:
 //! * `PMC_SIM_CPUS` — CPUs of the machine, 1 to 64 (default 2);
-//! * `PMC_SIM_MODEL` — `skylake` (default), `icelake`, `nehalem`, `core2` or `vm` (no PMU);
+//! * `PMC_SIM_MODEL` — `skylake` (default), `icelake`, `nehalem`, `core2`, `vm` (no PMU), or
+//!   the AMD machines `zen4` (PerfMonV2), `zen2` and `k10` (the 4 legacy counters);
 //! * `PMC_SIM_SEED` — the scheduler's seed (default 1).
 //!
 //! A value that is none of these is an error (`EINVAL`) that says what the variable may be.
@@ -117,12 +118,15 @@ where
 type MakeModel = fn() -> PmuModel;
 
 /// The simulated CPU models `PMC_SIM_MODEL` names.
-const MODELS: [(&str, MakeModel); 5] = [
+const MODELS: [(&str, MakeModel); 8] = [
     ("skylake", PmuModel::skylake),
     ("icelake", PmuModel::icelake),
     ("nehalem", PmuModel::nehalem),
     ("core2", PmuModel::core2),
     ("vm", PmuModel::no_pmu_vm),
+    ("zen4", PmuModel::zen4),
+    ("zen2", PmuModel::zen2),
+    ("k10", PmuModel::k10),
 ];
 
 /// The model `PMC_SIM_MODEL` names (Skylake when it is unset or empty); an unknown name is an
@@ -328,7 +332,12 @@ impl Host for SimHost {
     }
 
     fn intel_model(&self) -> Option<String> {
-        Some(format!("GenuineIntel-{}-{:X}", self.model.family, self.model.model))
+        let (family, model) = (self.model.family, self.model.model);
+        if self.model.is_amd() {
+            Some(format!("AuthenticAMD-{family}-{model:02X}-{}", self.model.stepping))
+        } else {
+            Some(format!("GenuineIntel-{family}-{model:X}"))
+        }
     }
 
     fn spawn(&self, argv: &[OsString]) -> Result<ChildPid> {

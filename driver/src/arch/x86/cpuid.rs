@@ -43,6 +43,11 @@ impl CpuSignature {
         &self.vendor == b"GenuineIntel"
     }
 
+    /// Whether this is an AMD CPU (or a Hygon one, which has AMD's PMU).
+    pub fn is_amd(&self) -> bool {
+        &self.vendor == b"AuthenticAMD" || &self.vendor == b"HygonGenuine"
+    }
+
     /// The `kern.hwpmc.cpuid` string libpmc uses to choose its event tables:
     /// `GenuineIntel-6-55` (vendor, decimal family, two upper-case hex digits of model).
     pub fn cpuid_string(&self) -> CpuIdString {
@@ -67,7 +72,7 @@ pub(crate) fn cpu_type_of(signature: &CpuSignature, has_pmu: bool) -> u32 {
             _ => {}
         }
     }
-    if &signature.vendor == b"AuthenticAMD" || &signature.vendor == b"HygonGenuine" {
+    if signature.is_amd() {
         return cpu_type::AMD_K8;
     }
     cpu_type::GENERIC

@@ -32,6 +32,13 @@ const EVTSEL_PIN_CONTROL: u64 = 1 << 19;
 /// The IA32_PERFEVTSEL bits that say what to count (event, umask, edge, inv, cmask,
 /// AnyThread); perf takes the rings apart.
 const EVTSEL_EVENT_BITS: u64 = 0xFFFF | 1 << 18 | 1 << 23 | 0xFF << 24 | EVTSEL_ANY;
+/// The bits of an AMD PERF_CTL image perf takes in a raw event's config (Linux's
+/// `AMD64_RAW_EVENT_MASK`): event select 7:0 and 35:32, unit mask, EDGE, INV, CMASK. USR and OS
+/// become perf's exclude flags; EN and INT are perf's.
+const PERF_CTL_EVENT_BITS: u64 = 0xFFFF | 1 << 18 | 1 << 23 | 0xFF << 24 | 0xF << 32;
+/// PERF_CTL's GuestOnly and HostOnly bits (41:40), which perf sets itself from its
+/// exclude_guest / exclude_host flags and drops from a raw config.
+const PERF_CTL_HOST_GUEST: u64 = 3 << 40;
 
 /// One target's perf events.
 #[derive(Default)]
@@ -129,6 +136,14 @@ fn source_of(pmc: &HostedPmc) -> Result<Source, Errno> {
                 return Err(explain(Errno::Inval, why));
             }
             Ok(Source::Raw(evtsel & EVTSEL_EVENT_BITS))
+        }
+        HostedEvent::Raw { class: Class::K8, config: perf_ctl } => {
+            if perf_ctl & PERF_CTL_HOST_GUEST != 0 {
+                let why = "PERF_CTL's GuestOnly and HostOnly bits (41:40) are perf's to set \
+                           (from its exclude_guest and exclude_host flags)";
+                return Err(explain(Errno::Inval, why));
+            }
+            Ok(Source::Raw(perf_ctl & PERF_CTL_EVENT_BITS))
         }
         HostedEvent::Raw { class: Class::Iaf, config: index } => {
             let hw = match index {
@@ -406,7 +421,7 @@ impl PerfCounters {
 
 impl HostCounters for PerfCounters {
     fn counts(&self, class: Class) -> bool {
-        matches!(class, Class::Soft | Class::Iap | Class::Iaf)
+        matches!(class, Class::Soft | Class::Iap | Class::Iaf | Class::K8)
     }
 
     fn check(&self, pmc: &HostedPmc) -> Result<(), Errno> {
@@ -499,6 +514,28 @@ mod tests {
 
     fn keep(events: Vec<(u64, Event)>) {
         lock(&POSTED).extend(events);
+    }
+
+    #[test]
+    fn a_k8_pmc_is_a_perf_raw_event_with_the_same_perf_ctl_event_bits() {
+        let id = PmcId { cpu: None, mode: Mode::ThreadCounting, class: Class::K8, row: 4 };
+        let pmc = |perf_ctl| HostedPmc {
+            token: 1,
+            id,
+            event: HostedEvent::Raw { class: Class::K8, config: perf_ctl },
+            user: true,
+            kernel: false,
+            flags: PmcFlags::empty(),
+            reload: 0,
+        };
+        // A 12-bit event (0x1C7: bits 35:32 hold 1), unit mask, EDGE, INV, CMASK: perf's raw
+        // config is the PERF_CTL image itself; USR, OS, INT and EN are perf's business.
+        let image = 0x1_0000_0000 | 0x0A << 24 | 1 << 23 | 1 << 18 | 0x3F << 8 | 0xC7;
+        let usr_os_int_en = 1 << 16 | 1 << 17 | 1 << 20 | 1 << 22;
+        assert_eq!(source_of(&pmc(image | usr_os_int_en)), Ok(Source::Raw(image)));
+        assert_eq!(source_of(&pmc(0xC0)), Ok(Source::Raw(0xC0)));
+        assert_eq!(source_of(&pmc(0xC0 | 1 << 41)), Err(Errno::Inval), "HostOnly is perf's");
+        assert!(PerfCounters::new(1, keep).counts(Class::K8));
     }
 
     #[test]

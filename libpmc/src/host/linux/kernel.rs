@@ -504,7 +504,10 @@ impl Lapic for LinuxCpu {
     fn mask_pmi(&self) {}
 }
 
-/// CPUID of this CPU, with leaf 0xA hidden when perf cannot count hardware events.
+/// CPUID of this CPU, with the counters hidden when perf cannot count hardware events: Intel's
+/// leaf 0xA reads as zero, and an AMD CPU reads as a guest that advertises no counters (the
+/// hypervisor bit, CPUID.1:ECX\[31\], set; PerfCtrExtCore, 8000_0001h ECX\[23\], clear;
+/// 8000_0022h zero), which the driver's AMD discovery takes as no PMU.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LinuxCpuid {
     hide_pmu: bool,
@@ -512,10 +515,16 @@ pub(crate) struct LinuxCpuid {
 
 impl CpuIdReader for LinuxCpuid {
     fn cpuid2(&self, eax: u32, ecx: u32) -> CpuIdResult {
-        if eax == 0xA && self.hide_pmu {
-            return CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 };
+        let real = NativeCpuid.cpuid2(eax, ecx);
+        if !self.hide_pmu {
+            return real;
         }
-        NativeCpuid.cpuid2(eax, ecx)
+        match eax {
+            0xA | 0x8000_0022 => CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 },
+            1 => CpuIdResult { ecx: real.ecx | 1 << 31, ..real },
+            0x8000_0001 => CpuIdResult { ecx: real.ecx & !(1 << 23), ..real },
+            _ => real,
+        }
     }
 }
 
@@ -534,6 +543,18 @@ impl Hardware for LinuxCpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hidden_pmu_is_described_by_neither_vendor_s_cpuid() {
+        use hwpmc::arch::x86::amd::discovery::AmdPmu;
+        let hidden = LinuxCpuid { hide_pmu: true };
+        assert_eq!(AmdPmu::discover(&hidden), None, "no AMD core counters");
+        assert_eq!(hidden.cpuid1(0xA), CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 });
+        assert_eq!(hidden.cpuid1(0x8000_0001).ecx & 1 << 23, 0, "no PerfCtrExtCore");
+        // The rest of CPUID is the CPU's own.
+        let shown = LinuxCpuid { hide_pmu: false };
+        assert_eq!(hidden.cpuid1(0), shown.cpuid1(0));
+    }
 
     #[test]
     fn copies_reach_the_argument_and_nothing_else() {

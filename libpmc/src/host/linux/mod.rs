@@ -3,8 +3,8 @@
 //! The driver does what it does on FreeBSD — the operations with their rules and errno, rows,
 //! owners and targets, the log and its records, drop notices — with this process as its kernel
 //! (module `kernel`), and hands the counting to perf (module `counters`, the driver's
-//! `HostCounters`): SOFT rows are perf software events, IAP/IAF rows perf raw and generic
-//! hardware events when the machine has a PMU (a VM often has none; the error says so), and the
+//! `HostCounters`): SOFT rows are perf software events, IAP/IAF rows (Intel) and K8 rows (AMD,
+//! PERF_CTL images) perf raw and generic hardware events when the machine has a PMU (a VM often has none; the error says so), and the
 //! TSC is `rdtsc`. Process PMCs count with perf's per-task virtualization, system PMCs with
 //! per-CPU events. A worker thread (module `worker`) posts what perf's sampling rings hold
 //! (module `rings`) into the driver: samples become CALLCHAIN records, and exec, mmap, fork and
@@ -70,17 +70,24 @@ impl LinuxHost {
         // SAFETY: sysconf has no memory-safety preconditions.
         let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as u32;
         let cpuid = raw_cpuid::CpuId::new();
-        let pmu = cpuid.get_performance_monitoring_info().filter(|p| p.version_id() > 0);
-        let missing = match (&pmu, perf::probe_hardware()) {
-            (Some(_), Ok(())) => None,
-            (None, Err(reason)) => {
-                Some(format!("{reason}; CPUID leaf 0xA reports architectural perfmon version 0"))
-            }
-            (None, Ok(())) => Some(
-                "CPUID leaf 0xA reports no architectural perfmon, so IAP/IAF cannot be described"
-                    .into(),
-            ),
-            (Some(_), Err(reason)) => Some(reason),
+        let intel = cpuid.get_performance_monitoring_info().filter(|p| p.version_id() > 0);
+        // An AMD CPU's core counters, as the driver's AMD backend discovers them.
+        let native = hwpmc::arch::x86::native::NativeCpuid;
+        let amd = hwpmc::arch::x86::amd::discovery::AmdPmu::discover(&native);
+        let is_amd = hwpmc::arch::x86::cpuid::CpuSignature::read(&native).is_amd();
+        let described = if is_amd { amd.is_some() } else { intel.is_some() };
+        let no_description = if is_amd {
+            "CPUID advertises no AMD core counters (a guest without PerfCtrExtCore or PerfMonV2)"
+        } else {
+            "CPUID leaf 0xA reports architectural perfmon version 0"
+        };
+        let missing = match (described, perf::probe_hardware()) {
+            (true, Ok(())) => None,
+            (false, Err(reason)) => Some(format!("{reason}; {no_description}")),
+            (false, Ok(())) => Some(format!(
+                "{no_description}, so the hardware classes (IAP/IAF, K8) cannot be described"
+            )),
+            (true, Err(reason)) => Some(reason),
         };
         // FreeBSD's pmc_cpuid format (vendor-family-model-stepping), which picks the event table.
         let intel_model = cpuid.get_vendor_info().and_then(|vendor| {

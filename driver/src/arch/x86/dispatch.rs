@@ -1,0 +1,324 @@
+//! The x86 backend the driver runs: Intel's or AMD's, chosen at load from the CPU's vendor
+//! (FreeBSD's `pmc_md_initialize` dispatch). Each method delegates to the chosen backend, by
+//! the backend's vendor flag or by the vendor of the counter, configuration or status it is
+//! given (which only the chosen backend hands out).
+
+use alloc::vec::Vec;
+use core::ops::Range;
+
+use super::amd::discovery::AmdPmu;
+use super::amd::{AmdBackend, AmdConfig, AmdCounter, AmdCpu, AmdPmi};
+use super::cpuid::CpuSignature;
+use super::intel::discovery::IntelPmu;
+use super::intel::{IntelBackend, IntelConfig, IntelCounter, IntelCpu, IntelPmi};
+use crate::abi::Class;
+use crate::backend::{
+    AllocateRequest, CounterMask, CpuIdString, HardwareClass, Overflow, PmuBackend, RawEvent,
+};
+use crate::errno::Errno;
+use crate::hw::Hardware;
+
+/// The machine's PMU backend: both vendors' backends, the one of the CPU's vendor driving the
+/// PMU and the other with no PMU. A struct rather than an enum, so that the hot paths test one
+/// flag of the backend and no tag of the per-CPU state.
+#[derive(Debug)]
+pub struct X86Backend {
+    /// Whether the CPU is AMD's (or Hygon's).
+    amd: bool,
+    intel: IntelBackend,
+    amd_backend: AmdBackend,
+}
+
+/// What discovery found on one CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum X86Pmu {
+    /// An Intel PMU.
+    Intel(IntelPmu),
+    /// AMD core counters.
+    Amd(AmdPmu),
+}
+
+/// One CPU's state: both vendors' (the other vendor's describes no PMU and is never used).
+#[derive(Debug)]
+pub struct X86Cpu {
+    intel: IntelCpu,
+    amd: AmdCpu,
+}
+
+/// The counter behind a row on one CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum X86Counter {
+    /// An Intel counter.
+    Intel(IntelCounter),
+    /// An AMD core counter.
+    Amd(AmdCounter),
+}
+
+/// A hardware class's configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum X86Config {
+    /// An IAP or IAF configuration.
+    Intel(IntelConfig),
+    /// A K8 configuration.
+    Amd(AmdConfig),
+}
+
+/// What the PMI handler read.
+#[derive(Debug, Clone, Copy)]
+pub enum X86Pmi {
+    /// Intel's global status.
+    Intel(IntelPmi),
+    /// AMD's global status.
+    Amd(AmdPmi),
+}
+
+/// `overflow` with its status wrapped by `wrap`.
+#[inline]
+fn wrap_overflow<S>(overflow: Overflow<S>, wrap: fn(S) -> X86Pmi) -> Overflow<X86Pmi> {
+    Overflow { counters: overflow.counters, claim: overflow.claim, status: wrap(overflow.status) }
+}
+
+impl PmuBackend for X86Backend {
+    type Description = X86Pmu;
+    type Cpu = X86Cpu;
+    type Counter = X86Counter;
+    type Config = X86Config;
+    type PmiStatus = X86Pmi;
+
+    fn discover<H: Hardware>(hw: &H) -> Option<X86Pmu> {
+        if CpuSignature::read(&hw.cpuid()).is_amd() {
+            AmdBackend::discover(hw).map(X86Pmu::Amd)
+        } else {
+            IntelBackend::discover(hw).map(X86Pmu::Intel)
+        }
+    }
+
+    fn new<H: Hardware>(cpus: &[Option<X86Pmu>], hw: &H) -> Self {
+        let intel: Vec<Option<IntelPmu>> = cpus
+            .iter()
+            .map(|d| match d {
+                Some(X86Pmu::Intel(pmu)) => Some(*pmu),
+                _ => None,
+            })
+            .collect();
+        let amd: Vec<Option<AmdPmu>> = cpus
+            .iter()
+            .map(|d| match d {
+                Some(X86Pmu::Amd(pmu)) => Some(*pmu),
+                _ => None,
+            })
+            .collect();
+        X86Backend {
+            amd: CpuSignature::read(&hw.cpuid()).is_amd(),
+            intel: IntelBackend::new(&intel, hw),
+            amd_backend: AmdBackend::new(&amd, hw),
+        }
+    }
+
+    fn classes(&self) -> &[HardwareClass] {
+        if self.amd { self.amd_backend.classes() } else { self.intel.classes() }
+    }
+
+    fn cpu(&self, description: Option<X86Pmu>) -> X86Cpu {
+        let (intel, amd) = match description {
+            Some(X86Pmu::Intel(pmu)) => (Some(pmu), None),
+            Some(X86Pmu::Amd(pmu)) => (None, Some(pmu)),
+            None => (None, None),
+        };
+        X86Cpu { intel: self.intel.cpu(intel), amd: self.amd_backend.cpu(amd) }
+    }
+
+    fn row_counter(&self, cpu: &X86Cpu, class: Class, index: u32) -> Option<X86Counter> {
+        if self.amd {
+            self.amd_backend.row_counter(&cpu.amd, class, index).map(X86Counter::Amd)
+        } else {
+            self.intel.row_counter(&cpu.intel, class, index).map(X86Counter::Intel)
+        }
+    }
+
+    #[inline]
+    fn counter_mask(counter: X86Counter) -> CounterMask {
+        match counter {
+            X86Counter::Intel(c) => IntelBackend::counter_mask(c),
+            X86Counter::Amd(c) => AmdBackend::counter_mask(c),
+        }
+    }
+
+    fn cpu_type(&self) -> u32 {
+        if self.amd { self.amd_backend.cpu_type() } else { self.intel.cpu_type() }
+    }
+
+    fn cpuid_string(&self) -> CpuIdString {
+        if self.amd { self.amd_backend.cpuid_string() } else { self.intel.cpuid_string() }
+    }
+
+    fn init_cpu<H: Hardware>(&self, hw: &H, cpu: &X86Cpu) {
+        if self.amd {
+            self.amd_backend.init_cpu(hw, &cpu.amd)
+        } else {
+            self.intel.init_cpu(hw, &cpu.intel)
+        }
+    }
+
+    fn fini_cpu<H: Hardware>(&self, hw: &H, cpu: &X86Cpu) {
+        if self.amd {
+            self.amd_backend.fini_cpu(hw, &cpu.amd)
+        } else {
+            self.intel.fini_cpu(hw, &cpu.intel)
+        }
+    }
+
+    fn configure(
+        &self,
+        class: Class,
+        rows: u32,
+        request: &AllocateRequest<'_>,
+    ) -> Result<(X86Config, Range<u32>), Errno> {
+        if self.amd {
+            let (config, rows) = self.amd_backend.configure(class, rows, request)?;
+            Ok((X86Config::Amd(config), rows))
+        } else {
+            let (config, rows) = self.intel.configure(class, rows, request)?;
+            Ok((X86Config::Intel(config), rows))
+        }
+    }
+
+    #[inline]
+    fn armed(config: X86Config) -> X86Config {
+        match config {
+            X86Config::Intel(c) => X86Config::Intel(IntelBackend::armed(c)),
+            X86Config::Amd(c) => X86Config::Amd(AmdBackend::armed(c)),
+        }
+    }
+
+    fn max_period(&self, config: X86Config, width_mask: u64) -> u64 {
+        match config {
+            X86Config::Intel(c) => self.intel.max_period(c, width_mask),
+            X86Config::Amd(c) => self.amd_backend.max_period(c, width_mask),
+        }
+    }
+
+    fn rdpmc_index(config: X86Config, index: u32) -> Option<u32> {
+        match config {
+            X86Config::Intel(c) => IntelBackend::rdpmc_index(c, index),
+            X86Config::Amd(c) => AmdBackend::rdpmc_index(c, index),
+        }
+    }
+
+    fn raw_event(config: X86Config) -> RawEvent {
+        match config {
+            X86Config::Intel(c) => IntelBackend::raw_event(c),
+            X86Config::Amd(c) => AmdBackend::raw_event(c),
+        }
+    }
+
+    #[inline]
+    fn write_counter<H: Hardware>(&self, hw: &H, counter: X86Counter, value: u64) {
+        match counter {
+            X86Counter::Intel(c) => self.intel.write_counter(hw, c, value),
+            X86Counter::Amd(c) => self.amd_backend.write_counter(hw, c, value),
+        }
+    }
+
+    #[inline]
+    fn program<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &X86Cpu,
+        counter: X86Counter,
+        armed: X86Config,
+    ) -> CounterMask {
+        match (counter, armed) {
+            (X86Counter::Intel(counter), X86Config::Intel(armed)) => {
+                self.intel.program(hw, &cpu.intel, counter, armed)
+            }
+            (X86Counter::Amd(counter), X86Config::Amd(armed)) => {
+                self.amd_backend.program(hw, &cpu.amd, counter, armed)
+            }
+            // A configuration of the other vendor's (never made): nothing to program.
+            _ => CounterMask::EMPTY,
+        }
+    }
+
+    #[inline]
+    fn start<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counters: CounterMask) {
+        if self.amd {
+            self.amd_backend.start(hw, &cpu.amd, counters)
+        } else {
+            self.intel.start(hw, &cpu.intel, counters)
+        }
+    }
+
+    #[inline]
+    fn stop<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counters: CounterMask) {
+        if self.amd {
+            self.amd_backend.stop(hw, &cpu.amd, counters)
+        } else {
+            self.intel.stop(hw, &cpu.intel, counters)
+        }
+    }
+
+    #[inline]
+    fn unprogram<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counter: X86Counter) {
+        match counter {
+            X86Counter::Intel(c) => self.intel.unprogram(hw, &cpu.intel, c),
+            X86Counter::Amd(c) => self.amd_backend.unprogram(hw, &cpu.amd, c),
+        }
+    }
+
+    #[inline]
+    fn flush<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counters: CounterMask) {
+        if self.amd {
+            self.amd_backend.flush(hw, &cpu.amd, counters)
+        } else {
+            self.intel.flush(hw, &cpu.intel, counters)
+        }
+    }
+
+    #[inline]
+    fn read<H: Hardware>(&self, hw: &H, counter: X86Counter) -> u64 {
+        match counter {
+            X86Counter::Intel(c) => self.intel.read(hw, c),
+            X86Counter::Amd(c) => self.amd_backend.read(hw, c),
+        }
+    }
+
+    #[inline]
+    fn pmi_begin<H: Hardware>(&self, hw: &H, cpu: &X86Cpu) -> Option<Overflow<X86Pmi>> {
+        if self.amd {
+            self.amd_backend.pmi_begin(hw, &cpu.amd).map(|o| wrap_overflow(o, X86Pmi::Amd))
+        } else {
+            self.intel.pmi_begin(hw, &cpu.intel).map(|o| wrap_overflow(o, X86Pmi::Intel))
+        }
+    }
+
+    #[inline]
+    fn pmi_acknowledge<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &X86Cpu,
+        status: &mut X86Pmi,
+    ) -> CounterMask {
+        match status {
+            X86Pmi::Intel(s) => self.intel.pmi_acknowledge(hw, &cpu.intel, s),
+            X86Pmi::Amd(s) => self.amd_backend.pmi_acknowledge(hw, &cpu.amd, s),
+        }
+    }
+
+    #[inline]
+    fn pmi_end<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, status: X86Pmi) {
+        match status {
+            X86Pmi::Intel(s) => self.intel.pmi_end(hw, &cpu.intel, s),
+            X86Pmi::Amd(s) => self.amd_backend.pmi_end(hw, &cpu.amd, s),
+        }
+    }
+
+    #[inline]
+    fn pmi_exit<H: Hardware>(&self, hw: &H, cpu: &X86Cpu) {
+        if self.amd {
+            self.amd_backend.pmi_exit(hw, &cpu.amd)
+        } else {
+            self.intel.pmi_exit(hw, &cpu.intel)
+        }
+    }
+}
