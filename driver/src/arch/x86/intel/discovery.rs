@@ -6,6 +6,7 @@
 //! (as virtual machines without a vPMU do) has no PMU, and the driver offers TSC and SOFT only.
 //! Discovery runs on every CPU, so CPUs of different core types get their own descriptions.
 
+use super::offcore::OffcoreLayout;
 use super::regs::{CounterSet, FixedFlags, PerfEvtSel, StatusFlags, low_bits};
 use crate::arch::x86::cpuid::CpuSignature;
 use crate::arch::x86::msr;
@@ -55,6 +56,8 @@ pub struct IntelPmu {
     pub any_thread: bool,
     /// How the PMU freezes on a PMI (never under a hypervisor).
     pub freeze: FreezeMode,
+    /// The offcore-response MSRs of the model (and core type), if the driver knows them.
+    pub offcore: Option<OffcoreLayout>,
 }
 
 impl IntelPmu {
@@ -62,7 +65,8 @@ impl IntelPmu {
     /// through `msrs` when CPUID.1:ECX.PDCM says it exists. `None` when the CPU has no usable
     /// architectural PMU (not Intel, leaf 0xA absent, version 0, or no GP counters).
     pub fn discover<R: CpuIdReader, M: Msrs + ?Sized>(cpuid: &R, msrs: &M) -> Option<IntelPmu> {
-        if !CpuSignature::read(cpuid).is_intel() || cpuid.cpuid1(0).eax < 0xA {
+        let signature = CpuSignature::read(cpuid);
+        if !signature.is_intel() || cpuid.cpuid1(0).eax < 0xA {
             return None;
         }
         let leaf = cpuid.cpuid1(0xA);
@@ -112,6 +116,7 @@ impl IntelPmu {
             full_width_write,
             any_thread,
             freeze,
+            offcore: OffcoreLayout::discover(cpuid, &signature),
         })
     }
 
