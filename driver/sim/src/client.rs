@@ -48,6 +48,8 @@ pub struct AllocateRequest {
     pub count: u64,
     /// `pm_md.pm_iap.pm_iap_config`.
     pub iap_config: u32,
+    /// `pm_md.pm_iap.pm_iap_rsp` (the offcore-response value).
+    pub iap_rsp: u64,
 }
 
 impl AllocateRequest {
@@ -63,6 +65,7 @@ impl AllocateRequest {
             caps: (Caps::USER | Caps::SYSTEM).bits(),
             count: 0,
             iap_config: config,
+            iap_rsp: 0,
         }
     }
 
@@ -88,6 +91,7 @@ impl AllocateRequest {
             caps: Caps::READ.bits(),
             count: 0,
             iap_config: 0,
+            iap_rsp: 0,
         }
     }
 
@@ -115,6 +119,12 @@ impl AllocateRequest {
         self
     }
 
+    /// The same request with the offcore-response value `rsp` (`pm_iap_rsp`).
+    pub fn with_rsp(mut self, rsp: u64) -> Self {
+        self.iap_rsp = rsp;
+        self
+    }
+
     /// The same request with `pm_count`.
     pub fn with_count(mut self, count: u64) -> Self {
         self.count = count;
@@ -132,6 +142,7 @@ impl AllocateRequest {
         op.pm_mode = self.mode;
         op.pm_count = self.count;
         op.pm_md.set_iap_config(self.iap_config);
+        op.pm_md.set_iap_rsp(self.iap_rsp);
         op
     }
 }

@@ -143,6 +143,9 @@ pub struct PmuModel {
     pub topdown_slots_per_cycle: u8,
     /// CPUID.1:ECX\[31\]: running under a hypervisor.
     pub hypervisor: bool,
+    /// The defined bits of MSR_OFFCORE_RSP_0 and MSR_OFFCORE_RSP_1 (SDM Vol. 4 for the model);
+    /// 0: the MSR does not exist (see [`crate::offcore`]).
+    pub offcore_rsp_valid: [u64; 2],
 }
 
 impl Default for PmuModel {
@@ -155,7 +158,8 @@ impl Default for PmuModel {
 impl PmuModel {
     /// Skylake client (family 6 model 0x5E stepping 3, signature 0x506E3): perfmon v4, 4 GP
     /// counters and 3 fixed counters of 48 bits, 7 architectural events, PDCM with FW_WRITE,
-    /// streamlined freeze. Its leaf 0xA is the real one: EAX 0x07300404, EDX 0x603.
+    /// streamlined freeze, MSR_OFFCORE_RSP_0/1 with bits 0x3F_FFFF_8FFF. Its leaf 0xA is the real
+    /// one: EAX 0x07300404, EDX 0x603.
     pub const fn skylake() -> Self {
         PmuModel {
             vendor: GENUINE_INTEL,
@@ -178,6 +182,7 @@ impl PmuModel {
             freeze_on_pmi: true,
             topdown_slots_per_cycle: 4,
             hypervisor: false,
+            offcore_rsp_valid: [0x3F_FFFF_8FFF; 2],
         }
     }
 
@@ -195,6 +200,7 @@ impl PmuModel {
             fixed_width: 40,
             pdcm: false,
             perf_capabilities: 0,
+            offcore_rsp_valid: [0; 2],
             ..PmuModel::skylake()
         }
     }
@@ -214,6 +220,7 @@ impl PmuModel {
             pdcm: false,
             perf_capabilities: 0,
             freeze_on_pmi: false,
+            offcore_rsp_valid: [0; 2],
             ..PmuModel::skylake()
         }
     }
@@ -228,13 +235,16 @@ impl PmuModel {
             version: 3,
             // LBR format 3, PEBS trap, PEBS arch regs, PEBS record format 1.
             perf_capabilities: 0x03 | 1 << 6 | 1 << 7 | 1 << 8,
+            // MSR_OFFCORE_RSP_0 only, bits 15:0.
+            offcore_rsp_valid: [0xFFFF, 0],
             ..PmuModel::skylake()
         }
     }
 
     /// Ice Lake client (family 6 model 0x7E): perfmon v5, 8 GP counters and 4 fixed counters
     /// (the 4th is TOPDOWN.SLOTS) of 48 bits, fixed bitmap 0xF, 8 architectural events,
-    /// AnyThread deprecated, FW_WRITE, streamlined freeze, 5 slots per cycle.
+    /// AnyThread deprecated, FW_WRITE, streamlined freeze, 5 slots per cycle, MSR_OFFCORE_RSP_0/1
+    /// with bits 0x3F_FFFF_BFFF.
     pub const fn icelake() -> Self {
         PmuModel {
             model: 0x7E,
@@ -248,6 +258,7 @@ impl PmuModel {
             anythread_deprecated: true,
             perf_capabilities: 0x05 | 1 << 6 | 1 << 7 | 4 << 8 | PERF_CAPABILITIES_FW_WRITE,
             topdown_slots_per_cycle: 5,
+            offcore_rsp_valid: [0x3F_FFFF_BFFF; 2],
             ..PmuModel::skylake()
         }
     }
@@ -289,6 +300,7 @@ impl PmuModel {
             freeze_on_pmi: false,
             topdown_slots_per_cycle: 4,
             hypervisor: true,
+            offcore_rsp_valid: [0; 2],
         }
     }
 

@@ -17,6 +17,7 @@
 //!   (read-only, only with PDCM), IA32_DEBUGCTL (only bit 12, FREEZE_PERFMON_ON_PMI, is
 //!   implemented; every other bit is treated as reserved), IA32_TIME_STAMP_COUNTER and the x2APIC
 //!   LVT performance-monitoring entry (MSR 0x834). The global MSRs and fixed counters exist from v2.
+//!   MSR_OFFCORE_RSP_0/1 exist where the model defines them ([`crate::offcore`]).
 //! * **#GP.** Every access the SDM says faults returns a [`Fault`]: unknown MSRs (including MSRs of
 //!   counters or versions the model lacks), reserved bits (PERFEVTSEL bits 63:32, AnyThread where
 //!   unsupported, FIXED_CTR_CTRL nibbles of missing counters, GLOBAL_CTRL bits of missing counters,
@@ -33,6 +34,7 @@
 //!   re-raised at unmask while a status bit asks for it, see [`MaskedPmi`]). FREEZE_PERFMON_ON_PMI clears GLOBAL_CTRL (v2/v3) or sets CTR_FRZ (v4+).
 
 use crate::cpuid::{ArchEvent, CpuidModel, PmuModel};
+use crate::offcore::{self, OffcoreCount};
 use hwpmc::hw::{Hardware, Lapic, Msrs};
 use std::cell::{Cell, RefCell, RefMut};
 use std::collections::BTreeMap;
@@ -153,12 +155,20 @@ pub struct Work {
     pub branch_mispredicts: u64,
     /// Model-specific events.
     pub raw: Vec<RawCount>,
+    /// Offcore requests, by the response value that selects them (see [`crate::offcore`]).
+    pub offcore: Vec<OffcoreCount>,
 }
 
 impl Work {
     /// The block plus `count` occurrences of raw event (`event_select`, `umask`).
     pub fn with_raw(mut self, event_select: u8, umask: u8, count: u64) -> Self {
         self.raw.push(RawCount { event_select, umask, count });
+        self
+    }
+
+    /// The block plus `count` offcore requests selected by the response value `response`.
+    pub fn with_offcore(mut self, response: u64, count: u64) -> Self {
+        self.offcore.push(OffcoreCount { response, count });
         self
     }
 
@@ -184,6 +194,7 @@ impl Work {
 pub struct EventTotals {
     arch: [u128; 8],
     raw: BTreeMap<(u8, u8), u128>,
+    offcore: BTreeMap<u64, u128>,
     blocks: u128,
 }
 
@@ -195,6 +206,10 @@ impl EventTotals {
     /// Total occurrences of raw event (`event_select`, `umask`) passed in [`Work::raw`].
     pub fn raw(&self, event_select: u8, umask: u8) -> u128 {
         self.raw.get(&(event_select, umask)).copied().unwrap_or(0)
+    }
+    /// Total offcore requests selected by the response value `response` ([`Work::offcore`]).
+    pub fn offcore(&self, response: u64) -> u128 {
+        self.offcore.get(&response).copied().unwrap_or(0)
     }
     /// Blocks retired (each repetition counts).
     pub fn blocks(&self) -> u128 {
@@ -210,6 +225,10 @@ impl EventTotals {
         for raw in &work.raw {
             *self.raw.entry((raw.event_select, raw.umask)).or_default() +=
                 u128::from(raw.count) * repeat;
+        }
+        for request in &work.offcore {
+            *self.offcore.entry(request.response).or_default() +=
+                u128::from(request.count) * repeat;
         }
         self.blocks += repeat;
     }
@@ -228,7 +247,12 @@ impl EventTotals {
             let now = raw.entry(*key).or_default();
             *now = less(*now, then);
         }
-        EventTotals { arch, raw, blocks: less(self.blocks, earlier.blocks) }
+        let mut offcore = self.offcore.clone();
+        for (key, &then) in &earlier.offcore {
+            let now = offcore.entry(*key).or_default();
+            *now = less(*now, then);
+        }
+        EventTotals { arch, raw, offcore, blocks: less(self.blocks, earlier.blocks) }
     }
 
     /// Adds `other`'s totals.
@@ -238,6 +262,9 @@ impl EventTotals {
         }
         for (key, value) in &other.raw {
             *self.raw.entry(*key).or_default() += value;
+        }
+        for (key, value) in &other.offcore {
+            *self.offcore.entry(*key).or_default() += value;
         }
         self.blocks += other.blocks;
     }
@@ -540,6 +567,8 @@ pub struct SimPmu {
     stats: PmiStats,
     tsc: u64,
     truth: [EventTotals; 2],
+    /// MSR_OFFCORE_RSP_0 and _1.
+    offcore_rsp: [u64; 2],
 }
 
 /// A mask of the low `n` bits (`n` up to 64).
@@ -577,6 +606,7 @@ impl SimPmu {
             stats: PmiStats::default(),
             tsc: 0,
             truth: Default::default(),
+            offcore_rsp: [0; 2],
         }
     }
 
@@ -720,6 +750,9 @@ impl SimPmu {
         if let Some(i) = self.fixed_index(address) {
             return Ok(self.fixed[i]);
         }
+        if let Some(i) = offcore::msr_index(address).filter(|&i| model.offcore_rsp_valid[i] != 0) {
+            return Ok(self.offcore_rsp[i]);
+        }
         match address {
             msr::IA32_TIME_STAMP_COUNTER => Ok(self.tsc),
             msr::IA32_DEBUGCTL => Ok(self.debugctl),
@@ -788,6 +821,12 @@ impl SimPmu {
             let detail = || format!("the value is wider than the {width}-bit counter");
             reserved(low_bits(width), &detail)?;
             self.fixed[i] = value;
+            return Ok(());
+        }
+        if let Some(i) = offcore::msr_index(address).filter(|&i| model.offcore_rsp_valid[i] != 0) {
+            let detail = || "a bit this model leaves undefined in the offcore response".to_string();
+            reserved(model.offcore_rsp_valid[i], &detail)?;
+            self.offcore_rsp[i] = value;
             return Ok(());
         }
         match address {
@@ -913,7 +952,7 @@ impl SimPmu {
                 }
                 continue;
             }
-            let events = Self::events(&model, work, sel as u8, (sel >> 8) as u8);
+            let events = Self::events(&model, work, sel as u8, (sel >> 8) as u8, self.offcore_rsp);
             let filtered = CycleFilter::from_evtsel(sel).apply(
                 events,
                 work.core_cycles,
@@ -1009,7 +1048,7 @@ impl SimPmu {
             if sel & EVTSEL_INT == 0 || !exact || !self.gp_counts(i, ring) {
                 return None;
             }
-            let events = Self::events(&model, work, sel as u8, (sel >> 8) as u8);
+            let events = Self::events(&model, work, sel as u8, (sel >> 8) as u8, self.offcore_rsp);
             (events > 0).then(|| until(self.gp[i].value, self.gp_width(), events))
         });
         let fixed = (0..7u8).filter_map(|i| {
@@ -1023,8 +1062,15 @@ impl SimPmu {
         gp.chain(fixed).min()
     }
 
-    /// Events of (`event_select`, `umask`) in one execution of `work` (saturating at 2^64 − 1).
-    fn events(model: &PmuModel, work: &Work, event_select: u8, umask: u8) -> u64 {
+    /// Events of (`event_select`, `umask`) in one execution of `work` (saturating at 2^64 − 1),
+    /// with the offcore-response MSRs holding `offcore_rsp`.
+    fn events(
+        model: &PmuModel,
+        work: &Work,
+        event_select: u8,
+        umask: u8,
+        offcore_rsp: [u64; 2],
+    ) -> u64 {
         let arch = ArchEvent::from_encoding(event_select, umask)
             .filter(|&e| model.arch_event_available(e))
             .map_or(0, |e| work.arch(e, model.topdown_slots_per_cycle));
@@ -1032,6 +1078,12 @@ impl SimPmu {
             .iter()
             .filter(|raw| raw.event_select == event_select && raw.umask == umask)
             .fold(arch, |sum, raw| sum.saturating_add(raw.count))
+            .saturating_add(offcore::events(
+                work,
+                offcore_rsp,
+                model.offcore_rsp_valid,
+                (event_select, umask),
+            ))
     }
 
     /// The PMU requests a PMI: freeze (when DEBUGCTL.FREEZE_PERFMON_ON_PMI is set), then signal

@@ -160,7 +160,11 @@ impl Offcore {
     /// The offcore response of an IAP allocation: `None` when the event is not an
     /// offcore-response event of `layout` (then `rsp` must be 0); EINVAL for a value with a bit
     /// the MSR leaves undefined, or a response value for any other event.
-    pub fn new(layout: Option<&OffcoreLayout>, evtsel: PerfEvtSel, rsp: u64) -> Result<Option<Self>, Errno> {
+    pub fn new(
+        layout: Option<&OffcoreLayout>,
+        evtsel: PerfEvtSel,
+        rsp: u64,
+    ) -> Result<Option<Self>, Errno> {
         let Some(msr) = layout.and_then(|l| l.msr_of(evtsel).map(|m| (l, m))) else {
             return if rsp == 0 { Ok(None) } else { Err(Errno::Inval) };
         };
