@@ -15,9 +15,11 @@
 //!    `inst_retired.any_p` on Intel and `ex_ret_instr` on AMD);
 //! 2. the model's tables ([`table`], generated from Intel perfmon and Linux perf's AMD JSON):
 //!    Intel's names (`INST_RETIRED.ANY_P`), Linux perf's AMD names (`ex_ret_instr`,
-//!    `ls_dispatch.ld_dispatch`); a hybrid CPU's core-type table first. Events the driver cannot
-//!    count yet (extra MSRs: offcore response, load latency, frontend; fixed counter 3 and up;
-//!    extended unit masks; PEBS-only; AMD L3/DF/UMC PMUs) are known but refused with the reason;
+//!    `ls_dispatch.ld_dispatch`); a hybrid CPU's core-type table first. Offcore-response events
+//!    carry their MSR_OFFCORE_RSP_0/1 value to the driver; `TOPDOWN.SLOTS` is counted by fixed
+//!    counter 3 where the host has it. Events the driver cannot count (load latency and frontend,
+//!    which take effect only with PEBS; fixed counters above 3; extended unit masks; PEBS-only;
+//!    AMD L3/DF/UMC PMUs) are known but refused with the reason;
 //! 3. FreeBSD's static aliases, for CPUs without a table or whose table lacks the PMU alias's
 //!    target: `instructions`, `unhalted-cycles` (a fixed counter when the host offers IAF, else
 //!    the architectural event), `branches`, `branch-mispredicts`, and `cycles` (the TSC);
@@ -40,11 +42,13 @@
 //! between bits 7:0 and 35:32); they are allocatable on a host that offers K8.
 //!
 //! Qualifiers: `usr`, `os` (neither = both rings), `edge`, `inv`, `cmask=N`, `umask=N` (N in
-//! 0..=255, decimal or `0x` hex). `anythread` is refused, and so are the JSON's extra-MSR keys
-//! `ldlat=`, `frontend=` and `offcore_rsp=` (the driver does not program those MSRs yet). A fixed counter takes only `usr` and
-//! `os`; TSC and software events take none.
+//! 0..=255, decimal or `0x` hex), and on an offcore-response event `offcore_rsp=V` (or `rsp=V`,
+//! the 64-bit MSR_OFFCORE_RSP value; the driver refuses bits the model leaves undefined).
+//! `anythread` is refused, and so are the JSON's PEBS keys `ldlat=` and `frontend=` (their MSRs
+//! take effect only with PEBS, which the driver does not do). A fixed counter takes only `usr`
+//! and `os`; TSC and software events take none.
 //!
-//! A raw encoding is `event=N[,umask=N][,usr][,os][,edge][,inv][,cmask=N]`.
+//! A raw encoding is `event=N[,umask=N][,usr][,os][,edge][,inv][,cmask=N][,offcore_rsp=V]`.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -66,7 +70,7 @@ pub mod table;
 mod tests;
 mod vendor;
 
-use catalog::Programmable;
+use catalog::{Offcore, Programmable};
 use model::{CpuId, ModelTable, Vendor};
 use vendor::AmdCore;
 
@@ -122,12 +126,16 @@ pub enum EventKind {
         /// The IA32_PERFEVTSELx image: event select bits 7:0, umask 15:8, USR 16, OS 17, EDGE
         /// 18, INV 23, CMASK 31:24; never EN (22), INT (20) or ANY (21).
         evtsel: u32,
+        /// The MSR_OFFCORE_RSP_0/1 value of an offcore-response event (`pm_iap_rsp`).
+        offcore_rsp: Option<u64>,
     },
     /// A fixed counter.
     Iaf {
-        /// 0 = INSTR_RETIRED.ANY, 1 = CPU_CLK_UNHALTED.CORE/THREAD, 2 = CPU_CLK_UNHALTED.REF_TSC.
+        /// 0 = INSTR_RETIRED.ANY, 1 = CPU_CLK_UNHALTED.CORE/THREAD, 2 = CPU_CLK_UNHALTED.REF_TSC,
+        /// 3 = TOPDOWN.SLOTS.
         index: u8,
-        /// FreeBSD's static event number (`hwpmc::abi::event::IAF_*`).
+        /// FreeBSD's static event number (`hwpmc::abi::event::IAF_*`); 0 for fixed counter 3,
+        /// which FreeBSD allocates by its PMU encoding (0xA4/0x01, `PMC_F_EV_PMU`).
         event: u32,
         /// Count in user mode (ring 3). Neither `usr` nor `os` given means both.
         usr: bool,
@@ -186,6 +194,9 @@ pub struct HostEvents {
     /// 4 LLC misses, 5 branches, 6 branch misses, 7 topdown slots) unavailable. See
     /// [`arch_events_unavailable_from_cpuid`]; 0 when all are supported.
     pub arch_events_unavailable: u32,
+    /// How many fixed counters the host's IAF class has (its rows), if known; `None`: fixed
+    /// counters 0 to 2, which every CPU with IAF has.
+    pub fixed_counters: Option<u32>,
 }
 
 /// Why an event spec cannot be used on this host.
@@ -252,7 +263,8 @@ fn unavailable_message(spec: &str, class: Class, reason: &str, offered: &[String
 
 /// The accepted qualifiers, for error messages.
 const ACCEPTED_QUALIFIERS: &str = "accepted qualifiers: usr, os, edge, inv, cmask=N, umask=N \
-                                   (N in 0-255, decimal or 0x hex)";
+                                   (N in 0-255, decimal or 0x hex), and offcore_rsp=V on \
+                                   offcore-response events";
 
 /// IA32_PERFEVTSELx bits, as the u32 image [`EventKind::Iap`] carries.
 const USR: u32 = PerfEvtSel::USR as u32;
@@ -306,6 +318,7 @@ struct Qualifiers {
     cmask: Option<u8>,
     umask: Option<u8>,
     event: Option<u8>,
+    offcore_rsp: Option<u64>,
 }
 
 impl Qualifiers {
@@ -347,14 +360,19 @@ impl Qualifiers {
                 },
                 Some((key, value)) => {
                     let key = key.trim().to_ascii_lowercase();
-                    if let Some(msr) = extra_msr_qualifier(&key) {
+                    if let Some(msr) = pebs_msr_qualifier(&key) {
                         return Err(bad_qualifier(
                             spec,
                             format!(
-                                "`{token}` sets {msr}, which the driver does not program yet; \
+                                "`{token}` sets {msr}, which takes effect only with PEBS \
+                                 (precise sampling), which the driver does not support; \
                                  {ACCEPTED_QUALIFIERS}"
                             ),
                         ));
+                    }
+                    if key == "offcore_rsp" || key == "rsp" {
+                        qualifiers.offcore_rsp = Some(parse_u64(spec, &key, value.trim())?);
+                        continue;
                     }
                     let slot = match key.as_str() {
                         "cmask" => &mut qualifiers.cmask,
@@ -383,6 +401,7 @@ impl Qualifiers {
             || self.cmask.is_some()
             || self.umask.is_some()
             || self.event.is_some()
+            || self.offcore_rsp.is_some()
     }
 
     /// (count in user mode, count in kernel mode): both when neither was asked for.
@@ -391,15 +410,29 @@ impl Qualifiers {
     }
 }
 
-/// The MSR a qualifier of the vendors' JSON keys (as Linux perf and FreeBSD's libpmc spell them)
-/// would set: `ldlat=` load latency, `frontend=`, `offcore_rsp=` offcore response.
-fn extra_msr_qualifier(key: &str) -> Option<&'static str> {
+/// The PEBS MSR a qualifier of the vendors' JSON keys (as Linux perf and FreeBSD's libpmc spell
+/// them) would set: `ldlat=` load latency, `frontend=`.
+fn pebs_msr_qualifier(key: &str) -> Option<&'static str> {
     match key {
         "ldlat" => Some("MSR_PEBS_LD_LAT_THRESHOLD (3F6h, load latency)"),
         "frontend" => Some("MSR_PEBS_FRONTEND (3F7h)"),
-        "offcore_rsp" | "rsp" => Some("MSR_OFFCORE_RSP_0/1 (1A6h/1A7h, offcore response)"),
         _ => None,
     }
+}
+
+/// A 64-bit qualifier value (`offcore_rsp=`): decimal or `0x` hex.
+fn parse_u64(spec: &str, key: &str, value: &str) -> Result<u64, EventError> {
+    let lower = value.to_ascii_lowercase();
+    let parsed = match lower.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => lower.parse::<u64>(),
+    };
+    parsed.map_err(|_| {
+        bad_qualifier(
+            spec,
+            format!("{key}={value} is not a 64-bit number (decimal or 0x hex): {key}=0x10001"),
+        )
+    })
 }
 
 /// An 8-bit field value: decimal or `0x` hex.
@@ -719,6 +752,14 @@ impl HostEvents {
                     Target::AnyThread => {
                         Some("counts with AnyThread, which needs privilege".into())
                     }
+                    Target::Programmable(p) if p.offcore == Offcore::Needed => Some(
+                        "the generic offcore-response event: give its request/response value \
+                         with offcore_rsp=V"
+                            .into(),
+                    ),
+                    Target::Fixed(index) if self.offers(Class::Iaf) => {
+                        Some(format!("fixed counter {index}, which this host's PMU does not have"))
+                    }
                     _ => None,
                 };
                 unavailable.push(UnavailableEvent {
@@ -785,14 +826,22 @@ impl HostEvents {
                 (fixed.is_some() && self.offers(Class::Iaf))
                     || self.programmable_supported(programmable)
             }
-            Target::Fixed(_) => self.offers(Class::Iaf),
-            Target::Programmable(programmable) => self.programmable_supported(programmable),
+            Target::Fixed(index) => self.offers(Class::Iaf) && self.has_fixed(*index),
+            // The generic offcore-response event resolves only with `offcore_rsp=`.
+            Target::Programmable(programmable) => {
+                self.programmable_supported(programmable) && programmable.offcore != Offcore::Needed
+            }
             Target::AnyThread | Target::Refused { .. } => false,
             Target::Amd(_) => self.offers(Class::K8),
             Target::Tsc => self.offers(Class::Tsc),
             Target::HostSoft => true,
             Target::Soft { stand_in } => stand_in.and_then(|name| self.host_soft(name)).is_some(),
         }
+    }
+
+    /// Whether the host's IAF class has fixed counter `index`.
+    fn has_fixed(&self, index: u8) -> bool {
+        u32::from(index) < self.fixed_counters.unwrap_or(3)
     }
 
     /// Whether the host offers IAP and the CPU supports the encoding.
@@ -846,6 +895,8 @@ impl HostEvents {
             edge: false,
             arch_bit: None,
             rate: DEFAULT_SAMPLE_RATE,
+            // The driver checks that the event reads an offcore-response MSR of the CPU.
+            offcore: qualifiers.offcore_rsp.map_or(Offcore::No, Offcore::Value),
         };
         let name = format!("event={event:#x},umask={umask:#x}");
         self.programmable_event(spec, name, &programmable, &qualifiers)
@@ -932,10 +983,20 @@ impl HostEvents {
         if !self.offers(Class::Iaf) {
             return Err(self.unavailable(spec, Class::Iaf, None));
         }
+        if !self.has_fixed(index) {
+            let reason = format!(
+                "{name} is counted by fixed counter {index}, which this host's PMU does not have \
+                 (it has {} fixed counters; fixed counter 3 comes with perfmon v5, and a hybrid \
+                 CPU offers only the counters every core type has)",
+                self.fixed_counters.unwrap_or(3)
+            );
+            return Err(self.unavailable(spec, Class::Iaf, Some(reason)));
+        }
         if qualifiers.edge
             || qualifiers.inv
             || qualifiers.cmask.is_some()
             || qualifiers.umask.is_some()
+            || qualifiers.offcore_rsp.is_some()
         {
             return Err(bad_qualifier(
                 spec,
@@ -949,7 +1010,8 @@ impl HostEvents {
         let event = match index {
             0 => abi_event::IAF_INSTR_RETIRED_ANY,
             1 => abi_event::IAF_CPU_CLK_UNHALTED_CORE,
-            _ => abi_event::IAF_CPU_CLK_UNHALTED_REF,
+            2 => abi_event::IAF_CPU_CLK_UNHALTED_REF,
+            _ => 0,
         };
         let (usr, os) = qualifiers.rings();
         Ok(Event {
@@ -1012,6 +1074,31 @@ impl HostEvents {
             );
             return Err(self.unavailable(spec, Class::Iap, Some(reason)));
         }
+        let offcore_rsp = match (programmable.offcore, qualifiers.offcore_rsp) {
+            (Offcore::No, None) => None,
+            (Offcore::Value(value), None) => Some(value),
+            (Offcore::Value(_) | Offcore::Needed, Some(value)) => Some(value),
+            (Offcore::No, Some(_)) => {
+                return Err(bad_qualifier(
+                    spec,
+                    format!(
+                        "{name} is not an offcore-response event: offcore_rsp= sets \
+                         MSR_OFFCORE_RSP_0/1 (1A6h/1A7h) for the OFFCORE_RESPONSE events only"
+                    ),
+                ));
+            }
+            (Offcore::Needed, None) => {
+                return Err(bad_qualifier(
+                    spec,
+                    format!(
+                        "{name} is the generic offcore-response event: give its \
+                         MSR_OFFCORE_RSP_0/1 (1A6h/1A7h) request/response value with \
+                         offcore_rsp=V (e.g. {name},offcore_rsp=0x10001), or use one of the \
+                         model's OFFCORE_RESPONSE.* events"
+                    ),
+                ));
+            }
+        };
         let umask = qualifiers.umask.unwrap_or(programmable.umask);
         let cmask = qualifiers.cmask.unwrap_or(programmable.cmask);
         let (usr, os) = qualifiers.rings();
@@ -1033,7 +1120,7 @@ impl HostEvents {
             name,
             spec: spec.to_string(),
             class: Class::Iap,
-            kind: EventKind::Iap { evtsel },
+            kind: EventKind::Iap { evtsel, offcore_rsp },
             default_rate: programmable.rate,
         })
     }

@@ -27,7 +27,7 @@ fn machine(cpuid: &str) -> HostEvents {
 /// The IA32_PERFEVTSELx image `spec` programs on `cpuid`.
 fn evtsel(cpuid: &str, spec: &str) -> u32 {
     match machine(cpuid).lookup(spec).map(|e| e.kind) {
-        Ok(EventKind::Iap { evtsel }) => evtsel,
+        Ok(EventKind::Iap { evtsel, .. }) => evtsel,
         other => panic!("{cpuid} {spec}: expected IAP, got {other:?}"),
     }
 }
@@ -134,7 +134,7 @@ fn hybrid_parts_have_one_table_per_core_type_chosen_by_cpuid_1a() {
     let atom = HostEvents { core_type: Some(0x20), ..machine("GenuineIntel-6-97-2") };
     assert_eq!(
         atom.lookup("LD_HEAD.ANY_AT_RET").map(|e| e.kind),
-        Ok(EventKind::Iap { evtsel: 0x05 | 0xff << 8 | USR_OS })
+        Ok(EventKind::Iap { evtsel: 0x05 | 0xff << 8 | USR_OS, offcore_rsp: None })
     );
     // TOPDOWN.SLOTS is only the P-core's, on fixed counter 3.
     assert!(refusal("GenuineIntel-6-97-2", "TOPDOWN.SLOTS").contains("fixed counter 3"));
@@ -307,19 +307,122 @@ fn pmc_cpuid_strings_parse_as_freebsd_writes_them() {
 }
 
 #[test]
-fn extra_msr_qualifiers_are_refused_with_the_msr_they_need() {
+fn pebs_msr_qualifiers_are_refused_with_the_msr_they_need() {
     for (spec, msr) in [
         ("MEM_TRANS_RETIRED.LOAD_LATENCY_GT_4,ldlat=8", "3F6h"),
         ("FRONTEND_RETIRED.DSB_MISS,frontend=0x11", "3F7h"),
-        ("OFFCORE_RESPONSE,offcore_rsp=0x10001", "1A6h"),
     ] {
         match machine("GenuineIntel-6-5E-3").lookup(spec) {
             Err(EventError::BadQualifier { detail, .. }) => {
-                assert!(detail.contains(msr) && detail.contains("driver"), "{spec}: {detail}")
+                assert!(
+                    detail.contains(msr) && detail.contains("only with PEBS"),
+                    "{spec}: {detail}"
+                )
             }
             other => panic!("{spec}: {other:?}"),
         }
     }
+}
+
+/// The (IA32_PERFEVTSELx, MSR_OFFCORE_RSP value) `spec` programs on `host`.
+fn offcore(host: &HostEvents, spec: &str) -> (u32, Option<u64>) {
+    match host.lookup(spec).map(|e| e.kind) {
+        Ok(EventKind::Iap { evtsel, offcore_rsp }) => (evtsel, offcore_rsp),
+        other => panic!("{spec}: expected IAP, got {other:?}"),
+    }
+}
+
+#[test]
+fn offcore_events_encode_with_the_jsons_msr_values() {
+    // Written by hand from the models' JSON files (EventCode, UMask, MSRValue).
+    let skylake = machine("GenuineIntel-6-5E-3");
+    assert_eq!(
+        offcore(&skylake, "OFFCORE_RESPONSE.DEMAND_RFO.L3_MISS.ANY_SNOOP"),
+        (0xB7 | 0x01 << 8 | USR_OS, Some(0x3F_FC40_0002))
+    );
+    // Sapphire Rapids: OCR events are 0x2A (or 0x2B), umask 0x01.
+    let spr = machine("GenuineIntel-6-8F-8");
+    assert_eq!(
+        offcore(&spr, "OCR.DEMAND_RFO.L3_MISS"),
+        (0x2A | 0x01 << 8 | USR_OS, Some(0x3F_3FC0_0002))
+    );
+    assert_eq!(offcore(&spr, "OCR.DEMAND_DATA_RD.ANY_RESPONSE"), (0x012A | USR_OS, Some(0x10001)));
+    // Alder Lake's E-core: 0xB7, umask 0x01 (or 0x02 for MSR_OFFCORE_RSP_1).
+    let gracemont = HostEvents { core_type: Some(0x20), ..machine("GenuineIntel-6-97-2") };
+    assert_eq!(
+        offcore(&gracemont, "OCR.DEMAND_DATA_RD.ANY_RESPONSE"),
+        (0x01B7 | USR_OS, Some(0x10001))
+    );
+    // Other events read no response MSR.
+    assert_eq!(offcore(&spr, "INST_RETIRED.ANY_P"), (0xC0 | USR_OS, None));
+}
+
+#[test]
+fn topdown_slots_is_fixed_counter_3_where_the_host_has_it() {
+    for cpuid in ["GenuineIntel-6-7E-5", "GenuineIntel-6-8F-8"] {
+        let with_four = HostEvents { fixed_counters: Some(4), ..machine(cpuid) };
+        let event = with_four.lookup("TOPDOWN.SLOTS").unwrap();
+        assert_eq!(event.class, Class::Iaf, "{cpuid}");
+        assert!(matches!(event.kind, EventKind::Iaf { index: 3, event: 0, .. }), "{cpuid}");
+        assert!(with_four.list().contains(&(Class::Iaf, "TOPDOWN.SLOTS".to_string())));
+        // A PMU with fixed counters 0-2 only (perfmon v4, or a hybrid part's common PMU).
+        let with_three = HostEvents { fixed_counters: Some(3), ..machine(cpuid) };
+        match with_three.lookup("TOPDOWN.SLOTS") {
+            Err(EventError::Unavailable { reason, class, .. }) => {
+                assert_eq!(class, Class::Iaf);
+                assert!(reason.contains("fixed counter 3") && reason.contains("does not have"));
+            }
+            other => panic!("{cpuid}: {other:?}"),
+        }
+        assert!(!with_three.list().contains(&(Class::Iaf, "TOPDOWN.SLOTS".to_string())));
+    }
+}
+
+#[test]
+fn every_offcore_value_in_the_tables_is_one_the_driver_accepts() {
+    use hwpmc::arch::x86::cpuid::CpuSignature;
+    use hwpmc::arch::x86::intel::offcore::OffcoreLayout;
+    let mut checked = 0;
+    for model in 0..=0xFFu32 {
+        let Ok(cpu) = CpuId::parse(&format!("GenuineIntel-6-{model:02X}-0")) else { continue };
+        let signature = CpuSignature { vendor: *b"GenuineIntel", family: 6, model, stepping: 0 };
+        for table in cpu.tables() {
+            let core_type = table.hybrid.map_or(0, |h| u32::from(h.core_type));
+            for event in table.table.events() {
+                let Some(msr) = event.extra_msr.filter(|m| m.index == 0x1A6 || m.index == 0x1A7)
+                else {
+                    continue;
+                };
+                let name = (table.table.name(), event.name);
+                let layout = OffcoreLayout::of(&signature, core_type)
+                    .unwrap_or_else(|| panic!("{model:#x} {name:?}: no offcore layout"));
+                let first = usize::from(msr.index == 0x1A7);
+                let msrs = first..first + usize::from(msr.count.max(1));
+                for i in msrs {
+                    let valid = layout.valid[i];
+                    assert_eq!(msr.value & !valid, 0, "{model:#x} {name:?} MSR {i}: {valid:#x}");
+                }
+                assert_eq!(
+                    layout.events[first],
+                    (event_code(event, first), event_umask(event, first))
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 5_000, "{checked} offcore events checked");
+}
+
+/// The event select of `event` for offcore MSR `i` (its second code or umask for RSP_1).
+fn event_code(event: &pmc::events::table::VendorEvent, i: usize) -> u8 {
+    let code = if i == 1 { event.second_code.unwrap_or(event.code) } else { event.code };
+    code as u8
+}
+
+/// The unit mask of `event` for offcore MSR `i`.
+fn event_umask(event: &pmc::events::table::VendorEvent, i: usize) -> u8 {
+    let umask = if i == 1 { event.second_umask.unwrap_or(event.umask) } else { event.umask };
+    umask as u8
 }
 
 /// `"0,1,2,3"` as a counter mask.

@@ -116,15 +116,17 @@ impl OffcoreLayout {
             0x5C | 0x5F | 0x7A => OffcoreLayout::atom(0x76_0005_FFBF, 0x36_0005_FFBF),
             // Tremont.
             0x86 | 0x96 | 0x9C => OffcoreLayout::atom(0x800F_F0FF_FFFF_9FFF, 0xF_F0FF_FFFF_9FFF),
+            // Knights Landing, Knights Mill.
+            0x57 | 0x85 => OffcoreLayout::atom(0x79_9FFB_BFFF, 0x39_9FFB_FFFF),
             // Gracemont, Crestmont and later E-core-only parts.
             0xBE | 0xAF | 0xB6 | 0xDD => crestmont,
             // Hybrid parts: the core type decides.
-            0x97 | 0x9A | 0xB7 | 0xBA | 0xBF | 0xAA | 0xAC => match core_type {
+            0x97 | 0x9A | 0xB7 | 0xBA | 0xBF | 0xAA | 0xAC | 0xB5 => match core_type {
                 CORE_TYPE_CORE => glc,
                 CORE_TYPE_ATOM => crestmont,
                 _ => return None,
             },
-            0xC5 | 0xC6 | 0xBD | 0xCC => match core_type {
+            0xC5 | 0xC6 | 0xBD | 0xCC | 0xD5 | 0xE5 => match core_type {
                 CORE_TYPE_CORE => lion_cove,
                 CORE_TYPE_ATOM => crestmont,
                 _ => return None,
