@@ -1126,6 +1126,33 @@ impl HostEvents {
     }
 }
 
+impl Event {
+    /// Why the driver may have refused this event with `errno` (this system's numbering), where
+    /// there is more to say than the errno: an offcore-response value.
+    pub fn refusal_hint(&self, errno: i32) -> Option<String> {
+        let EventKind::Iap { evtsel, offcore_rsp: Some(value) } = self.kind else { return None };
+        match errno {
+            libc::EBUSY => Some(
+                "another PMC that may run on the same CPU holds this event's offcore-response \
+                 MSR (MSR_OFFCORE_RSP_0/1, 1A6h/1A7h) with another value: each of the two MSRs \
+                 holds one value per CPU; count a second value through the other MSR (on Core \
+                 models event 0xBB instead of 0xB7: event=0xbb,umask=0x01,offcore_rsp=V)"
+                    .to_string(),
+            ),
+            libc::EINVAL => Some(format!(
+                "the driver refused offcore_rsp={value:#x} with event {:#04x}, umask {:#04x}: \
+                 the value sets bits this CPU's offcore-response MSR leaves undefined, the event \
+                 reads no offcore-response MSR on this CPU, or the driver does not know this \
+                 model's offcore-response MSRs (nor those of a hybrid CPU, whose core types \
+                 differ)",
+                evtsel & 0xFF,
+                evtsel >> 8 & 0xFF
+            )),
+            _ => None,
+        }
+    }
+}
+
 /// What a class counts, for error messages.
 const fn class_purpose(class: Class) -> &'static str {
     match class {

@@ -12,7 +12,7 @@
 //! one warning that its symbols are unavailable.
 
 use hwpmc_tests::{
-    Host, allocations, arg, parse_callgraph, parse_folded, pmcstat, samples_per_pmc,
+    Host, allocations, arg, parse_callgraph, parse_folded, pmcstat, pmcstat_env, samples_per_pmc,
 };
 
 /// The simulated program's path, as the simulated kernel reports it.
@@ -100,6 +100,67 @@ fn counting_cycles_and_ring_qualifiers_is_exact() {
             ("INST_RETIRED.ANY_P,os", 0),
         ])
     );
+}
+
+#[test]
+fn counting_offcore_response_events_is_exact() {
+    // Every block of hot-cold makes 40 offcore demand data reads (selected by response value
+    // 0x10001) and 8 demand RFOs (0x10002): the JSON's event on MSR_OFFCORE_RSP_0, a raw
+    // encoding on MSR_OFFCORE_RSP_1 (0xBB) with its own value.
+    let run = pmcstat(
+        Host::Sim,
+        &[
+            "-p",
+            "OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE",
+            "-p",
+            "event=0xbb,umask=0x01,offcore_rsp=0x10002",
+            "hot-cold",
+        ],
+    );
+    run.assert_status(0);
+    assert_eq!(
+        run.stderr,
+        counting_output(&[
+            ("OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE", 40_000),
+            ("event=0xbb,umask=0x01,offcore_rsp=0x10002", 8_000),
+        ])
+    );
+}
+
+#[test]
+fn two_response_values_for_one_offcore_msr_are_ebusy() {
+    let run = pmcstat(
+        Host::Sim,
+        &[
+            "-p",
+            "OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE",
+            "-p",
+            "OFFCORE_RESPONSE,offcore_rsp=0x10002",
+            "hot-cold",
+        ],
+    );
+    assert_ne!(run.status, 0, "{}", run.describe());
+    assert!(run.stderr.contains("EBUSY"), "{}", run.stderr);
+    assert!(run.stderr.contains("event=0xbb,umask=0x01,offcore_rsp=V"), "{}", run.stderr);
+}
+
+#[test]
+fn topdown_slots_counts_on_fixed_counter_3_of_the_simulated_ice_lake() {
+    // Ice Lake: 5 slots per unhalted core cycle, 12 500 cycles per block, 1 000 blocks.
+    let run = pmcstat_env(
+        Host::Sim,
+        &[("PMC_SIM_MODEL", "icelake")],
+        &["-p", "TOPDOWN.SLOTS", "-p", "cpu_clk_unhalted.thread", "hot-cold"],
+    );
+    run.assert_status(0);
+    assert_eq!(
+        run.stderr,
+        counting_output(&[("TOPDOWN.SLOTS", 62_500_000), ("cpu_clk_unhalted.thread", 12_500_000)])
+    );
+    let encoding =
+        pmcstat_env(Host::Sim, &[("PMC_SIM_MODEL", "icelake")], &["-u", "TOPDOWN.SLOTS"]);
+    encoding.assert_status(0);
+    assert!(encoding.stdout.contains("fixed counter 3 (TOPDOWN.SLOTS)"), "{}", encoding.stdout);
 }
 
 #[test]

@@ -35,8 +35,13 @@ use crate::error::{Error, Result};
 /// Work of one block of the built-in programs: 10 000 instructions.
 pub const BLOCK_INSTRUCTIONS: u64 = 10_000;
 
+/// The offcore requests of one block, by the MSR_OFFCORE_RSP value that selects them (see
+/// `hwpmc_sim::offcore`): 40 demand data reads (0x10001, any response) and 8 demand RFOs
+/// (0x10002).
+pub const BLOCK_OFFCORE: [(u64, u64); 2] = [(0x1_0001, 40), (0x1_0002, 8)];
+
 fn block() -> Work {
-    Work {
+    let work = Work {
         instructions: BLOCK_INSTRUCTIONS,
         core_cycles: 12_500,
         ref_cycles: 10_000,
@@ -45,7 +50,8 @@ fn block() -> Work {
         llc_references: 50,
         llc_misses: 5,
         ..Work::default()
-    }
+    };
+    BLOCK_OFFCORE.iter().fold(work, |work, &(response, count)| work.with_offcore(response, count))
 }
 
 /// The built-in programs: (name, description).

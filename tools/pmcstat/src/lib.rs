@@ -157,8 +157,8 @@ fn describe_event(spec: &str) -> Result<i32, Failure> {
 /// and Atom's 0xB7 with umask 0x02; RSP_0 otherwise.
 fn offcore_msr_text(evtsel: u32) -> &'static str {
     match (evtsel & 0xFF, evtsel >> 8 & 0xFF) {
-        (0xBB | 0x2B, _) | (0xB7, 0x02) => "MSR_OFFCORE_RSP_1 (1A7h)",
-        _ => "MSR_OFFCORE_RSP_0 (1A6h)",
+        (0xBB | 0x2B, _) | (0xB7, 0x02) => "MSR_OFFCORE_RSP_1, 1A7h",
+        _ => "MSR_OFFCORE_RSP_0, 1A6h",
     }
 }
 
@@ -254,7 +254,7 @@ pub fn describe_event_text(event: &pmc::events::Event) -> String {
             lines.push(("PERFEVTSEL", format!("{evtsel:#010x}")));
             if let Some(value) = offcore_rsp {
                 let msr = offcore_msr_text(*evtsel);
-                lines.push(("offcore response", format!("{msr} = {value:#x}")));
+                lines.push(("offcore_rsp", format!("{value:#x} ({msr})")));
             }
         }
         EventKind::Iaf { index, event: code, usr, os } => {
