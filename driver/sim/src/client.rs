@@ -50,6 +50,9 @@ pub struct AllocateRequest {
     pub iap_config: u32,
     /// `pm_md.pm_iap.pm_iap_rsp` (the offcore-response value).
     pub iap_rsp: u64,
+    /// Bits 63:32 of the IA32_PERFEVTSELx image, in the padding after `pm_iap_config` (see
+    /// [`hwpmc::abi::PmcMdOpPmcAllocate::iap_config64`]).
+    pub iap_config_high: u32,
 }
 
 impl AllocateRequest {
@@ -66,6 +69,7 @@ impl AllocateRequest {
             count: 0,
             iap_config: config,
             iap_rsp: 0,
+            iap_config_high: 0,
         }
     }
 
@@ -92,6 +96,7 @@ impl AllocateRequest {
             count: 0,
             iap_config: 0,
             iap_rsp: 0,
+            iap_config_high: 0,
         }
     }
 
@@ -125,6 +130,12 @@ impl AllocateRequest {
         self
     }
 
+    /// The same request with UMASK2 (IA32_PERFEVTSELx bits 47:40) set to `umask2`.
+    pub fn with_umask2(mut self, umask2: u8) -> Self {
+        self.iap_config_high = u32::from(umask2) << 8;
+        self
+    }
+
     /// The same request with `pm_count`.
     pub fn with_count(mut self, count: u64) -> Self {
         self.count = count;
@@ -141,7 +152,8 @@ impl AllocateRequest {
         op.pm_flags = self.flags;
         op.pm_mode = self.mode;
         op.pm_count = self.count;
-        op.pm_md.set_iap_config(self.iap_config);
+        op.pm_md
+            .set_iap_config64(u64::from(self.iap_config_high) << 32 | u64::from(self.iap_config));
         op.pm_md.set_iap_rsp(self.iap_rsp);
         op
     }

@@ -146,6 +146,9 @@ pub struct PmuModel {
     /// The defined bits of MSR_OFFCORE_RSP_0 and MSR_OFFCORE_RSP_1 (SDM Vol. 4 for the model);
     /// 0: the MSR does not exist (see [`crate::offcore`]).
     pub offcore_rsp_valid: [u64; 2],
+    /// IA32_PERFEVTSELx has UMASK2, bits 47:40, reported by CPUID leaf 23H sub-leaf 0 EBX\[0\]
+    /// (needs [`PmuModel::max_basic_leaf`] ≥ 0x23).
+    pub umask2: bool,
 }
 
 impl Default for PmuModel {
@@ -183,6 +186,7 @@ impl PmuModel {
             topdown_slots_per_cycle: 4,
             hypervisor: false,
             offcore_rsp_valid: [0x3F_FFFF_8FFF; 2],
+            umask2: false,
         }
     }
 
@@ -263,6 +267,24 @@ impl PmuModel {
         }
     }
 
+    /// The P-core (Lion Cove) of Arrow Lake (family 6 model 0xC6) as a CPU of its own: perfmon
+    /// v6 (driven as v5), 8 GP counters (the core has 10; the counters past 8 have MSR addresses
+    /// this simulator does not model) and fixed counters 0 to 3 of 48 bits, UMASK2 (CPUID leaf
+    /// 23H), 8 slots per cycle. CPUID leaf 1AH is not modelled, so the driver sees no core type
+    /// and knows no offcore-response MSRs for it (they are absent here too).
+    pub const fn arrowlake_p() -> Self {
+        PmuModel {
+            model: 0xC6,
+            stepping: 2,
+            max_basic_leaf: 0x23,
+            version: 6,
+            topdown_slots_per_cycle: 8,
+            offcore_rsp_valid: [0; 2],
+            umask2: true,
+            ..PmuModel::icelake()
+        }
+    }
+
     /// A hypothetical perfmon v5 CPU whose fixed counters are not contiguous: EDX\[4:0\] = 2 and
     /// ECX = 0b1011, so fixed counters 0, 1 and 3 exist and fixed counter 2 does not. Otherwise
     /// [`PmuModel::icelake`].
@@ -301,6 +323,7 @@ impl PmuModel {
             topdown_slots_per_cycle: 4,
             hypervisor: true,
             offcore_rsp_valid: [0; 2],
+            umask2: false,
         }
     }
 
@@ -450,8 +473,9 @@ impl PmuModel {
 }
 
 /// The CPUID instruction of one simulated CPU: answers leaves 0 (maximum basic leaf and vendor),
-/// 1 (signature, initial APIC ID, PDCM, x2APIC and hypervisor bits) and 0xA (architectural
-/// performance monitoring) from a [`PmuModel`], and all zero for every other leaf.
+/// 1 (signature, initial APIC ID, PDCM, x2APIC and hypervisor bits), 0xA (architectural
+/// performance monitoring) and 0x23 sub-leaf 0 (UMASK2) from a [`PmuModel`], and all zero for
+/// every other leaf.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CpuidModel {
     model: PmuModel,
@@ -476,7 +500,6 @@ impl CpuidModel {
 
     /// CPUID leaf `leaf`, subleaf `subleaf` (no modelled leaf has subleaves).
     pub const fn query(&self, leaf: u32, subleaf: u32) -> CpuIdResult {
-        let _ = subleaf;
         let m = &self.model;
         let zero = CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 };
         match leaf {
@@ -499,6 +522,10 @@ impl CpuidModel {
                 CpuIdResult { eax: m.signature(), ebx, ecx, edx }
             }
             0xA => m.leaf_0a(),
+            // Sub-leaf 0: EAX bit 0 says sub-leaf 0's EBX is valid; EBX bit 0 UMASK2.
+            0x23 if m.max_basic_leaf >= 0x23 && subleaf == 0 => {
+                CpuIdResult { eax: 1, ebx: m.umask2 as u32, ecx: 0, edx: 0 }
+            }
             _ => zero,
         }
     }
@@ -524,6 +551,7 @@ mod tests {
             PmuModel::icelake(),
             PmuModel::v5_sparse_fixed(),
             PmuModel::future_version(6),
+            PmuModel::arrowlake_p(),
             PmuModel::no_pmu_vm(),
         ] {
             assert_eq!(model.validate(), Ok(()), "{model:?}");

@@ -19,8 +19,8 @@
 //!   LVT performance-monitoring entry (MSR 0x834). The global MSRs and fixed counters exist from v2.
 //!   MSR_OFFCORE_RSP_0/1 exist where the model defines them ([`crate::offcore`]).
 //! * **#GP.** Every access the SDM says faults returns a [`Fault`]: unknown MSRs (including MSRs of
-//!   counters or versions the model lacks), reserved bits (PERFEVTSEL bits 63:32, AnyThread where
-//!   unsupported, FIXED_CTR_CTRL nibbles of missing counters, GLOBAL_CTRL bits of missing counters,
+//!   counters or versions the model lacks), reserved bits (PERFEVTSEL bits 63:32 but UMASK2
+//!   47:40 where the model has it, AnyThread where unsupported, FIXED_CTR_CTRL nibbles of missing counters, GLOBAL_CTRL bits of missing counters,
 //!   OVF_CTRL bits the version does not define, counter values wider than the counter through a
 //!   full-width MSR), writes to read-only MSRs, and RDPMC of a counter that does not exist.
 //! * **Counting.** [`SimPmu::retire_repeated`] retires a basic block `repeat` times in O(1): the GP
@@ -62,6 +62,8 @@ pub mod bits {
     pub const EVTSEL_EN: u64 = 1 << 22;
     /// IA32_PERFEVTSELx: INV, invert the CMASK comparison.
     pub const EVTSEL_INV: u64 = 1 << 23;
+    /// IA32_PERFEVTSELx: UMASK2, the second unit mask (bits 47:40; CPUID leaf 23H).
+    pub const EVTSEL_UMASK2: u64 = 0xFF << 40;
     /// IA32_FIXED_CTR_CTRL nibble: count at CPL 0.
     pub const FIXED_OS: u64 = 0x1;
     /// IA32_FIXED_CTR_CTRL nibble: count at CPL > 0.
@@ -129,6 +131,8 @@ pub struct RawCount {
     pub event_select: u8,
     /// Unit mask (bits 15:8).
     pub umask: u8,
+    /// Second unit mask (bits 47:40, on models with UMASK2; 0 otherwise).
+    pub umask2: u8,
     /// Occurrences per execution of the block.
     pub count: u64,
 }
@@ -161,8 +165,13 @@ pub struct Work {
 
 impl Work {
     /// The block plus `count` occurrences of raw event (`event_select`, `umask`).
-    pub fn with_raw(mut self, event_select: u8, umask: u8, count: u64) -> Self {
-        self.raw.push(RawCount { event_select, umask, count });
+    pub fn with_raw(self, event_select: u8, umask: u8, count: u64) -> Self {
+        self.with_raw_umask2(event_select, umask, 0, count)
+    }
+
+    /// The block plus `count` occurrences of raw event (`event_select`, `umask`, `umask2`).
+    pub fn with_raw_umask2(mut self, event_select: u8, umask: u8, umask2: u8, count: u64) -> Self {
+        self.raw.push(RawCount { event_select, umask, umask2, count });
         self
     }
 
@@ -193,7 +202,7 @@ impl Work {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EventTotals {
     arch: [u128; 8],
-    raw: BTreeMap<(u8, u8), u128>,
+    raw: BTreeMap<(u8, u8, u8), u128>,
     offcore: BTreeMap<u64, u128>,
     blocks: u128,
 }
@@ -205,7 +214,11 @@ impl EventTotals {
     }
     /// Total occurrences of raw event (`event_select`, `umask`) passed in [`Work::raw`].
     pub fn raw(&self, event_select: u8, umask: u8) -> u128 {
-        self.raw.get(&(event_select, umask)).copied().unwrap_or(0)
+        self.raw_umask2(event_select, umask, 0)
+    }
+    /// Total occurrences of raw event (`event_select`, `umask`, `umask2`).
+    pub fn raw_umask2(&self, event_select: u8, umask: u8, umask2: u8) -> u128 {
+        self.raw.get(&(event_select, umask, umask2)).copied().unwrap_or(0)
     }
     /// Total offcore requests selected by the response value `response` ([`Work::offcore`]).
     pub fn offcore(&self, response: u64) -> u128 {
@@ -223,7 +236,7 @@ impl EventTotals {
                 u128::from(work.arch(event, slots_per_cycle)) * repeat;
         }
         for raw in &work.raw {
-            *self.raw.entry((raw.event_select, raw.umask)).or_default() +=
+            *self.raw.entry((raw.event_select, raw.umask, raw.umask2)).or_default() +=
                 u128::from(raw.count) * repeat;
         }
         for request in &work.offcore {
@@ -671,10 +684,12 @@ impl SimPmu {
         self.status_reset_valid() & !STATUS_COND_CHGD
     }
 
-    /// The bits IA32_PERFEVTSELx accepts: 31:0, without AnyThread unless it is supported.
+    /// The bits IA32_PERFEVTSELx accepts: 31:0, without AnyThread unless it is supported, and
+    /// UMASK2 (47:40) where the model has it.
     pub fn evtsel_valid(&self) -> u64 {
         let any = if self.model().anythread_supported() { 0 } else { EVTSEL_ANY };
-        0xFFFF_FFFF & !any
+        let umask2 = if self.model().umask2 { EVTSEL_UMASK2 } else { 0 };
+        0xFFFF_FFFF & !any | umask2
     }
 
     /// The bits IA32_FIXED_CTR_CTRL accepts: OS, USR, PMI (and AnyThread where supported) in the
@@ -808,6 +823,8 @@ impl SimPmu {
             let detail = || {
                 if value & EVTSEL_ANY != 0 && !model.anythread_supported() {
                     format!("AnyThread (bit 21) is not supported: {}", self.anythread_reason())
+                } else if model.umask2 {
+                    "bits 63:48 and 39:32 are reserved".into()
                 } else {
                     "bits 63:32 are reserved".into()
                 }
@@ -952,7 +969,7 @@ impl SimPmu {
                 }
                 continue;
             }
-            let events = Self::events(&model, work, sel as u8, (sel >> 8) as u8, self.offcore_rsp);
+            let events = Self::events(&model, work, sel, self.offcore_rsp);
             let filtered = CycleFilter::from_evtsel(sel).apply(
                 events,
                 work.core_cycles,
@@ -1048,7 +1065,7 @@ impl SimPmu {
             if sel & EVTSEL_INT == 0 || !exact || !self.gp_counts(i, ring) {
                 return None;
             }
-            let events = Self::events(&model, work, sel as u8, (sel >> 8) as u8, self.offcore_rsp);
+            let events = Self::events(&model, work, sel, self.offcore_rsp);
             (events > 0).then(|| until(self.gp[i].value, self.gp_width(), events))
         });
         let fixed = (0..7u8).filter_map(|i| {
@@ -1062,21 +1079,26 @@ impl SimPmu {
         gp.chain(fixed).min()
     }
 
-    /// Events of (`event_select`, `umask`) in one execution of `work` (saturating at 2^64 − 1),
-    /// with the offcore-response MSRs holding `offcore_rsp`.
-    fn events(
-        model: &PmuModel,
-        work: &Work,
-        event_select: u8,
-        umask: u8,
-        offcore_rsp: [u64; 2],
-    ) -> u64 {
+    /// Events of event select `sel`'s (event select, unit mask, UMASK2) in one execution of
+    /// `work` (saturating at 2^64 − 1), with the offcore-response MSRs holding `offcore_rsp`.
+    /// Architectural and offcore-response events have UMASK2 0.
+    fn events(model: &PmuModel, work: &Work, sel: u64, offcore_rsp: [u64; 2]) -> u64 {
+        let (event_select, umask, umask2) = (sel as u8, (sel >> 8) as u8, (sel >> 40) as u8);
+        if umask2 != 0 {
+            return work
+                .raw
+                .iter()
+                .filter(|raw| {
+                    (raw.event_select, raw.umask, raw.umask2) == (event_select, umask, umask2)
+                })
+                .fold(0, |sum, raw| sum.saturating_add(raw.count));
+        }
         let arch = ArchEvent::from_encoding(event_select, umask)
             .filter(|&e| model.arch_event_available(e))
             .map_or(0, |e| work.arch(e, model.topdown_slots_per_cycle));
         work.raw
             .iter()
-            .filter(|raw| raw.event_select == event_select && raw.umask == umask)
+            .filter(|raw| (raw.event_select, raw.umask, raw.umask2) == (event_select, umask, 0))
             .fold(arch, |sum, raw| sum.saturating_add(raw.count))
             .saturating_add(offcore::events(
                 work,

@@ -164,6 +164,7 @@ fn discovery_describes_every_preset() {
             any_thread: true,
             freeze: FreezeMode::Streamlined,
             offcore: core_offcore(0x3F_FFFF_8FFF, 0x3F_FFFF_8FFF),
+            umask2: false,
         };
         let v5 = IntelPmu {
             reported_version: 5,
@@ -439,6 +440,35 @@ fn unknown_msrs_fault() {
         assert_eq!(rd_fault(&pmu, msr), FaultKind::UnknownMsr, "{msr:#x}");
         assert_eq!(wr_fault(&mut pmu, msr, 0), FaultKind::UnknownMsr, "{msr:#x}");
     }
+}
+
+#[test]
+fn umask2_is_discovered_from_cpuid_leaf_23h_and_counted() {
+    let model = PmuModel::arrowlake_p();
+    let hw = SimHardware::new(model, 1);
+    let cpuid = hw.cpuid();
+    assert_eq!(cpuid.cpuid2(0x23, 0).ebx & 1, 1, "leaf 23H sub-leaf 0 EBX[0]");
+    let found = IntelPmu::discover(&cpuid, &hw).unwrap();
+    assert!(found.umask2 && found.fixed_mask == 0xF && found.reported_version == 6);
+    assert_eq!(found.evtsel_valid() & 0xFF << 40, 0xFF << 40);
+    let skylake = SimHardware::new(PmuModel::skylake(), 1);
+    assert!(!IntelPmu::discover(&skylake.cpuid(), &skylake).unwrap().umask2);
+    // Bits 47:40 are the second unit mask; 63:48 and 39:32 stay reserved.
+    let mut pmu = SimPmu::new(model);
+    for bit in (32..40).chain(48..64) {
+        assert_eq!(
+            wr_fault(&mut pmu, IA32_PERFEVTSEL0, 1 << bit),
+            FaultKind::ReservedBits(1 << bit)
+        );
+    }
+    // ITLB_MISSES.STLB_HIT on Arrow Lake's P-core: 0x11, umask 0x20, UMASK2 0x01.
+    let work = Work::default().with_raw_umask2(0x11, 0x20, 0x01, 3).with_raw(0x11, 0x20, 7);
+    wr(&mut pmu, IA32_PERFEVTSEL0, raw_evtsel(0x11, 0x20, EVTSEL_USR) | 0x01 << 40);
+    wr(&mut pmu, IA32_PERFEVTSEL0 + 1, raw_evtsel(0x11, 0x20, EVTSEL_USR));
+    pmu.retire_repeated(Ring::User, &work, 10);
+    assert_eq!(pmu.read_pmc(0), Ok(30));
+    assert_eq!(pmu.read_pmc(1), Ok(70), "UMASK2 0 is another event");
+    assert_eq!(pmu.ground_truth(Ring::User).raw_umask2(0x11, 0x20, 0x01), 30);
 }
 
 #[test]

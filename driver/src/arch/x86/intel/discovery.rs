@@ -58,6 +58,8 @@ pub struct IntelPmu {
     pub freeze: FreezeMode,
     /// The offcore-response MSRs of the model (and core type), if the driver knows them.
     pub offcore: Option<OffcoreLayout>,
+    /// IA32_PERFEVTSELx has UMASK2, bits 47:40 (CPUID.23H.0:EBX\[0\]).
+    pub umask2: bool,
 }
 
 impl IntelPmu {
@@ -117,6 +119,8 @@ impl IntelPmu {
             any_thread,
             freeze,
             offcore: OffcoreLayout::discover(cpuid, &signature),
+            umask2: cpuid.cpuid1(0).eax >= ARCH_PERFMON_EXT_LEAF
+                && cpuid.cpuid2(ARCH_PERFMON_EXT_LEAF, 0).ebx & 1 != 0,
         })
     }
 
@@ -142,7 +146,9 @@ impl IntelPmu {
 
     /// The IA32_PERFEVTSELx bits this PMU defines.
     pub fn evtsel_valid(&self) -> u64 {
-        PerfEvtSel::ARCHITECTURAL | if self.any_thread { PerfEvtSel::ANY } else { 0 }
+        let any = if self.any_thread { PerfEvtSel::ANY } else { 0 };
+        let umask2 = if self.umask2 { PerfEvtSel::UMASK2 } else { 0 };
+        PerfEvtSel::ARCHITECTURAL | any | umask2
     }
 
     /// The IA32_FIXED_CTR_CTRL field bits this PMU defines.
@@ -184,6 +190,10 @@ impl IntelPmu {
         base + u32::from(index)
     }
 }
+
+/// CPUID leaf 23H: architectural performance monitoring extended leaf (sub-leaf 0, EBX bit 0:
+/// UMASK2 supported).
+pub const ARCH_PERFMON_EXT_LEAF: u32 = 0x23;
 
 /// IA32_PERF_CAPABILITIES bit 13: full-width writes to IA32_A_PMCx.
 pub const PERF_CAPABILITIES_FW_WRITE: u64 = 1 << 13;

@@ -22,7 +22,7 @@ pub(super) fn configure(
     if !request.flags.contains(PmcFlags::EV_PMU) {
         return Err(Errno::Inval);
     }
-    let raw = u64::from(request.raw.pm_md.iap_config());
+    let raw = request.raw.pm_md.iap_config64();
     let evtsel = PerfEvtSel::new(raw, pmu.evtsel_valid()).ok_or(Errno::Inval)?;
     let offcore = Offcore::new(pmu.offcore.as_ref(), evtsel, request.raw.pm_md.iap_rsp())?;
     if evtsel.has(EvtSelFlags::ANY) && !(request.any_thread_allowed)() {

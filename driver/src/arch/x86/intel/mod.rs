@@ -548,6 +548,7 @@ fn common_pmu(pmus: &[Option<IntelPmu>]) -> Option<IntelPmu> {
         common.arch_events &= pmu.arch_events;
         common.full_width_write &= pmu.full_width_write;
         common.any_thread &= pmu.any_thread;
+        common.umask2 &= pmu.umask2;
         // One response value is checked for every CPU, so only a layout all share is usable.
         if common.offcore != pmu.offcore {
             common.offcore = None;
