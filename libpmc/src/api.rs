@@ -259,12 +259,12 @@ pub fn allocate_request(
         c
     };
     match &event.kind {
-        EventKind::Iap { evtsel, offcore_rsp } => {
+        EventKind::Iap { evtsel, umask2, offcore_rsp } => {
             req.pm_flags |= PmcFlags::EV_PMU.bits();
             // FreeBSD's pm_ev for a PMU event: its row in the CPU's table (0 for a raw
             // encoding), which logs carry and readers name with `PmuEventNames`.
             req.pm_ev = pmu_index(&event.name).unwrap_or(0);
-            req.pm_md.set_iap_config(*evtsel);
+            req.pm_md.set_iap_config64(u64::from(*evtsel) | u64::from(*umask2) << 40);
             req.pm_md.set_iap_rsp(offcore_rsp.unwrap_or(0));
             caps |= selector_caps(*evtsel);
         }

@@ -18,7 +18,7 @@
 //!    `ls_dispatch.ld_dispatch`); a hybrid CPU's core-type table first. Offcore-response events
 //!    carry their MSR_OFFCORE_RSP_0/1 value to the driver; `TOPDOWN.SLOTS` is counted by fixed
 //!    counter 3 where the host has it. Events the driver cannot count (load latency and frontend,
-//!    which take effect only with PEBS; fixed counters above 3; extended unit masks; PEBS-only;
+//!    which take effect only with PEBS; fixed counters above 3; PEBS-only;
 //!    AMD L3/DF/UMC PMUs) are known but refused with the reason;
 //! 3. FreeBSD's static aliases, for CPUs without a table or whose table lacks the PMU alias's
 //!    target: `instructions`, `unhalted-cycles` (a fixed counter when the host offers IAF, else
@@ -42,13 +42,15 @@
 //! between bits 7:0 and 35:32); they are allocatable on a host that offers K8.
 //!
 //! Qualifiers: `usr`, `os` (neither = both rings), `edge`, `inv`, `cmask=N`, `umask=N` (N in
-//! 0..=255, decimal or `0x` hex), and on an offcore-response event `offcore_rsp=V` (or `rsp=V`,
+//! 0..=255, decimal or `0x` hex), `umask2=N` (IA32_PERFEVTSELx bits 47:40, on CPUs with
+//! UMASK2), and on an offcore-response event `offcore_rsp=V` (or `rsp=V`,
 //! the 64-bit MSR_OFFCORE_RSP value; the driver refuses bits the model leaves undefined).
 //! `anythread` is refused, and so are the JSON's PEBS keys `ldlat=` and `frontend=` (their MSRs
 //! take effect only with PEBS, which the driver does not do). A fixed counter takes only `usr`
 //! and `os`; TSC and software events take none.
 //!
-//! A raw encoding is `event=N[,umask=N][,usr][,os][,edge][,inv][,cmask=N][,offcore_rsp=V]`.
+//! A raw encoding is
+//! `event=N[,umask=N][,umask2=N][,usr][,os][,edge][,inv][,cmask=N][,offcore_rsp=V]`.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -126,6 +128,9 @@ pub enum EventKind {
         /// The IA32_PERFEVTSELx image: event select bits 7:0, umask 15:8, USR 16, OS 17, EDGE
         /// 18, INV 23, CMASK 31:24; never EN (22), INT (20) or ANY (21).
         evtsel: u32,
+        /// UMASK2, IA32_PERFEVTSELx bits 47:40 (CPUs with CPUID leaf 23H's UMASK2; 0: none),
+        /// sent in the high half of the 64-bit `pm_iap_config`.
+        umask2: u8,
         /// The MSR_OFFCORE_RSP_0/1 value of an offcore-response event (`pm_iap_rsp`).
         offcore_rsp: Option<u64>,
     },
@@ -262,9 +267,9 @@ fn unavailable_message(spec: &str, class: Class, reason: &str, offered: &[String
 }
 
 /// The accepted qualifiers, for error messages.
-const ACCEPTED_QUALIFIERS: &str = "accepted qualifiers: usr, os, edge, inv, cmask=N, umask=N \
-                                   (N in 0-255, decimal or 0x hex), and offcore_rsp=V on \
-                                   offcore-response events";
+const ACCEPTED_QUALIFIERS: &str = "accepted qualifiers: usr, os, edge, inv, cmask=N, umask=N, \
+                                   umask2=N (N in 0-255, decimal or 0x hex), and offcore_rsp=V \
+                                   on offcore-response events";
 
 /// IA32_PERFEVTSELx bits, as the u32 image [`EventKind::Iap`] carries.
 const USR: u32 = PerfEvtSel::USR as u32;
@@ -318,6 +323,7 @@ struct Qualifiers {
     cmask: Option<u8>,
     umask: Option<u8>,
     event: Option<u8>,
+    umask2: Option<u8>,
     offcore_rsp: Option<u64>,
 }
 
@@ -377,6 +383,7 @@ impl Qualifiers {
                     let slot = match key.as_str() {
                         "cmask" => &mut qualifiers.cmask,
                         "umask" => &mut qualifiers.umask,
+                        "umask2" => &mut qualifiers.umask2,
                         "event" => &mut qualifiers.event,
                         _ => {
                             return Err(bad_qualifier(
@@ -401,6 +408,7 @@ impl Qualifiers {
             || self.cmask.is_some()
             || self.umask.is_some()
             || self.event.is_some()
+            || self.umask2.is_some()
             || self.offcore_rsp.is_some()
     }
 
@@ -897,6 +905,7 @@ impl HostEvents {
             rate: DEFAULT_SAMPLE_RATE,
             // The driver checks that the event reads an offcore-response MSR of the CPU.
             offcore: qualifiers.offcore_rsp.map_or(Offcore::No, Offcore::Value),
+            umask2: 0,
         };
         let name = format!("event={event:#x},umask={umask:#x}");
         self.programmable_event(spec, name, &programmable, &qualifiers)
@@ -996,6 +1005,7 @@ impl HostEvents {
             || qualifiers.inv
             || qualifiers.cmask.is_some()
             || qualifiers.umask.is_some()
+            || qualifiers.umask2.is_some()
             || qualifiers.offcore_rsp.is_some()
         {
             return Err(bad_qualifier(
@@ -1120,7 +1130,11 @@ impl HostEvents {
             name,
             spec: spec.to_string(),
             class: Class::Iap,
-            kind: EventKind::Iap { evtsel, offcore_rsp },
+            kind: EventKind::Iap {
+                evtsel,
+                umask2: qualifiers.umask2.unwrap_or(programmable.umask2),
+                offcore_rsp,
+            },
             default_rate: programmable.rate,
         })
     }
@@ -1130,7 +1144,9 @@ impl Event {
     /// Why the driver may have refused this event with `errno` (this system's numbering), where
     /// there is more to say than the errno: an offcore-response value.
     pub fn refusal_hint(&self, errno: i32) -> Option<String> {
-        let EventKind::Iap { evtsel, offcore_rsp: Some(value) } = self.kind else { return None };
+        let EventKind::Iap { evtsel, offcore_rsp: Some(value), .. } = self.kind else {
+            return None;
+        };
         match errno {
             libc::EBUSY => Some(
                 "another PMC that may run on the same CPU holds this event's offcore-response \

@@ -134,7 +134,7 @@ fn hybrid_parts_have_one_table_per_core_type_chosen_by_cpuid_1a() {
     let atom = HostEvents { core_type: Some(0x20), ..machine("GenuineIntel-6-97-2") };
     assert_eq!(
         atom.lookup("LD_HEAD.ANY_AT_RET").map(|e| e.kind),
-        Ok(EventKind::Iap { evtsel: 0x05 | 0xff << 8 | USR_OS, offcore_rsp: None })
+        Ok(EventKind::Iap { evtsel: 0x05 | 0xff << 8 | USR_OS, umask2: 0, offcore_rsp: None })
     );
     // TOPDOWN.SLOTS is only the P-core's, on fixed counter 3.
     assert!(refusal("GenuineIntel-6-97-2", "TOPDOWN.SLOTS").contains("fixed counter 3"));
@@ -327,7 +327,7 @@ fn pebs_msr_qualifiers_are_refused_with_the_msr_they_need() {
 /// The (IA32_PERFEVTSELx, MSR_OFFCORE_RSP value) `spec` programs on `host`.
 fn offcore(host: &HostEvents, spec: &str) -> (u32, Option<u64>) {
     match host.lookup(spec).map(|e| e.kind) {
-        Ok(EventKind::Iap { evtsel, offcore_rsp }) => (evtsel, offcore_rsp),
+        Ok(EventKind::Iap { evtsel, offcore_rsp, .. }) => (evtsel, offcore_rsp),
         other => panic!("{spec}: expected IAP, got {other:?}"),
     }
 }
@@ -355,6 +355,39 @@ fn offcore_events_encode_with_the_jsons_msr_values() {
     );
     // Other events read no response MSR.
     assert_eq!(offcore(&spr, "INST_RETIRED.ANY_P"), (0xC0 | USR_OS, None));
+}
+
+/// The (IA32_PERFEVTSELx bits 31:0, UMASK2) `spec` programs on `cpuid`.
+fn with_umask2(cpuid: &str, spec: &str) -> (u32, u8) {
+    match machine(cpuid).lookup(spec).map(|e| e.kind) {
+        Ok(EventKind::Iap { evtsel, umask2, .. }) => (evtsel, umask2),
+        other => panic!("{cpuid} {spec}: expected IAP, got {other:?}"),
+    }
+}
+
+#[test]
+fn extended_unit_masks_encode_to_umask2() {
+    // Written by hand from the JSON files (EventCode, UMask, UMaskExt).
+    let arrow_lake = "GenuineIntel-6-C6-2";
+    assert_eq!(with_umask2(arrow_lake, "ITLB_MISSES.STLB_HIT"), (0x11 | 0x20 << 8 | USR_OS, 0x01));
+    assert_eq!(
+        with_umask2(arrow_lake, "DTLB_LOAD_MISSES.STLB_HIT"),
+        (0x12 | 0x20 << 8 | USR_OS, 0x03)
+    );
+    let clearwater_forest = "GenuineIntel-6-DD-0";
+    assert_eq!(
+        with_umask2(clearwater_forest, "L2_REQUEST.MISS"),
+        (0x24 | 0x7F << 8 | USR_OS, 0x01)
+    );
+    assert_eq!(
+        with_umask2(clearwater_forest, "MACHINE_CLEARS.MEMORY_ORDERING_FAST"),
+        (0xC3 | 0x02 << 8 | USR_OS, 0x80)
+    );
+    // umask2= replaces it, on table events and raw encodings.
+    assert_eq!(with_umask2(arrow_lake, "ITLB_MISSES.STLB_HIT,umask2=0"), (0x2011 | USR_OS, 0));
+    assert_eq!(with_umask2(arrow_lake, "event=0x11,umask=0x20,umask2=0x3"), (0x2011 | USR_OS, 3));
+    // Events without one have 0.
+    assert_eq!(with_umask2("GenuineIntel-6-5E-3", "INST_RETIRED.ANY_P"), (0xC0 | USR_OS, 0));
 }
 
 #[test]

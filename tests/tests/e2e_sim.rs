@@ -164,6 +164,26 @@ fn topdown_slots_counts_on_fixed_counter_3_of_the_simulated_ice_lake() {
 }
 
 #[test]
+fn an_event_with_a_second_unit_mask_counts_exactly_on_the_simulated_arrow_lake() {
+    // Every block of hot-cold has 3 ITLB_MISSES.STLB_HIT (0x11/0x20, UMASK2 0x01); the same
+    // event without UMASK2 counts nothing there.
+    let run = pmcstat_env(
+        Host::Sim,
+        &[("PMC_SIM_MODEL", "arrowlake")],
+        &["-p", "ITLB_MISSES.STLB_HIT", "-p", "ITLB_MISSES.STLB_HIT,umask2=0", "hot-cold"],
+    );
+    run.assert_status(0);
+    assert_eq!(
+        run.stderr,
+        counting_output(&[("ITLB_MISSES.STLB_HIT", 3_000), ("ITLB_MISSES.STLB_HIT,umask2=0", 0)])
+    );
+    // Skylake has no UMASK2: the driver refuses the bits.
+    let skylake = pmcstat(Host::Sim, &["-p", "event=0x11,umask=0x20,umask2=1", "hot-cold"]);
+    assert_ne!(skylake.status, 0, "{}", skylake.describe());
+    assert!(skylake.stderr.contains("EINVAL"), "{}", skylake.stderr);
+}
+
+#[test]
 fn the_descendants_toggle_counts_the_child_of_forker_too() {
     // -d applies to the PMCs after it: the first counts the parent only.
     let run =

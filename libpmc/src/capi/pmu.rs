@@ -336,9 +336,9 @@ pub unsafe extern "C" fn pmc_pmu_print_counter_full(ev: *const c_char) {
             if let Ok(event) = api::lookup_event(&name) {
                 text += &format!("\tclass:\t\t{}\n", event.class.name());
                 match event.kind {
-                    EventKind::Iap { evtsel, offcore_rsp } => {
+                    EventKind::Iap { evtsel, umask2, offcore_rsp } => {
                         text += &format!(
-                            "\tevent:\t\tevent={:#04x},umask={:#04x}{}{}{}{}\n",
+                            "\tevent:\t\tevent={:#04x},umask={:#04x}{}{}{}{}{}\n",
                             evtsel & 0xFF,
                             (evtsel >> 8) & 0xFF,
                             if evtsel >> 24 != 0 {
@@ -348,6 +348,11 @@ pub unsafe extern "C" fn pmc_pmu_print_counter_full(ev: *const c_char) {
                             },
                             if evtsel & 1 << 18 != 0 { ",edge" } else { "" },
                             if evtsel & 1 << 23 != 0 { ",inv" } else { "" },
+                            if umask2 != 0 {
+                                format!(",umask2={umask2:#04x}")
+                            } else {
+                                String::new()
+                            },
                             offcore_rsp.map_or(String::new(), |v| format!(",offcore_rsp={v:#x}")),
                         )
                     }

@@ -21,6 +21,8 @@ pub(super) struct Programmable {
     pub(super) rate: u64,
     /// The offcore-response value it reads, if it is an offcore-response event.
     pub(super) offcore: Offcore,
+    /// The second unit mask, IA32_PERFEVTSELx bits 47:40 (0: none).
+    pub(super) umask2: u8,
 }
 
 /// What an encoding puts in MSR_OFFCORE_RSP_0/1 (1A6h/1A7h), through `pm_iap_rsp`.
@@ -46,6 +48,7 @@ impl Programmable {
             arch_bit: Some(arch_bit),
             rate: super::DEFAULT_SAMPLE_RATE,
             offcore: Offcore::No,
+            umask2: 0,
         }
     }
 }

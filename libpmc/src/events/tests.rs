@@ -341,7 +341,11 @@ fn architectural_events_have_the_sdm_encodings() {
         assert_eq!(resolved.class, Class::Iap);
         assert_eq!(
             resolved.kind,
-            EventKind::Iap { evtsel: sel(event, umask) | SEL_USR | SEL_OS, offcore_rsp: None }
+            EventKind::Iap {
+                evtsel: sel(event, umask) | SEL_USR | SEL_OS,
+                umask2: 0,
+                offcore_rsp: None
+            }
         );
         assert_eq!(resolved.default_rate, 65536);
     }
@@ -395,7 +399,10 @@ fn raw_encoding_defaults_to_both_rings_and_names_itself_by_event_and_umask() {
     let host = intel_freebsd(true);
     let event = host.lookup("event=0xc0,umask=0x00").unwrap();
     assert_eq!(event.class, Class::Iap);
-    assert_eq!(event.kind, EventKind::Iap { evtsel: 0xC0 | SEL_USR | SEL_OS, offcore_rsp: None });
+    assert_eq!(
+        event.kind,
+        EventKind::Iap { evtsel: 0xC0 | SEL_USR | SEL_OS, umask2: 0, offcore_rsp: None }
+    );
     assert_eq!(event.name, "event=0xc0,umask=0x0");
     assert_eq!(event.spec, "event=0xc0,umask=0x00");
     assert_eq!(event.default_rate, 65536);
@@ -453,7 +460,10 @@ fn named_events_take_qualifiers_and_umask_overrides() {
     );
     // Whitespace around the name and the qualifiers is ignored; the spec is kept as given.
     let event = host.lookup(" INST_RETIRED.ANY_P , usr ").unwrap();
-    assert_eq!(event.kind, EventKind::Iap { evtsel: sel(0xC0, 0x00) | SEL_USR, offcore_rsp: None });
+    assert_eq!(
+        event.kind,
+        EventKind::Iap { evtsel: sel(0xC0, 0x00) | SEL_USR, umask2: 0, offcore_rsp: None }
+    );
     assert_eq!(event.spec, " INST_RETIRED.ANY_P , usr ");
 }
 
@@ -687,7 +697,7 @@ fn skylake_table_events_have_the_json_encodings() {
         assert_eq!(event.class, Class::Iap);
         assert_eq!(
             event.kind,
-            EventKind::Iap { evtsel: encoding | SEL_USR | SEL_OS, offcore_rsp: None },
+            EventKind::Iap { evtsel: encoding | SEL_USR | SEL_OS, umask2: 0, offcore_rsp: None },
             "{name}"
         );
         assert_eq!(event.default_rate, rate, "{name}");
@@ -747,18 +757,24 @@ fn skylake_offcore_events_carry_their_response_value() {
         kind("OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE"),
         Ok(EventKind::Iap {
             evtsel: sel(0xB7, 0x01) | SEL_USR | SEL_OS,
+            umask2: 0,
             offcore_rsp: Some(0x10001)
         })
     );
     // offcore_rsp= replaces the value, and gives the generic event its value.
     assert_eq!(
         kind("OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE,offcore_rsp=0x10002,usr"),
-        Ok(EventKind::Iap { evtsel: sel(0xB7, 0x01) | SEL_USR, offcore_rsp: Some(0x10002) })
+        Ok(EventKind::Iap {
+            evtsel: sel(0xB7, 0x01) | SEL_USR,
+            umask2: 0,
+            offcore_rsp: Some(0x10002)
+        })
     );
     assert_eq!(
         kind("OFFCORE_RESPONSE,rsp=65537"),
         Ok(EventKind::Iap {
             evtsel: sel(0xB7, 0x01) | SEL_USR | SEL_OS,
+            umask2: 0,
             offcore_rsp: Some(0x10001)
         })
     );
@@ -766,6 +782,7 @@ fn skylake_offcore_events_carry_their_response_value() {
         kind("event=0xbb,umask=1,offcore_rsp=0x3f80408fff"),
         Ok(EventKind::Iap {
             evtsel: sel(0xBB, 0x01) | SEL_USR | SEL_OS,
+            umask2: 0,
             offcore_rsp: Some(0x3f80408fff)
         })
     );

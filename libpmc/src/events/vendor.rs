@@ -82,16 +82,6 @@ fn intel(event: &VendorEvent) -> (Class, Target) {
         // The generic OFFCORE_RESPONSE event: the user gives the value.
         offcore = Offcore::Needed;
     }
-    if event.umask_ext != 0 {
-        return refused(
-            Class::Iap,
-            format!(
-                "{name} needs the extended unit mask {:#x} (IA32_PERFEVTSELx bits 47:40), which \
-                 the driver does not program yet",
-                event.umask_ext
-            ),
-        );
-    }
     if event.precise == 2 {
         return refused(
             Class::Iap,
@@ -120,6 +110,8 @@ fn intel(event: &VendorEvent) -> (Class, Target) {
                 rate => rate,
             },
             offcore,
+            // The extended unit mask: the driver refuses it on a CPU without UMASK2.
+            umask2: event.umask_ext,
         }),
     )
 }

@@ -5,7 +5,8 @@
 //!
 //! Configuration, read once per thread from the environment:
 //! * `PMC_SIM_CPUS` — CPUs of the machine, 1 to 64 (default 2);
-//! * `PMC_SIM_MODEL` — `skylake` (default), `icelake`, `nehalem`, `core2` or `vm` (no PMU);
+//! * `PMC_SIM_MODEL` — `skylake` (default), `icelake`, `nehalem`, `core2`, `vm` (no PMU) or
+//!   `arrowlake` (its P-core: UMASK2, fixed counter 3);
 //! * `PMC_SIM_SEED` — the scheduler's seed (default 1).
 //!
 //! A value that is none of these is an error (`EINVAL`) that says what the variable may be.
@@ -40,6 +41,10 @@ pub const BLOCK_INSTRUCTIONS: u64 = 10_000;
 /// (0x10002).
 pub const BLOCK_OFFCORE: [(u64, u64); 2] = [(0x1_0001, 40), (0x1_0002, 8)];
 
+/// Second-level TLB hits of one block's instruction fetches: Arrow Lake's ITLB_MISSES.STLB_HIT
+/// (event 0x11, umask 0x20, UMASK2 0x01), an event with a second unit mask.
+pub const BLOCK_STLB_HITS: u64 = 3;
+
 fn block() -> Work {
     let work = Work {
         instructions: BLOCK_INSTRUCTIONS,
@@ -51,6 +56,7 @@ fn block() -> Work {
         llc_misses: 5,
         ..Work::default()
     };
+    let work = work.with_raw_umask2(0x11, 0x20, 0x01, BLOCK_STLB_HITS);
     BLOCK_OFFCORE.iter().fold(work, |work, &(response, count)| work.with_offcore(response, count))
 }
 
@@ -123,12 +129,13 @@ where
 type MakeModel = fn() -> PmuModel;
 
 /// The simulated CPU models `PMC_SIM_MODEL` names.
-const MODELS: [(&str, MakeModel); 5] = [
+const MODELS: [(&str, MakeModel); 6] = [
     ("skylake", PmuModel::skylake),
     ("icelake", PmuModel::icelake),
     ("nehalem", PmuModel::nehalem),
     ("core2", PmuModel::core2),
     ("vm", PmuModel::no_pmu_vm),
+    ("arrowlake", PmuModel::arrowlake_p),
 ];
 
 /// The model `PMC_SIM_MODEL` names (Skylake when it is unset or empty); an unknown name is an

@@ -248,10 +248,14 @@ pub fn describe_event_text(event: &pmc::events::Event) -> String {
     };
     lines.push(("class", format!("{class}{what}")));
     match &event.kind {
-        EventKind::Iap { evtsel, offcore_rsp } => {
+        EventKind::Iap { evtsel, umask2, offcore_rsp } => {
             lines.push(("event select", format!("{:#04x}", evtsel & 0xFF)));
             selector_lines(&mut lines, *evtsel);
-            lines.push(("PERFEVTSEL", format!("{evtsel:#010x}")));
+            if *umask2 != 0 {
+                lines.push(("umask2", format!("{umask2:#04x} (bits 47:40)")));
+            }
+            let perfevtsel = u64::from(*evtsel) | u64::from(*umask2) << 40;
+            lines.push(("PERFEVTSEL", format!("{perfevtsel:#010x}")));
             if let Some(value) = offcore_rsp {
                 let msr = offcore_msr_text(*evtsel);
                 lines.push(("offcore_rsp", format!("{value:#x} ({msr})")));
@@ -329,7 +333,7 @@ mod tests {
             "BR_MISP_RETIRED.ALL_BRANCHES",
             "br_misp_retired.all_branches,usr,inv,edge,cmask=3",
             Class::Iap,
-            EventKind::Iap { evtsel: 0x0385_00c5, offcore_rsp: None },
+            EventKind::Iap { evtsel: 0x0385_00c5, umask2: 0, offcore_rsp: None },
             400_009,
         );
         assert_eq!(
@@ -358,7 +362,7 @@ mod tests {
             "X",
             "x",
             Class::Iap,
-            EventKind::Iap { evtsel: 0xc0, offcore_rsp: None },
+            EventKind::Iap { evtsel: 0xc0, umask2: 0, offcore_rsp: None },
             2_000_003,
         );
         assert_eq!(rate_text(&iap), "every 2000003 events");
