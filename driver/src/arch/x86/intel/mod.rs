@@ -376,10 +376,7 @@ impl PmuBackend for IntelBackend {
     #[inline]
     fn unprogram<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, counter: IntelCounter) {
         match counter.counter {
-            Counter::Gp(index) => {
-                io::write_evtsel(hw, index, PerfEvtSel::default());
-                cpu.offcore_loaded.unload(hw, index);
-            }
+            Counter::Gp(index) => io::write_evtsel(hw, index, PerfEvtSel::default()),
             Counter::Fixed(index) => set_fixed_field(cpu, index, FixedCtrField::default()),
         }
     }
@@ -389,6 +386,8 @@ impl PmuBackend for IntelBackend {
         // Fixed counters exist only with the global registers.
         let Some(global) = cpu.global.filter(|_| !counters.is_empty()) else { return };
         let counters = CounterSet::from_built_bits(counters.bits());
+        // Offcore-response MSRs exist only on CPUs with the global registers (Nehalem on).
+        cpu.offcore_loaded.unloaded(hw, counters.bits() as u32);
         if counters.has_fixed() {
             let ctrl = FixedCtrCtrl::from_built_bits(cpu.fixed_ctrl.load(Ordering::Relaxed));
             io::write_fixed_ctrl(hw, global, ctrl);

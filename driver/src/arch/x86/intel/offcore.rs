@@ -12,7 +12,7 @@
 //! Both MSRs are shared by every counter of a CPU: two PMCs that could be loaded on one CPU
 //! together must want the same value ([`OffcoreClaims`], checked at allocation: EBUSY), and the
 //! value is written when a counter that uses it is programmed and cleared when the last one is
-//! unprogrammed ([`OffcoreLoaded`]).
+//! unloaded ([`OffcoreLoaded`]).
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -216,13 +216,26 @@ impl OffcoreClaims {
 }
 
 /// What one CPU's offcore-response MSRs hold now, and which GP counters use them. Changed only
-/// on that CPU, with its counters stopped.
+/// on that CPU, with its counters stopped: written when a counter is programmed, cleared when
+/// the counters that read it are unloaded (`flush`, after `unprogram`).
 #[derive(Debug, Default)]
 pub struct OffcoreLoaded {
     /// The value written to each MSR.
     value: [AtomicU64; 2],
-    /// The GP counters (bit i: IA32_PMCi) programmed with an event that reads each MSR.
-    counters: [AtomicU32; 2],
+    /// The GP counters programmed with an event that reads each MSR: bit i for IA32_PMCi
+    /// reading MSR_OFFCORE_RSP_0, bit 32 + i for _1 (one word, so that unprogramming a counter
+    /// that reads neither, the common case on the switch path, costs one load).
+    counters: AtomicU64,
+}
+
+/// The bit of GP counter `index` reading `msr` in [`OffcoreLoaded::counters`].
+const fn counter_bit(msr: RspMsr, index: u8) -> u64 {
+    1 << (index as u32 % 32 + 32 * msr.index() as u32)
+}
+
+/// The bits of every GP counter reading `msr` in [`OffcoreLoaded::counters`].
+const fn msr_bits(msr: RspMsr) -> u64 {
+    0xFFFF_FFFF << (32 * msr.index() as u32)
 }
 
 impl OffcoreLoaded {
@@ -231,8 +244,9 @@ impl OffcoreLoaded {
     /// value (allocation keeps this from happening).
     pub fn load<H: Hardware>(&self, hw: &H, index: u8, offcore: Offcore) -> bool {
         let i = offcore.msr.index();
-        let bit = 1u32 << (index & 31);
-        let others = self.counters[i].load(Ordering::Relaxed) & !bit;
+        let bit = counter_bit(offcore.msr, index);
+        let counters = self.counters.load(Ordering::Relaxed);
+        let others = counters & !bit & msr_bits(offcore.msr);
         let current = self.value[i].load(Ordering::Relaxed);
         if current != offcore.value {
             if others != 0 {
@@ -241,26 +255,35 @@ impl OffcoreLoaded {
             write_rsp(hw, offcore.msr, offcore);
             self.value[i].store(offcore.value, Ordering::Relaxed);
         }
-        self.counters[i].fetch_or(bit, Ordering::Relaxed);
+        self.counters.store(counters | bit, Ordering::Relaxed);
         true
     }
-    /// GP counter `index` is unprogrammed: the last counter reading an MSR clears it.
-    pub fn unload<H: Hardware>(&self, hw: &H, index: u8) {
-        let bit = 1u32 << (index & 31);
+    /// GP counters `gp` (bit i: IA32_PMCi) were unprogrammed: an MSR none of the remaining
+    /// counters reads is cleared. Called once per unload (from `flush`), so that counters that
+    /// read no MSR, the common case on the switch path, cost one load per switch.
+    #[inline]
+    pub fn unloaded<H: Hardware>(&self, hw: &H, gp: u32) {
+        let counters = self.counters.load(Ordering::Relaxed);
+        let gp = u64::from(gp);
+        let leaving = counters & (gp | gp << 32);
+        if leaving != 0 {
+            self.clear_unread(hw, counters & !leaving);
+        }
+    }
+
+    /// Records `remaining` as the counters reading the MSRs and clears an MSR none reads.
+    fn clear_unread<H: Hardware>(&self, hw: &H, remaining: u64) {
         for msr in [RspMsr::Rsp0, RspMsr::Rsp1] {
             let i = msr.index();
-            let counters = self.counters[i].load(Ordering::Relaxed);
-            if counters & bit == 0 {
-                continue;
-            }
-            self.counters[i].store(counters & !bit, Ordering::Relaxed);
-            if counters == bit && self.value[i].load(Ordering::Relaxed) != 0 {
+            if remaining & msr_bits(msr) == 0 && self.value[i].load(Ordering::Relaxed) != 0 {
                 // The cleared value is valid in every layout.
                 write_rsp(hw, msr, Offcore { msr, value: 0 });
                 self.value[i].store(0, Ordering::Relaxed);
             }
         }
+        self.counters.store(remaining, Ordering::Relaxed);
     }
+
     /// At load and unload: clears both MSRs where `layout` has them.
     pub fn reset<H: Hardware>(&self, hw: &H, layout: &OffcoreLayout) {
         for msr in [RspMsr::Rsp0, RspMsr::Rsp1] {
@@ -269,8 +292,8 @@ impl OffcoreLoaded {
                 write_rsp(hw, msr, Offcore { msr, value: 0 });
             }
             self.value[i].store(0, Ordering::Relaxed);
-            self.counters[i].store(0, Ordering::Relaxed);
         }
+        self.counters.store(0, Ordering::Relaxed);
     }
 }
 
