@@ -1164,6 +1164,11 @@ impl Event {
                 evtsel & 0xFF,
                 evtsel >> 8 & 0xFF
             )),
+            libc::EOPNOTSUPP => Some(
+                "this host counts through the host kernel (Linux perf), which is not given \
+                 offcore-response values yet"
+                    .to_string(),
+            ),
             _ => None,
         }
     }
