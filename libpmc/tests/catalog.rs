@@ -391,6 +391,28 @@ fn extended_unit_masks_encode_to_umask2() {
 }
 
 #[test]
+fn reference_cycles_are_fixed_counter_2_on_every_intel_model() {
+    // The programmable encoding (0x3C/0x01) counts at the bus clock; fixed counter 2 at the
+    // TSC's rate, which is what the names promise.
+    let mut models = 0;
+    for model in 0..=0xFFu32 {
+        let cpuid = format!("GenuineIntel-6-{model:02X}-0");
+        if CpuId::parse(&cpuid).map_or(true, |cpu| cpu.tables().is_empty()) {
+            continue;
+        }
+        for core_type in [None, Some(0x20), Some(0x40)] {
+            let host = HostEvents { core_type, ..machine(&cpuid) };
+            for name in ["UNHALTED_REFERENCE_CYCLES", "unhalted-reference-cycles"] {
+                let kind = host.lookup(name).map(|e| e.kind);
+                assert!(matches!(kind, Ok(EventKind::Iaf { index: 2, .. })), "{cpuid} {name}");
+            }
+        }
+        models += 1;
+    }
+    assert!(models > 60, "{models} models");
+}
+
+#[test]
 fn topdown_slots_is_fixed_counter_3_where_the_host_has_it() {
     for cpuid in ["GenuineIntel-6-7E-5", "GenuineIntel-6-8F-8"] {
         let with_four = HostEvents { fixed_counters: Some(4), ..machine(cpuid) };

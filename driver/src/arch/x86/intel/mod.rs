@@ -1,7 +1,8 @@
 //! Intel architectural performance monitoring (SDM Vol. 3B chapter 21): the IAP class (GP
 //! counters, `iap.rs`) and the IAF class (fixed counters, `iaf.rs`), discovered from CPUID leaf
 //! 0xA on every CPU ([`discovery`]), programmed through typed registers ([`regs`], written only
-//! by `io.rs`), with the perfmon v1 and v2+ PMI handlers.
+//! by `io.rs`), with the perfmon v1 and v2+ PMI handlers. The offcore-response MSRs that IAP
+//! events may read are claimed and loaded per CPU by [`offcore`].
 
 pub mod discovery;
 mod iaf;
