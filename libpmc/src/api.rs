@@ -229,10 +229,20 @@ impl PmcSpec {
         })
     }
 
-    /// Allocates the PMC.
+    /// Allocates the PMC. An offcore-response event whose MSR another PMC holds with another
+    /// value (EBUSY) is allocated on the other MSR where the event has an encoding for it.
     pub fn allocate(&self) -> Result<Pmc> {
         let mut request = self.request()?;
-        call(Op::PmcAllocate, &mut request)?;
+        match call(Op::PmcAllocate, &mut request) {
+            Err(busy) if busy.errno == libc::EBUSY => {
+                let event = lookup_event(&self.spec)?;
+                let alternate = with_catalog(|events, _| Ok(events.offcore_alternate(&event)))?;
+                let Some(evtsel) = alternate else { return Err(busy) };
+                request.pm_md.set_iap_config(evtsel);
+                call(Op::PmcAllocate, &mut request)?;
+            }
+            result => result?,
+        }
         Ok(Pmc { id: request.pm_pmcid, mode: self.mode })
     }
 }

@@ -62,6 +62,7 @@ use hwpmc::regs::PerfEvtSel;
 
 mod catalog;
 mod freebsd_alias;
+mod offcore;
 #[rustfmt::skip]
 mod generated;
 pub mod model;
@@ -1149,10 +1150,10 @@ impl Event {
         };
         match errno {
             libc::EBUSY => Some(
-                "another PMC that may run on the same CPU holds this event's offcore-response \
-                 MSR (MSR_OFFCORE_RSP_0/1, 1A6h/1A7h) with another value: each of the two MSRs \
-                 holds one value per CPU; count a second value through the other MSR (on Core \
-                 models event 0xBB instead of 0xB7: event=0xbb,umask=0x01,offcore_rsp=V)"
+                "other PMCs that may run on the same CPU hold its offcore-response MSRs with \
+                 other values (the event's encoding for the other MSR is tried too, where it has \
+                 one): a CPU holds at most two offcore-response values at once, one in each of \
+                 MSR_OFFCORE_RSP_0/1 (1A6h/1A7h)"
                     .to_string(),
             ),
             libc::EINVAL => Some(format!(

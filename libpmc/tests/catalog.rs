@@ -413,6 +413,35 @@ fn reference_cycles_are_fixed_counter_2_on_every_intel_model() {
 }
 
 #[test]
+fn offcore_events_have_an_encoding_for_the_other_msr() {
+    let alternate = |host: &HostEvents, spec: &str| {
+        let event = host.lookup(spec).unwrap();
+        host.offcore_alternate(&event)
+    };
+    // Core: 0xB7 <-> 0xBB; Golden Cove: 0x2A <-> 0x2B; Atom: umask 0x01 <-> 0x02.
+    let skylake = machine("GenuineIntel-6-5E-3");
+    let demand = "OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE";
+    assert_eq!(alternate(&skylake, demand), Some(0xBB | 0x01 << 8 | USR_OS));
+    assert_eq!(
+        alternate(&skylake, "OFFCORE_RESPONSE,offcore_rsp=0x10002,usr"),
+        Some(0x01BB | 1 << 16)
+    );
+    let spr = machine("GenuineIntel-6-8F-8");
+    assert_eq!(alternate(&spr, "OCR.DEMAND_RFO.L3_MISS"), Some(0x2B | 0x01 << 8 | USR_OS));
+    let gracemont = HostEvents { core_type: Some(0x20), ..machine("GenuineIntel-6-97-2") };
+    assert_eq!(
+        alternate(&gracemont, "OCR.DEMAND_DATA_RD.ANY_RESPONSE"),
+        Some(0xB7 | 0x02 << 8 | USR_OS)
+    );
+    // Nehalem's events have MSR_OFFCORE_RSP_0 only; a umask of the user's is neither encoding;
+    // other events have none.
+    let nehalem = machine("GenuineIntel-6-1A-5");
+    assert_eq!(alternate(&nehalem, "OFFCORE_RESPONSE_0.ANY_DATA.ANY_CACHE_DRAM"), None);
+    assert_eq!(alternate(&skylake, &format!("{demand},umask=0x03")), None);
+    assert_eq!(alternate(&skylake, "INST_RETIRED.ANY_P"), None);
+}
+
+#[test]
 fn topdown_slots_is_fixed_counter_3_where_the_host_has_it() {
     for cpuid in ["GenuineIntel-6-7E-5", "GenuineIntel-6-8F-8"] {
         let with_four = HostEvents { fixed_counters: Some(4), ..machine(cpuid) };

@@ -128,8 +128,9 @@ fn counting_offcore_response_events_is_exact() {
 }
 
 #[test]
-fn two_response_values_for_one_offcore_msr_are_ebusy() {
-    let run = pmcstat(
+fn a_second_response_value_takes_the_other_msr_and_a_third_is_ebusy() {
+    // The second event's value is not the first's: it is allocated on MSR_OFFCORE_RSP_1.
+    let two = pmcstat(
         Host::Sim,
         &[
             "-p",
@@ -139,9 +140,30 @@ fn two_response_values_for_one_offcore_msr_are_ebusy() {
             "hot-cold",
         ],
     );
-    assert_ne!(run.status, 0, "{}", run.describe());
-    assert!(run.stderr.contains("EBUSY"), "{}", run.stderr);
-    assert!(run.stderr.contains("event=0xbb,umask=0x01,offcore_rsp=V"), "{}", run.stderr);
+    two.assert_status(0);
+    assert_eq!(
+        two.stderr,
+        counting_output(&[
+            ("OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE", 40_000),
+            ("OFFCORE_RESPONSE,offcore_rsp=0x10002", 8_000),
+        ])
+    );
+    // Both MSRs are held: a third value has nowhere to go.
+    let three = pmcstat(
+        Host::Sim,
+        &[
+            "-p",
+            "OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE",
+            "-p",
+            "OFFCORE_RESPONSE,offcore_rsp=0x10002",
+            "-p",
+            "OFFCORE_RESPONSE,offcore_rsp=0x10004",
+            "hot-cold",
+        ],
+    );
+    assert_ne!(three.status, 0, "{}", three.describe());
+    assert!(three.stderr.contains("EBUSY"), "{}", three.stderr);
+    assert!(three.stderr.contains("offcore_rsp=0x10004"), "{}", three.stderr);
 }
 
 #[test]
