@@ -1,6 +1,6 @@
 //! Offcore response: MSR_OFFCORE_RSP_0 and MSR_OFFCORE_RSP_1 (1A6h, 1A7h), the request/response
-//! filters of the OFFCORE_RESPONSE events (SDM Vol. 3B §21.3.4.5 and later model sections;
-//! SDM Vol. 4 lists the MSRs per model).
+//! filters of the OFFCORE_RESPONSE events (SDM Vol. 3B, the "off-core response" sections of the
+//! model-specific performance-monitoring chapters; SDM Vol. 4 lists the MSRs per model).
 //!
 //! The MSRs are model-specific: which event selects which MSR, and which bits are defined, differ
 //! between microarchitectures, so this is the driver's one model table. Its valid masks are the
@@ -10,9 +10,12 @@
 //! refused (EINVAL), never written.
 //!
 //! Both MSRs are shared by every counter of a CPU: two PMCs that could be loaded on one CPU
-//! together must want the same value ([`OffcoreClaims`], checked at allocation: EBUSY), and the
-//! value is written when a counter that uses it is programmed and cleared when the last one is
-//! unloaded ([`OffcoreLoaded`]).
+//! together must want the same value ([`OffcoreClaims`], checked at allocation: EBUSY). A system
+//! PMC claims its CPU's MSR; a process PMC may be loaded on any CPU, so it claims the MSR on every
+//! CPU (two process PMCs with different values conflict even if their targets never share a
+//! CPU: the rule is FreeBSD's row disposition's, kept simple). The value is written when a
+//! counter that reads it is programmed and cleared when the last one is unloaded
+//! ([`OffcoreLoaded`]).
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -167,10 +170,9 @@ impl Offcore {
         evtsel: PerfEvtSel,
         rsp: u64,
     ) -> Result<Option<Self>, Errno> {
-        let Some(msr) = layout.and_then(|l| l.msr_of(evtsel).map(|m| (l, m))) else {
+        let Some((layout, msr)) = layout.and_then(|l| Some((l, l.msr_of(evtsel)?))) else {
             return if rsp == 0 { Ok(None) } else { Err(Errno::Inval) };
         };
-        let (layout, msr) = msr;
         if rsp & !layout.valid[msr.index()] != 0 {
             return Err(Errno::Inval);
         }
