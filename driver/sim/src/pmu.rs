@@ -20,8 +20,9 @@
 //!   MSR_OFFCORE_RSP_0/1 exist where the model defines them ([`crate::offcore`]).
 //! * **#GP.** Every access the SDM says faults returns a [`Fault`]: unknown MSRs (including MSRs of
 //!   counters or versions the model lacks), reserved bits (PERFEVTSEL bits 63:32 but UMASK2
-//!   47:40 where the model has it, AnyThread where unsupported, FIXED_CTR_CTRL nibbles of missing counters, GLOBAL_CTRL bits of missing counters,
-//!   OVF_CTRL bits the version does not define, counter values wider than the counter through a
+//!   47:40 where the model has it, AnyThread where unsupported, FIXED_CTR_CTRL nibbles of missing
+//!   counters, GLOBAL_CTRL bits of missing counters, offcore-response bits the model leaves
+//!   undefined, OVF_CTRL bits the version does not define, counter values wider than the counter through a
 //!   full-width MSR), writes to read-only MSRs, and RDPMC of a counter that does not exist.
 //! * **Counting.** [`SimPmu::retire_repeated`] retires a basic block `repeat` times in O(1): the GP
 //!   counters count their (event, umask) through the exact CMASK / INV / EDGE model of

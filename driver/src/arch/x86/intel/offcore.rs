@@ -13,8 +13,8 @@
 //! together must want the same value ([`OffcoreClaims`], checked at allocation: EBUSY). A system
 //! PMC claims its CPU's MSR; a process PMC may be loaded on any CPU, so it claims the MSR on every
 //! CPU (two process PMCs with different values conflict even if their targets never share a
-//! CPU: the rule is FreeBSD's row disposition's, kept simple). The value is written when a
-//! counter that reads it is programmed and cleared when the last one is unloaded
+//! CPU, as a row taken by a system PMC is taken for process PMCs everywhere). The value is
+//! written when a counter that reads it is programmed and cleared when the last one is unloaded
 //! ([`OffcoreLoaded`]).
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
