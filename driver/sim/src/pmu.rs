@@ -493,6 +493,7 @@ pub fn msr_name(address: u32) -> String {
         IA32_TIME_STAMP_COUNTER => format!("IA32_TIME_STAMP_COUNTER ({address:#x})"),
         0x0C1..=0x0C8 => indexed(IA32_PMC0, "IA32_PMC"),
         0x186..=0x18D => indexed(IA32_PERFEVTSEL0, "IA32_PERFEVTSEL"),
+        0x1A6 | 0x1A7 => indexed(MSR_OFFCORE_RSP_0, "MSR_OFFCORE_RSP_"),
         IA32_DEBUGCTL => format!("IA32_DEBUGCTL ({address:#x})"),
         0x309..=0x30F => indexed(IA32_FIXED_CTR0, "IA32_FIXED_CTR"),
         IA32_PERF_CAPABILITIES => format!("IA32_PERF_CAPABILITIES ({address:#x})"),

@@ -489,6 +489,7 @@ fn offcore_response_msrs_exist_where_the_model_defines_them() {
         assert_eq!(wr_fault(&mut skylake, 0x1A6, 1 << bit), FaultKind::ReservedBits(1 << bit));
     }
     assert_eq!(rd(&skylake, 0x1A6), 0, "a faulting write changes nothing");
+    assert_eq!(hwpmc_sim::pmu::msr_name(0x1A7), "MSR_OFFCORE_RSP_1 (0x1a7)");
 }
 
 #[test]
