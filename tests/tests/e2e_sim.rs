@@ -167,6 +167,31 @@ fn a_second_response_value_takes_the_other_msr_and_a_third_is_ebusy() {
 }
 
 #[test]
+fn listing_and_encoding_show_the_offcore_value() {
+    let list = pmcstat(Host::Sim, &["-L"]);
+    list.assert_status(0);
+    let line = list
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE "))
+        .unwrap_or_else(|| panic!("listed:\n{}", list.stdout));
+    assert!(line.contains("offcore_rsp=0x10001"), "{line}");
+    let encoding = pmcstat(Host::Sim, &["-u", "OFFCORE_RESPONSE.DEMAND_RFO.ANY_RESPONSE"]);
+    encoding.assert_status(0);
+    assert!(encoding.stdout.contains("PERFEVTSEL:     0x000301b7"), "{}", encoding.stdout);
+    assert!(
+        encoding.stdout.contains("offcore_rsp:    0x10002 (MSR_OFFCORE_RSP_0, 1A6h)"),
+        "{}",
+        encoding.stdout
+    );
+    let umask2 =
+        pmcstat_env(Host::Sim, &[("PMC_SIM_MODEL", "arrowlake")], &["-u", "ITLB_MISSES.STLB_HIT"]);
+    umask2.assert_status(0);
+    assert!(umask2.stdout.contains("umask2:         0x01 (bits 47:40)"), "{}", umask2.stdout);
+    assert!(umask2.stdout.contains("PERFEVTSEL:     0x10000032011"), "{}", umask2.stdout);
+}
+
+#[test]
 fn topdown_slots_counts_on_fixed_counter_3_of_the_simulated_ice_lake() {
     // Ice Lake: 5 slots per unhalted core cycle, 12 500 cycles per block, 1 000 blocks.
     let run = pmcstat_env(
