@@ -229,21 +229,27 @@ impl PmcSpec {
         })
     }
 
-    /// Allocates the PMC. An offcore-response event whose MSR another PMC holds with another
-    /// value (EBUSY) is allocated on the other MSR where the event has an encoding for it.
+    /// Allocates the PMC (see [`allocate_spec`]).
     pub fn allocate(&self) -> Result<Pmc> {
         let mut request = self.request()?;
-        match call(Op::PmcAllocate, &mut request) {
-            Err(busy) if busy.errno == libc::EBUSY => {
-                let event = lookup_event(&self.spec)?;
-                let alternate = with_catalog(|events, _| Ok(events.offcore_alternate(&event)))?;
-                let Some(evtsel) = alternate else { return Err(busy) };
-                request.pm_md.set_iap_config(evtsel);
-                call(Op::PmcAllocate, &mut request)?;
-            }
-            result => result?,
-        }
+        allocate_spec(&self.spec, &mut request)?;
         Ok(Pmc { id: request.pm_pmcid, mode: self.mode })
+    }
+}
+
+/// PMCALLOCATE of `request`, made for event `spec`. An offcore-response event whose MSR another
+/// PMC holds with another value (EBUSY) is allocated on the other MSR where the event has an
+/// encoding for it, as Linux perf does.
+pub fn allocate_spec(spec: &str, request: &mut PmcOpPmcAllocate) -> Result<()> {
+    match call(Op::PmcAllocate, request) {
+        Err(busy) if busy.errno == libc::EBUSY => {
+            let event = lookup_event(spec)?;
+            let alternate = with_catalog(|events, _| Ok(events.offcore_alternate(&event)))?;
+            let Some(evtsel) = alternate else { return Err(busy) };
+            request.pm_md.set_iap_config(evtsel);
+            call(Op::PmcAllocate, request)
+        }
+        result => result,
     }
 }
 
