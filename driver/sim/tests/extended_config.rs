@@ -91,3 +91,22 @@ fn topdown_slots_counts_on_fixed_counter_3_where_it_exists() {
     let client = PmcClient::new(&skylake, skylake.kernel().spawn(None, Credentials::user(1000)));
     assert_eq!(client.allocate(slots()), Err(Errno::Inval));
 }
+
+#[test]
+fn a_gap_in_the_v5_fixed_counter_bitmap_is_a_row_without_a_counter() {
+    // Fixed counters 0, 1 and 3 (CPUID.0AH EDX[4:0] = 2, ECX = 0b1011): the IAF class has rows
+    // 0 to 3; row 2 takes no PMC, row 3 counts TOPDOWN.SLOTS.
+    let driver = load_driver(PmuModel::v5_sparse_fixed(), 1, Tunables::default());
+    let client = PmcClient::new(&driver, driver.kernel().spawn(None, Credentials::user(1000)));
+    let info = client.cpu_info().unwrap();
+    let iaf = info.pm_classes[..info.pm_nclass as usize]
+        .iter()
+        .find(|c| c.pm_class == hwpmc::abi::Class::Iaf.as_u32())
+        .map(|c| c.pm_num);
+    assert_eq!(iaf, Some(4));
+    let reference = AllocateRequest::iaf(event::IAF_CPU_CLK_UNHALTED_REF);
+    assert_eq!(client.allocate(reference), Err(Errno::Inval));
+    let instructions = AllocateRequest::iaf(event::IAF_INSTR_RETIRED_ANY);
+    assert_eq!(count(&driver, &[slots(), instructions], 7), [700 * 7 * 5, 400 * 7]);
+    driver.kernel().hardware().assert_no_faults();
+}

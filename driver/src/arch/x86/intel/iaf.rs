@@ -36,7 +36,8 @@ pub(super) fn configure(
         };
         (index, false, false, false)
     };
-    if u32::from(index) >= rows {
+    // A gap of the perfmon v5 bitmap (a fixed counter some CPU lacks) is a row with no counter.
+    if u32::from(index) >= rows || !pmu.has_fixed(index) {
         return Err(Errno::Inval);
     }
     if any && !(request.any_thread_allowed)() {

@@ -554,7 +554,8 @@ fn common_pmu(pmus: &[Option<IntelPmu>]) -> Option<IntelPmu> {
             common.offcore = None;
         }
     }
-    // Fixed counters are used by index, so only the contiguous run from 0 is usable everywhere.
-    common.fixed_mask = low_bits(common.fixed_mask.trailing_ones()) as u32;
+    // A fixed counter is a row of its own index: the IAF class has a row up to the highest
+    // counter all CPUs have, and a row whose counter some CPU lacks (a gap of the perfmon v5
+    // bitmap) takes no PMC (`iaf::configure`).
     Some(common)
 }
