@@ -147,3 +147,16 @@ fn a_system_pmc_counts_offcore_requests_while_its_cpu_runs_anything() {
     assert_eq!(hw.pmu(1).read_msr(MSR_OFFCORE_RSP_1), Ok(0), "cleared at release");
     hw.assert_no_faults();
 }
+
+#[test]
+fn a_guest_gets_no_offcore_response() {
+    // Under a hypervisor the MSRs may not exist (the simulated guest has none): the driver
+    // neither writes them nor accepts a response value.
+    let guest = PmuModel { hypervisor: true, offcore_rsp_valid: [0; 2], ..PmuModel::skylake() };
+    let driver = driver(guest);
+    let kernel = driver.kernel().clone();
+    let client = PmcClient::new(&driver, kernel.spawn(None, Credentials::user(1000)));
+    assert_eq!(client.allocate(offcore(RSP_0_EVENT, DEMAND_DATA_ANY)), Err(Errno::Inval));
+    client.allocate(AllocateRequest::iap(0x00C0)).unwrap();
+    kernel.hardware().assert_no_faults();
+}

@@ -139,8 +139,13 @@ impl OffcoreLayout {
         Some(layout)
     }
 
-    /// Reads the layout of the CPU whose CPUID `cpuid` answers for.
+    /// Reads the layout of the CPU whose CPUID `cpuid` answers for. None under a hypervisor
+    /// (CPUID.1:ECX\[31\]): a vPMU may not implement the MSRs (KVM's does not), and writing
+    /// one would raise #GP.
     pub fn discover<R: CpuIdReader>(cpuid: &R, signature: &CpuSignature) -> Option<Self> {
+        if cpuid.cpuid1(1).ecx & (1 << 31) != 0 {
+            return None;
+        }
         let core_type = if cpuid.cpuid1(0).eax >= 0x1A { cpuid.cpuid1(0x1A).eax >> 24 } else { 0 };
         Self::of(signature, core_type)
     }
