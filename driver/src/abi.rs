@@ -517,6 +517,17 @@ impl PmcMdOpPmcAllocate {
     pub fn set_iap_config(&mut self, config: u32) {
         self.set_u32_at(0, config);
     }
+    /// The 64-bit IA32_PERFEVTSELx image: `pm_iap.pm_iap_config` as bits 31:0 and, as this
+    /// driver's extension, the 4 bytes of padding after it as bits 63:32 (UMASK2, bits 47:40,
+    /// on CPUs that have it). FreeBSD's libpmc zeroes the request, so its requests have no high
+    /// bits; bits the CPU leaves undefined are refused (EINVAL), like any reserved bit.
+    pub fn iap_config64(&self) -> u64 {
+        self.words[0]
+    }
+    /// Sets the 64-bit IA32_PERFEVTSELx image (see [`PmcMdOpPmcAllocate::iap_config64`]).
+    pub fn set_iap_config64(&mut self, config: u64) {
+        self.words[0] = config;
+    }
     /// `pm_iap.pm_iap_rsp`: the offcore response MSR value.
     pub fn iap_rsp(&self) -> u64 {
         self.words[1]

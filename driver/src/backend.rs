@@ -161,6 +161,26 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
         rows: u32,
         request: &AllocateRequest<'_>,
     ) -> Result<(Self::Config, Range<u32>), Errno>;
+    /// Claims, on `cpus` (a system PMC's CPU, or every CPU for a process PMC), the registers
+    /// `config` shares with the other counters of a CPU (Intel's offcore-response MSRs): EBUSY
+    /// when a PMC allocated there holds one with another value. All or nothing; called under
+    /// the allocation lock. Backends with no shared register claim nothing.
+    fn claim<'a>(
+        &self,
+        _cpus: impl Iterator<Item = &'a Self::Cpu> + Clone,
+        _config: Self::Config,
+    ) -> Result<(), Errno>
+    where
+        Self::Cpu: 'a,
+    {
+        Ok(())
+    }
+    /// Gives back what [`PmuBackend::claim`] claimed on `cpus` (at release).
+    fn unclaim<'a>(&self, _cpus: impl Iterator<Item = &'a Self::Cpu>, _config: Self::Config)
+    where
+        Self::Cpu: 'a,
+    {
+    }
     /// The configuration as loading writes it: enabled, interrupting at overflow.
     fn armed(config: Self::Config) -> Self::Config;
     /// The longest period a counter of `config` (width mask `width_mask`) may be loaded with.
@@ -169,6 +189,11 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     fn rdpmc_index(config: Self::Config, index: u32) -> Option<u32>;
     /// `config` as a host kernel that counts PMCs itself receives it.
     fn raw_event(config: Self::Config) -> RawEvent;
+    /// Whether [`PmuBackend::raw_event`] says all of `config` (not so for an event that also
+    /// reads a shared register, such as Intel's offcore response).
+    fn host_countable(_config: Self::Config) -> bool {
+        true
+    }
 
     /// Writes `value` to `counter` (stopped, or in the PMI handler). Interrupt path.
     fn write_counter<H: Hardware>(&self, hw: &H, counter: Self::Counter, value: u64);

@@ -371,6 +371,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         for target in &pmc.targets {
             core.unlink_target(handle, pmc.row, *target);
         }
+        self.unclaim_shared(&pmc);
         let disposition = &mut core.disposition[pmc.row as usize];
         if pmc.mode().is_system() {
             *disposition += 1;

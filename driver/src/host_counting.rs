@@ -53,6 +53,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Asks the host whether it can count the new PMC `pmc`.
     pub(crate) fn hosted_check(&self, pmc: &Pmc) -> Result<(), Errno> {
         let host = self.kernel.host_counters().ok_or(Errno::Doofus)?;
+        if let HwConfig::Hardware(config) = pmc.config {
+            // The host is given the event select only.
+            if !Backend::host_countable(config) {
+                return Err(Errno::OpNotSupp);
+            }
+        }
         host.check(&HostedPmc::describe(0, pmc))
     }
 

@@ -72,6 +72,7 @@ mod logging;
 mod ops;
 mod percpu;
 mod sample;
+mod shared_regs;
 mod state;
 mod sync;
 pub mod text;

@@ -332,6 +332,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             pmc.row = row;
             pmc.class_row = row - class.first_row;
             pmc.id.row = row as u8;
+            self.claim_shared(&pmc)?;
             let disposition = &mut core.disposition[row as usize];
             *disposition += if mode.is_system() { -1 } else { 1 };
             core.insert(pmc.clone())

@@ -110,7 +110,10 @@ thread_local! {
 fn with_catalog<R>(f: impl FnOnce(&HostEvents, &HashMap<String, u32>) -> Result<R>) -> Result<R> {
     CATALOG.with(|cell| {
         if cell.borrow().is_none() {
-            let classes = classes()?.iter().filter_map(|c| Class::from_u32(c.pm_class)).collect();
+            let infos = classes()?;
+            let classes = infos.iter().filter_map(|c| Class::from_u32(c.pm_class)).collect();
+            let fixed_counters =
+                infos.iter().find(|c| c.pm_class == Class::Iaf.as_u32()).map(|c| c.pm_num);
             let soft = soft_events().unwrap_or_default();
             let (missing_reason, host_cpu, kind) =
                 host::with_host(|h| Ok((h.missing_hardware_reason(), h.intel_model(), h.kind())))?;
@@ -129,6 +132,7 @@ fn with_catalog<R>(f: impl FnOnce(&HostEvents, &HashMap<String, u32>) -> Result<
                 cpu,
                 core_type,
                 arch_events_unavailable: 0,
+                fixed_counters,
             };
             *cell.borrow_mut() = Some((events, soft.into_iter().collect()));
         }
@@ -225,11 +229,27 @@ impl PmcSpec {
         })
     }
 
-    /// Allocates the PMC.
+    /// Allocates the PMC (see [`allocate_spec`]).
     pub fn allocate(&self) -> Result<Pmc> {
         let mut request = self.request()?;
-        call(Op::PmcAllocate, &mut request)?;
+        allocate_spec(&self.spec, &mut request)?;
         Ok(Pmc { id: request.pm_pmcid, mode: self.mode })
+    }
+}
+
+/// PMCALLOCATE of `request`, made for event `spec`. An offcore-response event whose MSR another
+/// PMC holds with another value (EBUSY) is allocated on the other MSR where the event has an
+/// encoding for it, as Linux perf does.
+pub fn allocate_spec(spec: &str, request: &mut PmcOpPmcAllocate) -> Result<()> {
+    match call(Op::PmcAllocate, request) {
+        Err(busy) if busy.errno == libc::EBUSY => {
+            let event = lookup_event(spec)?;
+            let alternate = with_catalog(|events, _| Ok(events.offcore_alternate(&event)))?;
+            let Some(evtsel) = alternate else { return Err(busy) };
+            request.pm_md.set_iap_config(evtsel);
+            call(Op::PmcAllocate, request)
+        }
+        result => result,
     }
 }
 
@@ -255,13 +275,25 @@ pub fn allocate_request(
         c
     };
     match &event.kind {
-        EventKind::Iap { evtsel } => {
+        EventKind::Iap { evtsel, umask2, offcore_rsp } => {
             req.pm_flags |= PmcFlags::EV_PMU.bits();
             // FreeBSD's pm_ev for a PMU event: its row in the CPU's table (0 for a raw
             // encoding), which logs carry and readers name with `PmuEventNames`.
             req.pm_ev = pmu_index(&event.name).unwrap_or(0);
-            req.pm_md.set_iap_config(*evtsel);
+            req.pm_md.set_iap_config64(u64::from(*evtsel) | u64::from(*umask2) << 40);
+            req.pm_md.set_iap_rsp(offcore_rsp.unwrap_or(0));
             caps |= selector_caps(*evtsel);
+        }
+        EventKind::Iaf { index: 3, usr, os, .. } => {
+            // Fixed counter 3 has no static event: FreeBSD's PMU form, TOPDOWN.SLOTS's
+            // encoding (0xA4/0x01) with the rings, which the IAF class maps to the counter.
+            req.pm_flags |= PmcFlags::EV_PMU.bits();
+            req.pm_ev = pmu_index(&event.name).unwrap_or(0);
+            let mut config = 0xA4 | 0x01 << 8;
+            config |= if *usr { hwpmc::regs::PerfEvtSel::USR as u32 } else { 0 };
+            config |= if *os { hwpmc::regs::PerfEvtSel::OS as u32 } else { 0 };
+            req.pm_md.set_iap_config(config);
+            caps |= rings(*usr, *os);
         }
         EventKind::Iaf { event, usr, os, .. } => {
             req.pm_ev = *event;

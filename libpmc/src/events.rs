@@ -15,9 +15,11 @@
 //!    `inst_retired.any_p` on Intel and `ex_ret_instr` on AMD);
 //! 2. the model's tables ([`table`], generated from Intel perfmon and Linux perf's AMD JSON):
 //!    Intel's names (`INST_RETIRED.ANY_P`), Linux perf's AMD names (`ex_ret_instr`,
-//!    `ls_dispatch.ld_dispatch`); a hybrid CPU's core-type table first. Events the driver cannot
-//!    count yet (extra MSRs: offcore response, load latency, frontend; fixed counter 3 and up;
-//!    extended unit masks; PEBS-only; AMD L3/DF/UMC PMUs) are known but refused with the reason;
+//!    `ls_dispatch.ld_dispatch`); a hybrid CPU's core-type table first. Offcore-response events
+//!    carry their MSR_OFFCORE_RSP_0/1 value to the driver; `TOPDOWN.SLOTS` is counted by fixed
+//!    counter 3 where the host has it. Events the driver cannot count (load latency and frontend,
+//!    which take effect only with PEBS; fixed counters above 3; PEBS-only;
+//!    AMD L3/DF/UMC PMUs) are known but refused with the reason;
 //! 3. FreeBSD's static aliases, for CPUs without a table or whose table lacks the PMU alias's
 //!    target: `instructions`, `unhalted-cycles` (a fixed counter when the host offers IAF, else
 //!    the architectural event), `branches`, `branch-mispredicts`, and `cycles` (the TSC);
@@ -40,15 +42,19 @@
 //! between bits 7:0 and 35:32); they are allocatable on a host that offers K8.
 //!
 //! Qualifiers: `usr`, `os` (neither = both rings), `edge`, `inv`, `cmask=N`, `umask=N` (N in
-//! 0..=255, decimal or `0x` hex). `anythread` is refused, and so are the JSON's extra-MSR keys
-//! `ldlat=`, `frontend=` and `offcore_rsp=` (the driver does not program those MSRs yet). A fixed counter takes only `usr` and
-//! `os`; TSC and software events take none.
+//! 0..=255, decimal or `0x` hex), `umask2=N` (IA32_PERFEVTSELx bits 47:40, on CPUs with
+//! UMASK2), and on an offcore-response event `offcore_rsp=V` (or `rsp=V`,
+//! the 64-bit MSR_OFFCORE_RSP value; the driver refuses bits the model leaves undefined).
+//! `anythread` is refused, and so are the JSON's PEBS keys `ldlat=` and `frontend=` (their MSRs
+//! take effect only with PEBS, which the driver does not do). A fixed counter takes only `usr`
+//! and `os`; TSC and software events take none.
 //!
-//! A raw encoding is `event=N[,umask=N][,usr][,os][,edge][,inv][,cmask=N]`; on an AMD CPU it is
-//! a K8 PERF_CTL image and N may have 12 bits (up to `0xfff`). On an AMD CPU without an event
-//! table, FreeBSD's static aliases count AMD's core events (`instructions` is `ex_ret_instr`,
-//! `unhalted-cycles` `ls_not_halted_cyc`, `branches` `ex_ret_brn`, `branch-mispredicts`
-//! `ex_ret_brn_misp`).
+//! A raw encoding is
+//! `event=N[,umask=N][,umask2=N][,usr][,os][,edge][,inv][,cmask=N][,offcore_rsp=V]`; on an AMD
+//! CPU it is a K8 PERF_CTL image and N may have 12 bits (up to `0xfff`). On an AMD CPU without an
+//! event table, FreeBSD's static aliases count AMD's core events (`instructions` is
+//! `ex_ret_instr`, `unhalted-cycles` `ls_not_halted_cyc`, `branches` `ex_ret_brn`,
+//! `branch-mispredicts` `ex_ret_brn_misp`).
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -60,6 +66,7 @@ use hwpmc::regs::PerfEvtSel;
 
 mod catalog;
 mod freebsd_alias;
+mod offcore;
 #[rustfmt::skip]
 mod generated;
 pub mod model;
@@ -70,7 +77,7 @@ pub mod table;
 mod tests;
 mod vendor;
 
-use catalog::Programmable;
+use catalog::{Offcore, Programmable};
 use model::{CpuId, ModelTable, Vendor};
 use vendor::AmdCore;
 
@@ -126,12 +133,19 @@ pub enum EventKind {
         /// The IA32_PERFEVTSELx image: event select bits 7:0, umask 15:8, USR 16, OS 17, EDGE
         /// 18, INV 23, CMASK 31:24; never EN (22), INT (20) or ANY (21).
         evtsel: u32,
+        /// UMASK2, IA32_PERFEVTSELx bits 47:40 (CPUs with CPUID leaf 23H's UMASK2; 0: none),
+        /// sent in the high half of the 64-bit `pm_iap_config`.
+        umask2: u8,
+        /// The MSR_OFFCORE_RSP_0/1 value of an offcore-response event (`pm_iap_rsp`).
+        offcore_rsp: Option<u64>,
     },
     /// A fixed counter.
     Iaf {
-        /// 0 = INSTR_RETIRED.ANY, 1 = CPU_CLK_UNHALTED.CORE/THREAD, 2 = CPU_CLK_UNHALTED.REF_TSC.
+        /// 0 = INSTR_RETIRED.ANY, 1 = CPU_CLK_UNHALTED.CORE/THREAD, 2 = CPU_CLK_UNHALTED.REF_TSC,
+        /// 3 = TOPDOWN.SLOTS.
         index: u8,
-        /// FreeBSD's static event number (`hwpmc::abi::event::IAF_*`).
+        /// FreeBSD's static event number (`hwpmc::abi::event::IAF_*`); 0 for fixed counter 3,
+        /// which FreeBSD allocates by its PMU encoding (0xA4/0x01, `PMC_F_EV_PMU`).
         event: u32,
         /// Count in user mode (ring 3). Neither `usr` nor `os` given means both.
         usr: bool,
@@ -190,6 +204,9 @@ pub struct HostEvents {
     /// 4 LLC misses, 5 branches, 6 branch misses, 7 topdown slots) unavailable. See
     /// [`arch_events_unavailable_from_cpuid`]; 0 when all are supported.
     pub arch_events_unavailable: u32,
+    /// How many fixed counters the host's IAF class has (its rows), if known; `None`: fixed
+    /// counters 0 to 2, which every CPU with IAF has.
+    pub fixed_counters: Option<u32>,
 }
 
 /// Why an event spec cannot be used on this host.
@@ -255,8 +272,9 @@ fn unavailable_message(spec: &str, class: Class, reason: &str, offered: &[String
 }
 
 /// The accepted qualifiers, for error messages.
-const ACCEPTED_QUALIFIERS: &str = "accepted qualifiers: usr, os, edge, inv, cmask=N, umask=N \
-                                   (N in 0-255, decimal or 0x hex)";
+const ACCEPTED_QUALIFIERS: &str = "accepted qualifiers: usr, os, edge, inv, cmask=N, umask=N, \
+                                   umask2=N (N in 0-255, decimal or 0x hex), and offcore_rsp=V \
+                                   on offcore-response events";
 
 /// IA32_PERFEVTSELx bits, as the u32 image [`EventKind::Iap`] carries.
 const USR: u32 = PerfEvtSel::USR as u32;
@@ -311,6 +329,8 @@ struct Qualifiers {
     umask: Option<u8>,
     /// The raw event select: 0–255 on Intel, 0–0xFFF (12 bits) on AMD.
     event: Option<u16>,
+    umask2: Option<u8>,
+    offcore_rsp: Option<u64>,
 }
 
 impl Qualifiers {
@@ -352,11 +372,12 @@ impl Qualifiers {
                 },
                 Some((key, value)) => {
                     let key = key.trim().to_ascii_lowercase();
-                    if let Some(msr) = extra_msr_qualifier(&key) {
+                    if let Some(msr) = pebs_msr_qualifier(&key) {
                         return Err(bad_qualifier(
                             spec,
                             format!(
-                                "`{token}` sets {msr}, which the driver does not program yet; \
+                                "`{token}` sets {msr}, which takes effect only with PEBS \
+                                 (precise sampling), which the driver does not support; \
                                  {ACCEPTED_QUALIFIERS}"
                             ),
                         ));
@@ -365,9 +386,14 @@ impl Qualifiers {
                         qualifiers.event = Some(parse_event_select(spec, value.trim())?);
                         continue;
                     }
+                    if key == "offcore_rsp" || key == "rsp" {
+                        qualifiers.offcore_rsp = Some(parse_u64(spec, &key, value.trim())?);
+                        continue;
+                    }
                     let slot = match key.as_str() {
                         "cmask" => &mut qualifiers.cmask,
                         "umask" => &mut qualifiers.umask,
+                        "umask2" => &mut qualifiers.umask2,
                         _ => {
                             return Err(bad_qualifier(
                                 spec,
@@ -391,6 +417,8 @@ impl Qualifiers {
             || self.cmask.is_some()
             || self.umask.is_some()
             || self.event.is_some()
+            || self.umask2.is_some()
+            || self.offcore_rsp.is_some()
     }
 
     /// (count in user mode, count in kernel mode): both when neither was asked for.
@@ -399,13 +427,12 @@ impl Qualifiers {
     }
 }
 
-/// The MSR a qualifier of the vendors' JSON keys (as Linux perf and FreeBSD's libpmc spell them)
-/// would set: `ldlat=` load latency, `frontend=`, `offcore_rsp=` offcore response.
-fn extra_msr_qualifier(key: &str) -> Option<&'static str> {
+/// The PEBS MSR a qualifier of the vendors' JSON keys (as Linux perf and FreeBSD's libpmc spell
+/// them) would set: `ldlat=` load latency, `frontend=`.
+fn pebs_msr_qualifier(key: &str) -> Option<&'static str> {
     match key {
         "ldlat" => Some("MSR_PEBS_LD_LAT_THRESHOLD (3F6h, load latency)"),
         "frontend" => Some("MSR_PEBS_FRONTEND (3F7h)"),
-        "offcore_rsp" | "rsp" => Some("MSR_OFFCORE_RSP_0/1 (1A6h/1A7h, offcore response)"),
         _ => None,
     }
 }
@@ -433,6 +460,21 @@ fn parse_event_select(spec: &str, value: &str) -> Result<u16, EventError> {
             format!("event={value} is not a number (decimal, or hexadecimal with 0x)"),
         )),
     }
+}
+
+/// A 64-bit qualifier value (`offcore_rsp=`): decimal or `0x` hex.
+fn parse_u64(spec: &str, key: &str, value: &str) -> Result<u64, EventError> {
+    let lower = value.to_ascii_lowercase();
+    let parsed = match lower.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => lower.parse::<u64>(),
+    };
+    parsed.map_err(|_| {
+        bad_qualifier(
+            spec,
+            format!("{key}={value} is not a 64-bit number (decimal or 0x hex): {key}=0x10001"),
+        )
+    })
 }
 
 /// An 8-bit field value: decimal or `0x` hex.
@@ -752,6 +794,14 @@ impl HostEvents {
                     Target::AnyThread => {
                         Some("counts with AnyThread, which needs privilege".into())
                     }
+                    Target::Programmable(p) if p.offcore == Offcore::Needed => Some(
+                        "the generic offcore-response event: give its request/response value \
+                         with offcore_rsp=V"
+                            .into(),
+                    ),
+                    Target::Fixed(index) if self.offers(Class::Iaf) => {
+                        Some(format!("fixed counter {index}, which this host's PMU does not have"))
+                    }
                     _ => None,
                 };
                 unavailable.push(UnavailableEvent {
@@ -819,14 +869,22 @@ impl HostEvents {
                     || self.programmable_supported(programmable)
                     || (self.offers(Class::K8) && catalog::amd_equivalent(programmable).is_some())
             }
-            Target::Fixed(_) => self.offers(Class::Iaf),
-            Target::Programmable(programmable) => self.programmable_supported(programmable),
+            Target::Fixed(index) => self.offers(Class::Iaf) && self.has_fixed(*index),
+            // The generic offcore-response event resolves only with `offcore_rsp=`.
+            Target::Programmable(programmable) => {
+                self.programmable_supported(programmable) && programmable.offcore != Offcore::Needed
+            }
             Target::AnyThread | Target::Refused { .. } => false,
             Target::Amd(_) => self.offers(Class::K8),
             Target::Tsc => self.offers(Class::Tsc),
             Target::HostSoft => true,
             Target::Soft { stand_in } => stand_in.and_then(|name| self.host_soft(name)).is_some(),
         }
+    }
+
+    /// Whether the host's IAF class has fixed counter `index`.
+    fn has_fixed(&self, index: u8) -> bool {
+        u32::from(index) < self.fixed_counters.unwrap_or(3)
     }
 
     /// Whether the host offers IAP and the CPU supports the encoding.
@@ -895,6 +953,9 @@ impl HostEvents {
             edge: false,
             arch_bit: None,
             rate: DEFAULT_SAMPLE_RATE,
+            // The driver checks that the event reads an offcore-response MSR of the CPU.
+            offcore: qualifiers.offcore_rsp.map_or(Offcore::No, Offcore::Value),
+            umask2: 0,
         };
         let name = format!("event={event:#x},umask={umask:#x}");
         self.programmable_event(spec, name, &programmable, &qualifiers)
@@ -987,10 +1048,21 @@ impl HostEvents {
         if !self.offers(Class::Iaf) {
             return Err(self.unavailable(spec, Class::Iaf, None));
         }
+        if !self.has_fixed(index) {
+            let reason = format!(
+                "{name} is counted by fixed counter {index}, which this host's PMU does not have \
+                 (it has {} fixed counters; fixed counter 3 comes with perfmon v5, and a hybrid \
+                 CPU offers only the counters every core type has)",
+                self.fixed_counters.unwrap_or(3)
+            );
+            return Err(self.unavailable(spec, Class::Iaf, Some(reason)));
+        }
         if qualifiers.edge
             || qualifiers.inv
             || qualifiers.cmask.is_some()
             || qualifiers.umask.is_some()
+            || qualifiers.umask2.is_some()
+            || qualifiers.offcore_rsp.is_some()
         {
             return Err(bad_qualifier(
                 spec,
@@ -1004,7 +1076,8 @@ impl HostEvents {
         let event = match index {
             0 => abi_event::IAF_INSTR_RETIRED_ANY,
             1 => abi_event::IAF_CPU_CLK_UNHALTED_CORE,
-            _ => abi_event::IAF_CPU_CLK_UNHALTED_REF,
+            2 => abi_event::IAF_CPU_CLK_UNHALTED_REF,
+            _ => 0,
         };
         let (usr, os) = qualifiers.rings();
         Ok(Event {
@@ -1067,6 +1140,31 @@ impl HostEvents {
             );
             return Err(self.unavailable(spec, Class::Iap, Some(reason)));
         }
+        let offcore_rsp = match (programmable.offcore, qualifiers.offcore_rsp) {
+            (Offcore::No, None) => None,
+            (Offcore::Value(value), None) => Some(value),
+            (Offcore::Value(_) | Offcore::Needed, Some(value)) => Some(value),
+            (Offcore::No, Some(_)) => {
+                return Err(bad_qualifier(
+                    spec,
+                    format!(
+                        "{name} is not an offcore-response event: offcore_rsp= sets \
+                         MSR_OFFCORE_RSP_0/1 (1A6h/1A7h) for the OFFCORE_RESPONSE events only"
+                    ),
+                ));
+            }
+            (Offcore::Needed, None) => {
+                return Err(bad_qualifier(
+                    spec,
+                    format!(
+                        "{name} is the generic offcore-response event: give its \
+                         MSR_OFFCORE_RSP_0/1 (1A6h/1A7h) request/response value with \
+                         offcore_rsp=V (e.g. {name},offcore_rsp=0x10001), or use one of the \
+                         model's OFFCORE_RESPONSE.* events"
+                    ),
+                ));
+            }
+        };
         let umask = qualifiers.umask.unwrap_or(programmable.umask);
         let cmask = qualifiers.cmask.unwrap_or(programmable.cmask);
         let (usr, os) = qualifiers.rings();
@@ -1088,9 +1186,47 @@ impl HostEvents {
             name,
             spec: spec.to_string(),
             class: Class::Iap,
-            kind: EventKind::Iap { evtsel },
+            kind: EventKind::Iap {
+                evtsel,
+                umask2: qualifiers.umask2.unwrap_or(programmable.umask2),
+                offcore_rsp,
+            },
             default_rate: programmable.rate,
         })
+    }
+}
+
+impl Event {
+    /// Why the driver may have refused this event with `errno` (this system's numbering), where
+    /// there is more to say than the errno: an offcore-response value.
+    pub fn refusal_hint(&self, errno: i32) -> Option<String> {
+        let EventKind::Iap { evtsel, offcore_rsp: Some(value), .. } = self.kind else {
+            return None;
+        };
+        match errno {
+            libc::EBUSY => Some(
+                "other PMCs that may run on the same CPU hold its offcore-response MSRs with \
+                 other values (the event's encoding for the other MSR is tried too, where it has \
+                 one): a CPU holds at most two offcore-response values at once, one in each of \
+                 MSR_OFFCORE_RSP_0/1 (1A6h/1A7h)"
+                    .to_string(),
+            ),
+            libc::EINVAL => Some(format!(
+                "the driver refused offcore_rsp={value:#x} with event {:#04x}, umask {:#04x}: \
+                 the value sets bits this CPU's offcore-response MSR leaves undefined, the event \
+                 reads no offcore-response MSR on this CPU, or the driver does not know this \
+                 model's offcore-response MSRs (nor those of a hybrid CPU, whose core types \
+                 differ)",
+                evtsel & 0xFF,
+                evtsel >> 8 & 0xFF
+            )),
+            libc::EOPNOTSUPP => Some(
+                "this host counts through the host kernel (Linux perf), which is not given \
+                 offcore-response values yet"
+                    .to_string(),
+            ),
+            _ => None,
+        }
     }
 }
 

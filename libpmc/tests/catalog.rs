@@ -27,7 +27,7 @@ fn machine(cpuid: &str) -> HostEvents {
 /// The IA32_PERFEVTSELx image `spec` programs on `cpuid`.
 fn evtsel(cpuid: &str, spec: &str) -> u32 {
     match machine(cpuid).lookup(spec).map(|e| e.kind) {
-        Ok(EventKind::Iap { evtsel }) => evtsel,
+        Ok(EventKind::Iap { evtsel, .. }) => evtsel,
         other => panic!("{cpuid} {spec}: expected IAP, got {other:?}"),
     }
 }
@@ -134,7 +134,7 @@ fn hybrid_parts_have_one_table_per_core_type_chosen_by_cpuid_1a() {
     let atom = HostEvents { core_type: Some(0x20), ..machine("GenuineIntel-6-97-2") };
     assert_eq!(
         atom.lookup("LD_HEAD.ANY_AT_RET").map(|e| e.kind),
-        Ok(EventKind::Iap { evtsel: 0x05 | 0xff << 8 | USR_OS })
+        Ok(EventKind::Iap { evtsel: 0x05 | 0xff << 8 | USR_OS, umask2: 0, offcore_rsp: None })
     );
     // TOPDOWN.SLOTS is only the P-core's, on fixed counter 3.
     assert!(refusal("GenuineIntel-6-97-2", "TOPDOWN.SLOTS").contains("fixed counter 3"));
@@ -307,19 +307,206 @@ fn pmc_cpuid_strings_parse_as_freebsd_writes_them() {
 }
 
 #[test]
-fn extra_msr_qualifiers_are_refused_with_the_msr_they_need() {
+fn pebs_msr_qualifiers_are_refused_with_the_msr_they_need() {
     for (spec, msr) in [
         ("MEM_TRANS_RETIRED.LOAD_LATENCY_GT_4,ldlat=8", "3F6h"),
         ("FRONTEND_RETIRED.DSB_MISS,frontend=0x11", "3F7h"),
-        ("OFFCORE_RESPONSE,offcore_rsp=0x10001", "1A6h"),
     ] {
         match machine("GenuineIntel-6-5E-3").lookup(spec) {
             Err(EventError::BadQualifier { detail, .. }) => {
-                assert!(detail.contains(msr) && detail.contains("driver"), "{spec}: {detail}")
+                assert!(
+                    detail.contains(msr) && detail.contains("only with PEBS"),
+                    "{spec}: {detail}"
+                )
             }
             other => panic!("{spec}: {other:?}"),
         }
     }
+}
+
+/// The (IA32_PERFEVTSELx, MSR_OFFCORE_RSP value) `spec` programs on `host`.
+fn offcore(host: &HostEvents, spec: &str) -> (u32, Option<u64>) {
+    match host.lookup(spec).map(|e| e.kind) {
+        Ok(EventKind::Iap { evtsel, offcore_rsp, .. }) => (evtsel, offcore_rsp),
+        other => panic!("{spec}: expected IAP, got {other:?}"),
+    }
+}
+
+#[test]
+fn offcore_events_encode_with_the_jsons_msr_values() {
+    // Written by hand from the models' JSON files (EventCode, UMask, MSRValue).
+    let skylake = machine("GenuineIntel-6-5E-3");
+    assert_eq!(
+        offcore(&skylake, "OFFCORE_RESPONSE.DEMAND_RFO.L3_MISS.ANY_SNOOP"),
+        (0xB7 | 0x01 << 8 | USR_OS, Some(0x3F_FC40_0002))
+    );
+    // Sapphire Rapids: OCR events are 0x2A (or 0x2B), umask 0x01.
+    let spr = machine("GenuineIntel-6-8F-8");
+    assert_eq!(
+        offcore(&spr, "OCR.DEMAND_RFO.L3_MISS"),
+        (0x2A | 0x01 << 8 | USR_OS, Some(0x3F_3FC0_0002))
+    );
+    assert_eq!(offcore(&spr, "OCR.DEMAND_DATA_RD.ANY_RESPONSE"), (0x012A | USR_OS, Some(0x10001)));
+    // Alder Lake's E-core: 0xB7, umask 0x01 (or 0x02 for MSR_OFFCORE_RSP_1).
+    let gracemont = HostEvents { core_type: Some(0x20), ..machine("GenuineIntel-6-97-2") };
+    assert_eq!(
+        offcore(&gracemont, "OCR.DEMAND_DATA_RD.ANY_RESPONSE"),
+        (0x01B7 | USR_OS, Some(0x10001))
+    );
+    // Other events read no response MSR.
+    assert_eq!(offcore(&spr, "INST_RETIRED.ANY_P"), (0xC0 | USR_OS, None));
+}
+
+/// The (IA32_PERFEVTSELx bits 31:0, UMASK2) `spec` programs on `cpuid`.
+fn with_umask2(cpuid: &str, spec: &str) -> (u32, u8) {
+    match machine(cpuid).lookup(spec).map(|e| e.kind) {
+        Ok(EventKind::Iap { evtsel, umask2, .. }) => (evtsel, umask2),
+        other => panic!("{cpuid} {spec}: expected IAP, got {other:?}"),
+    }
+}
+
+#[test]
+fn extended_unit_masks_encode_to_umask2() {
+    // Written by hand from the JSON files (EventCode, UMask, UMaskExt).
+    let arrow_lake = "GenuineIntel-6-C6-2";
+    assert_eq!(with_umask2(arrow_lake, "ITLB_MISSES.STLB_HIT"), (0x11 | 0x20 << 8 | USR_OS, 0x01));
+    assert_eq!(
+        with_umask2(arrow_lake, "DTLB_LOAD_MISSES.STLB_HIT"),
+        (0x12 | 0x20 << 8 | USR_OS, 0x03)
+    );
+    let clearwater_forest = "GenuineIntel-6-DD-0";
+    assert_eq!(
+        with_umask2(clearwater_forest, "L2_REQUEST.MISS"),
+        (0x24 | 0x7F << 8 | USR_OS, 0x01)
+    );
+    assert_eq!(
+        with_umask2(clearwater_forest, "MACHINE_CLEARS.MEMORY_ORDERING_FAST"),
+        (0xC3 | 0x02 << 8 | USR_OS, 0x80)
+    );
+    // umask2= replaces it, on table events and raw encodings.
+    assert_eq!(with_umask2(arrow_lake, "ITLB_MISSES.STLB_HIT,umask2=0"), (0x2011 | USR_OS, 0));
+    assert_eq!(with_umask2(arrow_lake, "event=0x11,umask=0x20,umask2=0x3"), (0x2011 | USR_OS, 3));
+    // Events without one have 0.
+    assert_eq!(with_umask2("GenuineIntel-6-5E-3", "INST_RETIRED.ANY_P"), (0xC0 | USR_OS, 0));
+}
+
+#[test]
+fn reference_cycles_are_fixed_counter_2_on_every_intel_model() {
+    // The programmable encoding (0x3C/0x01) counts at the bus clock; fixed counter 2 at the
+    // TSC's rate, which is what the names promise.
+    let mut models = 0;
+    for model in 0..=0xFFu32 {
+        let cpuid = format!("GenuineIntel-6-{model:02X}-0");
+        if CpuId::parse(&cpuid).map_or(true, |cpu| cpu.tables().is_empty()) {
+            continue;
+        }
+        for core_type in [None, Some(0x20), Some(0x40)] {
+            let host = HostEvents { core_type, ..machine(&cpuid) };
+            for name in ["UNHALTED_REFERENCE_CYCLES", "unhalted-reference-cycles"] {
+                let kind = host.lookup(name).map(|e| e.kind);
+                assert!(matches!(kind, Ok(EventKind::Iaf { index: 2, .. })), "{cpuid} {name}");
+            }
+        }
+        models += 1;
+    }
+    assert!(models > 60, "{models} models");
+}
+
+#[test]
+fn offcore_events_have_an_encoding_for_the_other_msr() {
+    let alternate = |host: &HostEvents, spec: &str| {
+        let event = host.lookup(spec).unwrap();
+        host.offcore_alternate(&event)
+    };
+    // Core: 0xB7 <-> 0xBB; Golden Cove: 0x2A <-> 0x2B; Atom: umask 0x01 <-> 0x02.
+    let skylake = machine("GenuineIntel-6-5E-3");
+    let demand = "OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE";
+    assert_eq!(alternate(&skylake, demand), Some(0xBB | 0x01 << 8 | USR_OS));
+    assert_eq!(
+        alternate(&skylake, "OFFCORE_RESPONSE,offcore_rsp=0x10002,usr"),
+        Some(0x01BB | 1 << 16)
+    );
+    let spr = machine("GenuineIntel-6-8F-8");
+    assert_eq!(alternate(&spr, "OCR.DEMAND_RFO.L3_MISS"), Some(0x2B | 0x01 << 8 | USR_OS));
+    let gracemont = HostEvents { core_type: Some(0x20), ..machine("GenuineIntel-6-97-2") };
+    assert_eq!(
+        alternate(&gracemont, "OCR.DEMAND_DATA_RD.ANY_RESPONSE"),
+        Some(0xB7 | 0x02 << 8 | USR_OS)
+    );
+    // Nehalem's events have MSR_OFFCORE_RSP_0 only; a umask of the user's is neither encoding;
+    // other events have none.
+    let nehalem = machine("GenuineIntel-6-1A-5");
+    assert_eq!(alternate(&nehalem, "OFFCORE_RESPONSE_0.ANY_DATA.ANY_CACHE_DRAM"), None);
+    assert_eq!(alternate(&skylake, &format!("{demand},umask=0x03")), None);
+    assert_eq!(alternate(&skylake, "INST_RETIRED.ANY_P"), None);
+}
+
+#[test]
+fn topdown_slots_is_fixed_counter_3_where_the_host_has_it() {
+    for cpuid in ["GenuineIntel-6-7E-5", "GenuineIntel-6-8F-8"] {
+        let with_four = HostEvents { fixed_counters: Some(4), ..machine(cpuid) };
+        let event = with_four.lookup("TOPDOWN.SLOTS").unwrap();
+        assert_eq!(event.class, Class::Iaf, "{cpuid}");
+        assert!(matches!(event.kind, EventKind::Iaf { index: 3, event: 0, .. }), "{cpuid}");
+        assert!(with_four.list().contains(&(Class::Iaf, "TOPDOWN.SLOTS".to_string())));
+        // A PMU with fixed counters 0-2 only (perfmon v4, or a hybrid part's common PMU).
+        let with_three = HostEvents { fixed_counters: Some(3), ..machine(cpuid) };
+        match with_three.lookup("TOPDOWN.SLOTS") {
+            Err(EventError::Unavailable { reason, class, .. }) => {
+                assert_eq!(class, Class::Iaf);
+                assert!(reason.contains("fixed counter 3") && reason.contains("does not have"));
+            }
+            other => panic!("{cpuid}: {other:?}"),
+        }
+        assert!(!with_three.list().contains(&(Class::Iaf, "TOPDOWN.SLOTS".to_string())));
+    }
+}
+
+#[test]
+fn every_offcore_value_in_the_tables_is_one_the_driver_accepts() {
+    use hwpmc::arch::x86::cpuid::CpuSignature;
+    use hwpmc::arch::x86::intel::offcore::OffcoreLayout;
+    let mut checked = 0;
+    for model in 0..=0xFFu32 {
+        let Ok(cpu) = CpuId::parse(&format!("GenuineIntel-6-{model:02X}-0")) else { continue };
+        let signature = CpuSignature { vendor: *b"GenuineIntel", family: 6, model, stepping: 0 };
+        for table in cpu.tables() {
+            let core_type = table.hybrid.map_or(0, |h| u32::from(h.core_type));
+            for event in table.table.events() {
+                let Some(msr) = event.extra_msr.filter(|m| m.index == 0x1A6 || m.index == 0x1A7)
+                else {
+                    continue;
+                };
+                let name = (table.table.name(), event.name);
+                let layout = OffcoreLayout::of(&signature, core_type)
+                    .unwrap_or_else(|| panic!("{model:#x} {name:?}: no offcore layout"));
+                let first = usize::from(msr.index == 0x1A7);
+                let msrs = first..first + usize::from(msr.count.max(1));
+                for i in msrs {
+                    let valid = layout.valid[i];
+                    assert_eq!(msr.value & !valid, 0, "{model:#x} {name:?} MSR {i}: {valid:#x}");
+                }
+                assert_eq!(
+                    layout.events[first],
+                    (event_code(event, first), event_umask(event, first))
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 5_000, "{checked} offcore events checked");
+}
+
+/// The event select of `event` for offcore MSR `i` (its second code or umask for RSP_1).
+fn event_code(event: &pmc::events::table::VendorEvent, i: usize) -> u8 {
+    let code = if i == 1 { event.second_code.unwrap_or(event.code) } else { event.code };
+    code as u8
+}
+
+/// The unit mask of `event` for offcore MSR `i`.
+fn event_umask(event: &pmc::events::table::VendorEvent, i: usize) -> u8 {
+    let umask = if i == 1 { event.second_umask.unwrap_or(event.umask) } else { event.umask };
+    umask as u8
 }
 
 /// `"0,1,2,3"` as a counter mask.

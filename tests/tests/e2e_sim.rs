@@ -12,7 +12,7 @@
 //! one warning that its symbols are unavailable.
 
 use hwpmc_tests::{
-    Host, allocations, arg, parse_callgraph, parse_folded, pmcstat, samples_per_pmc,
+    Host, allocations, arg, parse_callgraph, parse_folded, pmcstat, pmcstat_env, samples_per_pmc,
 };
 
 /// The simulated program's path, as the simulated kernel reports it.
@@ -100,6 +100,134 @@ fn counting_cycles_and_ring_qualifiers_is_exact() {
             ("INST_RETIRED.ANY_P,os", 0),
         ])
     );
+}
+
+#[test]
+fn counting_offcore_response_events_is_exact() {
+    // Every block of hot-cold makes 40 offcore demand data reads (selected by response value
+    // 0x10001) and 8 demand RFOs (0x10002): the JSON's event on MSR_OFFCORE_RSP_0, a raw
+    // encoding on MSR_OFFCORE_RSP_1 (0xBB) with its own value.
+    let run = pmcstat(
+        Host::Sim,
+        &[
+            "-p",
+            "OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE",
+            "-p",
+            "event=0xbb,umask=0x01,offcore_rsp=0x10002",
+            "hot-cold",
+        ],
+    );
+    run.assert_status(0);
+    assert_eq!(
+        run.stderr,
+        counting_output(&[
+            ("OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE", 40_000),
+            ("event=0xbb,umask=0x01,offcore_rsp=0x10002", 8_000),
+        ])
+    );
+}
+
+#[test]
+fn a_second_response_value_takes_the_other_msr_and_a_third_is_ebusy() {
+    // The second event's value is not the first's: it is allocated on MSR_OFFCORE_RSP_1.
+    let two = pmcstat(
+        Host::Sim,
+        &[
+            "-p",
+            "OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE",
+            "-p",
+            "OFFCORE_RESPONSE,offcore_rsp=0x10002",
+            "hot-cold",
+        ],
+    );
+    two.assert_status(0);
+    assert_eq!(
+        two.stderr,
+        counting_output(&[
+            ("OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE", 40_000),
+            ("OFFCORE_RESPONSE,offcore_rsp=0x10002", 8_000),
+        ])
+    );
+    // Both MSRs are held: a third value has nowhere to go.
+    let three = pmcstat(
+        Host::Sim,
+        &[
+            "-p",
+            "OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE",
+            "-p",
+            "OFFCORE_RESPONSE,offcore_rsp=0x10002",
+            "-p",
+            "OFFCORE_RESPONSE,offcore_rsp=0x10004",
+            "hot-cold",
+        ],
+    );
+    assert_ne!(three.status, 0, "{}", three.describe());
+    assert!(three.stderr.contains("EBUSY"), "{}", three.stderr);
+    assert!(three.stderr.contains("offcore_rsp=0x10004"), "{}", three.stderr);
+}
+
+#[test]
+fn listing_and_encoding_show_the_offcore_value() {
+    let list = pmcstat(Host::Sim, &["-L"]);
+    list.assert_status(0);
+    let line = list
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE "))
+        .unwrap_or_else(|| panic!("listed:\n{}", list.stdout));
+    assert!(line.contains("offcore_rsp=0x10001"), "{line}");
+    let encoding = pmcstat(Host::Sim, &["-u", "OFFCORE_RESPONSE.DEMAND_RFO.ANY_RESPONSE"]);
+    encoding.assert_status(0);
+    assert!(encoding.stdout.contains("PERFEVTSEL:     0x000301b7"), "{}", encoding.stdout);
+    assert!(
+        encoding.stdout.contains("offcore_rsp:    0x10002 (MSR_OFFCORE_RSP_0, 1A6h)"),
+        "{}",
+        encoding.stdout
+    );
+    let umask2 =
+        pmcstat_env(Host::Sim, &[("PMC_SIM_MODEL", "arrowlake")], &["-u", "ITLB_MISSES.STLB_HIT"]);
+    umask2.assert_status(0);
+    assert!(umask2.stdout.contains("umask2:         0x01 (bits 47:40)"), "{}", umask2.stdout);
+    assert!(umask2.stdout.contains("PERFEVTSEL:     0x10000032011"), "{}", umask2.stdout);
+}
+
+#[test]
+fn topdown_slots_counts_on_fixed_counter_3_of_the_simulated_ice_lake() {
+    // Ice Lake: 5 slots per unhalted core cycle, 12 500 cycles per block, 1 000 blocks.
+    let run = pmcstat_env(
+        Host::Sim,
+        &[("PMC_SIM_MODEL", "icelake")],
+        &["-p", "TOPDOWN.SLOTS", "-p", "cpu_clk_unhalted.thread", "hot-cold"],
+    );
+    run.assert_status(0);
+    assert_eq!(
+        run.stderr,
+        counting_output(&[("TOPDOWN.SLOTS", 62_500_000), ("cpu_clk_unhalted.thread", 12_500_000)])
+    );
+    let encoding =
+        pmcstat_env(Host::Sim, &[("PMC_SIM_MODEL", "icelake")], &["-u", "TOPDOWN.SLOTS"]);
+    encoding.assert_status(0);
+    assert!(encoding.stdout.contains("fixed counter 3 (TOPDOWN.SLOTS)"), "{}", encoding.stdout);
+}
+
+#[test]
+fn an_event_with_a_second_unit_mask_counts_exactly_on_the_simulated_arrow_lake() {
+    // Every block of hot-cold has 3 ITLB_MISSES.STLB_HIT (0x11/0x20, UMASK2 0x01); the same
+    // event without UMASK2 counts nothing there.
+    let run = pmcstat_env(
+        Host::Sim,
+        &[("PMC_SIM_MODEL", "arrowlake")],
+        &["-p", "ITLB_MISSES.STLB_HIT", "-p", "ITLB_MISSES.STLB_HIT,umask2=0", "hot-cold"],
+    );
+    run.assert_status(0);
+    assert_eq!(
+        run.stderr,
+        counting_output(&[("ITLB_MISSES.STLB_HIT", 3_000), ("ITLB_MISSES.STLB_HIT,umask2=0", 0)])
+    );
+    // Skylake has no UMASK2: the driver refuses the bits.
+    let skylake = pmcstat(Host::Sim, &["-p", "event=0x11,umask=0x20,umask2=1", "hot-cold"]);
+    assert_ne!(skylake.status, 0, "{}", skylake.describe());
+    assert!(skylake.stderr.contains("EINVAL"), "{}", skylake.stderr);
 }
 
 #[test]

@@ -113,6 +113,8 @@ const fn amd_model(
         freeze_on_pmi: false,
         topdown_slots_per_cycle: 0,
         hypervisor: false,
+        offcore_rsp_valid: [0; 2],
+        umask2: false,
         amd: Some(amd),
     }
 }

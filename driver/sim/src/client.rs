@@ -52,6 +52,11 @@ pub struct AllocateRequest {
     pub amd_config: u64,
     /// `pm_md.pm_amd.pm_amd_sub_class` (K8 class).
     pub amd_sub_class: u32,
+    /// `pm_md.pm_iap.pm_iap_rsp` (the offcore-response value).
+    pub iap_rsp: u64,
+    /// Bits 63:32 of the IA32_PERFEVTSELx image, in the padding after `pm_iap_config` (see
+    /// [`hwpmc::abi::PmcMdOpPmcAllocate::iap_config64`]).
+    pub iap_config_high: u32,
 }
 
 impl AllocateRequest {
@@ -69,6 +74,8 @@ impl AllocateRequest {
             iap_config: config,
             amd_config: 0,
             amd_sub_class: 0,
+            iap_rsp: 0,
+            iap_config_high: 0,
         }
     }
 
@@ -125,6 +132,8 @@ impl AllocateRequest {
             iap_config: 0,
             amd_config: 0,
             amd_sub_class: 0,
+            iap_rsp: 0,
+            iap_config_high: 0,
         }
     }
 
@@ -152,6 +161,18 @@ impl AllocateRequest {
         self
     }
 
+    /// The same request with the offcore-response value `rsp` (`pm_iap_rsp`).
+    pub fn with_rsp(mut self, rsp: u64) -> Self {
+        self.iap_rsp = rsp;
+        self
+    }
+
+    /// The same request with UMASK2 (IA32_PERFEVTSELx bits 47:40) set to `umask2`.
+    pub fn with_umask2(mut self, umask2: u8) -> Self {
+        self.iap_config_high = u32::from(umask2) << 8;
+        self
+    }
+
     /// The same request with `pm_count`.
     pub fn with_count(mut self, count: u64) -> Self {
         self.count = count;
@@ -172,7 +193,10 @@ impl AllocateRequest {
             op.pm_md.set_amd_config(self.amd_config);
             op.pm_md.set_amd_sub_class(self.amd_sub_class);
         } else {
-            op.pm_md.set_iap_config(self.iap_config);
+            op.pm_md.set_iap_config64(
+                u64::from(self.iap_config_high) << 32 | u64::from(self.iap_config),
+            );
+            op.pm_md.set_iap_rsp(self.iap_rsp);
         }
         op
     }

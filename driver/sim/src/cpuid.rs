@@ -146,6 +146,12 @@ pub struct PmuModel {
     /// An AMD CPU's core counters ([`crate::amd`]); `None` for Intel CPUs. An AMD model reports
     /// no leaf 0xA (version 0) and has `gp_counters` core counters of `gp_width` bits.
     pub amd: Option<crate::amd::AmdFeatures>,
+    /// The defined bits of MSR_OFFCORE_RSP_0 and MSR_OFFCORE_RSP_1 (SDM Vol. 4 for the model);
+    /// 0: the MSR does not exist (see [`crate::offcore`]).
+    pub offcore_rsp_valid: [u64; 2],
+    /// IA32_PERFEVTSELx has UMASK2, bits 47:40, reported by CPUID leaf 23H sub-leaf 0 EBX\[0\]
+    /// (needs [`PmuModel::max_basic_leaf`] ≥ 0x23).
+    pub umask2: bool,
 }
 
 impl Default for PmuModel {
@@ -158,7 +164,8 @@ impl Default for PmuModel {
 impl PmuModel {
     /// Skylake client (family 6 model 0x5E stepping 3, signature 0x506E3): perfmon v4, 4 GP
     /// counters and 3 fixed counters of 48 bits, 7 architectural events, PDCM with FW_WRITE,
-    /// streamlined freeze. Its leaf 0xA is the real one: EAX 0x07300404, EDX 0x603.
+    /// streamlined freeze, MSR_OFFCORE_RSP_0/1 with bits 0x3F_FFFF_8FFF. Its leaf 0xA is the real
+    /// one: EAX 0x07300404, EDX 0x603.
     pub const fn skylake() -> Self {
         PmuModel {
             vendor: GENUINE_INTEL,
@@ -182,6 +189,8 @@ impl PmuModel {
             topdown_slots_per_cycle: 4,
             hypervisor: false,
             amd: None,
+            offcore_rsp_valid: [0x3F_FFFF_8FFF; 2],
+            umask2: false,
         }
     }
 
@@ -199,6 +208,7 @@ impl PmuModel {
             fixed_width: 40,
             pdcm: false,
             perf_capabilities: 0,
+            offcore_rsp_valid: [0; 2],
             ..PmuModel::skylake()
         }
     }
@@ -218,6 +228,7 @@ impl PmuModel {
             pdcm: false,
             perf_capabilities: 0,
             freeze_on_pmi: false,
+            offcore_rsp_valid: [0; 2],
             ..PmuModel::skylake()
         }
     }
@@ -232,13 +243,16 @@ impl PmuModel {
             version: 3,
             // LBR format 3, PEBS trap, PEBS arch regs, PEBS record format 1.
             perf_capabilities: 0x03 | 1 << 6 | 1 << 7 | 1 << 8,
+            // MSR_OFFCORE_RSP_0 only, bits 15:0.
+            offcore_rsp_valid: [0xFFFF, 0],
             ..PmuModel::skylake()
         }
     }
 
     /// Ice Lake client (family 6 model 0x7E): perfmon v5, 8 GP counters and 4 fixed counters
     /// (the 4th is TOPDOWN.SLOTS) of 48 bits, fixed bitmap 0xF, 8 architectural events,
-    /// AnyThread deprecated, FW_WRITE, streamlined freeze, 5 slots per cycle.
+    /// AnyThread deprecated, FW_WRITE, streamlined freeze, 5 slots per cycle, MSR_OFFCORE_RSP_0/1
+    /// with bits 0x3F_FFFF_BFFF.
     pub const fn icelake() -> Self {
         PmuModel {
             model: 0x7E,
@@ -252,7 +266,26 @@ impl PmuModel {
             anythread_deprecated: true,
             perf_capabilities: 0x05 | 1 << 6 | 1 << 7 | 4 << 8 | PERF_CAPABILITIES_FW_WRITE,
             topdown_slots_per_cycle: 5,
+            offcore_rsp_valid: [0x3F_FFFF_BFFF; 2],
             ..PmuModel::skylake()
+        }
+    }
+
+    /// The P-core (Lion Cove) of Arrow Lake (family 6 model 0xC6) as a CPU of its own: perfmon
+    /// v6 (driven as v5), 8 GP counters (the core has 10; the counters past 8 have MSR addresses
+    /// this simulator does not model) and fixed counters 0 to 3 of 48 bits, UMASK2 (CPUID leaf
+    /// 23H), 8 slots per cycle. CPUID leaf 1AH is not modelled, so the driver sees no core type
+    /// and knows no offcore-response MSRs for it (they are absent here too).
+    pub const fn arrowlake_p() -> Self {
+        PmuModel {
+            model: 0xC6,
+            stepping: 2,
+            max_basic_leaf: 0x23,
+            version: 6,
+            topdown_slots_per_cycle: 8,
+            offcore_rsp_valid: [0; 2],
+            umask2: true,
+            ..PmuModel::icelake()
         }
     }
 
@@ -294,6 +327,8 @@ impl PmuModel {
             topdown_slots_per_cycle: 4,
             hypervisor: true,
             amd: None,
+            offcore_rsp_valid: [0; 2],
+            umask2: false,
         }
     }
 
@@ -449,8 +484,9 @@ impl PmuModel {
 }
 
 /// The CPUID instruction of one simulated CPU: answers leaves 0 (maximum basic leaf and vendor),
-/// 1 (signature, initial APIC ID, PDCM, x2APIC and hypervisor bits) and 0xA (architectural
-/// performance monitoring) from a [`PmuModel`], and all zero for every other leaf.
+/// 1 (signature, initial APIC ID, PDCM, x2APIC and hypervisor bits), 0xA (architectural
+/// performance monitoring) and 0x23 sub-leaf 0 (UMASK2) from a [`PmuModel`], and all zero for
+/// every other leaf.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CpuidModel {
     model: PmuModel,
@@ -475,7 +511,6 @@ impl CpuidModel {
 
     /// CPUID leaf `leaf`, subleaf `subleaf` (no modelled leaf has subleaves).
     pub const fn query(&self, leaf: u32, subleaf: u32) -> CpuIdResult {
-        let _ = subleaf;
         let m = &self.model;
         let zero = CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 };
         match leaf {
@@ -499,6 +534,10 @@ impl CpuidModel {
             }
             0xA => m.leaf_0a(),
             0x8000_0000.. if m.amd.is_some() => crate::amd::extended_leaf(m, leaf),
+            // Sub-leaf 0: EAX bit 0 says sub-leaf 0's EBX is valid; EBX bit 0 UMASK2.
+            0x23 if m.max_basic_leaf >= 0x23 && subleaf == 0 => {
+                CpuIdResult { eax: 1, ebx: m.umask2 as u32, ecx: 0, edx: 0 }
+            }
             _ => zero,
         }
     }
@@ -524,6 +563,7 @@ mod tests {
             PmuModel::icelake(),
             PmuModel::v5_sparse_fixed(),
             PmuModel::future_version(6),
+            PmuModel::arrowlake_p(),
             PmuModel::no_pmu_vm(),
         ] {
             assert_eq!(model.validate(), Ok(()), "{model:?}");

@@ -12,6 +12,7 @@
 //!   exact O(1) counting of basic blocks, overflow, PMIs through the local APIC's LVT entry, and
 //!   freeze on PMI; and [`SimHardware`], the driver's `Hardware` for the current CPU of a machine
 //!   of N CPUs.
+//! * [`offcore`] — the offcore-response MSRs and the events that read them.
 //! * [`kernel`] — the simulated kernel's services to the driver ([`SimKernel`]): processes with
 //!   credentials and user memory, CPUs, signals.
 //! * [`client`] — issuing hwpmc system calls as a simulated process ([`PmcClient`]).
@@ -26,6 +27,7 @@ pub mod client;
 pub mod cpuid;
 pub mod kernel;
 pub mod machine;
+pub mod offcore;
 pub mod pmu;
 pub mod workload;
 

@@ -17,10 +17,12 @@
 //!   (read-only, only with PDCM), IA32_DEBUGCTL (only bit 12, FREEZE_PERFMON_ON_PMI, is
 //!   implemented; every other bit is treated as reserved), IA32_TIME_STAMP_COUNTER and the x2APIC
 //!   LVT performance-monitoring entry (MSR 0x834). The global MSRs and fixed counters exist from v2.
+//!   MSR_OFFCORE_RSP_0/1 exist where the model defines them ([`crate::offcore`]).
 //! * **#GP.** Every access the SDM says faults returns a [`Fault`]: unknown MSRs (including MSRs of
-//!   counters or versions the model lacks), reserved bits (PERFEVTSEL bits 63:32, AnyThread where
-//!   unsupported, FIXED_CTR_CTRL nibbles of missing counters, GLOBAL_CTRL bits of missing counters,
-//!   OVF_CTRL bits the version does not define, counter values wider than the counter through a
+//!   counters or versions the model lacks), reserved bits (PERFEVTSEL bits 63:32 but UMASK2
+//!   47:40 where the model has it, AnyThread where unsupported, FIXED_CTR_CTRL nibbles of missing
+//!   counters, GLOBAL_CTRL bits of missing counters, offcore-response bits the model leaves
+//!   undefined, OVF_CTRL bits the version does not define, counter values wider than the counter through a
 //!   full-width MSR), writes to read-only MSRs, and RDPMC of a counter that does not exist.
 //! * **Counting.** [`SimPmu::retire_repeated`] retires a basic block `repeat` times in O(1): the GP
 //!   counters count their (event, umask) through the exact CMASK / INV / EDGE model of
@@ -37,6 +39,7 @@ mod amd;
 pub use amd::STATUS_LBRS_FROZEN as AMD_STATUS_LBRS_FROZEN;
 
 use crate::cpuid::{ArchEvent, CpuidModel, PmuModel};
+use crate::offcore::{self, OffcoreCount};
 use hwpmc::hw::{Hardware, Lapic, Msrs};
 use std::cell::{Cell, RefCell, RefMut};
 use std::collections::BTreeMap;
@@ -64,6 +67,8 @@ pub mod bits {
     pub const EVTSEL_EN: u64 = 1 << 22;
     /// IA32_PERFEVTSELx: INV, invert the CMASK comparison.
     pub const EVTSEL_INV: u64 = 1 << 23;
+    /// IA32_PERFEVTSELx: UMASK2, the second unit mask (bits 47:40; CPUID leaf 23H).
+    pub const EVTSEL_UMASK2: u64 = 0xFF << 40;
     /// IA32_FIXED_CTR_CTRL nibble: count at CPL 0.
     pub const FIXED_OS: u64 = 0x1;
     /// IA32_FIXED_CTR_CTRL nibble: count at CPL > 0.
@@ -131,6 +136,8 @@ pub struct RawCount {
     pub event_select: u8,
     /// Unit mask (bits 15:8).
     pub umask: u8,
+    /// Second unit mask (bits 47:40, on models with UMASK2; 0 otherwise).
+    pub umask2: u8,
     /// Occurrences per execution of the block.
     pub count: u64,
 }
@@ -157,12 +164,25 @@ pub struct Work {
     pub branch_mispredicts: u64,
     /// Model-specific events.
     pub raw: Vec<RawCount>,
+    /// Offcore requests, by the response value that selects them (see [`crate::offcore`]).
+    pub offcore: Vec<OffcoreCount>,
 }
 
 impl Work {
     /// The block plus `count` occurrences of raw event (`event_select`, `umask`).
-    pub fn with_raw(mut self, event_select: u8, umask: u8, count: u64) -> Self {
-        self.raw.push(RawCount { event_select, umask, count });
+    pub fn with_raw(self, event_select: u8, umask: u8, count: u64) -> Self {
+        self.with_raw_umask2(event_select, umask, 0, count)
+    }
+
+    /// The block plus `count` occurrences of raw event (`event_select`, `umask`, `umask2`).
+    pub fn with_raw_umask2(mut self, event_select: u8, umask: u8, umask2: u8, count: u64) -> Self {
+        self.raw.push(RawCount { event_select, umask, umask2, count });
+        self
+    }
+
+    /// The block plus `count` offcore requests selected by the response value `response`.
+    pub fn with_offcore(mut self, response: u64, count: u64) -> Self {
+        self.offcore.push(OffcoreCount { response, count });
         self
     }
 
@@ -187,7 +207,8 @@ impl Work {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EventTotals {
     arch: [u128; 8],
-    raw: BTreeMap<(u8, u8), u128>,
+    raw: BTreeMap<(u8, u8, u8), u128>,
+    offcore: BTreeMap<u64, u128>,
     blocks: u128,
 }
 
@@ -198,7 +219,15 @@ impl EventTotals {
     }
     /// Total occurrences of raw event (`event_select`, `umask`) passed in [`Work::raw`].
     pub fn raw(&self, event_select: u8, umask: u8) -> u128 {
-        self.raw.get(&(event_select, umask)).copied().unwrap_or(0)
+        self.raw_umask2(event_select, umask, 0)
+    }
+    /// Total occurrences of raw event (`event_select`, `umask`, `umask2`).
+    pub fn raw_umask2(&self, event_select: u8, umask: u8, umask2: u8) -> u128 {
+        self.raw.get(&(event_select, umask, umask2)).copied().unwrap_or(0)
+    }
+    /// Total offcore requests selected by the response value `response` ([`Work::offcore`]).
+    pub fn offcore(&self, response: u64) -> u128 {
+        self.offcore.get(&response).copied().unwrap_or(0)
     }
     /// Blocks retired (each repetition counts).
     pub fn blocks(&self) -> u128 {
@@ -212,8 +241,12 @@ impl EventTotals {
                 u128::from(work.arch(event, slots_per_cycle)) * repeat;
         }
         for raw in &work.raw {
-            *self.raw.entry((raw.event_select, raw.umask)).or_default() +=
+            *self.raw.entry((raw.event_select, raw.umask, raw.umask2)).or_default() +=
                 u128::from(raw.count) * repeat;
+        }
+        for request in &work.offcore {
+            *self.offcore.entry(request.response).or_default() +=
+                u128::from(request.count) * repeat;
         }
         self.blocks += repeat;
     }
@@ -232,7 +265,12 @@ impl EventTotals {
             let now = raw.entry(*key).or_default();
             *now = less(*now, then);
         }
-        EventTotals { arch, raw, blocks: less(self.blocks, earlier.blocks) }
+        let mut offcore = self.offcore.clone();
+        for (key, &then) in &earlier.offcore {
+            let now = offcore.entry(*key).or_default();
+            *now = less(*now, then);
+        }
+        EventTotals { arch, raw, offcore, blocks: less(self.blocks, earlier.blocks) }
     }
 
     /// Adds `other`'s totals.
@@ -242,6 +280,9 @@ impl EventTotals {
         }
         for (key, value) in &other.raw {
             *self.raw.entry(*key).or_default() += value;
+        }
+        for (key, value) in &other.offcore {
+            *self.offcore.entry(*key).or_default() += value;
         }
         self.blocks += other.blocks;
     }
@@ -456,6 +497,7 @@ pub fn msr_name(address: u32) -> String {
         IA32_TIME_STAMP_COUNTER => format!("IA32_TIME_STAMP_COUNTER ({address:#x})"),
         0x0C1..=0x0C8 => indexed(IA32_PMC0, "IA32_PMC"),
         0x186..=0x18D => indexed(IA32_PERFEVTSEL0, "IA32_PERFEVTSEL"),
+        0x1A6 | 0x1A7 => indexed(MSR_OFFCORE_RSP_0, "MSR_OFFCORE_RSP_"),
         IA32_DEBUGCTL => format!("IA32_DEBUGCTL ({address:#x})"),
         0x309..=0x30F => indexed(IA32_FIXED_CTR0, "IA32_FIXED_CTR"),
         IA32_PERF_CAPABILITIES => format!("IA32_PERF_CAPABILITIES ({address:#x})"),
@@ -545,6 +587,8 @@ pub struct SimPmu {
     stats: PmiStats,
     tsc: u64,
     truth: [EventTotals; 2],
+    /// MSR_OFFCORE_RSP_0 and _1.
+    offcore_rsp: [u64; 2],
 }
 
 /// A mask of the low `n` bits (`n` up to 64).
@@ -586,6 +630,7 @@ impl SimPmu {
             stats: PmiStats::default(),
             tsc: 0,
             truth: Default::default(),
+            offcore_rsp: [0; 2],
         }
     }
 
@@ -650,10 +695,12 @@ impl SimPmu {
         self.status_reset_valid() & !STATUS_COND_CHGD
     }
 
-    /// The bits IA32_PERFEVTSELx accepts: 31:0, without AnyThread unless it is supported.
+    /// The bits IA32_PERFEVTSELx accepts: 31:0, without AnyThread unless it is supported, and
+    /// UMASK2 (47:40) where the model has it.
     pub fn evtsel_valid(&self) -> u64 {
         let any = if self.model().anythread_supported() { 0 } else { EVTSEL_ANY };
-        0xFFFF_FFFF & !any
+        let umask2 = if self.model().umask2 { EVTSEL_UMASK2 } else { 0 };
+        0xFFFF_FFFF & !any | umask2
     }
 
     /// The bits IA32_FIXED_CTR_CTRL accepts: OS, USR, PMI (and AnyThread where supported) in the
@@ -732,6 +779,9 @@ impl SimPmu {
         if let Some(i) = self.fixed_index(address) {
             return Ok(self.fixed[i]);
         }
+        if let Some(i) = offcore::msr_index(address).filter(|&i| model.offcore_rsp_valid[i] != 0) {
+            return Ok(self.offcore_rsp[i]);
+        }
         match address {
             msr::IA32_TIME_STAMP_COUNTER => Ok(self.tsc),
             msr::IA32_DEBUGCTL => Ok(self.debugctl),
@@ -790,6 +840,8 @@ impl SimPmu {
             let detail = || {
                 if value & EVTSEL_ANY != 0 && !model.anythread_supported() {
                     format!("AnyThread (bit 21) is not supported: {}", self.anythread_reason())
+                } else if model.umask2 {
+                    "bits 63:48 and 39:32 are reserved".into()
                 } else {
                     "bits 63:32 are reserved".into()
                 }
@@ -803,6 +855,12 @@ impl SimPmu {
             let detail = || format!("the value is wider than the {width}-bit counter");
             reserved(low_bits(width), &detail)?;
             self.fixed[i] = value;
+            return Ok(());
+        }
+        if let Some(i) = offcore::msr_index(address).filter(|&i| model.offcore_rsp_valid[i] != 0) {
+            let detail = || "a bit this model leaves undefined in the offcore response".to_string();
+            reserved(model.offcore_rsp_valid[i], &detail)?;
+            self.offcore_rsp[i] = value;
             return Ok(());
         }
         match address {
@@ -931,7 +989,7 @@ impl SimPmu {
                 }
                 continue;
             }
-            let events = Self::gp_events(&model, work, sel);
+            let events = Self::gp_events(&model, work, sel, self.offcore_rsp);
             let filtered = CycleFilter::from_evtsel(sel).apply(
                 events,
                 work.core_cycles,
@@ -1030,7 +1088,7 @@ impl SimPmu {
             if sel & EVTSEL_INT == 0 || !exact || !self.gp_counts(i, ring) {
                 return None;
             }
-            let events = Self::gp_events(&model, work, sel);
+            let events = Self::gp_events(&model, work, sel, self.offcore_rsp);
             (events > 0).then(|| until(self.gp[i].value, self.gp_width(), events))
         });
         let fixed = (0..7u8).filter_map(|i| {
@@ -1047,10 +1105,10 @@ impl SimPmu {
     /// Events a GP (or AMD core) counter with control `sel` counts in one execution of `work`:
     /// AMD's 12-bit event selects name the architectural events by their own codes
     /// ([`crate::amd::amd_event`]).
-    fn gp_events(model: &PmuModel, work: &Work, sel: u64) -> u64 {
+    fn gp_events(model: &PmuModel, work: &Work, sel: u64, offcore_rsp: [u64; 2]) -> u64 {
         let umask = (sel >> 8) as u8;
         if model.amd.is_none() {
-            return Self::events(model, work, sel as u8, umask);
+            return Self::events(model, work, sel, offcore_rsp);
         }
         let event = amd::event_select(sel);
         let arch = crate::amd::arch_event_of(event, umask).map_or(0, |e| work.arch(e, 0));
@@ -1061,15 +1119,33 @@ impl SimPmu {
         raw.fold(arch, |sum, raw| sum.saturating_add(raw.count))
     }
 
-    /// Events of (`event_select`, `umask`) in one execution of `work` (saturating at 2^64 − 1).
-    fn events(model: &PmuModel, work: &Work, event_select: u8, umask: u8) -> u64 {
+    /// Events of event select `sel`'s (event select, unit mask, UMASK2) in one execution of
+    /// `work` (saturating at 2^64 − 1), with the offcore-response MSRs holding `offcore_rsp`.
+    /// Architectural and offcore-response events have UMASK2 0.
+    fn events(model: &PmuModel, work: &Work, sel: u64, offcore_rsp: [u64; 2]) -> u64 {
+        let (event_select, umask, umask2) = (sel as u8, (sel >> 8) as u8, (sel >> 40) as u8);
+        if umask2 != 0 {
+            return work
+                .raw
+                .iter()
+                .filter(|raw| {
+                    (raw.event_select, raw.umask, raw.umask2) == (event_select, umask, umask2)
+                })
+                .fold(0, |sum, raw| sum.saturating_add(raw.count));
+        }
         let arch = ArchEvent::from_encoding(event_select, umask)
             .filter(|&e| model.arch_event_available(e))
             .map_or(0, |e| work.arch(e, model.topdown_slots_per_cycle));
         work.raw
             .iter()
-            .filter(|raw| raw.event_select == event_select && raw.umask == umask)
+            .filter(|raw| (raw.event_select, raw.umask, raw.umask2) == (event_select, umask, 0))
             .fold(arch, |sum, raw| sum.saturating_add(raw.count))
+            .saturating_add(offcore::events(
+                work,
+                offcore_rsp,
+                model.offcore_rsp_valid,
+                (event_select, umask),
+            ))
     }
 
     /// The PMU requests a PMI: freeze (when DEBUGCTL.FREEZE_PERFMON_ON_PMI is set), then signal

@@ -29,6 +29,7 @@ fn user_work() -> Work {
         branches: 180,
         branch_mispredicts: 11,
         raw: Vec::new(),
+        offcore: Vec::new(),
     }
 }
 
@@ -43,6 +44,7 @@ fn kernel_work() -> Work {
         branches: 41,
         branch_mispredicts: 3,
         raw: Vec::new(),
+        offcore: Vec::new(),
     }
 }
 
@@ -577,6 +579,7 @@ fn counter_wrap(model: PmuModel) {
         branches: (1 << 18) + 1,
         branch_mispredicts: 1 << 10,
         raw: Vec::new(),
+        offcore: Vec::new(),
     };
     // A time slice retires 2^(width + 1) instructions, so every counter wraps at least twice
     // while loaded; each of 3 threads runs about 1.5 slices (3 threads on 2 CPUs: they are

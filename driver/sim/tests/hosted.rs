@@ -232,6 +232,19 @@ fn on_an_amd_cpu_a_k8_pmc_reaches_the_host_with_its_perf_ctl_image() {
 }
 
 #[test]
+fn an_offcore_response_event_is_not_handed_to_a_host_that_gets_no_response_value() {
+    let w = World::new();
+    // OFFCORE_RESPONSE_0 (0xB7/0x01) with a response value Skylake defines: the host would be
+    // given the event select only, and count with whatever its MSR holds.
+    let request = AllocateRequest::iap(0x01B7).with_rsp(0x1_0001);
+    assert_eq!(w.client().allocate(request), Err(Errno::OpNotSupp));
+    assert!(w.host.checked.borrow().is_empty(), "refused before the host is asked");
+    // Without a value it still reads the MSR (value 0); other events are the host's.
+    assert_eq!(w.client().allocate(AllocateRequest::iap(0x01B7)), Err(Errno::OpNotSupp));
+    w.client().allocate(AllocateRequest::iap(0x01C0)).unwrap();
+}
+
+#[test]
 fn fixed_counters_the_host_does_not_count_still_count_on_the_pmu() {
     let w = World::new();
     let kernel = w.kernel().clone();

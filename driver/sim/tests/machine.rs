@@ -22,6 +22,7 @@ fn work(instructions: u64) -> Work {
         llc_references: instructions / 20,
         llc_misses: instructions / 100,
         raw: Vec::new(),
+        offcore: Vec::new(),
     }
     .with_raw(0xD1, 0x01, 3)
 }

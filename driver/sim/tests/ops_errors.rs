@@ -248,15 +248,19 @@ fn reserved_and_privileged_config_bits_are_refused_before_any_msr_write() {
     let icelake = World::new(PmuModel::icelake(), 1);
     let root = icelake.client(icelake.root);
     icelake.fails(Errno::Inval, || root.allocate(AllocateRequest::iap(any_thread)));
-    // An offcore-response value cannot be honoured without model tables.
+    // An offcore-response value for an event that reads none (INST_RETIRED), or with a bit
+    // Skylake's MSR_OFFCORE_RSP_0 leaves undefined (bit 12).
     let w2 = World::skylake();
     let mut op = PmcOpPmcAllocate::new_zeroed();
     op.pm_class = Class::Iap.as_u32();
     op.pm_mode = Mode::ThreadCounting.as_u32();
     op.pm_cpu = PMC_CPU_ANY;
     op.pm_flags = PmcFlags::EV_PMU.bits();
-    op.pm_md.set_iap_config(0x01B7);
+    op.pm_md.set_iap_config(0x00C0);
     op.pm_md.set_iap_rsp(0x10001);
+    w2.fails(Errno::Inval, || w2.client(w2.user).call(Op::PmcAllocate, &mut op));
+    op.pm_md.set_iap_config(0x01B7);
+    op.pm_md.set_iap_rsp(0x11001);
     w2.fails(Errno::Inval, || w2.client(w2.user).call(Op::PmcAllocate, &mut op));
 }
 

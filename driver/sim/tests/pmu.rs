@@ -5,6 +5,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use hwpmc::arch::x86::intel::discovery::{FreezeMode, IntelPmu};
+use hwpmc::arch::x86::intel::offcore::OffcoreLayout;
 use hwpmc::hw::{CpuIdReader, Hardware, Lapic};
 use hwpmc_sim::cpuid::{ArchEvent, CpuidModel, PmuModel};
 use hwpmc_sim::pmu::bits::*;
@@ -54,6 +55,7 @@ fn user_block() -> Work {
         branches: 20,
         branch_mispredicts: 2,
         raw: Vec::new(),
+        offcore: Vec::new(),
     }
 }
 
@@ -146,6 +148,9 @@ fn no_pmu_vm_reports_a_zero_leaf_0a_and_discovery_finds_no_pmu() {
 
 #[test]
 fn discovery_describes_every_preset() {
+    let core_offcore = |rsp0: u64, rsp1: u64| {
+        Some(OffcoreLayout { events: [(0xB7, 0x01), (0xBB, 0x01)], valid: [rsp0, rsp1] })
+    };
     let expected = |name: &str| -> IntelPmu {
         let base = IntelPmu {
             reported_version: 4,
@@ -158,6 +163,8 @@ fn discovery_describes_every_preset() {
             full_width_write: true,
             any_thread: true,
             freeze: FreezeMode::Streamlined,
+            offcore: core_offcore(0x3F_FFFF_8FFF, 0x3F_FFFF_8FFF),
+            umask2: false,
         };
         let v5 = IntelPmu {
             reported_version: 5,
@@ -166,6 +173,7 @@ fn discovery_describes_every_preset() {
             fixed_mask: 0xF,
             arch_events: 0xFF,
             any_thread: false,
+            offcore: core_offcore(0x3F_FFFF_BFFF, 0x3F_FFFF_BFFF),
             ..base
         };
         match name {
@@ -179,6 +187,7 @@ fn discovery_describes_every_preset() {
                 full_width_write: false,
                 any_thread: false,
                 freeze: FreezeMode::None,
+                offcore: None,
                 ..base
             },
             "core2" => IntelPmu {
@@ -190,6 +199,7 @@ fn discovery_describes_every_preset() {
                 full_width_write: false,
                 any_thread: false,
                 freeze: FreezeMode::Legacy,
+                offcore: None,
                 ..base
             },
             "nehalem" => IntelPmu {
@@ -197,6 +207,7 @@ fn discovery_describes_every_preset() {
                 version: 3,
                 full_width_write: false,
                 freeze: FreezeMode::Legacy,
+                offcore: core_offcore(0xFFFF, 0),
                 ..base
             },
             "skylake" => base,
@@ -425,10 +436,76 @@ fn rdpmc_faults_on_counters_that_do_not_exist() {
 #[test]
 fn unknown_msrs_fault() {
     let mut pmu = SimPmu::new(PmuModel::skylake());
-    for msr in [0, 0x1A6, 0x10F, 0x30C, 0x393, 0x3F1, 0x832, 0xC000_0080] {
+    for msr in [0, 0x1A8, 0x10F, 0x30C, 0x393, 0x3F1, 0x832, 0xC000_0080] {
         assert_eq!(rd_fault(&pmu, msr), FaultKind::UnknownMsr, "{msr:#x}");
         assert_eq!(wr_fault(&mut pmu, msr, 0), FaultKind::UnknownMsr, "{msr:#x}");
     }
+}
+
+#[test]
+fn umask2_is_discovered_from_cpuid_leaf_23h_and_counted() {
+    let model = PmuModel::arrowlake_p();
+    let hw = SimHardware::new(model, 1);
+    let cpuid = hw.cpuid();
+    assert_eq!(cpuid.cpuid2(0x23, 0).ebx & 1, 1, "leaf 23H sub-leaf 0 EBX[0]");
+    let found = IntelPmu::discover(&cpuid, &hw).unwrap();
+    assert!(found.umask2 && found.fixed_mask == 0xF && found.reported_version == 6);
+    assert_eq!(found.evtsel_valid() & 0xFF << 40, 0xFF << 40);
+    let skylake = SimHardware::new(PmuModel::skylake(), 1);
+    assert!(!IntelPmu::discover(&skylake.cpuid(), &skylake).unwrap().umask2);
+    // Bits 47:40 are the second unit mask; 63:48 and 39:32 stay reserved.
+    let mut pmu = SimPmu::new(model);
+    for bit in (32..40).chain(48..64) {
+        assert_eq!(
+            wr_fault(&mut pmu, IA32_PERFEVTSEL0, 1 << bit),
+            FaultKind::ReservedBits(1 << bit)
+        );
+    }
+    // ITLB_MISSES.STLB_HIT on Arrow Lake's P-core: 0x11, umask 0x20, UMASK2 0x01.
+    let work = Work::default().with_raw_umask2(0x11, 0x20, 0x01, 3).with_raw(0x11, 0x20, 7);
+    wr(&mut pmu, IA32_PERFEVTSEL0, raw_evtsel(0x11, 0x20, EVTSEL_USR) | 0x01 << 40);
+    wr(&mut pmu, IA32_PERFEVTSEL0 + 1, raw_evtsel(0x11, 0x20, EVTSEL_USR));
+    pmu.retire_repeated(Ring::User, &work, 10);
+    assert_eq!(pmu.read_pmc(0), Ok(30));
+    assert_eq!(pmu.read_pmc(1), Ok(70), "UMASK2 0 is another event");
+    assert_eq!(pmu.ground_truth(Ring::User).raw_umask2(0x11, 0x20, 0x01), 30);
+}
+
+#[test]
+fn offcore_response_msrs_exist_where_the_model_defines_them() {
+    // Core 2: none; Nehalem: MSR_OFFCORE_RSP_0 with bits 15:0; Skylake: both, 0x3F_FFFF_8FFF.
+    let mut core2 = SimPmu::new(PmuModel::core2());
+    assert_eq!(rd_fault(&core2, 0x1A6), FaultKind::UnknownMsr);
+    assert_eq!(wr_fault(&mut core2, 0x1A7, 0), FaultKind::UnknownMsr);
+    let mut nehalem = SimPmu::new(PmuModel::nehalem());
+    nehalem.write_msr(0x1A6, 0xFFFF).unwrap();
+    assert_eq!(rd(&nehalem, 0x1A6), 0xFFFF);
+    assert_eq!(wr_fault(&mut nehalem, 0x1A6, 1 << 16), FaultKind::ReservedBits(1 << 16));
+    assert_eq!(rd_fault(&nehalem, 0x1A7), FaultKind::UnknownMsr);
+    let mut skylake = SimPmu::new(PmuModel::skylake());
+    skylake.write_msr(0x1A7, 0x3F_FFFF_8FFF).unwrap();
+    assert_eq!(rd(&skylake, 0x1A7), 0x3F_FFFF_8FFF);
+    for bit in [12, 38, 63] {
+        assert_eq!(wr_fault(&mut skylake, 0x1A6, 1 << bit), FaultKind::ReservedBits(1 << bit));
+    }
+    assert_eq!(rd(&skylake, 0x1A6), 0, "a faulting write changes nothing");
+    assert_eq!(hwpmc_sim::pmu::msr_name(0x1A7), "MSR_OFFCORE_RSP_1 (0x1a7)");
+}
+
+#[test]
+fn offcore_response_events_count_the_requests_their_msr_selects() {
+    let mut pmu = SimPmu::new(PmuModel::skylake());
+    let work = Work::default().with_offcore(0x1_0001, 3).with_offcore(0x1_0002, 5);
+    pmu.write_msr(IA32_PERFEVTSEL0, raw_evtsel(0xB7, 0x01, EVTSEL_USR)).unwrap();
+    pmu.write_msr(IA32_PERFEVTSEL0 + 1, raw_evtsel(0xBB, 0x01, EVTSEL_USR)).unwrap();
+    pmu.write_msr(0x1A6, 0x1_0002).unwrap();
+    pmu.retire_repeated(Ring::User, &work, 10);
+    pmu.write_msr(0x1A6, 0x1_0001).unwrap();
+    pmu.write_msr(0x1A7, 0x1_0002).unwrap();
+    pmu.retire_repeated(Ring::User, &work, 4);
+    assert_eq!(pmu.read_pmc(0), Ok(5 * 10 + 3 * 4));
+    assert_eq!(pmu.read_pmc(1), Ok(5 * 4), "RSP_1 held 0 for the first 10");
+    assert_eq!(pmu.ground_truth(Ring::User).offcore(0x1_0001), 3 * 14);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 use std::ffi::{c_char, c_int, c_uint};
 use std::sync::OnceLock;
 
-use hwpmc::abi::{Mode, Op, PMC_VERSION_MAJOR, PmcFlags, PmcOpGetCpuInfo};
+use hwpmc::abi::{Mode, PMC_VERSION_MAJOR, PmcFlags, PmcOpGetCpuInfo};
 
 use super::boundary::{c_str, invalid, non_null, status, store};
 use super::{pmc_driverstats, pmc_id_t, pmc_value_t, pmu};
@@ -93,7 +93,7 @@ pub unsafe extern "C" fn pmc_allocate(
         if request.pm_flags & PmcFlags::EV_PMU.bits() != 0 {
             request.pm_ev = pmu::host_index_of(spec).unwrap_or(0);
         }
-        api::call(Op::PmcAllocate, &mut request)?;
+        api::allocate_spec(spec, &mut request)?;
         // SAFETY: checked non-null; writable by the caller's promise.
         unsafe { store(out, request.pm_pmcid) };
         Ok(())

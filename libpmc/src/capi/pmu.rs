@@ -146,7 +146,7 @@ fn fill_pmu_request(request: &mut pmc_op_pmcallocate, event: &Event) -> Result<(
     if asked != rings && !asked.is_empty() {
         // One ring asked for: count in it only, as FreeBSD's pmc_pmu_intel_pmcallocate.
         caps = (caps - rings) | asked;
-        if let EventKind::Iap { evtsel } = event.kind {
+        if let EventKind::Iap { evtsel, .. } = event.kind {
             let usr = if asked == Caps::USER { 1 << 16 } else { 0 };
             let os = if asked == Caps::SYSTEM { 1 << 17 } else { 0 };
             md.set_iap_config(evtsel & !(3 << 16) | usr | os);
@@ -336,9 +336,9 @@ pub unsafe extern "C" fn pmc_pmu_print_counter_full(ev: *const c_char) {
             if let Ok(event) = api::lookup_event(&name) {
                 text += &format!("\tclass:\t\t{}\n", event.class.name());
                 match event.kind {
-                    EventKind::Iap { evtsel } => {
+                    EventKind::Iap { evtsel, umask2, offcore_rsp } => {
                         text += &format!(
-                            "\tevent:\t\tevent={:#04x},umask={:#04x}{}{}{}\n",
+                            "\tevent:\t\tevent={:#04x},umask={:#04x}{}{}{}{}{}\n",
                             evtsel & 0xFF,
                             (evtsel >> 8) & 0xFF,
                             if evtsel >> 24 != 0 {
@@ -348,6 +348,12 @@ pub unsafe extern "C" fn pmc_pmu_print_counter_full(ev: *const c_char) {
                             },
                             if evtsel & 1 << 18 != 0 { ",edge" } else { "" },
                             if evtsel & 1 << 23 != 0 { ",inv" } else { "" },
+                            if umask2 != 0 {
+                                format!(",umask2={umask2:#04x}")
+                            } else {
+                                String::new()
+                            },
+                            offcore_rsp.map_or(String::new(), |v| format!(",offcore_rsp={v:#x}")),
                         )
                     }
                     EventKind::Iaf { index, .. } => {

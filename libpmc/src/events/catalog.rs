@@ -19,6 +19,21 @@ pub(super) struct Programmable {
     pub(super) arch_bit: Option<u8>,
     /// The default sampling rate.
     pub(super) rate: u64,
+    /// The offcore-response value it reads, if it is an offcore-response event.
+    pub(super) offcore: Offcore,
+    /// The second unit mask, IA32_PERFEVTSELx bits 47:40 (0: none).
+    pub(super) umask2: u8,
+}
+
+/// What an encoding puts in MSR_OFFCORE_RSP_0/1 (1A6h/1A7h), through `pm_iap_rsp`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Offcore {
+    /// Nothing: not an offcore-response event.
+    No,
+    /// The vendor's request/response value (`offcore_rsp=` replaces it).
+    Value(u64),
+    /// The generic offcore-response event: `offcore_rsp=` gives the value.
+    Needed,
 }
 
 impl Programmable {
@@ -32,6 +47,8 @@ impl Programmable {
             edge: false,
             arch_bit: Some(arch_bit),
             rate: super::DEFAULT_SAMPLE_RATE,
+            offcore: Offcore::No,
+            umask2: 0,
         }
     }
 }

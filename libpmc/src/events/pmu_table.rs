@@ -26,6 +26,8 @@ pub fn full_machine(key: &str) -> HostEvents {
     HostEvents {
         classes: vec![Class::Iaf, Class::Iap, Class::K8],
         cpu: CpuId::parse(key).ok(),
+        // Every fixed counter the catalog places events on (0 to 3).
+        fixed_counters: Some(4),
         ..HostEvents::default()
     }
 }

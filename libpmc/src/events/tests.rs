@@ -61,6 +61,7 @@ fn pmu_less_linux() -> HostEvents {
         cpu: None,
         core_type: None,
         arch_events_unavailable: 0,
+        fixed_counters: None,
     }
 }
 
@@ -77,6 +78,7 @@ fn intel_freebsd(with_iaf: bool) -> HostEvents {
         cpu: None,
         core_type: None,
         arch_events_unavailable: 0,
+        fixed_counters: None,
     }
 }
 
@@ -89,12 +91,13 @@ fn skylake_linux() -> HostEvents {
         cpu: Some(CpuId::parse("GenuineIntel-6-5E-3").unwrap()),
         core_type: None,
         arch_events_unavailable: 0,
+        fixed_counters: None,
     }
 }
 
 fn iap_evtsel(host: &HostEvents, spec: &str) -> u32 {
     match host.lookup(spec) {
-        Ok(Event { kind: EventKind::Iap { evtsel }, class: Class::Iap, .. }) => evtsel,
+        Ok(Event { kind: EventKind::Iap { evtsel, .. }, class: Class::Iap, .. }) => evtsel,
         other => panic!("{spec}: expected an IAP event, got {other:?}"),
     }
 }
@@ -336,7 +339,14 @@ fn architectural_events_have_the_sdm_encodings() {
         let resolved = host.lookup(name).unwrap();
         assert_eq!(resolved.name, name);
         assert_eq!(resolved.class, Class::Iap);
-        assert_eq!(resolved.kind, EventKind::Iap { evtsel: sel(event, umask) | SEL_USR | SEL_OS });
+        assert_eq!(
+            resolved.kind,
+            EventKind::Iap {
+                evtsel: sel(event, umask) | SEL_USR | SEL_OS,
+                umask2: 0,
+                offcore_rsp: None
+            }
+        );
         assert_eq!(resolved.default_rate, 65536);
     }
 }
@@ -389,7 +399,10 @@ fn raw_encoding_defaults_to_both_rings_and_names_itself_by_event_and_umask() {
     let host = intel_freebsd(true);
     let event = host.lookup("event=0xc0,umask=0x00").unwrap();
     assert_eq!(event.class, Class::Iap);
-    assert_eq!(event.kind, EventKind::Iap { evtsel: 0xC0 | SEL_USR | SEL_OS });
+    assert_eq!(
+        event.kind,
+        EventKind::Iap { evtsel: 0xC0 | SEL_USR | SEL_OS, umask2: 0, offcore_rsp: None }
+    );
     assert_eq!(event.name, "event=0xc0,umask=0x0");
     assert_eq!(event.spec, "event=0xc0,umask=0x00");
     assert_eq!(event.default_rate, 65536);
@@ -447,7 +460,10 @@ fn named_events_take_qualifiers_and_umask_overrides() {
     );
     // Whitespace around the name and the qualifiers is ignored; the spec is kept as given.
     let event = host.lookup(" INST_RETIRED.ANY_P , usr ").unwrap();
-    assert_eq!(event.kind, EventKind::Iap { evtsel: sel(0xC0, 0x00) | SEL_USR });
+    assert_eq!(
+        event.kind,
+        EventKind::Iap { evtsel: sel(0xC0, 0x00) | SEL_USR, umask2: 0, offcore_rsp: None }
+    );
     assert_eq!(event.spec, " INST_RETIRED.ANY_P , usr ");
 }
 
@@ -679,7 +695,11 @@ fn skylake_table_events_have_the_json_encodings() {
         let event = host.lookup(name).unwrap();
         assert_eq!(event.name, name);
         assert_eq!(event.class, Class::Iap);
-        assert_eq!(event.kind, EventKind::Iap { evtsel: encoding | SEL_USR | SEL_OS }, "{name}");
+        assert_eq!(
+            event.kind,
+            EventKind::Iap { evtsel: encoding | SEL_USR | SEL_OS, umask2: 0, offcore_rsp: None },
+            "{name}"
+        );
         assert_eq!(event.default_rate, rate, "{name}");
     }
     assert_eq!(iap_evtsel(&host, "br_misp_retired.all_branches,usr"), sel(0xC5, 0x00) | SEL_USR);
@@ -710,25 +730,70 @@ fn skylake_fixed_counter_entries_resolve_to_fixed_counters() {
 }
 
 #[test]
-fn skylake_anythread_offcore_and_uncore_entries_are_refused() {
+fn skylake_anythread_pebs_and_uncore_entries_are_refused() {
     let host = skylake_linux();
     // CPU_CLK_UNHALTED.THREAD_ANY has AnyThread=1.
     let detail = bad_qualifier_detail(&host, "CPU_CLK_UNHALTED.THREAD_ANY");
     assert!(detail.contains("privilege"), "{detail}");
-    // OFFCORE_RESPONSE has two event codes (0xB7, 0xBB) and needs MSR_OFFCORE_RSP_x: known,
-    // refused with the reason.
-    let (class, reason, _) = unavailable(&host, "OFFCORE_RESPONSE");
-    assert_eq!(class, Class::Iap);
-    assert!(reason.contains("1A6h/1A7h") && reason.contains("driver"), "{reason}");
-    // Offcore-response, load-latency and frontend events name the MSR and its value.
-    let (_, reason, _) = unavailable(&host, "OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE");
-    assert!(reason.contains("MSR_OFFCORE_RSP_0/1") && reason.contains("0x10001"), "{reason}");
+    // Load-latency and frontend events name the MSR, its value and PEBS, without which the
+    // MSR changes nothing.
     let (_, reason, _) = unavailable(&host, "MEM_TRANS_RETIRED.LOAD_LATENCY_GT_4");
     assert!(reason.contains("3F6h") && reason.contains("set to 4"), "{reason}");
+    assert!(reason.contains("only with PEBS") && reason.contains("driver"), "{reason}");
     let (_, reason, _) = unavailable(&host, "FRONTEND_RETIRED.DSB_MISS");
     assert!(reason.contains("3F7h") && reason.contains("0x11"), "{reason}");
+    assert!(reason.contains("only with PEBS"), "{reason}");
     // Uncore events are not in the core tables.
     unknown_suggestions(&host, "UNC_ARB_TRK_OCCUPANCY.ALL");
+}
+
+#[test]
+fn skylake_offcore_events_carry_their_response_value() {
+    let host = skylake_linux();
+    let kind = |spec: &str| host.lookup(spec).map(|e| e.kind);
+    // Skylake's JSON: OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE is 0xB7/0x01 (or 0xBB/0x01)
+    // with MSRValue 0x10001.
+    assert_eq!(
+        kind("OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE"),
+        Ok(EventKind::Iap {
+            evtsel: sel(0xB7, 0x01) | SEL_USR | SEL_OS,
+            umask2: 0,
+            offcore_rsp: Some(0x10001)
+        })
+    );
+    // offcore_rsp= replaces the value, and gives the generic event its value.
+    assert_eq!(
+        kind("OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE,offcore_rsp=0x10002,usr"),
+        Ok(EventKind::Iap {
+            evtsel: sel(0xB7, 0x01) | SEL_USR,
+            umask2: 0,
+            offcore_rsp: Some(0x10002)
+        })
+    );
+    assert_eq!(
+        kind("OFFCORE_RESPONSE,rsp=65537"),
+        Ok(EventKind::Iap {
+            evtsel: sel(0xB7, 0x01) | SEL_USR | SEL_OS,
+            umask2: 0,
+            offcore_rsp: Some(0x10001)
+        })
+    );
+    assert_eq!(
+        kind("event=0xbb,umask=1,offcore_rsp=0x3f80408fff"),
+        Ok(EventKind::Iap {
+            evtsel: sel(0xBB, 0x01) | SEL_USR | SEL_OS,
+            umask2: 0,
+            offcore_rsp: Some(0x3f80408fff)
+        })
+    );
+    // Without a value the generic event says how to give one.
+    let detail = bad_qualifier_detail(&host, "OFFCORE_RESPONSE");
+    assert!(detail.contains("offcore_rsp=") && detail.contains("1A6h/1A7h"), "{detail}");
+    // Other events take no response value.
+    let detail = bad_qualifier_detail(&host, "INST_RETIRED.ANY_P,offcore_rsp=1");
+    assert!(detail.contains("not an offcore-response event"), "{detail}");
+    let detail = bad_qualifier_detail(&host, "OFFCORE_RESPONSE,offcore_rsp=0xZZ");
+    assert!(detail.contains("64-bit number"), "{detail}");
 }
 
 #[test]

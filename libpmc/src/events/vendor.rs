@@ -4,7 +4,7 @@
 use hwpmc::abi::Class;
 
 use super::Target;
-use super::catalog::Programmable;
+use super::catalog::{Offcore, Programmable};
 use super::model::Vendor;
 use super::table::{Counters, Unit, VendorEvent};
 
@@ -36,59 +36,51 @@ fn intel(event: &VendorEvent) -> (Class, Target) {
     }
     if let Counters::Fixed(index) = event.counters {
         return match index {
-            0..=2 => (Class::Iaf, Target::Fixed(index)),
+            // Fixed counter 3 (TOPDOWN.SLOTS): allocated where the host's PMU has it.
+            0..=3 => (Class::Iaf, Target::Fixed(index)),
             _ => refused(
                 Class::Iaf,
                 format!(
-                    "{name} is counted by fixed counter {index} only{}, which the driver does not \
-                     support yet",
-                    if index == 3 {
-                        " (the slots counter)"
-                    } else {
-                        " (perfmon v5 fixed-counter bitmap)"
-                    }
+                    "{name} is counted by fixed counter {index} only (perfmon v6 fixed-counter \
+                     bitmap), which the driver does not support yet"
                 ),
             ),
         };
     }
+    let mut code = event.code;
+    let mut umask = event.umask;
+    let mut offcore = Offcore::No;
     if let Some(msr) = event.extra_msr {
-        let what = match msr.index {
-            0x1A6 | 0x1A7 => format!(
-                "MSR_OFFCORE_RSP_0/1 (1A6h/1A7h) set to {:#x} (offcore response)",
+        let pebs = match msr.index {
+            0x1A6 | 0x1A7 => None,
+            0x3F6 => Some(format!(
+                "MSR_PEBS_LD_LAT_THRESHOLD (3F6h) set to {} (load latency)",
                 msr.value
-            ),
-            0x3F6 => format!(
-                "MSR_PEBS_LD_LAT_THRESHOLD (3F6h) set to {} and PEBS (load latency)",
-                msr.value
-            ),
-            0x3F7 => {
-                format!("MSR_PEBS_FRONTEND (3F7h) set to {:#x} and PEBS (frontend)", msr.value)
-            }
-            index => format!("MSR {index:#x} set to {:#x}", msr.value),
+            )),
+            0x3F7 => Some(format!("MSR_PEBS_FRONTEND (3F7h) set to {:#x} (frontend)", msr.value)),
+            index => Some(format!("MSR {index:#x} set to {:#x}", msr.value)),
         };
-        return refused(
-            Class::Iap,
-            format!("{name} needs {what}, which the driver does not program yet"),
-        );
-    }
-    if event.second_code.is_some() {
-        return refused(
-            Class::Iap,
-            format!(
-                "{name} is the generic offcore-response event: it needs a request/response value \
-                 in MSR_OFFCORE_RSP_0/1 (1A6h/1A7h), which the driver does not program yet"
-            ),
-        );
-    }
-    if event.umask_ext != 0 {
-        return refused(
-            Class::Iap,
-            format!(
-                "{name} needs the extended unit mask {:#x} (IA32_PERFEVTSELx bits 47:40), which \
-                 the driver does not program yet",
-                event.umask_ext
-            ),
-        );
+        if let Some(what) = pebs {
+            // Without PEBS these MSRs change nothing: the event would count every occurrence
+            // instead of the ones the value selects.
+            return refused(
+                Class::Iap,
+                format!(
+                    "{name} needs {what}, which takes effect only with PEBS (precise sampling); \
+                     the driver does not support PEBS"
+                ),
+            );
+        }
+        // An event the file allows through MSR_OFFCORE_RSP_1 only is counted by its second
+        // encoding (0xBB on Core, umask 0x02 on Atom, 0x2B from Golden Cove).
+        if msr.index == 0x1A7 && msr.count == 1 {
+            code = event.second_code.unwrap_or(code);
+            umask = event.second_umask.unwrap_or(umask);
+        }
+        offcore = Offcore::Value(msr.value);
+    } else if event.second_code.is_some() || event.second_umask.is_some() {
+        // The generic OFFCORE_RESPONSE event: the user gives the value.
+        offcore = Offcore::Needed;
     }
     if event.precise == 2 {
         return refused(
@@ -98,7 +90,7 @@ fn intel(event: &VendorEvent) -> (Class, Target) {
             ),
         );
     }
-    let (Ok(code), Ok(umask)) = (u8::try_from(event.code), u8::try_from(event.umask)) else {
+    let (Ok(code), Ok(umask)) = (u8::try_from(code), u8::try_from(umask)) else {
         return refused(
             Class::Iap,
             format!("{name} has an event code or unit mask wider than 8 bits"),
@@ -117,6 +109,9 @@ fn intel(event: &VendorEvent) -> (Class, Target) {
                 0 => super::DEFAULT_SAMPLE_RATE,
                 rate => rate,
             },
+            offcore,
+            // The extended unit mask: the driver refuses it on a CPU without UMASK2.
+            umask2: event.umask_ext,
         }),
     )
 }

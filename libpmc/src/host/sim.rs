@@ -5,8 +5,9 @@
 //!
 //! Configuration, read once per thread from the environment:
 //! * `PMC_SIM_CPUS` — CPUs of the machine, 1 to 64 (default 2);
-//! * `PMC_SIM_MODEL` — `skylake` (default), `icelake`, `nehalem`, `core2`, `vm` (no PMU), or
-//!   the AMD machines `zen4` (PerfMonV2), `zen2` and `k10` (the 4 legacy counters);
+//! * `PMC_SIM_MODEL` — `skylake` (default), `icelake`, `nehalem`, `core2`, `vm` (no PMU),
+//!   `arrowlake` (its P-core: UMASK2, fixed counter 3), or the AMD machines `zen4` (PerfMonV2),
+//!   `zen2` and `k10` (the 4 legacy counters);
 //! * `PMC_SIM_SEED` — the scheduler's seed (default 1).
 //!
 //! A value that is none of these is an error (`EINVAL`) that says what the variable may be.
@@ -36,8 +37,17 @@ use crate::error::{Error, Result};
 /// Work of one block of the built-in programs: 10 000 instructions.
 pub const BLOCK_INSTRUCTIONS: u64 = 10_000;
 
+/// The offcore requests of one block, by the MSR_OFFCORE_RSP value that selects them (see
+/// `hwpmc_sim::offcore`): 40 demand data reads (0x10001, any response) and 8 demand RFOs
+/// (0x10002).
+pub const BLOCK_OFFCORE: [(u64, u64); 2] = [(0x1_0001, 40), (0x1_0002, 8)];
+
+/// Second-level TLB hits of one block's instruction fetches: Arrow Lake's ITLB_MISSES.STLB_HIT
+/// (event 0x11, umask 0x20, UMASK2 0x01), an event with a second unit mask.
+pub const BLOCK_STLB_HITS: u64 = 3;
+
 fn block() -> Work {
-    Work {
+    let work = Work {
         instructions: BLOCK_INSTRUCTIONS,
         core_cycles: 12_500,
         ref_cycles: 10_000,
@@ -46,7 +56,9 @@ fn block() -> Work {
         llc_references: 50,
         llc_misses: 5,
         ..Work::default()
-    }
+    };
+    let work = work.with_raw_umask2(0x11, 0x20, 0x01, BLOCK_STLB_HITS);
+    BLOCK_OFFCORE.iter().fold(work, |work, &(response, count)| work.with_offcore(response, count))
 }
 
 /// The built-in programs: (name, description).
@@ -118,12 +130,13 @@ where
 type MakeModel = fn() -> PmuModel;
 
 /// The simulated CPU models `PMC_SIM_MODEL` names.
-const MODELS: [(&str, MakeModel); 8] = [
+const MODELS: [(&str, MakeModel); 9] = [
     ("skylake", PmuModel::skylake),
     ("icelake", PmuModel::icelake),
     ("nehalem", PmuModel::nehalem),
     ("core2", PmuModel::core2),
     ("vm", PmuModel::no_pmu_vm),
+    ("arrowlake", PmuModel::arrowlake_p),
     ("zen4", PmuModel::zen4),
     ("zen2", PmuModel::zen2),
     ("k10", PmuModel::k10),

@@ -84,8 +84,14 @@ fn run(o: &cli::Options) -> Result<i32, Failure> {
 /// events this host cannot count ([`listing_text`]).
 fn list_events() -> Result<i32, Failure> {
     let listing = api::event_listing().map_err(|e| Failure::pmc("listing events", &e))?;
+    // An offcore-response event's MSR value follows its rate, as the qualifier that sets it.
     let rate = |event: &pmc::events::ListedEvent| {
-        api::lookup_event(&event.name).ok().map(|e| rate_text(&e))
+        api::lookup_event(&event.name).ok().map(|e| match e.kind {
+            pmc::events::EventKind::Iap { offcore_rsp: Some(value), .. } => {
+                format!("{} offcore_rsp={value:#x}", rate_text(&e))
+            }
+            _ => rate_text(&e),
+        })
     };
     write_stdout(listing_text(&listing, rate).as_bytes())?;
     Ok(0)
@@ -145,6 +151,15 @@ fn describe_event(spec: &str) -> Result<i32, Failure> {
     }
     write_stdout(text.as_bytes())?;
     Ok(0)
+}
+
+/// Which offcore-response MSR an event select reads: RSP_1 for Core's 0xBB, Golden Cove's 0x2B
+/// and Atom's 0xB7 with umask 0x02; RSP_0 otherwise.
+fn offcore_msr_text(evtsel: u32) -> &'static str {
+    match (evtsel & 0xFF, evtsel >> 8 & 0xFF) {
+        (0xBB | 0x2B, _) | (0xB7, 0x02) => "MSR_OFFCORE_RSP_1, 1A7h",
+        _ => "MSR_OFFCORE_RSP_0, 1A6h",
+    }
 }
 
 /// The `umask`, `rings` and `flags` lines of an event-select image (IA32_PERFEVTSELx, or AMD
@@ -233,22 +248,36 @@ pub fn describe_event_text(event: &pmc::events::Event) -> String {
     };
     lines.push(("class", format!("{class}{what}")));
     match &event.kind {
-        EventKind::Iap { evtsel } => {
+        EventKind::Iap { evtsel, umask2, offcore_rsp } => {
             lines.push(("event select", format!("{:#04x}", evtsel & 0xFF)));
             selector_lines(&mut lines, *evtsel);
-            lines.push(("PERFEVTSEL", format!("{evtsel:#010x}")));
+            if *umask2 != 0 {
+                lines.push(("umask2", format!("{umask2:#04x} (bits 47:40)")));
+            }
+            let perfevtsel = u64::from(*evtsel) | u64::from(*umask2) << 40;
+            lines.push(("PERFEVTSEL", format!("{perfevtsel:#010x}")));
+            if let Some(value) = offcore_rsp {
+                let msr = offcore_msr_text(*evtsel);
+                lines.push(("offcore_rsp", format!("{value:#x} ({msr})")));
+            }
         }
         EventKind::Iaf { index, event: code, usr, os } => {
             let counts = match index {
                 0 => " (INSTR_RETIRED.ANY)",
                 1 => " (CPU_CLK_UNHALTED.CORE)",
                 2 => " (CPU_CLK_UNHALTED.REF_TSC)",
+                3 => " (TOPDOWN.SLOTS)",
                 _ => "",
             };
             lines.push(("counter", format!("fixed counter {index}{counts}")));
-            let name =
-                pmclog::names::event_name(*code).map(|n| format!(" ({n})")).unwrap_or_default();
-            lines.push(("FreeBSD event", format!("{code:#x}{name}")));
+            if *index == 3 {
+                // No static event: allocated by its PMU encoding.
+                lines.push(("PERFEVTSEL", "0x01a4 (PMC_F_EV_PMU)".to_owned()));
+            } else {
+                let name =
+                    pmclog::names::event_name(*code).map(|n| format!(" ({n})")).unwrap_or_default();
+                lines.push(("FreeBSD event", format!("{code:#x}{name}")));
+            }
             lines.push(("rings", rings_text(*usr, *os).to_owned()));
         }
         EventKind::K8 { perf_ctl } => {
@@ -304,7 +333,7 @@ mod tests {
             "BR_MISP_RETIRED.ALL_BRANCHES",
             "br_misp_retired.all_branches,usr,inv,edge,cmask=3",
             Class::Iap,
-            EventKind::Iap { evtsel: 0x0385_00c5 },
+            EventKind::Iap { evtsel: 0x0385_00c5, umask2: 0, offcore_rsp: None },
             400_009,
         );
         assert_eq!(
@@ -329,7 +358,13 @@ mod tests {
         assert_eq!(rate_text(&soft("cpu-clock", 1_000_000)), "every 1000000 ns");
         assert_eq!(rate_text(&soft("page-faults", 1)), "every 1 events");
         assert_eq!(rate_text(&soft("CLOCK.PROF", 1)), "every 1 ticks of the kernel's clock");
-        let iap = event("X", "x", Class::Iap, EventKind::Iap { evtsel: 0xc0 }, 2_000_003);
+        let iap = event(
+            "X",
+            "x",
+            Class::Iap,
+            EventKind::Iap { evtsel: 0xc0, umask2: 0, offcore_rsp: None },
+            2_000_003,
+        );
         assert_eq!(rate_text(&iap), "every 2000003 events");
         assert_eq!(rate_text(&event("TSC", "tsc", Class::Tsc, EventKind::Tsc, 1)), "counts only");
     }

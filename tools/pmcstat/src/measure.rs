@@ -203,6 +203,13 @@ fn allocation_failure(
     e: &pmc::Error,
 ) -> Failure {
     let doing = format!("cannot allocate {:?}", request.spec);
+    if let Some(hint) =
+        api::lookup_event(&request.spec).ok().and_then(|event| event.refusal_hint(e.errno))
+    {
+        let mut failure = Failure::pmc(&doing, e);
+        failure.message = format!("{doing}: {hint} ({e})");
+        return failure;
+    }
     let class = api::lookup_event(&request.spec).map(|event| event.class.as_u32());
     let rows = class.ok().and_then(|class| {
         let info = api::classes().ok()?.into_iter().find(|c| c.pm_class == class)?;

@@ -30,8 +30,9 @@ const CALLCHAIN_DEPTH: usize = 128;
 const EVTSEL_ANY: u64 = 1 << 21;
 const EVTSEL_PIN_CONTROL: u64 = 1 << 19;
 /// The IA32_PERFEVTSEL bits that say what to count (event, umask, edge, inv, cmask,
-/// AnyThread); perf takes the rings apart.
-const EVTSEL_EVENT_BITS: u64 = 0xFFFF | 1 << 18 | 1 << 23 | 0xFF << 24 | EVTSEL_ANY;
+/// AnyThread, UMASK2 47:40, which perf's raw config takes where the CPU has it); perf takes the
+/// rings apart.
+const EVTSEL_EVENT_BITS: u64 = 0xFFFF | 1 << 18 | 1 << 23 | 0xFF << 24 | EVTSEL_ANY | 0xFF << 40;
 /// The bits of an AMD PERF_CTL image perf takes in a raw event's config (Linux's
 /// `AMD64_RAW_EVENT_MASK`): event select 7:0 and 35:32, unit mask, EDGE, INV, CMASK. USR and OS
 /// become perf's exclude flags; EN and INT are perf's.

@@ -6,6 +6,7 @@
 //! (as virtual machines without a vPMU do) has no PMU, and the driver offers TSC and SOFT only.
 //! Discovery runs on every CPU, so CPUs of different core types get their own descriptions.
 
+use super::offcore::OffcoreLayout;
 use super::regs::{CounterSet, FixedFlags, PerfEvtSel, StatusFlags, low_bits};
 use crate::arch::x86::cpuid::CpuSignature;
 use crate::arch::x86::msr;
@@ -55,6 +56,10 @@ pub struct IntelPmu {
     pub any_thread: bool,
     /// How the PMU freezes on a PMI (never under a hypervisor).
     pub freeze: FreezeMode,
+    /// The offcore-response MSRs of the model (and core type), if the driver knows them.
+    pub offcore: Option<OffcoreLayout>,
+    /// IA32_PERFEVTSELx has UMASK2, bits 47:40 (CPUID.23H.0:EBX\[0\]).
+    pub umask2: bool,
 }
 
 impl IntelPmu {
@@ -62,7 +67,8 @@ impl IntelPmu {
     /// through `msrs` when CPUID.1:ECX.PDCM says it exists. `None` when the CPU has no usable
     /// architectural PMU (not Intel, leaf 0xA absent, version 0, or no GP counters).
     pub fn discover<R: CpuIdReader, M: Msrs + ?Sized>(cpuid: &R, msrs: &M) -> Option<IntelPmu> {
-        if !CpuSignature::read(cpuid).is_intel() || cpuid.cpuid1(0).eax < 0xA {
+        let signature = CpuSignature::read(cpuid);
+        if !signature.is_intel() || cpuid.cpuid1(0).eax < 0xA {
             return None;
         }
         let leaf = cpuid.cpuid1(0xA);
@@ -112,6 +118,9 @@ impl IntelPmu {
             full_width_write,
             any_thread,
             freeze,
+            offcore: OffcoreLayout::discover(cpuid, &signature),
+            umask2: cpuid.cpuid1(0).eax >= ARCH_PERFMON_EXT_LEAF
+                && cpuid.cpuid2(ARCH_PERFMON_EXT_LEAF, 0).ebx & 1 != 0,
         })
     }
 
@@ -137,7 +146,9 @@ impl IntelPmu {
 
     /// The IA32_PERFEVTSELx bits this PMU defines.
     pub fn evtsel_valid(&self) -> u64 {
-        PerfEvtSel::ARCHITECTURAL | if self.any_thread { PerfEvtSel::ANY } else { 0 }
+        let any = if self.any_thread { PerfEvtSel::ANY } else { 0 };
+        let umask2 = if self.umask2 { PerfEvtSel::UMASK2 } else { 0 };
+        PerfEvtSel::ARCHITECTURAL | any | umask2
     }
 
     /// The IA32_FIXED_CTR_CTRL field bits this PMU defines.
@@ -179,6 +190,10 @@ impl IntelPmu {
         base + u32::from(index)
     }
 }
+
+/// CPUID leaf 23H: architectural performance monitoring extended leaf (sub-leaf 0, EBX bit 0:
+/// UMASK2 supported).
+pub const ARCH_PERFMON_EXT_LEAF: u32 = 0x23;
 
 /// IA32_PERF_CAPABILITIES bit 13: full-width writes to IA32_A_PMCx.
 pub const PERF_CAPABILITIES_FW_WRITE: u64 = 1 << 13;

@@ -19,8 +19,11 @@ pub(super) fn configure(
     request: &AllocateRequest<'_>,
 ) -> Result<(IntelConfig, Range<u32>), Errno> {
     let (index, os, usr, any) = if request.flags.contains(PmcFlags::EV_PMU) {
-        let raw = u64::from(request.raw.pm_md.iap_config());
+        let raw = request.raw.pm_md.iap_config64();
         let sel = PerfEvtSel::new(raw, pmu.evtsel_valid()).ok_or(Errno::Inval)?;
+        if sel.umask2() != 0 {
+            return Err(Errno::Inval);
+        }
         let index = fixed_counter_of(sel.event_select(), sel.umask()).ok_or(Errno::Inval)?;
         let (os, usr) = (sel.has(EvtSelFlags::OS), sel.has(EvtSelFlags::USR));
         (index, os, usr, sel.has(EvtSelFlags::ANY))
@@ -33,7 +36,8 @@ pub(super) fn configure(
         };
         (index, false, false, false)
     };
-    if u32::from(index) >= rows {
+    // A gap of the perfmon v5 bitmap (a fixed counter some CPU lacks) is a row with no counter.
+    if u32::from(index) >= rows || !pmu.has_fixed(index) {
         return Err(Errno::Inval);
     }
     if any && !(request.any_thread_allowed)() {

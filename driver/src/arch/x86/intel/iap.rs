@@ -4,30 +4,34 @@ use core::ops::Range;
 
 use super::IntelConfig;
 use super::discovery::IntelPmu;
+use super::offcore::Offcore;
 use super::regs::{EvtSelFlags, PerfEvtSel};
 use crate::abi::PmcFlags;
 use crate::backend::{AllocateRequest, rings};
 use crate::errno::Errno;
 
 /// Checks an IAP allocation: a raw event select (PMC_F_EV_PMU) with no bit the PMU leaves
-/// undefined, no offcore response, AnyThread only with the privilege. Any GP row may hold it.
+/// undefined, a response value (`pm_iap_rsp`) only for an offcore-response event of the CPU's
+/// model and with no bit its MSR leaves undefined, AnyThread only with the privilege. Any GP row
+/// may hold it.
 pub(super) fn configure(
     pmu: &IntelPmu,
     rows: u32,
     request: &AllocateRequest<'_>,
 ) -> Result<(IntelConfig, Range<u32>), Errno> {
-    if !request.flags.contains(PmcFlags::EV_PMU) || request.raw.pm_md.iap_rsp() != 0 {
+    if !request.flags.contains(PmcFlags::EV_PMU) {
         return Err(Errno::Inval);
     }
-    let raw = u64::from(request.raw.pm_md.iap_config());
+    let raw = request.raw.pm_md.iap_config64();
     let evtsel = PerfEvtSel::new(raw, pmu.evtsel_valid()).ok_or(Errno::Inval)?;
+    let offcore = Offcore::new(pmu.offcore.as_ref(), evtsel, request.raw.pm_md.iap_rsp())?;
     if evtsel.has(EvtSelFlags::ANY) && !(request.any_thread_allowed)() {
         return Err(Errno::Perm);
     }
     let evtsel = evtsel.with(EvtSelFlags::EN | EvtSelFlags::INT, false);
     let (os, usr) = rings(evtsel.has(EvtSelFlags::OS), evtsel.has(EvtSelFlags::USR), request.caps);
     let evtsel = evtsel.with(EvtSelFlags::OS, os).with(EvtSelFlags::USR, usr);
-    Ok((IntelConfig::Iap { evtsel }, 0..rows))
+    Ok((IntelConfig::Iap { evtsel, offcore }, 0..rows))
 }
 
 /// The event select as loading writes it: enabled (EN), with an interrupt at overflow (INT).

@@ -1,12 +1,14 @@
 //! Intel architectural performance monitoring (SDM Vol. 3B chapter 21): the IAP class (GP
 //! counters, `iap.rs`) and the IAF class (fixed counters, `iaf.rs`), discovered from CPUID leaf
 //! 0xA on every CPU ([`discovery`]), programmed through typed registers ([`regs`], written only
-//! by `io.rs`), with the perfmon v1 and v2+ PMI handlers.
+//! by `io.rs`), with the perfmon v1 and v2+ PMI handlers. The offcore-response MSRs that IAP
+//! events may read are claimed and loaded per CPU by [`offcore`].
 
 pub mod discovery;
 mod iaf;
 mod iap;
 mod io;
+pub mod offcore;
 pub mod regs;
 
 use alloc::vec::Vec;
@@ -14,6 +16,7 @@ use core::ops::Range;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use self::discovery::{FreezeMode, IntelPmu};
+use self::offcore::{Offcore, OffcoreClaims, OffcoreLoaded};
 use self::regs::{
     Counter, CounterSet, EvtSelFlags, FixedCtrCtrl, FixedCtrField, FixedFlags, GlobalCtrl,
     GlobalStatus, GlobalStatusReset, PerfEvtSel, low_bits,
@@ -60,6 +63,10 @@ pub struct IntelCpu {
     /// Whether the driver owns the PMI entry (from load to unload): only then does the PMI
     /// handler unmask it, so an NMI during unload cannot unmask the entry unload masked.
     pmi_owned: AtomicBool,
+    /// The offcore-response values the PMCs allocated for this CPU hold.
+    offcore_claims: OffcoreClaims,
+    /// What this CPU's offcore-response MSRs hold, and for which counters.
+    offcore_loaded: OffcoreLoaded,
 }
 
 /// The counter behind a row on one CPU, with its addresses worked out once.
@@ -91,6 +98,8 @@ pub enum IntelConfig {
     Iap {
         /// The event select.
         evtsel: PerfEvtSel,
+        /// The offcore-response MSR value the event reads, if it is an offcore-response event.
+        offcore: Option<Offcore>,
     },
     /// Fixed counter `index` with this field (PMI clear until armed).
     Iaf {
@@ -160,6 +169,8 @@ impl PmuBackend for IntelBackend {
             fixed_ctrl: AtomicU64::new(0),
             saved_debugctl: AtomicU64::new(0),
             pmi_owned: AtomicBool::new(false),
+            offcore_claims: OffcoreClaims::default(),
+            offcore_loaded: OffcoreLoaded::default(),
         }
     }
 
@@ -193,6 +204,9 @@ impl PmuBackend for IntelBackend {
     fn init_cpu<H: Hardware>(&self, hw: &H, cpu: &IntelCpu) {
         let Some(pmu) = cpu.pmu.as_ref() else { return };
         stop_all_counters(hw, cpu, pmu);
+        if let Some(layout) = pmu.offcore.as_ref() {
+            cpu.offcore_loaded.reset(hw, layout);
+        }
         if let Some(global) = cpu.global {
             let status = io::read_global_status(hw, global);
             let reset = GlobalStatusReset::clearing(status, cpu.owned_status);
@@ -215,6 +229,9 @@ impl PmuBackend for IntelBackend {
         cpu.pmi_owned.store(false, Ordering::Relaxed);
         hw.mask_pmi();
         stop_all_counters(hw, cpu, pmu);
+        if let Some(layout) = pmu.offcore.as_ref() {
+            cpu.offcore_loaded.reset(hw, layout);
+        }
         if let Some(global) = cpu.global.filter(|_| pmu.freeze != FreezeMode::None) {
             io::restore_debugctl(hw, global, cpu.saved_debugctl.load(Ordering::Relaxed));
         }
@@ -234,10 +251,31 @@ impl PmuBackend for IntelBackend {
         }
     }
 
+    fn claim<'a>(
+        &self,
+        cpus: impl Iterator<Item = &'a IntelCpu> + Clone,
+        config: IntelConfig,
+    ) -> Result<(), Errno> {
+        let IntelConfig::Iap { offcore: Some(offcore), .. } = config else { return Ok(()) };
+        if !cpus.clone().all(|cpu| cpu.offcore_claims.allows(offcore)) {
+            return Err(Errno::Busy);
+        }
+        cpus.for_each(|cpu| cpu.offcore_claims.claim(offcore));
+        Ok(())
+    }
+
+    fn unclaim<'a>(&self, cpus: impl Iterator<Item = &'a IntelCpu>, config: IntelConfig) {
+        if let IntelConfig::Iap { offcore: Some(offcore), .. } = config {
+            cpus.for_each(|cpu| cpu.offcore_claims.release(offcore));
+        }
+    }
+
     #[inline]
     fn armed(config: IntelConfig) -> IntelConfig {
         match config {
-            IntelConfig::Iap { evtsel } => IntelConfig::Iap { evtsel: iap::armed(evtsel) },
+            IntelConfig::Iap { evtsel, offcore } => {
+                IntelConfig::Iap { evtsel: iap::armed(evtsel), offcore }
+            }
             IntelConfig::Iaf { index, field } => {
                 IntelConfig::Iaf { index, field: iaf::armed(field) }
             }
@@ -264,7 +302,7 @@ impl PmuBackend for IntelBackend {
 
     fn raw_event(config: IntelConfig) -> RawEvent {
         match config {
-            IntelConfig::Iap { evtsel } => RawEvent {
+            IntelConfig::Iap { evtsel, .. } => RawEvent {
                 config: evtsel.bits(),
                 user: evtsel.has(EvtSelFlags::USR),
                 kernel: evtsel.has(EvtSelFlags::OS),
@@ -275,6 +313,10 @@ impl PmuBackend for IntelBackend {
                 kernel: field.flags().contains(FixedFlags::OS),
             },
         }
+    }
+
+    fn host_countable(config: IntelConfig) -> bool {
+        !matches!(config, IntelConfig::Iap { offcore: Some(_), .. })
     }
 
     #[inline]
@@ -291,7 +333,12 @@ impl PmuBackend for IntelBackend {
         armed: IntelConfig,
     ) -> CounterMask {
         match (armed, counter.counter) {
-            (IntelConfig::Iap { evtsel }, Counter::Gp(index)) => {
+            (IntelConfig::Iap { evtsel, offcore }, Counter::Gp(index)) => {
+                // A counter whose response value cannot be loaded (allocation keeps that from
+                // happening) stays unprogrammed rather than count another value's events.
+                if offcore.is_some_and(|o| !cpu.offcore_loaded.load(hw, index, o)) {
+                    return CounterMask::EMPTY;
+                }
                 io::write_evtsel(hw, index, evtsel)
             }
             (IntelConfig::Iaf { field, .. }, Counter::Fixed(index)) => {
@@ -340,6 +387,8 @@ impl PmuBackend for IntelBackend {
         // Fixed counters exist only with the global registers.
         let Some(global) = cpu.global.filter(|_| !counters.is_empty()) else { return };
         let counters = CounterSet::from_built_bits(counters.bits());
+        // Offcore-response MSRs exist only on CPUs with the global registers (Nehalem on).
+        cpu.offcore_loaded.unloaded(hw, counters.bits() as u32);
         if counters.has_fixed() {
             let ctrl = FixedCtrCtrl::from_built_bits(cpu.fixed_ctrl.load(Ordering::Relaxed));
             io::write_fixed_ctrl(hw, global, ctrl);
@@ -499,8 +548,14 @@ fn common_pmu(pmus: &[Option<IntelPmu>]) -> Option<IntelPmu> {
         common.arch_events &= pmu.arch_events;
         common.full_width_write &= pmu.full_width_write;
         common.any_thread &= pmu.any_thread;
+        common.umask2 &= pmu.umask2;
+        // One response value is checked for every CPU, so only a layout all share is usable.
+        if common.offcore != pmu.offcore {
+            common.offcore = None;
+        }
     }
-    // Fixed counters are used by index, so only the contiguous run from 0 is usable everywhere.
-    common.fixed_mask = low_bits(common.fixed_mask.trailing_ones()) as u32;
+    // A fixed counter is a row of its own index: the IAF class has a row up to the highest
+    // counter all CPUs have, and a row whose counter some CPU lacks (a gap of the perfmon v5
+    // bitmap) takes no PMC (`iaf::configure`).
     Some(common)
 }

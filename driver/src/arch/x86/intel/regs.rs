@@ -61,6 +61,9 @@ impl PerfEvtSel {
     pub const INV: u64 = EvtSelFlags::INV.bits();
     /// Counter mask (threshold), bits 31:24.
     pub const CMASK: u64 = 0xFF << 24;
+    /// Second unit mask, bits 47:40 (CPUID.23H.0:EBX\[0\]; SDM Vol. 3B §21.2.8 "Architectural
+    /// Performance Monitoring Version 6").
+    pub const UMASK2: u64 = 0xFF << 40;
     /// The bits every architectural PMU defines (all of 31:0 but AnyThread).
     pub const ARCHITECTURAL: u64 = 0xFFFF_FFFF & !Self::ANY;
 
@@ -85,6 +88,10 @@ impl PerfEvtSel {
     /// Counter mask.
     pub const fn cmask(self) -> u8 {
         (self.0 >> 24) as u8
+    }
+    /// Second unit mask.
+    pub const fn umask2(self) -> u8 {
+        (self.0 >> 40) as u8
     }
     /// Whether all of `flags` are set.
     pub const fn has(self, flags: EvtSelFlags) -> bool {
