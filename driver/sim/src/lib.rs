@@ -10,6 +10,9 @@
 //!   exact O(1) counting of basic blocks, overflow, PMIs through the local APIC's LVT entry, and
 //!   freeze on PMI; and [`SimHardware`], the driver's `Hardware` for the current CPU of a machine
 //!   of N CPUs.
+//! * [`quirks`] — how a model departs from the plain architectural registers ([`Quirks`]):
+//!   DEBUGCTL's real bits, TSX, a KVM guest's and a Core 2's quirks, reference cycles at their
+//!   own clock.
 //! * [`kernel`] — the simulated kernel's services to the driver ([`SimKernel`]): processes with
 //!   credentials and user memory, CPUs, signals.
 //! * [`client`] — issuing hwpmc system calls as a simulated process ([`PmcClient`]).
@@ -24,6 +27,7 @@ pub mod cpuid;
 pub mod kernel;
 pub mod machine;
 pub mod pmu;
+pub mod quirks;
 pub mod workload;
 
 pub use client::{AllocateRequest, PmcClient, SimDriver, load_driver};
@@ -31,4 +35,5 @@ pub use cpuid::{ArchEvent, CpuidModel, PmuModel};
 pub use kernel::{Credentials, SimKernel, SinkId, SinkKind};
 pub use machine::{GroundTruth, HookContext, Machine, MachineConfig, Thread, ThreadState};
 pub use pmu::{Fault, Pmi, Ring, SimHardware, SimPmu, Work};
+pub use quirks::Quirks;
 pub use workload::{Action, Block, Flow, FunctionId, Program, ProgramBuilder};

@@ -120,7 +120,7 @@ pub struct MachineConfig {
     /// whatever the driver was doing — system call, hook or drain — as an NMI can arrive.
     pub pmi_at_every_msr_access: bool,
     /// What every CPU's local APIC does with a PMI raised while its entry is masked (held until
-    /// unmasked by default).
+    /// unmasked by default; dropped on a model whose APIC drops them, like a KVM guest).
     pub masked_pmi: MaskedPmi,
 }
 
@@ -136,7 +136,11 @@ impl MachineConfig {
             quantum: 64,
             idle_work: None,
             pmi_at_every_msr_access: false,
-            masked_pmi: MaskedPmi::Held,
+            masked_pmi: if model.quirks.drops_masked_pmis {
+                MaskedPmi::Dropped
+            } else {
+                MaskedPmi::Held
+            },
         }
     }
 

@@ -33,6 +33,7 @@
 //!   re-raised at unmask while a status bit asks for it, see [`MaskedPmi`]). FREEZE_PERFMON_ON_PMI clears GLOBAL_CTRL (v2/v3) or sets CTR_FRZ (v4+).
 
 use crate::cpuid::{ArchEvent, CpuidModel, PmuModel};
+use crate::quirks::EVTSEL_IN_TX;
 use hwpmc::hw::{Hardware, Lapic, Msrs};
 use std::cell::{Cell, RefCell, RefMut};
 use std::collections::BTreeMap;
@@ -520,6 +521,9 @@ struct GpCounter {
     evtsel: u64,
     /// The CMASK/INV/EDGE condition in the last counted cycle.
     asserted: bool,
+    /// TSC ticks counted towards the next tick of a slower reference clock
+    /// ([`Quirks::gp_ref_cycles_divisor`](crate::quirks::Quirks::gp_ref_cycles_divisor)).
+    ref_remainder: u64,
 }
 
 /// The performance-monitoring unit, TSC and LVT performance-monitoring entry of one simulated
@@ -573,7 +577,11 @@ impl SimPmu {
             lvt: LVT_MASK,
             held: false,
             delivered: None,
-            masked_pmi: MaskedPmi::Held,
+            masked_pmi: if model.quirks.drops_masked_pmis {
+                MaskedPmi::Dropped
+            } else {
+                MaskedPmi::Held
+            },
             stats: PmiStats::default(),
             tsc: 0,
             truth: Default::default(),
@@ -641,10 +649,11 @@ impl SimPmu {
         self.status_reset_valid() & !STATUS_COND_CHGD
     }
 
-    /// The bits IA32_PERFEVTSELx accepts: 31:0, without AnyThread unless it is supported.
+    /// The bits IA32_PERFEVTSELx accepts: 31:0, without AnyThread unless it is supported, and
+    /// IN_TX / IN_TXCP (bits 32 and 33) on a part with TSX.
     pub fn evtsel_valid(&self) -> u64 {
         let any = if self.model().anythread_supported() { 0 } else { EVTSEL_ANY };
-        0xFFFF_FFFF & !any
+        (0xFFFF_FFFF & !any) | self.model().quirks.evtsel_high_valid()
     }
 
     /// The bits IA32_FIXED_CTR_CTRL accepts: OS, USR, PMI (and AnyThread where supported) in the
@@ -767,27 +776,34 @@ impl SimPmu {
             }
             let width = self.gp_width();
             let detail = || format!("the value is wider than the {width}-bit counter");
-            reserved(low_bits(width), &detail)?;
-            self.gp[i].value = value;
+            if !model.quirks.truncating_counter_writes {
+                reserved(low_bits(width), &detail)?;
+            }
+            self.gp[i].value = value & low_bits(width);
             return Ok(());
         }
         if let Some(i) = self.gp_index(address, msr::IA32_PERFEVTSEL0) {
             let detail = || {
                 if value & EVTSEL_ANY != 0 && !model.anythread_supported() {
                     format!("AnyThread (bit 21) is not supported: {}", self.anythread_reason())
+                } else if model.quirks.tsx {
+                    "bits 63:34 are reserved".into()
                 } else {
                     "bits 63:32 are reserved".into()
                 }
             };
             reserved(self.evtsel_valid(), &detail)?;
-            self.gp[i] = GpCounter { evtsel: value, asserted: false, ..self.gp[i] };
+            self.gp[i] =
+                GpCounter { evtsel: value, asserted: false, ref_remainder: 0, ..self.gp[i] };
             return Ok(());
         }
         if let Some(i) = self.fixed_index(address) {
             let width = self.fixed_width();
             let detail = || format!("the value is wider than the {width}-bit counter");
-            reserved(low_bits(width), &detail)?;
-            self.fixed[i] = value;
+            if !model.quirks.truncating_counter_writes {
+                reserved(low_bits(width), &detail)?;
+            }
+            self.fixed[i] = value & low_bits(width);
             return Ok(());
         }
         match address {
@@ -796,13 +812,15 @@ impl SimPmu {
                 Ok(())
             }
             msr::IA32_DEBUGCTL => {
-                let valid = if model.freeze_on_pmi { DEBUGCTL_FREEZE_PERFMON_ON_PMI } else { 0 };
-                let detail = if valid == 0 {
-                    "this model implements no IA32_DEBUGCTL bit (FREEZE_PERFMON_ON_PMI needs v2)"
-                } else {
-                    "only bit 12, FREEZE_PERFMON_ON_PMI, is implemented"
+                let valid = model.quirks.debugctl_valid(model.freeze_on_pmi);
+                let detail = || {
+                    if value & DEBUGCTL_FREEZE_PERFMON_ON_PMI != 0 && !model.freeze_on_pmi {
+                        "FREEZE_PERFMON_ON_PMI (bit 12) is not implemented".into()
+                    } else {
+                        format!("this model implements IA32_DEBUGCTL bits {valid:#x}")
+                    }
                 };
-                reserved(valid, &|| detail.into())?;
+                reserved(valid, &detail)?;
                 self.debugctl = value;
                 Ok(())
             }
@@ -913,13 +931,16 @@ impl SimPmu {
                 }
                 continue;
             }
-            let events = Self::events(&model, work, sel as u8, (sel >> 8) as u8);
-            let filtered = CycleFilter::from_evtsel(sel).apply(
-                events,
-                work.core_cycles,
-                repeat,
-                counter.asserted,
-            );
+            let events = Self::gp_events(&model, work, sel);
+            let filter = CycleFilter::from_evtsel(sel);
+            let mut filtered = filter.apply(events, work.core_cycles, repeat, counter.asserted);
+            if filter.counts_events() && self.counts_slow_ref_clock(sel) {
+                let divisor = u128::from(model.quirks.gp_ref_cycles_divisor);
+                let ticks = u128::from(work.ref_cycles) * u128::from(repeat)
+                    + u128::from(counter.ref_remainder);
+                filtered.count = ticks / divisor;
+                self.gp[i].ref_remainder = (ticks % divisor) as u64;
+            }
             let (value, wrapped) = add_wrapping(counter.value, filtered.count, gp_width);
             self.gp[i].value = value;
             self.gp[i].asserted = filtered.asserted;
@@ -1009,7 +1030,7 @@ impl SimPmu {
             if sel & EVTSEL_INT == 0 || !exact || !self.gp_counts(i, ring) {
                 return None;
             }
-            let events = Self::events(&model, work, sel as u8, (sel >> 8) as u8);
+            let events = Self::gp_events(&model, work, sel);
             (events > 0).then(|| until(self.gp[i].value, self.gp_width(), events))
         });
         let fixed = (0..7u8).filter_map(|i| {
@@ -1021,6 +1042,35 @@ impl SimPmu {
             (events > 0).then(|| until(self.fixed[usize::from(i)], self.fixed_width(), events))
         });
         gp.chain(fixed).min()
+    }
+
+    /// Events a GP counter with event select `sel` sees in one execution of `work`: those of its
+    /// (event select, unit mask), none with IN_TX (no transaction runs here), and reference
+    /// cycles at the slower clock of [`Quirks::gp_ref_cycles_divisor`](crate::quirks::Quirks)
+    /// (rounded down: [`SimPmu::retire_repeated`] counts that clock exactly over a repeat).
+    fn gp_events(model: &PmuModel, work: &Work, sel: u64) -> u64 {
+        if sel & EVTSEL_IN_TX != 0 {
+            return 0;
+        }
+        let (event_select, umask) = (sel as u8, (sel >> 8) as u8);
+        let events = Self::events(model, work, event_select, umask);
+        let divisor = u64::from(model.quirks.gp_ref_cycles_divisor.max(1));
+        if divisor > 1
+            && ArchEvent::from_encoding(event_select, umask) == Some(ArchEvent::RefCycles)
+        {
+            return events / divisor;
+        }
+        events
+    }
+
+    /// Whether a GP counter with event select `sel` counts reference cycles at a clock slower
+    /// than the TSC's.
+    fn counts_slow_ref_clock(&self, sel: u64) -> bool {
+        let model = self.model();
+        model.quirks.gp_ref_cycles_divisor > 1
+            && sel & EVTSEL_IN_TX == 0
+            && ArchEvent::from_encoding(sel as u8, (sel >> 8) as u8) == Some(ArchEvent::RefCycles)
+            && model.arch_event_available(ArchEvent::RefCycles)
     }
 
     /// Events of (`event_select`, `umask`) in one execution of `work` (saturating at 2^64 − 1).
