@@ -13,6 +13,9 @@
 //! * [`quirks`] — how a model departs from the plain architectural registers ([`Quirks`]):
 //!   DEBUGCTL's real bits, TSX, a KVM guest's and a Core 2's quirks, reference cycles at their
 //!   own clock.
+//! * [`timing`] — PMIs served late (skid, counters running or frozen meanwhile), the driver's
+//!   own ring-0 work at its MSR accesses, other users' status bits; and the test suites' modes
+//!   from the environment ([`timing::SimModes`]).
 //! * [`kernel`] — the simulated kernel's services to the driver ([`SimKernel`]): processes with
 //!   credentials and user memory, CPUs, signals.
 //! * [`client`] — issuing hwpmc system calls as a simulated process ([`PmcClient`]).
@@ -28,6 +31,7 @@ pub mod kernel;
 pub mod machine;
 pub mod pmu;
 pub mod quirks;
+pub mod timing;
 pub mod workload;
 
 pub use client::{AllocateRequest, PmcClient, SimDriver, load_driver};

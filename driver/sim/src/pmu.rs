@@ -1084,6 +1084,18 @@ impl SimPmu {
             .fold(arch, |sum, raw| sum.saturating_add(raw.count))
     }
 
+    /// Another user of the PMU (Intel PT's ToPA, the DS buffer, the LBR stack, the uncore) sets
+    /// `bits` in IA32_PERF_GLOBAL_STATUS, whatever the version defines, and with `raise`
+    /// requests a PMI of its own through the LVT entry (without freezing the counters): what
+    /// the driver's handler must leave alone.
+    pub fn inject_foreign_status(&mut self, bits: u64, raise: bool) {
+        self.global_status |= bits;
+        if raise {
+            self.stats.raised += 1;
+            self.signal_pmi();
+        }
+    }
+
     /// The PMU requests a PMI: freeze (when DEBUGCTL.FREEZE_PERFMON_ON_PMI is set), then signal
     /// the LVT entry.
     fn raise_pmi(&mut self) {
@@ -1095,6 +1107,11 @@ impl SimPmu {
                 self.global_ctrl = 0;
             }
         }
+        self.signal_pmi();
+    }
+
+    /// The LVT entry delivers a PMI, or holds, drops or forgets it while masked.
+    fn signal_pmi(&mut self) {
         if self.lvt & LVT_MASK == 0 {
             self.deliver();
         } else {
