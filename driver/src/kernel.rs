@@ -211,7 +211,7 @@ impl Default for Tunables {
             log_buffer_kib: 256,
             log_buffers_per_cpu: 32,
             min_count: 1000,
-            freeze_on_pmi: true,
+            freeze_on_pmi: false,
         }
     }
 }

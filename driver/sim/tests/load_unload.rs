@@ -34,7 +34,9 @@ fn load_resets_the_pmu_and_unload_restores_it() {
     let hw = SimHardware::new(PmuModel::skylake(), 2);
     // Something left counters running and DEBUGCTL clear before the driver loads.
     hw.pmu(1).write_msr(msr::IA32_PERFEVTSEL0, 0x43_00C0).unwrap();
-    let driver = Driver::load(SimKernel::new(hw.clone()), hw.clone(), Tunables::default()).unwrap();
+    // Freezing on PMI asked for (it is off by default).
+    let tunables = Tunables { freeze_on_pmi: true, ..Tunables::default() };
+    let driver = Driver::load(SimKernel::new(hw.clone()), hw.clone(), tunables).unwrap();
     for cpu in 0..2 {
         let pmu = hw.pmu(cpu);
         assert_eq!(pmu.read_msr(msr::IA32_PERFEVTSEL0).unwrap(), 0);
@@ -62,6 +64,20 @@ fn load_resets_the_pmu_and_unload_restores_it() {
         assert_ne!(pmu.read_msr(msr::IA32_X2APIC_LVT_PMI).unwrap() & 1 << 16, 0, "PMI masked");
     }
     hw.assert_no_faults();
+}
+
+/// Freezing is off by default: the driver leaves DEBUGCTL alone, whatever the model.
+#[test]
+fn by_default_the_driver_does_not_touch_debugctl() {
+    for model in [PmuModel::skylake(), PmuModel::core2(), PmuModel::kvm_guest()] {
+        let hw = SimHardware::new(model, 1);
+        hw.pmu(0).write_msr(msr::IA32_DEBUGCTL, 1).unwrap();
+        let driver = Driver::load(SimKernel::new(hw.clone()), hw.clone(), Tunables::default());
+        assert_eq!(hw.pmu(0).read_msr(msr::IA32_DEBUGCTL).unwrap(), 1, "{model:?}");
+        driver.unwrap().unload();
+        assert_eq!(hw.pmu(0).read_msr(msr::IA32_DEBUGCTL).unwrap(), 1, "{model:?}");
+        hw.assert_no_faults();
+    }
 }
 
 #[test]

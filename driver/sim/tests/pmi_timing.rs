@@ -28,7 +28,17 @@ const FRAME: TrapFrame = TrapFrame { pc: 0x40_1000, fp: 0, sp: 0, user: true };
 /// A one-CPU machine of `model` whose APIC treats masked PMIs by `masked`, running a process
 /// with one sampling PMC on instructions per period in `periods`, switched in on CPU 0.
 fn sampled(model: PmuModel, masked: MaskedPmi, periods: &[u64]) -> (SimDriver, Pid) {
-    let driver = load_driver(model, 1, Tunables::default());
+    sampled_with(model, Tunables::default(), masked, periods)
+}
+
+/// [`sampled`] with the driver loaded with `tunables`.
+fn sampled_with(
+    model: PmuModel,
+    tunables: Tunables,
+    masked: MaskedPmi,
+    periods: &[u64],
+) -> (SimDriver, Pid) {
+    let driver = load_driver(model, 1, tunables);
     let kernel = driver.kernel().clone();
     let hw = kernel.hardware().clone();
     hw.pmu(0).set_masked_pmi(masked);
@@ -206,13 +216,16 @@ fn an_overflow_seen_only_at_the_second_status_read_is_handled_in_the_same_pmi() 
 fn a_late_pmi_is_not_handled_against_the_next_holder_of_the_counter() {
     // (model, the claim of the late PMI: a frozen v4 PMU was frozen by the driver's PMI, which
     // is claimed to unfreeze it, with nothing to handle)
+    let freezing = Tunables { freeze_on_pmi: true, ..Tunables::default() };
     let models = [
-        ("skylake", PmuModel::skylake(), true),
-        ("unfrozen skylake", unfrozen_skylake(), false),
-        ("core2", PmuModel::core2(), false),
+        ("freezing skylake", PmuModel::skylake(), freezing, true),
+        ("skylake", PmuModel::skylake(), Tunables::default(), false),
+        ("unfrozen skylake", unfrozen_skylake(), freezing, false),
+        ("freezing core2", PmuModel::core2(), freezing, false),
+        ("core2", PmuModel::core2(), Tunables::default(), false),
     ];
-    for (name, model, claimed) in models {
-        let (driver, first) = sampled(model, MaskedPmi::Held, &[1000]);
+    for (name, model, tunables, claimed) in models {
+        let (driver, first) = sampled_with(model, tunables, MaskedPmi::Held, &[1000]);
         let kernel = driver.kernel().clone();
         let hw = kernel.hardware().clone();
         let second = kernel.spawn(None, Credentials::user(1000));
