@@ -310,6 +310,8 @@ impl PmuModel {
             version: 2,
             hypervisor: true,
             freeze_on_pmi: false,
+            // KVM sets CPUID.0AH:EDX[15] too.
+            anythread_deprecated: true,
             quirks: Quirks::KVM,
             ..PmuModel::skylake()
         }
