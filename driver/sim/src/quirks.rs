@@ -1,8 +1,8 @@
-//! What a CPU model does beyond the architectural register set of [`PmuModel`]: the real bits of
+//! What a CPU model does beyond the architectural register set of [`PmuModel`](crate::PmuModel): the real bits of
 //! IA32_DEBUGCTL, Intel TSX's event-select bits, and the ways real parts and hypervisors depart
 //! from the SDM's letter (a Core 2 whose CPUID hides its fixed counters, KVM truncating counter
 //! writes and reserving AnyThread, reference cycles on a GP counter at another clock than the
-//! TSC's). A [`PmuModel`] carries its [`Quirks`], so CPUID and the registers agree.
+//! TSC's). A [`PmuModel`](crate::PmuModel) carries its [`Quirks`], so CPUID and the registers agree.
 //!
 //! References: SDM Vol. 3B §18.4.1 (IA32_DEBUGCTL, Figure 18-3), §21.3.6.5 (Intel TSX and
 //! performance monitoring: IN_TX and IN_TXCP, PERFEVTSELx bits 32 and 33); Linux
@@ -29,7 +29,7 @@ pub mod debugctl {
     /// FREEZE_LBRS_ON_PMI: clear LBR on a PMI.
     pub const FREEZE_LBRS_ON_PMI: u64 = 1 << 11;
     /// FREEZE_PERFMON_ON_PMI: freeze the counters on a PMI (governed by
-    /// [`PmuModel::freeze_on_pmi`](crate::PmuModel::freeze_on_pmi)).
+    /// [`PmuModel::freeze_on_pmi`](crate::PmuModel::freeze_on_pmi)(crate::PmuModel::freeze_on_pmi)).
     pub const FREEZE_PERFMON_ON_PMI: u64 = 1 << 12;
     /// FREEZE_WHILE_SMM.
     pub const FREEZE_WHILE_SMM: u64 = 1 << 14;
@@ -59,7 +59,7 @@ pub const EVTSEL_IN_TXCP: u64 = 1 << 33;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Quirks {
     /// The IA32_DEBUGCTL bits the model implements besides FREEZE_PERFMON_ON_PMI (which
-    /// [`PmuModel::freeze_on_pmi`] governs) and RTM_DEBUG (which [`Quirks::tsx`] governs);
+    /// [`PmuModel::freeze_on_pmi`](crate::PmuModel::freeze_on_pmi) governs) and RTM_DEBUG (which [`Quirks::tsx`] governs);
     /// writing any other bit raises #GP.
     pub debugctl: u64,
     /// Intel TSX: IA32_PERFEVTSELx bits 32 (IN_TX) and 33 (IN_TXCP) and DEBUGCTL.RTM_DEBUG exist.
@@ -75,7 +75,7 @@ pub struct Quirks {
     /// starts with.
     pub drops_masked_pmis: bool,
     /// CPUID.0AH:EDX reports no fixed counter (EDX = 0) though the counters of
-    /// [`PmuModel::fixed_counters`] exist and work (early Core 2 parts, which Linux works
+    /// [`PmuModel::fixed_counters`](crate::PmuModel::fixed_counters) exist and work (early Core 2 parts, which Linux works
     /// around by assuming three).
     pub cpuid_hides_fixed_counters: bool,
     /// Event 0x3C/0x01 (UnHalted Reference Cycles) on a GP counter counts a slower clock than

@@ -155,7 +155,7 @@ impl PmiDelays {
         PmiDelays {
             timing,
             // Its own sequence: the scheduler's choices stay those of the exact mode's.
-            rng: SplitMix64(seed ^ 0x5EED_0F_7141_1A7E),
+            rng: SplitMix64(seed ^ 0x5EED_0F71_411A_7E00),
             waiting: vec![None; cpus],
             late: vec![GroundTruth::default(); cpus],
             driver: Rc::new(RefCell::new(vec![GroundTruth::default(); cpus])),
@@ -245,7 +245,7 @@ impl PmiDelays {
             percent: self.timing.driver_work_percent,
             work: self.timing.driver_work.clone(),
             truth: self.driver.clone(),
-            rng: RefCell::new(SplitMix64(self.rng.0 ^ 0xD71E_E5)),
+            rng: RefCell::new(SplitMix64(self.rng.0 ^ 0x00D7_1EE5)),
         }
     }
 }
