@@ -11,6 +11,8 @@
 //! all).
 
 use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use hwpmc::abi::{Mode, Op, PmcFlags};
@@ -22,15 +24,23 @@ use hwpmc_sim::{
     AllocateRequest, CpuidModel, Credentials, PmcClient, PmuModel, SimHardware, SinkKind,
 };
 
-/// Hardware whose only state is "GP counter 0 overflowed".
+/// Hardware whose only state is "GP counter 0 overflowed": its status bit, cleared through
+/// IA32_PERF_GLOBAL_OVF_CTRL and set again as soon as the counters are started (the counter
+/// overflows at once), so that every interrupt finds one overflow and handles it in one round.
 #[derive(Clone)]
-struct OverflowingPmu(CpuidModel);
+struct OverflowingPmu(CpuidModel, Arc<AtomicU64>);
 
 impl Msrs for OverflowingPmu {
     unsafe fn read_msr(&self, address: u32) -> u64 {
-        if address == msr::IA32_PERF_GLOBAL_STATUS { 1 } else { 0 }
+        if address == msr::IA32_PERF_GLOBAL_STATUS { self.1.load(Ordering::Relaxed) } else { 0 }
     }
-    unsafe fn write_msr(&self, _msr: u32, _value: u64) {}
+    unsafe fn write_msr(&self, address: u32, value: u64) {
+        match address {
+            msr::IA32_PERF_GLOBAL_OVF_CTRL => _ = self.1.fetch_and(!value, Ordering::Relaxed),
+            msr::IA32_PERF_GLOBAL_CTRL if value & 1 != 0 => self.1.store(1, Ordering::Relaxed),
+            _ => {}
+        }
+    }
     unsafe fn read_pmc(&self, _index: u32) -> u64 {
         0
     }
@@ -62,7 +72,7 @@ fn main() {
     let samples: u32 = if quick { 2_000 } else { 2_000_000 };
     let model = PmuModel::skylake();
     let kernel = SimKernel::new(SimHardware::new(model, 1));
-    let hw = OverflowingPmu(CpuidModel::new(model, 0));
+    let hw = OverflowingPmu(CpuidModel::new(model, 0), Arc::new(AtomicU64::new(1)));
     assert!(hw.cpuid().cpuid1(0xA).eax != 0);
     let tunables = Tunables { nsamples: 4096, ..Tunables::default() };
     let driver = Driver::load(kernel.clone(), hw, tunables).expect("load");
