@@ -120,6 +120,9 @@ fn freezing_loses_what_retires_before_the_pmi_is_served_and_not_freezing_loses_n
         }
         eprintln!("{name}, latency up to 8 blocks: {}", report.join("; "));
     }
+    // A hypervisor guest never freezes, whatever the tunable says.
+    let kvm = run(PmuModel::kvm_guest(), PmiTiming::exact().latency(8), true, 0);
+    assert_eq!(kvm.missed_cycles, 0, "a KVM guest does not freeze");
 }
 
 /// D4: the PMI lands some instructions after the overflow, possibly in another ring: a user-only
