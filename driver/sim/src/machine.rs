@@ -25,6 +25,10 @@
 //!   CPU; if the PMU then delivers a PMI, the machine calls `interrupt(cpu, frame)` with the
 //!   thread's [`TrapFrame`] (`pc` = the start of the block that was executing, its frame and stack
 //!   pointers, and its mode; see [Stacks](#stacks)).
+//! * With a [`PmiTiming`] latency (see [`crate::timing`]), a PMI raised by a block waits a
+//!   seed-chosen number of block executions (retired one at a time) and is served with the
+//!   frame of the block it lands in; one that waits past the thread's time slice is served at
+//!   the next switch or tick, with the idle frame.
 //! * A thread returning to user mode calls `user_return(cpu, pid, tid, frame)` with the user
 //!   context it returns to, with the kernel's caller set to its process: after a PMI taken in
 //!   user mode (`frame` is the interrupted one), when the kernel function a system call entered

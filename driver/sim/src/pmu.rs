@@ -14,12 +14,13 @@
 //!   IA32_FIXED_CTRx, IA32_FIXED_CTR_CTRL, IA32_PERF_GLOBAL_STATUS (read-only),
 //!   IA32_PERF_GLOBAL_CTRL, IA32_PERF_GLOBAL_OVF_CTRL (v4: STATUS_RESET; reads as 0),
 //!   IA32_PERF_GLOBAL_STATUS_SET and IA32_PERF_GLOBAL_INUSE (v4+), IA32_PERF_CAPABILITIES
-//!   (read-only, only with PDCM), IA32_DEBUGCTL (only bit 12, FREEZE_PERFMON_ON_PMI, is
-//!   implemented; every other bit is treated as reserved), IA32_TIME_STAMP_COUNTER and the x2APIC
+//!   (read-only, only with PDCM), IA32_DEBUGCTL (the bits the model's
+//!   [`Quirks`](crate::quirks::Quirks) implement, FREEZE_PERFMON_ON_PMI where the model has it;
+//!   the others raise #GP), IA32_TIME_STAMP_COUNTER and the x2APIC
 //!   LVT performance-monitoring entry (MSR 0x834). The global MSRs and fixed counters exist from v2.
 //! * **#GP.** Every access the SDM says faults returns a [`Fault`]: unknown MSRs (including MSRs of
-//!   counters or versions the model lacks), reserved bits (PERFEVTSEL bits 63:32, AnyThread where
-//!   unsupported, FIXED_CTR_CTRL nibbles of missing counters, GLOBAL_CTRL bits of missing counters,
+//!   counters or versions the model lacks), reserved bits (PERFEVTSEL bits 63:32 but the TSX
+//!   bits 32 and 33 on a TSX part, AnyThread where unsupported, FIXED_CTR_CTRL nibbles of missing counters, GLOBAL_CTRL bits of missing counters,
 //!   OVF_CTRL bits the version does not define, counter values wider than the counter through a
 //!   full-width MSR), writes to read-only MSRs, and RDPMC of a counter that does not exist.
 //! * **Counting.** [`SimPmu::retire_repeated`] retires a basic block `repeat` times in O(1): the GP
