@@ -200,10 +200,18 @@ fn other_users_status_bits_are_left_alone() {
             let timing = PmiTiming::exact().foreign_status(20);
             let mut m = machine(model, timing, freeze, 5);
             let tool = m.spawn_tool(Credentials::user(1000));
+            let fd = m.kernel().open_sink(tool, hwpmc_sim::SinkKind::Writable);
+            m.client(tool).configure_log(fd).unwrap();
             let target = m.spawn(&busy_program(), Credentials::user(1000));
             let counter = m.client(tool).allocate(AllocateRequest::iap(0x03_003C)).unwrap();
-            m.client(tool).attach(counter, target).unwrap();
-            m.client(tool).start(counter).unwrap();
+            // A sampling PMC, so that the driver handles PMIs of its own while the foreign
+            // bits are pending (and would clear them if it acknowledged every bit it read).
+            let sampler = AllocateRequest::iap(0x01_00C0).in_mode(Mode::ThreadSampling, None);
+            let sampler = m.client(tool).allocate(sampler.with_count(5_000)).unwrap();
+            for id in [counter, sampler] {
+                m.client(tool).attach(id, target).unwrap();
+                m.client(tool).start(id).unwrap();
+            }
             m.run_until_idle();
             m.hardware().assert_no_faults();
             let name = format!("v{} freeze {freeze}", model.version);
@@ -215,6 +223,7 @@ fn other_users_status_bits_are_left_alone() {
             assert_eq!(status & foreign, foreign, "{name}: every foreign bit is still set");
             let stats = m.stats();
             assert!(stats.pmis > stats.pmis_claimed, "{name}: foreign PMIs are not claimed");
+            assert!(stats.pmis_claimed >= 400, "{name}: the sampler's PMIs are");
         }
     }
 }
