@@ -58,10 +58,13 @@
 //! overflow of its own is left), so nothing is lost; the cost is one more WRMSR and RDMSR per
 //! PMI, and an OS-mode counter also counts the NMI's entry up to that WRMSR.
 //!
-//! Measured on the simulated machine with PMIs served up to 8 block executions late (a user
-//! sampling PMC beside a counting PMC on core cycles): freezing lost 5.4 to 6.0% of the cycles on
-//! perfmon v4 and v2 alike, not freezing lost none. So the driver does not freeze, on any
-//! version (as Linux, which dropped v4 counter freezing for the same reason):
+//! Measured on the simulated machine (a user sampling PMC, one sample per 10 000 instructions,
+//! beside a counting PMC on core cycles; `pmi_latency.rs`): with PMIs served up to 2 block
+//! executions late, freezing lost 0.9 to 1.0% of the cycles, up to 8 late 5.2 to 5.6%, on perfmon
+//! v4 and v2 alike; not freezing lost none. The price of not freezing is 8 more instructions per
+//! sample in the handler (193 instead of 185, `driver/sim/benches/instructions.sh`). So the
+//! driver does not freeze, on any version (as Linux, which dropped v4 counter freezing for the
+//! same reason):
 //!
 //! | | default | with the `freeze_on_pmi` tunable |
 //! |---|---|---|
