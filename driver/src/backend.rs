@@ -147,6 +147,10 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     /// `kern.hwpmc.cpuid`.
     fn cpuid_string(&self) -> CpuIdString;
 
+    /// Applies the load-time tunables that concern the PMU (before any CPU's state is made).
+    fn apply_tunables(&mut self, tunables: &crate::kernel::Tunables) {
+        let _ = tunables;
+    }
     /// Resets the current CPU's PMU at load: every counter stopped, the PMI entry unmasked.
     fn init_cpu<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu);
     /// Undoes [`PmuBackend::init_cpu`] at unload.

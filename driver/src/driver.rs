@@ -81,7 +81,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let active: Vec<_> =
             (0..ncpu).filter(|&c| kernel.cpu_active(c)).map(|c| pmus[c as usize]).collect();
-        let backend = Backend::new(&active, &hw);
+        let mut backend = Backend::new(&active, &hw);
+        backend.apply_tunables(&tunables);
         let layout = Layout::new(&backend);
         let rows = layout.rows() as usize;
         debug_assert!(rows <= crate::percpu::MAX_ROWS);

@@ -78,10 +78,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     #[inline(never)]
     pub fn switch_out(&self, cpu: Cpu, pid: Pid, tid: Tid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
-        state.clear_current();
         if state.holds_anything() {
             self.unload_process_pmcs(state, pid, tid);
         }
+        // After the counters stopped: a PMI served while they are being stopped (an NMI can
+        // land anywhere in the scheduler) samples the thread that is still leaving.
+        state.clear_current();
     }
 
     /// [`Self::switch_out`] of a thread that has PMCs loaded (or RDPMC allowed) here.

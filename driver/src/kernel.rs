@@ -195,6 +195,12 @@ pub struct Tunables {
     pub log_buffers_per_cpu: u32,
     /// `kern.hwpmc.mincount`: the smallest sampling reload for hardware events.
     pub min_count: u64,
+    /// `kern.hwpmc.freeze` (this driver's own): whether the PMU freezes its counters when it
+    /// raises a PMI, where it can (bare-metal perfmon v2 and later; never under a hypervisor,
+    /// whose vPMU may not implement the freeze bit). Freezing stops every counter at the
+    /// overflow, but what retires between the PMI's raising and its handler is then lost to
+    /// every counter of the CPU (see the crate documentation, "Freezing counters on a PMI").
+    pub freeze_on_pmi: bool,
 }
 
 impl Default for Tunables {
@@ -205,6 +211,7 @@ impl Default for Tunables {
             log_buffer_kib: 256,
             log_buffers_per_cpu: 32,
             min_count: 1000,
+            freeze_on_pmi: false,
         }
     }
 }

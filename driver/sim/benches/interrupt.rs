@@ -12,6 +12,8 @@
 //! all).
 
 use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use hwpmc::abi::{Mode, Op, PmcFlags};
@@ -24,23 +26,31 @@ use hwpmc_sim::{
     AllocateRequest, CpuidModel, Credentials, PmcClient, PmuModel, SimHardware, SinkKind,
 };
 
-/// Hardware whose only state is "GP counter 0 overflowed" (on AMD with PerfMonV2: until the
-/// status is cleared, and again once the counters are restarted).
+/// Hardware whose only state is "GP counter 0 overflowed": its status bit (Intel's
+/// IA32_PERF_GLOBAL_STATUS, AMD's PerfCntrGlobalStatus), cleared through the status-clear MSR and
+/// set again as soon as the counters are started (the counter overflows at once), so that every
+/// interrupt finds one overflow and handles it in one round. Counters read 0, which is an
+/// overflow for AMD's legacy counters too (top bit clear).
 #[derive(Clone)]
-struct OverflowingPmu(CpuidModel, std::cell::Cell<bool>);
+struct OverflowingPmu(CpuidModel, Arc<AtomicU64>);
 
 impl Msrs for OverflowingPmu {
     unsafe fn read_msr(&self, address: u32) -> u64 {
         match address {
-            msr::IA32_PERF_GLOBAL_STATUS => 1,
-            amd::PERF_CNTR_GLOBAL_STATUS => u64::from(!self.1.get()),
+            msr::IA32_PERF_GLOBAL_STATUS | amd::PERF_CNTR_GLOBAL_STATUS => {
+                self.1.load(Ordering::Relaxed)
+            }
             _ => 0,
         }
     }
     unsafe fn write_msr(&self, address: u32, value: u64) {
         match address {
-            amd::PERF_CNTR_GLOBAL_STATUS_CLR => self.1.set(true),
-            amd::PERF_CNTR_GLOBAL_CTL if value != 0 => self.1.set(false),
+            msr::IA32_PERF_GLOBAL_OVF_CTRL | amd::PERF_CNTR_GLOBAL_STATUS_CLR => {
+                _ = self.1.fetch_and(!value, Ordering::Relaxed)
+            }
+            msr::IA32_PERF_GLOBAL_CTRL | amd::PERF_CNTR_GLOBAL_CTL if value & 1 != 0 => {
+                self.1.store(1, Ordering::Relaxed)
+            }
             _ => {}
         }
     }
@@ -86,7 +96,7 @@ fn main() {
         None => PmuModel::skylake(),
     };
     let kernel = SimKernel::new(SimHardware::new(model, 1));
-    let hw = OverflowingPmu(CpuidModel::new(model, 0), std::cell::Cell::new(false));
+    let hw = OverflowingPmu(CpuidModel::new(model, 0), Arc::new(AtomicU64::new(1)));
     assert!(model.is_amd() || hw.cpuid().cpuid1(0xA).eax != 0);
     let tunables = Tunables { nsamples: 4096, ..Tunables::default() };
     let driver = Driver::load(kernel.clone(), hw, tunables).expect("load");

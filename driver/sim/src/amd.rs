@@ -14,6 +14,7 @@
 use raw_cpuid::CpuIdResult;
 
 use crate::cpuid::{ArchEvent, PmuModel};
+use crate::quirks::Quirks;
 #[cfg(doc)]
 use crate::pmu::Work;
 
@@ -115,6 +116,7 @@ const fn amd_model(
         hypervisor: false,
         offcore_rsp_valid: [0; 2],
         umask2: false,
+        quirks: Quirks::BARE_METAL,
         amd: Some(amd),
     }
 }

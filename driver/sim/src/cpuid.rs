@@ -15,6 +15,7 @@
 //! bitmap), [`PmuModel::future_version`] (an unknown version above 5) and [`PmuModel::no_pmu_vm`]
 //! (a virtual machine without a vPMU, like the one this project is developed on).
 
+use crate::quirks::Quirks;
 use raw_cpuid::{CpuIdReader, CpuIdResult};
 
 /// IA32_PERF_CAPABILITIES bit 13, FW_WRITE: the GP counters can be written at full width through
@@ -152,6 +153,9 @@ pub struct PmuModel {
     /// IA32_PERFEVTSELx has UMASK2, bits 47:40, reported by CPUID leaf 23H sub-leaf 0 EBX\[0\]
     /// (needs [`PmuModel::max_basic_leaf`] ≥ 0x23).
     pub umask2: bool,
+    /// How the part departs from the plain architectural registers (DEBUGCTL's bits, TSX,
+    /// hypervisor and CPUID quirks).
+    pub quirks: Quirks,
 }
 
 impl Default for PmuModel {
@@ -191,6 +195,7 @@ impl PmuModel {
             amd: None,
             offcore_rsp_valid: [0x3F_FFFF_8FFF; 2],
             umask2: false,
+            quirks: Quirks::BARE_METAL_TSX,
         }
     }
 
@@ -209,6 +214,7 @@ impl PmuModel {
             pdcm: false,
             perf_capabilities: 0,
             offcore_rsp_valid: [0; 2],
+            quirks: Quirks::BARE_METAL,
             ..PmuModel::skylake()
         }
     }
@@ -229,6 +235,7 @@ impl PmuModel {
             perf_capabilities: 0,
             freeze_on_pmi: false,
             offcore_rsp_valid: [0; 2],
+            quirks: Quirks::BARE_METAL,
             ..PmuModel::skylake()
         }
     }
@@ -245,6 +252,7 @@ impl PmuModel {
             perf_capabilities: 0x03 | 1 << 6 | 1 << 7 | 1 << 8,
             // MSR_OFFCORE_RSP_0 only, bits 15:0.
             offcore_rsp_valid: [0xFFFF, 0],
+            quirks: Quirks::BARE_METAL,
             ..PmuModel::skylake()
         }
     }
@@ -329,7 +337,32 @@ impl PmuModel {
             amd: None,
             offcore_rsp_valid: [0; 2],
             umask2: false,
+            quirks: Quirks { debugctl: crate::quirks::debugctl::KVM, ..Quirks::NONE },
         }
+    }
+
+    /// A KVM guest on a Skylake host, as KVM's emulated PMU presents itself: perfmon v2 (KVM
+    /// caps the version it reports), the hypervisor bit, 4 GP and 3 fixed counters of 48 bits
+    /// with full-width writes, no FREEZE_PERFMON_ON_PMI (writing DEBUGCTL bit 12 raises #GP),
+    /// AnyThread reserved, masked PMIs dropped, counter writes truncated ([`Quirks::KVM`]).
+    pub const fn kvm_guest() -> Self {
+        PmuModel {
+            version: 2,
+            hypervisor: true,
+            freeze_on_pmi: false,
+            // KVM sets CPUID.0AH:EDX[15] too.
+            anythread_deprecated: true,
+            quirks: Quirks::KVM,
+            ..PmuModel::skylake()
+        }
+    }
+
+    /// A Core 2 whose CPUID.0AH:EDX reports 0 (no fixed counter, width 0) though its three
+    /// 40-bit fixed counters exist and count ([`Quirks::cpuid_hides_fixed_counters`]).
+    pub const fn core2_hiding_fixed_counters() -> Self {
+        let mut model = PmuModel::core2();
+        model.quirks.cpuid_hides_fixed_counters = true;
+        model
     }
 
     /// Whether leaf 0xA exists and reports an architectural PMU (version 1 or later).
@@ -372,7 +405,10 @@ impl PmuModel {
 
     /// Whether the AnyThread bits exist: v3 and later, unless leaf 0xA EDX\[15\] deprecates them.
     pub const fn anythread_supported(&self) -> bool {
-        self.has_pmu() && self.version >= 3 && !self.anythread_deprecated
+        self.has_pmu()
+            && self.version >= 3
+            && !self.anythread_deprecated
+            && !self.quirks.anythread_reserved
     }
 
     /// Whether FREEZE_PERFMON_ON_PMI clears IA32_PERF_GLOBAL_CTRL (v2 and v3).
@@ -426,7 +462,7 @@ impl PmuModel {
                 (1u32 << self.arch_events_len) - 1
             };
         let ecx = if self.version >= 5 { self.fixed_bitmap } else { 0 };
-        let edx = if self.version >= 2 {
+        let edx = if self.version >= 2 && !self.quirks.cpuid_hides_fixed_counters {
             (self.fixed_counters as u32 & 0x1F)
                 | (self.fixed_width as u32) << 5
                 | (self.anythread_deprecated as u32) << 15
@@ -565,6 +601,8 @@ mod tests {
             PmuModel::future_version(6),
             PmuModel::arrowlake_p(),
             PmuModel::no_pmu_vm(),
+            PmuModel::kvm_guest(),
+            PmuModel::core2_hiding_fixed_counters(),
         ] {
             assert_eq!(model.validate(), Ok(()), "{model:?}");
         }

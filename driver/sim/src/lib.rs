@@ -13,6 +13,12 @@
 //!   freeze on PMI; and [`SimHardware`], the driver's `Hardware` for the current CPU of a machine
 //!   of N CPUs.
 //! * [`offcore`] — the offcore-response MSRs and the events that read them.
+//! * [`quirks`] — how a model departs from the plain architectural registers ([`Quirks`]):
+//!   DEBUGCTL's real bits, TSX, a KVM guest's and a Core 2's quirks, reference cycles at their
+//!   own clock.
+//! * [`timing`] — PMIs served late (skid, counters running or frozen meanwhile), the driver's
+//!   own ring-0 work at its MSR accesses, other users' status bits; and the test suites' modes
+//!   from the environment ([`timing::SimModes`]).
 //! * [`kernel`] — the simulated kernel's services to the driver ([`SimKernel`]): processes with
 //!   credentials and user memory, CPUs, signals.
 //! * [`client`] — issuing hwpmc system calls as a simulated process ([`PmcClient`]).
@@ -29,6 +35,8 @@ pub mod kernel;
 pub mod machine;
 pub mod offcore;
 pub mod pmu;
+pub mod quirks;
+pub mod timing;
 pub mod workload;
 
 pub use client::{AllocateRequest, PmcClient, SimDriver, load_driver};
@@ -36,4 +44,5 @@ pub use cpuid::{ArchEvent, CpuidModel, PmuModel};
 pub use kernel::{Credentials, SimKernel, SinkId, SinkKind};
 pub use machine::{GroundTruth, HookContext, Machine, MachineConfig, Thread, ThreadState};
 pub use pmu::{Fault, Pmi, Ring, SimHardware, SimPmu, Work};
+pub use quirks::Quirks;
 pub use workload::{Action, Block, Flow, FunctionId, Program, ProgramBuilder};

@@ -25,6 +25,10 @@
 //!   CPU; if the PMU then delivers a PMI, the machine calls `interrupt(cpu, frame)` with the
 //!   thread's [`TrapFrame`] (`pc` = the start of the block that was executing, its frame and stack
 //!   pointers, and its mode; see [Stacks](#stacks)).
+//! * With a [`PmiTiming`] latency (see [`crate::timing`]), a PMI raised by a block waits a
+//!   seed-chosen number of block executions (retired one at a time) and is served with the
+//!   frame of the block it lands in; one that waits past the thread's time slice is served at
+//!   the next switch or tick, with the idle frame.
 //! * A thread returning to user mode calls `user_return(cpu, pid, tid, frame)` with the user
 //!   context it returns to, with the kernel's caller set to its process: after a PMI taken in
 //!   user mode (`frame` is the interrupted one), when the kernel function a system call entered
@@ -82,6 +86,7 @@ use crate::client::{PmcClient, SimDriver, load_driver};
 use crate::cpuid::{ArchEvent, PmuModel};
 use crate::kernel::{Credentials, KERNEL_STACK_SIZE, SimKernel, kernel_stack_base};
 use crate::pmu::{EventTotals, MaskedPmi, Ring, SimHardware, Work};
+use crate::timing::{PmiDelays, PmiTiming, SimModes};
 use crate::workload::{Action, Flow, FunctionId, Program, ProgramBuilder};
 
 /// Size of each thread's user stack.
@@ -120,8 +125,11 @@ pub struct MachineConfig {
     /// whatever the driver was doing — system call, hook or drain — as an NMI can arrive.
     pub pmi_at_every_msr_access: bool,
     /// What every CPU's local APIC does with a PMI raised while its entry is masked (held until
-    /// unmasked by default).
+    /// unmasked by default; dropped on a model whose APIC drops them, like a KVM guest).
     pub masked_pmi: MaskedPmi,
+    /// How late PMIs are served, and what else happens around the driver (the exact mode by
+    /// default; see [`crate::timing`]).
+    pub timing: PmiTiming,
 }
 
 impl MachineConfig {
@@ -136,8 +144,32 @@ impl MachineConfig {
             quantum: 64,
             idle_work: None,
             pmi_at_every_msr_access: false,
-            masked_pmi: MaskedPmi::Held,
+            masked_pmi: if model.quirks.drops_masked_pmis {
+                MaskedPmi::Dropped
+            } else {
+                MaskedPmi::Held
+            },
+            timing: PmiTiming::exact(),
         }
+    }
+
+    /// With this PMI timing.
+    pub fn timing(mut self, timing: PmiTiming) -> Self {
+        self.timing = timing;
+        self
+    }
+
+    /// Under `modes` (typically [`SimModes::from_env`]): their masked-PMI policy and freeze
+    /// tunable where they name one, and their timing.
+    pub fn modes(mut self, modes: &SimModes) -> Self {
+        if let Some(policy) = modes.masked_pmi {
+            self.masked_pmi = policy;
+        }
+        if let Some(freeze) = modes.freeze_on_pmi {
+            self.tunables.freeze_on_pmi = freeze;
+        }
+        self.timing = modes.timing.clone();
+        self
     }
 
     /// With every CPU's local APIC treating a PMI raised while its entry is masked so.
@@ -568,6 +600,7 @@ pub struct Machine {
     trace: Vec<Dispatch>,
     stats: MachineStats,
     tool: Rc<Program>,
+    delays: PmiDelays,
 }
 
 impl std::fmt::Debug for Machine {
@@ -594,6 +627,15 @@ impl Machine {
         let driver = load_driver(config.model, config.cpus, config.tunables);
         let mut machine = Machine::with_driver(driver, config.seed, config.quantum);
         machine.idle_work = config.idle_work;
+        machine.delays = PmiDelays::new(config.timing, config.seed, config.cpus);
+        if machine.delays.timing().driver_work_percent > 0 {
+            assert!(!config.pmi_at_every_msr_access, "driver work serves PMIs at MSR accesses");
+            crate::timing::install_driver_work(
+                Rc::downgrade(&machine.driver),
+                machine.kernel().clone(),
+                machine.delays.driver_work_hook(),
+            );
+        }
         for cpu in 0..config.cpus {
             machine.hardware().pmu(cpu).set_masked_pmi(config.masked_pmi);
         }
@@ -651,7 +693,9 @@ impl Machine {
             })
             .collect();
         let tool = ProgramBuilder::new("/usr/sbin/pmctool").function("main", |f| f.sleep()).build();
+        let delays = PmiDelays::new(PmiTiming::exact(), seed, hw.cpu_count());
         Machine {
+            delays,
             driver: Rc::new(driver),
             rng: SplitMix64(seed),
             quantum,
@@ -942,6 +986,29 @@ impl Machine {
         self.cpus.iter().map(|c| &c.truth).sum()
     }
 
+    /// What retired on `cpu` while a PMI waited to be served (included in the thread, process
+    /// and CPU truths): the most a frozen PMU lost there ([`PmiTiming::max_latency`]).
+    pub fn late_truth(&self, cpu: Cpu) -> GroundTruth {
+        self.delays.late(cpu as usize).clone()
+    }
+
+    /// What retired on the whole machine while a PMI waited to be served.
+    pub fn total_late_truth(&self) -> GroundTruth {
+        (0..self.cpus.len()).map(|cpu| self.delays.late(cpu).clone()).sum()
+    }
+
+    /// The driver's own ring-0 work on `cpu` ([`PmiTiming::driver_work_percent`]): in the PMU's
+    /// ground truth, not in the machine's thread, process or CPU truths.
+    pub fn driver_truth(&self, cpu: Cpu) -> GroundTruth {
+        self.delays.driver_truth(cpu as usize)
+    }
+
+    /// The GLOBAL_STATUS bits of other PMU users set on `cpu` so far
+    /// ([`PmiTiming::foreign_status_percent`]).
+    pub fn foreign_status(&self, cpu: Cpu) -> u64 {
+        self.delays.foreign(cpu as usize)
+    }
+
     // ----- scheduling and execution -----
 
     fn thread_mut(&mut self, tid: Tid) -> &mut Thread {
@@ -1033,14 +1100,19 @@ impl Machine {
             // Stopping at the next interrupting overflow delivers each PMI where it happens.
             let next_pmi =
                 self.hardware().pmu(cpu as usize).executions_to_next_pmi(block.ring, &block.work);
+            // While a PMI waits to be served, one execution at a time.
+            let step = if self.delays.waiting(cpu as usize) { 1 } else { u64::MAX };
             let n = to_run
                 .min(*budget)
                 .min(self.chunk(cpu, &block.work))
-                .min(next_pmi.unwrap_or(u64::MAX));
+                .min(next_pmi.unwrap_or(u64::MAX))
+                .min(step);
             self.retire(cpu, Some(tid), block.ring, &block.work, n);
             *budget -= n;
-            let frame = self.threads[&tid].trap_frame(block.start, block.ring);
-            self.poll_pmi(cpu, &frame);
+            if !self.pmi_waits(cpu, block.ring, &block.work, n) {
+                let frame = self.threads[&tid].trap_frame(block.start, block.ring);
+                self.poll_pmi(cpu, &frame);
+            }
             if n < to_run {
                 self.thread_mut(tid).top().remaining = Some(to_run - n);
                 return;
@@ -1104,8 +1176,19 @@ impl Machine {
         }
     }
 
+    /// After `repeat` executions of `work` in `ring` on `cpu`: maybe another PMU user's status
+    /// bit; then whether a PMI pending there waits longer before it is served
+    /// ([`PmiTiming::max_latency`]).
+    fn pmi_waits(&mut self, cpu: Cpu, ring: Ring, work: &Work, repeat: u64) -> bool {
+        let hw = self.hardware().clone();
+        let mut pmu = hw.pmu(cpu as usize);
+        self.delays.maybe_foreign_status(cpu as usize, &mut pmu);
+        self.delays.defer(cpu as usize, &pmu, Some((ring, work, repeat)))
+    }
+
     /// Delivers the PMIs `cpu`'s local APIC has for it to the driver.
     fn poll_pmi(&mut self, cpu: Cpu, frame: &TrapFrame) {
+        self.delays.served(cpu as usize);
         for _ in 0..MAX_PMIS_PER_POLL {
             let pmi = self.hardware().pmu(cpu as usize).take_pmi();
             if pmi.is_none() {

@@ -14,15 +14,17 @@
 //!   IA32_FIXED_CTRx, IA32_FIXED_CTR_CTRL, IA32_PERF_GLOBAL_STATUS (read-only),
 //!   IA32_PERF_GLOBAL_CTRL, IA32_PERF_GLOBAL_OVF_CTRL (v4: STATUS_RESET; reads as 0),
 //!   IA32_PERF_GLOBAL_STATUS_SET and IA32_PERF_GLOBAL_INUSE (v4+), IA32_PERF_CAPABILITIES
-//!   (read-only, only with PDCM), IA32_DEBUGCTL (only bit 12, FREEZE_PERFMON_ON_PMI, is
-//!   implemented; every other bit is treated as reserved), IA32_TIME_STAMP_COUNTER and the x2APIC
+//!   (read-only, only with PDCM), IA32_DEBUGCTL (the bits the model's
+//!   [`Quirks`](crate::quirks::Quirks) implement, FREEZE_PERFMON_ON_PMI where the model has it;
+//!   the others raise #GP), IA32_TIME_STAMP_COUNTER and the x2APIC
 //!   LVT performance-monitoring entry (MSR 0x834). The global MSRs and fixed counters exist from v2.
 //!   MSR_OFFCORE_RSP_0/1 exist where the model defines them ([`crate::offcore`]).
 //! * **#GP.** Every access the SDM says faults returns a [`Fault`]: unknown MSRs (including MSRs of
 //!   counters or versions the model lacks), reserved bits (PERFEVTSEL bits 63:32 but UMASK2
-//!   47:40 where the model has it, AnyThread where unsupported, FIXED_CTR_CTRL nibbles of missing
-//!   counters, GLOBAL_CTRL bits of missing counters, offcore-response bits the model leaves
-//!   undefined, OVF_CTRL bits the version does not define, counter values wider than the counter through a
+//!   47:40 where the model has it and the TSX bits 32 and 33 on a TSX part, AnyThread where
+//!   unsupported, FIXED_CTR_CTRL nibbles of missing counters, GLOBAL_CTRL bits of missing
+//!   counters, offcore-response bits the model leaves undefined, OVF_CTRL bits the version does
+//!   not define, counter values wider than the counter through a
 //!   full-width MSR), writes to read-only MSRs, and RDPMC of a counter that does not exist.
 //! * **Counting.** [`SimPmu::retire_repeated`] retires a basic block `repeat` times in O(1): the GP
 //!   counters count their (event, umask) through the exact CMASK / INV / EDGE model of
@@ -40,6 +42,7 @@ pub use amd::STATUS_LBRS_FROZEN as AMD_STATUS_LBRS_FROZEN;
 
 use crate::cpuid::{ArchEvent, CpuidModel, PmuModel};
 use crate::offcore::{self, OffcoreCount};
+use crate::quirks::EVTSEL_IN_TX;
 use hwpmc::hw::{Hardware, Lapic, Msrs};
 use std::cell::{Cell, RefCell, RefMut};
 use std::collections::BTreeMap;
@@ -567,6 +570,9 @@ struct GpCounter {
     evtsel: u64,
     /// The CMASK/INV/EDGE condition in the last counted cycle.
     asserted: bool,
+    /// TSC ticks counted towards the next tick of a slower reference clock
+    /// ([`Quirks::gp_ref_cycles_divisor`](crate::quirks::Quirks::gp_ref_cycles_divisor)).
+    ref_remainder: u64,
 }
 
 /// The performance-monitoring unit, TSC and LVT performance-monitoring entry of one simulated
@@ -626,7 +632,11 @@ impl SimPmu {
             lvt: LVT_MASK,
             held: false,
             delivered: None,
-            masked_pmi: MaskedPmi::Held,
+            masked_pmi: if model.quirks.drops_masked_pmis {
+                MaskedPmi::Dropped
+            } else {
+                MaskedPmi::Held
+            },
             stats: PmiStats::default(),
             tsc: 0,
             truth: Default::default(),
@@ -696,11 +706,12 @@ impl SimPmu {
     }
 
     /// The bits IA32_PERFEVTSELx accepts: 31:0, without AnyThread unless it is supported, and
-    /// UMASK2 (47:40) where the model has it.
+    /// UMASK2 (47:40) where the model has it, and IN_TX / IN_TXCP (bits 32 and 33) on a part with
+    /// TSX.
     pub fn evtsel_valid(&self) -> u64 {
         let any = if self.model().anythread_supported() { 0 } else { EVTSEL_ANY };
         let umask2 = if self.model().umask2 { EVTSEL_UMASK2 } else { 0 };
-        0xFFFF_FFFF & !any | umask2
+        (0xFFFF_FFFF & !any) | umask2 | self.model().quirks.evtsel_high_valid()
     }
 
     /// The bits IA32_FIXED_CTR_CTRL accepts: OS, USR, PMI (and AnyThread where supported) in the
@@ -832,29 +843,38 @@ impl SimPmu {
             }
             let width = self.gp_width();
             let detail = || format!("the value is wider than the {width}-bit counter");
-            reserved(low_bits(width), &detail)?;
-            self.gp[i].value = value;
+            if !model.quirks.truncating_counter_writes {
+                reserved(low_bits(width), &detail)?;
+            }
+            self.gp[i].value = value & low_bits(width);
             return Ok(());
         }
         if let Some(i) = self.gp_index(address, msr::IA32_PERFEVTSEL0) {
             let detail = || {
                 if value & EVTSEL_ANY != 0 && !model.anythread_supported() {
                     format!("AnyThread (bit 21) is not supported: {}", self.anythread_reason())
+                } else if model.umask2 && model.quirks.tsx {
+                    "bits 63:48 and 39:34 are reserved".into()
                 } else if model.umask2 {
                     "bits 63:48 and 39:32 are reserved".into()
+                } else if model.quirks.tsx {
+                    "bits 63:34 are reserved".into()
                 } else {
                     "bits 63:32 are reserved".into()
                 }
             };
             reserved(self.evtsel_valid(), &detail)?;
-            self.gp[i] = GpCounter { evtsel: value, asserted: false, ..self.gp[i] };
+            self.gp[i] =
+                GpCounter { evtsel: value, asserted: false, ref_remainder: 0, ..self.gp[i] };
             return Ok(());
         }
         if let Some(i) = self.fixed_index(address) {
             let width = self.fixed_width();
             let detail = || format!("the value is wider than the {width}-bit counter");
-            reserved(low_bits(width), &detail)?;
-            self.fixed[i] = value;
+            if !model.quirks.truncating_counter_writes {
+                reserved(low_bits(width), &detail)?;
+            }
+            self.fixed[i] = value & low_bits(width);
             return Ok(());
         }
         if let Some(i) = offcore::msr_index(address).filter(|&i| model.offcore_rsp_valid[i] != 0) {
@@ -869,13 +889,15 @@ impl SimPmu {
                 Ok(())
             }
             msr::IA32_DEBUGCTL => {
-                let valid = if model.freeze_on_pmi { DEBUGCTL_FREEZE_PERFMON_ON_PMI } else { 0 };
-                let detail = if valid == 0 {
-                    "this model implements no IA32_DEBUGCTL bit (FREEZE_PERFMON_ON_PMI needs v2)"
-                } else {
-                    "only bit 12, FREEZE_PERFMON_ON_PMI, is implemented"
+                let valid = model.quirks.debugctl_valid(model.freeze_on_pmi);
+                let detail = || {
+                    if value & DEBUGCTL_FREEZE_PERFMON_ON_PMI != 0 && !model.freeze_on_pmi {
+                        "FREEZE_PERFMON_ON_PMI (bit 12) is not implemented".into()
+                    } else {
+                        format!("this model implements IA32_DEBUGCTL bits {valid:#x}")
+                    }
                 };
-                reserved(valid, &|| detail.into())?;
+                reserved(valid, &detail)?;
                 self.debugctl = value;
                 Ok(())
             }
@@ -990,12 +1012,15 @@ impl SimPmu {
                 continue;
             }
             let events = Self::gp_events(&model, work, sel, self.offcore_rsp);
-            let filtered = CycleFilter::from_evtsel(sel).apply(
-                events,
-                work.core_cycles,
-                repeat,
-                counter.asserted,
-            );
+            let filter = CycleFilter::from_evtsel(sel);
+            let mut filtered = filter.apply(events, work.core_cycles, repeat, counter.asserted);
+            if filter.counts_events() && self.counts_slow_ref_clock(sel) {
+                let divisor = u128::from(model.quirks.gp_ref_cycles_divisor);
+                let ticks = u128::from(work.ref_cycles) * u128::from(repeat)
+                    + u128::from(counter.ref_remainder);
+                filtered.count = ticks / divisor;
+                self.gp[i].ref_remainder = (ticks % divisor) as u64;
+            }
             let (value, wrapped) = add_wrapping(counter.value, filtered.count, gp_width);
             self.gp[i].value = value;
             self.gp[i].asserted = filtered.asserted;
@@ -1104,19 +1129,44 @@ impl SimPmu {
 
     /// Events a GP (or AMD core) counter with control `sel` counts in one execution of `work`:
     /// AMD's 12-bit event selects name the architectural events by their own codes
-    /// ([`crate::amd::amd_event`]).
+    /// ([`crate::amd::amd_event`]); on Intel, those of its (event select, unit mask, UMASK2, the
+    /// offcore-response MSRs' `offcore_rsp`), none with IN_TX (no transaction runs here), and
+    /// reference cycles at the slower clock of
+    /// [`Quirks::gp_ref_cycles_divisor`](crate::quirks::Quirks) (rounded down:
+    /// [`SimPmu::retire_repeated`] counts that clock exactly over a repeat).
     fn gp_events(model: &PmuModel, work: &Work, sel: u64, offcore_rsp: [u64; 2]) -> u64 {
-        let umask = (sel >> 8) as u8;
-        if model.amd.is_none() {
-            return Self::events(model, work, sel, offcore_rsp);
+        if model.amd.is_some() {
+            let umask = (sel >> 8) as u8;
+            let event = amd::event_select(sel);
+            let arch = crate::amd::arch_event_of(event, umask).map_or(0, |e| work.arch(e, 0));
+            let raw = work
+                .raw
+                .iter()
+                .filter(|raw| u16::from(raw.event_select) == event && raw.umask == umask);
+            return raw.fold(arch, |sum, raw| sum.saturating_add(raw.count));
         }
-        let event = amd::event_select(sel);
-        let arch = crate::amd::arch_event_of(event, umask).map_or(0, |e| work.arch(e, 0));
-        let raw = work
-            .raw
-            .iter()
-            .filter(|raw| u16::from(raw.event_select) == event && raw.umask == umask);
-        raw.fold(arch, |sum, raw| sum.saturating_add(raw.count))
+        if sel & EVTSEL_IN_TX != 0 {
+            return 0;
+        }
+        let (event_select, umask) = (sel as u8, (sel >> 8) as u8);
+        let events = Self::events(model, work, sel, offcore_rsp);
+        let divisor = u64::from(model.quirks.gp_ref_cycles_divisor.max(1));
+        if divisor > 1
+            && ArchEvent::from_encoding(event_select, umask) == Some(ArchEvent::RefCycles)
+        {
+            return events / divisor;
+        }
+        events
+    }
+
+    /// Whether a GP counter with event select `sel` counts reference cycles at a clock slower
+    /// than the TSC's.
+    fn counts_slow_ref_clock(&self, sel: u64) -> bool {
+        let model = self.model();
+        model.quirks.gp_ref_cycles_divisor > 1
+            && sel & EVTSEL_IN_TX == 0
+            && ArchEvent::from_encoding(sel as u8, (sel >> 8) as u8) == Some(ArchEvent::RefCycles)
+            && model.arch_event_available(ArchEvent::RefCycles)
     }
 
     /// Events of event select `sel`'s (event select, unit mask, UMASK2) in one execution of
@@ -1148,6 +1198,18 @@ impl SimPmu {
             ))
     }
 
+    /// Another user of the PMU (Intel PT's ToPA, the DS buffer, the LBR stack, the uncore) sets
+    /// `bits` in IA32_PERF_GLOBAL_STATUS, whatever the version defines, and with `raise`
+    /// requests a PMI of its own through the LVT entry (without freezing the counters): what
+    /// the driver's handler must leave alone.
+    pub fn inject_foreign_status(&mut self, bits: u64, raise: bool) {
+        self.global_status |= bits;
+        if raise {
+            self.stats.raised += 1;
+            self.signal_pmi();
+        }
+    }
+
     /// The PMU requests a PMI: freeze (when DEBUGCTL.FREEZE_PERFMON_ON_PMI is set), then signal
     /// the LVT entry.
     fn raise_pmi(&mut self) {
@@ -1159,6 +1221,11 @@ impl SimPmu {
                 self.global_ctrl = 0;
             }
         }
+        self.signal_pmi();
+    }
+
+    /// The LVT entry delivers a PMI, or holds, drops or forgets it while masked.
+    fn signal_pmi(&mut self) {
         if self.lvt & LVT_MASK == 0 {
             self.deliver();
         } else {

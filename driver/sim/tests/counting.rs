@@ -1,18 +1,25 @@
 //! Counting scenarios on the simulated machine, with exact expected counts.
 //!
 //! Every expected number comes from the workload definition or from the machine's ground truth
-//! (what the simulated CPUs retired, per thread, process and CPU), never from the driver. Each
+//! (what the simulated CPUs retired, per thread, process and CPU), never from the driver. The
+//! suite runs under the modes of [`SimModes::from_env`] (masked-PMI policy, PMI latency, freezing,
+//! the driver's own work, other users' status bits): where they make an exact count impossible
+//! on hardware (a frozen PMU loses what retires before its PMI is served; an OS-mode counter
+//! counts the driver), a count is checked against the range hardware guarantees, and the exact
+//! mode keeps the exact assertion. Each
 //! scenario runs on every architectural perfmon version: v1 (Yonah), v2 (Core 2), v3 (Nehalem),
 //! v4 (Skylake) and v5 (Ice Lake), in the module named after the model; and each ends by checking
 //! that the driver never raised a simulated #GP.
 
 use std::cell::RefCell;
+use std::ops::RangeInclusive;
 use std::rc::Rc;
 
 use hwpmc::abi::{Caps, Class, Disposition, Mode, PmcFlags, event};
 use hwpmc::{Errno, Pid, Signal};
 use hwpmc_sim::machine::Dispatch;
 use hwpmc_sim::pmu::{Ring, Work};
+use hwpmc_sim::timing::SimModes;
 use hwpmc_sim::{
     AllocateRequest, ArchEvent, Credentials, GroundTruth, Machine, MachineConfig, PmuModel,
     ProgramBuilder,
@@ -196,7 +203,41 @@ fn read(m: &Machine, pid: Pid, c: &Counter) -> u64 {
     m.client(pid).read(c.id).unwrap_or_else(|e| panic!("read {}: {e:?}", c.what))
 }
 
-/// Every counter of `owner` reads exactly what `truth` says (all mismatches are reported, with
+/// Whether every count equals the ground truth under the environment's modes: unless PMIs are
+/// served late to a freezing PMU, or the driver's own work is counted.
+fn counts_are_exact() -> bool {
+    let modes = SimModes::from_env();
+    let frozen_late = modes.timing.max_latency > 0 && modes.freeze_on_pmi == Some(true);
+    modes.timing.driver_work_percent == 0 && !frozen_late
+}
+
+/// The counts `c` may read on `m` for `truth`: exactly its expected count in the exact modes;
+/// with PMIs served late to a freezing PMU, as little as that less everything that retired while
+/// a PMI waited; with the driver's work, in kernel mode, as much as that plus all of it.
+fn guaranteed(m: &Machine, c: &Counter, truth: &GroundTruth) -> RangeInclusive<u64> {
+    let expected = c.expected(truth);
+    let modes = SimModes::from_env();
+    let of = |t: &GroundTruth| {
+        let count = match c.ring {
+            Some(ring) => t.arch_in(ring, c.event),
+            None => t.arch(c.event),
+        };
+        u64::try_from(count).expect("counts fit 64 bits")
+    };
+    let mut low = expected;
+    if modes.timing.max_latency > 0 && modes.freeze_on_pmi == Some(true) {
+        low = low.saturating_sub(of(&m.total_late_truth()));
+    }
+    let mut high = expected;
+    if c.ring != Some(Ring::User) {
+        let driver: GroundTruth = (0..m.cpu_count()).map(|cpu| m.driver_truth(cpu as u32)).sum();
+        high += u64::try_from(driver.arch_in(Ring::Kernel, c.event)).expect("fits 64 bits");
+    }
+    low..=high
+}
+
+/// Every counter of `owner` reads exactly what `truth` says, or within the range hardware
+/// guarantees under the environment's modes ([`guaranteed`]) (all mismatches are reported, with
 /// the missing amount in hexadecimal, where lost counter wraps stand out).
 fn assert_counts(
     m: &Machine,
@@ -211,10 +252,12 @@ fn assert_counts(
         let expected = c.expected(truth);
         assert!(expected > 0, "{context}: {} should count something", c.what);
         let actual = read(m, owner, c);
-        if actual != expected {
+        let range = guaranteed(m, c, truth);
+        if !range.contains(&actual) {
             let missing = i128::from(expected) - i128::from(actual);
             wrong.push(format!(
-                "{}: read {actual}, expected {expected} (missing {missing} = {missing:#x})",
+                "{}: read {actual}, expected {expected} (missing {missing} = {missing:#x}), \
+                 guaranteed {range:?}",
                 c.what
             ));
         }
@@ -234,11 +277,12 @@ fn assert_all_rows_free(m: &Machine, viewer: Pid) {
 }
 
 /// A machine for the scenarios; with `HWPMC_SIM_PMI_AT_EVERY_MSR_ACCESS=1` it delivers a PMI at
-/// every MSR access the driver makes, and the same exact counts must come out.
+/// every MSR access the driver makes, and the same exact counts must come out; under the modes
+/// of [`SimModes::from_env`] otherwise.
 fn machine(model: PmuModel, cpus: usize, seed: u64, quantum: u64) -> Machine {
     let inject = std::env::var_os("HWPMC_SIM_PMI_AT_EVERY_MSR_ACCESS").is_some_and(|v| v == "1");
     let config = MachineConfig::new(model, cpus).seed(seed).quantum(quantum);
-    Machine::new(config.pmi_at_every_msr_access(inject))
+    Machine::new(config.modes(&SimModes::from_env()).pmi_at_every_msr_access(inject))
 }
 
 // ----- 1. One single-threaded process counting itself -----
@@ -318,7 +362,8 @@ fn self_measuring_program(model: PmuModel) {
     let between = s.stop.since(&s.start);
     assert_eq!(between.arch(ArchEvent::Instructions), 17 * (33 * 1_000 + 5 * 300));
     for (c, &value) in s.counters.iter().zip(&s.reads) {
-        assert_eq!(value, c.expected(&between), "{}", c.what);
+        let range = guaranteed(&m, c, &between);
+        assert!(range.contains(&value), "{}: {value} not in {range:?}", c.what);
     }
     m.hardware().assert_no_faults();
 }
@@ -895,7 +940,9 @@ fn the_same_seed_gives_the_same_counts_and_another_seed_the_same_totals() {
     assert_eq!(a.cpus, b.cpus);
     assert_ne!(a.trace, c.trace, "another interleaving");
     assert_ne!(a.cpus, c.cpus, "the work lands on other CPUs");
-    assert_eq!(a.reads, c.reads);
+    if counts_are_exact() {
+        assert_eq!(a.reads, c.reads);
+    }
     assert_eq!(a.processes, c.processes);
     let total = |o: &Outcome| o.cpus.iter().sum::<GroundTruth>();
     assert_eq!(total(&a), total(&c));

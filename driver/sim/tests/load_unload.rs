@@ -34,7 +34,9 @@ fn load_resets_the_pmu_and_unload_restores_it() {
     let hw = SimHardware::new(PmuModel::skylake(), 2);
     // Something left counters running and DEBUGCTL clear before the driver loads.
     hw.pmu(1).write_msr(msr::IA32_PERFEVTSEL0, 0x43_00C0).unwrap();
-    let driver = Driver::load(SimKernel::new(hw.clone()), hw.clone(), Tunables::default()).unwrap();
+    // Freezing on PMI asked for (it is off by default).
+    let tunables = Tunables { freeze_on_pmi: true, ..Tunables::default() };
+    let driver = Driver::load(SimKernel::new(hw.clone()), hw.clone(), tunables).unwrap();
     for cpu in 0..2 {
         let pmu = hw.pmu(cpu);
         assert_eq!(pmu.read_msr(msr::IA32_PERFEVTSEL0).unwrap(), 0);
@@ -64,9 +66,46 @@ fn load_resets_the_pmu_and_unload_restores_it() {
     hw.assert_no_faults();
 }
 
+/// Freezing is off by default: the driver leaves DEBUGCTL alone, whatever the model.
+#[test]
+fn by_default_the_driver_does_not_touch_debugctl() {
+    for model in [PmuModel::skylake(), PmuModel::core2(), PmuModel::kvm_guest()] {
+        let hw = SimHardware::new(model, 1);
+        hw.pmu(0).write_msr(msr::IA32_DEBUGCTL, 1).unwrap();
+        let driver = Driver::load(SimKernel::new(hw.clone()), hw.clone(), Tunables::default());
+        assert_eq!(hw.pmu(0).read_msr(msr::IA32_DEBUGCTL).unwrap(), 1, "{model:?}");
+        driver.unwrap().unload();
+        assert_eq!(hw.pmu(0).read_msr(msr::IA32_DEBUGCTL).unwrap(), 1, "{model:?}");
+        hw.assert_no_faults();
+    }
+}
+
 #[test]
 fn a_vm_without_a_pmu_loads_and_unloads_without_touching_pmu_msrs() {
     let driver = load_driver(PmuModel::no_pmu_vm(), 2, Tunables::default());
     driver.unload();
     driver.kernel().hardware().assert_no_faults();
+}
+
+/// D8: DEBUGCTL belongs to more than the driver (LBR, BTF and branch trace are the debugger's
+/// and the LBR driver's). Loading sets FREEZE_PERFMON_ON_PMI and unloading clears it again (or
+/// leaves it set if it was), and neither touches another bit: LBR enabled while the driver was
+/// loaded stays enabled after it unloads.
+#[test]
+fn unload_restores_only_the_freeze_bit_of_debugctl() {
+    use hwpmc_sim::quirks::debugctl::{BTF, FREEZE_LBRS_ON_PMI, FREEZE_PERFMON_ON_PMI, LBR};
+    for found in [FREEZE_LBRS_ON_PMI, FREEZE_LBRS_ON_PMI | FREEZE_PERFMON_ON_PMI] {
+        let hw = SimHardware::new(PmuModel::skylake(), 1);
+        hw.pmu(0).write_msr(msr::IA32_DEBUGCTL, found).unwrap();
+        let tunables = Tunables { freeze_on_pmi: true, ..Tunables::default() };
+        let driver = Driver::load(SimKernel::new(hw.clone()), hw.clone(), tunables).unwrap();
+        let debugctl = hw.pmu(0).read_msr(msr::IA32_DEBUGCTL).unwrap();
+        assert_eq!(debugctl, found | FREEZE_PERFMON_ON_PMI, "loaded: freezing");
+        // A debugger turns on LBR and single-stepping on branches while the driver is loaded.
+        hw.pmu(0).write_msr(msr::IA32_DEBUGCTL, debugctl | LBR | BTF).unwrap();
+        driver.unload();
+        let debugctl = hw.pmu(0).read_msr(msr::IA32_DEBUGCTL).unwrap();
+        assert_eq!(debugctl, found | LBR | BTF, "unloaded: the freeze bit as found, the rest kept");
+        hw.assert_no_faults();
+    }
 }

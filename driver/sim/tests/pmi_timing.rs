@@ -28,7 +28,17 @@ const FRAME: TrapFrame = TrapFrame { pc: 0x40_1000, fp: 0, sp: 0, user: true };
 /// A one-CPU machine of `model` whose APIC treats masked PMIs by `masked`, running a process
 /// with one sampling PMC on instructions per period in `periods`, switched in on CPU 0.
 fn sampled(model: PmuModel, masked: MaskedPmi, periods: &[u64]) -> (SimDriver, Pid) {
-    let driver = load_driver(model, 1, Tunables::default());
+    sampled_with(model, Tunables::default(), masked, periods)
+}
+
+/// [`sampled`] with the driver loaded with `tunables`.
+fn sampled_with(
+    model: PmuModel,
+    tunables: Tunables,
+    masked: MaskedPmi,
+    periods: &[u64],
+) -> (SimDriver, Pid) {
+    let driver = load_driver(model, 1, tunables);
     let kernel = driver.kernel().clone();
     let hw = kernel.hardware().clone();
     hw.pmu(0).set_masked_pmi(masked);
@@ -206,13 +216,16 @@ fn an_overflow_seen_only_at_the_second_status_read_is_handled_in_the_same_pmi() 
 fn a_late_pmi_is_not_handled_against_the_next_holder_of_the_counter() {
     // (model, the claim of the late PMI: a frozen v4 PMU was frozen by the driver's PMI, which
     // is claimed to unfreeze it, with nothing to handle)
+    let freezing = Tunables { freeze_on_pmi: true, ..Tunables::default() };
     let models = [
-        ("skylake", PmuModel::skylake(), true),
-        ("unfrozen skylake", unfrozen_skylake(), false),
-        ("core2", PmuModel::core2(), false),
+        ("freezing skylake", PmuModel::skylake(), freezing, true),
+        ("skylake", PmuModel::skylake(), Tunables::default(), false),
+        ("unfrozen skylake", unfrozen_skylake(), freezing, false),
+        ("freezing core2", PmuModel::core2(), freezing, false),
+        ("core2", PmuModel::core2(), Tunables::default(), false),
     ];
-    for (name, model, claimed) in models {
-        let (driver, first) = sampled(model, MaskedPmi::Held, &[1000]);
+    for (name, model, tunables, claimed) in models {
+        let (driver, first) = sampled_with(model, tunables, MaskedPmi::Held, &[1000]);
         let kernel = driver.kernel().clone();
         let hw = kernel.hardware().clone();
         let second = kernel.spawn(None, Credentials::user(1000));
@@ -246,4 +259,55 @@ fn a_late_pmi_is_not_handled_against_the_next_holder_of_the_counter() {
         assert_eq!(samples, 1, "{name}: the new PMC's one overflow, one sample");
         hw.assert_no_faults();
     }
+}
+
+/// The (pid, tid, user?) of every sample in `pid`'s log (its first descriptor, 3), flushed.
+fn samples_of(driver: &SimDriver, pid: Pid) -> Vec<(Pid, i32, bool)> {
+    let kernel = driver.kernel();
+    PmcClient::new(driver, pid).flush_log().unwrap();
+    let bytes = kernel.sink_bytes(kernel.sink_of(pid, 3).unwrap());
+    Records::new(&bytes)
+        .map(|e| e.expect("the log decodes").record)
+        .filter_map(|r| match r {
+            Record::Callchain(cc) => Some((cc.pid, cc.tid, cc.cpuflags.is_user())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// D3: an NMI can land anywhere in the scheduler, and a PMI raised just before a thread is
+/// switched out (or delivered late) is served while `switch_out` runs, before the counters are
+/// stopped. Its sample belongs to the thread that was running: it keeps that thread's id, not
+/// the "no thread" −1 the CPU records once the switch is over.
+#[test]
+fn a_sample_taken_during_switch_out_keeps_its_thread() {
+    let (driver, pid) = sampled(PmuModel::skylake(), MaskedPmi::Held, &[1000]);
+    let driver = Rc::new(driver);
+    let kernel = driver.kernel().clone();
+    let hw = kernel.hardware().clone();
+    let tid = kernel.threads(pid)[0];
+    hw.pmu(0).retire(Ring::User, &thousand());
+    assert!(hw.pmu(0).pmi_pending(), "the counter overflowed");
+    // The NMI arrives at the first MSR access of the switch-out, in the scheduler.
+    let served = Rc::new(Cell::new(false));
+    let hook = {
+        let (kernel, hw, served) = (kernel.clone(), hw.clone(), served.clone());
+        let driver = Rc::downgrade(&driver);
+        move || {
+            let Some(driver) = driver.upgrade() else { return };
+            if kernel.is_in_interrupt() || hw.pmu(0).take_pmi().is_none() {
+                return;
+            }
+            served.set(true);
+            let frame = TrapFrame { pc: 0xffff_ffff_8020_0000, fp: 0, sp: 0, user: false };
+            assert!(kernel.in_interrupt(|| driver.interrupt(0, &frame)), "the driver's PMI");
+        }
+    };
+    hw.after_each_access(Some(Rc::new(hook)));
+    driver.switch_out(0, pid, tid);
+    hw.after_each_access(None);
+    assert!(served.get(), "the PMI was served inside switch_out");
+    driver.tick(0);
+    assert_eq!(samples_of(&driver, pid), [(pid, tid, false)]);
+    hw.assert_no_faults();
 }

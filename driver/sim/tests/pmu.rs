@@ -13,6 +13,7 @@ use hwpmc_sim::pmu::msr::*;
 use hwpmc_sim::pmu::{
     Access, DeliveryMode, Fault, FaultKind, MaskedPmi, Pmi, Ring, SimHardware, SimPmu, Work,
 };
+use hwpmc_sim::quirks::Quirks;
 use proptest::prelude::*;
 
 const W48: u64 = 1 << 48;
@@ -231,7 +232,9 @@ fn driver_register_masks_agree_with_the_simulated_hardware() {
         let hw = SimHardware::new(model, 1);
         let pmu = IntelPmu::discover(&hw.cpuid(), &hw).unwrap();
         let sim = hw.pmu(0);
-        assert_eq!(pmu.evtsel_valid(), sim.evtsel_valid(), "{name}: PERFEVTSEL");
+        // The driver programs no TSX bit (IN_TX, IN_TXCP), which a TSX part also accepts.
+        let tsx = model.quirks.evtsel_high_valid();
+        assert_eq!(pmu.evtsel_valid(), sim.evtsel_valid() & !tsx, "{name}: PERFEVTSEL");
         assert_eq!(pmu.counters().bits(), sim.counter_bits(), "{name}: GLOBAL_CTRL");
         if model.version >= 2 {
             assert_eq!(pmu.status_reset_valid(), sim.status_reset_valid(), "{name}: OVF_CTRL");
@@ -254,7 +257,12 @@ fn perfevtsel_faults_on_bits_above_31_and_unsupported_anythread() {
         let last = IA32_PERFEVTSEL0 + u32::from(model.gp_counters) - 1;
         wr(&mut pmu, last, 0xFFFF_FFFF & !EVTSEL_ANY);
         assert_eq!(rd(&pmu, last), 0xFFFF_FFFF & !EVTSEL_ANY);
-        for bit in 32..64 {
+        // IN_TX and IN_TXCP exist on TSX parts only.
+        let first_reserved = if model.quirks.tsx { 34 } else { 32 };
+        for bit in 32..first_reserved {
+            wr(&mut pmu, last, 1 << bit);
+        }
+        for bit in first_reserved..64 {
             assert_eq!(wr_fault(&mut pmu, last, 1 << bit), FaultKind::ReservedBits(1 << bit));
         }
         let any = pmu.write_msr(IA32_PERFEVTSEL0, EVTSEL_ANY | 0x4300C0);
@@ -442,6 +450,7 @@ fn unknown_msrs_fault() {
     }
 }
 
+/// The strictest DEBUGCTL ([`Quirks::NONE`]): FREEZE_PERFMON_ON_PMI alone.
 #[test]
 fn umask2_is_discovered_from_cpuid_leaf_23h_and_counted() {
     let model = PmuModel::arrowlake_p();
@@ -511,6 +520,7 @@ fn offcore_response_events_count_the_requests_their_msr_selects() {
 #[test]
 fn debugctl_implements_only_freeze_perfmon_on_pmi_from_v2() {
     for (name, model) in presets() {
+        let model = PmuModel { quirks: Quirks::NONE, ..model };
         let mut pmu = SimPmu::new(model);
         assert_eq!(rd(&pmu, IA32_DEBUGCTL), 0);
         let result = pmu.write_msr(IA32_DEBUGCTL, DEBUGCTL_FREEZE_PERFMON_ON_PMI);
@@ -526,6 +536,67 @@ fn debugctl_implements_only_freeze_perfmon_on_pmi_from_v2() {
     let vm = PmuModel { freeze_on_pmi: false, hypervisor: true, ..PmuModel::skylake() };
     let mut pmu = SimPmu::new(vm);
     assert_eq!(wr_fault(&mut pmu, IA32_DEBUGCTL, 1 << 12), FaultKind::ReservedBits(1 << 12));
+}
+
+/// DEBUGCTL with its real bits (SDM Vol. 3B Figure 18-3): LBR, BTF, the branch-trace bits,
+/// FREEZE_LBRS_ON_PMI and FREEZE_WHILE_SMM everywhere; FREEZE_PERFMON_ON_PMI from v2;
+/// RTM_DEBUG on TSX parts; a KVM guest refuses the freeze bit with #GP.
+#[test]
+fn debugctl_has_its_real_bits() {
+    use hwpmc_sim::quirks::debugctl;
+    for (name, model) in presets() {
+        let mut pmu = SimPmu::new(model);
+        wr(&mut pmu, IA32_DEBUGCTL, debugctl::BARE_METAL);
+        assert_eq!(rd(&pmu, IA32_DEBUGCTL), debugctl::BARE_METAL, "{name}");
+        let freeze = pmu.write_msr(IA32_DEBUGCTL, debugctl::LBR | debugctl::FREEZE_PERFMON_ON_PMI);
+        assert_eq!(freeze.is_ok(), model.version >= 2, "{name}");
+        let rtm = pmu.write_msr(IA32_DEBUGCTL, debugctl::RTM_DEBUG);
+        assert_eq!(rtm.is_ok(), model.quirks.tsx, "{name}");
+        for bit in [2, 3, 4, 5, 13, 16, 63] {
+            assert_eq!(
+                wr_fault(&mut pmu, IA32_DEBUGCTL, 1 << bit),
+                FaultKind::ReservedBits(1 << bit),
+                "{name}: bit {bit}"
+            );
+        }
+    }
+    let mut kvm = SimPmu::new(PmuModel::kvm_guest());
+    wr(&mut kvm, IA32_DEBUGCTL, debugctl::LBR | debugctl::BTF);
+    let freeze = debugctl::FREEZE_PERFMON_ON_PMI;
+    assert_eq!(wr_fault(&mut kvm, IA32_DEBUGCTL, freeze), FaultKind::ReservedBits(freeze));
+}
+
+/// PERFEVTSEL's TSX bits: accepted where the model has TSX; a counter with IN_TX counts nothing
+/// (no transaction runs), one with IN_TXCP alone counts as usual.
+#[test]
+fn tsx_event_select_bits_exist_only_on_tsx_parts() {
+    use hwpmc_sim::quirks::{EVTSEL_IN_TX, EVTSEL_IN_TXCP};
+    assert!(PmuModel::skylake().quirks.tsx && !PmuModel::core2().quirks.tsx);
+    let mut core2 = SimPmu::new(PmuModel::core2());
+    assert_eq!(
+        wr_fault(&mut core2, IA32_PERFEVTSEL0, EVTSEL_IN_TX),
+        FaultKind::ReservedBits(EVTSEL_IN_TX)
+    );
+    let mut pmu = SimPmu::new(PmuModel::skylake());
+    let instructions = evtsel(ArchEvent::Instructions, EVTSEL_USR);
+    wr(&mut pmu, IA32_PERFEVTSEL0, instructions | EVTSEL_IN_TX);
+    wr(&mut pmu, IA32_PERFEVTSEL0 + 1, instructions | EVTSEL_IN_TXCP);
+    wr(&mut pmu, IA32_PERF_GLOBAL_CTRL, 0b11);
+    pmu.retire_repeated(Ring::User, &Work { instructions: 100, ..Work::default() }, 3);
+    assert_eq!(pmu.read_pmc(0).unwrap(), 0, "IN_TX: outside any transaction");
+    assert_eq!(pmu.read_pmc(1).unwrap(), 300);
+}
+
+/// A KVM guest truncates counter writes wider than the counter instead of raising #GP.
+#[test]
+fn a_kvm_guest_truncates_wide_counter_writes() {
+    let mut kvm = SimPmu::new(PmuModel::kvm_guest());
+    wr(&mut kvm, IA32_FIXED_CTR0, u64::MAX);
+    assert_eq!(rd(&kvm, IA32_FIXED_CTR0), (1 << 48) - 1);
+    wr(&mut kvm, IA32_A_PMC0, 1 << 48 | 5);
+    assert_eq!(rd(&kvm, IA32_PMC0), 5);
+    let mut skylake = SimPmu::new(PmuModel::skylake());
+    assert_eq!(wr_fault(&mut skylake, IA32_FIXED_CTR0, 1 << 48), FaultKind::ReservedBits(1 << 48));
 }
 
 #[test]

@@ -1,14 +1,24 @@
 //! Process sampling: each overflow of a sampling PMC is one CALLCHAIN record in the owner's log,
 //! and samples lost to a full ring are counted and reported with DROPNOTIFY.
+//!
+//! The suite runs under the modes of [`SimModes::from_env`]: the masked-PMI policy and freezing
+//! everywhere; PMI latency, the driver's work and other users' status bits on the simulated
+//! machine. Where PMIs served late make an exact number impossible on hardware (a period runs on
+//! until its PMI is served, the sample lands where the PMI does), a test checks what hardware
+//! guarantees ([`guaranteed_samples`], a PC the thread executed), and the exact mode keeps the
+//! exact assertion.
 
 use hwpmc::abi::Mode;
 use hwpmc::{Pid, Tid, TrapFrame, Tunables};
+use hwpmc_sim::machine::{KERNEL_IDLE_PC, MachineConfig};
 use hwpmc_sim::pmu::{Ring, Work};
+use hwpmc_sim::timing::SimModes;
 use hwpmc_sim::{
     AllocateRequest, ArchEvent, Credentials, PmcClient, PmuModel, SimDriver, SinkId, SinkKind,
     load_driver,
 };
 use pmclog::{Record, Records};
+use std::ops::RangeInclusive;
 
 const BLOCK_PC: u64 = 0x40_1000;
 
@@ -21,8 +31,13 @@ struct World {
 
 impl World {
     fn new(model: PmuModel, tunables: Tunables) -> Self {
-        let driver = load_driver(model, 1, tunables);
+        let modes = SimModes::from_env();
+        let freeze_on_pmi = modes.freeze_on_pmi.unwrap_or(tunables.freeze_on_pmi);
+        let driver = load_driver(model, 1, Tunables { freeze_on_pmi, ..tunables });
         let kernel = driver.kernel().clone();
+        if let Some(policy) = modes.masked_pmi {
+            kernel.hardware().pmu(0).set_masked_pmi(policy);
+        }
         let pid = kernel.spawn(None, Credentials::user(1000));
         let tid = kernel.threads(pid)[0];
         let fd = kernel.open_sink(pid, SinkKind::Writable);
@@ -97,6 +112,37 @@ fn instructions(model: &PmuModel) -> AllocateRequest {
 
 fn sample_count(records: &[Record<'_>]) -> usize {
     records.iter().filter(|r| matches!(r, Record::Callchain(_))).count()
+}
+
+/// A simulated machine of `cpus` CPUs of `model` under the environment's modes.
+fn machine_config(model: PmuModel, cpus: usize) -> MachineConfig {
+    MachineConfig::new(model, cpus).modes(&SimModes::from_env())
+}
+
+/// Whether PMIs are served at once (the samples are exact): no latency, no driver work.
+fn exact_samples() -> bool {
+    SimModes::from_env().exact_counts()
+}
+
+/// The samples a sampling PMC of `period` takes over `events` events on `machine` (in blocks of
+/// at most `block` events), as hardware guarantees them: exactly `events / period` when every
+/// PMI is served at once. Served up to L block executions late, a period runs on by up to
+/// L × `block` events before the handler reloads it (or, frozen, loses what retired meanwhile):
+/// at least `(events − late) / (period + L × block)`, never more than `events / period`.
+fn guaranteed_samples(
+    machine: &hwpmc_sim::machine::Machine,
+    events: u128,
+    period: u128,
+    block: u128,
+) -> RangeInclusive<usize> {
+    let modes = SimModes::from_env();
+    let exact = (events / period) as usize;
+    if modes.exact_counts() {
+        return exact..=exact;
+    }
+    let late = machine.total_late_truth().arch(hwpmc_sim::ArchEvent::Instructions);
+    let stretch = u128::from(modes.timing.max_latency) * block;
+    (events.saturating_sub(late) / (period + stretch)) as usize..=exact
 }
 
 /// The models the exact sampling tests run on: perfmon v4 (streamlined freeze), v2 (legacy
@@ -220,6 +266,9 @@ fn a_full_ring_drops_exactly_what_it_cannot_hold_and_says_so(model: PmuModel) {
     assert!(records.iter().all(|r| !matches!(r, Record::Callchain(cc) if cc.pmcid != id)));
 }
 
+/// Exact on hardware too as long as the PMU does not freeze (the default): with freezing, what
+/// retires before the PMI is served is lost (measured in `pmi_latency.rs`); here every PMI is
+/// served at once, the simulator's exact mode.
 fn counting_pmcs_beside_a_sampling_one_still_count_exactly(model: PmuModel) {
     let w = World::new(model, Tunables::default());
     let sampler = instructions(&model).in_mode(Mode::ThreadSampling, None);
@@ -237,14 +286,14 @@ fn counting_pmcs_beside_a_sampling_one_still_count_exactly(model: PmuModel) {
 }
 
 fn a_simulated_workload_sampled_by_another_process_fills_its_log(model: PmuModel) {
-    use hwpmc_sim::machine::{Machine, MachineConfig};
+    use hwpmc_sim::machine::Machine;
     use hwpmc_sim::workload::ProgramBuilder;
 
     let work = Work { instructions: 1000, core_cycles: 1200, ..Work::default() };
     let program = ProgramBuilder::new("/usr/bin/busy")
         .function("main", move |f| f.block(Ring::User, work.clone()).loop_to(0, 500))
         .build();
-    let mut machine = Machine::new(MachineConfig::new(model, 2));
+    let mut machine = Machine::new(machine_config(model, 2));
     let tool = logging_tool(&mut machine);
     let target = machine.spawn(&program, Credentials::user(1000));
     let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
@@ -259,12 +308,19 @@ fn a_simulated_workload_sampled_by_another_process_fills_its_log(model: PmuModel
     // 500 blocks of 1000 instructions, one sample per 10 000: the machine's timer drained the
     // rings into the log and its writer wrote it.
     assert_eq!(machine.process_truth(target).arch(hwpmc_sim::ArchEvent::Instructions), 500_000);
-    assert_eq!(samples.len(), 50);
-    assert!(samples.iter().all(|&s| s == (target, id, true)));
+    let range = guaranteed_samples(&machine, 500_000, 10_000, 1000);
+    assert!(range.contains(&samples.len()), "{} samples, not in {range:?}", samples.len());
+    if exact_samples() {
+        assert_eq!(samples.len(), 50);
+        assert!(samples.iter().all(|&s| s == (target, id, true)));
+    } else {
+        // A PMI that waits past a time slice is served in the kernel (the timer's interrupt).
+        assert!(samples.iter().all(|&(pid, pmc, _)| (pid, pmc) == (target, id)));
+    }
 }
 
 fn a_huge_repeated_block_is_sampled_at_every_overflow_not_once_per_time_slice(model: PmuModel) {
-    use hwpmc_sim::machine::{Machine, MachineConfig};
+    use hwpmc_sim::machine::Machine;
     use hwpmc_sim::workload::ProgramBuilder;
 
     // One block of 1000 instructions executed 5000 times: a time slice retires 64 executions
@@ -273,13 +329,15 @@ fn a_huge_repeated_block_is_sampled_at_every_overflow_not_once_per_time_slice(mo
     let program = ProgramBuilder::new("/usr/bin/hot")
         .function("main", move |f| f.repeat(Ring::User, work.clone(), 5000).exit())
         .build();
-    let mut machine = Machine::new(MachineConfig::new(model, 1));
+    let mut machine = Machine::new(machine_config(model, 1));
     let tool = logging_tool(&mut machine);
     let target = machine.spawn(&program, Credentials::user(1000));
     let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let (_, records) = sample_until_idle(&mut machine, tool, target, request);
     assert_eq!(machine.process_truth(target).arch(hwpmc_sim::ArchEvent::Instructions), 5_000_000);
-    assert_eq!(sample_count(&records), 500, "one sample per 10 000 of 5 000 000 instructions");
+    // One sample per 10 000 of 5 000 000 instructions (500 in the exact mode).
+    let range = guaranteed_samples(&machine, 5_000_000, 10_000, 1000);
+    assert!(range.contains(&sample_count(&records)), "{} not in {range:?}", sample_count(&records));
 }
 
 fn a_counter_that_overflowed_unseen_before_switch_out_resumes_at_a_full_period(model: PmuModel) {
@@ -317,8 +375,12 @@ fn a_counter_that_overflowed_unseen_before_switch_out_resumes_at_a_full_period(m
 
 /// Samples of a TS PMC (period 10 000) on `target`, which shares `cpus` CPUs with two busy
 /// processes under a 13-block quantum (13 000 instructions: every slice ends mid-period).
-fn samples_under_switching(model: PmuModel, cpus: usize, target_threads: u32) -> (usize, u128) {
-    use hwpmc_sim::machine::{Machine, MachineConfig};
+fn samples_under_switching(
+    model: PmuModel,
+    cpus: usize,
+    target_threads: u32,
+) -> (usize, RangeInclusive<usize>, u128) {
+    use hwpmc_sim::machine::Machine;
     use hwpmc_sim::workload::ProgramBuilder;
 
     let work = Work { instructions: 1000, core_cycles: 1200, ..Work::default() };
@@ -333,7 +395,7 @@ fn samples_under_switching(model: PmuModel, cpus: usize, target_threads: u32) ->
     let busy = ProgramBuilder::new("/usr/bin/busy")
         .function("main", move |f| f.repeat(Ring::User, w2.clone(), 120).exit())
         .build();
-    let mut machine = Machine::new(MachineConfig::new(model, cpus).quantum(13));
+    let mut machine = Machine::new(machine_config(model, cpus).quantum(13));
     let tool = logging_tool(&mut machine);
     let target = machine.spawn(&target_program, Credentials::user(1000));
     machine.spawn(&busy, Credentials::user(1000));
@@ -343,24 +405,27 @@ fn samples_under_switching(model: PmuModel, cpus: usize, target_threads: u32) ->
     let switches = machine.stats().switches;
     assert!(switches >= 10, "the target was switched often: {switches} switches");
     let instructions = machine.process_truth(target).arch(hwpmc_sim::ArchEvent::Instructions);
-    (sample_count(&records), instructions)
+    let range = guaranteed_samples(&machine, instructions, 10_000, 1000);
+    (sample_count(&records), range, instructions)
 }
 
 fn a_process_sampled_across_context_switches_resumes_its_period(model: PmuModel) {
     // One thread, migrating between two CPUs among two busy processes.
-    let (samples, instructions) = samples_under_switching(model, 2, 1);
+    let (samples, range, instructions) = samples_under_switching(model, 2, 1);
     assert_eq!(instructions, 95_000);
-    assert_eq!(samples, 9, "95 000 instructions at one sample per 10 000");
+    assert!(range.contains(&samples), "95 000 instructions at one sample per 10 000: {samples}");
+    assert!(!exact_samples() || samples == 9);
     // Two threads of the process taking turns on one CPU share its period (the process ends
     // when its main thread exits, wherever the worker is).
-    let (samples, instructions) = samples_under_switching(model, 1, 2);
+    let (samples, range, instructions) = samples_under_switching(model, 1, 2);
     assert!(instructions > 150_000, "both threads ran: {instructions}");
-    assert_eq!(samples as u128, instructions / 10_000, "one sample per 10 000 instructions");
+    assert!(range.contains(&samples), "one sample per 10 000 instructions: {samples} {range:?}");
+    assert!(!exact_samples() || samples as u128 == instructions / 10_000);
 }
 
 fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode(model: PmuModel) {
     use hwpmc::abi::PmcFlags;
-    use hwpmc_sim::machine::{Machine, MachineConfig};
+    use hwpmc_sim::machine::Machine;
     use hwpmc_sim::workload::ProgramBuilder;
     use std::cell::RefCell;
     use std::rc::Rc;
@@ -381,7 +446,7 @@ fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode(mode
         })
         .build();
     let g_block = program.function(program.function_id("g").unwrap()).block(0).start;
-    let mut machine = Machine::new(MachineConfig::new(model, 1));
+    let mut machine = Machine::new(machine_config(model, 1));
     let (tool, sink) = logging_tool(&mut machine);
     let kernel = machine.kernel().clone();
     let target = machine.spawn(&program, Credentials::user(1000));
@@ -404,8 +469,15 @@ fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode(mode
             _ => None,
         })
         .collect();
-    assert_eq!(chains.len(), 30, "300 000 instructions at one sample per 10 000");
-    assert!(chains.iter().all(|c| *c == expected), "{chains:x?} != {expected:x?}");
+    let range = guaranteed_samples(&machine, 300_000, 10_000, 1000);
+    assert!(range.contains(&chains.len()), "300 000 instructions, one sample per 10 000");
+    if exact_samples() {
+        assert!(chains.iter().all(|c| *c == expected), "{chains:x?} != {expected:x?}");
+    } else {
+        // Served late, a sample's PC is one the thread executed later, or the kernel's.
+        let executed = |pc: u64| program.block_at(pc).is_some() || pc == KERNEL_IDLE_PC;
+        assert!(chains.iter().all(|c| executed(c[0])), "{chains:x?}");
+    }
     machine.hardware().assert_no_faults();
 }
 

@@ -81,10 +81,23 @@ impl IntelPmu {
         let version = reported_version.min(MAX_KNOWN_VERSION);
         let vector_len = (leaf.eax >> 24) as u8;
         let arch_events = !leaf.ebx & low_bits(u32::from(vector_len.min(32))) as u32;
+        // A hypervisor's vPMU may not implement DEBUGCTL.FREEZE_PERFMON_ON_PMI (writing it would
+        // #GP), so a guest does without freezing, as FreeBSD does.
+        let hypervisor = cpuid.cpuid1(1).ecx & (1 << 31) != 0;
         let (fixed_mask, fixed_width) = if version >= 2 {
-            let contiguous = low_bits((leaf.edx & 0x1F).min(32)) as u32;
+            let mut count = leaf.edx & 0x1F;
+            let mut width = (leaf.edx >> 5) as u8;
+            // Early Core 2 parts report fewer fixed counters than the three every perfmon v2
+            // to v4 part has (often none, with width 0): assume three, as wide as the GP
+            // counters, as Linux does. Not under a hypervisor, whose vPMU may really lack them.
+            if (2..=4).contains(&version) && count < 3 && !hypervisor {
+                count = 3;
+                if !(8..=64).contains(&width) {
+                    width = gp_width;
+                }
+            }
+            let contiguous = low_bits(count.min(32)) as u32;
             let bitmap = if version >= 5 { leaf.ecx } else { 0 };
-            let width = (leaf.edx >> 5) as u8;
             if (8..=64).contains(&width) { (contiguous | bitmap, width) } else { (0, 0) }
         } else {
             (0, 0)
@@ -98,9 +111,6 @@ impl IntelPmu {
         };
         let full_width_write = capabilities & PERF_CAPABILITIES_FW_WRITE != 0;
         let any_thread = version >= 3 && leaf.edx & (1 << 15) == 0;
-        // A hypervisor's vPMU may not implement DEBUGCTL.FREEZE_PERFMON_ON_PMI (writing it would
-        // #GP), so a guest does without freezing, as FreeBSD does.
-        let hypervisor = cpuid.cpuid1(1).ecx & (1 << 31) != 0;
         let freeze = match version {
             _ if hypervisor => FreezeMode::None,
             1 => FreezeMode::None,

@@ -88,20 +88,21 @@ pub(super) fn write_status_reset<H: Hardware>(hw: &H, _: GlobalRegs, reset: Glob
     unsafe { hw.write_msr(msr::IA32_PERF_GLOBAL_OVF_CTRL, reset.bits()) }
 }
 
-/// Reads IA32_DEBUGCTL.
-pub(super) fn read_debugctl<H: Hardware>(hw: &H, _: GlobalRegs) -> u64 {
+/// Sets or clears IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI and leaves every other bit as it is now
+/// (LBR, BTF, branch trace... are other users' and may have changed since the driver loaded);
+/// returns whether the bit was set. Only a CPU that freezes (bare metal, perfmon v2+) calls it.
+pub(super) fn set_debugctl_freeze<H: Hardware>(hw: &H, _: GlobalRegs, freeze: bool) -> bool {
     // SAFETY: IA32_DEBUGCTL exists on every CPU with perfmon v2 (`GlobalRegs`).
-    unsafe { hw.read_msr(msr::IA32_DEBUGCTL) }
-}
-
-/// Writes `found` (IA32_DEBUGCTL as read) with FREEZE_PERFMON_ON_PMI set.
-pub(super) fn write_debugctl_freezing<H: Hardware>(hw: &H, regs: GlobalRegs, found: u64) {
-    restore_debugctl(hw, regs, found | DEBUGCTL_FREEZE_PERFMON_ON_PMI);
-}
-
-/// Writes IA32_DEBUGCTL back to `value` (what the CPU had, or that with the freeze bit).
-pub(super) fn restore_debugctl<H: Hardware>(hw: &H, _: GlobalRegs, value: u64) {
-    // SAFETY: IA32_DEBUGCTL exists on every CPU with perfmon v2 (`GlobalRegs`); the value is
-    // what the CPU held (its reserved bits clear), with bit 12 (defined since v2) at most added.
-    unsafe { hw.write_msr(msr::IA32_DEBUGCTL, value) }
+    let now = unsafe { hw.read_msr(msr::IA32_DEBUGCTL) };
+    let value = if freeze {
+        now | DEBUGCTL_FREEZE_PERFMON_ON_PMI
+    } else {
+        now & !DEBUGCTL_FREEZE_PERFMON_ON_PMI
+    };
+    if value != now {
+        // SAFETY: the value is what the CPU holds (its reserved bits clear) with bit 12 changed,
+        // which bare-metal perfmon v2+ defines (the caller freezes only there).
+        unsafe { hw.write_msr(msr::IA32_DEBUGCTL, value) }
+    }
+    now & DEBUGCTL_FREEZE_PERFMON_ON_PMI != 0
 }

@@ -28,6 +28,7 @@ use crate::backend::{
 };
 use crate::errno::Errno;
 use crate::hw::Hardware;
+use crate::kernel::Tunables;
 
 /// The machine's Intel PMU: the description every CPU shares, and its classes.
 #[derive(Debug)]
@@ -36,6 +37,8 @@ pub struct IntelBackend {
     common: Option<IntelPmu>,
     classes: Vec<HardwareClass>,
     signature: CpuSignature,
+    /// Whether the PMU freezes its counters on a PMI where it can ([`Tunables::freeze_on_pmi`]).
+    freeze_on_pmi: bool,
 }
 
 /// One CPU's PMU and the register images the driver keeps for it.
@@ -51,15 +54,16 @@ pub struct IntelCpu {
     /// The GP class's width mask (perfmon v1 finds overflows by the top bit of that width).
     gp_mask: u64,
     /// Whether the counters keep running after a PMI until the handler stops them (the driver
-    /// does not have the PMU freeze itself: perfmon v1, hypervisor guests).
+    /// does not have the PMU freeze itself: perfmon v1, hypervisor guests, or freezing is off).
     unfrozen: bool,
     /// The IA32_PERF_GLOBAL_CTRL image: the counters started on this CPU (kept on perfmon v1
     /// too, where it says which counters the PMI handler checks).
     global_ctrl: AtomicU64,
     /// The IA32_FIXED_CTR_CTRL image.
     fixed_ctrl: AtomicU64,
-    /// IA32_DEBUGCTL as found at load, restored at unload.
-    saved_debugctl: AtomicU64,
+    /// Whether IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI was set when the driver loaded: unload puts
+    /// that bit back and leaves the others as they are then (LBR, BTF... belong to others).
+    found_freeze_bit: AtomicBool,
     /// Whether the driver owns the PMI entry (from load to unload): only then does the PMI
     /// handler unmask it, so an NMI during unload cannot unmask the entry unload masked.
     pmi_owned: AtomicBool,
@@ -150,7 +154,16 @@ impl PmuBackend for IntelBackend {
                 });
             }
         }
-        IntelBackend { common, classes, signature: CpuSignature::read(&hw.cpuid()) }
+        IntelBackend {
+            common,
+            classes,
+            signature: CpuSignature::read(&hw.cpuid()),
+            freeze_on_pmi: Tunables::default().freeze_on_pmi,
+        }
+    }
+
+    fn apply_tunables(&mut self, tunables: &Tunables) {
+        self.freeze_on_pmi = tunables.freeze_on_pmi;
     }
 
     fn classes(&self) -> &[HardwareClass] {
@@ -158,6 +171,12 @@ impl PmuBackend for IntelBackend {
     }
 
     fn cpu(&self, description: Option<IntelPmu>) -> IntelCpu {
+        let description = description.map(|mut pmu| {
+            if !self.freeze_on_pmi {
+                pmu.freeze = FreezeMode::None;
+            }
+            pmu
+        });
         IntelCpu {
             pmu: description,
             global: description.as_ref().and_then(io::global_regs),
@@ -167,7 +186,7 @@ impl PmuBackend for IntelBackend {
             unfrozen: description.is_some_and(|p| p.freeze == FreezeMode::None),
             global_ctrl: AtomicU64::new(0),
             fixed_ctrl: AtomicU64::new(0),
-            saved_debugctl: AtomicU64::new(0),
+            found_freeze_bit: AtomicBool::new(false),
             pmi_owned: AtomicBool::new(false),
             offcore_claims: OffcoreClaims::default(),
             offcore_loaded: OffcoreLoaded::default(),
@@ -214,9 +233,8 @@ impl PmuBackend for IntelBackend {
                 io::write_status_reset(hw, global, reset);
             }
             if pmu.freeze != FreezeMode::None {
-                let debugctl = io::read_debugctl(hw, global);
-                cpu.saved_debugctl.store(debugctl, Ordering::Relaxed);
-                io::write_debugctl_freezing(hw, global, debugctl);
+                let found = io::set_debugctl_freeze(hw, global, true);
+                cpu.found_freeze_bit.store(found, Ordering::Relaxed);
             }
         }
         cpu.pmi_owned.store(true, Ordering::Relaxed);
@@ -233,7 +251,7 @@ impl PmuBackend for IntelBackend {
             cpu.offcore_loaded.reset(hw, layout);
         }
         if let Some(global) = cpu.global.filter(|_| pmu.freeze != FreezeMode::None) {
-            io::restore_debugctl(hw, global, cpu.saved_debugctl.load(Ordering::Relaxed));
+            io::set_debugctl_freeze(hw, global, cpu.found_freeze_bit.load(Ordering::Relaxed));
         }
     }
 
