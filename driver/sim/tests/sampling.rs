@@ -211,7 +211,8 @@ fn a_simulated_workload_sampled_by_another_process_fills_its_log() {
     let program = ProgramBuilder::new("/usr/bin/busy")
         .function("main", move |f| f.block(Ring::User, work.clone()).loop_to(0, 500))
         .build();
-    let mut machine = Machine::new(MachineConfig::new(PmuModel::skylake(), 2));
+    let mut machine =
+        Machine::new(MachineConfig::new(PmuModel::skylake(), 2).pmi_injection_from_env());
     let tool = logging_tool(&mut machine);
     let target = machine.spawn(&program, Credentials::user(1000));
     let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
@@ -241,7 +242,8 @@ fn a_huge_repeated_block_is_sampled_at_every_overflow_not_once_per_time_slice() 
     let program = ProgramBuilder::new("/usr/bin/hot")
         .function("main", move |f| f.repeat(Ring::User, work.clone(), 5000).exit())
         .build();
-    let mut machine = Machine::new(MachineConfig::new(PmuModel::skylake(), 1));
+    let mut machine =
+        Machine::new(MachineConfig::new(PmuModel::skylake(), 1).pmi_injection_from_env());
     let tool = logging_tool(&mut machine);
     let target = machine.spawn(&program, Credentials::user(1000));
     let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
@@ -302,7 +304,9 @@ fn samples_under_switching(cpus: usize, target_threads: u32) -> (usize, u128) {
     let busy = ProgramBuilder::new("/usr/bin/busy")
         .function("main", move |f| f.repeat(Ring::User, w2.clone(), 120).exit())
         .build();
-    let mut machine = Machine::new(MachineConfig::new(PmuModel::skylake(), cpus).quantum(13));
+    let mut machine = Machine::new(
+        MachineConfig::new(PmuModel::skylake(), cpus).quantum(13).pmi_injection_from_env(),
+    );
     let tool = logging_tool(&mut machine);
     let target = machine.spawn(&target_program, Credentials::user(1000));
     machine.spawn(&busy, Credentials::user(1000));
@@ -352,7 +356,8 @@ fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode() {
         })
         .build();
     let g_block = program.function(program.function_id("g").unwrap()).block(0).start;
-    let mut machine = Machine::new(MachineConfig::new(PmuModel::skylake(), 1));
+    let mut machine =
+        Machine::new(MachineConfig::new(PmuModel::skylake(), 1).pmi_injection_from_env());
     let (tool, sink) = logging_tool(&mut machine);
     let kernel = machine.kernel().clone();
     let target = machine.spawn(&program, Credentials::user(1000));
