@@ -12,8 +12,10 @@ use crate::abi::State;
 use crate::arch::Backend;
 use crate::backend::{CounterMask, CpuIdString, PmuBackend};
 use crate::class::{HwConfig, Layout};
+use crate::credits::Credits;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, LoadError, Pid, Tunables};
+use crate::loads::LoadTable;
 use crate::log::Logs;
 use crate::percpu::{self, CpuStats, PerCpu, PmcHandle, Slot};
 use crate::sample::SampleRing;
@@ -57,6 +59,10 @@ pub struct Driver<K: Kernel, H: Hardware> {
     /// Which processes have running PMCs, published by [`Core`] for the context-switch hooks:
     /// a thread whose bit is clear has nothing to load, and its switch takes no lock.
     pub(crate) running_pids: Arc<AtomicU64>,
+    /// Each CPU's copy of what its switch-in loads (see [`crate::loads`]).
+    pub(crate) loads: Box<[LoadTable]>,
+    /// Where switch-out hands back what PMCs counted (see [`crate::credits`]).
+    pub(crate) credits: Arc<Credits>,
     /// Owners' logs (taken after `core` when both are needed).
     pub(crate) logs: Lock<Logs>,
     pub(crate) stats: Stats,
@@ -96,9 +102,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             cpus.push(PerCpu::new(&layout, &backend, backend.cpu(*pmu), rings, depth));
         }
         let running_pids = Arc::new(AtomicU64::new(0));
+        let credits = Arc::new(Credits::default());
+        let core = Core::new(ncpu, layout.rows(), Arc::clone(&running_pids), Arc::clone(&credits));
         let driver = Driver {
-            core: Lock::new(Core::new(ncpu, layout.rows(), Arc::clone(&running_pids))),
+            core: Lock::new(core),
             running_pids,
+            loads: (0..ncpu).map(|_| LoadTable::default()).collect(),
+            credits,
             logs: Lock::new(Logs::default()),
             layout,
             backend,
@@ -184,18 +194,42 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// Programs the PMC `spec` describes in `slot`, its row of the current CPU, for target
-    /// `pid` (-1 for a system PMC), and returns the hardware counter to start with
-    /// [`PmuBackend::start`].
+    /// `pid` (-1 for a system PMC), with its counter at `load`, and returns the hardware
+    /// counter to start with [`PmuBackend::start`].
     #[inline]
     pub(crate) fn program_pmc(
         &self,
         state: &PerCpu,
         slot: &Slot,
         spec: &LoadSpec,
+        load: u64,
         pid: Pid,
     ) -> CounterMask {
-        slot.claim(spec.handle, pid, (spec.start, spec.resume), spec.sample_flags);
-        percpu::program(&self.backend, &self.hw, state, slot, &spec.armed, spec.resume)
+        slot.claim(spec.handle, pid, (spec.start, load), spec.sample_flags, spec.cell);
+        percpu::program(&self.backend, &self.hw, state, slot, &spec.armed, load)
+    }
+
+    /// Gives every active CPU the current load lists of processes `pids` (see
+    /// [`crate::loads`]); when it returns, no switch-in anywhere loads from an older list.
+    /// Thread context, without the bookkeeping lock held.
+    pub(crate) fn publish_loads(&self, pids: &[Pid]) {
+        if pids.is_empty() {
+            return;
+        }
+        for cpu in 0..self.kernel.cpu_count() {
+            let Some(table) = self.loads.get(cpu as usize) else { continue };
+            if !self.kernel.cpu_active(cpu) {
+                continue;
+            }
+            self.on_cpu(cpu, || {
+                // Read on the CPU: of two publishers, the later closure installs the newer
+                // list.
+                let core = self.core.lock(&self.kernel);
+                for &pid in pids {
+                    table.install(pid, core.running_of(pid));
+                }
+            });
+        }
     }
 
     /// The value `pmc`'s counter is loaded with. A hardware counter counts up from
@@ -218,11 +252,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// Programs and starts `pmc` on the current CPU `cpu` for target `pid` (-1 for a system
-    /// PMC).
-    pub(crate) fn load_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc, pid: Pid) {
+    /// PMC, whose `cell` is [`crate::state::NO_CELL`]) with a whole period.
+    pub(crate) fn load_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc, pid: Pid, cell: u32) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         let Some(slot) = state.slots.get(pmc.row as usize) else { return };
-        let counters = self.program_pmc(state, slot, &LoadSpec::of(handle, pmc), pid);
+        let counters =
+            self.program_pmc(state, slot, &LoadSpec::of(handle, pmc, cell), pmc.start, pid);
         if pid >= 0 && pid == state.current_pid() {
             state.current_counters.fetch_or(counters.bits(), Ordering::Relaxed);
             state.add_current_row(pmc.row);
@@ -251,14 +286,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.backend.stop(&self.hw, &state.pmu, counters);
         let pid = slot.pid();
         let (delta, dropped, _) = self.finish_unload(state, slot);
+        slot.release();
         self.backend.flush(&self.hw, &state.pmu, counters);
         Some((pid, delta, dropped))
     }
 
     /// Unloads the PMC in `slot` whose counter is already stopped and whose slot is hidden
-    /// from the interrupt path: clears the row, folds the final value, empties the slot, and
-    /// returns the events counted, the samples lost and, for a sampling PMC, the value to resume
-    /// it with (see [`Slot::resume_value`]). The caller calls [`PmuBackend::flush`] afterwards.
+    /// from the interrupt path: clears the row, folds the final value and returns the events
+    /// counted, the samples lost and, for a sampling PMC, the value to resume it with (see
+    /// [`Slot::resume_value`]). The caller hands them back, then empties the slot
+    /// ([`Slot::release`]) and calls [`PmuBackend::flush`].
     // Inlined into the switch-out loop, its hottest caller (out of line it costs ~20
     // instructions per PMC per switch in calls and spills).
     #[inline(always)]
@@ -268,7 +305,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let delta = slot.fold_all(now);
         let dropped = slot.take_drops();
         let resume = slot.is_sampling().then(|| slot.resume_value(now));
-        slot.release();
         (delta, dropped, resume)
     }
 
@@ -351,12 +387,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Stops, detaches and frees one PMC. Its samples still in the CPUs' rings and pending
     /// tables are logged first: a PMC is freed only when no sample refers to it.
     pub(crate) fn release_pmc(&self, handle: PmcHandle) {
-        let hosted_running = {
+        let (hosted_running, targets) = {
             let mut core = self.core.lock(&self.kernel);
             let hosted_running = core.pmc(handle).is_some_and(Pmc::runs_on_host);
-            core.set_state(handle, State::Deleted);
-            hosted_running
+            (hosted_running, core.set_state(handle, State::Deleted))
         };
+        // No CPU loads it any more, then it is unloaded where it is.
+        self.publish_loads(&targets);
         if hosted_running {
             self.hosted_stop(handle);
         }

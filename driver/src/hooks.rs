@@ -33,8 +33,9 @@ const PMI_ROUNDS: usize = 4;
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Scheduler hook: thread `tid` of process `pid` starts running on `cpu` (called on `cpu`,
     /// with preemption disabled). Loads the running PMCs attached to `pid` on this CPU and
-    /// starts them together. A thread of a process without running PMCs costs a few
-    /// instructions and takes no lock.
+    /// starts them together, from this CPU's copy of the process's load list (see
+    /// [`crate::loads`]): no lock. A thread of a process without running PMCs costs a few
+    /// instructions.
     // An entry point the scheduler calls, kept small: the loading is out of line.
     #[inline(never)]
     pub fn switch_in(&self, cpu: Cpu, pid: Pid, tid: Tid) {
@@ -44,21 +45,24 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         // then looks at the running pids: one of the two sees the other, so a PMC started while
         // its target switches in is loaded by one of them.
         if self.running_pids.load(Ordering::SeqCst) & running_pid_bit(pid) != 0 {
-            self.load_process_pmcs(state, pid);
+            self.load_process_pmcs(cpu, state, pid);
         }
     }
 
     /// [`Self::switch_in`] of a process that may have running PMCs.
     #[inline(never)]
-    fn load_process_pmcs(&self, state: &PerCpu, pid: Pid) {
-        let core = self.core.lock(&self.kernel);
-        let Some(target) = core.targets.get(&pid) else { return };
+    fn load_process_pmcs(&self, cpu: Cpu, state: &PerCpu, pid: Pid) {
+        let Some(table) = self.loads.get(cpu as usize) else { return };
+        let Some(loads) = table.read() else { return };
+        let Some(specs) = loads.get(pid) else { return };
         let mut counters = CounterMask::EMPTY;
         let mut rdpmc = false;
-        for spec in &target.running {
+        for spec in specs {
             let Some(slot) = state.slots.get(spec.row as usize) else { continue };
             if slot.handle().is_none() {
-                counters = counters.union(self.program_pmc(state, slot, spec, pid));
+                // Where the process's period stands (a whole one for a counting PMC).
+                let load = self.credits.get(spec.cell).map_or(spec.start, |c| c.resume());
+                counters = counters.union(self.program_pmc(state, slot, spec, load, pid));
                 state.add_current_row(spec.row);
                 rdpmc |= spec.user_rdpmc;
             }
@@ -72,8 +76,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// Scheduler hook: thread `tid` of process `pid` stops running on `cpu` (called on `cpu`,
-    /// with preemption disabled). Stops its PMCs together, then unloads them and adds what they
-    /// counted.
+    /// with preemption disabled). Stops its PMCs together, then unloads them and hands what
+    /// they counted back to their credit cells (see [`crate::credits`]): no lock, but for a PMC
+    /// with PMC_F_LOG_PROCCSW, whose PROCCSW record goes to its owner's log.
     // An entry point the scheduler calls, kept small: the unloading is out of line.
     #[inline(never)]
     pub fn switch_out(&self, cpu: Cpu, pid: Pid, tid: Tid) {
@@ -92,42 +97,39 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let counters = state.take_current_counters();
         self.backend.stop(&self.hw, &state.pmu, counters);
-        let rows = state.take_current_rows();
-        if rows.len() == 0 {
-            return;
-        }
-        let mut guard = self.core.lock(&self.kernel);
-        let Core { pmcs, targets, .. } = &mut *guard;
-        for row in rows {
+        for row in state.take_current_rows() {
             let Some(slot) = state.slots.get(row as usize) else { continue };
             let Some(handle) = slot.handle().filter(|_| slot.pid() == pid) else { continue };
             slot.unpublish();
             let (delta, dropped, resume) = self.finish_unload(state, slot);
-            if let Some(pmc) = pmcs.get_mut(handle) {
-                // Only PROCEXIT logging and sampling need the process's entry (and the lookup).
-                let mut target = if resume.is_some() || pmc.flags.contains(PmcFlags::LOG_PROCEXIT) {
-                    targets.get_mut(&pid)
-                } else {
-                    None
-                };
-                if let (Some(resume), Some(target)) = (resume, target.as_deref_mut()) {
+            // Handed back before the slot empties: a system call that finds it empty finds
+            // this in the cell (see `credits`).
+            if let Some(cell) = self.credits.get(slot.cell()) {
+                cell.add(delta, dropped);
+                if let Some(resume) = resume {
                     // The next switch-in continues the period where this one left it.
-                    let spec = target.running.iter_mut().find(|s| s.handle == handle);
-                    if let Some(spec) = spec {
-                        spec.resume = resume;
-                    }
-                }
-                pmc.credit(handle, target, delta);
-                pmc.dropped += dropped;
-                if dropped > 0 {
-                    self.stats.unreported_drops.store(true, Ordering::Relaxed);
-                }
-                if pmc.flags.contains(PmcFlags::LOG_PROCCSW) {
-                    self.log_proc_csw(pmc, pid, tid, delta);
+                    cell.set_resume(resume);
                 }
             }
+            if dropped > 0 {
+                self.stats.unreported_drops.store(true, Ordering::Relaxed);
+            }
+            if slot.logs_context_switches() {
+                self.log_context_switch(handle, pid, tid, delta);
+            }
+            slot.release();
         }
         self.backend.flush(&self.hw, &state.pmu, counters);
+    }
+
+    /// Logs a PROCCSW record of `delta` events counted by `handle` for thread `tid` of `pid`.
+    // Out of line: only PMC_F_LOG_PROCCSW PMCs take the locks it takes.
+    #[inline(never)]
+    fn log_context_switch(&self, handle: PmcHandle, pid: Pid, tid: Tid, delta: u64) {
+        let core = self.core.lock(&self.kernel);
+        if let Some(pmc) = core.pmc(handle) {
+            self.log_proc_csw(pmc, pid, tid, delta);
+        }
     }
 
     /// Process `parent` forked `child` (called after the child exists, before it runs). PMCs
@@ -145,12 +147,17 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             });
         let mut followers: Vec<Pid> = Vec::new();
         for &(row, handle) in &inherited {
-            core.link_target(handle, row, child);
-            if let Some(pmc) = core.pmc(handle) {
-                followers.push(pmc.owner);
+            // Without a credit cell left (the arena holds millions) the child is not counted.
+            if core.link_target(handle, row, child).is_ok() {
+                if let Some(pmc) = core.pmc(handle) {
+                    followers.push(pmc.owner);
+                }
             }
         }
         drop(core);
+        if !inherited.is_empty() {
+            self.publish_loads(&[child]);
+        }
         let ss_owners = self.ss_owners();
         followers.extend(ss_owners.iter().copied());
         followers.sort_unstable();
@@ -617,8 +624,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if !self.stats.unreported_drops.swap(false, Ordering::Relaxed) {
             return;
         }
+        // Samples lost by PMCs switched out are in their credit cells.
+        let handles: Vec<PmcHandle> = core.handles().collect();
+        for &handle in &handles {
+            core.settle(handle);
+        }
         let lossy: Vec<PmcHandle> =
-            core.handles().filter(|&h| core.pmc(h).is_some_and(|p| p.dropped > 0)).collect();
+            handles.into_iter().filter(|&h| core.pmc(h).is_some_and(|p| p.dropped > 0)).collect();
         let mut owners = Vec::with_capacity(lossy.len());
         for handle in lossy {
             if let Some(pmc) = core.pmc_mut(handle) {

@@ -57,11 +57,13 @@ pub mod abi;
 pub mod arch;
 mod backend;
 mod class;
+mod credits;
 mod driver;
 pub mod errno;
 mod hooks;
 mod host_counting;
 pub mod hosted;
+mod loads;
 mod lock;
 // Declares the `unsafe` hardware-access methods that `arch` implements and calls.
 #[allow(unsafe_code)]

@@ -10,6 +10,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::abi::{Caps, Mode, PmcFlags, PmcId, State};
 use crate::class::HwConfig;
+use crate::credits::{CellAllocator, Credits};
 use crate::errno::Errno;
 use crate::kernel::{Cpu, Pid};
 use crate::percpu::{PmcHandle, SampleFlags};
@@ -48,6 +49,10 @@ pub(crate) struct Pmc {
     /// Whether the host kernel counts it (see [`crate::hosted`]): the context-switch hooks
     /// never load it.
     pub(crate) hosted: bool,
+    /// The credit cell of every process it was ever attached to (see [`crate::credits`]):
+    /// where the context-switch hooks hand back what it counted there. Kept until it is freed,
+    /// when no hook can reach them any more.
+    pub(crate) cells: Vec<(Pid, u32)>,
 }
 
 impl Pmc {
@@ -64,6 +69,11 @@ impl Pmc {
     /// Whether the host kernel counts it right now (see [`crate::hosted`]).
     pub(crate) fn runs_on_host(&self) -> bool {
         self.hosted && self.is_running()
+    }
+
+    /// The credit cell of its link to process `pid`, if it was ever attached to it.
+    pub(crate) fn cell_of(&self, pid: Pid) -> Option<u32> {
+        self.cells.iter().find(|(p, _)| *p == pid).map(|&(_, cell)| cell)
     }
 
     /// Adds `delta` counted events to this PMC (`handle`) and, when it logs PROCEXIT records
@@ -93,8 +103,10 @@ pub(crate) struct Target {
     /// The rows that have a PMC, in attach order.
     attached: Vec<u32>,
     /// What the context-switch hook loads: the running PMCs, with everything loading needs,
-    /// rebuilt whenever one of them changes ([`Core::refresh_target`]).
-    pub(crate) running: Vec<LoadSpec>,
+    /// rebuilt whenever one of them changes ([`Core::refresh_target`]) and never changed in
+    /// place: every CPU gets the new list (`Driver::publish_loads`) and its hooks read it with
+    /// no lock.
+    pub(crate) running: Arc<[LoadSpec]>,
 }
 
 /// How to load one PMC on its row: all the context-switch hook needs, without looking the PMC
@@ -107,37 +119,47 @@ pub(crate) struct LoadSpec {
     pub(crate) armed: HwConfig,
     /// The value the counter is reloaded with after an overflow.
     pub(crate) start: u64,
-    /// The value the counter is loaded with at switch-in: `start`, or for a sampling PMC where
-    /// the process left off at its last switch-out (FreeBSD's `pt_pmcval`), so that every
-    /// `reload` events of the process give one sample however often it is switched.
-    pub(crate) resume: u64,
+    /// The link's credit cell: where switch-out hands back what the PMC counted, and where a
+    /// sampling PMC's period stands between two switches of the process (the counter is
+    /// loaded with its resume value, so that every `reload` events of the process give one
+    /// sample however often it is switched). [`NO_CELL`] for a system PMC.
+    pub(crate) cell: u32,
     /// Whether the owner may read the counter with RDPMC.
     pub(crate) user_rdpmc: bool,
     /// How the PMC samples.
     pub(crate) sample_flags: SampleFlags,
 }
 
+/// The cell of a PMC no hook hands anything back for (a system PMC).
+pub(crate) const NO_CELL: u32 = u32::MAX;
+
 impl LoadSpec {
-    pub(crate) fn of(handle: PmcHandle, pmc: &Pmc) -> Self {
+    /// How to load `pmc` (`handle`) for the link whose credit cell is `cell`.
+    pub(crate) fn of(handle: PmcHandle, pmc: &Pmc, cell: u32) -> Self {
         LoadSpec {
             row: pmc.row,
             handle,
             armed: pmc.config.armed(),
             start: pmc.start,
-            resume: pmc.start,
+            cell,
             user_rdpmc: pmc.msr_granted,
             sample_flags: SampleFlags::new(
                 pmc.mode().is_sampling(),
                 pmc.flags.contains(PmcFlags::CALLCHAIN),
                 pmc.flags.contains(PmcFlags::USERCALLCHAIN),
-            ),
+            )
+            .logging_context_switches(pmc.flags.contains(PmcFlags::LOG_PROCCSW)),
         }
     }
 }
 
 impl Target {
     fn new(rows: u32) -> Self {
-        Target { rows: alloc::vec![None; rows as usize], attached: Vec::new(), running: Vec::new() }
+        Target {
+            rows: alloc::vec![None; rows as usize],
+            attached: Vec::new(),
+            running: Arc::from(Vec::new()),
+        }
     }
 
     /// The PMC attached at `row`.
@@ -178,8 +200,11 @@ impl Target {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TargetRow {
     pub(crate) pmc: PmcHandle,
-    /// Counting modes: what the PMC counted for this process (`pp_pmcval`).
+    /// Counting modes: what the PMC counted for this process (`pp_pmcval`), besides what its
+    /// credit cell holds.
     pub(crate) value: u64,
+    /// The link's credit cell (see [`crate::credits`]).
+    pub(crate) cell: u32,
 }
 
 /// A process that owns PMCs (FreeBSD's `pmc_owner`).
@@ -273,6 +298,9 @@ pub(crate) struct Core {
     /// Which processes have running PMCs (see [`Core::publish_running_pids`]), shared with the
     /// driver, whose context-switch hooks read it without the lock.
     running_pids: Arc<AtomicU64>,
+    /// The credit cells, shared with the context-switch hooks, and which of them are given out.
+    credits: Arc<Credits>,
+    cells: CellAllocator,
 }
 
 /// A process's bit in [`Core::running_pids`].
@@ -282,7 +310,12 @@ pub(crate) fn running_pid_bit(pid: Pid) -> u64 {
 }
 
 impl Core {
-    pub(crate) fn new(cpus: u32, rows: u32, running_pids: Arc<AtomicU64>) -> Self {
+    pub(crate) fn new(
+        cpus: u32,
+        rows: u32,
+        running_pids: Arc<AtomicU64>,
+        credits: Arc<Credits>,
+    ) -> Self {
         Core {
             pmcs: PmcTable::default(),
             owners: BTreeMap::new(),
@@ -292,6 +325,8 @@ impl Core {
             rows,
             soft_events: Vec::new(),
             running_pids,
+            credits,
+            cells: CellAllocator::default(),
         }
     }
 
@@ -312,8 +347,12 @@ impl Core {
     }
 
     /// Removes a PMC (already unloaded and detached) and forgets an owner left with nothing.
+    /// Its credit cells are free again: no CPU loads it any more, so no hook reaches them.
     pub(crate) fn remove(&mut self, handle: PmcHandle) -> Option<Pmc> {
         let pmc = self.pmcs.remove(handle)?;
+        for &(_, cell) in &pmc.cells {
+            self.cells.free(cell);
+        }
         if let Some(owner) = self.owners.get_mut(&pmc.owner) {
             owner.pmcs.retain(|&h| h != handle);
             if owner.pmcs.is_empty() {
@@ -344,9 +383,23 @@ impl Core {
         self.handles().find(|&h| self.pmc(h).is_some_and(|p| p.row == row && p.cpu() == Some(cpu)))
     }
 
-    /// Attaches PMC `handle` (at `row`) to process `pid`, with the flags that says.
-    pub(crate) fn link_target(&mut self, handle: PmcHandle, row: u32, pid: Pid) {
-        let Some(pmc) = self.pmc_mut(handle) else { return };
+    /// Attaches PMC `handle` (at `row`) to process `pid`, with the flags that says. ENOMEM
+    /// when no credit cell is left for the link.
+    pub(crate) fn link_target(
+        &mut self,
+        handle: PmcHandle,
+        row: u32,
+        pid: Pid,
+    ) -> Result<(), Errno> {
+        let Some(pmc) = self.pmcs.get_mut(handle) else { return Ok(()) };
+        let cell = match pmc.cell_of(pid) {
+            Some(cell) => cell,
+            None => {
+                let cell = self.cells.allocate(&self.credits, pmc.start).ok_or(Errno::NoMem)?;
+                pmc.cells.push((pid, cell));
+                cell
+            }
+        };
         if !pmc.targets.contains(&pid) {
             pmc.targets.push(pid);
         }
@@ -356,7 +409,8 @@ impl Core {
         } else if pmc.mode().is_sampling() {
             pmc.flags |= PmcFlags::NEEDS_LOGFILE;
         }
-        self.attach(pid, row, handle);
+        self.attach(pid, row, handle, cell);
+        Ok(())
     }
 
     /// Detaches PMC `handle` (at `row`) from process `pid`.
@@ -370,6 +424,28 @@ impl Core {
         self.detach(pid, row, handle);
     }
 
+    /// Moves what the context-switch hooks handed back for PMC `handle` (its credit cells) into
+    /// its count, its targets' shares and its lost samples; returns the samples lost.
+    pub(crate) fn settle(&mut self, handle: PmcHandle) -> u64 {
+        let Some(pmc) = self.pmcs.get_mut(handle) else { return 0 };
+        let mut lost = 0;
+        for link in 0..pmc.cells.len() {
+            let (pid, cell) = pmc.cells[link];
+            let Some((delta, dropped)) = self.credits.get(cell).map(|c| c.take()) else { continue };
+            lost += dropped;
+            pmc.credit(handle, self.targets.get_mut(&pid), delta);
+        }
+        pmc.dropped += lost;
+        lost
+    }
+
+    /// Takes what the hooks handed back to PMC `handle`'s cell for `pid`: (events, lost
+    /// samples).
+    pub(crate) fn take_cell(&self, handle: PmcHandle, pid: Pid) -> (u64, u64) {
+        let cell = self.pmcs.get(handle).and_then(|p| p.cell_of(pid));
+        cell.and_then(|c| self.credits.get(c)).map_or((0, 0), |c| c.take())
+    }
+
     /// Adds `delta` counted events to PMC `handle` and to target `pid`'s share of it, and
     /// `dropped` lost samples.
     pub(crate) fn credit(&mut self, handle: PmcHandle, pid: Pid, delta: u64, dropped: u64) {
@@ -379,48 +455,62 @@ impl Core {
         }
     }
 
-    /// Attaches `pmc` at `row` of process `pid`.
-    pub(crate) fn attach(&mut self, pid: Pid, row: u32, pmc: PmcHandle) {
+    /// Attaches `pmc` at `row` of process `pid`, with credit cell `cell`.
+    fn attach(&mut self, pid: Pid, row: u32, pmc: PmcHandle, cell: u32) {
         let rows = self.rows;
         let target = self.targets.entry(pid).or_insert_with(|| Target::new(rows));
-        target.insert(row, TargetRow { pmc, value: 0 });
+        target.insert(row, TargetRow { pmc, value: 0, cell });
         self.refresh_target(pid);
     }
 
-    /// Rebuilds what the context-switch hook loads for process `pid`.
+    /// Rebuilds what the context-switch hook loads for process `pid` (the caller then
+    /// publishes it to every CPU).
     pub(crate) fn refresh_target(&mut self, pid: Pid) {
-        let Core { pmcs, targets, .. } = self;
+        let Core { pmcs, targets, credits, .. } = self;
         let Some(target) = targets.get_mut(&pid) else { return };
-        let previous = core::mem::take(&mut target.running);
-        let mut running = Vec::with_capacity(previous.len() + 1);
+        let mut running = Vec::with_capacity(target.running.len() + 1);
         for (_, row) in target.iter() {
             if let Some(pmc) = pmcs.get(row.pmc).filter(|p| p.is_running() && !p.hosted) {
-                let mut spec = LoadSpec::of(row.pmc, pmc);
-                // A PMC that kept running with the same reload keeps its place in the period.
+                let spec = LoadSpec::of(row.pmc, pmc, row.cell);
+                // A PMC that kept running with the same reload keeps its place in the period;
+                // one that starts (again) begins a whole one. (It is not loaded anywhere when
+                // it starts, so no switch-out writes the cell meanwhile.)
                 let kept =
-                    previous.iter().find(|p| p.handle == spec.handle && p.start == spec.start);
-                spec.resume = kept.map_or(spec.start, |p| p.resume);
+                    target.running.iter().any(|p| p.handle == spec.handle && p.start == spec.start);
+                if !kept {
+                    if let Some(cell) = credits.get(row.cell) {
+                        cell.set_resume(spec.start);
+                    }
+                }
                 running.push(spec);
             }
         }
-        target.running = running;
+        target.running = Arc::from(running);
         self.publish_running_pids();
     }
 
-    /// Sets a PMC's state and refreshes its targets' load lists.
-    pub(crate) fn set_state(&mut self, handle: PmcHandle, state: State) {
-        let Some(pmc) = self.pmcs.get_mut(handle) else { return };
+    /// Sets a PMC's state and refreshes its targets' load lists; returns the targets (whose
+    /// lists the caller publishes).
+    pub(crate) fn set_state(&mut self, handle: PmcHandle, state: State) -> Vec<Pid> {
+        let Some(pmc) = self.pmcs.get_mut(handle) else { return Vec::new() };
         pmc.state = state;
-        self.refresh_targets_of(handle);
+        self.refresh_targets_of(handle)
     }
 
     /// Refreshes the load lists of every process `handle` is attached to (after a change to the
-    /// PMC that loading depends on).
-    pub(crate) fn refresh_targets_of(&mut self, handle: PmcHandle) {
+    /// PMC that loading depends on); returns them.
+    pub(crate) fn refresh_targets_of(&mut self, handle: PmcHandle) -> Vec<Pid> {
         let targets = self.pmcs.get(handle).map(|p| p.targets.clone()).unwrap_or_default();
-        for pid in targets {
+        for &pid in &targets {
             self.refresh_target(pid);
         }
+        targets
+    }
+
+    /// What the context-switch hooks of every CPU load for process `pid` now: `None` if
+    /// nothing.
+    pub(crate) fn running_of(&self, pid: Pid) -> Option<Arc<[LoadSpec]>> {
+        self.targets.get(&pid).map(|t| Arc::clone(&t.running)).filter(|r| !r.is_empty())
     }
 
     /// Detaches whatever is at `row` of process `pid` if it is `pmc`; forgets a process left
