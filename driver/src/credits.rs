@@ -20,10 +20,11 @@ use alloc::vec::Vec;
 
 use crate::sync::{AtomicU64, Ordering};
 
-/// Cells in the first chunk; chunk `k` holds `FIRST_CHUNK << k`.
-const FIRST_CHUNK: usize = 64;
-/// Chunks: 64 · (2^20 − 1) cells in all, far more than there are processes.
-const CHUNKS: usize = 20;
+/// Cells per chunk (a power of two: a cell's chunk and place are two bit operations away, which
+/// the context-switch hooks pay at every switch).
+const CHUNK: usize = 1024;
+/// Chunks: 1 048 576 cells in all, far more (PMC, process) links than a machine has.
+const CHUNKS: usize = 1024;
 
 /// One (PMC, target) link's counts, handed back by the hooks.
 #[derive(Debug, Default)]
@@ -80,10 +81,7 @@ impl Default for Credits {
 /// The chunk of cell `index` and its place there.
 #[inline]
 fn locate(index: u32) -> (usize, usize) {
-    let biased = index as usize + FIRST_CHUNK;
-    let top = usize::BITS - 1 - biased.leading_zeros();
-    let chunk = top as usize - FIRST_CHUNK.trailing_zeros() as usize;
-    (chunk, biased - (1 << top))
+    (index as usize / CHUNK, index as usize % CHUNK)
 }
 
 impl Credits {
@@ -99,7 +97,7 @@ impl Credits {
     fn ensure(&self, index: u32) -> bool {
         let (chunk, _) = locate(index);
         let Some(once) = self.chunks.get(chunk) else { return false };
-        once.call_once(|| (0..FIRST_CHUNK << chunk).map(|_| CreditCell::default()).collect());
+        once.call_once(|| (0..CHUNK).map(|_| CreditCell::default()).collect());
         true
     }
 }
@@ -144,10 +142,9 @@ mod tests {
     #[test]
     fn cells_fill_the_chunks_in_order_and_freed_ones_are_reused_empty() {
         assert_eq!(locate(0), (0, 0));
-        assert_eq!(locate(63), (0, 63));
-        assert_eq!(locate(64), (1, 0));
-        assert_eq!(locate(64 + 127), (1, 127));
-        assert_eq!(locate(64 + 128), (2, 0));
+        assert_eq!(locate(1023), (0, 1023));
+        assert_eq!(locate(1024), (1, 0));
+        assert_eq!(locate(u32::MAX), (4_194_303, 1023), "beyond the arena: no chunk");
         let credits = Credits::default();
         let mut cells = CellAllocator::default();
         let first = cells.allocate(&credits, 5).unwrap();
@@ -159,7 +156,8 @@ mod tests {
         assert_eq!(cells.allocate(&credits, 7), Some(first), "a freed cell is reused");
         assert_eq!(credits.get(first).unwrap().take(), (0, 0), "emptied when reused");
         assert_eq!(credits.get(first).unwrap().resume(), 7);
-        assert!(credits.get(200).is_none(), "no chunk, no cell");
+        assert!(credits.get(5000).is_none(), "no chunk, no cell");
+        assert!(credits.get(u32::MAX).is_none(), "no cell for a system PMC");
     }
 }
 

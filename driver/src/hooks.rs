@@ -60,8 +60,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         for spec in specs {
             let Some(slot) = state.slots.get(spec.row as usize) else { continue };
             if slot.handle().is_none() {
-                // Where the process's period stands (a whole one for a counting PMC).
-                let load = self.credits.get(spec.cell).map_or(spec.start, |c| c.resume());
+                // A sampling PMC continues the process's period where it stands.
+                let load = if spec.sample_flags.is_sampling() {
+                    self.credits.get(spec.cell).map_or(spec.start, |c| c.resume())
+                } else {
+                    spec.start
+                };
                 counters = counters.union(self.program_pmc(state, slot, spec, load, pid));
                 state.add_current_row(spec.row);
                 rdpmc |= spec.user_rdpmc;

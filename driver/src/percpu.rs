@@ -86,6 +86,12 @@ impl SampleFlags {
         SampleFlags(if on { self.0 | Self::LOG_CSW } else { self.0 & !Self::LOG_CSW })
     }
 
+    /// Whether the PMC samples.
+    #[inline]
+    pub(crate) const fn is_sampling(self) -> bool {
+        self.contains(Self::SAMPLING)
+    }
+
     #[inline]
     const fn contains(self, flag: u8) -> bool {
         self.0 & flag != 0
@@ -483,13 +489,12 @@ impl PerCpu {
         rows.iter().map(|r| r.load(Ordering::Relaxed))
     }
 
-    /// Whether the thread running here has PMCs loaded, counters started or RDPMC allowed (what
-    /// its switch-out has to undo).
+    /// Whether the thread running here has PMCs loaded or RDPMC allowed (what its switch-out
+    /// has to undo). Its started counters need no look: each belongs to a row it has loaded
+    /// (they are added and removed together).
     #[inline]
     pub(crate) fn holds_anything(&self) -> bool {
-        self.current_len.load(Ordering::Relaxed) != 0
-            || self.current_counters.load(Ordering::Relaxed) != 0
-            || self.user_rdpmc.load(Ordering::Relaxed)
+        self.current_len.load(Ordering::Relaxed) != 0 || self.user_rdpmc.load(Ordering::Relaxed)
     }
 
     /// The slot of the hardware counter at `bit` of a [`CounterMask`] here.
