@@ -33,8 +33,8 @@ const PMI_ROUNDS: usize = 4;
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Scheduler hook: thread `tid` of process `pid` starts running on `cpu` (called on `cpu`,
     /// with preemption disabled). Loads the running PMCs attached to `pid` on this CPU and
-    /// starts them together, from this CPU's copy of the process's load list (see
-    /// [`crate::loads`]): no lock. A thread of a process without running PMCs costs a few
+    /// starts them together, from this CPU's copy of the process's load list (see the crate's
+    /// concurrency contract): no lock. A thread of a process without running PMCs costs a few
     /// instructions.
     // An entry point the scheduler calls, kept small: the loading is out of line.
     #[inline(never)]
@@ -81,7 +81,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Scheduler hook: thread `tid` of process `pid` stops running on `cpu` (called on `cpu`,
     /// with preemption disabled). Stops its PMCs together, then unloads them and hands what
-    /// they counted back to their credit cells (see [`crate::credits`]): no lock, but for a PMC
+    /// they counted back to their credit cells (see the crate's concurrency contract): no lock, but for a PMC
     /// with PMC_F_LOG_PROCCSW, whose PROCCSW record goes to its owner's log.
     // An entry point the scheduler calls, kept small: the unloading is out of line.
     #[inline(never)]

@@ -1,6 +1,8 @@
 //! The driver's bookkeeping: PMCs, their owners, the processes they are attached to, and who may
 //! use each row. All of it lives behind one lock taken in thread context only (system calls and
-//! the fork, exec, exit and context-switch hooks); the interrupt path never touches it.
+//! the fork, exec, exit and thread hooks); the context-switch hooks see only what it publishes
+//! for them (load lists, see [`crate::loads`]) and hand counts back through credit cells (see
+//! [`crate::credits`]); the interrupt path never touches it.
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
