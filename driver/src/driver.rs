@@ -129,7 +129,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Unloads the driver: releases every PMC (sending SIGBUS to owners that still had some) and
     /// returns every CPU's PMU to how it was found.
     pub fn unload(&self) {
-        let owners: Vec<Pid> = self.core.lock(&self.kernel).owners.keys().copied().collect();
+        let owners: Vec<Pid> = self.core.lock(&self.kernel).owner_pids();
         for owner in owners {
             self.release_all_of(owner);
             self.kernel.signal(owner, crate::kernel::Signal::Bus);
@@ -372,13 +372,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Stops, detaches and frees every PMC `owner` owns.
     pub(crate) fn release_all_of(&self, owner: Pid) {
-        let handles: Vec<PmcHandle> = self
-            .core
-            .lock(&self.kernel)
-            .owners
-            .get(&owner)
-            .map(|o| o.pmcs.clone())
-            .unwrap_or_default();
+        let handles: Vec<PmcHandle> = self.core.lock(&self.kernel).owned(owner).to_vec();
         for handle in handles {
             self.release_pmc(handle);
         }
@@ -407,12 +401,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(pmc) = core.pmc(handle).cloned() else { return };
         for target in &pmc.targets {
             core.unlink_target(handle, pmc.row, *target);
-        }
-        let disposition = &mut core.disposition[pmc.row as usize];
-        if pmc.mode().is_system() {
-            *disposition += 1;
-        } else {
-            *disposition -= 1;
         }
         core.remove(handle);
     }

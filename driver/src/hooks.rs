@@ -1,11 +1,10 @@
 //! The hooks a kernel calls: context switches, fork, exec, exit, threads, the performance
 //! monitoring interrupt and software events.
 
-use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
-use crate::abi::{Class, PmcFlags, event};
+use crate::abi::{Class, PmcFlags};
 use crate::backend::{CounterMask, PmuBackend};
 use crate::class::RowCounter;
 use crate::driver::{Driver, ExecInfo};
@@ -16,7 +15,7 @@ use crate::logging::record_path;
 use crate::percpu::PmcHandle;
 use crate::percpu::{PerCpu, Slot};
 use crate::sample::{FrameWriter, PendingView, SampleHeader, SampleRing, UserStack};
-use crate::state::{Core, SoftEvent, running_pid_bit};
+use crate::state::{Core, running_pid_bit};
 use core::fmt::Write;
 
 use pmclog::{
@@ -140,15 +139,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// attached to the parent with PMC_F_DESCENDANTS follow the child; the child owns nothing.
     pub fn process_fork(&self, parent: Pid, child: Pid) {
         let mut core = self.core.lock(&self.kernel);
-        let inherited: Vec<(u32, PmcHandle)> =
-            core.targets.get(&parent).map_or_else(Vec::new, |t| {
-                t.iter()
-                    .filter(|(_, r)| {
-                        core.pmc(r.pmc).is_some_and(|p| p.flags.contains(PmcFlags::DESCENDANTS))
-                    })
-                    .map(|(row, r)| (row, r.pmc))
-                    .collect()
-            });
+        let inherited: Vec<(u32, PmcHandle)> = core.target(parent).map_or_else(Vec::new, |t| {
+            t.iter()
+                .filter(|(_, r)| {
+                    core.pmc(r.pmc).is_some_and(|p| p.flags.contains(PmcFlags::DESCENDANTS))
+                })
+                .map(|(row, r)| (row, r.pmc))
+                .collect()
+        });
         let mut followers: Vec<Pid> = Vec::new();
         for &(row, handle) in &inherited {
             // Without a credit cell left (the arena holds millions) the child is not counted.
@@ -225,7 +223,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let attached: Vec<(Pid, u32)> = {
             let core = self.core.lock(&self.kernel);
-            core.targets.get(&pid).map_or_else(Vec::new, |t| {
+            core.target(pid).map_or_else(Vec::new, |t| {
                 t.iter()
                     .filter_map(|(_, r)| core.pmc(r.pmc))
                     .map(|p| (p.owner, p.id.to_u32()))
@@ -235,7 +233,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         for (owner, pmcid) in attached {
             self.log_record(owner, &exec_record(pmcid));
         }
-        if self.core.lock(&self.kernel).owners.contains_key(&pid) {
+        if self.core.lock(&self.kernel).owns_any(pid) {
             self.release_all_of(pid);
         }
         if !exec.credentials_changed {
@@ -243,7 +241,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let attached: Vec<(PmcHandle, Pid)> = {
             let core = self.core.lock(&self.kernel);
-            let Some(target) = core.targets.get(&pid) else { return };
+            let Some(target) = core.target(pid) else { return };
             target.iter().filter_map(|(_, r)| core.pmc(r.pmc).map(|p| (r.pmc, p.owner))).collect()
         };
         for (handle, owner) in attached {
@@ -262,13 +260,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let attached: Vec<PmcHandle> = {
             let core = self.core.lock(&self.kernel);
-            core.targets.get(&pid).map(|t| t.iter().map(|(_, r)| r.pmc).collect())
+            core.target(pid).map(|t| t.iter().map(|(_, r)| r.pmc).collect())
         }
         .unwrap_or_default();
         for handle in attached {
             self.detach_targets(handle, &[pid]);
         }
-        if self.core.lock(&self.kernel).owners.contains_key(&pid) {
+        if self.core.lock(&self.kernel).owns_any(pid) {
             self.release_all_of(pid);
         }
         if self.has_log(pid) {
@@ -300,7 +298,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let mut owners = self.ss_owners();
         {
             let core = self.core.lock(&self.kernel);
-            if let Some(target) = core.targets.get(&pid) {
+            if let Some(target) = core.target(pid) {
                 let sampling = target.iter().filter_map(|(_, r)| core.pmc(r.pmc));
                 owners.extend(sampling.filter(|p| p.mode().is_sampling()).map(|p| p.owner));
             }
@@ -675,16 +673,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if name.is_empty() || name.len() >= crate::abi::PMC_NAME_MAX || name.contains('\0') {
             return Err(Errno::Inval);
         }
-        let mut core = self.core.lock(&self.kernel);
-        if let Some(existing) = core.soft_events.iter().find(|e| e.name == name) {
-            return Ok(existing.code);
-        }
-        let code = event::SOFT_FIRST + core.soft_events.len() as u32;
-        if code > event::SOFT_LAST {
-            return Err(Errno::NoMem);
-        }
-        core.soft_events.push(SoftEvent { name: String::from(name), code });
-        Ok(code)
+        self.core.lock(&self.kernel).register_soft_event(name)
     }
 }
 

@@ -141,7 +141,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         write_row_name(&mut info.pm_name, class.class.name(), row - class.first_row);
         info.pm_class = class.class.as_u32();
         info.pm_enabled = i32::from(!core.is_disabled(cpu, row));
-        info.pm_rowdisp = match core.disposition[row as usize] {
+        info.pm_rowdisp = match core.disposition(row) {
             0 => Disposition::Free,
             n if n > 0 => Disposition::Thread,
             _ => Disposition::Standalone,
@@ -171,7 +171,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let events: Vec<PmcDynEventDescr> = self
             .core
             .lock(&self.kernel)
-            .soft_events
+            .soft_events()
             .iter()
             .map(|e| {
                 let mut descr = PmcDynEventDescr::new_zeroed();
@@ -215,7 +215,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let mut core = self.core.lock(&self.kernel);
         if disable {
-            if core.disposition[row as usize] > 0 {
+            if core.disposition(row) > 0 {
                 return Err(Errno::Busy);
             }
             if core.system_pmc_on(cpu, row).is_some() {
@@ -333,8 +333,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             pmc.row = row;
             pmc.class_row = row - class.first_row;
             pmc.id.row = row as u8;
-            let disposition = &mut core.disposition[row as usize];
-            *disposition += if mode.is_system() { -1 } else { 1 };
             core.insert(pmc.clone())
         };
         request.pm_pmcid = pmc.id.to_u32();
@@ -362,7 +360,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 let known = self
                     .core
                     .lock(&self.kernel)
-                    .soft_events
+                    .soft_events()
                     .iter()
                     .any(|e| e.code == request.pm_ev);
                 class::soft::configure(request, known, all_rows)
@@ -394,7 +392,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         cpu: Option<Cpu>,
         owner: Pid,
     ) -> bool {
-        let disposition = core.disposition[row as usize];
+        let disposition = core.disposition(row);
         match cpu {
             Some(cpu) => {
                 if disposition > 0 || core.is_disabled(cpu, row) {
@@ -416,12 +414,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
         }
         if mode.is_virtual() {
-            let owns_row = core.owners.get(&owner).is_some_and(|o| {
-                o.pmcs
-                    .iter()
-                    .any(|&h| core.pmc(h).is_some_and(|p| p.row == row && p.mode().is_virtual()))
-            });
-            let targeted = core.targets.get(&owner).is_some_and(|t| t.get(row).is_some());
+            let owns_row = core
+                .owned(owner)
+                .iter()
+                .any(|&h| core.pmc(h).is_some_and(|p| p.row == row && p.mode().is_virtual()));
+            let targeted = core.target(owner).is_some_and(|t| t.get(row).is_some());
             if owns_row || targeted {
                 return false;
             }
@@ -475,7 +472,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let row = pmc.row;
         for &p in &pids {
-            let holder = core.targets.get(&p).and_then(|t| t.get(row)).map(|r| r.pmc);
+            let holder = core.target(p).and_then(|t| t.get(row)).map(|r| r.pmc);
             if holder.is_some_and(|h| h != handle) {
                 return Err(Errno::Busy);
             }
@@ -518,7 +515,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         {
             let core = self.core.lock(&self.kernel);
-            let target = core.targets.get(&pid).ok_or(Errno::Srch)?;
+            let target = core.target(pid).ok_or(Errno::Srch)?;
             if target.get(pmc.row).map(|r| r.pmc) != Some(handle) {
                 return Err(Errno::Inval);
             }
@@ -550,7 +547,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             let Some(pmc) = core.pmc(handle).cloned() else { return };
             let mut shares: Vec<(Pid, u64)> = Vec::with_capacity(pids.len());
             for &pid in pids {
-                let share = core.targets.get(&pid).and_then(|t| t.get(pmc.row));
+                let share = core.target(pid).and_then(|t| t.get(pmc.row));
                 let share = share.filter(|r| r.pmc == handle).map_or(0, |r| r.value);
                 shares.push((pid, share));
                 core.unlink_target(handle, pmc.row, pid);
@@ -642,7 +639,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                     return Err(Errno::Srch);
                 }
                 let row = current.row;
-                let holder = core.targets.get(&caller).and_then(|t| t.get(row));
+                let holder = core.target(caller).and_then(|t| t.get(row));
                 if holder.is_some_and(|r| r.pmc != handle) {
                     return Err(Errno::Busy);
                 }

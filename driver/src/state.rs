@@ -108,7 +108,7 @@ pub(crate) struct Target {
     /// rebuilt whenever one of them changes ([`Core::refresh_target`]) and never changed in
     /// place: every CPU gets the new list (`Driver::publish_loads`) and its hooks read it with
     /// no lock.
-    pub(crate) running: Arc<[LoadSpec]>,
+    running: Arc<[LoadSpec]>,
 }
 
 /// How to load one PMC on its row: all the context-switch hook needs, without looking the PMC
@@ -206,13 +206,13 @@ pub(crate) struct TargetRow {
     /// credit cell holds.
     pub(crate) value: u64,
     /// The link's credit cell (see [`crate::credits`]).
-    pub(crate) cell: u32,
+    cell: u32,
 }
 
 /// A process that owns PMCs (FreeBSD's `pmc_owner`).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Owner {
-    pub(crate) pmcs: Vec<PmcHandle>,
+struct Owner {
+    pmcs: Vec<PmcHandle>,
 }
 
 /// A registered software event.
@@ -230,7 +230,7 @@ struct Entry {
 
 /// The PMCs, addressed by handle; a stale handle (of a freed, reused entry) finds nothing.
 #[derive(Debug, Default)]
-pub(crate) struct PmcTable {
+struct PmcTable {
     entries: Vec<Entry>,
 }
 
@@ -285,18 +285,18 @@ impl PmcTable {
     }
 }
 
-/// Everything under the driver's lock.
+/// Everything under the driver's lock, changed only through its methods.
 #[derive(Debug)]
 pub(crate) struct Core {
-    pub(crate) pmcs: PmcTable,
-    pub(crate) owners: BTreeMap<Pid, Owner>,
-    pub(crate) targets: BTreeMap<Pid, Target>,
+    pmcs: PmcTable,
+    owners: BTreeMap<Pid, Owner>,
+    targets: BTreeMap<Pid, Target>,
     /// Per row: 0 free, n > 0 used by n process PMCs, n < 0 used by −n system PMCs.
-    pub(crate) disposition: Vec<i32>,
+    disposition: Vec<i32>,
     /// Per (cpu, row): disabled by PMCADMIN.
     disabled: Vec<bool>,
     rows: u32,
-    pub(crate) soft_events: Vec<SoftEvent>,
+    soft_events: Vec<SoftEvent>,
     /// Which processes have running PMCs (see [`Core::publish_running_pids`]), shared with the
     /// driver, whose context-switch hooks read it without the lock.
     running_pids: Arc<AtomicU64>,
@@ -340,9 +340,56 @@ impl Core {
         self.pmcs.get_mut(handle)
     }
 
-    /// Stores a new PMC and registers it with its owner.
+    /// Process `pid` as a target of PMCs, if any is attached to it.
+    pub(crate) fn target(&self, pid: Pid) -> Option<&Target> {
+        self.targets.get(&pid)
+    }
+
+    /// The PMCs `owner` owns (none if it owns none).
+    pub(crate) fn owned(&self, owner: Pid) -> &[PmcHandle] {
+        self.owners.get(&owner).map_or(&[], |o| &o.pmcs)
+    }
+
+    /// Whether `pid` owns PMCs.
+    pub(crate) fn owns_any(&self, pid: Pid) -> bool {
+        self.owners.contains_key(&pid)
+    }
+
+    /// The processes that own PMCs.
+    pub(crate) fn owner_pids(&self) -> Vec<Pid> {
+        self.owners.keys().copied().collect()
+    }
+
+    /// How `row` is used: 0 free, n > 0 by n process PMCs, n < 0 by −n system PMCs.
+    pub(crate) fn disposition(&self, row: u32) -> i32 {
+        self.disposition.get(row as usize).copied().unwrap_or(0)
+    }
+
+    /// The registered software events.
+    pub(crate) fn soft_events(&self) -> &[SoftEvent] {
+        &self.soft_events
+    }
+
+    /// Registers software event `name` and returns its code (the same for the same name);
+    /// ENOMEM when every code is used.
+    pub(crate) fn register_soft_event(&mut self, name: &str) -> Result<u32, Errno> {
+        if let Some(existing) = self.soft_events.iter().find(|e| e.name == name) {
+            return Ok(existing.code);
+        }
+        let code = crate::abi::event::SOFT_FIRST + self.soft_events.len() as u32;
+        if code > crate::abi::event::SOFT_LAST {
+            return Err(Errno::NoMem);
+        }
+        self.soft_events.push(SoftEvent { name: String::from(name), code });
+        Ok(code)
+    }
+
+    /// Stores a new PMC (its row chosen), registers it with its owner and counts it on its row.
     pub(crate) fn insert(&mut self, pmc: Pmc) -> PmcHandle {
         let owner = pmc.owner;
+        if let Some(disposition) = self.disposition.get_mut(pmc.row as usize) {
+            *disposition += if pmc.mode().is_system() { -1 } else { 1 };
+        }
         let handle = self.pmcs.insert(pmc);
         self.owners.entry(owner).or_default().pmcs.push(handle);
         handle
@@ -352,6 +399,9 @@ impl Core {
     /// Its credit cells are free again: no CPU loads it any more, so no hook reaches them.
     pub(crate) fn remove(&mut self, handle: PmcHandle) -> Option<Pmc> {
         let pmc = self.pmcs.remove(handle)?;
+        if let Some(disposition) = self.disposition.get_mut(pmc.row as usize) {
+            *disposition -= if pmc.mode().is_system() { -1 } else { 1 };
+        }
         for &(_, cell) in &pmc.cells {
             self.cells.free(cell);
         }
