@@ -12,14 +12,14 @@ use crate::abi::State;
 use crate::arch::Backend;
 use crate::backend::{CounterMask, CpuIdString, PmuBackend};
 use crate::class::{HwConfig, Layout};
-use crate::credits::Credits;
+use crate::credits::{CreditCell, Credits};
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, LoadError, Pid, Tunables};
 use crate::loads::LoadTable;
 use crate::log::Logs;
 use crate::percpu::{self, CpuStats, PerCpu, PmcHandle, Slot};
 use crate::sample::SampleRing;
-use crate::state::{Core, LoadSpec, Pmc};
+use crate::state::{Core, LoadSpec, Pmc, running_pid_bit};
 
 /// What a kernel tells the driver about an `execve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,11 +58,11 @@ pub struct Driver<K: Kernel, H: Hardware> {
     pub(crate) core: Lock<Core>,
     /// Which processes have running PMCs, published by [`Core`] for the context-switch hooks:
     /// a thread whose bit is clear has nothing to load, and its switch takes no lock.
-    pub(crate) running_pids: Arc<AtomicU64>,
+    running_pids: Arc<AtomicU64>,
     /// Each CPU's copy of what its switch-in loads (see [`crate::loads`]).
-    pub(crate) loads: Box<[LoadTable]>,
+    loads: Box<[LoadTable]>,
     /// Where switch-out hands back what PMCs counted (see [`crate::credits`]).
-    pub(crate) credits: Arc<Credits>,
+    credits: Arc<Credits>,
     /// Owners' logs (taken after `core` when both are needed).
     pub(crate) logs: Lock<Logs>,
     pub(crate) stats: Stats,
@@ -207,6 +207,25 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     ) -> CounterMask {
         slot.claim(spec.handle, pid, (spec.start, load), spec.sample_flags, spec.cell);
         percpu::program(&self.backend, &self.hw, state, slot, &spec.armed, load)
+    }
+
+    /// Whether process `pid` may have running PMCs to load (a clear answer is exact; see
+    /// [`Driver::switch_in`] for the ordering against PMCSTART).
+    #[inline]
+    pub(crate) fn may_have_running_pmcs(&self, pid: Pid) -> bool {
+        self.running_pids.load(Ordering::SeqCst) & running_pid_bit(pid) != 0
+    }
+
+    /// `cpu`'s load lists, for its context-switch hooks.
+    #[inline]
+    pub(crate) fn load_table(&self, cpu: Cpu) -> Option<&LoadTable> {
+        self.loads.get(cpu as usize)
+    }
+
+    /// Credit cell `index` (none for [`crate::state::NO_CELL`]).
+    #[inline]
+    pub(crate) fn credit_cell(&self, index: u32) -> Option<&CreditCell> {
+        self.credits.get(index)
     }
 
     /// Gives every active CPU the current load lists of processes `pids` (see

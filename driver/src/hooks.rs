@@ -15,7 +15,7 @@ use crate::logging::record_path;
 use crate::percpu::PmcHandle;
 use crate::percpu::{PerCpu, Slot};
 use crate::sample::{FrameWriter, PendingView, SampleHeader, SampleRing, UserStack};
-use crate::state::{Core, running_pid_bit};
+use crate::state::Core;
 use core::fmt::Write;
 
 use pmclog::{
@@ -43,7 +43,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         // SeqCst, as the stores of the running pid here and of the filter by PMCSTART, which
         // then looks at the running pids: one of the two sees the other, so a PMC started while
         // its target switches in is loaded by one of them.
-        if self.running_pids.load(Ordering::SeqCst) & running_pid_bit(pid) != 0 {
+        if self.may_have_running_pmcs(pid) {
             self.load_process_pmcs(cpu, state, pid);
         }
     }
@@ -51,7 +51,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// [`Self::switch_in`] of a process that may have running PMCs.
     #[inline(never)]
     fn load_process_pmcs(&self, cpu: Cpu, state: &PerCpu, pid: Pid) {
-        let Some(table) = self.loads.get(cpu as usize) else { return };
+        let Some(table) = self.load_table(cpu) else { return };
         let Some(loads) = table.read() else { return };
         let Some(specs) = loads.get(pid) else { return };
         let mut counters = CounterMask::EMPTY;
@@ -61,7 +61,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             if slot.handle().is_none() {
                 // A sampling PMC continues the process's period where it stands.
                 let load = if spec.sample_flags.is_sampling() {
-                    self.credits.get(spec.cell).map_or(spec.start, |c| c.resume())
+                    self.credit_cell(spec.cell).map_or(spec.start, |c| c.resume())
                 } else {
                     spec.start
                 };
@@ -107,7 +107,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             let (delta, dropped, resume) = self.finish_unload(state, slot);
             // Handed back before the slot empties: a system call that finds it empty finds
             // this in the cell (see `credits`).
-            if let Some(cell) = self.credits.get(slot.cell()) {
+            if let Some(cell) = self.credit_cell(slot.cell()) {
                 cell.add(delta, dropped);
                 if let Some(resume) = resume {
                     // The next switch-in continues the period where this one left it.
