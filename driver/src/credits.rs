@@ -39,15 +39,16 @@ pub(crate) struct CreditCell {
 }
 
 impl CreditCell {
-    /// Switch-out: adds what the PMC counted and lost while loaded.
+    /// Switch-out: adds what the PMC counted while loaded.
     #[inline]
-    pub(crate) fn add(&self, delta: u64, dropped: u64) {
-        if delta != 0 {
-            self.value.fetch_add(delta, Ordering::Relaxed);
-        }
-        if dropped != 0 {
-            self.dropped.fetch_add(dropped, Ordering::Relaxed);
-        }
+    pub(crate) fn add(&self, delta: u64) {
+        self.value.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    /// Switch-out: adds samples the PMC lost while loaded.
+    #[inline]
+    pub(crate) fn add_dropped(&self, dropped: u64) {
+        self.dropped.fetch_add(dropped, Ordering::Relaxed);
     }
 
     /// Takes what the hooks added: (events, lost samples).
@@ -150,7 +151,8 @@ mod tests {
         let first = cells.allocate(&credits, 5).unwrap();
         let second = cells.allocate(&credits, 6).unwrap();
         assert_eq!((first, second), (0, 1));
-        credits.get(first).unwrap().add(10, 2);
+        credits.get(first).unwrap().add(10);
+        credits.get(first).unwrap().add_dropped(2);
         assert_eq!(credits.get(first).unwrap().resume(), 5);
         cells.free(first);
         assert_eq!(cells.allocate(&credits, 7), Some(first), "a freed cell is reused");
@@ -183,7 +185,8 @@ mod loom_models {
                 thread::spawn(move || {
                     slot.unpublish();
                     let delta = slot.fold_all(30);
-                    cell.add(delta, 1);
+                    cell.add(delta);
+                    cell.add_dropped(1);
                     slot.release();
                 })
             };

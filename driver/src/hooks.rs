@@ -108,14 +108,15 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             // Handed back before the slot empties: a system call that finds it empty finds
             // this in the cell (see `credits`).
             if let Some(cell) = self.credit_cell(slot.cell()) {
-                cell.add(delta, dropped);
+                cell.add(delta);
                 if let Some(resume) = resume {
                     // The next switch-in continues the period where this one left it.
                     cell.set_resume(resume);
                 }
-            }
-            if dropped > 0 {
-                self.stats.unreported_drops.store(true, Ordering::Relaxed);
+                if dropped != 0 {
+                    cell.add_dropped(dropped);
+                    self.stats.unreported_drops.store(true, Ordering::Relaxed);
+                }
             }
             if slot.logs_context_switches() {
                 self.log_context_switch(handle, pid, tid, delta);
