@@ -15,11 +15,12 @@ use crate::class::{HwConfig, Layout};
 use crate::credits::{CreditCell, Credits};
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, LoadError, Pid, Tunables};
+use crate::loads::LoadSpec;
 use crate::loads::LoadTable;
 use crate::log::Logs;
 use crate::percpu::{self, CpuStats, PerCpu, PmcHandle, Slot};
 use crate::sample::SampleRing;
-use crate::state::{Core, LoadSpec, Pmc, running_pid_bit};
+use crate::state::{Core, Pmc, running_pid_bit};
 
 /// What a kernel tells the driver about an `execve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +60,7 @@ pub struct Driver<K: Kernel, H: Hardware> {
     /// Which processes have running PMCs, published by [`Core`] for the context-switch hooks:
     /// a thread whose bit is clear has nothing to load, and its switch takes no lock.
     running_pids: Arc<AtomicU64>,
-    /// Each CPU's copy of what its switch-in loads (see [`crate::loads`]).
+    /// Each CPU's load map, which its switch-in reads (see [`crate::loads`]).
     loads: Box<[LoadTable]>,
     /// Where switch-out hands back what PMCs counted (see [`crate::credits`]).
     credits: Arc<Credits>,
@@ -222,32 +223,29 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.loads.get(cpu as usize)
     }
 
-    /// Credit cell `index` (none for [`crate::state::NO_CELL`]).
+    /// Credit cell `index` (none for [`crate::loads::NO_CELL`]).
     #[inline]
     pub(crate) fn credit_cell(&self, index: u32) -> Option<&CreditCell> {
         self.credits.get(index)
     }
 
-    /// Gives every active CPU the current load lists of processes `pids` (see
+    /// Gives every active CPU a load map with the current lists of processes `pids` (see
     /// [`crate::loads`]); when it returns, no switch-in anywhere loads from an older list.
     /// Thread context, without the bookkeeping lock held.
     pub(crate) fn publish_loads(&self, pids: &[Pid]) {
         if pids.is_empty() {
             return;
         }
+        let map = self.core.lock(&self.kernel).publish_loads(pids);
         for cpu in 0..self.kernel.cpu_count() {
             let Some(table) = self.loads.get(cpu as usize) else { continue };
             if !self.kernel.cpu_active(cpu) {
                 continue;
             }
-            self.on_cpu(cpu, || {
-                // Read on the CPU: of two publishers, the later closure installs the newer
-                // list.
-                let core = self.core.lock(&self.kernel);
-                for &pid in pids {
-                    table.install(pid, core.running_of(pid));
-                }
-            });
+            // The closure only swaps references; the map it replaces is dropped here, in
+            // thread context.
+            let replaced = self.on_cpu(cpu, || table.install(Arc::clone(&map)));
+            drop(replaced);
         }
     }
 
@@ -271,12 +269,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// Programs and starts `pmc` on the current CPU `cpu` for target `pid` (-1 for a system
-    /// PMC, whose `cell` is [`crate::state::NO_CELL`]) with a whole period.
+    /// PMC, whose `cell` is [`crate::loads::NO_CELL`]) with a whole period.
     pub(crate) fn load_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc, pid: Pid, cell: u32) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         let Some(slot) = state.slots.get(pmc.row as usize) else { return };
-        let counters =
-            self.program_pmc(state, slot, &LoadSpec::of(handle, pmc, cell), pmc.start, pid);
+        let counters = self.program_pmc(state, slot, &pmc.load_spec(handle, cell), pmc.start, pid);
         if pid >= 0 && pid == state.current_pid() {
             state.current_counters.fetch_or(counters.bits(), Ordering::Relaxed);
             state.add_current_row(pmc.row);

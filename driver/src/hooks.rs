@@ -32,7 +32,7 @@ const PMI_ROUNDS: usize = 4;
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Scheduler hook: thread `tid` of process `pid` starts running on `cpu` (called on `cpu`,
     /// with preemption disabled). Loads the running PMCs attached to `pid` on this CPU and
-    /// starts them together, from this CPU's copy of the process's load list (see the crate's
+    /// starts them together, from the process's list in this CPU's load map (see the crate's
     /// concurrency contract): no lock. A thread of a process without running PMCs costs a few
     /// instructions.
     // An entry point the scheduler calls, kept small: the loading is out of line.
@@ -52,8 +52,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     #[inline(never)]
     fn load_process_pmcs(&self, cpu: Cpu, state: &PerCpu, pid: Pid) {
         let Some(table) = self.load_table(cpu) else { return };
-        let Some(loads) = table.read() else { return };
-        let Some(specs) = loads.get(pid) else { return };
+        let Some(map) = table.read() else { return };
+        let Some(specs) = map.get(pid) else { return };
         let mut counters = CounterMask::EMPTY;
         let mut rdpmc = false;
         for spec in specs {

@@ -34,13 +34,14 @@
 //!   move starts again.
 //! * **Context switches** ([`Driver::switch_in`], [`Driver::switch_out`]) take no lock shared
 //!   with system calls. A thread of a process without running PMCs costs a few instructions (a
-//!   bit of a shared word, and its CPU's state). For one with running PMCs, switch-in reads its
-//!   CPU's own copy of the process's load list: an immutable list the bookkeeping builds under
-//!   its lock and gives to every CPU by running a closure there
-//!   ([`Kernel::run_on_cpu`]) before it goes on — RCU by rendezvous: when a PMC has left the
-//!   list on every CPU, no switch-in can load it any more, and the system call then unloads it
-//!   where it still runs; an old list is dropped by such a closure or by the bookkeeping, never
-//!   by a hook, so nothing is freed under a reader and the hooks allocate nothing. Switch-out
+//!   bit of a shared word, and its CPU's state). For one with running PMCs, switch-in reads the
+//!   process's load list in its CPU's load map: an immutable, versioned map of immutable lists
+//!   that the bookkeeping builds under its lock and gives to every CPU by running a closure
+//!   there ([`Kernel::run_on_cpu`]) before it goes on — RCU by rendezvous: when a PMC has left
+//!   the map of every CPU, no switch-in can load it any more, and the system call then unloads
+//!   it where it still runs. The closure only swaps two references; the map it replaces goes
+//!   back to the system call, which drops it: nothing is freed under a reader, and the hooks
+//!   and closures allocate and free nothing. Switch-out
 //!   hands what each PMC counted and lost, and where a sampling period stands, to the credit
 //!   cell of its (PMC, process) link: atomics in an arena that only grows, reached by index.
 //!   It writes the cell before it empties the slot, so a system call that finds the slot empty

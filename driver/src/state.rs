@@ -15,6 +15,7 @@ use crate::class::HwConfig;
 use crate::credits::{CellAllocator, Credits};
 use crate::errno::Errno;
 use crate::kernel::{Cpu, Pid};
+use crate::loads::{LoadMap, LoadSpec};
 use crate::percpu::{PmcHandle, SampleFlags};
 
 /// One allocated PMC.
@@ -73,6 +74,24 @@ impl Pmc {
         self.hosted && self.is_running()
     }
 
+    /// How to load it (`handle`) for the link whose credit cell is `cell`.
+    pub(crate) fn load_spec(&self, handle: PmcHandle, cell: u32) -> LoadSpec {
+        LoadSpec {
+            row: self.row,
+            handle,
+            armed: self.config.armed(),
+            start: self.start,
+            cell,
+            user_rdpmc: self.msr_granted,
+            sample_flags: SampleFlags::new(
+                self.mode().is_sampling(),
+                self.flags.contains(PmcFlags::CALLCHAIN),
+                self.flags.contains(PmcFlags::USERCALLCHAIN),
+            )
+            .logging_context_switches(self.flags.contains(PmcFlags::LOG_PROCCSW)),
+        }
+    }
+
     /// The credit cell of its link to process `pid`, if it was ever attached to it.
     pub(crate) fn cell_of(&self, pid: Pid) -> Option<u32> {
         self.cells.iter().find(|(p, _)| *p == pid).map(|&(_, cell)| cell)
@@ -109,50 +128,6 @@ pub(crate) struct Target {
     /// place: every CPU gets the new list (`Driver::publish_loads`) and its hooks read it with
     /// no lock.
     running: Arc<[LoadSpec]>,
-}
-
-/// How to load one PMC on its row: all the context-switch hook needs, without looking the PMC
-/// up.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct LoadSpec {
-    pub(crate) row: u32,
-    pub(crate) handle: PmcHandle,
-    /// The PMC's configuration as loading writes it ([`HwConfig::armed`]).
-    pub(crate) armed: HwConfig,
-    /// The value the counter is reloaded with after an overflow.
-    pub(crate) start: u64,
-    /// The link's credit cell: where switch-out hands back what the PMC counted, and where a
-    /// sampling PMC's period stands between two switches of the process (the counter is
-    /// loaded with its resume value, so that every `reload` events of the process give one
-    /// sample however often it is switched). [`NO_CELL`] for a system PMC.
-    pub(crate) cell: u32,
-    /// Whether the owner may read the counter with RDPMC.
-    pub(crate) user_rdpmc: bool,
-    /// How the PMC samples.
-    pub(crate) sample_flags: SampleFlags,
-}
-
-/// The cell of a PMC no hook hands anything back for (a system PMC).
-pub(crate) const NO_CELL: u32 = u32::MAX;
-
-impl LoadSpec {
-    /// How to load `pmc` (`handle`) for the link whose credit cell is `cell`.
-    pub(crate) fn of(handle: PmcHandle, pmc: &Pmc, cell: u32) -> Self {
-        LoadSpec {
-            row: pmc.row,
-            handle,
-            armed: pmc.config.armed(),
-            start: pmc.start,
-            cell,
-            user_rdpmc: pmc.msr_granted,
-            sample_flags: SampleFlags::new(
-                pmc.mode().is_sampling(),
-                pmc.flags.contains(PmcFlags::CALLCHAIN),
-                pmc.flags.contains(PmcFlags::USERCALLCHAIN),
-            )
-            .logging_context_switches(pmc.flags.contains(PmcFlags::LOG_PROCCSW)),
-        }
-    }
 }
 
 impl Target {
@@ -303,6 +278,8 @@ pub(crate) struct Core {
     /// The credit cells, shared with the context-switch hooks, and which of them are given out.
     credits: Arc<Credits>,
     cells: CellAllocator,
+    /// The newest load map given to the CPUs (see [`crate::loads`]).
+    published: Arc<LoadMap>,
 }
 
 /// A process's bit in [`Core::running_pids`].
@@ -329,6 +306,7 @@ impl Core {
             running_pids,
             credits,
             cells: CellAllocator::default(),
+            published: Arc::new(LoadMap::default()),
         }
     }
 
@@ -523,7 +501,7 @@ impl Core {
         let mut running = Vec::with_capacity(target.running.len() + 1);
         for (_, row) in target.iter() {
             if let Some(pmc) = pmcs.get(row.pmc).filter(|p| p.is_running() && !p.hosted) {
-                let spec = LoadSpec::of(row.pmc, pmc, row.cell);
+                let spec = pmc.load_spec(row.pmc, row.cell);
                 // A PMC that kept running with the same reload keeps its place in the period;
                 // one that starts (again) begins a whole one. (It is not loaded anywhere when
                 // it starts, so no switch-out writes the cell meanwhile.)
@@ -559,10 +537,16 @@ impl Core {
         targets
     }
 
-    /// What the context-switch hooks of every CPU load for process `pid` now: `None` if
-    /// nothing.
-    pub(crate) fn running_of(&self, pid: Pid) -> Option<Arc<[LoadSpec]>> {
-        self.targets.get(&pid).map(|t| Arc::clone(&t.running)).filter(|r| !r.is_empty())
+    /// A new version of the load map with the current lists of processes `pids`, for the
+    /// caller to give every CPU (see [`crate::loads`]).
+    pub(crate) fn publish_loads(&mut self, pids: &[Pid]) -> Arc<LoadMap> {
+        let changes = pids.iter().map(|&pid| {
+            let list = self.targets.get(&pid).map(|t| Arc::clone(&t.running));
+            (pid, list.filter(|r| !r.is_empty()))
+        });
+        let map = Arc::new(self.published.with(changes));
+        self.published = Arc::clone(&map);
+        map
     }
 
     /// Detaches whatever is at `row` of process `pid` if it is `pmc`; forgets a process left
