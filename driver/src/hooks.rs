@@ -80,8 +80,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Scheduler hook: thread `tid` of process `pid` stops running on `cpu` (called on `cpu`,
     /// with preemption disabled). Stops its PMCs together, then unloads them and hands what
-    /// they counted back to their credit cells (see the crate's concurrency contract): no lock, but for a PMC
-    /// with PMC_F_LOG_PROCCSW, whose PROCCSW record goes to its owner's log.
+    /// they counted back to their credit cells (see the crate's concurrency contract): no lock,
+    /// but for a PMC with PMC_F_LOG_PROCCSW, whose PROCCSW record goes to its owner's log.
     // An entry point the scheduler calls, kept small: the unloading is out of line.
     #[inline(never)]
     pub fn switch_out(&self, cpu: Cpu, pid: Pid, tid: Tid) {

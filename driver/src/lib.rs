@@ -11,7 +11,8 @@
 //! hardware traits ([`hw`]) and the PMU backend trait (`backend.rs`), the machine-dependent
 //! backends ([`arch`]: MSRs, native access, `x86/intel/`), the classes (`class/`), the
 //! bookkeeping (`state.rs`) with what it hands the context-switch hooks (`credits.rs`,
-//! `loads.rs`), the per-CPU runtime (`percpu.rs`, `sample.rs`), then the entry points (system calls in `ops.rs`, hooks in `hooks.rs`, the log in `log.rs` and `logging.rs`).
+//! `loads.rs`), the per-CPU runtime (`percpu.rs`, `sample.rs`), then the entry points (system
+//! calls in `ops.rs`, hooks in `hooks.rs`, the log in `log.rs` and `logging.rs`).
 //!
 //! # Concurrency contract
 //!

@@ -26,7 +26,7 @@ use crate::percpu::{PmcHandle, SampleFlags};
 pub(crate) struct LoadSpec {
     pub(crate) row: u32,
     pub(crate) handle: PmcHandle,
-    /// The PMC's configuration as loading writes it ([`HwConfig::armed`](crate::class::HwConfig::armed)).
+    /// The PMC's configuration as loading writes it ([`HwConfig::armed`]).
     pub(crate) armed: HwConfig,
     /// The value the counter is reloaded with after an overflow.
     pub(crate) start: u64,
