@@ -12,12 +12,15 @@ use crate::abi::State;
 use crate::arch::Backend;
 use crate::backend::{CounterMask, CpuIdString, PmuBackend};
 use crate::class::{HwConfig, Layout};
+use crate::credits::{CreditCell, Credits};
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, LoadError, Pid, Tunables};
+use crate::loads::LoadSpec;
+use crate::loads::LoadTable;
 use crate::log::Logs;
 use crate::percpu::{self, CpuStats, PerCpu, PmcHandle, Slot};
 use crate::sample::SampleRing;
-use crate::state::{Core, LoadSpec, Pmc};
+use crate::state::{Core, Pmc, running_pid_bit};
 
 /// What a kernel tells the driver about an `execve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +59,11 @@ pub struct Driver<K: Kernel, H: Hardware> {
     pub(crate) core: Lock<Core>,
     /// Which processes have running PMCs, published by [`Core`] for the context-switch hooks:
     /// a thread whose bit is clear has nothing to load, and its switch takes no lock.
-    pub(crate) running_pids: Arc<AtomicU64>,
+    running_pids: Arc<AtomicU64>,
+    /// Each CPU's load map, which its switch-in reads (see [`crate::loads`]).
+    loads: Box<[LoadTable]>,
+    /// Where switch-out hands back what PMCs counted (see [`crate::credits`]).
+    credits: Arc<Credits>,
     /// Owners' logs (taken after `core` when both are needed).
     pub(crate) logs: Lock<Logs>,
     pub(crate) stats: Stats,
@@ -97,9 +104,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             cpus.push(PerCpu::new(&layout, &backend, backend.cpu(*pmu), rings, depth));
         }
         let running_pids = Arc::new(AtomicU64::new(0));
+        let credits = Arc::new(Credits::default());
+        let core = Core::new(ncpu, layout.rows(), Arc::clone(&running_pids), Arc::clone(&credits));
         let driver = Driver {
-            core: Lock::new(Core::new(ncpu, layout.rows(), Arc::clone(&running_pids))),
+            core: Lock::new(core),
             running_pids,
+            loads: (0..ncpu).map(|_| LoadTable::default()).collect(),
+            credits,
             logs: Lock::new(Logs::default()),
             layout,
             backend,
@@ -120,7 +131,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Unloads the driver: releases every PMC (sending SIGBUS to owners that still had some) and
     /// returns every CPU's PMU to how it was found.
     pub fn unload(&self) {
-        let owners: Vec<Pid> = self.core.lock(&self.kernel).owners.keys().copied().collect();
+        let owners: Vec<Pid> = self.core.lock(&self.kernel).owner_pids();
         for owner in owners {
             self.release_all_of(owner);
             self.kernel.signal(owner, crate::kernel::Signal::Bus);
@@ -185,18 +196,58 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// Programs the PMC `spec` describes in `slot`, its row of the current CPU, for target
-    /// `pid` (-1 for a system PMC), and returns the hardware counter to start with
-    /// [`PmuBackend::start`].
+    /// `pid` (-1 for a system PMC), with its counter at `load`, and returns the hardware
+    /// counter to start with [`PmuBackend::start`].
     #[inline]
     pub(crate) fn program_pmc(
         &self,
         state: &PerCpu,
         slot: &Slot,
         spec: &LoadSpec,
+        load: u64,
         pid: Pid,
     ) -> CounterMask {
-        slot.claim(spec.handle, pid, (spec.start, spec.resume), spec.sample_flags);
-        percpu::program(&self.backend, &self.hw, state, slot, &spec.armed, spec.resume)
+        slot.claim(spec.handle, pid, (spec.start, load), spec.sample_flags, spec.cell);
+        percpu::program(&self.backend, &self.hw, state, slot, &spec.armed, load)
+    }
+
+    /// Whether process `pid` may have running PMCs to load (a clear answer is exact; see
+    /// [`Driver::switch_in`] for the ordering against PMCSTART).
+    #[inline]
+    pub(crate) fn may_have_running_pmcs(&self, pid: Pid) -> bool {
+        self.running_pids.load(Ordering::SeqCst) & running_pid_bit(pid) != 0
+    }
+
+    /// `cpu`'s load lists, for its context-switch hooks.
+    #[inline]
+    pub(crate) fn load_table(&self, cpu: Cpu) -> Option<&LoadTable> {
+        self.loads.get(cpu as usize)
+    }
+
+    /// Credit cell `index` (none for [`crate::loads::NO_CELL`]).
+    #[inline]
+    pub(crate) fn credit_cell(&self, index: u32) -> Option<&CreditCell> {
+        self.credits.get(index)
+    }
+
+    /// Gives every active CPU a load map with the current lists of processes `pids` (see
+    /// [`crate::loads`]); when it returns, no switch-in anywhere loads from an older list.
+    /// Thread context, without the bookkeeping lock held.
+    pub(crate) fn publish_loads(&self, pids: &[Pid]) {
+        if pids.is_empty() {
+            return;
+        }
+        let map = self.core.lock(&self.kernel).publish_loads(pids);
+        for cpu in 0..self.kernel.cpu_count() {
+            let Some(table) = self.loads.get(cpu as usize) else { continue };
+            if !self.kernel.cpu_active(cpu) {
+                continue;
+            }
+            // The closure only swaps references; the map it replaces is dropped here, in
+            // thread context.
+            let replaced = self.on_cpu(cpu, || table.install(Arc::clone(&map)));
+            drop(replaced);
+        }
     }
 
     /// The value `pmc`'s counter is loaded with. A hardware counter counts up from
@@ -219,11 +270,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// Programs and starts `pmc` on the current CPU `cpu` for target `pid` (-1 for a system
-    /// PMC).
-    pub(crate) fn load_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc, pid: Pid) {
+    /// PMC, whose `cell` is [`crate::loads::NO_CELL`]) with a whole period.
+    pub(crate) fn load_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc, pid: Pid, cell: u32) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         let Some(slot) = state.slots.get(pmc.row as usize) else { return };
-        let counters = self.program_pmc(state, slot, &LoadSpec::of(handle, pmc), pid);
+        let counters = self.program_pmc(state, slot, &pmc.load_spec(handle, cell), pmc.start, pid);
         if pid >= 0 && pid == state.current_pid() {
             state.current_counters.fetch_or(counters.bits(), Ordering::Relaxed);
             state.add_current_row(pmc.row);
@@ -252,14 +303,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.backend.stop(&self.hw, &state.pmu, counters);
         let pid = slot.pid();
         let (delta, dropped, _) = self.finish_unload(state, slot);
+        slot.release();
         self.backend.flush(&self.hw, &state.pmu, counters);
         Some((pid, delta, dropped))
     }
 
     /// Unloads the PMC in `slot` whose counter is already stopped and whose slot is hidden
-    /// from the interrupt path: clears the row, folds the final value, empties the slot, and
-    /// returns the events counted, the samples lost and, for a sampling PMC, the value to resume
-    /// it with (see [`Slot::resume_value`]). The caller calls [`PmuBackend::flush`] afterwards.
+    /// from the interrupt path: clears the row, folds the final value and returns the events
+    /// counted, the samples lost and, for a sampling PMC, the value to resume it with (see
+    /// [`Slot::resume_value`]). The caller hands them back, then empties the slot
+    /// ([`Slot::release`]) and calls [`PmuBackend::flush`].
     // Inlined into the switch-out loop, its hottest caller (out of line it costs ~20
     // instructions per PMC per switch in calls and spills).
     #[inline(always)]
@@ -269,7 +322,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let delta = slot.fold_all(now);
         let dropped = slot.take_drops();
         let resume = slot.is_sampling().then(|| slot.resume_value(now));
-        slot.release();
         (delta, dropped, resume)
     }
 
@@ -337,13 +389,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Stops, detaches and frees every PMC `owner` owns.
     pub(crate) fn release_all_of(&self, owner: Pid) {
-        let handles: Vec<PmcHandle> = self
-            .core
-            .lock(&self.kernel)
-            .owners
-            .get(&owner)
-            .map(|o| o.pmcs.clone())
-            .unwrap_or_default();
+        let handles: Vec<PmcHandle> = self.core.lock(&self.kernel).owned(owner).to_vec();
         for handle in handles {
             self.release_pmc(handle);
         }
@@ -352,12 +398,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Stops, detaches and frees one PMC. Its samples still in the CPUs' rings and pending
     /// tables are logged first: a PMC is freed only when no sample refers to it.
     pub(crate) fn release_pmc(&self, handle: PmcHandle) {
-        let hosted_running = {
+        let (hosted_running, targets) = {
             let mut core = self.core.lock(&self.kernel);
             let hosted_running = core.pmc(handle).is_some_and(Pmc::runs_on_host);
-            core.set_state(handle, State::Deleted);
-            hosted_running
+            (hosted_running, core.set_state(handle, State::Deleted))
         };
+        // No CPU loads it any more, then it is unloaded where it is.
+        self.publish_loads(&targets);
         if hosted_running {
             self.hosted_stop(handle);
         }
@@ -373,12 +420,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             core.unlink_target(handle, pmc.row, *target);
         }
         self.unclaim_shared(&pmc);
-        let disposition = &mut core.disposition[pmc.row as usize];
-        if pmc.mode().is_system() {
-            *disposition += 1;
-        } else {
-            *disposition -= 1;
-        }
         core.remove(handle);
     }
 }

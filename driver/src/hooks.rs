@@ -1,11 +1,10 @@
 //! The hooks a kernel calls: context switches, fork, exec, exit, threads, the performance
 //! monitoring interrupt and software events.
 
-use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
-use crate::abi::{Class, PmcFlags, event};
+use crate::abi::{Class, PmcFlags};
 use crate::backend::{CounterMask, PmuBackend};
 use crate::class::RowCounter;
 use crate::driver::{Driver, ExecInfo};
@@ -16,7 +15,7 @@ use crate::logging::record_path;
 use crate::percpu::PmcHandle;
 use crate::percpu::{PerCpu, Slot};
 use crate::sample::{FrameWriter, PendingView, SampleHeader, SampleRing, UserStack};
-use crate::state::{Core, SoftEvent, running_pid_bit};
+use crate::state::Core;
 use core::fmt::Write;
 
 use pmclog::{
@@ -33,8 +32,9 @@ const PMI_ROUNDS: usize = 4;
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Scheduler hook: thread `tid` of process `pid` starts running on `cpu` (called on `cpu`,
     /// with preemption disabled). Loads the running PMCs attached to `pid` on this CPU and
-    /// starts them together. A thread of a process without running PMCs costs a few
-    /// instructions and takes no lock.
+    /// starts them together, from the process's list in this CPU's load map (see the crate's
+    /// concurrency contract): no lock. A thread of a process without running PMCs costs a few
+    /// instructions.
     // An entry point the scheduler calls, kept small: the loading is out of line.
     #[inline(never)]
     pub fn switch_in(&self, cpu: Cpu, pid: Pid, tid: Tid) {
@@ -43,22 +43,29 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         // SeqCst, as the stores of the running pid here and of the filter by PMCSTART, which
         // then looks at the running pids: one of the two sees the other, so a PMC started while
         // its target switches in is loaded by one of them.
-        if self.running_pids.load(Ordering::SeqCst) & running_pid_bit(pid) != 0 {
-            self.load_process_pmcs(state, pid);
+        if self.may_have_running_pmcs(pid) {
+            self.load_process_pmcs(cpu, state, pid);
         }
     }
 
     /// [`Self::switch_in`] of a process that may have running PMCs.
     #[inline(never)]
-    fn load_process_pmcs(&self, state: &PerCpu, pid: Pid) {
-        let core = self.core.lock(&self.kernel);
-        let Some(target) = core.targets.get(&pid) else { return };
+    fn load_process_pmcs(&self, cpu: Cpu, state: &PerCpu, pid: Pid) {
+        let Some(table) = self.load_table(cpu) else { return };
+        let Some(map) = table.read() else { return };
+        let Some(specs) = map.get(pid) else { return };
         let mut counters = CounterMask::EMPTY;
         let mut rdpmc = false;
-        for spec in &target.running {
+        for spec in specs {
             let Some(slot) = state.slots.get(spec.row as usize) else { continue };
             if slot.handle().is_none() {
-                counters = counters.union(self.program_pmc(state, slot, spec, pid));
+                // A sampling PMC continues the process's period where it stands.
+                let load = if spec.sample_flags.is_sampling() {
+                    self.credit_cell(spec.cell).map_or(spec.start, |c| c.resume())
+                } else {
+                    spec.start
+                };
+                counters = counters.union(self.program_pmc(state, slot, spec, load, pid));
                 state.add_current_row(spec.row);
                 rdpmc |= spec.user_rdpmc;
             }
@@ -72,8 +79,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// Scheduler hook: thread `tid` of process `pid` stops running on `cpu` (called on `cpu`,
-    /// with preemption disabled). Stops its PMCs together, then unloads them and adds what they
-    /// counted.
+    /// with preemption disabled). Stops its PMCs together, then unloads them and hands what
+    /// they counted back to their credit cells (see the crate's concurrency contract): no lock,
+    /// but for a PMC with PMC_F_LOG_PROCCSW, whose PROCCSW record goes to its owner's log.
     // An entry point the scheduler calls, kept small: the unloading is out of line.
     #[inline(never)]
     pub fn switch_out(&self, cpu: Cpu, pid: Pid, tid: Tid) {
@@ -94,65 +102,67 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let counters = state.take_current_counters();
         self.backend.stop(&self.hw, &state.pmu, counters);
-        let rows = state.take_current_rows();
-        if rows.len() == 0 {
-            return;
-        }
-        let mut guard = self.core.lock(&self.kernel);
-        let Core { pmcs, targets, .. } = &mut *guard;
-        for row in rows {
+        for row in state.take_current_rows() {
             let Some(slot) = state.slots.get(row as usize) else { continue };
             let Some(handle) = slot.handle().filter(|_| slot.pid() == pid) else { continue };
             slot.unpublish();
             let (delta, dropped, resume) = self.finish_unload(state, slot);
-            if let Some(pmc) = pmcs.get_mut(handle) {
-                // Only PROCEXIT logging and sampling need the process's entry (and the lookup).
-                let mut target = if resume.is_some() || pmc.flags.contains(PmcFlags::LOG_PROCEXIT) {
-                    targets.get_mut(&pid)
-                } else {
-                    None
-                };
-                if let (Some(resume), Some(target)) = (resume, target.as_deref_mut()) {
+            // Handed back before the slot empties: a system call that finds it empty finds
+            // this in the cell (see `credits`).
+            if let Some(cell) = self.credit_cell(slot.cell()) {
+                cell.add(delta);
+                if let Some(resume) = resume {
                     // The next switch-in continues the period where this one left it.
-                    let spec = target.running.iter_mut().find(|s| s.handle == handle);
-                    if let Some(spec) = spec {
-                        spec.resume = resume;
-                    }
+                    cell.set_resume(resume);
                 }
-                pmc.credit(handle, target, delta);
-                pmc.dropped += dropped;
-                if dropped > 0 {
+                if dropped != 0 {
+                    cell.add_dropped(dropped);
                     self.stats.unreported_drops.store(true, Ordering::Relaxed);
                 }
-                if pmc.flags.contains(PmcFlags::LOG_PROCCSW) {
-                    self.log_proc_csw(pmc, pid, tid, delta);
-                }
             }
+            if slot.logs_context_switches() {
+                self.log_context_switch(handle, pid, tid, delta);
+            }
+            slot.release();
         }
         self.backend.flush(&self.hw, &state.pmu, counters);
+    }
+
+    /// Logs a PROCCSW record of `delta` events counted by `handle` for thread `tid` of `pid`.
+    // Out of line: only PMC_F_LOG_PROCCSW PMCs take the locks it takes.
+    #[inline(never)]
+    fn log_context_switch(&self, handle: PmcHandle, pid: Pid, tid: Tid, delta: u64) {
+        let core = self.core.lock(&self.kernel);
+        if let Some(pmc) = core.pmc(handle) {
+            self.log_proc_csw(pmc, pid, tid, delta);
+        }
     }
 
     /// Process `parent` forked `child` (called after the child exists, before it runs). PMCs
     /// attached to the parent with PMC_F_DESCENDANTS follow the child; the child owns nothing.
     pub fn process_fork(&self, parent: Pid, child: Pid) {
         let mut core = self.core.lock(&self.kernel);
-        let inherited: Vec<(u32, PmcHandle)> =
-            core.targets.get(&parent).map_or_else(Vec::new, |t| {
-                t.iter()
-                    .filter(|(_, r)| {
-                        core.pmc(r.pmc).is_some_and(|p| p.flags.contains(PmcFlags::DESCENDANTS))
-                    })
-                    .map(|(row, r)| (row, r.pmc))
-                    .collect()
-            });
+        let inherited: Vec<(u32, PmcHandle)> = core.target(parent).map_or_else(Vec::new, |t| {
+            t.iter()
+                .filter(|(_, r)| {
+                    core.pmc(r.pmc).is_some_and(|p| p.flags.contains(PmcFlags::DESCENDANTS))
+                })
+                .map(|(row, r)| (row, r.pmc))
+                .collect()
+        });
         let mut followers: Vec<Pid> = Vec::new();
         for &(row, handle) in &inherited {
-            core.link_target(handle, row, child);
-            if let Some(pmc) = core.pmc(handle) {
-                followers.push(pmc.owner);
+            // Without a credit cell left (the arena holds millions) the child is not counted.
+            if core.link_target(handle, row, child).is_ok() {
+                if let Some(pmc) = core.pmc(handle) {
+                    followers.push(pmc.owner);
+                }
             }
         }
         drop(core);
+        if !inherited.is_empty() {
+            self.publish_loads(&[child]);
+        }
         let ss_owners = self.ss_owners();
         followers.extend(ss_owners.iter().copied());
         followers.sort_unstable();
@@ -216,7 +226,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let attached: Vec<(Pid, u32)> = {
             let core = self.core.lock(&self.kernel);
-            core.targets.get(&pid).map_or_else(Vec::new, |t| {
+            core.target(pid).map_or_else(Vec::new, |t| {
                 t.iter()
                     .filter_map(|(_, r)| core.pmc(r.pmc))
                     .map(|p| (p.owner, p.id.to_u32()))
@@ -226,7 +236,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         for (owner, pmcid) in attached {
             self.log_record(owner, &exec_record(pmcid));
         }
-        if self.core.lock(&self.kernel).owners.contains_key(&pid) {
+        if self.core.lock(&self.kernel).owns_any(pid) {
             self.release_all_of(pid);
         }
         if !exec.credentials_changed {
@@ -234,7 +244,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let attached: Vec<(PmcHandle, Pid)> = {
             let core = self.core.lock(&self.kernel);
-            let Some(target) = core.targets.get(&pid) else { return };
+            let Some(target) = core.target(pid) else { return };
             target.iter().filter_map(|(_, r)| core.pmc(r.pmc).map(|p| (r.pmc, p.owner))).collect()
         };
         for (handle, owner) in attached {
@@ -253,13 +263,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let attached: Vec<PmcHandle> = {
             let core = self.core.lock(&self.kernel);
-            core.targets.get(&pid).map(|t| t.iter().map(|(_, r)| r.pmc).collect())
+            core.target(pid).map(|t| t.iter().map(|(_, r)| r.pmc).collect())
         }
         .unwrap_or_default();
         for handle in attached {
             self.detach_targets(handle, &[pid]);
         }
-        if self.core.lock(&self.kernel).owners.contains_key(&pid) {
+        if self.core.lock(&self.kernel).owns_any(pid) {
             self.release_all_of(pid);
         }
         if self.has_log(pid) {
@@ -291,7 +301,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let mut owners = self.ss_owners();
         {
             let core = self.core.lock(&self.kernel);
-            if let Some(target) = core.targets.get(&pid) {
+            if let Some(target) = core.target(pid) {
                 let sampling = target.iter().filter_map(|(_, r)| core.pmc(r.pmc));
                 owners.extend(sampling.filter(|p| p.mode().is_sampling()).map(|p| p.owner));
             }
@@ -619,8 +629,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if !self.stats.unreported_drops.swap(false, Ordering::Relaxed) {
             return;
         }
+        // Samples lost by PMCs switched out are in their credit cells.
+        let handles: Vec<PmcHandle> = core.handles().collect();
+        for &handle in &handles {
+            core.settle(handle);
+        }
         let lossy: Vec<PmcHandle> =
-            core.handles().filter(|&h| core.pmc(h).is_some_and(|p| p.dropped > 0)).collect();
+            handles.into_iter().filter(|&h| core.pmc(h).is_some_and(|p| p.dropped > 0)).collect();
         let mut owners = Vec::with_capacity(lossy.len());
         for handle in lossy {
             if let Some(pmc) = core.pmc_mut(handle) {
@@ -661,16 +676,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if name.is_empty() || name.len() >= crate::abi::PMC_NAME_MAX || name.contains('\0') {
             return Err(Errno::Inval);
         }
-        let mut core = self.core.lock(&self.kernel);
-        if let Some(existing) = core.soft_events.iter().find(|e| e.name == name) {
-            return Ok(existing.code);
-        }
-        let code = event::SOFT_FIRST + core.soft_events.len() as u32;
-        if code > event::SOFT_LAST {
-            return Err(Errno::NoMem);
-        }
-        core.soft_events.push(SoftEvent { name: String::from(name), code });
-        Ok(code)
+        self.core.lock(&self.kernel).register_soft_event(name)
     }
 }
 

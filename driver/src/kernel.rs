@@ -77,7 +77,9 @@ pub trait Kernel {
     fn current_cpu(&self) -> Cpu;
     /// Runs `f` on `cpu` with preemption disabled there (FreeBSD binds the thread and enters a
     /// critical section; a kernel may also use an IPI) and returns when it has run. On the
-    /// current CPU it may run `f` directly. Thread context.
+    /// current CPU it may run `f` directly. Thread context. `f` never runs while a
+    /// context-switch hook of the driver runs on `cpu` (the hooks run with preemption disabled
+    /// too): the driver updates each CPU's load lists this way, without a lock the hooks share.
     fn run_on_cpu(&self, cpu: Cpu, f: &mut dyn FnMut());
 
     /// The calling process.

@@ -10,8 +10,9 @@
 //! Leaf types ([`abi`], [`errno`], [`text`]), the host-kernel interface ([`kernel`]), the
 //! hardware traits ([`hw`]) and the PMU backend trait (`backend.rs`), the machine-dependent
 //! backends ([`arch`]: MSRs, native access, `x86/intel/`), the classes (`class/`), the
-//! bookkeeping (`state.rs`), the per-CPU runtime (`percpu.rs`, `sample.rs`), then the entry
-//! points (system calls in `ops.rs`, hooks in `hooks.rs`, the log in `log.rs` and `logging.rs`).
+//! bookkeeping (`state.rs`) with what it hands the context-switch hooks (`credits.rs`,
+//! `loads.rs`), the per-CPU runtime (`percpu.rs`, `sample.rs`), then the entry points (system
+//! calls in `ops.rs`, hooks in `hooks.rs`, the log in `log.rs` and `logging.rs`).
 //!
 //! # Concurrency contract
 //!
@@ -32,13 +33,27 @@
 //!   Reading a running counter is exact against a concurrent overflow: the interrupt folds and
 //!   reloads between two increments of the slot's reload generation, and a reader that sees it
 //!   move starts again.
+//! * **Context switches** ([`Driver::switch_in`], [`Driver::switch_out`]) take no lock shared
+//!   with system calls. A thread of a process without running PMCs costs a few instructions (a
+//!   bit of a shared word, and its CPU's state). For one with running PMCs, switch-in reads the
+//!   process's load list in its CPU's load map: an immutable, versioned map of immutable lists
+//!   that the bookkeeping builds under its lock and gives to every CPU by running a closure
+//!   there ([`Kernel::run_on_cpu`]) before it goes on — RCU by rendezvous: when a PMC has left
+//!   the map of every CPU, no switch-in can load it any more, and the system call then unloads
+//!   it where it still runs. The closure only swaps two references; the map it replaces goes
+//!   back to the system call, which drops it: nothing is freed under a reader, and the hooks
+//!   and closures allocate and free nothing. Switch-out
+//!   hands what each PMC counted and lost, and where a sampling period stands, to the credit
+//!   cell of its (PMC, process) link: atomics in an arena that only grows, reached by index.
+//!   It writes the cell before it empties the slot, so a system call that finds the slot empty
+//!   finds the count in the cell; system calls move the cells into the PMC's count under the
+//!   lock when they read it. (A PMC with PMC_F_LOG_PROCCSW is the exception: its PROCCSW
+//!   record goes to its owner's log at switch-out, through the bookkeeping and log locks.)
 //! * **Locks** (each CPU's frame buffer, the bookkeeping, the logs; taken in that order) are
 //!   spin locks held inside the critical section the kernel provides
 //!   ([`Kernel::enter_critical_section`]), so a kernel can make them preemption- and
 //!   interrupt-safe. They are taken in thread context only: system calls, the fork, exec, exit
-//!   and thread hooks, the drain, the log writer, and the context-switch hooks of a thread whose
-//!   process has running PMCs. A thread of a process without running PMCs switches in and out
-//!   in a few instructions and takes no lock.
+//!   and thread hooks, the drain and the log writer (and closures these run on a CPU).
 //! * **Per-CPU state** (slots, rings, statistics) sits on cache lines of its own; statistics are
 //!   counted per CPU and added up by GETDRIVERSTATS.
 //! * **The PMI** acknowledges only the status bits that are the driver's (its counters'
@@ -86,11 +101,13 @@ pub mod abi;
 pub mod arch;
 mod backend;
 mod class;
+mod credits;
 mod driver;
 pub mod errno;
 mod hooks;
 mod host_counting;
 pub mod hosted;
+mod loads;
 mod lock;
 // Declares the `unsafe` hardware-access methods that `arch` implements and calls.
 #[allow(unsafe_code)]

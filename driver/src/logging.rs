@@ -111,7 +111,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     fn soft_event_name(&self, event: u32) -> alloc::string::String {
         let core = self.core.lock(&self.kernel);
-        let name = core.soft_events.iter().find(|e| e.code == event).map(|e| e.name.as_str());
+        let name = core.soft_events().iter().find(|e| e.code == event).map(|e| e.name.as_str());
         // Names fit a PMCALLOCATEDYN record's 56 bytes (registration limits them to 63).
         let name = name.unwrap_or("");
         alloc::string::String::from(&name[..name.len().min(56)])
@@ -266,7 +266,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         // PMCs the owner allocated before it had a log are described too.
         let owned: alloc::vec::Vec<Pmc> = {
             let core = self.core.lock(&self.kernel);
-            let handles = core.owners.get(&owner).map(|o| o.pmcs.clone()).unwrap_or_default();
+            let handles = core.owned(owner).to_vec();
             handles.iter().filter_map(|&h| core.pmc(h).cloned()).collect()
         };
         for pmc in &owned {

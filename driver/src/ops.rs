@@ -19,6 +19,7 @@ use crate::driver::Driver;
 use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, Privilege, ProcessState, Signal, UserPtr};
+use crate::loads::NO_CELL;
 use crate::percpu::{CpuStats, PmcHandle};
 use crate::state::{Core, Pmc};
 use crate::sync::AtomicU64;
@@ -141,7 +142,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         write_row_name(&mut info.pm_name, class.class.name(), row - class.first_row);
         info.pm_class = class.class.as_u32();
         info.pm_enabled = i32::from(!core.is_disabled(cpu, row));
-        info.pm_rowdisp = match core.disposition[row as usize] {
+        info.pm_rowdisp = match core.disposition(row) {
             0 => Disposition::Free,
             n if n > 0 => Disposition::Thread,
             _ => Disposition::Standalone,
@@ -171,7 +172,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let events: Vec<PmcDynEventDescr> = self
             .core
             .lock(&self.kernel)
-            .soft_events
+            .soft_events()
             .iter()
             .map(|e| {
                 let mut descr = PmcDynEventDescr::new_zeroed();
@@ -215,7 +216,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let mut core = self.core.lock(&self.kernel);
         if disable {
-            if core.disposition[row as usize] > 0 {
+            if core.disposition(row) > 0 {
                 return Err(Errno::Busy);
             }
             if core.system_pmc_on(cpu, row).is_some() {
@@ -298,6 +299,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             reload: if mode.is_sampling() { request.pm_count.max(min_reload) } else { 0 },
             start: 0,
             targets: Vec::new(),
+            cells: Vec::new(),
             msr_granted: false,
             dropped: 0,
             hosted: self.host_counts(class.class),
@@ -333,8 +335,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             pmc.class_row = row - class.first_row;
             pmc.id.row = row as u8;
             self.claim_shared(&pmc)?;
-            let disposition = &mut core.disposition[row as usize];
-            *disposition += if mode.is_system() { -1 } else { 1 };
             core.insert(pmc.clone())
         };
         request.pm_pmcid = pmc.id.to_u32();
@@ -362,7 +362,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 let known = self
                     .core
                     .lock(&self.kernel)
-                    .soft_events
+                    .soft_events()
                     .iter()
                     .any(|e| e.code == request.pm_ev);
                 class::soft::configure(request, known, all_rows)
@@ -394,7 +394,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         cpu: Option<Cpu>,
         owner: Pid,
     ) -> bool {
-        let disposition = core.disposition[row as usize];
+        let disposition = core.disposition(row);
         match cpu {
             Some(cpu) => {
                 if disposition > 0 || core.is_disabled(cpu, row) {
@@ -416,12 +416,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
         }
         if mode.is_virtual() {
-            let owns_row = core.owners.get(&owner).is_some_and(|o| {
-                o.pmcs
-                    .iter()
-                    .any(|&h| core.pmc(h).is_some_and(|p| p.row == row && p.mode().is_virtual()))
-            });
-            let targeted = core.targets.get(&owner).is_some_and(|t| t.get(row).is_some());
+            let owns_row = core
+                .owned(owner)
+                .iter()
+                .any(|&h| core.pmc(h).is_some_and(|p| p.row == row && p.mode().is_virtual()));
+            let targeted = core.target(owner).is_some_and(|t| t.get(row).is_some());
             if owns_row || targeted {
                 return false;
             }
@@ -475,16 +474,17 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let row = pmc.row;
         for &p in &pids {
-            let holder = core.targets.get(&p).and_then(|t| t.get(row)).map(|r| r.pmc);
+            let holder = core.target(p).and_then(|t| t.get(row)).map(|r| r.pmc);
             if holder.is_some_and(|h| h != handle) {
                 return Err(Errno::Busy);
             }
         }
         for &p in &pids {
-            core.link_target(handle, row, p);
+            core.link_target(handle, row, p)?;
         }
         let pmc = core.pmc(handle).cloned();
         drop(core);
+        self.publish_loads(&pids);
         if let Some(pmc) = pmc {
             for p in pids {
                 self.log_attach(&pmc, p);
@@ -517,7 +517,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         {
             let core = self.core.lock(&self.kernel);
-            let target = core.targets.get(&pid).ok_or(Errno::Srch)?;
+            let target = core.target(pid).ok_or(Errno::Srch)?;
             if target.get(pmc.row).map(|r| r.pmc) != Some(handle) {
                 return Err(Errno::Inval);
             }
@@ -533,39 +533,67 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         Ok(())
     }
 
-    /// Unloads `handle` from the CPUs where it runs for one of `pids`, then unlinks those
-    /// targets; the owner gets SIGIO if the PMC lost its last target.
+    /// Detaches `handle` from `pids`: unlinks them (so that no CPU loads it for them any more),
+    /// then unloads it from the CPUs where it still runs for one of them; the owner gets SIGIO
+    /// if the PMC lost its last target.
     pub(crate) fn detach_targets(&self, handle: PmcHandle, pids: &[Pid]) {
-        self.on_cpus_holding(handle, |cpu, row| {
-            let for_target = self.slot(cpu, row).is_some_and(|s| pids.contains(&s.pid()));
-            if for_target {
-                if let Some(Some((pid, delta, dropped))) =
-                    self.on_cpu(cpu, || self.unload_pmc(cpu, handle, row))
-                {
-                    self.credit(handle, pid, delta, dropped);
-                }
-            }
-        });
         if self.core.lock(&self.kernel).pmc(handle).is_some_and(Pmc::runs_on_host) {
             for &pid in pids {
                 self.hosted_detach(handle, pid);
             }
         }
-        let mut core = self.core.lock(&self.kernel);
-        let Some(pmc) = core.pmc(handle).cloned() else { return };
-        let (row, owner, had_targets) = (pmc.row, pmc.owner, !pmc.targets.is_empty());
-        let log_exit = pmc.flags.contains(PmcFlags::LOG_PROCEXIT) && !pmc.mode().is_sampling();
-        for &pid in pids {
-            let share = core.targets.get(&pid).and_then(|t| t.get(row)).filter(|r| r.pmc == handle);
-            if let Some(value) = share.map(|r| r.value).filter(|_| log_exit) {
-                self.log_proc_exit(&pmc, pid, value);
+        // Each target's share so far (PROCEXIT's value), then the links go.
+        let (pmc, mut shares) = {
+            let mut core = self.core.lock(&self.kernel);
+            core.settle(handle);
+            let Some(pmc) = core.pmc(handle).cloned() else { return };
+            let mut shares: Vec<(Pid, u64)> = Vec::with_capacity(pids.len());
+            for &pid in pids {
+                let share = core.target(pid).and_then(|t| t.get(pmc.row));
+                let share = share.filter(|r| r.pmc == handle).map_or(0, |r| r.value);
+                shares.push((pid, share));
+                core.unlink_target(handle, pmc.row, pid);
             }
-            core.unlink_target(handle, row, pid);
+            (pmc, shares)
+        };
+        self.publish_loads(pids);
+        // No switch-in loads it for them now: what still runs is unloaded, and what switch-outs
+        // handed back meanwhile is in the cells.
+        let mut unloaded: Vec<(Pid, u64, u64)> = Vec::new();
+        self.on_cpus_holding(handle, |cpu, row| {
+            let for_target = self.slot(cpu, row).is_some_and(|s| pids.contains(&s.pid()));
+            if for_target {
+                if let Some(Some(found)) = self.on_cpu(cpu, || self.unload_pmc(cpu, handle, row)) {
+                    unloaded.push(found);
+                }
+            }
+        });
+        let mut core = self.core.lock(&self.kernel);
+        for (pid, share) in &mut shares {
+            let (handed_back, lost) = core.take_cell(handle, *pid);
+            let (delta, dropped) = unloaded
+                .iter()
+                .filter(|(p, _, _)| p == pid)
+                .fold((handed_back, lost), |(d, l), &(_, delta, dropped)| {
+                    (d.wrapping_add(delta), l + dropped)
+                });
+            // The link is gone: the PMC's count takes it, and the share adds it up.
+            core.credit(handle, *pid, delta, dropped);
+            *share = share.wrapping_add(delta);
+            if dropped > 0 {
+                self.stats.unreported_drops.store(true, core::sync::atomic::Ordering::Relaxed);
+            }
         }
         let now_empty = core.pmc(handle).is_some_and(|p| p.targets.is_empty());
         drop(core);
-        if had_targets && now_empty {
-            self.kernel.signal(owner, Signal::Io);
+        let log_exit = pmc.flags.contains(PmcFlags::LOG_PROCEXIT) && !pmc.mode().is_sampling();
+        if log_exit {
+            for &(pid, share) in &shares {
+                self.log_proc_exit(&pmc, pid, share);
+            }
+        }
+        if !pmc.targets.is_empty() && now_empty {
+            self.kernel.signal(pmc.owner, Signal::Io);
         }
     }
 
@@ -599,12 +627,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             self.on_cpu(cpu, || {
                 let core = self.core.lock(&self.kernel);
                 if let Some(pmc) = core.pmc(handle).filter(|p| p.is_running()) {
-                    self.load_pmc(cpu, handle, pmc, -1);
+                    self.load_pmc(cpu, handle, pmc, -1, NO_CELL);
                 }
             });
             return Ok(());
         }
-        let self_attached = {
+        let (self_attached, targets) = {
             let mut core = self.core.lock(&self.kernel);
             let current = core.pmc(handle).ok_or(Errno::Inval)?;
             let attach_self = current.targets.is_empty();
@@ -613,17 +641,17 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                     return Err(Errno::Srch);
                 }
                 let row = current.row;
-                let holder = core.targets.get(&caller).and_then(|t| t.get(row));
+                let holder = core.target(caller).and_then(|t| t.get(row));
                 if holder.is_some_and(|r| r.pmc != handle) {
                     return Err(Errno::Busy);
                 }
-                core.link_target(handle, row, caller);
+                core.link_target(handle, row, caller)?;
             }
-            if !pmc.hosted {
-                core.set_state(handle, State::Running);
-            }
-            attach_self
+            let targets =
+                if pmc.hosted { Vec::new() } else { core.set_state(handle, State::Running) };
+            (attach_self, targets)
         };
+        self.publish_loads(&targets);
         if pmc.hosted {
             let targets = self.core.lock(&self.kernel).pmc(handle).map(|p| p.targets.clone());
             let started = self.start_hosted(handle, pmc.state, &targets.unwrap_or_default());
@@ -677,12 +705,15 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(pmc) = core.pmc(handle) else { return };
         let free = self.slot(cpu, pmc.row).is_some_and(|s| s.handle().is_none());
         if pmc.is_running() && pmc.targets.contains(&pid) && free {
-            self.load_pmc(cpu, handle, pmc, pid);
+            let cell = pmc.cell_of(pid).unwrap_or(NO_CELL);
+            self.load_pmc(cpu, handle, pmc, pid, cell);
         }
     }
 
+    /// Sets `handle`'s state and gives every CPU its targets' new load lists.
     fn set_state(&self, handle: PmcHandle, state: State) {
-        self.core.lock(&self.kernel).set_state(handle, state);
+        let targets = self.core.lock(&self.kernel).set_state(handle, state);
+        self.publish_loads(&targets);
     }
 
     /// PMCSTOP: the PMC leaves every CPU at once and its count is final until restarted.
@@ -734,6 +765,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         if write {
             let mut core = self.core.lock(&self.kernel);
+            // What the hooks handed back belongs to the value being replaced.
+            core.settle(handle);
             let pmc = core.pmc_mut(handle).ok_or(Errno::Inval)?;
             if pmc.mode().is_sampling() {
                 pmc.reload = new_value;
@@ -766,8 +799,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         // The count first, then what the CPUs hold: a PMC unloaded in between makes the read
         // late, never counts twice.
-        let value =
-            self.core.lock(&self.kernel).pmc(handle).map(|p| p.value).ok_or(Errno::Inval)?;
+        let value = {
+            let mut core = self.core.lock(&self.kernel);
+            core.settle(handle);
+            core.pmc(handle).map(|p| p.value).ok_or(Errno::Inval)?
+        };
         if !pmc.running {
             return Ok(value);
         }
@@ -786,10 +822,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let caller = self.kernel.current_pid();
         let mut core = self.core.lock(&self.kernel);
         let handle = core.find(caller, request.pm_pmcid)?;
-        let pmc = core.pmc_mut(handle).ok_or(Errno::Inval)?;
-        if pmc.is_running() {
+        if core.pmc(handle).ok_or(Errno::Inval)?.is_running() {
             return Err(Errno::Busy);
         }
+        core.settle(handle);
+        let pmc = core.pmc_mut(handle).ok_or(Errno::Inval)?;
         if pmc.mode().is_sampling() {
             pmc.reload = request.pm_count.max(self.min_reload(pmc.id.class));
             pmc.start = self.counter_start(pmc);
@@ -815,13 +852,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let HwConfig::Hardware(config) = pmc.config else { return Err(Errno::NoSys) };
         request.pm_msr = Backend::rdpmc_index(config, pmc.class_row).ok_or(Errno::NoSys)?;
         self.copy_out(&request, arg)?;
-        {
+        let targets = {
             let mut core = self.core.lock(&self.kernel);
             if let Some(pmc) = core.pmc_mut(handle) {
                 pmc.msr_granted = true;
             }
-            core.refresh_targets_of(handle);
-        }
+            core.refresh_targets_of(handle)
+        };
+        self.publish_loads(&targets);
         // The caller runs now: if the PMC is on this CPU, RDPMC works from its next instruction.
         let cpu = self.kernel.current_cpu();
         let loaded_here = self.slot(cpu, pmc.row).is_some_and(|s| s.handle() == Some(handle));

@@ -70,6 +70,8 @@ impl SampleFlags {
     pub(crate) const CALLCHAIN: u8 = 2;
     /// Its kernel-mode samples of user threads get the user stack too (PMC_F_USERCALLCHAIN).
     pub(crate) const USER_STACK: u8 = 4;
+    /// It logs a PROCCSW record at every switch-out (PMC_F_LOG_PROCCSW).
+    pub(crate) const LOG_CSW: u8 = 8;
 
     pub(crate) const fn new(sampling: bool, callchain: bool, user_stack: bool) -> Self {
         SampleFlags(
@@ -77,6 +79,17 @@ impl SampleFlags {
                 | if callchain { Self::CALLCHAIN } else { 0 }
                 | if user_stack { Self::USER_STACK } else { 0 },
         )
+    }
+
+    /// These flags, logging context switches or not.
+    pub(crate) const fn logging_context_switches(self, on: bool) -> Self {
+        SampleFlags(if on { self.0 | Self::LOG_CSW } else { self.0 & !Self::LOG_CSW })
+    }
+
+    /// Whether the PMC samples.
+    #[inline]
+    pub(crate) const fn is_sampling(self) -> bool {
+        self.contains(Self::SAMPLING)
     }
 
     #[inline]
@@ -116,6 +129,9 @@ pub(crate) struct Slot {
     soft_counter: AtomicU64,
     /// The event a SOFT row counts.
     soft_event: AtomicU32,
+    /// The credit cell of the (PMC, process) link loaded here, where switch-out hands back what
+    /// it counted (see [`crate::credits`]).
+    cell: AtomicU32,
 }
 
 impl Slot {
@@ -150,12 +166,32 @@ impl Slot {
         pid: Pid,
         (start, load): (u64, u64),
         sample_flags: SampleFlags,
+        cell: u32,
     ) {
+        self.cell.store(cell, Ordering::Relaxed);
         self.start.store(start, Ordering::Relaxed);
         self.sample_flags.store(sample_flags.0, Ordering::Relaxed);
         self.last.store(load, Ordering::Relaxed);
         self.pid.store(pid, Ordering::Relaxed);
         self.handle.store(handle.raw(), Ordering::Release);
+    }
+
+    /// The credit cell of the link loaded here.
+    #[inline]
+    pub(crate) fn cell(&self) -> u32 {
+        self.cell.load(Ordering::Relaxed)
+    }
+
+    /// Whether the PMC in the slot logs a PROCCSW record at every switch-out.
+    #[inline]
+    pub(crate) fn logs_context_switches(&self) -> bool {
+        self.sample_flags().contains(SampleFlags::LOG_CSW)
+    }
+
+    /// An empty slot of a counter of width mask `mask` (for the models of other modules).
+    #[cfg(all(test, loom))]
+    pub(crate) fn with_mask(mask: u64) -> Self {
+        Slot { mask: AtomicU64::new(mask), ..Slot::default() }
     }
 
     #[inline]
@@ -453,13 +489,12 @@ impl PerCpu {
         rows.iter().map(|r| r.load(Ordering::Relaxed))
     }
 
-    /// Whether the thread running here has PMCs loaded, counters started or RDPMC allowed (what
-    /// its switch-out has to undo).
+    /// Whether the thread running here has PMCs loaded or RDPMC allowed (what its switch-out
+    /// has to undo). Its started counters need no look: each belongs to a row it has loaded
+    /// (they are added and removed together).
     #[inline]
     pub(crate) fn holds_anything(&self) -> bool {
-        self.current_len.load(Ordering::Relaxed) != 0
-            || self.current_counters.load(Ordering::Relaxed) != 0
-            || self.user_rdpmc.load(Ordering::Relaxed)
+        self.current_len.load(Ordering::Relaxed) != 0 || self.user_rdpmc.load(Ordering::Relaxed)
     }
 
     /// The slot of the hardware counter at `bit` of a [`CounterMask`] here.
@@ -570,7 +605,7 @@ mod tests {
     /// A slot of an 8-bit counter loaded with a period of 16 (start 0xF0).
     fn loaded_slot() -> Slot {
         let slot = Slot { mask: AtomicU64::new(0xFF), ..Slot::default() };
-        slot.claim(PmcHandle::new(0, 0), 1, (0xF0, 0xF0), SampleFlags::default());
+        slot.claim(PmcHandle::new(0, 0), 1, (0xF0, 0xF0), SampleFlags::default(), 0);
         slot.publish();
         slot
     }
@@ -620,7 +655,7 @@ mod loom_models {
             let loader = {
                 let slot = Arc::clone(&slot);
                 thread::spawn(move || {
-                    slot.claim(PmcHandle::new(4, 1), 7, (0xF0, 0xF8), SampleFlags::default());
+                    slot.claim(PmcHandle::new(4, 1), 7, (0xF0, 0xF8), SampleFlags::default(), 0);
                     slot.publish();
                     slot.unpublish();
                     slot.release();
@@ -641,7 +676,7 @@ mod loom_models {
             // An 8-bit counter loaded at 0xF0 (a period of 16) that counted 20 events: it
             // wrapped to 0x04 and raised its interrupt.
             let slot = Arc::new(Slot { mask: AtomicU64::new(0xFF), ..Slot::default() });
-            slot.claim(PmcHandle::new(0, 0), 1, (0xF0, 0xF0), SampleFlags::default());
+            slot.claim(PmcHandle::new(0, 0), 1, (0xF0, 0xF0), SampleFlags::default(), 0);
             slot.publish();
             let counter = Arc::new(AtomicU64::new(0x04));
             let pmi = {

@@ -1,6 +1,8 @@
 //! The driver's bookkeeping: PMCs, their owners, the processes they are attached to, and who may
 //! use each row. All of it lives behind one lock taken in thread context only (system calls and
-//! the fork, exec, exit and context-switch hooks); the interrupt path never touches it.
+//! the fork, exec, exit and thread hooks); the context-switch hooks see only what it publishes
+//! for them (load lists, see [`crate::loads`]) and hand counts back through credit cells (see
+//! [`crate::credits`]); the interrupt path never touches it.
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -10,8 +12,10 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::abi::{Caps, Mode, PmcFlags, PmcId, State};
 use crate::class::HwConfig;
+use crate::credits::{CellAllocator, Credits};
 use crate::errno::Errno;
 use crate::kernel::{Cpu, Pid};
+use crate::loads::{LoadMap, LoadSpec};
 use crate::percpu::{PmcHandle, SampleFlags};
 
 /// One allocated PMC.
@@ -48,6 +52,10 @@ pub(crate) struct Pmc {
     /// Whether the host kernel counts it (see [`crate::hosted`]): the context-switch hooks
     /// never load it.
     pub(crate) hosted: bool,
+    /// The credit cell of every process it was ever attached to (see [`crate::credits`]):
+    /// where the context-switch hooks hand back what it counted there. Kept until it is freed,
+    /// when no hook can reach them any more.
+    pub(crate) cells: Vec<(Pid, u32)>,
 }
 
 impl Pmc {
@@ -64,6 +72,29 @@ impl Pmc {
     /// Whether the host kernel counts it right now (see [`crate::hosted`]).
     pub(crate) fn runs_on_host(&self) -> bool {
         self.hosted && self.is_running()
+    }
+
+    /// How to load it (`handle`) for the link whose credit cell is `cell`.
+    pub(crate) fn load_spec(&self, handle: PmcHandle, cell: u32) -> LoadSpec {
+        LoadSpec {
+            row: self.row,
+            handle,
+            armed: self.config.armed(),
+            start: self.start,
+            cell,
+            user_rdpmc: self.msr_granted,
+            sample_flags: SampleFlags::new(
+                self.mode().is_sampling(),
+                self.flags.contains(PmcFlags::CALLCHAIN),
+                self.flags.contains(PmcFlags::USERCALLCHAIN),
+            )
+            .logging_context_switches(self.flags.contains(PmcFlags::LOG_PROCCSW)),
+        }
+    }
+
+    /// The credit cell of its link to process `pid`, if it was ever attached to it.
+    pub(crate) fn cell_of(&self, pid: Pid) -> Option<u32> {
+        self.cells.iter().find(|(p, _)| *p == pid).map(|&(_, cell)| cell)
     }
 
     /// Adds `delta` counted events to this PMC (`handle`) and, when it logs PROCEXIT records
@@ -93,51 +124,19 @@ pub(crate) struct Target {
     /// The rows that have a PMC, in attach order.
     attached: Vec<u32>,
     /// What the context-switch hook loads: the running PMCs, with everything loading needs,
-    /// rebuilt whenever one of them changes ([`Core::refresh_target`]).
-    pub(crate) running: Vec<LoadSpec>,
-}
-
-/// How to load one PMC on its row: all the context-switch hook needs, without looking the PMC
-/// up.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct LoadSpec {
-    pub(crate) row: u32,
-    pub(crate) handle: PmcHandle,
-    /// The PMC's configuration as loading writes it ([`HwConfig::armed`]).
-    pub(crate) armed: HwConfig,
-    /// The value the counter is reloaded with after an overflow.
-    pub(crate) start: u64,
-    /// The value the counter is loaded with at switch-in: `start`, or for a sampling PMC where
-    /// the process left off at its last switch-out (FreeBSD's `pt_pmcval`), so that every
-    /// `reload` events of the process give one sample however often it is switched.
-    pub(crate) resume: u64,
-    /// Whether the owner may read the counter with RDPMC.
-    pub(crate) user_rdpmc: bool,
-    /// How the PMC samples.
-    pub(crate) sample_flags: SampleFlags,
-}
-
-impl LoadSpec {
-    pub(crate) fn of(handle: PmcHandle, pmc: &Pmc) -> Self {
-        LoadSpec {
-            row: pmc.row,
-            handle,
-            armed: pmc.config.armed(),
-            start: pmc.start,
-            resume: pmc.start,
-            user_rdpmc: pmc.msr_granted,
-            sample_flags: SampleFlags::new(
-                pmc.mode().is_sampling(),
-                pmc.flags.contains(PmcFlags::CALLCHAIN),
-                pmc.flags.contains(PmcFlags::USERCALLCHAIN),
-            ),
-        }
-    }
+    /// rebuilt whenever one of them changes ([`Core::refresh_target`]) and never changed in
+    /// place: every CPU gets the new list (`Driver::publish_loads`) and its hooks read it with
+    /// no lock.
+    running: Arc<[LoadSpec]>,
 }
 
 impl Target {
     fn new(rows: u32) -> Self {
-        Target { rows: alloc::vec![None; rows as usize], attached: Vec::new(), running: Vec::new() }
+        Target {
+            rows: alloc::vec![None; rows as usize],
+            attached: Vec::new(),
+            running: Arc::from(Vec::new()),
+        }
     }
 
     /// The PMC attached at `row`.
@@ -178,14 +177,17 @@ impl Target {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TargetRow {
     pub(crate) pmc: PmcHandle,
-    /// Counting modes: what the PMC counted for this process (`pp_pmcval`).
+    /// Counting modes: what the PMC counted for this process (`pp_pmcval`), besides what its
+    /// credit cell holds.
     pub(crate) value: u64,
+    /// The link's credit cell (see [`crate::credits`]).
+    cell: u32,
 }
 
 /// A process that owns PMCs (FreeBSD's `pmc_owner`).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Owner {
-    pub(crate) pmcs: Vec<PmcHandle>,
+struct Owner {
+    pmcs: Vec<PmcHandle>,
 }
 
 /// A registered software event.
@@ -203,7 +205,7 @@ struct Entry {
 
 /// The PMCs, addressed by handle; a stale handle (of a freed, reused entry) finds nothing.
 #[derive(Debug, Default)]
-pub(crate) struct PmcTable {
+struct PmcTable {
     entries: Vec<Entry>,
 }
 
@@ -258,21 +260,26 @@ impl PmcTable {
     }
 }
 
-/// Everything under the driver's lock.
+/// Everything under the driver's lock, changed only through its methods.
 #[derive(Debug)]
 pub(crate) struct Core {
-    pub(crate) pmcs: PmcTable,
-    pub(crate) owners: BTreeMap<Pid, Owner>,
-    pub(crate) targets: BTreeMap<Pid, Target>,
+    pmcs: PmcTable,
+    owners: BTreeMap<Pid, Owner>,
+    targets: BTreeMap<Pid, Target>,
     /// Per row: 0 free, n > 0 used by n process PMCs, n < 0 used by −n system PMCs.
-    pub(crate) disposition: Vec<i32>,
+    disposition: Vec<i32>,
     /// Per (cpu, row): disabled by PMCADMIN.
     disabled: Vec<bool>,
     rows: u32,
-    pub(crate) soft_events: Vec<SoftEvent>,
+    soft_events: Vec<SoftEvent>,
     /// Which processes have running PMCs (see [`Core::publish_running_pids`]), shared with the
     /// driver, whose context-switch hooks read it without the lock.
     running_pids: Arc<AtomicU64>,
+    /// The credit cells, shared with the context-switch hooks, and which of them are given out.
+    credits: Arc<Credits>,
+    cells: CellAllocator,
+    /// The newest load map given to the CPUs (see [`crate::loads`]).
+    published: Arc<LoadMap>,
 }
 
 /// A process's bit in [`Core::running_pids`].
@@ -282,7 +289,12 @@ pub(crate) fn running_pid_bit(pid: Pid) -> u64 {
 }
 
 impl Core {
-    pub(crate) fn new(cpus: u32, rows: u32, running_pids: Arc<AtomicU64>) -> Self {
+    pub(crate) fn new(
+        cpus: u32,
+        rows: u32,
+        running_pids: Arc<AtomicU64>,
+        credits: Arc<Credits>,
+    ) -> Self {
         Core {
             pmcs: PmcTable::default(),
             owners: BTreeMap::new(),
@@ -292,6 +304,9 @@ impl Core {
             rows,
             soft_events: Vec::new(),
             running_pids,
+            credits,
+            cells: CellAllocator::default(),
+            published: Arc::new(LoadMap::default()),
         }
     }
 
@@ -303,17 +318,71 @@ impl Core {
         self.pmcs.get_mut(handle)
     }
 
-    /// Stores a new PMC and registers it with its owner.
+    /// Process `pid` as a target of PMCs, if any is attached to it.
+    pub(crate) fn target(&self, pid: Pid) -> Option<&Target> {
+        self.targets.get(&pid)
+    }
+
+    /// The PMCs `owner` owns (none if it owns none).
+    pub(crate) fn owned(&self, owner: Pid) -> &[PmcHandle] {
+        self.owners.get(&owner).map_or(&[], |o| &o.pmcs)
+    }
+
+    /// Whether `pid` owns PMCs.
+    pub(crate) fn owns_any(&self, pid: Pid) -> bool {
+        self.owners.contains_key(&pid)
+    }
+
+    /// The processes that own PMCs.
+    pub(crate) fn owner_pids(&self) -> Vec<Pid> {
+        self.owners.keys().copied().collect()
+    }
+
+    /// How `row` is used: 0 free, n > 0 by n process PMCs, n < 0 by −n system PMCs.
+    pub(crate) fn disposition(&self, row: u32) -> i32 {
+        self.disposition.get(row as usize).copied().unwrap_or(0)
+    }
+
+    /// The registered software events.
+    pub(crate) fn soft_events(&self) -> &[SoftEvent] {
+        &self.soft_events
+    }
+
+    /// Registers software event `name` and returns its code (the same for the same name);
+    /// ENOMEM when every code is used.
+    pub(crate) fn register_soft_event(&mut self, name: &str) -> Result<u32, Errno> {
+        if let Some(existing) = self.soft_events.iter().find(|e| e.name == name) {
+            return Ok(existing.code);
+        }
+        let code = crate::abi::event::SOFT_FIRST + self.soft_events.len() as u32;
+        if code > crate::abi::event::SOFT_LAST {
+            return Err(Errno::NoMem);
+        }
+        self.soft_events.push(SoftEvent { name: String::from(name), code });
+        Ok(code)
+    }
+
+    /// Stores a new PMC (its row chosen), registers it with its owner and counts it on its row.
     pub(crate) fn insert(&mut self, pmc: Pmc) -> PmcHandle {
         let owner = pmc.owner;
+        if let Some(disposition) = self.disposition.get_mut(pmc.row as usize) {
+            *disposition += if pmc.mode().is_system() { -1 } else { 1 };
+        }
         let handle = self.pmcs.insert(pmc);
         self.owners.entry(owner).or_default().pmcs.push(handle);
         handle
     }
 
     /// Removes a PMC (already unloaded and detached) and forgets an owner left with nothing.
+    /// Its credit cells are free again: no CPU loads it any more, so no hook reaches them.
     pub(crate) fn remove(&mut self, handle: PmcHandle) -> Option<Pmc> {
         let pmc = self.pmcs.remove(handle)?;
+        if let Some(disposition) = self.disposition.get_mut(pmc.row as usize) {
+            *disposition -= if pmc.mode().is_system() { -1 } else { 1 };
+        }
+        for &(_, cell) in &pmc.cells {
+            self.cells.free(cell);
+        }
         if let Some(owner) = self.owners.get_mut(&pmc.owner) {
             owner.pmcs.retain(|&h| h != handle);
             if owner.pmcs.is_empty() {
@@ -344,9 +413,23 @@ impl Core {
         self.handles().find(|&h| self.pmc(h).is_some_and(|p| p.row == row && p.cpu() == Some(cpu)))
     }
 
-    /// Attaches PMC `handle` (at `row`) to process `pid`, with the flags that says.
-    pub(crate) fn link_target(&mut self, handle: PmcHandle, row: u32, pid: Pid) {
-        let Some(pmc) = self.pmc_mut(handle) else { return };
+    /// Attaches PMC `handle` (at `row`) to process `pid`, with the flags that says. ENOMEM
+    /// when no credit cell is left for the link.
+    pub(crate) fn link_target(
+        &mut self,
+        handle: PmcHandle,
+        row: u32,
+        pid: Pid,
+    ) -> Result<(), Errno> {
+        let Some(pmc) = self.pmcs.get_mut(handle) else { return Ok(()) };
+        let cell = match pmc.cell_of(pid) {
+            Some(cell) => cell,
+            None => {
+                let cell = self.cells.allocate(&self.credits, pmc.start).ok_or(Errno::NoMem)?;
+                pmc.cells.push((pid, cell));
+                cell
+            }
+        };
         if !pmc.targets.contains(&pid) {
             pmc.targets.push(pid);
         }
@@ -356,7 +439,8 @@ impl Core {
         } else if pmc.mode().is_sampling() {
             pmc.flags |= PmcFlags::NEEDS_LOGFILE;
         }
-        self.attach(pid, row, handle);
+        self.attach(pid, row, handle, cell);
+        Ok(())
     }
 
     /// Detaches PMC `handle` (at `row`) from process `pid`.
@@ -370,6 +454,28 @@ impl Core {
         self.detach(pid, row, handle);
     }
 
+    /// Moves what the context-switch hooks handed back for PMC `handle` (its credit cells) into
+    /// its count, its targets' shares and its lost samples; returns the samples lost.
+    pub(crate) fn settle(&mut self, handle: PmcHandle) -> u64 {
+        let Some(pmc) = self.pmcs.get_mut(handle) else { return 0 };
+        let mut lost = 0;
+        for link in 0..pmc.cells.len() {
+            let (pid, cell) = pmc.cells[link];
+            let Some((delta, dropped)) = self.credits.get(cell).map(|c| c.take()) else { continue };
+            lost += dropped;
+            pmc.credit(handle, self.targets.get_mut(&pid), delta);
+        }
+        pmc.dropped += lost;
+        lost
+    }
+
+    /// Takes what the hooks handed back to PMC `handle`'s cell for `pid`: (events, lost
+    /// samples).
+    pub(crate) fn take_cell(&self, handle: PmcHandle, pid: Pid) -> (u64, u64) {
+        let cell = self.pmcs.get(handle).and_then(|p| p.cell_of(pid));
+        cell.and_then(|c| self.credits.get(c)).map_or((0, 0), |c| c.take())
+    }
+
     /// Adds `delta` counted events to PMC `handle` and to target `pid`'s share of it, and
     /// `dropped` lost samples.
     pub(crate) fn credit(&mut self, handle: PmcHandle, pid: Pid, delta: u64, dropped: u64) {
@@ -379,48 +485,68 @@ impl Core {
         }
     }
 
-    /// Attaches `pmc` at `row` of process `pid`.
-    pub(crate) fn attach(&mut self, pid: Pid, row: u32, pmc: PmcHandle) {
+    /// Attaches `pmc` at `row` of process `pid`, with credit cell `cell`.
+    fn attach(&mut self, pid: Pid, row: u32, pmc: PmcHandle, cell: u32) {
         let rows = self.rows;
         let target = self.targets.entry(pid).or_insert_with(|| Target::new(rows));
-        target.insert(row, TargetRow { pmc, value: 0 });
+        target.insert(row, TargetRow { pmc, value: 0, cell });
         self.refresh_target(pid);
     }
 
-    /// Rebuilds what the context-switch hook loads for process `pid`.
+    /// Rebuilds what the context-switch hook loads for process `pid` (the caller then
+    /// publishes it to every CPU).
     pub(crate) fn refresh_target(&mut self, pid: Pid) {
-        let Core { pmcs, targets, .. } = self;
+        let Core { pmcs, targets, credits, .. } = self;
         let Some(target) = targets.get_mut(&pid) else { return };
-        let previous = core::mem::take(&mut target.running);
-        let mut running = Vec::with_capacity(previous.len() + 1);
+        let mut running = Vec::with_capacity(target.running.len() + 1);
         for (_, row) in target.iter() {
             if let Some(pmc) = pmcs.get(row.pmc).filter(|p| p.is_running() && !p.hosted) {
-                let mut spec = LoadSpec::of(row.pmc, pmc);
-                // A PMC that kept running with the same reload keeps its place in the period.
+                let spec = pmc.load_spec(row.pmc, row.cell);
+                // A PMC that kept running with the same reload keeps its place in the period;
+                // one that starts (again) begins a whole one. (It is not loaded anywhere when
+                // it starts, so no switch-out writes the cell meanwhile.)
                 let kept =
-                    previous.iter().find(|p| p.handle == spec.handle && p.start == spec.start);
-                spec.resume = kept.map_or(spec.start, |p| p.resume);
+                    target.running.iter().any(|p| p.handle == spec.handle && p.start == spec.start);
+                if !kept {
+                    if let Some(cell) = credits.get(row.cell) {
+                        cell.set_resume(spec.start);
+                    }
+                }
                 running.push(spec);
             }
         }
-        target.running = running;
+        target.running = Arc::from(running);
         self.publish_running_pids();
     }
 
-    /// Sets a PMC's state and refreshes its targets' load lists.
-    pub(crate) fn set_state(&mut self, handle: PmcHandle, state: State) {
-        let Some(pmc) = self.pmcs.get_mut(handle) else { return };
+    /// Sets a PMC's state and refreshes its targets' load lists; returns the targets (whose
+    /// lists the caller publishes).
+    pub(crate) fn set_state(&mut self, handle: PmcHandle, state: State) -> Vec<Pid> {
+        let Some(pmc) = self.pmcs.get_mut(handle) else { return Vec::new() };
         pmc.state = state;
-        self.refresh_targets_of(handle);
+        self.refresh_targets_of(handle)
     }
 
     /// Refreshes the load lists of every process `handle` is attached to (after a change to the
-    /// PMC that loading depends on).
-    pub(crate) fn refresh_targets_of(&mut self, handle: PmcHandle) {
+    /// PMC that loading depends on); returns them.
+    pub(crate) fn refresh_targets_of(&mut self, handle: PmcHandle) -> Vec<Pid> {
         let targets = self.pmcs.get(handle).map(|p| p.targets.clone()).unwrap_or_default();
-        for pid in targets {
+        for &pid in &targets {
             self.refresh_target(pid);
         }
+        targets
+    }
+
+    /// A new version of the load map with the current lists of processes `pids`, for the
+    /// caller to give every CPU (see [`crate::loads`]).
+    pub(crate) fn publish_loads(&mut self, pids: &[Pid]) -> Arc<LoadMap> {
+        let changes = pids.iter().map(|&pid| {
+            let list = self.targets.get(&pid).map(|t| Arc::clone(&t.running));
+            (pid, list.filter(|r| !r.is_empty()))
+        });
+        let map = Arc::new(self.published.with(changes));
+        self.published = Arc::clone(&map);
+        map
     }
 
     /// Detaches whatever is at `row` of process `pid` if it is `pmc`; forgets a process left

@@ -76,6 +76,7 @@
 //! each CPU ([`SimKernel::set_running`]), so the driver reads only the interrupted thread's
 //! kernel stack.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::{Add, AddAssign};
 use std::rc::Rc;
@@ -97,6 +98,9 @@ pub const STACKS_BASE: u64 = 0x7f00_0000_0000;
 pub const KERNEL_IDLE_PC: u64 = 0xffff_ffff_8010_0000;
 /// The PC the mode that delivers a PMI at every MSR access reports: the driver's code.
 pub const DRIVER_PC: u64 = 0xffff_ffff_8020_0000;
+/// With [`MachineConfig::pmi_seed`], a PMI comes after about one in this many of the driver's
+/// MSR and counter accesses.
+pub const SEEDED_PMI_ONE_IN: u64 = 4;
 
 /// The lowest address of thread `tid`'s stack: [`STACKS_BASE`] + (`tid` mod 65536) × 2 ×
 /// [`STACK_SIZE`] (an unmapped guard gap separates stacks).
@@ -124,6 +128,10 @@ pub struct MachineConfig {
     /// default): the held PMI if the LVT entry has one, else a spurious one, in the middle of
     /// whatever the driver was doing — system call, hook or drain — as an NMI can arrive.
     pub pmi_at_every_msr_access: bool,
+    /// Whether to deliver a PMI (as [`MachineConfig::pmi_at_every_msr_access`] does) at about
+    /// one in [`SEEDED_PMI_ONE_IN`] of the driver's MSR and counter accesses, chosen by this seed
+    /// (off by default): the same seed picks the same accesses.
+    pub pmi_seed: Option<u64>,
     /// What every CPU's local APIC does with a PMI raised while its entry is masked (held until
     /// unmasked by default; dropped on a model whose APIC drops them, like a KVM guest).
     pub masked_pmi: MaskedPmi,
@@ -144,6 +152,7 @@ impl MachineConfig {
             quantum: 64,
             idle_work: None,
             pmi_at_every_msr_access: false,
+            pmi_seed: None,
             masked_pmi: if model.quirks.drops_masked_pmis {
                 MaskedPmi::Dropped
             } else {
@@ -182,6 +191,29 @@ impl MachineConfig {
     pub fn pmi_at_every_msr_access(mut self, on: bool) -> Self {
         self.pmi_at_every_msr_access = on;
         self
+    }
+
+    /// Delivering a PMI at the MSR and counter accesses `seed` chooses (see
+    /// [`MachineConfig::pmi_seed`]), or not (`None`).
+    pub fn pmi_at_seeded_accesses(mut self, seed: Option<u64>) -> Self {
+        self.pmi_seed = seed;
+        self
+    }
+
+    /// With the PMI injection the environment asks for: `HWPMC_SIM_PMI_AT_EVERY_MSR_ACCESS=1`
+    /// delivers one at every MSR and counter access the driver makes,
+    /// `HWPMC_SIM_PMI_SEED=<u64>` at the accesses that seed chooses. The scenario tests build
+    /// their machines with it, so the same assertions run with PMIs in the middle of the
+    /// driver's work.
+    ///
+    /// # Panics
+    /// If `HWPMC_SIM_PMI_SEED` is set but is not a number.
+    pub fn pmi_injection_from_env(self) -> Self {
+        let every = std::env::var_os("HWPMC_SIM_PMI_AT_EVERY_MSR_ACCESS").is_some_and(|v| v == "1");
+        let seed = std::env::var("HWPMC_SIM_PMI_SEED").ok().map(|v| {
+            v.trim().parse::<u64>().unwrap_or_else(|_| panic!("HWPMC_SIM_PMI_SEED={v}: not a u64"))
+        });
+        self.pmi_at_every_msr_access(every).pmi_at_seeded_accesses(seed)
     }
 
     /// With this scheduler seed.
@@ -550,7 +582,7 @@ impl<'a> HookContext<'a> {
 
 /// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", 2014):
 /// the simulator's deterministic random numbers, also for tests that want a seeded sequence.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
@@ -640,23 +672,35 @@ impl Machine {
             machine.hardware().pmu(cpu).set_masked_pmi(config.masked_pmi);
         }
         if config.pmi_at_every_msr_access {
-            machine.deliver_a_pmi_at_every_msr_access();
+            machine.deliver_pmis_at_msr_accesses(None);
+        } else if let Some(seed) = config.pmi_seed {
+            machine.deliver_pmis_at_msr_accesses(Some(seed));
         }
         machine
     }
 
     /// Has the hardware call the driver's interrupt entry after every MSR and counter access
-    /// the driver makes outside it, on the CPU it is on, with a kernel-mode frame (see
-    /// [`MachineConfig::pmi_at_every_msr_access`]).
-    fn deliver_a_pmi_at_every_msr_access(&self) {
+    /// the driver makes outside it (`seed` `None`), or after the ones `seed` chooses, on the
+    /// CPU it is on, with a kernel-mode frame (see [`MachineConfig::pmi_at_every_msr_access`]
+    /// and [`MachineConfig::pmi_seed`]).
+    fn deliver_pmis_at_msr_accesses(&self, seed: Option<u64>) {
         let driver = Rc::downgrade(&self.driver);
         let kernel = self.kernel().clone();
         let hw = self.hardware().clone();
+        let chooser = seed.map(|seed| Cell::new(SplitMix64(seed)));
         hw.clone().after_each_access(Some(Rc::new(move || {
             let Some(driver) = driver.upgrade() else { return };
             // NMIs do not nest.
             if kernel.is_in_interrupt() {
                 return;
+            }
+            if let Some(chooser) = &chooser {
+                let mut rng = chooser.get();
+                let chosen = rng.below(SEEDED_PMI_ONE_IN) == 0;
+                chooser.set(rng);
+                if !chosen {
+                    return;
+                }
             }
             let cpu = hw.current_cpu();
             let _held = hw.pmu(cpu).take_pmi();

@@ -277,12 +277,12 @@ fn assert_all_rows_free(m: &Machine, viewer: Pid) {
 }
 
 /// A machine for the scenarios; with `HWPMC_SIM_PMI_AT_EVERY_MSR_ACCESS=1` it delivers a PMI at
-/// every MSR access the driver makes, and the same exact counts must come out; under the modes
-/// of [`SimModes::from_env`] otherwise.
+/// every MSR access the driver makes, with `HWPMC_SIM_PMI_SEED=<u64>` at the accesses the seed
+/// chooses, and the same exact counts must come out; under the modes of [`SimModes::from_env`]
+/// otherwise.
 fn machine(model: PmuModel, cpus: usize, seed: u64, quantum: u64) -> Machine {
-    let inject = std::env::var_os("HWPMC_SIM_PMI_AT_EVERY_MSR_ACCESS").is_some_and(|v| v == "1");
     let config = MachineConfig::new(model, cpus).seed(seed).quantum(quantum);
-    Machine::new(config.modes(&SimModes::from_env()).pmi_at_every_msr_access(inject))
+    Machine::new(config.modes(&SimModes::from_env()).pmi_injection_from_env())
 }
 
 // ----- 1. One single-threaded process counting itself -----

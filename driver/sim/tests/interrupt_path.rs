@@ -1,6 +1,7 @@
 //! The interrupt path (the PMI, software events) allocates nothing and takes no lock: a counting
 //! allocator sees no allocation on the thread while it runs, and the simulated kernel's critical
-//! section (which the driver's locks go through) is never entered.
+//! section (which the driver's locks go through) is never entered. The context-switch hooks of a
+//! process with running PMCs neither.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -94,4 +95,39 @@ fn the_pmi_and_software_events_allocate_nothing_and_take_no_lock() {
     driver.switch_out(0, pid, tid);
     assert!(pmis >= 30 && events == 40, "the interrupt path ran: {pmis} PMIs, {events} events");
     assert!(kernel.critical_sections() > 0, "thread context does take the driver's locks");
+}
+
+#[test]
+fn context_switches_of_a_process_with_running_pmcs_allocate_nothing_take_no_lock_and_count_exactly()
+{
+    let driver = load_driver(PmuModel::skylake(), 2, Tunables::default());
+    let kernel = driver.kernel().clone();
+    let hw = kernel.hardware().clone();
+    let pid = kernel.spawn(None, Credentials::user(1000));
+    let tid = kernel.threads(pid)[0];
+    let fd = kernel.open_sink(pid, SinkKind::Writable);
+    let client = PmcClient::new(&driver, pid);
+    client.configure_log(fd).unwrap();
+    let instructions = client.allocate(AllocateRequest::iap(0x00C0)).unwrap();
+    let sampling = AllocateRequest::iap(0x003C).in_mode(Mode::ThreadSampling, None);
+    let sampling = client.allocate(sampling.with_count(100_000)).unwrap();
+    for id in [instructions, sampling] {
+        client.start(id).unwrap();
+    }
+    let work = Work { instructions: 1000, core_cycles: 1500, ..Work::default() };
+    let sections = kernel.critical_sections();
+    for switch in 0..20u32 {
+        // The process moves between the two CPUs.
+        let cpu = switch % 2;
+        hw.set_current_cpu(cpu as usize);
+        let before = allocations();
+        driver.switch_in(cpu, pid, tid);
+        assert_eq!(allocations(), before, "switch-in allocates nothing (switch {switch})");
+        hw.pmu(cpu as usize).retire(Ring::User, &work);
+        let before = allocations();
+        driver.switch_out(cpu, pid, tid);
+        assert_eq!(allocations(), before, "switch-out allocates nothing (switch {switch})");
+    }
+    assert_eq!(kernel.critical_sections(), sections, "no lock in the context-switch hooks");
+    assert_eq!(client.read(instructions), Ok(20 * 1000), "every event counted once");
 }

@@ -1,7 +1,8 @@
 //! The machine's mode that delivers a PMI at every MSR and counter access the driver makes (in
 //! the middle of system calls, context switches, the drain): counts and samples come out
 //! exactly as without it. (`HWPMC_SIM_PMI_AT_EVERY_MSR_ACCESS=1 cargo test -p hwpmc-sim --test
-//! counting` runs every counting scenario in this mode.)
+//! counting` runs every counting scenario in this mode), and the mode that delivers one at the
+//! accesses a seed chooses (`HWPMC_SIM_PMI_SEED=<u64>`).
 
 use hwpmc::abi::Mode;
 use hwpmc_sim::machine::{Machine, MachineConfig};
@@ -12,11 +13,12 @@ use pmclog::{Record, Records};
 
 /// Four threads taking turns on two CPUs, counting their instructions and cycles, then a
 /// process sampled
-/// every 10 000 instructions by another; returns the counts read, the samples logged and the
-/// interrupts the driver saw.
-fn run(model: PmuModel, inject: bool) -> (Vec<u128>, usize, u32) {
+/// every 10 000 instructions by another, with PMIs delivered at every MSR access (`every`) or
+/// at the ones `seed` chooses; returns the counts read, the samples logged and the interrupts
+/// the driver saw.
+fn run(model: PmuModel, every: bool, seed: Option<u64>) -> (Vec<u128>, usize, u32) {
     let config = MachineConfig::new(model, 2).seed(7).quantum(2);
-    let mut m = Machine::new(config.pmi_at_every_msr_access(inject));
+    let mut m = Machine::new(config.pmi_at_every_msr_access(every).pmi_at_seeded_accesses(seed));
     let work = Work { instructions: 1000, core_cycles: 1500, ..Work::default() };
     let counted = ProgramBuilder::new("/bin/counted")
         .function("main", |f| {
@@ -68,13 +70,38 @@ fn run(model: PmuModel, inject: bool) -> (Vec<u128>, usize, u32) {
 fn a_pmi_at_every_msr_access_changes_no_count_and_no_sample() {
     let models = [("skylake", PmuModel::skylake()), ("core2", PmuModel::core2())];
     for (name, model) in models.into_iter().chain([("yonah", PmuModel::yonah())]) {
-        let (counts, samples, interrupts) = run(model, false);
-        let (injected_counts, injected_samples, injected_interrupts) = run(model, true);
+        let (counts, samples, interrupts) = run(model, false, None);
+        let (injected_counts, injected_samples, injected_interrupts) = run(model, true, None);
         assert_eq!(injected_counts, counts, "{name}: the same exact counts");
         assert_eq!((samples, injected_samples), (30, 30), "{name}: one sample per 10 000");
         assert!(
             injected_interrupts > interrupts + 200,
             "{name}: the mode delivered PMIs ({interrupts} without, {injected_interrupts} with)"
         );
+    }
+}
+
+#[test]
+fn pmis_at_seed_chosen_msr_accesses_change_no_count_and_no_sample() {
+    for (name, model) in [("skylake", PmuModel::skylake()), ("core2", PmuModel::core2())] {
+        let (counts, samples, interrupts) = run(model, false, None);
+        let mut delivered = Vec::new();
+        for seed in [1, 2] {
+            let (seeded_counts, seeded_samples, seeded_interrupts) = run(model, false, Some(seed));
+            assert_eq!(seeded_counts, counts, "{name}, seed {seed}: the same exact counts");
+            assert_eq!(seeded_samples, samples, "{name}, seed {seed}: the same samples");
+            assert!(
+                seeded_interrupts > interrupts + 50,
+                "{name}, seed {seed}: the mode delivered PMIs ({interrupts} without, \
+                 {seeded_interrupts} with)"
+            );
+            delivered.push(seeded_interrupts);
+        }
+        let (_, _, every) = run(model, true, None);
+        assert!(
+            delivered.iter().all(|&d| d < every),
+            "{name}: a seed chooses some accesses, not all ({delivered:?} against {every})"
+        );
+        assert_eq!(run(model, false, Some(1)).2, delivered[0], "{name}: a seed is repeatable");
     }
 }

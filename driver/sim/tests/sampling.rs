@@ -116,7 +116,7 @@ fn sample_count(records: &[Record<'_>]) -> usize {
 
 /// A simulated machine of `cpus` CPUs of `model` under the environment's modes.
 fn machine_config(model: PmuModel, cpus: usize) -> MachineConfig {
-    MachineConfig::new(model, cpus).modes(&SimModes::from_env())
+    MachineConfig::new(model, cpus).modes(&SimModes::from_env()).pmi_injection_from_env()
 }
 
 /// Whether PMIs are served at once (the samples are exact): no latency, no driver work.

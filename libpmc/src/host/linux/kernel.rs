@@ -22,10 +22,12 @@ use std::sync::{Mutex, OnceLock};
 use hwpmc::arch::x86::native::{self, NativeCpuid};
 use hwpmc::hw::{CpuIdReader, CpuIdResult, Hardware, Lapic, Msrs};
 use hwpmc::{
-    Cpu, Errno, HostCounters, Kernel, LogFile, Pid, Privilege, ProcessState, Signal, UserPtr,
+    Cpu, CriticalSection, Errno, HostCounters, Kernel, LogFile, Pid, Privilege, ProcessState,
+    Signal, UserPtr,
 };
 
 use super::counters::PerfCounters;
+use super::critical;
 use super::lock;
 use super::perf::{self, Rings, Scope, Source};
 use super::worker::Worker;
@@ -442,6 +444,16 @@ impl Kernel for LinuxKernel {
         self.clock.get_or_init(TscClock::measure).hz
     }
 
+    fn enter_critical_section(&self) -> CriticalSection {
+        // Every signal blocked on this thread: a handler that calls libpmc cannot run inside a
+        // driver lock its own thread holds (see `critical`).
+        CriticalSection(critical::block_signals())
+    }
+
+    fn exit_critical_section(&self, section: CriticalSection) {
+        critical::restore_signals(section.0);
+    }
+
     fn host_counters(&self) -> Option<&dyn HostCounters> {
         Some(&self.counters)
     }
@@ -584,6 +596,28 @@ mod tests {
             explain(Errno::Perm, "why");
             assert_eq!(explanation(Errno::Perm).as_deref(), Some("why"));
         });
+    }
+
+    #[test]
+    fn the_drivers_critical_section_blocks_every_signal_and_restores_the_mask() {
+        let kernel = LinuxKernel::new(1);
+        let mask = || {
+            let saved = critical::block_signals();
+            critical::restore_signals(saved);
+            saved
+        };
+        let before = mask();
+        let section = kernel.enter_critical_section();
+        assert_eq!(section.0, before, "the section keeps the thread's mask");
+        let inside = mask();
+        // Every signal but the two that cannot be blocked (and the two glibc keeps for itself
+        // between the classic and the real-time ones, which no handler of ours can catch).
+        let signals = (1..32).chain(libc::SIGRTMIN()..=libc::SIGRTMAX());
+        for signo in signals.filter(|&s| s != libc::SIGKILL && s != libc::SIGSTOP) {
+            assert_ne!(inside & 1 << (signo - 1), 0, "signal {signo} blocked inside");
+        }
+        kernel.exit_critical_section(section);
+        assert_eq!(mask(), before);
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! of a kernel-mode sample.
 
 mod counters;
+mod critical;
 mod kernel;
 mod perf;
 mod rings;
