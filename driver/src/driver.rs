@@ -97,7 +97,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let running_pids = Arc::new(AtomicU64::new(0));
         let driver = Driver {
-            core: Lock::new(Core::new(ncpu, layout.rows(), Arc::clone(&running_pids))),
+            core: Lock::new(Core::new(
+                ncpu,
+                crate::mux::Geometry::new(layout.rows()).total_rows(),
+                Arc::clone(&running_pids),
+            )),
             running_pids,
             logs: Lock::new(Logs::default()),
             layout,
@@ -221,11 +225,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// PMC).
     pub(crate) fn load_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc, pid: Pid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
-        let Some(slot) = state.slots.get(pmc.row as usize) else { return };
+        let Some(slot) = state.slots.get(pmc.slot_row as usize) else { return };
         let counters = self.program_pmc(state, slot, &LoadSpec::of(handle, pmc), pid);
         if pid >= 0 && pid == state.current_pid() {
             state.current_counters.fetch_or(counters.bits(), Ordering::Relaxed);
-            state.add_current_row(pmc.row);
+            state.add_current_row(pmc.slot_row);
         }
         self.backend.start(&self.hw, &state.pmu, counters);
     }
@@ -313,10 +317,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         total
     }
 
-    /// Calls `act(cpu, row)` for every CPU whose slot of `handle`'s row holds it (a PMC's row
-    /// never changes, so it is looked up once). Must be called without the core lock held.
+    /// Calls `act(cpu, row)` for every CPU whose slot of `handle`'s row (its counter's row,
+    /// [`Pmc::slot_row`]) holds it (a PMC's row never changes, so it is looked up once). Must be called without the core lock held.
     pub(crate) fn on_cpus_holding(&self, handle: PmcHandle, mut act: impl FnMut(Cpu, u32)) {
-        let Some(row) = self.core.lock(&self.kernel).pmc(handle).map(|p| p.row) else { return };
+        let Some(row) = self.core.lock(&self.kernel).pmc(handle).map(|p| p.slot_row) else {
+            return;
+        };
         for cpu in 0..self.kernel.cpu_count() {
             if self.slot(cpu, row).is_some_and(|s| s.handle() == Some(handle)) {
                 act(cpu, row);

@@ -56,6 +56,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let mut counters = CounterMask::EMPTY;
         let mut rdpmc = false;
         for spec in &target.running {
+            // A multiplexed PMC waits for its turn (see `mux.rs`).
+            if !target.turns.admits(spec.turn) {
+                continue;
+            }
             let Some(slot) = state.slots.get(spec.row as usize) else { continue };
             if slot.handle().is_none() {
                 counters = counters.union(self.program_pmc(state, slot, spec, pid));
@@ -65,6 +69,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         state.current_counters.store(counters.bits(), Ordering::Relaxed);
         self.backend.start(&self.hw, &state.pmu, counters);
+        if target.turns.is_active() {
+            state.mux.begin_process(self.hw.read_tsc());
+        }
         if rdpmc {
             state.user_rdpmc.store(true, Ordering::Relaxed);
             self.kernel.set_user_rdpmc(true);
@@ -79,7 +86,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub fn switch_out(&self, cpu: Cpu, pid: Pid, tid: Tid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         state.clear_current();
-        if state.holds_anything() {
+        if state.holds_anything() || state.mux.process_active() {
             self.unload_process_pmcs(state, pid, tid);
         }
     }
@@ -87,6 +94,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// [`Self::switch_out`] of a thread that has PMCs loaded (or RDPMC allowed) here.
     #[inline(never)]
     fn unload_process_pmcs(&self, state: &PerCpu, pid: Pid, tid: Tid) {
+        self.mux_switch_out(state, pid);
         if state.user_rdpmc.swap(false, Ordering::Relaxed) {
             self.kernel.set_user_rdpmc(false);
         }
@@ -444,6 +452,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// records, and sends a DROPNOTIFY to owners whose samples were lost to a full ring. A tick
     /// with nothing to do takes no lock.
     pub fn tick(&self, cpu: Cpu) {
+        self.mux_tick(cpu);
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         let quiet = state.ring.is_empty()
             && state.soft_ring.is_empty()

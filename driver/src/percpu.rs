@@ -378,6 +378,8 @@ pub(crate) struct PerCpu {
     /// The thread running here, as the switch hooks saw it (pid, tid), or (-1, -1).
     current_pid: AtomicI32,
     current_tid: AtomicI32,
+    /// Counter multiplexing here (see [`crate::mux`]).
+    pub(crate) mux: crate::mux::MuxCpu,
 }
 
 impl PerCpu {
@@ -422,6 +424,7 @@ impl PerCpu {
             scratch: crate::lock::Lock::new(alloc::vec::Vec::with_capacity(depth)),
             current_pid: AtomicI32::new(-1),
             current_tid: AtomicI32::new(-1),
+            mux: crate::mux::MuxCpu::default(),
         }
     }
 

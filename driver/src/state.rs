@@ -12,6 +12,7 @@ use crate::abi::{Caps, Mode, PmcFlags, PmcId, State};
 use crate::class::HwConfig;
 use crate::errno::Errno;
 use crate::kernel::{Cpu, Pid};
+use crate::mux::{MuxPmc, NOT_MULTIPLEXED, TargetTurns};
 use crate::percpu::{PmcHandle, SampleFlags};
 
 /// One allocated PMC.
@@ -25,8 +26,12 @@ pub(crate) struct Pmc {
     pub(crate) caps: Caps,
     pub(crate) flags: PmcFlags,
     pub(crate) config: HwConfig,
-    /// Global row index.
+    /// Global row index (a virtual row for a multiplexed PMC: see [`crate::mux`]).
     pub(crate) row: u32,
+    /// The row whose counter (slot) it is loaded on: `row`, or a multiplexed PMC's counter row.
+    pub(crate) slot_row: u32,
+    /// Its turn and times, if multiplexed.
+    pub(crate) mux: MuxPmc,
     /// Row index within the class.
     pub(crate) class_row: u32,
     /// Mask of the counter width.
@@ -95,13 +100,18 @@ pub(crate) struct Target {
     /// What the context-switch hook loads: the running PMCs, with everything loading needs,
     /// rebuilt whenever one of them changes ([`Core::refresh_target`]).
     pub(crate) running: Vec<LoadSpec>,
+    /// The turns of its multiplexed PMCs (see [`crate::mux`]).
+    pub(crate) turns: TargetTurns,
 }
 
 /// How to load one PMC on its row: all the context-switch hook needs, without looking the PMC
 /// up.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LoadSpec {
+    /// The row of the slot (counter) it is loaded on.
     pub(crate) row: u32,
+    /// Its multiplexing turn, or [`NOT_MULTIPLEXED`].
+    pub(crate) turn: u8,
     pub(crate) handle: PmcHandle,
     /// The PMC's configuration as loading writes it ([`HwConfig::armed`]).
     pub(crate) armed: HwConfig,
@@ -120,7 +130,8 @@ pub(crate) struct LoadSpec {
 impl LoadSpec {
     pub(crate) fn of(handle: PmcHandle, pmc: &Pmc) -> Self {
         LoadSpec {
-            row: pmc.row,
+            row: pmc.slot_row,
+            turn: pmc.mux.turn,
             handle,
             armed: pmc.config.armed(),
             start: pmc.start,
@@ -137,7 +148,12 @@ impl LoadSpec {
 
 impl Target {
     fn new(rows: u32) -> Self {
-        Target { rows: alloc::vec![None; rows as usize], attached: Vec::new(), running: Vec::new() }
+        Target {
+            rows: alloc::vec![None; rows as usize],
+            attached: Vec::new(),
+            running: Vec::new(),
+            turns: TargetTurns::default(),
+        }
     }
 
     /// The PMC attached at `row`.
@@ -403,6 +419,10 @@ impl Core {
                 running.push(spec);
             }
         }
+        // PMCs that are not multiplexed first: the switch-in loads them before any multiplexed
+        // one could take their counter.
+        running.sort_by_key(|s| s.turn != NOT_MULTIPLEXED);
+        target.turns = TargetTurns::of(&running, target.turns);
         target.running = running;
         self.publish_running_pids();
     }
