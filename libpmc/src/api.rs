@@ -21,6 +21,7 @@ use hwpmc::abi::{
     PmcOpGetMsr, PmcOpGetPmcInfo, PmcOpPmcAdmin, PmcOpPmcAllocate, PmcOpPmcAttach, PmcOpPmcRw,
     PmcOpPmcSetCount, PmcOpSimple, PmcOpWriteLog, State, event,
 };
+use hwpmc::abi::{PMC_OP_PMCREADTIMES, PmcOpPmcReadTimes};
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use crate::error::{Error, Result};
@@ -368,6 +369,10 @@ impl Pmc {
     pub fn read(&self) -> Result<u64> {
         read(self.id)
     }
+    /// Its count with the times it was enabled and counted (see [`read_scaled`]).
+    pub fn read_scaled(&self) -> Result<ScaledValue> {
+        read_scaled(self.id)
+    }
     /// Sets its value (it must be stopped).
     pub fn write(&self, value: u64) -> Result<()> {
         write(self.id, value)
@@ -423,6 +428,63 @@ pub fn rw(id: u32, flags: PmcFlags, value: u64) -> Result<u64> {
 /// Reads a PMC.
 pub fn read(id: u32) -> Result<u64> {
     rw(id, PmcFlags::OLDVALUE, 0)
+}
+/// A count with the time its PMC was enabled and the time it was on a counter: a multiplexed
+/// PMC ([`PmcFlags::MULTIPLEX`]) counts only during its turns, and its count scaled to the whole
+/// time enabled is `value × enabled / running`, as perf scales multiplexed counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ScaledValue {
+    /// The count as [`read`] returns it.
+    pub value: u64,
+    /// Reference cycles (TSC ticks) the PMC was enabled: running, and for a process PMC, a
+    /// thread of a target on a CPU. 0 for a PMC that is not multiplexed.
+    pub enabled: u64,
+    /// Reference cycles it was on a counter. 0 for a PMC that is not multiplexed.
+    pub running: u64,
+}
+
+impl ScaledValue {
+    /// Whether the PMC shared its counter (it was not counting all the time it was enabled).
+    pub fn multiplexed(&self) -> bool {
+        self.running < self.enabled
+    }
+    /// The fraction of the time enabled it was counted: 1 when it was not multiplexed (or not
+    /// yet enabled), 0 when it never had a turn.
+    pub fn fraction_counted(&self) -> f64 {
+        if self.enabled == 0 { 1.0 } else { self.running as f64 / self.enabled as f64 }
+    }
+    /// The count scaled to the whole time enabled; `None` when it never had a turn (perf's
+    /// `<not counted>`). The count itself when it was not multiplexed.
+    pub fn scaled(&self) -> Option<u64> {
+        if !self.multiplexed() {
+            return Some(self.value);
+        }
+        if self.running == 0 {
+            return None;
+        }
+        let scaled = u128::from(self.value) * u128::from(self.enabled) / u128::from(self.running);
+        Some(u64::try_from(scaled).unwrap_or(u64::MAX))
+    }
+}
+
+/// Reads a PMC's count with its times enabled and running (the driver's
+/// [`PMC_OP_PMCREADTIMES`](hwpmc::abi::PMC_OP_PMCREADTIMES) extension). On a host without the
+/// extension (FreeBSD's own kernel module) the count comes with no times, as for a PMC that is
+/// not multiplexed.
+pub fn read_scaled(id: u32) -> Result<ScaledValue> {
+    let mut op = PmcOpPmcReadTimes::new_zeroed();
+    op.pm_pmcid = id;
+    let ext = host::with_host(|h| h.extension_call(PMC_OP_PMCREADTIMES, op.as_mut_bytes()));
+    match ext {
+        Ok(()) => {
+            Ok(ScaledValue { value: op.pm_value, enabled: op.pm_enabled, running: op.pm_running })
+        }
+        Err(e) if e.errno == libc::ENOSYS || e.errno == libc::EINVAL => {
+            // No such op (EINVAL from a kernel without it), or a bad id: PMCRW says which.
+            Ok(ScaledValue { value: read(id)?, enabled: 0, running: 0 })
+        }
+        Err(e) => Err(e),
+    }
 }
 /// Writes a PMC.
 pub fn write(id: u32, value: u64) -> Result<()> {

@@ -215,12 +215,17 @@ impl SimHost {
     }
 
     fn raw_call(&self, op: Op, arg: &mut [u8]) -> std::result::Result<(), hwpmc::Errno> {
+        self.raw_call_number(op.as_u32(), arg)
+    }
+
+    /// [`Self::raw_call`] of operation number `op` (FreeBSD's or an extension's).
+    fn raw_call_number(&self, op: u32, arg: &mut [u8]) -> std::result::Result<(), hwpmc::Errno> {
         let machine = self.machine.borrow();
         let kernel = machine.kernel();
         let len = arg.len().min(SCRATCH_LEN);
         let ptr = if arg.is_empty() { UserPtr::NULL } else { UserPtr(SCRATCH_BASE) };
         kernel.write_memory(self.tool, SCRATCH_BASE, &arg[..len])?;
-        let result = machine.client(self.tool).call_raw(op.as_u32(), ptr);
+        let result = machine.client(self.tool).call_raw(op, ptr);
         let back = kernel.read_memory(self.tool, SCRATCH_BASE, len)?;
         arg[..len].copy_from_slice(&back);
         result
@@ -318,6 +323,12 @@ impl Host for SimHost {
         if op == Op::CloseLog && result.is_ok() {
             *self.log.borrow_mut() = None;
         }
+        result
+    }
+
+    fn extension_call(&self, op: u32, arg: &mut [u8]) -> Result<()> {
+        let result = self.raw_call_number(op, arg).map_err(|e| Error::driver("extension op", e));
+        self.pump_log()?;
         result
     }
 
