@@ -158,6 +158,7 @@ fn discovery_describes_every_preset() {
             full_width_write: true,
             any_thread: true,
             freeze: FreezeMode::Streamlined,
+            core_type: None,
         };
         let v5 = IntelPmu {
             reported_version: 5,

@@ -499,6 +499,9 @@ fn common_pmu(pmus: &[Option<IntelPmu>]) -> Option<IntelPmu> {
         common.arch_events &= pmu.arch_events;
         common.full_width_write &= pmu.full_width_write;
         common.any_thread &= pmu.any_thread;
+        if common.core_type != pmu.core_type {
+            common.core_type = None;
+        }
     }
     // Fixed counters are used by index, so only the contiguous run from 0 is usable everywhere.
     common.fixed_mask = low_bits(common.fixed_mask.trailing_ones()) as u32;
