@@ -367,6 +367,12 @@ bitflags::bitflags! {
         /// GROUP_MEMBER PMC (same mode and CPU) belongs to; counted only together with it
         /// (EBUSY if the group no longer fits the counters, EINVAL without a leader).
         const GROUP_MEMBER = 0x0400_0000;
+        /// Extension (see [`HYBRID_FLAGS`](PmcFlags::HYBRID_FLAGS)): counts only on the P-cores
+        /// of a hybrid CPU (perf's `cpu_core` PMU); its event is the P-cores' encoding.
+        const CORE_TYPE_CORE = 0x0800_0000;
+        /// Extension: counts only on the E-cores of a hybrid CPU (perf's `cpu_atom` PMU); its
+        /// event is the E-cores' encoding.
+        const CORE_TYPE_ATOM = 0x1000_0000;
         /// Internal: attached to its owner.
         const ATTACHED_TO_OWNER = 0x10000;
         /// Internal: needs a log file.
@@ -391,6 +397,15 @@ impl PmcFlags {
     /// FreeBSD's (EBUSY when the rows run out).
     pub const MULTIPLEX_FLAGS: PmcFlags =
         PmcFlags::MULTIPLEX.union(PmcFlags::GROUP_LEADER).union(PmcFlags::GROUP_MEMBER);
+}
+
+impl PmcFlags {
+    /// The hybrid extension's PMCALLOCATE flags (one at most): the core type a hardware PMC
+    /// counts on. A process PMC with one is loaded only on CPUs of that core type, where its
+    /// encoding means what it names; without one a process PMC counts on every CPU, so its event
+    /// must be one both core types encode alike (the architectural events). EINVAL when no CPU
+    /// has the core type (or, for a system PMC, its CPU has another).
+    pub const HYBRID_FLAGS: PmcFlags = PmcFlags::CORE_TYPE_CORE.union(PmcFlags::CORE_TYPE_ATOM);
 }
 
 /// Extension op (not in `enum pmc_ops`, far above its numbers): reads a PMC's count with the

@@ -226,7 +226,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub(crate) fn load_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc, pid: Pid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         let Some(slot) = state.slots.get(pmc.slot_row as usize) else { return };
-        let counters = self.program_pmc(state, slot, &LoadSpec::of(handle, pmc), pid);
+        let spec = LoadSpec::of(handle, pmc);
+        if !spec.runs_on(state.core_type) {
+            return;
+        }
+        let counters = self.program_pmc(state, slot, &spec, pid);
         if pid >= 0 && pid == state.current_pid() {
             state.current_counters.fetch_or(counters.bits(), Ordering::Relaxed);
             state.add_current_row(pmc.slot_row);

@@ -56,8 +56,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let mut counters = CounterMask::EMPTY;
         let mut rdpmc = false;
         for spec in &target.running {
-            // A multiplexed PMC waits for its turn (see `mux.rs`).
-            if !target.turns.admits(spec.turn) {
+            // A multiplexed PMC waits for its turn (see `mux.rs`); a PMC of one core type runs
+            // only on CPUs of that type.
+            if !target.turns.admits(spec.turn) || !spec.runs_on(state.core_type) {
                 continue;
             }
             let Some(slot) = state.slots.get(spec.row as usize) else { continue };

@@ -255,7 +255,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             None
         };
         let flags = PmcFlags::from_bits(request.pm_flags)
-            .filter(|f| PmcFlags::ALLOCATE_ACCEPTED.union(PmcFlags::MULTIPLEX_FLAGS).contains(*f))
+            .filter(|f| {
+                let extensions = PmcFlags::MULTIPLEX_FLAGS.union(PmcFlags::HYBRID_FLAGS);
+                PmcFlags::ALLOCATE_ACCEPTED.union(extensions).contains(*f)
+            })
             .ok_or(Errno::Inval)?;
         let grouped = flags.intersects(PmcFlags::GROUP_LEADER | PmcFlags::GROUP_MEMBER);
         if flags.contains(PmcFlags::GROUP_LEADER | PmcFlags::GROUP_MEMBER)
@@ -289,6 +292,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if !class.caps.contains(caps) {
             return Err(Errno::OpNotSupp);
         }
+        self.check_core_type(flags, class, cpu)?;
         let (config, rows) = self.configure(class, &request, mode, caps, flags)?;
         let min_reload = self.min_reload(class.class);
         let owner = self.kernel.current_pid();
@@ -369,6 +373,33 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         self.log_allocation(&pmc);
         Ok(())
+    }
+
+    /// EINVAL for a core type ([`PmcFlags::HYBRID_FLAGS`]) that is not a hardware class's, that
+    /// no active CPU has, or that a system PMC's CPU does not have.
+    fn check_core_type(
+        &self,
+        flags: PmcFlags,
+        class: &ClassDesc,
+        cpu: Option<Cpu>,
+    ) -> Result<(), Errno> {
+        let wanted = crate::state::core_type_of(flags);
+        if wanted == 0 {
+            return Ok(());
+        }
+        if flags.contains(PmcFlags::HYBRID_FLAGS) || !class.hardware {
+            return Err(Errno::Inval);
+        }
+        if self.host_counts(class.class) {
+            // The host kernel's counters are not (yet) asked for one core type's PMU.
+            return Err(Errno::OpNotSupp);
+        }
+        let has = |c: Cpu| self.cpus.get(c as usize).is_some_and(|s| s.core_type == wanted);
+        let found = match cpu {
+            Some(cpu) => has(cpu),
+            None => (0..self.kernel.cpu_count()).any(|c| self.kernel.cpu_active(c) && has(c)),
+        };
+        if found { Ok(()) } else { Err(Errno::Inval) }
     }
 
     /// The class's hardware configuration for a request, and the rows that may hold it.

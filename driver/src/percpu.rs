@@ -380,6 +380,8 @@ pub(crate) struct PerCpu {
     current_tid: AtomicI32,
     /// Counter multiplexing here (see [`crate::mux`]).
     pub(crate) mux: crate::mux::MuxCpu,
+    /// The core type of this CPU on a hybrid machine ([`PmuBackend::core_type`]), 0 otherwise.
+    pub(crate) core_type: u8,
 }
 
 impl PerCpu {
@@ -408,6 +410,7 @@ impl PerCpu {
             });
         }
         let current_rows = slots.iter().map(|_| AtomicU32::new(0)).collect();
+        let core_type = backend.core_type(&pmu);
         PerCpu {
             slots,
             pmu,
@@ -425,6 +428,7 @@ impl PerCpu {
             current_pid: AtomicI32::new(-1),
             current_tid: AtomicI32::new(-1),
             mux: crate::mux::MuxCpu::default(),
+            core_type,
         }
     }
 

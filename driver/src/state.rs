@@ -112,6 +112,8 @@ pub(crate) struct LoadSpec {
     pub(crate) row: u32,
     /// Its multiplexing turn, or [`NOT_MULTIPLEXED`].
     pub(crate) turn: u8,
+    /// The only core type it is loaded on (leaf 0x1A numbering), or 0 for every CPU.
+    pub(crate) core_type: u8,
     pub(crate) handle: PmcHandle,
     /// The PMC's configuration as loading writes it ([`HwConfig::armed`]).
     pub(crate) armed: HwConfig,
@@ -127,11 +129,29 @@ pub(crate) struct LoadSpec {
     pub(crate) sample_flags: SampleFlags,
 }
 
+/// The core type a PMC with `flags` is restricted to (leaf 0x1A numbering), 0 for none.
+pub(crate) fn core_type_of(flags: PmcFlags) -> u8 {
+    if flags.contains(PmcFlags::CORE_TYPE_CORE) {
+        0x40
+    } else if flags.contains(PmcFlags::CORE_TYPE_ATOM) {
+        0x20
+    } else {
+        0
+    }
+}
+
 impl LoadSpec {
+    /// Whether it is loaded on a CPU of core type `core_type` (see [`core_type_of`]).
+    #[inline]
+    pub(crate) fn runs_on(&self, core_type: u8) -> bool {
+        self.core_type == 0 || self.core_type == core_type
+    }
+
     pub(crate) fn of(handle: PmcHandle, pmc: &Pmc) -> Self {
         LoadSpec {
             row: pmc.slot_row,
             turn: pmc.mux.turn,
+            core_type: core_type_of(pmc.flags),
             handle,
             armed: pmc.config.armed(),
             start: pmc.start,

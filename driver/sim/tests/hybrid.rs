@@ -171,3 +171,51 @@ fn multiplexed_pmcs_of_a_thread_moving_between_core_types_have_exact_times() {
     assert_eq!(running, on_cpu * 6, "6 counters busy all the time, one turn at a time");
     m.hardware().assert_no_faults();
 }
+
+/// A process PMC that names a core type counts only while its thread runs on CPUs of that type:
+/// the P-core and E-core counts of a thread that moved between them add up to its count, and a
+/// system PMC or a machine without that core type refuses it.
+#[test]
+fn a_pmc_of_one_core_type_counts_only_on_that_core_type() {
+    let mut m = hybrid(PmuModel::alder_lake_p(), PmuModel::alder_lake_e(), 1, 1, 9);
+    let program = ProgramBuilder::new("/bin/mover")
+        .function("main", |f| f.repeat(Ring::User, work(), 5).loop_to(0, 300).exit())
+        .build();
+    let pid = m.spawn(&program, Credentials::user(1003));
+    competitors(&mut m);
+    let tool = m.spawn_tool(Credentials::root());
+    let instructions = AllocateRequest::iap(config(ArchEvent::Instructions));
+    let everywhere = m.client(tool).allocate(instructions).unwrap();
+    let p_only =
+        m.client(tool).allocate(instructions.with_flags(PmcFlags::CORE_TYPE_CORE)).unwrap();
+    let e_only =
+        m.client(tool).allocate(instructions.with_flags(PmcFlags::CORE_TYPE_ATOM)).unwrap();
+    for id in [everywhere, p_only, e_only] {
+        m.client(tool).attach(id, pid).unwrap();
+        m.client(tool).start(id).unwrap();
+    }
+    m.run_until_idle();
+    assert_eq!(cpus_of(&m, pid).len(), 2, "it ran on the P-core and on the E-core");
+    let read = |id| m.client(tool).read(id).unwrap();
+    let (all, p, e) = (read(everywhere), read(p_only), read(e_only));
+    assert_eq!(u128::from(all), m.process_truth(pid).arch(ArchEvent::Instructions));
+    assert!(p > 0 && e > 0, "P {p}, E {e}");
+    assert_eq!(p + e, all, "each instruction on exactly one core type");
+
+    let both = PmcFlags::CORE_TYPE_CORE | PmcFlags::CORE_TYPE_ATOM;
+    assert_eq!(m.client(tool).allocate(instructions.with_flags(both)), Err(hwpmc::Errno::Inval));
+    // CPU 1 is the E-core.
+    let system = instructions.in_mode(hwpmc::abi::Mode::SystemCounting, Some(1));
+    assert_eq!(
+        m.client(tool).allocate(system.with_flags(PmcFlags::CORE_TYPE_CORE)),
+        Err(hwpmc::Errno::Inval)
+    );
+    assert!(m.client(tool).allocate(system.with_flags(PmcFlags::CORE_TYPE_ATOM)).is_ok());
+    let mut plain = Machine::new(hwpmc_sim::MachineConfig::new(PmuModel::icelake(), 2));
+    let tool = plain.spawn_tool(Credentials::root());
+    assert_eq!(
+        plain.client(tool).allocate(instructions.with_flags(PmcFlags::CORE_TYPE_ATOM)),
+        Err(hwpmc::Errno::Inval),
+        "no E-core on this machine"
+    );
+}

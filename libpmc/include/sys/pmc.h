@@ -381,6 +381,9 @@ enum pmc_ops {
 #define PMC_F_MULTIPLEX		0x01000000 /* may share a counter, rotated at the tick */
 #define PMC_F_GROUP_LEADER	0x02000000 /* multiplexed; starts an event group */
 #define PMC_F_GROUP_MEMBER	0x04000000 /* multiplexed; counted with the last group */
+/* hwpmc-rs extension: the core type a PMC counts on, on a hybrid CPU (perf's cpu_core, cpu_atom) */
+#define PMC_F_CORE_TYPE_CORE	0x08000000 /* P-cores only, with their encoding */
+#define PMC_F_CORE_TYPE_ATOM	0x10000000 /* E-cores only, with their encoding */
 /* internal to the driver */
 #define PMC_F_ATTACHED_TO_OWNER	0x00010000
 #define PMC_F_NEEDS_LOGFILE	0x00020000

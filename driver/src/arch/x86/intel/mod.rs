@@ -163,6 +163,15 @@ impl PmuBackend for IntelBackend {
         }
     }
 
+    fn core_type(&self, cpu: &IntelCpu) -> u8 {
+        match cpu.pmu.and_then(|p| p.core_type) {
+            Some(discovery::CoreType::Atom) => 0x20,
+            Some(discovery::CoreType::Core) => 0x40,
+            Some(discovery::CoreType::Other(other)) => other,
+            None => 0,
+        }
+    }
+
     fn row_counter(&self, cpu: &IntelCpu, class: Class, index: u32) -> Option<IntelCounter> {
         let pmu = cpu.pmu.as_ref()?;
         let index = u8::try_from(index).ok()?;
