@@ -146,6 +146,27 @@ pub fn lookup_event(spec: &str) -> Result<Event> {
     })
 }
 
+/// Resolves an event spec in the table of core type `core_type` (leaf 0x1A numbering) first.
+fn lookup_event_on(spec: &str, core_type: u8) -> Result<Event> {
+    with_catalog(|events, _| {
+        let events = HostEvents { core_type: Some(core_type), ..events.clone() };
+        events.lookup(spec).map_err(|e| Error::with_detail("event", libc::EINVAL, e.to_string()))
+    })
+}
+
+/// Splits perf's hybrid PMU prefix off a spec: `cpu_core/EVENT/` is EVENT on the P-cores (core
+/// type 0x40), `cpu_atom/EVENT/` on the E-cores (0x20), with the allocation flag that says so.
+pub fn hybrid_prefix(spec: &str) -> (Option<(u8, PmcFlags)>, &str) {
+    let inner = |prefix: &str| spec.strip_prefix(prefix)?.strip_suffix('/');
+    if let Some(event) = inner("cpu_core/") {
+        (Some((0x40, PmcFlags::CORE_TYPE_CORE)), event)
+    } else if let Some(event) = inner("cpu_atom/") {
+        (Some((0x20, PmcFlags::CORE_TYPE_ATOM)), event)
+    } else {
+        (None, spec)
+    }
+}
+
 /// Every event this host offers, (class, name).
 pub fn list_events() -> Result<Vec<(Class, String)>> {
     with_catalog(|events, _| Ok(events.list()))
@@ -217,13 +238,18 @@ impl PmcSpec {
         self
     }
 
-    /// The PMCALLOCATE request for this spec on this host.
+    /// The PMCALLOCATE request for this spec on this host. A spec in perf's hybrid form,
+    /// `cpu_core/EVENT/` or `cpu_atom/EVENT/`, names the event in the P-cores' or the E-cores'
+    /// table and counts only on CPUs of that core type ([`PmcFlags::CORE_TYPE_CORE`],
+    /// [`PmcFlags::CORE_TYPE_ATOM`]).
     pub fn request(&self) -> Result<PmcOpPmcAllocate> {
-        let event = lookup_event(&self.spec)?;
+        let (core_type, spec) = hybrid_prefix(&self.spec);
+        let (event, flags) = match core_type {
+            Some((core_type, flag)) => (lookup_event_on(spec, core_type)?, self.flags | flag),
+            None => (lookup_event(spec)?, self.flags),
+        };
         let cpu = if self.mode.is_system() { self.cpu.unwrap_or(0) } else { PMC_CPU_ANY };
-        with_catalog(|_, codes| {
-            allocate_request(&event, self.mode, cpu, self.flags, self.rate, codes)
-        })
+        with_catalog(|_, codes| allocate_request(&event, self.mode, cpu, flags, self.rate, codes))
     }
 
     /// Allocates the PMC.
@@ -543,4 +569,24 @@ pub fn resume(pid: i32) -> Result<()> {
 /// Waits for a child from [`spawn`]; its exit status (128 + signal if killed).
 pub fn wait(pid: i32) -> Result<i32> {
     host::with_host(|h| h.wait(pid))
+}
+
+#[cfg(test)]
+mod hybrid_tests {
+    use super::hybrid_prefix;
+    use hwpmc::abi::PmcFlags;
+
+    #[test]
+    fn perfs_hybrid_pmu_prefixes_name_a_core_type() {
+        assert_eq!(
+            hybrid_prefix("cpu_core/INST_RETIRED.ANY_P,usr/"),
+            (Some((0x40, PmcFlags::CORE_TYPE_CORE)), "INST_RETIRED.ANY_P,usr")
+        );
+        assert_eq!(
+            hybrid_prefix("cpu_atom/branches/"),
+            (Some((0x20, PmcFlags::CORE_TYPE_ATOM)), "branches")
+        );
+        assert_eq!(hybrid_prefix("cpu_core/branches"), (None, "cpu_core/branches"), "unclosed");
+        assert_eq!(hybrid_prefix("instructions"), (None, "instructions"));
+    }
 }

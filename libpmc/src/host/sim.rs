@@ -5,7 +5,9 @@
 //!
 //! Configuration, read once per thread from the environment:
 //! * `PMC_SIM_CPUS` — CPUs of the machine, 1 to 64 (default 2);
-//! * `PMC_SIM_MODEL` — `skylake` (default), `icelake`, `nehalem`, `core2` or `vm` (no PMU);
+//! * `PMC_SIM_MODEL` — `skylake` (default), `icelake`, `nehalem`, `core2`, `vm` (no PMU), or
+//!   the hybrid `alderlake` and `meteorlake` (the first half of the CPUs P-cores, the rest
+//!   E-cores);
 //! * `PMC_SIM_SEED` — the scheduler's seed (default 1).
 //!
 //! A value that is none of these is an error (`EINVAL`) that says what the variable may be.
@@ -117,13 +119,24 @@ where
 type MakeModel = fn() -> PmuModel;
 
 /// The simulated CPU models `PMC_SIM_MODEL` names.
-const MODELS: [(&str, MakeModel); 5] = [
+const MODELS: [(&str, MakeModel); 7] = [
+    ("alderlake", PmuModel::alder_lake_p),
+    ("meteorlake", PmuModel::meteor_lake_p),
     ("skylake", PmuModel::skylake),
     ("icelake", PmuModel::icelake),
     ("nehalem", PmuModel::nehalem),
     ("core2", PmuModel::core2),
     ("vm", PmuModel::no_pmu_vm),
 ];
+
+/// The E-core of the hybrid part whose P-core is `p_core`, if it is one.
+fn e_core_of(p_core: &PmuModel) -> Option<PmuModel> {
+    let parts = [
+        (PmuModel::alder_lake_p(), PmuModel::alder_lake_e()),
+        (PmuModel::meteor_lake_p(), PmuModel::meteor_lake_e()),
+    ];
+    parts.into_iter().find(|(p, _)| p == p_core).map(|(_, e)| e)
+}
 
 /// The model `PMC_SIM_MODEL` names (Skylake when it is unset or empty); an unknown name is an
 /// error that lists the known ones.
@@ -196,9 +209,25 @@ impl SimHost {
         ))
     }
 
-    /// A machine of `cpus` CPUs of `model`, scheduling with `seed`.
+    /// A machine of `cpus` CPUs of `model`, scheduling with `seed`. A hybrid model (a P-core's,
+    /// with a leaf 0x1A core type) gets the matching E-cores for the second half of its CPUs.
     pub fn new(model: PmuModel, cpus: usize, seed: u64) -> SimHost {
-        let mut machine = Machine::new(MachineConfig::new(model, cpus).seed(seed));
+        let mut machine = match e_core_of(&model) {
+            Some(e_core) => {
+                let p_cores = cpus.div_ceil(2);
+                let models = (0..cpus).map(|cpu| if cpu < p_cores { model } else { e_core });
+                let pmus = models
+                    .enumerate()
+                    .map(|(i, m)| hwpmc_sim::SimPmu::new(m).with_apic_id(i as u32))
+                    .collect();
+                let hw = hwpmc_sim::SimHardware::from_pmus(pmus);
+                let kernel = hwpmc_sim::SimKernel::new(hw.clone());
+                let driver = hwpmc::Driver::load(kernel, hw, hwpmc::Tunables::default())
+                    .unwrap_or_else(|e| panic!("the driver refused to load: {e}"));
+                Machine::with_driver(driver, seed, MachineConfig::new(model, cpus).quantum)
+            }
+            None => Machine::new(MachineConfig::new(model, cpus).seed(seed)),
+        };
         let tool = machine.spawn_tool(Credentials::root());
         SimHost {
             machine: RefCell::new(machine),
