@@ -494,7 +494,7 @@ impl ScaledValue {
 }
 
 /// Reads a PMC's count with its times enabled and running (the driver's
-/// [`PMC_OP_PMCREADTIMES`](hwpmc::abi::PMC_OP_PMCREADTIMES) extension). On a host without the
+/// [`PMC_OP_PMCREADTIMES`] extension). On a host without the
 /// extension (FreeBSD's own kernel module) the count comes with no times, as for a PMC that is
 /// not multiplexed.
 pub fn read_scaled(id: u32) -> Result<ScaledValue> {
