@@ -120,13 +120,13 @@ type MakeModel = fn() -> PmuModel;
 
 /// The simulated CPU models `PMC_SIM_MODEL` names.
 const MODELS: [(&str, MakeModel); 7] = [
-    ("alderlake", PmuModel::alder_lake_p),
-    ("meteorlake", PmuModel::meteor_lake_p),
     ("skylake", PmuModel::skylake),
     ("icelake", PmuModel::icelake),
     ("nehalem", PmuModel::nehalem),
     ("core2", PmuModel::core2),
     ("vm", PmuModel::no_pmu_vm),
+    ("alderlake", PmuModel::alder_lake_p),
+    ("meteorlake", PmuModel::meteor_lake_p),
 ];
 
 /// The E-core of the hybrid part whose P-core is `p_core`, if it is one.
