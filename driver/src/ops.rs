@@ -217,11 +217,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let mut core = self.core.lock(&self.kernel);
         if disable {
-            if core.disposition[row as usize] > 0 {
-                return Err(Errno::Busy);
-            }
-            if core.system_pmc_on(cpu, row).is_some() {
-                return Err(Errno::Busy);
+            // The row's counter in every multiplexing turn (the row itself is turn 0).
+            for r in self.mux_geometry().rows_on(row) {
+                if core.disposition[r as usize] > 0 || core.system_pmc_on(cpu, r).is_some() {
+                    return Err(Errno::Busy);
+                }
             }
         }
         core.set_disabled(cpu, row, disable);

@@ -313,3 +313,25 @@ fn scaled_counts_error_at_four_times_oversubscription() {
     );
     assert!(mean < 0.05, "mean absolute error {mean}");
 }
+
+/// PMCADMIN cannot disable a counter that multiplexed PMCs use in a later turn.
+#[test]
+fn a_counter_used_in_a_later_turn_cannot_be_disabled() {
+    let model = PmuModel::skylake();
+    let mut m = Machine::new(MachineConfig::new(model, 1));
+    let tool = m.spawn_tool(Credentials::root());
+    let gp = u32::from(model.gp_counter_count());
+    let request = AllocateRequest::iap(config(ArchEvent::Instructions))
+        .in_mode(Mode::SystemCounting, Some(0))
+        .with_flags(mux());
+    let ids: Vec<u32> =
+        (0..=gp).map(|_| m.client(tool).allocate(request).expect("multiplexed")).collect();
+    // The first IAP row: SOFT's 16 and TSC's 1 come first.
+    let first_iap = 17;
+    m.client(tool).release(ids[0]).unwrap();
+    // Its counter is still used by the PMC of turn 1 (the last one allocated).
+    let disabled = m.client(tool).admin(0, first_iap, hwpmc::abi::State::Disabled);
+    assert_eq!(disabled, Err(Errno::Busy));
+    m.client(tool).release(ids[gp as usize]).unwrap();
+    assert_eq!(m.client(tool).admin(0, first_iap, hwpmc::abi::State::Disabled), Ok(()));
+}
