@@ -333,7 +333,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         let mut core = self.core.lock(&self.kernel);
         let now = self.hw.read_tsc();
-        self.account_system(&mut core, cpu, state, now);
+        let handles = system_pmcs(&core, cpu, state);
+        self.account_system(&mut core, state, &handles, now);
         if state.mux.process_active() {
             self.account_process(&mut core, state, state.current_pid(), now);
         }
@@ -345,8 +346,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         let mut core = self.core.lock(&self.kernel);
         let now = self.hw.read_tsc();
-        self.account_system(&mut core, cpu, state, now);
-        self.schedule_system(&mut core, cpu, state, rotate);
+        // The CPU's running multiplexed system PMCs, looked up once per tick.
+        let handles = system_pmcs(&core, cpu, state);
+        self.account_system(&mut core, state, &handles, now);
+        self.schedule_system(&mut core, cpu, state, &handles, rotate);
         let pid = state.current_pid();
         if pid < 0 {
             return;
@@ -357,14 +360,17 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.schedule_process(&mut core, cpu, state, pid, rotate, now);
     }
 
-    /// Adds the time since the last accounting to the running multiplexed system PMCs of `cpu`.
-    fn account_system(&self, core: &mut Core, cpu: Cpu, state: &PerCpu, now: u64) {
+    /// Adds the time since the last accounting to `handles`, the running multiplexed system
+    /// PMCs of `state`'s CPU.
+    fn account_system(&self, core: &mut Core, state: &PerCpu, handles: &[PmcHandle], now: u64) {
         let since = state.mux.system_mark.swap(now, Ordering::Relaxed);
+        // None ran since the mark (the count is the last schedule's): a PMC that started since
+        // counts from its start, when the mark was set.
         if state.mux.system_pmcs.load(Ordering::Relaxed) == 0 {
             return;
         }
         let elapsed = now.wrapping_sub(since);
-        for handle in system_pmcs(core, cpu) {
+        for &handle in handles {
             let loaded = self.loaded(state, handle, core, -1);
             if let Some(pmc) = core.pmc_mut(handle) {
                 pmc.mux.enabled += elapsed;
@@ -378,9 +384,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Adds the time since the last accounting to process `pid`'s running multiplexed PMCs.
     fn account_process(&self, core: &mut Core, state: &PerCpu, pid: Pid, now: u64) {
         let elapsed = now.wrapping_sub(state.mux.process_mark.swap(now, Ordering::Relaxed));
-        let handles: Vec<PmcHandle> = core.targets.get(&pid).map_or_else(Vec::new, |t| {
-            t.running.iter().filter(|s| s.turn != NOT_MULTIPLEXED).map(|s| s.handle).collect()
-        });
+        let handles = core.targets.get(&pid).map_or_else(Vec::new, multiplexed_of);
         for handle in handles {
             let loaded = self.loaded(state, handle, core, pid);
             if let Some(pmc) = core.pmc_mut(handle) {
@@ -401,9 +405,15 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             .is_some_and(|s| s.handle() == Some(handle) && s.pid() == pid)
     }
 
-    /// Loads the turn of `cpu`'s system PMCs due (the next one if `rotate`).
-    fn schedule_system(&self, core: &mut Core, cpu: Cpu, state: &PerCpu, rotate: bool) {
-        let handles = system_pmcs(core, cpu);
+    /// Loads the turn of `cpu`'s system PMCs (`handles`) due (the next one if `rotate`).
+    fn schedule_system(
+        &self,
+        core: &mut Core,
+        cpu: Cpu,
+        state: &PerCpu,
+        handles: &[PmcHandle],
+        rotate: bool,
+    ) {
         state.mux.system_pmcs.store(handles.len() as u32, Ordering::Relaxed);
         let used = handles
             .iter()
@@ -415,7 +425,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             state.mux.system_rotations.store(rotations, Ordering::Relaxed);
         }
         let turn = nth_turn(used, rotations);
-        self.load_turn(core, cpu, state, &handles, -1, turn);
+        self.load_turn(core, cpu, state, handles, -1, turn);
     }
 
     /// Loads the turn of process `pid`'s PMCs due on `cpu` (the next one if `rotate`).
@@ -437,8 +447,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             target.turns.rotate();
         }
         let turn = target.turns.current;
-        let handles: Vec<PmcHandle> =
-            target.running.iter().filter(|s| s.turn != NOT_MULTIPLEXED).map(|s| s.handle).collect();
+        let handles = multiplexed_of(target);
         if !state.mux.process_active() {
             state.mux.begin_process(now);
         }
@@ -483,15 +492,23 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 }
 
-/// The running multiplexed system PMCs of `cpu`.
-fn system_pmcs(core: &Core, cpu: Cpu) -> Vec<PmcHandle> {
-    core.handles()
-        .filter(|&h| {
-            core.pmc(h).is_some_and(|p| {
-                p.cpu() == Some(cpu) && p.state == State::Running && p.mux.is_multiplexed()
-            })
+/// The running multiplexed PMCs of a process (one allocation).
+fn multiplexed_of(target: &crate::state::Target) -> Vec<PmcHandle> {
+    let mut handles = Vec::with_capacity(target.running.len());
+    handles.extend(target.running.iter().filter(|s| s.turn != NOT_MULTIPLEXED).map(|s| s.handle));
+    handles
+}
+
+/// The running multiplexed system PMCs of `cpu` (whose state is `state`).
+fn system_pmcs(core: &Core, cpu: Cpu, state: &PerCpu) -> Vec<PmcHandle> {
+    // As many as last time, most often: one allocation.
+    let mut handles = Vec::with_capacity(state.mux.system_pmcs.load(Ordering::Relaxed) as usize);
+    handles.extend(core.handles().filter(|&h| {
+        core.pmc(h).is_some_and(|p| {
+            p.cpu() == Some(cpu) && p.state == State::Running && p.mux.is_multiplexed()
         })
-        .collect()
+    }));
+    handles
 }
 
 /// The turn of the owner's last group PMC of `mode` on `cpu`.
