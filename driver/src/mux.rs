@@ -29,6 +29,8 @@
 //!   and time read of a multiplexed PMC). The scaled count is `value × enabled / running`.
 //!
 //! Sampling PMCs are not multiplexed (EINVAL): a sample's period would restart at every turn.
+//! PMCs a host kernel counts itself ([`crate::hosted`]) are allocated as without the flag: the
+//! host schedules its own counters.
 //!
 //! # Logs
 //!
