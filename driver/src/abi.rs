@@ -366,6 +366,24 @@ bitflags::bitflags! {
         const USERCALLCHAIN = 0x100;
         /// `pm_ev` is a PMU table index and the configuration is in `pm_md`.
         const EV_PMU = 0x200;
+        /// Extension (not FreeBSD's; see [`MULTIPLEX_FLAGS`](PmcFlags::MULTIPLEX_FLAGS)): a
+        /// counting PMC that may share its counter with other multiplexed PMCs, the driver
+        /// rotating them at the tick, instead of EBUSY when the counters run out.
+        const MULTIPLEX = 0x0100_0000;
+        /// Extension: a multiplexed PMC that starts an event group, scheduled in a rotation
+        /// turn where the owner has no other PMC on the same CPU (or process), so the whole
+        /// group fits.
+        const GROUP_LEADER = 0x0200_0000;
+        /// Extension: a multiplexed PMC of the group the owner's last GROUP_LEADER or
+        /// GROUP_MEMBER PMC (same mode and CPU) belongs to; counted only together with it
+        /// (EBUSY if the group no longer fits the counters, EINVAL without a leader).
+        const GROUP_MEMBER = 0x0400_0000;
+        /// Extension (see [`HYBRID_FLAGS`](PmcFlags::HYBRID_FLAGS)): counts only on the P-cores
+        /// of a hybrid CPU (perf's `cpu_core` PMU); its event is the P-cores' encoding.
+        const CORE_TYPE_CORE = 0x0800_0000;
+        /// Extension: counts only on the E-cores of a hybrid CPU (perf's `cpu_atom` PMU); its
+        /// event is the E-cores' encoding.
+        const CORE_TYPE_ATOM = 0x1000_0000;
         /// Internal: attached to its owner.
         const ATTACHED_TO_OWNER = 0x10000;
         /// Internal: needs a log file.
@@ -383,7 +401,27 @@ impl PmcFlags {
         .union(PmcFlags::CALLCHAIN)
         .union(PmcFlags::USERCALLCHAIN)
         .union(PmcFlags::EV_PMU);
+
+    /// The multiplexing extension's PMCALLOCATE flags, accepted besides FreeBSD's. Bits far
+    /// above FreeBSD's (whose forks number their own group flags 0x40, 0x400 and 0x800), so a
+    /// FreeBSD binary never sets them by accident; without them, allocation behaves as
+    /// FreeBSD's (EBUSY when the rows run out).
+    pub const MULTIPLEX_FLAGS: PmcFlags =
+        PmcFlags::MULTIPLEX.union(PmcFlags::GROUP_LEADER).union(PmcFlags::GROUP_MEMBER);
 }
+
+impl PmcFlags {
+    /// The hybrid extension's PMCALLOCATE flags (one at most): the core type a hardware PMC
+    /// counts on. A process PMC with one is loaded only on CPUs of that core type, where its
+    /// encoding means what it names; without one a process PMC counts on every CPU, so its event
+    /// must be one both core types encode alike (the architectural events). EINVAL when no CPU
+    /// has the core type (or, for a system PMC, its CPU has another).
+    pub const HYBRID_FLAGS: PmcFlags = PmcFlags::CORE_TYPE_CORE.union(PmcFlags::CORE_TYPE_ATOM);
+}
+
+/// Extension op (not in `enum pmc_ops`, far above its numbers): reads a PMC's count with the
+/// time it was enabled and the time it was counting ([`PmcOpPmcReadTimes`]).
+pub const PMC_OP_PMCREADTIMES: u32 = 0x100;
 
 /// A PMC id: `cpu:12 | mode:4 | class:8 | row:8` (FreeBSD 14 and later).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -604,6 +642,14 @@ abi_struct! {
 }
 
 abi_struct! {
+    /// The argument of [`PMC_OP_PMCREADTIMES`], 32 bytes: the caller fills `pm_pmcid`; the
+    /// driver writes the count (as PMCRW reads it) and, for a multiplexed PMC, the time it was
+    /// enabled and the time it was on a counter, in reference cycles (TSC ticks). Both times are
+    /// 0 for a PMC that is not multiplexed (it counts whenever it is enabled).
+    PmcOpPmcReadTimes { pm_pmcid: u32, pm_pad: u32, pm_value: u64, pm_enabled: u64, pm_running: u64 }
+}
+
+abi_struct! {
     /// `struct pmc_info`: one row of GETPMCINFO, 104 bytes.
     PmcInfo {
         pm_name: [u8; PMC_NAME_MAX],
@@ -760,6 +806,8 @@ mod tests {
         assert_layout!(PmcOpPmcAttach, size 8, pm_pmc @ 0, pm_pid @ 4);
         assert_layout!(PmcOpPmcSetCount, size 16, pm_count @ 0, pm_pmcid @ 8);
         assert_layout!(PmcOpPmcRw, size 16, pm_flags @ 0, pm_pmcid @ 4, pm_value @ 8);
+        assert_layout!(PmcOpPmcReadTimes, size 32,
+            pm_pmcid @ 0, pm_value @ 8, pm_enabled @ 16, pm_running @ 24);
         assert_layout!(PmcInfo, size 104,
             pm_name @ 0, pm_class @ 64, pm_enabled @ 68, pm_rowdisp @ 72, pm_ownerpid @ 76,
             pm_mode @ 80, pm_event @ 84, pm_flags @ 88, pm_reloadcount @ 96);

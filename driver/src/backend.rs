@@ -138,6 +138,12 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     fn classes(&self) -> &[HardwareClass];
     /// The state of a CPU with `description`.
     fn cpu(&self, description: Option<Self::Description>) -> Self::Cpu;
+    /// The core type of a CPU of a hybrid machine, as CPUID leaf 0x1A names it (0x20 E-core,
+    /// 0x40 P-core); 0 when the machine is not hybrid.
+    fn core_type(&self, cpu: &Self::Cpu) -> u8 {
+        let _ = cpu;
+        0
+    }
     /// The counter behind row `index` of hardware class `class` on a CPU, if it has one.
     fn row_counter(&self, cpu: &Self::Cpu, class: Class, index: u32) -> Option<Self::Counter>;
     /// The bit of `counter` in a [`CounterMask`].

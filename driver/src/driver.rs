@@ -105,7 +105,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let running_pids = Arc::new(AtomicU64::new(0));
         let credits = Arc::new(Credits::default());
-        let core = Core::new(ncpu, layout.rows(), Arc::clone(&running_pids), Arc::clone(&credits));
+        let rows = crate::mux::Geometry::new(layout.rows()).total_rows();
+        let core = Core::new(ncpu, rows, Arc::clone(&running_pids), Arc::clone(&credits));
         let driver = Driver {
             core: Lock::new(core),
             running_pids,
@@ -273,11 +274,15 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// PMC, whose `cell` is [`crate::loads::NO_CELL`]) with a whole period.
     pub(crate) fn load_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc, pid: Pid, cell: u32) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
-        let Some(slot) = state.slots.get(pmc.row as usize) else { return };
-        let counters = self.program_pmc(state, slot, &pmc.load_spec(handle, cell), pmc.start, pid);
+        let Some(slot) = state.slots.get(pmc.slot_row as usize) else { return };
+        let spec = pmc.load_spec(handle, cell);
+        if !spec.runs_on(state.core_type) {
+            return;
+        }
+        let counters = self.program_pmc(state, slot, &spec, pmc.start, pid);
         if pid >= 0 && pid == state.current_pid() {
             state.current_counters.fetch_or(counters.bits(), Ordering::Relaxed);
-            state.add_current_row(pmc.row);
+            state.add_current_row(pmc.slot_row);
         }
         self.backend.start(&self.hw, &state.pmu, counters);
     }
@@ -366,10 +371,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         total
     }
 
-    /// Calls `act(cpu, row)` for every CPU whose slot of `handle`'s row holds it (a PMC's row
-    /// never changes, so it is looked up once). Must be called without the core lock held.
+    /// Calls `act(cpu, row)` for every CPU whose slot of `handle`'s row (its counter's row,
+    /// [`Pmc::slot_row`]) holds it (a PMC's row never changes, so it is looked up once). Must be called without the core lock held.
     pub(crate) fn on_cpus_holding(&self, handle: PmcHandle, mut act: impl FnMut(Cpu, u32)) {
-        let Some(row) = self.core.lock(&self.kernel).pmc(handle).map(|p| p.row) else { return };
+        let Some(row) = self.core.lock(&self.kernel).pmc(handle).map(|p| p.slot_row) else {
+            return;
+        };
         for cpu in 0..self.kernel.cpu_count() {
             if self.slot(cpu, row).is_some_and(|s| s.handle() == Some(handle)) {
                 act(cpu, row);

@@ -12,6 +12,7 @@ use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, Tid, TrapFrame};
 use crate::logging::record_path;
+use crate::mux::NOT_MULTIPLEXED;
 use crate::percpu::PmcHandle;
 use crate::percpu::{PerCpu, Slot};
 use crate::sample::{FrameWriter, PendingView, SampleHeader, SampleRing, UserStack};
@@ -56,7 +57,17 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(specs) = map.get(pid) else { return };
         let mut counters = CounterMask::EMPTY;
         let mut rdpmc = false;
+        let mut multiplexed = false;
         for spec in specs {
+            // A multiplexed PMC waits for its turn, which the bookkeeping keeps (see `mux.rs`);
+            // a PMC of one core type runs only on CPUs of that type.
+            if spec.turn != NOT_MULTIPLEXED {
+                multiplexed = true;
+                continue;
+            }
+            if !spec.runs_on(state.core_type) {
+                continue;
+            }
             let Some(slot) = state.slots.get(spec.row as usize) else { continue };
             if slot.handle().is_none() {
                 // A sampling PMC continues the process's period where it stands.
@@ -72,6 +83,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         state.current_counters.store(counters.bits(), Ordering::Relaxed);
         self.backend.start(&self.hw, &state.pmu, counters);
+        if multiplexed {
+            // Out of line, under the bookkeeping lock: the turn due now, and its times.
+            self.mux_switch_in(cpu);
+        }
         if rdpmc {
             state.user_rdpmc.store(true, Ordering::Relaxed);
             self.kernel.set_user_rdpmc(true);
@@ -86,7 +101,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     #[inline(never)]
     pub fn switch_out(&self, cpu: Cpu, pid: Pid, tid: Tid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
-        if state.holds_anything() {
+        if state.holds_anything() || state.mux.process_active() {
             self.unload_process_pmcs(state, pid, tid);
         }
         // After the counters stopped: a PMI served while they are being stopped (an NMI can
@@ -97,6 +112,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// [`Self::switch_out`] of a thread that has PMCs loaded (or RDPMC allowed) here.
     #[inline(never)]
     fn unload_process_pmcs(&self, state: &PerCpu, pid: Pid, tid: Tid) {
+        self.mux_switch_out(state, pid);
         if state.user_rdpmc.swap(false, Ordering::Relaxed) {
             self.kernel.set_user_rdpmc(false);
         }
@@ -456,6 +472,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// records, and sends a DROPNOTIFY to owners whose samples were lost to a full ring. A tick
     /// with nothing to do takes no lock.
     pub fn tick(&self, cpu: Cpu) {
+        self.mux_tick(cpu);
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         let quiet = state.ring.is_empty()
             && state.soft_ring.is_empty()

@@ -11,8 +11,19 @@
 //! hardware traits ([`hw`]) and the PMU backend trait (`backend.rs`), the machine-dependent
 //! backends ([`arch`]: MSRs, native access, `x86/intel/`), the classes (`class/`), the
 //! bookkeeping (`state.rs`) with what it hands the context-switch hooks (`credits.rs`,
-//! `loads.rs`), the per-CPU runtime (`percpu.rs`, `sample.rs`), then the entry points (system
-//! calls in `ops.rs`, hooks in `hooks.rs`, the log in `log.rs` and `logging.rs`).
+//! `loads.rs`), the per-CPU runtime (`percpu.rs`, `sample.rs`, multiplexing in `mux.rs`), then
+//! the entry points (system calls in `ops.rs`, hooks in `hooks.rs`, the log in `log.rs` and
+//! `logging.rs`).
+//!
+//! # Counter multiplexing (extension)
+//!
+//! A counting PMC allocated with `PMC_F_MULTIPLEX` ([`abi::PmcFlags::MULTIPLEX`], a bit
+//! FreeBSD does not use) may share a counter with other multiplexed PMCs of its CPU or process:
+//! the driver rotates them at [`Driver::tick`] and keeps each one's time enabled and time on a
+//! counter, read with the extension op [`abi::PMC_OP_PMCREADTIMES`]. `PMC_F_GROUP_LEADER` and
+//! `PMC_F_GROUP_MEMBER` make event groups that are always counted together. Without these
+//! flags nothing changes: allocation fails when the rows run out, as FreeBSD's. The details are
+//! in `mux.rs`.
 //!
 //! # Concurrency contract
 //!
@@ -115,6 +126,7 @@ pub mod hw;
 pub mod kernel;
 mod log;
 mod logging;
+mod mux;
 mod ops;
 mod percpu;
 mod sample;

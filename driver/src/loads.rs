@@ -24,7 +24,12 @@ use crate::percpu::{PmcHandle, SampleFlags};
 /// up.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LoadSpec {
+    /// The row of the slot (counter) it is loaded on.
     pub(crate) row: u32,
+    /// Its multiplexing turn, or [`crate::mux::NOT_MULTIPLEXED`].
+    pub(crate) turn: u8,
+    /// The only core type it is loaded on (leaf 0x1A numbering), or 0 for every CPU.
+    pub(crate) core_type: u8,
     pub(crate) handle: PmcHandle,
     /// The PMC's configuration as loading writes it ([`HwConfig::armed`]).
     pub(crate) armed: HwConfig,
@@ -39,6 +44,15 @@ pub(crate) struct LoadSpec {
     pub(crate) user_rdpmc: bool,
     /// How the PMC samples.
     pub(crate) sample_flags: SampleFlags,
+}
+
+impl LoadSpec {
+    /// Whether it is loaded on a CPU of core type `core_type` (see
+    /// [`crate::state::core_type_of`]).
+    #[inline]
+    pub(crate) fn runs_on(&self, core_type: u8) -> bool {
+        self.core_type == 0 || self.core_type == core_type
+    }
 }
 
 /// The cell of a PMC no hook hands anything back for (a system PMC).
@@ -110,6 +124,8 @@ mod tests {
     fn list(row: u32) -> Arc<[LoadSpec]> {
         let spec = LoadSpec {
             row,
+            turn: crate::mux::NOT_MULTIPLEXED,
+            core_type: 0,
             handle: PmcHandle::new(row as usize, 0),
             armed: HwConfig::Tsc,
             start: 0,

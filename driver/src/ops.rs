@@ -7,10 +7,10 @@ use alloc::vec::Vec;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 use crate::abi::{
-    Caps, Class, Disposition, Mode, Op, PMC_CPU_ANY, PMC_VERSION, PmcDynEventDescr, PmcFlags,
-    PmcId, PmcInfo, PmcOpCaps, PmcOpGetCpuInfo, PmcOpGetDriverStats, PmcOpGetMsr, PmcOpGetPmcInfo,
-    PmcOpPmcAdmin, PmcOpPmcAllocate, PmcOpPmcAttach, PmcOpPmcRw, PmcOpPmcSetCount, PmcOpSimple,
-    State,
+    Caps, Class, Disposition, Mode, Op, PMC_CPU_ANY, PMC_OP_PMCREADTIMES, PMC_VERSION,
+    PmcDynEventDescr, PmcFlags, PmcId, PmcInfo, PmcOpCaps, PmcOpGetCpuInfo, PmcOpGetDriverStats,
+    PmcOpGetMsr, PmcOpGetPmcInfo, PmcOpPmcAdmin, PmcOpPmcAllocate, PmcOpPmcAttach,
+    PmcOpPmcReadTimes, PmcOpPmcRw, PmcOpPmcSetCount, PmcOpSimple, State,
 };
 use crate::arch::Backend;
 use crate::backend::{AllocateRequest, PmuBackend};
@@ -20,6 +20,7 @@ use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, Privilege, ProcessState, Signal, UserPtr};
 use crate::loads::NO_CELL;
+use crate::mux::{MuxPmc, NOT_MULTIPLEXED};
 use crate::percpu::{CpuStats, PmcHandle};
 use crate::state::{Core, Pmc};
 use crate::sync::AtomicU64;
@@ -34,6 +35,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.local_stats().syscalls.fetch_add(1, Relaxed);
         let result = match Op::from_u32(op) {
             Some(op) => self.dispatch(op, arg),
+            None if op == PMC_OP_PMCREADTIMES => self.op_read_times(arg),
             None => Err(Errno::Inval),
         };
         if result.is_err() {
@@ -216,11 +218,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let mut core = self.core.lock(&self.kernel);
         if disable {
-            if core.disposition(row) > 0 {
-                return Err(Errno::Busy);
-            }
-            if core.system_pmc_on(cpu, row).is_some() {
-                return Err(Errno::Busy);
+            // The row's counter in every multiplexing turn (the row itself is turn 0).
+            for r in self.mux_geometry().rows_on(row) {
+                if core.disposition(r) > 0 || core.system_pmc_on(cpu, r).is_some() {
+                    return Err(Errno::Busy);
+                }
             }
         }
         core.set_disabled(cpu, row, disable);
@@ -254,8 +256,18 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             None
         };
         let flags = PmcFlags::from_bits(request.pm_flags)
-            .filter(|f| PmcFlags::ALLOCATE_ACCEPTED.contains(*f))
+            .filter(|f| {
+                let extensions = PmcFlags::MULTIPLEX_FLAGS.union(PmcFlags::HYBRID_FLAGS);
+                PmcFlags::ALLOCATE_ACCEPTED.union(extensions).contains(*f)
+            })
             .ok_or(Errno::Inval)?;
+        let grouped = flags.intersects(PmcFlags::GROUP_LEADER | PmcFlags::GROUP_MEMBER);
+        if flags.contains(PmcFlags::GROUP_LEADER | PmcFlags::GROUP_MEMBER)
+            || (flags.intersects(PmcFlags::MULTIPLEX_FLAGS) && mode.is_sampling())
+        {
+            // A PMC leads a group or joins one; sampling PMCs are not multiplexed.
+            return Err(Errno::Inval);
+        }
         if mode.is_system() && flags.intersects(PmcFlags::LOG_PROCCSW | PmcFlags::LOG_PROCEXIT) {
             return Err(Errno::Inval);
         }
@@ -281,6 +293,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if !class.caps.contains(caps) {
             return Err(Errno::OpNotSupp);
         }
+        self.check_core_type(flags, class, cpu)?;
         let (config, rows) = self.configure(class, &request, mode, caps, flags)?;
         let min_reload = self.min_reload(class.class);
         let owner = self.kernel.current_pid();
@@ -293,6 +306,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             flags,
             config,
             row: 0,
+            slot_row: 0,
+            mux: MuxPmc { grouped, ..MuxPmc::default() },
             class_row: 0,
             width_mask: class.mask(),
             value: if mode.is_sampling() { 0 } else { request.pm_count },
@@ -325,14 +340,28 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                     .map_err(|_| Errno::NoMem)?;
             }
         }
+        // The host kernel multiplexes what it counts itself; SOFT and TSC rows are shared.
+        let multiplexed =
+            flags.intersects(PmcFlags::MULTIPLEX_FLAGS) && class.hardware && !pmc.hosted;
+        let geometry = self.mux_geometry();
         let handle = {
             let mut core = self.core.lock(&self.kernel);
-            let row = rows
-                .clone()
-                .find(|&row| self.row_usable(&core, class, row, mode, cpu, owner))
-                .ok_or(Errno::Inval)?;
+            let (row, turn) = if multiplexed {
+                let usable = |core: &Core, slot_row, row| {
+                    self.row_usable(core, class, (slot_row, row, true), mode, cpu, owner)
+                };
+                self.mux_place(&core, rows.clone(), (mode, cpu, owner), flags, usable)?
+            } else {
+                let row = rows
+                    .clone()
+                    .find(|&row| self.row_usable(&core, class, (row, row, false), mode, cpu, owner))
+                    .ok_or(Errno::Inval)?;
+                (row, NOT_MULTIPLEXED)
+            };
             pmc.row = row;
-            pmc.class_row = row - class.first_row;
+            pmc.slot_row = geometry.slot_row(row);
+            pmc.mux.turn = turn;
+            pmc.class_row = pmc.slot_row - class.first_row;
             pmc.id.row = row as u8;
             self.claim_shared(&pmc)?;
             core.insert(pmc.clone())
@@ -345,6 +374,33 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         self.log_allocation(&pmc);
         Ok(())
+    }
+
+    /// EINVAL for a core type ([`PmcFlags::HYBRID_FLAGS`]) that is not a hardware class's, that
+    /// no active CPU has, or that a system PMC's CPU does not have.
+    fn check_core_type(
+        &self,
+        flags: PmcFlags,
+        class: &ClassDesc,
+        cpu: Option<Cpu>,
+    ) -> Result<(), Errno> {
+        let wanted = crate::state::core_type_of(flags);
+        if wanted == 0 {
+            return Ok(());
+        }
+        if flags.contains(PmcFlags::HYBRID_FLAGS) || !class.hardware {
+            return Err(Errno::Inval);
+        }
+        if self.host_counts(class.class) {
+            // The host kernel's counters are not (yet) asked for one core type's PMU.
+            return Err(Errno::OpNotSupp);
+        }
+        let has = |c: Cpu| self.cpus.get(c as usize).is_some_and(|s| s.core_type == wanted);
+        let found = match cpu {
+            Some(cpu) => has(cpu),
+            None => (0..self.kernel.cpu_count()).any(|c| self.kernel.cpu_active(c) && has(c)),
+        };
+        if found { Ok(()) } else { Err(Errno::Inval) }
     }
 
     /// The class's hardware configuration for a request, and the rows that may hold it.
@@ -384,44 +440,67 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// Whether a new PMC of `mode` may take `row` (FreeBSD's `pmc_can_allocate_row` and
-    /// `pmc_can_allocate_rowindex`).
+    /// `pmc_can_allocate_rowindex`), a virtual row on `slot_row`'s counter for a `multiplexed`
+    /// one: the counter's rows of every turn are free of PMCs of the other kind (system or
+    /// process), and of PMCs of the same CPU or owner that cannot take turns with it.
     fn row_usable(
         &self,
         core: &Core,
         class: &ClassDesc,
-        row: u32,
+        (slot_row, row, multiplexed): (u32, u32, bool),
         mode: Mode,
         cpu: Option<Cpu>,
         owner: Pid,
     ) -> bool {
-        let disposition = core.disposition(row);
+        let same_counter = self.mux_geometry().rows_on(slot_row);
+        // Another PMC on the counter in another turn: both must be multiplexed.
+        let takes_turns = |r: u32, other: Option<&Pmc>| {
+            r == row || other.is_none_or(|o| multiplexed && o.mux.is_multiplexed())
+        };
         match cpu {
             Some(cpu) => {
-                if disposition > 0 || core.is_disabled(cpu, row) {
+                if core.is_disabled(cpu, slot_row) {
+                    return false;
+                }
+                if same_counter.clone().any(|r| core.disposition(r) > 0) {
                     return false;
                 }
                 let taken = core.system_pmc_on(cpu, row).is_some();
                 if taken && !class.shareable() {
                     return false;
                 }
+                let system_pmc = |r| core.system_pmc_on(cpu, r).and_then(|h| core.pmc(h));
+                if !same_counter.clone().all(|r| takes_turns(r, system_pmc(r))) {
+                    return false;
+                }
             }
             None => {
-                if disposition < 0 {
+                if same_counter.clone().any(|r| core.disposition(r) < 0) {
                     return false;
                 }
                 let ncpu = self.kernel.cpu_count();
-                if (0..ncpu).any(|c| self.kernel.cpu_active(c) && core.is_disabled(c, row)) {
+                if (0..ncpu).any(|c| self.kernel.cpu_active(c) && core.is_disabled(c, slot_row)) {
                     return false;
                 }
             }
         }
         if mode.is_virtual() {
-            let owns_row = core
-                .owned(owner)
-                .iter()
-                .any(|&h| core.pmc(h).is_some_and(|p| p.row == row && p.mode().is_virtual()));
-            let targeted = core.target(owner).is_some_and(|t| t.get(row).is_some());
-            if owns_row || targeted {
+            let owned = |r: u32| {
+                core.owned(owner)
+                    .iter()
+                    .filter_map(|&h| core.pmc(h))
+                    .find(|p| p.row == r && p.mode().is_virtual())
+            };
+            let targeted = |r: u32| {
+                core.target(owner).and_then(|t| t.get(r)).and_then(|t| core.pmc(t.pmc))
+            };
+            if owned(row).is_some() || targeted(row).is_some() {
+                return false;
+            }
+            if !same_counter
+                .clone()
+                .all(|r| takes_turns(r, owned(r)) && takes_turns(r, targeted(r)))
+            {
                 return false;
             }
         }
@@ -475,7 +554,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let row = pmc.row;
         for &p in &pids {
             let holder = core.target(p).and_then(|t| t.get(row)).map(|r| r.pmc);
-            if holder.is_some_and(|h| h != handle) {
+            if holder.is_some_and(|h| h != handle) || self.mux_attach_conflict(&core, handle, p) {
                 return Err(Errno::Busy);
             }
         }
@@ -613,6 +692,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if pmc.mode().is_sampling() {
             self.log_kernel_images(pmc.owner);
         }
+        let multiplexed = pmc.mux.is_multiplexed();
         if let Some(cpu) = pmc.cpu() {
             if !self.kernel.cpu_active(cpu) {
                 return Err(Errno::Nxio);
@@ -623,6 +703,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             if pmc.hosted {
                 return self.start_hosted(handle, pmc.state, &[]);
             }
+            if multiplexed {
+                // The others' times up to now, then the turn due on the CPU.
+                self.mux_checkpoint();
+                self.set_state(handle, State::Running);
+                self.mux_reschedule(handle);
+                return Ok(());
+            }
             self.set_state(handle, State::Running);
             self.on_cpu(cpu, || {
                 let core = self.core.lock(&self.kernel);
@@ -631,6 +718,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 }
             });
             return Ok(());
+        }
+        if multiplexed {
+            self.mux_checkpoint();
         }
         let (self_attached, targets) = {
             let mut core = self.core.lock(&self.kernel);
@@ -642,7 +732,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 }
                 let row = current.row;
                 let holder = core.target(caller).and_then(|t| t.get(row));
-                if holder.is_some_and(|r| r.pmc != handle) {
+                if holder.is_some_and(|r| r.pmc != handle)
+                    || self.mux_attach_conflict(&core, handle, caller)
+                {
                     return Err(Errno::Busy);
                 }
                 core.link_target(handle, row, caller)?;
@@ -664,6 +756,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 }
             }
             return started;
+        }
+        if multiplexed {
+            // Threads of the targets that are on a CPU right now count from their turn.
+            self.mux_reschedule(handle);
+            return Ok(());
         }
         // Threads of the targets that are on a CPU right now start counting at once.
         for cpu in 0..self.kernel.cpu_count() {
@@ -703,7 +800,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let pid = self.cpus[cpu as usize].current_pid();
         let core = self.core.lock(&self.kernel);
         let Some(pmc) = core.pmc(handle) else { return };
-        let free = self.slot(cpu, pmc.row).is_some_and(|s| s.handle().is_none());
+        let free = self.slot(cpu, pmc.slot_row).is_some_and(|s| s.handle().is_none());
         if pmc.is_running() && pmc.targets.contains(&pid) && free {
             let cell = pmc.cell_of(pid).unwrap_or(NO_CELL);
             self.load_pmc(cpu, handle, pmc, pid, cell);
@@ -729,11 +826,19 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 return Err(Errno::Nxio);
             }
         }
+        let multiplexed = pmc.mux.is_multiplexed();
+        if multiplexed {
+            // Its times and the others' end here.
+            self.mux_checkpoint();
+        }
         self.set_state(handle, State::Stopped);
         if pmc.hosted {
             self.hosted_stop(handle);
         } else {
             self.unload_everywhere(handle);
+        }
+        if multiplexed {
+            self.mux_reschedule(handle);
         }
         Ok(())
     }
@@ -842,7 +947,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let caller = self.kernel.current_pid();
         let (handle, pmc) = self.find_cloned(caller, request.pm_pmcid)?;
         let self_only = pmc.targets.len() == 1 && pmc.targets[0] == pmc.owner;
-        if !pmc.mode().is_virtual() || pmc.flags.contains(PmcFlags::DESCENDANTS) || !self_only {
+        // A multiplexed PMC's counter is another PMC's in the other turns.
+        if !pmc.mode().is_virtual()
+            || pmc.flags.contains(PmcFlags::DESCENDANTS)
+            || !self_only
+            || pmc.mux.is_multiplexed()
+        {
             return Err(Errno::Inval);
         }
         if pmc.hosted {
@@ -862,12 +972,32 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.publish_loads(&targets);
         // The caller runs now: if the PMC is on this CPU, RDPMC works from its next instruction.
         let cpu = self.kernel.current_cpu();
-        let loaded_here = self.slot(cpu, pmc.row).is_some_and(|s| s.handle() == Some(handle));
+        let loaded_here = self.slot(cpu, pmc.slot_row).is_some_and(|s| s.handle() == Some(handle));
         if let Some(state) = self.cpus.get(cpu as usize).filter(|_| loaded_here) {
             state.user_rdpmc.store(true, core::sync::atomic::Ordering::Relaxed);
             self.kernel.set_user_rdpmc(true);
         }
         Ok(())
+    }
+
+    /// PMC_OP_PMCREADTIMES (extension): the count as PMCRW reads it, with a multiplexed PMC's
+    /// times enabled and running (both 0 for other PMCs).
+    fn op_read_times(&self, arg: UserPtr) -> Result<(), Errno> {
+        let mut request: PmcOpPmcReadTimes = self.copy_in(arg)?;
+        let caller = self.kernel.current_pid();
+        let (handle, view, multiplexed) = {
+            let core = self.core.lock(&self.kernel);
+            let handle = core.find(caller, request.pm_pmcid)?;
+            let pmc = core.pmc(handle).ok_or(Errno::Inval)?;
+            (handle, ValueView::of(pmc), pmc.mux.is_multiplexed())
+        };
+        if multiplexed && view.running {
+            self.mux_checkpoint();
+        }
+        request.pm_value = self.current_value(handle, &view)?;
+        let times = self.core.lock(&self.kernel).pmc(handle).map(|p| p.mux).ok_or(Errno::Inval)?;
+        (request.pm_enabled, request.pm_running) = (times.enabled, times.running);
+        self.copy_out(&request, arg)
     }
 
     /// PMCRELEASE.

@@ -414,6 +414,10 @@ pub(crate) struct PerCpu {
     /// The thread running here, as the switch hooks saw it (pid, tid), or (-1, -1).
     current_pid: AtomicI32,
     current_tid: AtomicI32,
+    /// Counter multiplexing here (see [`crate::mux`]).
+    pub(crate) mux: crate::mux::MuxCpu,
+    /// The core type of this CPU on a hybrid machine ([`PmuBackend::core_type`]), 0 otherwise.
+    pub(crate) core_type: u8,
 }
 
 impl PerCpu {
@@ -442,6 +446,7 @@ impl PerCpu {
             });
         }
         let current_rows = slots.iter().map(|_| AtomicU32::new(0)).collect();
+        let core_type = backend.core_type(&pmu);
         PerCpu {
             slots,
             pmu,
@@ -458,6 +463,8 @@ impl PerCpu {
             scratch: crate::lock::Lock::new(alloc::vec::Vec::with_capacity(depth)),
             current_pid: AtomicI32::new(-1),
             current_tid: AtomicI32::new(-1),
+            mux: crate::mux::MuxCpu::default(),
+            core_type,
         }
     }
 

@@ -16,6 +16,7 @@ use crate::credits::{CellAllocator, Credits};
 use crate::errno::Errno;
 use crate::kernel::{Cpu, Pid};
 use crate::loads::{LoadMap, LoadSpec};
+use crate::mux::{MuxPmc, NOT_MULTIPLEXED, TargetTurns};
 use crate::percpu::{PmcHandle, SampleFlags};
 
 /// One allocated PMC.
@@ -29,8 +30,12 @@ pub(crate) struct Pmc {
     pub(crate) caps: Caps,
     pub(crate) flags: PmcFlags,
     pub(crate) config: HwConfig,
-    /// Global row index.
+    /// Global row index (a virtual row for a multiplexed PMC: see [`crate::mux`]).
     pub(crate) row: u32,
+    /// The row whose counter (slot) it is loaded on: `row`, or a multiplexed PMC's counter row.
+    pub(crate) slot_row: u32,
+    /// Its turn and times, if multiplexed.
+    pub(crate) mux: MuxPmc,
     /// Row index within the class.
     pub(crate) class_row: u32,
     /// Mask of the counter width.
@@ -77,7 +82,9 @@ impl Pmc {
     /// How to load it (`handle`) for the link whose credit cell is `cell`.
     pub(crate) fn load_spec(&self, handle: PmcHandle, cell: u32) -> LoadSpec {
         LoadSpec {
-            row: self.row,
+            row: self.slot_row,
+            turn: self.mux.turn,
+            core_type: core_type_of(self.flags),
             handle,
             armed: self.config.armed(),
             start: self.start,
@@ -127,7 +134,20 @@ pub(crate) struct Target {
     /// rebuilt whenever one of them changes ([`Core::refresh_target`]) and never changed in
     /// place: every CPU gets the new list (`Driver::publish_loads`) and its hooks read it with
     /// no lock.
-    running: Arc<[LoadSpec]>,
+    pub(crate) running: Arc<[LoadSpec]>,
+    /// The turns of its multiplexed PMCs (see [`crate::mux`]).
+    pub(crate) turns: TargetTurns,
+}
+
+/// The core type a PMC with `flags` is restricted to (leaf 0x1A numbering), 0 for none.
+pub(crate) fn core_type_of(flags: PmcFlags) -> u8 {
+    if flags.contains(PmcFlags::CORE_TYPE_CORE) {
+        0x40
+    } else if flags.contains(PmcFlags::CORE_TYPE_ATOM) {
+        0x20
+    } else {
+        0
+    }
 }
 
 impl Target {
@@ -136,6 +156,7 @@ impl Target {
             rows: alloc::vec![None; rows as usize],
             attached: Vec::new(),
             running: Arc::from(Vec::new()),
+            turns: TargetTurns::default(),
         }
     }
 
@@ -319,6 +340,11 @@ impl Core {
     }
 
     /// Process `pid` as a target of PMCs, if any is attached to it.
+    pub(crate) fn target_mut(&mut self, pid: Pid) -> Option<&mut Target> {
+        self.targets.get_mut(&pid)
+    }
+
+    /// The PMCs attached to process `pid`.
     pub(crate) fn target(&self, pid: Pid) -> Option<&Target> {
         self.targets.get(&pid)
     }
@@ -515,6 +541,10 @@ impl Core {
                 running.push(spec);
             }
         }
+        // PMCs that are not multiplexed first: the switch-in loads them before any multiplexed
+        // one could take their counter.
+        running.sort_by_key(|s| s.turn != NOT_MULTIPLEXED);
+        target.turns = TargetTurns::of(&running, target.turns);
         target.running = Arc::from(running);
         self.publish_running_pids();
     }

@@ -62,6 +62,8 @@ typedef int processorid_t;
 
 /* Bind flags. */
 #define CPC_BIND_LWP_INHERIT	0x1
+/* hwpmc-rs extension: the set takes turns on the counters with other such sets (one group). */
+#define CPC_BIND_MULTIPLEX	0x1000
 
 /* Capabilities. */
 #define CPC_CAP_OVERFLOW_INTERRUPT	0x1

@@ -15,13 +15,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::ThreadId;
 
-use pmc::{Class, Mode, Pmc, PmcSpec};
+use pmc::{Class, Mode, Pmc, PmcFlags, PmcSpec};
 
 use crate::assign::{Need, assign};
 use crate::buf::{Buf, gethrtime};
 use crate::consts::{
-    CPC_BIND_LWP_INHERIT, CPC_CAP_OVERFLOW_INTERRUPT, CPC_COUNT_SYSTEM, CPC_COUNT_USER,
-    CPC_MAX_ATTRS, CPC_MAX_NREQS, CPC_OVF_NOTIFY_EMT, PICNUM, REQ_ALL_FLAGS, Subcode,
+    CPC_BIND_LWP_INHERIT, CPC_BIND_MULTIPLEX, CPC_CAP_OVERFLOW_INTERRUPT, CPC_COUNT_SYSTEM,
+    CPC_COUNT_USER, CPC_MAX_ATTRS, CPC_MAX_NREQS, CPC_OVF_NOTIFY_EMT, PICNUM, REQ_ALL_FLAGS,
+    Subcode,
 };
 use crate::error::{Error, Result};
 use crate::platform::Platform;
@@ -83,6 +84,8 @@ pub struct Binding {
     /// The values while counting is stopped (`cpc_disable`).
     frozen: Option<Buf>,
     bind_tsc: u64,
+    /// Bound with [`CPC_BIND_MULTIPLEX`]: values are scaled (see [`Binding::count`]).
+    multiplex: bool,
     /// When the overflow PMCs last started counting a period (bind, restart): an overflow
     /// sample older than that belongs to a period that is over.
     armed_tsc: u64,
@@ -303,6 +306,7 @@ impl Binding {
         platform: &Platform,
         requests: &[Request],
         scope: Scope,
+        multiplex: bool,
     ) -> Result<Binding> {
         check_set(op, platform, requests)?;
         let counting: Vec<usize> =
@@ -357,6 +361,13 @@ impl Binding {
                         Some(period) => spec.rate(period),
                         None => spec,
                     }
+                } else if multiplex {
+                    // The set's counting PMCs are one group: counted together or not at all.
+                    let leading =
+                        !counters.iter().any(|c: &Counter| c.pmc.is_some() && c.smpl.is_none());
+                    let group =
+                        if leading { PmcFlags::GROUP_LEADER } else { PmcFlags::GROUP_MEMBER };
+                    pmc_spec.mode(counting_mode).flags(PmcFlags::MULTIPLEX | group)
                 } else {
                     pmc_spec.mode(counting_mode)
                 };
@@ -412,7 +423,15 @@ impl Binding {
         for (_, index, pmc) in order {
             pmc.start().map_err(|e| allocation_error(op, &e, index))?;
         }
-        Ok(Binding { scope, counters, live: true, frozen: None, bind_tsc: tsc(), armed_tsc })
+        Ok(Binding {
+            scope,
+            counters,
+            live: true,
+            frozen: None,
+            bind_tsc: tsc(),
+            multiplex,
+            armed_tsc,
+        })
     }
 
     /// Whether the binding still holds its counters.
@@ -524,6 +543,17 @@ impl Binding {
         self.read_values(buf)
     }
 
+    /// A counting PMC's count: as read, or scaled to the time the set was bound when it takes
+    /// turns on the counters ([`CPC_BIND_MULTIPLEX`]; the set's PMCs share one turn, so their
+    /// values keep their ratios).
+    fn count(&self, pmc: &Pmc) -> pmc::Result<u64> {
+        Self::count_of(self.multiplex, pmc)
+    }
+
+    fn count_of(multiplex: bool, pmc: &Pmc) -> pmc::Result<u64> {
+        if multiplex { Ok(pmc.read_scaled()?.scaled().unwrap_or(0)) } else { pmc.read() }
+    }
+
     /// Reads the counters' values, hrtime and tick into `buf`.
     fn read_values(&self, buf: &mut Buf) -> Result<()> {
         const OP: &str = "cpc_set_sample";
@@ -531,7 +561,7 @@ impl Binding {
             *slot = match &counter.pmc {
                 _ if counter.smpl.is_some() => 0,
                 Some(pmc) => {
-                    let now = pmc.read().map_err(|e| Error::pmc(OP, &e))?;
+                    let now = self.count(pmc).map_err(|e| Error::pmc(OP, &e))?;
                     counter.preset.wrapping_add(now.wrapping_sub(counter.base))
                 }
                 None => counter.preset,
@@ -590,7 +620,8 @@ impl Binding {
         for counter in self.counters.iter_mut().filter(|c| c.smpl.is_none()) {
             counter.preset = counter.next_preset;
             if let Some(pmc) = &counter.pmc {
-                counter.base = pmc.read().map_err(|e| Error::pmc(OP, &e))?;
+                counter.base =
+                    Self::count_of(self.multiplex, pmc).map_err(|e| Error::pmc(OP, &e))?;
                 if was_frozen {
                     pmc.start().map_err(|e| Error::pmc(OP, &e))?;
                 }
@@ -701,10 +732,10 @@ impl Set {
     /// unbound first, even if this bind fails.
     pub fn bind_curlwp(&mut self, platform: &Platform, flags: u32) -> Result<()> {
         const OP: &str = "cpc_bind_curlwp";
-        if flags & !CPC_BIND_LWP_INHERIT != 0 {
+        if flags & !(CPC_BIND_LWP_INHERIT | CPC_BIND_MULTIPLEX) != 0 {
             return Err(Error::invalid(
                 OP,
-                format!("bind flags {flags:#x}: only CPC_BIND_LWP_INHERIT"),
+                format!("bind flags {flags:#x}: only CPC_BIND_LWP_INHERIT and CPC_BIND_MULTIPLEX"),
             ));
         }
         if self.requests.is_empty() {
@@ -723,7 +754,8 @@ impl Set {
             thread: std::thread::current().id(),
             epoch: CPU_EPOCH.load(Ordering::Acquire),
         };
-        let binding = Binding::new(OP, platform, &self.requests, scope)?;
+        let multiplex = flags & CPC_BIND_MULTIPLEX != 0;
+        let binding = Binding::new(OP, platform, &self.requests, scope, multiplex)?;
         let overflows = binding.watched_pmcs();
         let binding = self.attach(binding);
         self.holds_signal = !overflows.is_empty();
@@ -738,8 +770,11 @@ impl Set {
     /// first CPU bind invalidates every per-thread set (their next sample fails `EAGAIN`).
     pub fn bind_cpu(&mut self, platform: &Platform, cpu: i32, flags: u32) -> Result<()> {
         const OP: &str = "cpc_bind_cpu";
-        if flags != 0 {
-            return Err(Error::invalid(OP, format!("bind flags {flags:#x}: must be 0")));
+        if flags & !CPC_BIND_MULTIPLEX != 0 {
+            return Err(Error::invalid(
+                OP,
+                format!("bind flags {flags:#x}: 0 or CPC_BIND_MULTIPLEX"),
+            ));
         }
         if self.requests.is_empty() {
             return Err(Error::invalid(OP, "the set has no requests"));
@@ -762,7 +797,8 @@ impl Set {
         })?;
         let saved = previous.clone();
         let scope = Scope::Cpu { cpu, thread: std::thread::current().id(), previous };
-        match Binding::new(OP, platform, &self.requests, scope) {
+        let multiplex = flags & CPC_BIND_MULTIPLEX != 0;
+        match Binding::new(OP, platform, &self.requests, scope, multiplex) {
             Ok(binding) => {
                 cpu_bound().push(cpu);
                 CPU_EPOCH.fetch_add(1, Ordering::AcqRel);
@@ -802,8 +838,11 @@ impl Set {
         flags: u32,
     ) -> Result<()> {
         const OP: &str = "cpc_bind_pctx";
-        if flags != 0 {
-            return Err(Error::invalid(OP, format!("bind flags {flags:#x}: must be 0")));
+        if flags & !CPC_BIND_MULTIPLEX != 0 {
+            return Err(Error::invalid(
+                OP,
+                format!("bind flags {flags:#x}: 0 or CPC_BIND_MULTIPLEX"),
+            ));
         }
         if self.requests.iter().any(|r| r.flags & CPC_OVF_NOTIFY_EMT != 0) {
             return Err(Error::new(OP, libc::ENOTSUP).because(
@@ -820,7 +859,9 @@ impl Set {
             return Err(Error::invalid(OP, "the set has no requests"));
         }
         let _ = self.unbind();
-        let binding = Binding::new(OP, platform, &self.requests, Scope::Process { pid })?;
+        let multiplex = flags & CPC_BIND_MULTIPLEX != 0;
+        let binding =
+            Binding::new(OP, platform, &self.requests, Scope::Process { pid }, multiplex)?;
         self.attach(binding);
         Ok(())
     }

@@ -23,6 +23,11 @@ pub const REQ_ALL_FLAGS: u32 = 0x1f | CPC_HW_SMPL;
 
 /// Bind flag: LWPs created later by the bound LWP get a copy of the set.
 pub const CPC_BIND_LWP_INHERIT: u32 = 0x1;
+/// Bind flag (an extension, not illumos'): the set's counters may share the hardware counters
+/// with other sets bound so, taking turns: the set is one event group (always counted together,
+/// never partly), and its values are scaled to the whole time it was bound. Without it a bind
+/// fails when the counters are taken, as illumos'.
+pub const CPC_BIND_MULTIPLEX: u32 = 0x1000;
 
 /// Capability: the counters can interrupt on overflow.
 pub const CPC_CAP_OVERFLOW_INTERRUPT: u32 = 0x1;

@@ -21,6 +21,9 @@
 //! * The exclusivity of CPU binds (one set per CPU; per-LWP binds `EAGAIN` while one exists; the
 //!   first invalidates per-LWP sets) holds within this process.
 //! * Binding another set to a thread marks the one it replaces unbound (`EINVAL` on its use).
+//! * `CPC_BIND_MULTIPLEX` (an extension, accepted by every bind) lets the set take turns on the
+//!   counters with other sets bound so: it is one event group of the driver (counted as a
+//!   whole), and its sampled values are scaled to the time it was bound.
 //! * `cpc_buf_get`/`cpc_buf_set` refuse an index outside the buffer with `EINVAL`.
 //! * `cpc_buf_tick` counts TSC cycles elapsed since bind (wall time, not only on-CPU time).
 //! * The attributes `nouser` and `sys` are accepted in requests too (clearing `CPC_COUNT_USER`,

@@ -25,6 +25,7 @@
 #define _HWPMC_RS_PMC_HOST_H_
 
 #include <sys/types.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -72,6 +73,23 @@ int		pmc_resume(pid_t _pid);
  * Returns 0, or -1 with errno (ECHILD: not a child of this process).
  */
 int		pmc_wait(pid_t _pid, int *_status);
+
+/*
+ * Counter multiplexing.  A counting PMC allocated with PMC_F_MULTIPLEX (sys/pmc.h) may share a
+ * counter with other multiplexed PMCs when there are more than counters: the driver rotates
+ * them at every tick, and each counts only during its turns.  PMC_F_GROUP_LEADER starts an
+ * event group and PMC_F_GROUP_MEMBER joins the last one: a group is always counted together.
+ * Without these flags pmc_allocate fails when the counters run out, as FreeBSD's.
+ *
+ * pmc_read_scaled stores the count scaled to the whole time the PMC was enabled, value x
+ * enabled / running (perf's scaling), in *value, and unless NULL the reference cycles it was
+ * enabled in *enabled and on a counter in *running.  A PMC that is not multiplexed gives its
+ * count and 0 for both times; one that never had a turn gives 0 with *running 0 (perf's
+ * "<not counted>").  Returns 0, or -1 with errno as pmc_read (EINVAL for value NULL).  On
+ * FreeBSD's own kernel module, which has no multiplexing, it is pmc_read with times 0.
+ */
+int		pmc_read_scaled(uint32_t _pmc, uint64_t *_value, uint64_t *_enabled,
+		    uint64_t *_running);
 
 #ifdef __cplusplus
 }

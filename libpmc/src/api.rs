@@ -21,6 +21,7 @@ use hwpmc::abi::{
     PmcOpGetMsr, PmcOpGetPmcInfo, PmcOpPmcAdmin, PmcOpPmcAllocate, PmcOpPmcAttach, PmcOpPmcRw,
     PmcOpPmcSetCount, PmcOpSimple, PmcOpWriteLog, State, event,
 };
+use hwpmc::abi::{PMC_OP_PMCREADTIMES, PmcOpPmcReadTimes};
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use crate::error::{Error, Result};
@@ -149,6 +150,27 @@ pub fn lookup_event(spec: &str) -> Result<Event> {
     })
 }
 
+/// Resolves an event spec in the table of core type `core_type` (leaf 0x1A numbering) first.
+fn lookup_event_on(spec: &str, core_type: u8) -> Result<Event> {
+    with_catalog(|events, _| {
+        let events = HostEvents { core_type: Some(core_type), ..events.clone() };
+        events.lookup(spec).map_err(|e| Error::with_detail("event", libc::EINVAL, e.to_string()))
+    })
+}
+
+/// Splits perf's hybrid PMU prefix off a spec: `cpu_core/EVENT/` is EVENT on the P-cores (core
+/// type 0x40), `cpu_atom/EVENT/` on the E-cores (0x20), with the allocation flag that says so.
+pub fn hybrid_prefix(spec: &str) -> (Option<(u8, PmcFlags)>, &str) {
+    let inner = |prefix: &str| spec.strip_prefix(prefix)?.strip_suffix('/');
+    if let Some(event) = inner("cpu_core/") {
+        (Some((0x40, PmcFlags::CORE_TYPE_CORE)), event)
+    } else if let Some(event) = inner("cpu_atom/") {
+        (Some((0x20, PmcFlags::CORE_TYPE_ATOM)), event)
+    } else {
+        (None, spec)
+    }
+}
+
 /// Every event this host offers, (class, name).
 pub fn list_events() -> Result<Vec<(Class, String)>> {
     with_catalog(|events, _| Ok(events.list()))
@@ -220,13 +242,18 @@ impl PmcSpec {
         self
     }
 
-    /// The PMCALLOCATE request for this spec on this host.
+    /// The PMCALLOCATE request for this spec on this host. A spec in perf's hybrid form,
+    /// `cpu_core/EVENT/` or `cpu_atom/EVENT/`, names the event in the P-cores' or the E-cores'
+    /// table and counts only on CPUs of that core type ([`PmcFlags::CORE_TYPE_CORE`],
+    /// [`PmcFlags::CORE_TYPE_ATOM`]).
     pub fn request(&self) -> Result<PmcOpPmcAllocate> {
-        let event = lookup_event(&self.spec)?;
+        let (core_type, spec) = hybrid_prefix(&self.spec);
+        let (event, flags) = match core_type {
+            Some((core_type, flag)) => (lookup_event_on(spec, core_type)?, self.flags | flag),
+            None => (lookup_event(spec)?, self.flags),
+        };
         let cpu = if self.mode.is_system() { self.cpu.unwrap_or(0) } else { PMC_CPU_ANY };
-        with_catalog(|_, codes| {
-            allocate_request(&event, self.mode, cpu, self.flags, self.rate, codes)
-        })
+        with_catalog(|_, codes| allocate_request(&event, self.mode, cpu, flags, self.rate, codes))
     }
 
     /// Allocates the PMC (see [`allocate_spec`]).
@@ -400,6 +427,10 @@ impl Pmc {
     pub fn read(&self) -> Result<u64> {
         read(self.id)
     }
+    /// Its count with the times it was enabled and counted (see [`read_scaled`]).
+    pub fn read_scaled(&self) -> Result<ScaledValue> {
+        read_scaled(self.id)
+    }
     /// Sets its value (it must be stopped).
     pub fn write(&self, value: u64) -> Result<()> {
         write(self.id, value)
@@ -455,6 +486,63 @@ pub fn rw(id: u32, flags: PmcFlags, value: u64) -> Result<u64> {
 /// Reads a PMC.
 pub fn read(id: u32) -> Result<u64> {
     rw(id, PmcFlags::OLDVALUE, 0)
+}
+/// A count with the time its PMC was enabled and the time it was on a counter: a multiplexed
+/// PMC ([`PmcFlags::MULTIPLEX`]) counts only during its turns, and its count scaled to the whole
+/// time enabled is `value × enabled / running`, as perf scales multiplexed counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ScaledValue {
+    /// The count as [`read`] returns it.
+    pub value: u64,
+    /// Reference cycles (TSC ticks) the PMC was enabled: running, and for a process PMC, a
+    /// thread of a target on a CPU. 0 for a PMC that is not multiplexed.
+    pub enabled: u64,
+    /// Reference cycles it was on a counter. 0 for a PMC that is not multiplexed.
+    pub running: u64,
+}
+
+impl ScaledValue {
+    /// Whether the PMC shared its counter (it was not counting all the time it was enabled).
+    pub fn multiplexed(&self) -> bool {
+        self.running < self.enabled
+    }
+    /// The fraction of the time enabled it was counted: 1 when it was not multiplexed (or not
+    /// yet enabled), 0 when it never had a turn.
+    pub fn fraction_counted(&self) -> f64 {
+        if self.enabled == 0 { 1.0 } else { self.running as f64 / self.enabled as f64 }
+    }
+    /// The count scaled to the whole time enabled; `None` when it never had a turn (perf's
+    /// `<not counted>`). The count itself when it was not multiplexed.
+    pub fn scaled(&self) -> Option<u64> {
+        if !self.multiplexed() {
+            return Some(self.value);
+        }
+        if self.running == 0 {
+            return None;
+        }
+        let scaled = u128::from(self.value) * u128::from(self.enabled) / u128::from(self.running);
+        Some(u64::try_from(scaled).unwrap_or(u64::MAX))
+    }
+}
+
+/// Reads a PMC's count with its times enabled and running (the driver's
+/// [`PMC_OP_PMCREADTIMES`] extension). On a host without the
+/// extension (FreeBSD's own kernel module) the count comes with no times, as for a PMC that is
+/// not multiplexed.
+pub fn read_scaled(id: u32) -> Result<ScaledValue> {
+    let mut op = PmcOpPmcReadTimes::new_zeroed();
+    op.pm_pmcid = id;
+    let ext = host::with_host(|h| h.extension_call(PMC_OP_PMCREADTIMES, op.as_mut_bytes()));
+    match ext {
+        Ok(()) => {
+            Ok(ScaledValue { value: op.pm_value, enabled: op.pm_enabled, running: op.pm_running })
+        }
+        Err(e) if e.errno == libc::ENOSYS || e.errno == libc::EINVAL => {
+            // No such op (EINVAL from a kernel without it), or a bad id: PMCRW says which.
+            Ok(ScaledValue { value: read(id)?, enabled: 0, running: 0 })
+        }
+        Err(e) => Err(e),
+    }
 }
 /// Writes a PMC.
 pub fn write(id: u32, value: u64) -> Result<()> {
@@ -513,4 +601,24 @@ pub fn resume(pid: i32) -> Result<()> {
 /// Waits for a child from [`spawn`]; its exit status (128 + signal if killed).
 pub fn wait(pid: i32) -> Result<i32> {
     host::with_host(|h| h.wait(pid))
+}
+
+#[cfg(test)]
+mod hybrid_tests {
+    use super::hybrid_prefix;
+    use hwpmc::abi::PmcFlags;
+
+    #[test]
+    fn perfs_hybrid_pmu_prefixes_name_a_core_type() {
+        assert_eq!(
+            hybrid_prefix("cpu_core/INST_RETIRED.ANY_P,usr/"),
+            (Some((0x40, PmcFlags::CORE_TYPE_CORE)), "INST_RETIRED.ANY_P,usr")
+        );
+        assert_eq!(
+            hybrid_prefix("cpu_atom/branches/"),
+            (Some((0x20, PmcFlags::CORE_TYPE_ATOM)), "branches")
+        );
+        assert_eq!(hybrid_prefix("cpu_core/branches"), (None, "cpu_core/branches"), "unclosed");
+        assert_eq!(hybrid_prefix("instructions"), (None, "instructions"));
+    }
 }

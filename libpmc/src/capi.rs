@@ -38,8 +38,8 @@ pub use launch::{pmc_host_name, pmc_resume, pmc_spawn, pmc_wait};
 pub use ops::{
     pmc_allocate, pmc_attach, pmc_capabilities, pmc_close_logfile, pmc_configure_logfile,
     pmc_detach, pmc_disable, pmc_enable, pmc_flush_logfile, pmc_get_driver_stats, pmc_get_msr,
-    pmc_init, pmc_read, pmc_release, pmc_rw, pmc_set, pmc_start, pmc_stop, pmc_width, pmc_write,
-    pmc_writelog,
+    pmc_init, pmc_read, pmc_read_scaled, pmc_release, pmc_rw, pmc_set, pmc_start, pmc_stop,
+    pmc_width, pmc_write, pmc_writelog,
 };
 /// pmclog(3), implemented by the `pmclog` crate and exported from libpmc as on FreeBSD.
 pub use pmclog::capi::{pmclog_close, pmclog_ev, pmclog_feed, pmclog_open, pmclog_read};

@@ -17,7 +17,7 @@ pub mod error;
 pub mod events;
 pub mod host;
 
-pub use api::{Pmc, PmcSpec};
+pub use api::{Pmc, PmcSpec, ScaledValue};
 pub use error::{Error, Result};
 pub use hwpmc::abi::{Caps, Class, Mode, PmcFlags, PmcId};
 pub use pmclog as log;

@@ -349,6 +349,9 @@ fn struct_facts(f: &mut Facts) {
     layout!(f, "pmc_op_pmcattach", abi::PmcOpPmcAttach { pm_pmc, pm_pid });
     layout!(f, "pmc_op_pmcsetcount", abi::PmcOpPmcSetCount { pm_count, pm_pmcid } pad { pm_pad });
     layout!(f, "pmc_op_pmcrw", abi::PmcOpPmcRw { pm_flags, pm_pmcid, pm_value });
+    layout!(f, "pmc_op_pmcreadtimes", abi::PmcOpPmcReadTimes {
+        pm_pmcid, pm_value, pm_enabled, pm_running,
+    } pad { pm_pad });
     layout!(f, "pmc_info", abi::PmcInfo {
         pm_name, pm_class, pm_enabled, pm_rowdisp, pm_ownerpid, pm_mode, pm_event, pm_flags,
         pm_reloadcount,
@@ -515,6 +518,7 @@ fn constant_facts(f: &mut Facts) {
     for op in Op::ALL {
         f.constant(format!("PMC_OP_{}", format!("{op:?}").to_uppercase()), op.as_u32());
     }
+    f.constant("PMC_OP_PMCREADTIMES", abi::PMC_OP_PMCREADTIMES);
 
     for class in Class::ALL {
         f.constant(format!("PMC_CLASS_{}", class.name()), class.as_u32());

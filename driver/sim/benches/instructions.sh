@@ -84,3 +84,22 @@ for depth in 32 128; do
     own=$((n - ${sim:-0}))
     echo "kernel callchain, depth $depth, walked in the interrupt: $n instructions for $kernel_samples samples = $((n / kernel_samples)) per sample; without the simulated kernel's read_kernel_stack: $((own / kernel_samples)) (interrupt + $((depth - 1))-record walk)"
 done
+
+# Counter multiplexing (multiplex.rs): 1000 ticks, or 1000 switch pairs, per run.
+cargo bench -p hwpmc-sim --bench multiplex --no-run 2>/dev/null
+runs=1000
+for part in quiet system process; do
+    valgrind --tool=callgrind --callgrind-out-file="$out/mux.$part" --toggle-collect='*Driver*tick*' \
+        "$(newest multiplex)" --part="$part" >/dev/null 2>&1
+    n=$(total "$out/mux.$part")
+    own=$((n - $(critical_sections "$out/mux.$part")))
+    echo "multiplexing, $part ticks: $n instructions for $runs ticks = $((n / runs)) per tick per CPU; without the simulated kernel's critical sections: $((own / runs))"
+done
+for pmcs in 4 8 16; do
+    valgrind --tool=callgrind --callgrind-out-file="$out/mux.switch.$pmcs" \
+        --toggle-collect='*switch_in*' --toggle-collect='*switch_out*' \
+        "$(newest multiplex)" --part=switch --pmcs="$pmcs" >/dev/null 2>&1
+    n=$(total "$out/mux.switch.$pmcs")
+    own=$((n - $(critical_sections "$out/mux.switch.$pmcs")))
+    echo "multiplexing, context switch with $pmcs multiplexed PMCs: $((n / (2 * runs))) instructions per switch; without the simulated kernel's critical sections: $((own / (2 * runs)))"
+done

@@ -117,6 +117,7 @@ const fn amd_model(
         offcore_rsp_valid: [0; 2],
         umask2: false,
         quirks: Quirks::BARE_METAL,
+        core_type: 0,
         amd: Some(amd),
     }
 }

@@ -8,6 +8,7 @@ use hwpmc::abi::{
     PmcOpPmcAdmin, PmcOpPmcAllocate, PmcOpPmcAttach, PmcOpPmcRw, PmcOpPmcSetCount, PmcOpSimple,
     PmcOpWriteLog, State,
 };
+use hwpmc::abi::{PMC_OP_PMCREADTIMES, PmcOpPmcReadTimes};
 use hwpmc::hw::Hardware;
 use hwpmc::{Driver, Errno, Pid, Tunables, UserPtr};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
@@ -239,6 +240,29 @@ impl<'a, H: Hardware> PmcClient<'a, H> {
         let bytes = kernel.read_memory(self.pid, SCRATCH_BASE, core::mem::size_of::<T>())?;
         arg.as_mut_bytes().copy_from_slice(&bytes);
         result
+    }
+
+    /// Calls operation number `op` (one of FreeBSD's or an extension's) with `arg` written at
+    /// the start of the scratch memory and read back after.
+    pub fn call_number<T: IntoBytes + FromBytes + Immutable + KnownLayout>(
+        &self,
+        op: u32,
+        arg: &mut T,
+    ) -> Result<(), Errno> {
+        let kernel = self.driver.kernel();
+        kernel.write_memory(self.pid, SCRATCH_BASE, arg.as_bytes())?;
+        let result = self.call_raw(op, UserPtr(SCRATCH_BASE));
+        let bytes = kernel.read_memory(self.pid, SCRATCH_BASE, core::mem::size_of::<T>())?;
+        arg.as_mut_bytes().copy_from_slice(&bytes);
+        result
+    }
+
+    /// PMC_OP_PMCREADTIMES (extension): the count, and the times enabled and running.
+    pub fn read_times(&self, id: u32) -> Result<PmcOpPmcReadTimes, Errno> {
+        let mut op = PmcOpPmcReadTimes::new_zeroed();
+        op.pm_pmcid = id;
+        self.call_number(PMC_OP_PMCREADTIMES, &mut op)?;
+        Ok(op)
     }
 
     /// Calls operation number `op` with argument pointer `arg` as is.

@@ -156,7 +156,16 @@ pub struct PmuModel {
     /// How the part departs from the plain architectural registers (DEBUGCTL's bits, TSX,
     /// hypervisor and CPUID quirks).
     pub quirks: Quirks,
+    /// The core type of a hybrid CPU, CPUID leaf 0x1A EAX\[31:24\] ([`CORE_TYPE_ATOM`] for an
+    /// E-core, [`CORE_TYPE_CORE`] for a P-core); 0 for a CPU that is not hybrid. A hybrid CPU sets
+    /// CPUID.07H:EDX\[15\] and answers leaf 0x1A (when the maximum basic leaf reaches it).
+    pub core_type: u8,
 }
+
+/// Leaf 0x1A core type of an E-core (Intel Atom).
+pub const CORE_TYPE_ATOM: u8 = 0x20;
+/// Leaf 0x1A core type of a P-core (Intel Core).
+pub const CORE_TYPE_CORE: u8 = 0x40;
 
 impl Default for PmuModel {
     /// [`PmuModel::skylake`].
@@ -196,6 +205,7 @@ impl PmuModel {
             offcore_rsp_valid: [0x3F_FFFF_8FFF; 2],
             umask2: false,
             quirks: Quirks::BARE_METAL_TSX,
+            core_type: 0,
         }
     }
 
@@ -338,6 +348,58 @@ impl PmuModel {
             offcore_rsp_valid: [0; 2],
             umask2: false,
             quirks: Quirks { debugctl: crate::quirks::debugctl::KVM, ..Quirks::NONE },
+            core_type: 0,
+        }
+    }
+
+    /// An Alder Lake-like P-core (family 6 model 0x97, Golden Cove): perfmon v5, 8 GP counters and
+    /// 4 fixed counters (the 4th is TOPDOWN.SLOTS) of 48 bits, 8 architectural events, leaf 0x1A
+    /// core type [`CORE_TYPE_CORE`].
+    pub const fn alder_lake_p() -> Self {
+        PmuModel {
+            model: 0x97,
+            stepping: 2,
+            max_basic_leaf: 0x20,
+            topdown_slots_per_cycle: 6,
+            core_type: CORE_TYPE_CORE,
+            ..PmuModel::icelake()
+        }
+    }
+
+    /// An Alder Lake-like E-core (Gracemont) of the same package: 6 GP counters and 3 fixed
+    /// counters, GP counters 44 bits wide (narrower than the P-core's, so the machine's process
+    /// PMCs use the narrower width), 7 architectural events, core type [`CORE_TYPE_ATOM`].
+    pub const fn alder_lake_e() -> Self {
+        PmuModel {
+            gp_counters: 6,
+            gp_width: 44,
+            fixed_counters: 3,
+            fixed_bitmap: 0x7,
+            arch_events_len: 7,
+            topdown_slots_per_cycle: 5,
+            core_type: CORE_TYPE_ATOM,
+            ..PmuModel::alder_lake_p()
+        }
+    }
+
+    /// A Meteor Lake-like P-core (family 6 model 0xAA, Redwood Cove): as
+    /// [`PmuModel::alder_lake_p`], maximum basic leaf 0x23.
+    pub const fn meteor_lake_p() -> Self {
+        PmuModel { model: 0xAA, stepping: 4, max_basic_leaf: 0x23, ..PmuModel::alder_lake_p() }
+    }
+
+    /// A Meteor Lake-like E-core (Crestmont): 8 GP counters of 48 bits and 3 fixed counters,
+    /// core type [`CORE_TYPE_ATOM`].
+    pub const fn meteor_lake_e() -> Self {
+        PmuModel {
+            gp_counters: 8,
+            gp_width: 48,
+            ..PmuModel {
+                model: 0xAA,
+                stepping: 4,
+                max_basic_leaf: 0x23,
+                ..PmuModel::alder_lake_e()
+            }
         }
     }
 
@@ -520,9 +582,9 @@ impl PmuModel {
 }
 
 /// The CPUID instruction of one simulated CPU: answers leaves 0 (maximum basic leaf and vendor),
-/// 1 (signature, initial APIC ID, PDCM, x2APIC and hypervisor bits), 0xA (architectural
-/// performance monitoring) and 0x23 sub-leaf 0 (UMASK2) from a [`PmuModel`], and all zero for
-/// every other leaf.
+/// 1 (signature, initial APIC ID, PDCM, x2APIC and hypervisor bits), 7 (the hybrid bit), 0xA
+/// (architectural performance monitoring), 0x1A (core type) and 0x23 sub-leaf 0 (UMASK2) from a
+/// [`PmuModel`], and all zero for every other leaf.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CpuidModel {
     model: PmuModel,
@@ -545,7 +607,7 @@ impl CpuidModel {
         self.apic_id
     }
 
-    /// CPUID leaf `leaf`, subleaf `subleaf` (no modelled leaf has subleaves).
+    /// CPUID leaf `leaf`, subleaf `subleaf` (leaf 7 answers subleaf 0 only).
     pub const fn query(&self, leaf: u32, subleaf: u32) -> CpuIdResult {
         let m = &self.model;
         let zero = CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 };
@@ -573,6 +635,14 @@ impl CpuidModel {
             // Sub-leaf 0: EAX bit 0 says sub-leaf 0's EBX is valid; EBX bit 0 UMASK2.
             0x23 if m.max_basic_leaf >= 0x23 && subleaf == 0 => {
                 CpuIdResult { eax: 1, ebx: m.umask2 as u32, ecx: 0, edx: 0 }
+            }
+            // EDX[15]: hybrid part.
+            7 if m.max_basic_leaf >= 7 && subleaf == 0 => {
+                CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: ((m.core_type != 0) as u32) << 15 }
+            }
+            // Core type in EAX[31:24] (the native model id below it is left 0).
+            0x1A if m.max_basic_leaf >= 0x1A => {
+                CpuIdResult { eax: (m.core_type as u32) << 24, ebx: 0, ecx: 0, edx: 0 }
             }
             _ => zero,
         }
@@ -603,6 +673,10 @@ mod tests {
             PmuModel::no_pmu_vm(),
             PmuModel::kvm_guest(),
             PmuModel::core2_hiding_fixed_counters(),
+            PmuModel::alder_lake_p(),
+            PmuModel::alder_lake_e(),
+            PmuModel::meteor_lake_p(),
+            PmuModel::meteor_lake_e(),
         ] {
             assert_eq!(model.validate(), Ok(()), "{model:?}");
         }

@@ -173,7 +173,7 @@ unsafe fn bind(
     })
 }
 
-/// Binds the set to the calling thread (`flags`: 0 or `CPC_BIND_LWP_INHERIT`).
+/// Binds the set to the calling thread (`flags`: `CPC_BIND_LWP_INHERIT`, `CPC_BIND_MULTIPLEX`).
 ///
 /// # Safety
 ///
@@ -188,7 +188,7 @@ pub unsafe extern "C" fn cpc_bind_curlwp(
     unsafe { bind("cpc_bind_curlwp", cpc, set, |c, s| s.bind_curlwp(c.platform(), flags)) }
 }
 
-/// Binds the set to processor `id` (`flags` 0); the calling thread runs on that processor
+/// Binds the set to processor `id` (`flags` 0 or `CPC_BIND_MULTIPLEX`); the calling thread runs on that processor
 /// until `cpc_unbind` (Linux host).
 ///
 /// # Safety

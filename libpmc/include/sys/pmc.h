@@ -377,6 +377,13 @@ enum pmc_ops {
 #define PMC_F_CALLCHAIN		0x00000080 /* record callchains */
 #define PMC_F_USERCALLCHAIN	0x00000100 /* user stack from kernel samples */
 #define PMC_F_EV_PMU		0x00000200 /* pm_ev is a PMU table index */
+/* hwpmc-rs extension, not FreeBSD's: counter multiplexing (counting PMCs; see pmc_host.h) */
+#define PMC_F_MULTIPLEX		0x01000000 /* may share a counter, rotated at the tick */
+#define PMC_F_GROUP_LEADER	0x02000000 /* multiplexed; starts an event group */
+#define PMC_F_GROUP_MEMBER	0x04000000 /* multiplexed; counted with the last group */
+/* hwpmc-rs extension: the core type a PMC counts on, on a hybrid CPU (perf's cpu_core, cpu_atom) */
+#define PMC_F_CORE_TYPE_CORE	0x08000000 /* P-cores only, with their encoding */
+#define PMC_F_CORE_TYPE_ATOM	0x10000000 /* E-cores only, with their encoding */
 /* internal to the driver */
 #define PMC_F_ATTACHED_TO_OWNER	0x00010000
 #define PMC_F_NEEDS_LOGFILE	0x00020000
@@ -503,6 +510,18 @@ struct pmc_op_pmcrw {
 	uint32_t	pm_flags;	/* PMC_F_NEWVALUE and/or PMC_F_OLDVALUE */
 	pmc_id_t	pm_pmcid;
 	pmc_value_t	pm_value;	/* new value in, old value out */
+};
+
+/*
+ * hwpmc-rs extension op, not in enum pmc_ops: a PMC's count with the reference cycles (TSC) it
+ * was enabled and on a counter; both 0 for a PMC that is not multiplexed.
+ */
+#define PMC_OP_PMCREADTIMES	0x100	/* struct pmc_op_pmcreadtimes */
+struct pmc_op_pmcreadtimes {
+	pmc_id_t	pm_pmcid;
+	pmc_value_t	pm_value;	/* the count, as PMC_OP_PMCRW reads it */
+	uint64_t	pm_enabled;	/* reference cycles enabled */
+	uint64_t	pm_running;	/* reference cycles on a counter */
 };
 
 /* One row of PMC_OP_GETPMCINFO. */

@@ -149,6 +149,34 @@ pub unsafe extern "C" fn pmc_read(pmc: pmc_id_t, value: *mut pmc_value_t) -> c_i
     })
 }
 
+/// Reads a PMC's count scaled to the time it was enabled into `*value`, and the times enabled
+/// and on a counter into `*enabled` and `*running` unless NULL (extension, see `pmc_host.h`).
+///
+/// # Safety
+///
+/// `value` must be NULL (`EINVAL`) or writable; `enabled` and `running` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pmc_read_scaled(
+    pmc: pmc_id_t,
+    value: *mut pmc_value_t,
+    enabled: *mut u64,
+    running: *mut u64,
+) -> c_int {
+    status(|| {
+        let out = non_null("pmc_read_scaled", "value", value)?;
+        let read = api::read_scaled(pmc)?;
+        // SAFETY: checked non-null; writable by the caller's promise.
+        unsafe { store(out, read.scaled().unwrap_or(0)) };
+        for (ptr, time) in [(enabled, read.enabled), (running, read.running)] {
+            if !ptr.is_null() {
+                // SAFETY: non-null, so writable by the caller's promise.
+                unsafe { store(ptr, time) };
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Sets a stopped PMC's value (`pmc_write(3)`, PMCRW with PMC_F_NEWVALUE); `EBUSY` if running.
 #[unsafe(no_mangle)]
 pub extern "C" fn pmc_write(pmc: pmc_id_t, value: pmc_value_t) -> c_int {

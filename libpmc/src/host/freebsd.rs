@@ -90,6 +90,18 @@ impl Host for FreeBsdHost {
         Ok(())
     }
 
+    fn extension_call(&self, op: u32, arg: &mut [u8]) -> Result<()> {
+        // SAFETY: as in `syscall`: the argument struct of `op` is `arg` in full. A kernel
+        // module without the extension answers EINVAL and touches nothing.
+        let r = unsafe {
+            libc::syscall(self.syscall as libc::c_int, op as libc::c_int, arg.as_mut_ptr())
+        };
+        if r < 0 {
+            return Err(Error::os("extension op", &std::io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+
     fn spawn(&self, argv: &[OsString]) -> Result<ChildPid> {
         super::unix_process::spawn(argv)
     }

@@ -178,6 +178,14 @@ pub trait Host {
     /// place. Errors carry FreeBSD's errno in this system's numbering.
     fn syscall(&self, op: Op, arg: &mut [u8]) -> Result<()>;
 
+    /// An extension operation of this project's driver (not FreeBSD's: see
+    /// [`hwpmc::abi::PMC_OP_PMCREADTIMES`]), number `op`, with its argument's bytes. ENOSYS on a
+    /// host without the extensions.
+    fn extension_call(&self, op: u32, arg: &mut [u8]) -> Result<()> {
+        let _ = (op, arg);
+        Err(Error::with_detail("extension op", libc::ENOSYS, "not offered by this host"))
+    }
+
     /// Why the hardware classes are missing on this host, if they are (for event errors).
     fn missing_hardware_reason(&self) -> Option<String> {
         None

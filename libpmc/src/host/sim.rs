@@ -6,8 +6,9 @@
 //! Configuration, read once per thread from the environment:
 //! * `PMC_SIM_CPUS` — CPUs of the machine, 1 to 64 (default 2);
 //! * `PMC_SIM_MODEL` — `skylake` (default), `icelake`, `nehalem`, `core2`, `vm` (no PMU),
-//!   `arrowlake` (its P-core: UMASK2, fixed counter 3), or the AMD machines `zen4` (PerfMonV2),
-//!   `zen2` and `k10` (the 4 legacy counters);
+//!   `arrowlake` (its P-core: UMASK2, fixed counter 3), the hybrid `alderlake` and `meteorlake`
+//!   (the first half of the CPUs P-cores, the rest E-cores), or the AMD machines `zen4`
+//!   (PerfMonV2), `zen2` and `k10` (the 4 legacy counters);
 //! * `PMC_SIM_SEED` — the scheduler's seed (default 1).
 //!
 //! A value that is none of these is an error (`EINVAL`) that says what the variable may be.
@@ -130,7 +131,7 @@ where
 type MakeModel = fn() -> PmuModel;
 
 /// The simulated CPU models `PMC_SIM_MODEL` names.
-const MODELS: [(&str, MakeModel); 9] = [
+const MODELS: [(&str, MakeModel); 11] = [
     ("skylake", PmuModel::skylake),
     ("icelake", PmuModel::icelake),
     ("nehalem", PmuModel::nehalem),
@@ -140,7 +141,18 @@ const MODELS: [(&str, MakeModel); 9] = [
     ("zen4", PmuModel::zen4),
     ("zen2", PmuModel::zen2),
     ("k10", PmuModel::k10),
+    ("alderlake", PmuModel::alder_lake_p),
+    ("meteorlake", PmuModel::meteor_lake_p),
 ];
+
+/// The E-core of the hybrid part whose P-core is `p_core`, if it is one.
+fn e_core_of(p_core: &PmuModel) -> Option<PmuModel> {
+    let parts = [
+        (PmuModel::alder_lake_p(), PmuModel::alder_lake_e()),
+        (PmuModel::meteor_lake_p(), PmuModel::meteor_lake_e()),
+    ];
+    parts.into_iter().find(|(p, _)| p == p_core).map(|(_, e)| e)
+}
 
 /// The model `PMC_SIM_MODEL` names (Skylake when it is unset or empty); an unknown name is an
 /// error that lists the known ones.
@@ -213,9 +225,25 @@ impl SimHost {
         ))
     }
 
-    /// A machine of `cpus` CPUs of `model`, scheduling with `seed`.
+    /// A machine of `cpus` CPUs of `model`, scheduling with `seed`. A hybrid model (a P-core's,
+    /// with a leaf 0x1A core type) gets the matching E-cores for the second half of its CPUs.
     pub fn new(model: PmuModel, cpus: usize, seed: u64) -> SimHost {
-        let mut machine = Machine::new(MachineConfig::new(model, cpus).seed(seed));
+        let mut machine = match e_core_of(&model) {
+            Some(e_core) => {
+                let p_cores = cpus.div_ceil(2);
+                let models = (0..cpus).map(|cpu| if cpu < p_cores { model } else { e_core });
+                let pmus = models
+                    .enumerate()
+                    .map(|(i, m)| hwpmc_sim::SimPmu::new(m).with_apic_id(i as u32))
+                    .collect();
+                let hw = hwpmc_sim::SimHardware::from_pmus(pmus);
+                let kernel = hwpmc_sim::SimKernel::new(hw.clone());
+                let driver = hwpmc::Driver::load(kernel, hw, hwpmc::Tunables::default())
+                    .unwrap_or_else(|e| panic!("the driver refused to load: {e}"));
+                Machine::with_driver(driver, seed, MachineConfig::new(model, cpus).quantum)
+            }
+            None => Machine::new(MachineConfig::new(model, cpus).seed(seed)),
+        };
         let tool = machine.spawn_tool(Credentials::root());
         SimHost {
             machine: RefCell::new(machine),
@@ -232,12 +260,17 @@ impl SimHost {
     }
 
     fn raw_call(&self, op: Op, arg: &mut [u8]) -> std::result::Result<(), hwpmc::Errno> {
+        self.raw_call_number(op.as_u32(), arg)
+    }
+
+    /// [`Self::raw_call`] of operation number `op` (FreeBSD's or an extension's).
+    fn raw_call_number(&self, op: u32, arg: &mut [u8]) -> std::result::Result<(), hwpmc::Errno> {
         let machine = self.machine.borrow();
         let kernel = machine.kernel();
         let len = arg.len().min(SCRATCH_LEN);
         let ptr = if arg.is_empty() { UserPtr::NULL } else { UserPtr(SCRATCH_BASE) };
         kernel.write_memory(self.tool, SCRATCH_BASE, &arg[..len])?;
-        let result = machine.client(self.tool).call_raw(op.as_u32(), ptr);
+        let result = machine.client(self.tool).call_raw(op, ptr);
         let back = kernel.read_memory(self.tool, SCRATCH_BASE, len)?;
         arg[..len].copy_from_slice(&back);
         result
@@ -335,6 +368,12 @@ impl Host for SimHost {
         if op == Op::CloseLog && result.is_ok() {
             *self.log.borrow_mut() = None;
         }
+        result
+    }
+
+    fn extension_call(&self, op: u32, arg: &mut [u8]) -> Result<()> {
+        let result = self.raw_call_number(op, arg).map_err(|e| Error::driver("extension op", e));
+        self.pump_log()?;
         result
     }
 

@@ -112,6 +112,16 @@ sys_pmc_structs(void)
 #undef T
 #undef N
 
+#define T struct pmc_op_pmcreadtimes
+#define N "pmc_op_pmcreadtimes"
+	SIZEOF(N, T);
+	SCALAR(N, T, pm_pmcid);
+	SCALAR(N, T, pm_value);
+	SCALAR(N, T, pm_enabled);
+	SCALAR(N, T, pm_running);
+#undef T
+#undef N
+
 #define T struct pmc_info
 #define N "pmc_info"
 	SIZEOF(N, T);
@@ -495,6 +505,7 @@ constants(void)
 	CONST(PMC_OP_CLOSELOG);
 	CONST(PMC_OP_GETDYNEVENTINFO);
 	CONST(PMC_OP_GETCAPS);
+	CONST(PMC_OP_PMCREADTIMES);
 
 	CONST(PMC_CLASS_TSC);
 	CONST(PMC_CLASS_K8);
@@ -568,6 +579,11 @@ constants(void)
 	CONST(PMC_F_CALLCHAIN);
 	CONST(PMC_F_USERCALLCHAIN);
 	CONST(PMC_F_EV_PMU);
+	CONST(PMC_F_MULTIPLEX);
+	CONST(PMC_F_GROUP_LEADER);
+	CONST(PMC_F_GROUP_MEMBER);
+	CONST(PMC_F_CORE_TYPE_CORE);
+	CONST(PMC_F_CORE_TYPE_ATOM);
 	CONST(PMC_F_ATTACHED_TO_OWNER);
 	CONST(PMC_F_NEEDS_LOGFILE);
 	CONST(PMC_F_ATTACH_DONE);

@@ -91,6 +91,8 @@ pub struct Options {
     /// `--summary`: the perf-stat-like summary of a launched command's counts even when standard
     /// error is not a terminal.
     pub summary: bool,
+    /// `--multiplex`: counting PMCs are allocated with PMC_F_MULTIPLEX and their counts scaled.
+    pub multiplex: bool,
     /// `--print-man`: print the manual page (roff) and exit.
     pub print_man: bool,
     /// `--print-completions SHELL`: print the shell's completion script and exit.
@@ -224,6 +226,7 @@ pub fn command() -> Command {
         .arg(Arg::new("pprof").long("pprof").num_args(1).help("write a gzipped pprof profile"))
         .arg(Arg::new("top").long("top").num_args(1).allow_negative_numbers(true).help("print a flat profile of the top N functions (the live profile of a sampling run shows 20 unless given)"))
         .arg(Arg::new("summary").long("summary").action(ArgAction::SetTrue).help("for people even when standard error is no terminal (on a terminal always): after the counts of a launched command a summary with units, rates and times (-q leaves it out), and with -w a time column"))
+        .arg(Arg::new("multiplex").long("multiplex").action(ArgAction::SetTrue).help("let counting PMCs share the counters when there are more than counters (the driver rotates them; counts are scaled to the whole run, and the share of the time each was counted is printed)"))
         .arg(Arg::new("json").long("json").action(ArgAction::SetTrue).help("print counts as JSON; with -R, the flat profile"))
         .arg(Arg::new("call-graph").long("call-graph").num_args(1).value_name("dwarf|fp").help("Linux: walk user stacks with the images' CFI from a copy of the stack (dwarf, the default) or with frame pointers only (fp)"))
         .arg(Arg::new("command").num_args(1..).trailing_var_arg(true).value_parser(clap::value_parser!(OsString)))
@@ -435,6 +438,9 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
                     flags.set(PmcFlags::LOG_PROCEXIT, procexit);
                     flags.set(PmcFlags::LOG_PROCCSW, proccsw);
                 }
+                if !mode.is_sampling() {
+                    flags.set(PmcFlags::MULTIPLEX, m.get_flag("multiplex"));
+                }
                 if mode.is_sampling() {
                     flags.set(PmcFlags::CALLCHAIN, callchain);
                     flags.set(PmcFlags::USERCALLCHAIN, usercc && callchain);
@@ -510,6 +516,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
             .transpose()?,
         json: m.get_flag("json"),
         summary: m.get_flag("summary"),
+        multiplex: m.get_flag("multiplex"),
         print_man: m.get_flag("print-man"),
         print_completions: m.get_one::<clap_complete::Shell>("print-completions").copied(),
         call_graph,

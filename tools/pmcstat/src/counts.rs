@@ -96,6 +96,27 @@ pub fn write_values(
     out.flush()
 }
 
+/// After the last line of values, when a PMC was multiplexed (`--multiplex` and more PMCs than
+/// counters): a comment line with the share of its time enabled each column was counted, as
+/// `perf stat` prints `(50.00%)` after a scaled count (the values are scaled). FreeBSD's layout
+/// has no such line, and never gets one without multiplexing.
+pub fn write_counted(
+    columns: &[Column],
+    readings: &[pmc::ScaledValue],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    write!(out, "\n# ")?;
+    for (c, r) in columns.iter().zip(readings) {
+        let shown = if r.running == 0 && r.multiplexed() {
+            "-".to_owned()
+        } else {
+            format!("{:.2}%", 100.0 * r.fraction_counted())
+        };
+        write!(out, "{:>1$} ", shown, c.field_width)?;
+    }
+    out.flush()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +151,17 @@ mod tests {
         assert_eq!(first, format!("\n{:>22} {:>20} ", 100, 7));
         let second = text(|o| write_values(&mut columns, &[150, 9], None, o).unwrap());
         assert_eq!(second, format!("\n{:>22} {:>20} ", 50, 9));
+    }
+
+    #[test]
+    fn the_counted_line_gives_each_column_its_share_of_time_under_its_title() {
+        let columns = vec![Column::new("a", None, 64, false), Column::new("b", None, 64, false)];
+        let half = pmc::ScaledValue { value: 5, enabled: 200, running: 100 };
+        let never = pmc::ScaledValue { value: 0, enabled: 200, running: 0 };
+        let line = text(|o| write_counted(&columns, &[half, never], o).unwrap());
+        assert_eq!(line, format!("\n# {:>20} {:>20} ", "50.00%", "-"));
+        let header = text(|o| write_header(&columns, false, o).unwrap());
+        assert_eq!(header.len(), line.len() - 1, "under the titles");
     }
 
     #[test]

@@ -383,15 +383,23 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
         counts::write_header(&columns, timed, &mut out)
             .map_err(|e| io_failure("writing counts", &e))?;
     }
-    let read_all = || -> Result<Vec<u64>, Failure> {
+    // With --multiplex, each count with its times, scaled to the whole time enabled; else
+    // FreeBSD's read.
+    let read_readings = || -> Result<Vec<pmc::ScaledValue>, Failure> {
         counting
             .iter()
             .map(|a| {
-                a.pmc
-                    .read()
-                    .map_err(|e| Failure::pmc(&format!("cannot read {:?}", a.request.spec), &e))
+                let read = if o.multiplex {
+                    a.pmc.read_scaled()
+                } else {
+                    a.pmc.read().map(|value| pmc::ScaledValue { value, ..Default::default() })
+                };
+                read.map_err(|e| Failure::pmc(&format!("cannot read {:?}", a.request.spec), &e))
             })
             .collect()
+    };
+    let read_all = || -> Result<Vec<u64>, Failure> {
+        Ok(read_readings()?.iter().map(|r| r.scaled().unwrap_or(0)).collect())
     };
 
     let mut live = log.as_ref().and_then(|log| live_profile(o, log));
@@ -489,15 +497,21 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     for a in &pmcs {
         a.pmc.stop().map_err(|e| Failure::pmc(&format!("cannot stop {:?}", a.request.spec), &e))?;
     }
-    let values = read_all()?;
+    let readings = read_readings()?;
+    let values: Vec<u64> = readings.iter().map(|r| r.scaled().unwrap_or(0)).collect();
     let log_error = log.as_ref().and_then(|_| close_log().err());
+    let multiplexed = readings.iter().any(pmc::ScaledValue::multiplexed);
     if print_counts {
         counts::write_values(&mut columns, &values, elapsed(), &mut out)
             .map_err(|e| io_failure("writing counts", &e))?;
+        if multiplexed {
+            counts::write_counted(&columns, &readings, &mut out)
+                .map_err(|e| io_failure("writing counts", &e))?;
+        }
         writeln!(out).map_err(|e| io_failure("writing counts", &e))?;
     }
     if o.json {
-        write_json(&mut out, &counting, &values, &ending, log_error.as_deref())
+        write_json(&mut out, &counting, &readings, &ending, log_error.as_deref())
             .map_err(|e| io_failure("writing counts", &e))?;
     }
     out.flush().map_err(|e| io_failure("writing counts", &e))?;
@@ -516,6 +530,11 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             descendants: counting
                 .iter()
                 .any(|a| a.request.flags.contains(pmc::PmcFlags::DESCENDANTS)),
+            counted: if multiplexed {
+                readings.iter().map(|r| (r.running > 0).then(|| r.fraction_counted())).collect()
+            } else {
+                Vec::new()
+            },
         };
         summary::write_summary(&summary, &mut std::io::stderr())
             .map_err(|e| io_failure("writing the summary", &e))?;
@@ -609,20 +628,30 @@ fn json_string(s: &str) -> String {
 fn write_json(
     out: &mut dyn Write,
     pmcs: &[&Allocated],
-    values: &[u64],
+    readings: &[pmc::ScaledValue],
     ending: &Ending,
     log_error: Option<&str>,
 ) -> std::io::Result<()> {
     write!(out, "{{\"pmcs\":[")?;
-    for (i, (a, v)) in pmcs.iter().zip(values).enumerate() {
+    for (i, (a, r)) in pmcs.iter().zip(readings).enumerate() {
+        let v = r.scaled().unwrap_or(0);
         let sep = if i > 0 { "," } else { "" };
         let mode = if a.request.mode == Mode::SystemCounting { "system" } else { "process" };
         let cpu = a.cpu.map_or("null".to_string(), |c| c.to_string());
         write!(
             out,
-            "{sep}{{\"event\":{},\"mode\":\"{mode}\",\"cpu\":{cpu},\"value\":{v}}}",
+            "{sep}{{\"event\":{},\"mode\":\"{mode}\",\"cpu\":{cpu},\"value\":{v}",
             json_string(&a.request.spec)
         )?;
+        if r.multiplexed() {
+            // The count as read and the times (reference cycles) it was scaled with.
+            write!(
+                out,
+                ",\"raw_value\":{},\"time_enabled\":{},\"time_running\":{}",
+                r.value, r.enabled, r.running
+            )?;
+        }
+        write!(out, "}}")?;
     }
     let status = match ending {
         Ending::Command(s) => s.to_string(),

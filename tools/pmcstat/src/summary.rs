@@ -43,6 +43,10 @@ pub struct Summary {
     pub sys: Duration,
     /// Whether the PMCs followed the command's descendants (`-d`).
     pub descendants: bool,
+    /// When counters were multiplexed: per count, the share of its time enabled it was counted
+    /// (`None`: never; the count is `<not counted>`), printed as `perf stat` does. Empty
+    /// otherwise.
+    pub counted: Vec<Option<f64>>,
 }
 
 /// The event's name without qualifiers (`instructions,usr` → `instructions`), in lower case.
@@ -108,7 +112,12 @@ pub fn write_summary(s: &Summary, out: &mut dyn Write) -> io::Result<()> {
     let name_width = s.counts.iter().map(|(n, _)| n.len()).max().unwrap_or(0).max(12);
 
     let mut text = format!("\n Performance counter stats for '{}':\n\n", s.command);
-    for (name, value) in &s.counts {
+    for (i, (name, value)) in s.counts.iter().enumerate() {
+        let counted = s.counted.get(i).copied();
+        if counted == Some(None) {
+            text.push_str(&format!("{:>18} {:<4} {name:<name_width$}\n", "<not counted>", ""));
+            continue;
+        }
         let (shown, unit) = if is_clock(name) {
             (format!("{:.2}", *value as f64 / 1e6), "msec")
         } else {
@@ -125,7 +134,11 @@ pub fn write_summary(s: &Summary, out: &mut dyn Write) -> io::Result<()> {
         } else {
             per_second(*value as f64 / seconds)
         };
-        text.push_str(&format!("{shown:>18} {unit:<4} {name:<name_width$}  # {note}\n"));
+        let share = match counted {
+            Some(Some(fraction)) => format!("  ({:.2}%)", 100.0 * fraction),
+            _ => String::new(),
+        };
+        text.push_str(&format!("{shown:>18} {unit:<4} {name:<name_width$}  # {note}{share}\n"));
     }
     let secs = |d: Duration| format!("{}.{:09}", d.as_secs(), d.subsec_nanos());
     text.push_str(&format!("\n{:>18} seconds time elapsed\n", secs(s.elapsed)));
@@ -174,10 +187,32 @@ mod tests {
             user: Duration::from_millis(380),
             sys: Duration::from_millis(40),
             descendants,
+            counted: Vec::new(),
         };
         let mut out = Vec::new();
         write_summary(&s, &mut out).unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn multiplexed_counts_end_with_the_share_of_time_they_were_counted() {
+        let s = Summary {
+            command: "work".into(),
+            counts: vec![("instructions".into(), 2_000), ("branches".into(), 0)],
+            elapsed: Duration::from_millis(500),
+            user: Duration::from_millis(400),
+            sys: Duration::ZERO,
+            descendants: true,
+            counted: vec![Some(0.4998), None],
+        };
+        let mut out = Vec::new();
+        write_summary(&s, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let line = |name: &str| text.lines().find(|l| l.contains(name)).unwrap().to_owned();
+        assert!(line("instructions").starts_with("             2,000"), "{text}");
+        assert!(line("instructions").ends_with("(49.98%)"), "{text}");
+        assert!(line("branches").contains("<not counted>"), "{text}");
+        assert!(!summary(&[("instructions", 5)], true).contains("%)"), "none without it");
     }
 
     #[test]

@@ -339,6 +339,11 @@ impl Host for LinuxHost {
         }
     }
 
+    fn extension_call(&self, op: u32, arg: &mut [u8]) -> Result<()> {
+        kernel::with_argument(arg, |ptr| self.driver.syscall(op, ptr))
+            .map_err(|e| Error::driver("extension op", e))
+    }
+
     fn missing_hardware_reason(&self) -> Option<String> {
         self.missing.clone()
     }

@@ -27,6 +27,37 @@ pub enum FreezeMode {
     Streamlined,
 }
 
+/// The core type of a logical processor of a hybrid CPU (CPUID leaf 0x1A EAX\[31:24\]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CoreType {
+    /// An E-core (Intel Atom, 0x20).
+    Atom,
+    /// A P-core (Intel Core, 0x40).
+    Core,
+    /// Another value leaf 0x1A reports.
+    Other(u8),
+}
+
+impl CoreType {
+    /// The core type leaf 0x1A EAX\[31:24\] names.
+    pub const fn from_leaf_1a(value: u8) -> CoreType {
+        match value {
+            0x20 => CoreType::Atom,
+            0x40 => CoreType::Core,
+            other => CoreType::Other(other),
+        }
+    }
+
+    /// The core type of the CPU whose CPUID `cpuid` answers for: `None` unless it is hybrid
+    /// (CPUID.07H:EDX\[15\]) and has leaf 0x1A.
+    pub fn discover<R: CpuIdReader>(cpuid: &R) -> Option<CoreType> {
+        let max_leaf = cpuid.cpuid1(0).eax;
+        let hybrid = max_leaf >= 7 && cpuid.cpuid2(7, 0).edx & (1 << 15) != 0;
+        (hybrid && max_leaf >= 0x1A)
+            .then(|| Self::from_leaf_1a((cpuid.cpuid1(0x1A).eax >> 24) as u8))
+    }
+}
+
 /// The Intel architectural PMU of one CPU (CPUID leaf 0xA, SDM Vol. 3B §21.2; PERF_CAPABILITIES,
 /// SDM Vol. 4 Table 2-2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -60,6 +91,9 @@ pub struct IntelPmu {
     pub offcore: Option<OffcoreLayout>,
     /// IA32_PERFEVTSELx has UMASK2, bits 47:40 (CPUID.23H.0:EBX\[0\]).
     pub umask2: bool,
+    /// The core type of a hybrid CPU (leaf 0x1A): P-cores and E-cores have PMUs of their own, so
+    /// discovery runs on every CPU. `None` on a CPU that is not hybrid.
+    pub core_type: Option<CoreType>,
 }
 
 impl IntelPmu {
@@ -131,6 +165,7 @@ impl IntelPmu {
             offcore: OffcoreLayout::discover(cpuid, &signature),
             umask2: cpuid.cpuid1(0).eax >= ARCH_PERFMON_EXT_LEAF
                 && cpuid.cpuid2(ARCH_PERFMON_EXT_LEAF, 0).ebx & 1 != 0,
+            core_type: CoreType::discover(cpuid),
         })
     }
 

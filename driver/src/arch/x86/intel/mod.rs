@@ -193,6 +193,15 @@ impl PmuBackend for IntelBackend {
         }
     }
 
+    fn core_type(&self, cpu: &IntelCpu) -> u8 {
+        match cpu.pmu.and_then(|p| p.core_type) {
+            Some(discovery::CoreType::Atom) => 0x20,
+            Some(discovery::CoreType::Core) => 0x40,
+            Some(discovery::CoreType::Other(other)) => other,
+            None => 0,
+        }
+    }
+
     fn row_counter(&self, cpu: &IntelCpu, class: Class, index: u32) -> Option<IntelCounter> {
         let pmu = cpu.pmu.as_ref()?;
         let index = u8::try_from(index).ok()?;
@@ -570,6 +579,9 @@ fn common_pmu(pmus: &[Option<IntelPmu>]) -> Option<IntelPmu> {
         // One response value is checked for every CPU, so only a layout all share is usable.
         if common.offcore != pmu.offcore {
             common.offcore = None;
+        }
+        if common.core_type != pmu.core_type {
+            common.core_type = None;
         }
     }
     // A fixed counter is a row of its own index: the IAF class has a row up to the highest

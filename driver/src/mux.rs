@@ -1,0 +1,560 @@
+//! Counter multiplexing: more PMCs than a CPU has counters, rotated at the tick, each keeping the
+//! time it was enabled and the time it was on a counter, so its count can be scaled (an
+//! extension of FreeBSD's hwpmc, asked for per PMC).
+//!
+//! # What the owner asks for
+//!
+//! FreeBSD's behaviour stays the default: a PMC allocated without the extension's flags gets a
+//! row of its own or fails when the rows run out. A counting PMC allocated with
+//! [`PmcFlags::MULTIPLEX`] may share its row's counter with other multiplexed PMCs:
+//!
+//! * **Turns.** Rows are the counters; a multiplexed PMC gets a *virtual row*: a counter's row
+//!   and a turn (`row + turn × rows`, so the PMC id stays FreeBSD's 32-bit `cpu:mode:class:row`).
+//!   Turns fill in order, so 32 events on 8 counters take 4 turns. Every tick, the driver
+//!   moves each CPU (system PMCs) and each process running there (process PMCs) to its next
+//!   turn that has PMCs: it unloads the PMCs of the turn that ends, adding what they counted,
+//!   and loads those of the turn that begins. A PMC that is not multiplexed is never unloaded
+//!   for one that is: allocation and PMCATTACH refuse a multiplexed PMC on a counter a
+//!   non-multiplexed one of the same CPU (or process) holds, and the other way round.
+//! * **Groups.** A PMC with [`PmcFlags::GROUP_LEADER`] takes a turn where its CPU (system PMCs)
+//!   or owner (process PMCs) has nothing; PMCs with [`PmcFlags::GROUP_MEMBER`] join the turn
+//!   of the owner's last group PMC of the same mode and CPU. A turn is loaded whole or not at
+//!   all, so a group is always counted together (perf's groups, libcpc's sets); EBUSY when a
+//!   member does not fit its group's turn.
+//! * **Times.** Each multiplexed PMC keeps the time it was enabled (running, and for a process
+//!   PMC, one of its target's threads on a CPU) and the time it was loaded, in reference cycles
+//!   (the TSC), read with [`PMC_OP_PMCREADTIMES`](crate::abi::PMC_OP_PMCREADTIMES). Both are
+//!   exact: they are accounted on the CPU, from one TSC reading to the next, at each event that
+//!   changes what runs there (switch-in, switch-out, the tick's rotation, and the start, stop
+//!   and time read of a multiplexed PMC). The scaled count is `value × enabled / running`.
+//!
+//! Sampling PMCs are not multiplexed (EINVAL): a sample's period would restart at every turn.
+//! PMCs a host kernel counts itself ([`crate::hosted`]) are allocated as without the flag: the
+//! host schedules its own counters.
+//!
+//! # Logs
+//!
+//! The times are not in any log record: FreeBSD's records have fixed sizes that pmcstat and
+//! other readers check (PROCEXIT, PROCCSW and PMCALLOCATE have no spare field), so a longer
+//! record would break existing readers. A tool that logs multiplexed counts reads the times with
+//! the extension op and may write them as USERDATA.
+
+use alloc::vec::Vec;
+
+use crate::abi::{Mode, PmcFlags, State};
+use crate::driver::Driver;
+use crate::errno::Errno;
+use crate::hw::Hardware;
+use crate::kernel::{Cpu, Kernel, Pid};
+use crate::percpu::{PerCpu, PmcHandle};
+use crate::loads::{LoadSpec, NO_CELL};
+use crate::state::{Core, Pmc};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+/// The most turns: PMC ids have 8 bits of row, so `rows × turns` stays below 256.
+pub(crate) const MAX_TURNS: u32 = 8;
+
+/// The turn of a PMC that is not multiplexed.
+pub(crate) const NOT_MULTIPLEXED: u8 = u8::MAX;
+
+/// How virtual rows map onto the counters' rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    /// The rows of the layout (counters, SOFT and TSC).
+    rows: u32,
+    turns: u32,
+}
+
+impl Geometry {
+    /// The geometry of a layout of `rows` rows.
+    pub(crate) fn new(rows: u32) -> Self {
+        let rows = rows.max(1);
+        Geometry { rows, turns: (256 / rows).clamp(1, MAX_TURNS) }
+    }
+    /// Every row, virtual ones included (the size of the per-row bookkeeping).
+    pub(crate) fn total_rows(self) -> u32 {
+        self.rows * self.turns
+    }
+    pub(crate) fn turns(self) -> u32 {
+        self.turns
+    }
+    /// The row whose counter (slot) virtual row `row` uses.
+    pub(crate) fn slot_row(self, row: u32) -> u32 {
+        row % self.rows
+    }
+    /// The virtual row of `slot_row` in `turn`.
+    pub(crate) fn row(self, slot_row: u32, turn: u32) -> u32 {
+        turn * self.rows + slot_row
+    }
+    /// The virtual rows of every turn on `slot_row`'s counter.
+    pub(crate) fn rows_on(self, slot_row: u32) -> impl Iterator<Item = u32> + Clone {
+        (0..self.turns).map(move |turn| self.row(slot_row, turn))
+    }
+}
+
+/// A PMC's multiplexing state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MuxPmc {
+    /// Its turn, or [`NOT_MULTIPLEXED`].
+    pub(crate) turn: u8,
+    /// Allocated as a group leader or member.
+    pub(crate) grouped: bool,
+    /// Reference cycles it was enabled.
+    pub(crate) enabled: u64,
+    /// Reference cycles it was loaded.
+    pub(crate) running: u64,
+}
+
+impl Default for MuxPmc {
+    fn default() -> Self {
+        MuxPmc { turn: NOT_MULTIPLEXED, grouped: false, enabled: 0, running: 0 }
+    }
+}
+
+impl MuxPmc {
+    pub(crate) fn is_multiplexed(&self) -> bool {
+        self.turn != NOT_MULTIPLEXED
+    }
+}
+
+/// The turns of a process's multiplexed PMCs, and which one is loaded.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct TargetTurns {
+    /// The turns that have running PMCs (bit per turn).
+    used: u32,
+    /// Rotations so far.
+    rotations: u32,
+    /// The turn loaded now.
+    current: u8,
+}
+
+impl TargetTurns {
+    /// The turns of the running PMCs `running`, continuing after `previous` rotations.
+    pub(crate) fn of(running: &[LoadSpec], previous: TargetTurns) -> Self {
+        let used = running
+            .iter()
+            .filter(|s| s.turn != NOT_MULTIPLEXED)
+            .fold(0u32, |used, s| used | 1 << (s.turn & 31));
+        TargetTurns {
+            used,
+            rotations: previous.rotations,
+            current: nth_turn(used, previous.rotations),
+        }
+    }
+    /// Whether the process has multiplexed PMCs running.
+    #[inline]
+    pub(crate) fn is_active(&self) -> bool {
+        self.used != 0
+    }
+    /// Moves to the next used turn.
+    fn rotate(&mut self) {
+        self.rotations = self.rotations.wrapping_add(1);
+        self.current = nth_turn(self.used, self.rotations);
+    }
+}
+
+/// The turn loaded after `rotations` rotations among the turns of `used`.
+fn nth_turn(used: u32, rotations: u32) -> u8 {
+    let count = used.count_ones();
+    if count == 0 {
+        return 0;
+    }
+    let mut n = rotations % count;
+    let mut bits = used;
+    loop {
+        let turn = bits.trailing_zeros();
+        if n == 0 {
+            return turn as u8;
+        }
+        n -= 1;
+        bits &= bits - 1;
+    }
+}
+
+/// One CPU's multiplexing state. Changed under the bookkeeping lock, except the flag the
+/// switch-out reads (atomics, so the lock-free paths may look).
+#[derive(Debug, Default)]
+pub(crate) struct MuxCpu {
+    /// Running multiplexed system PMCs here (the tick has work when not 0).
+    system_pmcs: AtomicU32,
+    /// Rotations of the system PMCs here.
+    system_rotations: AtomicU32,
+    /// TSC when the system PMCs' times were last accounted.
+    system_mark: AtomicU64,
+    /// Whether the thread running here belongs to a process with multiplexed PMCs running.
+    process_active: AtomicBool,
+    /// TSC when that process's times were last accounted here.
+    process_mark: AtomicU64,
+}
+
+impl MuxCpu {
+    /// Whether the tick has something to rotate or account here.
+    #[inline]
+    pub(crate) fn wants_tick(&self) -> bool {
+        self.system_pmcs.load(Ordering::Relaxed) != 0 || self.process_active.load(Ordering::Relaxed)
+    }
+    /// Whether the switch-out has times to account.
+    #[inline]
+    pub(crate) fn process_active(&self) -> bool {
+        self.process_active.load(Ordering::Relaxed)
+    }
+    /// The process switching in has multiplexed PMCs: its times count from `now`.
+    #[inline]
+    pub(crate) fn begin_process(&self, now: u64) {
+        self.process_mark.store(now, Ordering::Relaxed);
+        self.process_active.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A multiplexed PMC's scope: what must be rotated together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// The system PMCs of a CPU.
+    System(Cpu),
+    /// The process PMCs of an owner.
+    Owner(Pid),
+}
+
+impl<K: Kernel, H: Hardware> Driver<K, H> {
+    /// How this driver's virtual rows map onto its counters.
+    #[inline]
+    pub(crate) fn mux_geometry(&self) -> Geometry {
+        Geometry::new(self.layout.rows())
+    }
+
+    /// The virtual row and turn of a new multiplexed PMC (flags `flags`, of `mode`, on `cpu` for
+    /// a system PMC) among `rows` (counter rows of its class), or the errno: EINVAL when every
+    /// turn is full or a group member has no leader, EBUSY when a member does not fit.
+    /// `usable(core, slot_row, row)` says whether the class allows virtual row `row`.
+    pub(crate) fn mux_place(
+        &self,
+        core: &Core,
+        rows: core::ops::Range<u32>,
+        (mode, cpu, owner): (Mode, Option<Cpu>, Pid),
+        flags: PmcFlags,
+        usable: impl Fn(&Core, u32, u32) -> bool,
+    ) -> Result<(u32, u8), Errno> {
+        let geometry = self.mux_geometry();
+        let scope = cpu.map_or(Scope::Owner(owner), Scope::System);
+        let fits = |turn: u32| rows.clone().find(|&r| usable(core, r, geometry.row(r, turn)));
+        if flags.contains(PmcFlags::GROUP_MEMBER) {
+            let turn = group_turn(core, owner, mode, cpu).ok_or(Errno::Inval)?;
+            let row = fits(u32::from(turn)).ok_or(Errno::Busy)?;
+            return Ok((geometry.row(row, u32::from(turn)), turn));
+        }
+        let leader = flags.contains(PmcFlags::GROUP_LEADER);
+        for turn in 0..geometry.turns() {
+            if leader && turn_used(core, scope, turn) {
+                continue;
+            }
+            if let Some(row) = fits(turn) {
+                return Ok((geometry.row(row, turn), turn as u8));
+            }
+        }
+        Err(Errno::Inval)
+    }
+
+    /// Whether attaching `handle` (at virtual row `row`) to process `pid` would put a
+    /// multiplexed PMC and one that is not on the same counter of the process (EBUSY).
+    pub(crate) fn mux_attach_conflict(&self, core: &Core, handle: PmcHandle, pid: Pid) -> bool {
+        let Some(pmc) = core.pmc(handle) else { return false };
+        let Some(target) = core.target(pid) else { return false };
+        let geometry = self.mux_geometry();
+        let mine = pmc.mux.is_multiplexed();
+        geometry.rows_on(pmc.slot_row).filter(|&r| r != pmc.row).any(|r| {
+            let other = target.get(r).and_then(|t| core.pmc(t.pmc));
+            other.is_some_and(|o| !mine || !o.mux.is_multiplexed())
+        })
+    }
+
+    /// The tick on `cpu`: accounts the multiplexed PMCs' times and moves the CPU's system PMCs
+    /// and the running process's to their next turn. Nothing to do costs two loads.
+    #[inline]
+    pub(crate) fn mux_tick(&self, cpu: Cpu) {
+        let Some(state) = self.cpus.get(cpu as usize) else { return };
+        if state.mux.wants_tick() {
+            self.mux_schedule(cpu, true);
+        }
+    }
+
+    /// The switch-in, on the current CPU `cpu`, of a process with multiplexed PMCs: loads the
+    /// turn due now and starts its times (under the bookkeeping lock, as the tick does).
+    #[inline(never)]
+    pub(crate) fn mux_switch_in(&self, cpu: Cpu) {
+        self.mux_schedule(cpu, false);
+    }
+    /// The switch-out of process `pid` on `state`'s CPU: accounts its multiplexed PMCs' times
+    /// (before they are unloaded: which were loaded is in the slots).
+    #[inline]
+    pub(crate) fn mux_switch_out(&self, state: &PerCpu, pid: Pid) {
+        if state.mux.process_active() {
+            self.mux_account_switch_out(state, pid);
+        }
+    }
+
+    /// [`Self::mux_switch_out`] of a process with multiplexed PMCs.
+    #[inline(never)]
+    fn mux_account_switch_out(&self, state: &PerCpu, pid: Pid) {
+        state.mux.process_active.store(false, Ordering::Relaxed);
+        let mut core = self.core.lock(&self.kernel);
+        let now = self.hw.read_tsc();
+        self.account_process(&mut core, state, pid, now);
+    }
+
+    /// Accounts the times of the multiplexed PMCs on every CPU up to now (before one starts or
+    /// stops, so the others' intervals end there, and before times are read).
+    pub(crate) fn mux_checkpoint(&self) {
+        for cpu in 0..self.kernel.cpu_count() {
+            let busy = self.cpus.get(cpu as usize).is_some_and(|s| s.mux.wants_tick());
+            if busy && self.kernel.cpu_active(cpu) {
+                self.on_cpu(cpu, || self.mux_account(cpu));
+            }
+        }
+    }
+
+    /// Loads the turn due now on every CPU where multiplexed PMC `handle` may run (after it
+    /// started or stopped).
+    pub(crate) fn mux_reschedule(&self, handle: PmcHandle) {
+        let (cpu, targets) = {
+            let core = self.core.lock(&self.kernel);
+            let Some(pmc) = core.pmc(handle) else { return };
+            (pmc.cpu(), pmc.targets.clone())
+        };
+        for c in 0..self.kernel.cpu_count() {
+            let current = self.cpus.get(c as usize).map_or(-1, PerCpu::current_pid);
+            let concerned = match cpu {
+                Some(cpu) => cpu == c,
+                None => current >= 0 && targets.contains(&current),
+            };
+            if concerned && self.kernel.cpu_active(c) {
+                self.on_cpu(c, || self.mux_schedule(c, false));
+            }
+        }
+    }
+
+    /// Accounts the times on the current CPU `cpu` up to now.
+    fn mux_account(&self, cpu: Cpu) {
+        let Some(state) = self.cpus.get(cpu as usize) else { return };
+        let mut core = self.core.lock(&self.kernel);
+        let now = self.hw.read_tsc();
+        let handles = system_pmcs(&core, cpu, state);
+        self.account_system(&mut core, state, &handles, now);
+        if state.mux.process_active() {
+            self.account_process(&mut core, state, state.current_pid(), now);
+        }
+    }
+
+    /// On the current CPU `cpu`: accounts the times up to now, moves to the next turn if
+    /// `rotate`, and loads the turn due (unloading the others).
+    fn mux_schedule(&self, cpu: Cpu, rotate: bool) {
+        let Some(state) = self.cpus.get(cpu as usize) else { return };
+        let mut core = self.core.lock(&self.kernel);
+        let now = self.hw.read_tsc();
+        // The CPU's running multiplexed system PMCs, looked up once per tick.
+        let handles = system_pmcs(&core, cpu, state);
+        self.account_system(&mut core, state, &handles, now);
+        self.schedule_system(&mut core, cpu, state, &handles, rotate);
+        let pid = state.current_pid();
+        if pid < 0 {
+            return;
+        }
+        if state.mux.process_active() {
+            self.account_process(&mut core, state, pid, now);
+        }
+        self.schedule_process(&mut core, cpu, state, pid, rotate, now);
+    }
+
+    /// Adds the time since the last accounting to `handles`, the running multiplexed system
+    /// PMCs of `state`'s CPU.
+    fn account_system(&self, core: &mut Core, state: &PerCpu, handles: &[PmcHandle], now: u64) {
+        let since = state.mux.system_mark.swap(now, Ordering::Relaxed);
+        // None ran since the mark (the count is the last schedule's): a PMC that started since
+        // counts from its start, when the mark was set.
+        if state.mux.system_pmcs.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let elapsed = now.wrapping_sub(since);
+        for &handle in handles {
+            let loaded = self.loaded(state, handle, core, -1);
+            if let Some(pmc) = core.pmc_mut(handle) {
+                pmc.mux.enabled += elapsed;
+                if loaded {
+                    pmc.mux.running += elapsed;
+                }
+            }
+        }
+    }
+
+    /// Adds the time since the last accounting to process `pid`'s running multiplexed PMCs.
+    fn account_process(&self, core: &mut Core, state: &PerCpu, pid: Pid, now: u64) {
+        let elapsed = now.wrapping_sub(state.mux.process_mark.swap(now, Ordering::Relaxed));
+        let handles = core.target(pid).map_or_else(Vec::new, multiplexed_of);
+        for handle in handles {
+            let loaded = self.loaded(state, handle, core, pid);
+            if let Some(pmc) = core.pmc_mut(handle) {
+                pmc.mux.enabled += elapsed;
+                if loaded {
+                    pmc.mux.running += elapsed;
+                }
+            }
+        }
+    }
+
+    /// Whether `handle` is loaded on `state`'s CPU for `pid` (-1: a system PMC).
+    fn loaded(&self, state: &PerCpu, handle: PmcHandle, core: &Core, pid: Pid) -> bool {
+        let Some(pmc) = core.pmc(handle) else { return false };
+        state
+            .slots
+            .get(pmc.slot_row as usize)
+            .is_some_and(|s| s.handle() == Some(handle) && s.pid() == pid)
+    }
+
+    /// Loads the turn of `cpu`'s system PMCs (`handles`) due (the next one if `rotate`).
+    fn schedule_system(
+        &self,
+        core: &mut Core,
+        cpu: Cpu,
+        state: &PerCpu,
+        handles: &[PmcHandle],
+        rotate: bool,
+    ) {
+        state.mux.system_pmcs.store(handles.len() as u32, Ordering::Relaxed);
+        let used = handles
+            .iter()
+            .filter_map(|&h| core.pmc(h))
+            .fold(0u32, |used, p| used | 1 << (p.mux.turn & 31));
+        let mut rotations = state.mux.system_rotations.load(Ordering::Relaxed);
+        if rotate {
+            rotations = rotations.wrapping_add(1);
+            state.mux.system_rotations.store(rotations, Ordering::Relaxed);
+        }
+        let turn = nth_turn(used, rotations);
+        self.load_turn(core, cpu, state, handles, -1, turn);
+    }
+
+    /// Loads the turn of process `pid`'s PMCs due on `cpu` (the next one if `rotate`).
+    fn schedule_process(
+        &self,
+        core: &mut Core,
+        cpu: Cpu,
+        state: &PerCpu,
+        pid: Pid,
+        rotate: bool,
+        now: u64,
+    ) {
+        let Some(target) = core.target_mut(pid) else { return };
+        if !target.turns.is_active() {
+            state.mux.process_active.store(false, Ordering::Relaxed);
+            return;
+        }
+        if rotate {
+            target.turns.rotate();
+        }
+        let turn = target.turns.current;
+        let handles = multiplexed_of(target);
+        if !state.mux.process_active() {
+            state.mux.begin_process(now);
+        }
+        self.load_turn(core, cpu, state, &handles, pid, turn);
+    }
+
+    /// Unloads the PMCs of `handles` (multiplexed, for `pid`, -1 for system ones) that are not
+    /// of `turn` and loads those that are, whole: the turn's PMCs are loaded only if every one
+    /// of their counters is free.
+    fn load_turn(
+        &self,
+        core: &mut Core,
+        cpu: Cpu,
+        state: &PerCpu,
+        handles: &[PmcHandle],
+        pid: Pid,
+        turn: u8,
+    ) {
+        for &handle in handles {
+            let Some(pmc) = core.pmc(handle) else { continue };
+            if pmc.mux.turn != turn && self.loaded(state, handle, core, pid) {
+                let slot_row = pmc.slot_row;
+                if let Some((pid, delta, dropped)) = self.unload_pmc(cpu, handle, slot_row) {
+                    core.credit(handle, pid, delta, dropped);
+                }
+            }
+        }
+        let due = |h: &&PmcHandle| core.pmc(**h).is_some_and(|p| p.mux.turn == turn);
+        let free = handles.iter().filter(due).all(|&h| {
+            let slot = core.pmc(h).and_then(|p| state.slots.get(p.slot_row as usize));
+            slot.is_some_and(|s| s.handle().is_none() || s.handle() == Some(h))
+        });
+        if !free {
+            return;
+        }
+        for &handle in handles.iter().filter(due) {
+            let Some(pmc) = core.pmc(handle) else { continue };
+            if !self.loaded(state, handle, core, pid) {
+                let cell = if pid < 0 { NO_CELL } else { pmc.cell_of(pid).unwrap_or(NO_CELL) };
+                self.load_pmc(cpu, handle, pmc, pid, cell);
+            }
+        }
+    }
+}
+
+/// The running multiplexed PMCs of a process (one allocation).
+fn multiplexed_of(target: &crate::state::Target) -> Vec<PmcHandle> {
+    let mut handles = Vec::with_capacity(target.running.len());
+    handles.extend(target.running.iter().filter(|s| s.turn != NOT_MULTIPLEXED).map(|s| s.handle));
+    handles
+}
+
+/// The running multiplexed system PMCs of `cpu` (whose state is `state`).
+fn system_pmcs(core: &Core, cpu: Cpu, state: &PerCpu) -> Vec<PmcHandle> {
+    // As many as last time, most often: one allocation.
+    let mut handles = Vec::with_capacity(state.mux.system_pmcs.load(Ordering::Relaxed) as usize);
+    handles.extend(core.handles().filter(|&h| {
+        core.pmc(h).is_some_and(|p| {
+            p.cpu() == Some(cpu) && p.state == State::Running && p.mux.is_multiplexed()
+        })
+    }));
+    handles
+}
+
+/// The turn of the owner's last group PMC of `mode` on `cpu`.
+fn group_turn(core: &Core, owner: Pid, mode: Mode, cpu: Option<Cpu>) -> Option<u8> {
+    core.owned(owner).iter().rev().filter_map(|&h| core.pmc(h)).find_map(|p: &Pmc| {
+        (p.mux.grouped && p.mode() == mode && p.cpu() == cpu).then_some(p.mux.turn)
+    })
+}
+
+/// Whether `scope` has a multiplexed PMC in `turn` (a group leader needs a turn of its own:
+/// PMCs that are not multiplexed hold their counters in every turn, and `fits` sees those).
+fn turn_used(core: &Core, scope: Scope, turn: u32) -> bool {
+    core.handles().filter_map(|h| core.pmc(h)).any(|p| {
+        let in_scope = match scope {
+            Scope::System(cpu) => p.cpu() == Some(cpu),
+            Scope::Owner(owner) => p.owner == owner && p.mode().is_virtual(),
+        };
+        in_scope && p.mux.is_multiplexed() && u32::from(p.mux.turn) == turn
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Geometry, nth_turn};
+
+    #[test]
+    fn virtual_rows_name_a_counter_row_and_a_turn() {
+        let g = Geometry::new(29);
+        assert_eq!(g.turns(), 8);
+        assert_eq!(g.total_rows(), 232);
+        let row = g.row(20, 3);
+        assert_eq!((g.slot_row(row), row / 29), (20, 3));
+        assert_eq!(g.rows_on(5).collect::<Vec<_>>(), [5, 34, 63, 92, 121, 150, 179, 208]);
+        assert_eq!(Geometry::new(200).turns(), 1, "no room for virtual rows in 8 bits");
+    }
+
+    #[test]
+    fn rotation_visits_the_used_turns_in_order_and_skips_empty_ones() {
+        let used = 0b1011; // turns 0, 1 and 3
+        let turns: Vec<u8> = (0..6).map(|n| nth_turn(used, n)).collect();
+        assert_eq!(turns, [0, 1, 3, 0, 1, 3]);
+        assert_eq!(nth_turn(0, 5), 0);
+    }
+}
