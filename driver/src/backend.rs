@@ -116,6 +116,9 @@ pub(crate) struct RawEvent {
 /// Methods taking `hw` run on the CPU whose state `cpu` is (or, for discovery, on the CPU being
 /// discovered). Methods marked "interrupt path" may run in an NMI: they take no lock and
 /// allocate nothing.
+///
+/// No method has a default body: a backend that delegates to others (the x86 vendor dispatch)
+/// must forward every method, and the compiler says when one is missing.
 pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     /// What discovery finds on one CPU.
     type Description: Copy + core::fmt::Debug;
@@ -140,10 +143,7 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     fn cpu(&self, description: Option<Self::Description>) -> Self::Cpu;
     /// The core type of a CPU of a hybrid machine, as CPUID leaf 0x1A names it (0x20 E-core,
     /// 0x40 P-core); 0 when the machine is not hybrid.
-    fn core_type(&self, cpu: &Self::Cpu) -> u8 {
-        let _ = cpu;
-        0
-    }
+    fn core_type(&self, cpu: &Self::Cpu) -> u8;
     /// The counter behind row `index` of hardware class `class` on a CPU, if it has one.
     fn row_counter(&self, cpu: &Self::Cpu, class: Class, index: u32) -> Option<Self::Counter>;
     /// The bit of `counter` in a [`CounterMask`].
@@ -154,9 +154,7 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     fn cpuid_string(&self) -> CpuIdString;
 
     /// Applies the load-time tunables that concern the PMU (before any CPU's state is made).
-    fn apply_tunables(&mut self, tunables: &crate::kernel::Tunables) {
-        let _ = tunables;
-    }
+    fn apply_tunables(&mut self, tunables: &crate::kernel::Tunables);
     /// Resets the current CPU's PMU at load: every counter stopped, the PMI entry unmasked.
     fn init_cpu<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu);
     /// Undoes [`PmuBackend::init_cpu`] at unload.
@@ -177,20 +175,15 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     /// the allocation lock. Backends with no shared register claim nothing.
     fn claim<'a>(
         &self,
-        _cpus: impl Iterator<Item = &'a Self::Cpu> + Clone,
-        _config: Self::Config,
+        cpus: impl Iterator<Item = &'a Self::Cpu> + Clone,
+        config: Self::Config,
     ) -> Result<(), Errno>
     where
-        Self::Cpu: 'a,
-    {
-        Ok(())
-    }
+        Self::Cpu: 'a;
     /// Gives back what [`PmuBackend::claim`] claimed on `cpus` (at release).
-    fn unclaim<'a>(&self, _cpus: impl Iterator<Item = &'a Self::Cpu>, _config: Self::Config)
+    fn unclaim<'a>(&self, cpus: impl Iterator<Item = &'a Self::Cpu>, config: Self::Config)
     where
-        Self::Cpu: 'a,
-    {
-    }
+        Self::Cpu: 'a;
     /// The configuration as loading writes it: enabled, interrupting at overflow.
     fn armed(config: Self::Config) -> Self::Config;
     /// The longest period a counter of `config` (width mask `width_mask`) may be loaded with.
@@ -201,9 +194,7 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     fn raw_event(config: Self::Config) -> RawEvent;
     /// Whether [`PmuBackend::raw_event`] says all of `config` (not so for an event that also
     /// reads a shared register, such as Intel's offcore response).
-    fn host_countable(_config: Self::Config) -> bool {
-        true
-    }
+    fn host_countable(config: Self::Config) -> bool;
 
     /// Writes `value` to `counter` (stopped, or in the PMI handler). Interrupt path.
     fn write_counter<H: Hardware>(&self, hw: &H, counter: Self::Counter, value: u64);

@@ -46,8 +46,8 @@ use crate::driver::Driver;
 use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid};
-use crate::percpu::{PerCpu, PmcHandle};
 use crate::loads::{LoadSpec, NO_CELL};
+use crate::percpu::{PerCpu, PmcHandle};
 use crate::state::{Core, Pmc};
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 

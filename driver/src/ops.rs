@@ -491,9 +491,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                     .filter_map(|&h| core.pmc(h))
                     .find(|p| p.row == r && p.mode().is_virtual())
             };
-            let targeted = |r: u32| {
-                core.target(owner).and_then(|t| t.get(r)).and_then(|t| core.pmc(t.pmc))
-            };
+            let targeted =
+                |r: u32| core.target(owner).and_then(|t| t.get(r)).and_then(|t| core.pmc(t.pmc));
             if owned(row).is_some() || targeted(row).is_some() {
                 return false;
             }

@@ -14,9 +14,9 @@
 use raw_cpuid::CpuIdResult;
 
 use crate::cpuid::{ArchEvent, PmuModel};
-use crate::quirks::Quirks;
 #[cfg(doc)]
 use crate::pmu::Work;
+use crate::quirks::Quirks;
 
 /// The vendor string of AMD CPUs.
 pub const AUTHENTIC_AMD: [u8; 12] = *b"AuthenticAMD";

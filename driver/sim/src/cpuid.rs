@@ -303,6 +303,8 @@ impl PmuModel {
             topdown_slots_per_cycle: 8,
             offcore_rsp_valid: [0; 2],
             umask2: true,
+            // No TSX on Arrow Lake.
+            quirks: Quirks::BARE_METAL,
             ..PmuModel::icelake()
         }
     }
@@ -362,6 +364,8 @@ impl PmuModel {
             max_basic_leaf: 0x20,
             topdown_slots_per_cycle: 6,
             core_type: CORE_TYPE_CORE,
+            // TSX is disabled on hybrid parts.
+            quirks: Quirks::BARE_METAL,
             ..PmuModel::icelake()
         }
     }

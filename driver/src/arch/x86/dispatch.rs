@@ -128,6 +128,19 @@ impl PmuBackend for X86Backend {
         X86Cpu { intel: self.intel.cpu(intel), amd: self.amd_backend.cpu(amd) }
     }
 
+    fn core_type(&self, cpu: &X86Cpu) -> u8 {
+        if self.amd {
+            self.amd_backend.core_type(&cpu.amd)
+        } else {
+            self.intel.core_type(&cpu.intel)
+        }
+    }
+
+    fn apply_tunables(&mut self, tunables: &crate::kernel::Tunables) {
+        self.intel.apply_tunables(tunables);
+        self.amd_backend.apply_tunables(tunables);
+    }
+
     fn row_counter(&self, cpu: &X86Cpu, class: Class, index: u32) -> Option<X86Counter> {
         if self.amd {
             self.amd_backend.row_counter(&cpu.amd, class, index).map(X86Counter::Amd)
@@ -168,6 +181,24 @@ impl PmuBackend for X86Backend {
         }
     }
 
+    fn claim<'a>(
+        &self,
+        cpus: impl Iterator<Item = &'a X86Cpu> + Clone,
+        config: X86Config,
+    ) -> Result<(), Errno> {
+        match config {
+            X86Config::Intel(c) => self.intel.claim(cpus.map(|cpu| &cpu.intel), c),
+            X86Config::Amd(c) => self.amd_backend.claim(cpus.map(|cpu| &cpu.amd), c),
+        }
+    }
+
+    fn unclaim<'a>(&self, cpus: impl Iterator<Item = &'a X86Cpu>, config: X86Config) {
+        match config {
+            X86Config::Intel(c) => self.intel.unclaim(cpus.map(|cpu| &cpu.intel), c),
+            X86Config::Amd(c) => self.amd_backend.unclaim(cpus.map(|cpu| &cpu.amd), c),
+        }
+    }
+
     fn configure(
         &self,
         class: Class,
@@ -202,6 +233,13 @@ impl PmuBackend for X86Backend {
         match config {
             X86Config::Intel(c) => IntelBackend::rdpmc_index(c, index),
             X86Config::Amd(c) => AmdBackend::rdpmc_index(c, index),
+        }
+    }
+
+    fn host_countable(config: X86Config) -> bool {
+        match config {
+            X86Config::Intel(c) => IntelBackend::host_countable(c),
+            X86Config::Amd(c) => AmdBackend::host_countable(c),
         }
     }
 

@@ -98,6 +98,30 @@ impl PmuBackend for AmdBackend {
         AmdPmu::discover(&hw.cpuid())
     }
 
+    /// AMD's parts are not hybrid.
+    fn core_type(&self, _cpu: &AmdCpu) -> u8 {
+        0
+    }
+
+    /// No PMU tunable concerns AMD's core counters (they have no freeze on PMI).
+    fn apply_tunables(&mut self, _tunables: &crate::kernel::Tunables) {}
+
+    /// The core counters share no register.
+    fn claim<'a>(
+        &self,
+        _cpus: impl Iterator<Item = &'a AmdCpu> + Clone,
+        _config: AmdConfig,
+    ) -> Result<(), Errno> {
+        Ok(())
+    }
+
+    fn unclaim<'a>(&self, _cpus: impl Iterator<Item = &'a AmdCpu>, _config: AmdConfig) {}
+
+    /// A PERF_CTL image says all of the event.
+    fn host_countable(_config: AmdConfig) -> bool {
+        true
+    }
+
     fn new<H: Hardware>(cpus: &[Option<AmdPmu>], hw: &H) -> Self {
         let common = common_pmu(cpus);
         let mut classes = Vec::new();
