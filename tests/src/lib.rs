@@ -6,6 +6,8 @@
 //!
 //! The parsers are strict: a line that does not have the documented layout fails the test.
 
+pub mod analysis;
+
 use pmc::events::pmu_table::PmuEventNames;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -22,6 +22,7 @@ use std::fs::File;
 use std::io::Write;
 use std::os::fd::{FromRawFd, RawFd};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use hwpmc::UserPtr;
 use hwpmc::abi::{Op, PmcOpConfigureLog};
@@ -71,11 +72,31 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ),
     ("forker", "forks a child; parent and child each run hot (900 blocks)"),
     (
+        "spin",
+        "main loops over one block 20 000 000 times (200 000 000 000 instructions, seconds of \
+         simulation): a program to interrupt",
+    ),
+    (
         "threads",
         "main starts a second thread; each thread runs hot (up to 900 blocks: a thread still \
          running when main exits ends with the process)",
     ),
 ];
+
+/// A signal number that the simulated machine's current or next wait for a command is to act
+/// on (0: none).
+static INTERRUPT: AtomicI32 = AtomicI32::new(0);
+
+/// Asks the simulated machine, which runs a command to its end inside the thread that waits
+/// for it, to end that command as `signal` would: the wait stops the machine, kills the
+/// simulated process and returns 128 + `signal` as its exit status. Safe to call from any
+/// thread (a signal-catching one); a command that has already ended is not affected.
+pub fn interrupt(signal: i32) {
+    INTERRUPT.store(signal, Ordering::Relaxed);
+}
+
+/// How many times `spin` runs its block.
+const SPIN_BLOCKS: u64 = 20_000_000;
 
 /// The built-in program `name`.
 pub fn program(name: &str) -> Option<Rc<Program>> {
@@ -89,6 +110,9 @@ pub fn program(name: &str) -> Option<Rc<Program>> {
         "forker" => builder
             .function("main", |f| f.fork("child").call("hot").exit())
             .function("child", |f| f.call("hot").exit()),
+        // One block per execution (not a repeat, retired at once): thousands of ticks.
+        "spin" => builder
+            .function("main", |f| f.block(Ring::User, block()).loop_to(0, SPIN_BLOCKS).exit()),
         "threads" => builder
             .function("main", |f| f.spawn_thread("worker").call("hot").exit())
             .function("worker", |f| f.call("hot").exit_thread()),
@@ -419,9 +443,20 @@ impl Host for SimHost {
     fn wait(&self, pid: ChildPid) -> Result<i32> {
         let at = self.child("wait", pid)?;
         self.children.borrow_mut().swap_remove(at);
-        self.machine.borrow_mut().run_until(|m| !m.process_alive(pid));
+        let interrupted = || INTERRUPT.load(Ordering::Relaxed) != 0;
+        self.machine.borrow_mut().run_until(|m| !m.process_alive(pid) || interrupted());
+        // A signal (see `interrupt`) ends the command as it would end a real one.
+        let signal = INTERRUPT.swap(0, Ordering::Relaxed);
+        let status = match signal {
+            0 => 0,
+            _ if self.machine.borrow().process_alive(pid) => {
+                self.machine.borrow_mut().kill(pid);
+                128 + signal
+            }
+            _ => 0,
+        };
         self.machine.borrow_mut().run_until_idle();
         self.pump_log()?;
-        Ok(0)
+        Ok(status)
     }
 }

@@ -88,6 +88,8 @@ pub struct Options {
     pub top: Option<usize>,
     /// `--json`: counts (or, with `-R`, the profile) as JSON.
     pub json: bool,
+    /// `--analysis-memory MIB`: the budget of the analyses' tables of frames and stacks.
+    pub analysis_memory: Option<u64>,
     /// `--summary`: the perf-stat-like summary of a launched command's counts even when standard
     /// error is not a terminal.
     pub summary: bool,
@@ -227,6 +229,7 @@ pub fn command() -> Command {
         .arg(Arg::new("top").long("top").num_args(1).allow_negative_numbers(true).help("print a flat profile of the top N functions (the live profile of a sampling run shows 20 unless given)"))
         .arg(Arg::new("summary").long("summary").action(ArgAction::SetTrue).help("for people even when standard error is no terminal (on a terminal always): after the counts of a launched command a summary with units, rates and times (-q leaves it out), and with -w a time column"))
         .arg(Arg::new("multiplex").long("multiplex").action(ArgAction::SetTrue).help("let counting PMCs share the counters when there are more than counters (the driver rotates them; counts are scaled to the whole run, and the share of the time each was counted is printed)"))
+        .arg(Arg::new("analysis-memory").long("analysis-memory").num_args(1).value_name("MiB").help("the most memory the analyses' tables of functions and stacks take (default 1024); beyond it the stacks with the fewest samples are counted as [other]"))
         .arg(Arg::new("json").long("json").action(ArgAction::SetTrue).help("print counts as JSON; with -R, the flat profile"))
         .arg(Arg::new("call-graph").long("call-graph").num_args(1).value_name("dwarf|fp").help("Linux: walk user stacks with the images' CFI from a copy of the stack (dwarf, the default) or with frame pointers only (fp)"))
         .arg(Arg::new("command").num_args(1..).trailing_var_arg(true).value_parser(clap::value_parser!(OsString)))
@@ -308,6 +311,9 @@ pub const MAX_CPU: u32 = 0xFFE;
 pub const MAX_DEPTH: usize = pmclog::CALLCHAIN_DEPTH_MAX;
 /// The most functions `--top` lists.
 pub const MAX_TOP: usize = 1_000_000;
+
+/// The largest `--analysis-memory`, in MiB (1 TiB).
+pub const MAX_ANALYSIS_MIB: u64 = 1 << 20;
 
 /// Parses a CPU list: `*`, or numbers and ranges separated by commas, each CPU at most
 /// [`MAX_CPU`] (checked before a range is expanded).
@@ -515,6 +521,10 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
             .map(|t| ranged("--top", t, "the number of functions", 1, MAX_TOP))
             .transpose()?,
         json: m.get_flag("json"),
+        analysis_memory: m
+            .get_one::<String>("analysis-memory")
+            .map(|t| ranged("--analysis-memory", t, "MiB", 1, MAX_ANALYSIS_MIB))
+            .transpose()?,
         summary: m.get_flag("summary"),
         multiplex: m.get_flag("multiplex"),
         print_man: m.get_flag("print-man"),
@@ -541,6 +551,11 @@ fn check(o: &Options) -> Result<(), CliError> {
         || o.flamegraph.is_some()
         || o.pprof.is_some()
         || o.top.is_some();
+    if o.analysis_memory.is_some() && !analysis && !(o.json && o.read_log.is_some()) {
+        return usage(
+            "--analysis-memory bounds the analyses (-G, -g, -F, --folded, --flamegraph, --pprof, --top): it needs one",
+        );
+    }
     if o.depth.is_some() && o.callgraph.is_none() {
         return usage("-z sets the depth of the -G call graph: it needs -G");
     }

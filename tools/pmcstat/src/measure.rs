@@ -320,11 +320,8 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             || p.flags.intersects(pmc::PmcFlags::LOG_PROCEXIT | pmc::PmcFlags::LOG_PROCCSW)
     });
     // From here on SIGINT, SIGTERM and SIGHUP end the measurement cleanly (module signals).
-    // The simulated machine runs in this thread to the command's end, deaf to them.
     let (tx, rx) = mpsc::channel();
-    if host != HostKind::Sim {
-        signals::catch(tx.clone(), Wake::Interrupted)?;
-    }
+    signals::catch(tx.clone(), Wake::Interrupted)?;
     let mut files = NewFiles::default();
     let log =
         if needs_log || o.log_output.is_some() { Some(open_log(o, &mut files)?) } else { None };
@@ -407,7 +404,15 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     let interval = Duration::from_secs_f64(o.interval.unwrap_or(DEFAULT_INTERVAL));
     let deadline = o.duration.map(|d| Instant::now() + Duration::from_secs_f64(d));
     let ending = if host == HostKind::Sim {
-        // The simulated machine runs in this thread, to the command's end.
+        // The simulated machine runs in this thread, to the command's end: a signal reaches it
+        // through the simulator, which then ends the command as the signal would.
+        std::thread::spawn(move || {
+            while let Ok(wake) = rx.recv() {
+                if let Wake::Interrupted(interrupt) = wake {
+                    pmc::host::sim::interrupt(interrupt.signal);
+                }
+            }
+        });
         match child {
             Some(pid) => Ending::Command(
                 api::wait(pid).map_err(|e| Failure::pmc("waiting for the command", &e))?,

@@ -83,6 +83,9 @@ pub fn read_log(o: &Options, input: impl Read, name: &str) -> Result<ReadLog, Fa
         raw_addresses: o.addresses,
         thread: o.thread,
         lines: o.calltree.is_some() || o.pprof.is_some(),
+        // Only -g, -F and --pprof work below the function.
+        frames_only: !(o.gmon || o.calltree.is_some() || o.pprof.is_some()),
+        table_budget: o.analysis_memory.map(|mib| mib << 20),
         ..ResolveOptions::default()
     };
     Profile::from_reader_with_names(input, &resolve, &PmuEventNames)
@@ -184,6 +187,17 @@ pub fn report_profile_warnings(o: &Options, profile: &Profile) {
         }
     }
     report_drops(profile.dropped_notices(), 0);
+    if let Some(overflow) = profile.overflow() {
+        eprintln!(
+            "pmcstat: warning: the analysis tables reached their {} MiB limit: {} samples of {} \
+             dropped stacks (those with the fewest samples) are counted as {} in the reports; \
+             --analysis-memory MIB raises the limit",
+            overflow.budget >> 20,
+            overflow.samples,
+            overflow.stacks,
+            analysis::OTHER_FRAME
+        );
+    }
 }
 
 /// Says, on standard error, how much was lost and what fixes it.

@@ -14,17 +14,54 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use super::profile::{Frame, PmcProfile, Profile};
+use super::profile::{Frame, FrameId, PmcProfile, Profile};
 
 /// Writes the folded stacks of every PMC, merged.
 pub fn write_folded(profile: &Profile, out: &mut dyn Write) -> io::Result<()> {
-    write_lines(&folded_lines(profile, |_| true), out)
+    write_sorted(profile, |_| true, out)
 }
 
 /// Writes the folded stacks of the PMCs named `pmc_name` (several PMCs can share a name: a
 /// system-mode PMC is one PMC per CPU).
 pub fn write_folded_pmc(profile: &Profile, pmc_name: &str, out: &mut dyn Write) -> io::Result<()> {
-    write_lines(&folded_lines(profile, |p| p.name() == pmc_name), out)
+    write_sorted(profile, |p| p.name() == pmc_name, out)
+}
+
+/// Writes the lines of [`folded_lines`] without building them all first: the stacks are sorted
+/// by the text of their lines, compared byte by byte as it would be written, and equal lines
+/// are merged as they are written. The memory it takes is a pointer and a count per stack.
+fn write_sorted(
+    profile: &Profile,
+    keep: impl Fn(&PmcProfile) -> bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let names: Vec<String> = profile.frames().iter().map(folded_name).collect();
+    let text = |stack| line_text(&names, stack);
+    let mut stacks: Vec<(&[FrameId], u64)> =
+        profile.pmcs().iter().filter(|p| keep(p)).flat_map(|p| p.stacks()).collect();
+    stacks.sort_unstable_by(|(a, _), (b, _)| text(a).cmp(text(b)));
+    let mut line = String::new();
+    let mut i = 0;
+    while i < stacks.len() {
+        let (stack, mut count) = stacks[i];
+        i += 1;
+        while i < stacks.len() && text(stacks[i].0).eq(text(stack)) {
+            count += stacks[i].1;
+            i += 1;
+        }
+        line.clear();
+        for (n, frame) in stack.iter().rev().enumerate() {
+            if n > 0 {
+                line.push(';');
+            }
+            line.push_str(&names[frame.index()]);
+        }
+        line.push(' ');
+        line.push_str(&count.to_string());
+        line.push('\n');
+        out.write_all(line.as_bytes())?;
+    }
+    Ok(())
 }
 
 /// Writes a flame graph (SVG, drawn by the `inferno` crate) of the folded stacks of every PMC.
@@ -74,15 +111,12 @@ pub(crate) fn folded_lines(
     lines
 }
 
-fn write_lines(lines: &BTreeMap<String, u64>, out: &mut dyn Write) -> io::Result<()> {
-    let mut text = String::new();
-    for (stack, count) in lines {
-        text.push_str(stack);
-        text.push(' ');
-        text.push_str(&count.to_string());
-        text.push('\n');
-    }
-    out.write_all(text.as_bytes())
+/// The bytes of the line of `stack` up to its count, as [`write_sorted`] writes them.
+fn line_text<'a>(names: &'a [String], stack: &'a [FrameId]) -> impl Iterator<Item = u8> + 'a {
+    stack.iter().rev().enumerate().flat_map(move |(i, frame)| {
+        let separator = (i > 0).then_some(b';');
+        separator.into_iter().chain(names[frame.index()].bytes())
+    })
 }
 
 /// A frame's name in a folded line.

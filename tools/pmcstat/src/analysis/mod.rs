@@ -36,6 +36,17 @@
 //! (addresses in the upper half, and the sampled PC and kernel-half frames of a kernel-mode
 //! sample) or [`UNKNOWN_IMAGE`] (other user addresses). FreeBSD drops such frames instead.
 //!
+//! # Memory
+//!
+//! The log is read through a bounded window; the profile's own tables (frames and stacks) are
+//! bounded by [`ResolveOptions::table_budget`] (`--analysis-memory`, 1 GiB by default). A log
+//! with more distinct stacks than fit keeps the stacks with the most samples: each time the
+//! tables are full, those with the fewest samples so far are dropped and their samples counted
+//! in one [`OTHER_FRAME`] stack per PMC, which every output shows, and [`Profile::overflow`]
+//! says how many (pmcstat warns on standard error). Only the outputs that work below the
+//! function (`-g`, `-F`, `--pprof`) keep the stacks of exact program counters
+//! ([`ResolveOptions::frames_only`]).
+//!
 //! # Several PMCs
 //!
 //! [`write_callgraph`] prints each PMC (each PMC id) on its own, as FreeBSD does.
@@ -43,6 +54,7 @@
 //! PMC is one PMC per CPU). [`write_folded`] and [`write_flamegraph`] merge all PMCs
 //! ([`write_folded_pmc`] selects one event); [`write_pprof`] has a value column per event.
 
+mod budget;
 mod callgraph;
 mod calltree;
 mod debuginfo;
@@ -73,7 +85,7 @@ pub use json::write_json;
 pub use lines::SourceFrame;
 pub use pprof::write_pprof;
 pub use profile::{
-    Frame, FrameId, ImageInfo, KERNEL_IMAGE, Location, LogInfo, PmcProfile, Profile, ReadLog,
-    ResolveOptions, UNKNOWN_IMAGE,
+    DEFAULT_TABLE_BUDGET, Frame, FrameId, ImageInfo, KERNEL_IMAGE, Location, LogInfo, OTHER_FRAME,
+    Overflow, PmcProfile, Profile, ReadLog, ResolveOptions, UNKNOWN_IMAGE,
 };
 pub use top::{FlatRow, flat_rows, write_top};

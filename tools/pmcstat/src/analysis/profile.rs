@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use pmclog::{Callchain, EventNames, MultipartKind, Record, Records, StaticEventNames};
 
+use super::budget;
 use super::debuginfo::DebugSearch;
 use super::error::AnalysisError;
 use super::image::{Image, demangle};
@@ -33,7 +34,22 @@ pub struct ResolveOptions {
     /// Read source positions (file, line, inlined functions) from DWARF for every sampled
     /// address ([`Profile::source`]): for the outputs that show them (`-F`, `--pprof`).
     pub lines: bool,
+    /// Keep only the stacks of frames ([`PmcProfile::stacks`]), not those of exact program
+    /// counters ([`PmcProfile::location_stacks`] is then empty): enough for `-G`, `--folded`,
+    /// `--flamegraph` and `--top`, in a quarter of the memory.
+    pub frames_only: bool,
+    /// The most memory, in bytes, the profile's own tables (frames and stacks) may take; `None`
+    /// is [`DEFAULT_TABLE_BUDGET`]. Beyond it the rarest stacks are folded into one
+    /// [`OTHER_FRAME`] stack per PMC, and [`Profile::overflow`] says so.
+    pub table_budget: Option<u64>,
 }
+
+/// The default of [`ResolveOptions::table_budget`]: 1 GiB.
+pub const DEFAULT_TABLE_BUDGET: u64 = 1 << 30;
+
+/// The name (symbol and image) of the frame that stands for the stacks the profile dropped
+/// to stay within its memory budget.
+pub const OTHER_FRAME: &str = "[other]";
 
 /// Start of the upper (kernel) half of the x86-64 address space.
 const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
@@ -113,6 +129,7 @@ pub struct PmcProfile {
     samples: u64,
     stacks: Vec<(Vec<FrameId>, u64)>,
     locations: Vec<(Vec<Location>, u64)>,
+    folded: u64,
 }
 
 impl PmcProfile {
@@ -144,6 +161,12 @@ impl PmcProfile {
     /// Samples with at least one program counter.
     pub fn samples(&self) -> u64 {
         self.samples
+    }
+
+    /// Samples whose stacks were folded into the [`OTHER_FRAME`] stack because the profile's
+    /// tables reached their budget (see [`Profile::overflow`]); 0 normally.
+    pub fn folded_samples(&self) -> u64 {
+        self.folded
     }
 
     /// The distinct call stacks, each innermost frame first (the sampled function, then its
@@ -202,6 +225,23 @@ pub struct Profile {
     sources: HashMap<(Arc<str>, u64), Arc<[SourceFrame]>>,
     main_image: Option<Arc<str>>,
     threads: std::collections::BTreeSet<i32>,
+    overflow: Option<Overflow>,
+}
+
+/// How a profile whose tables reached their memory budget was degraded: the rarest stacks
+/// (fewest samples so far) were dropped, each time the tables were full, and their samples
+/// counted in one [`OTHER_FRAME`] stack per PMC. A stack dropped and seen again later has only
+/// its later samples under its own name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Overflow {
+    /// The budget, in bytes ([`ResolveOptions::table_budget`]).
+    pub budget: u64,
+    /// Samples counted under [`OTHER_FRAME`], over all PMCs.
+    pub samples: u64,
+    /// Distinct stacks dropped (a stack dropped twice counts twice).
+    pub stacks: u64,
+    /// How many times the tables were pruned.
+    pub prunes: u64,
 }
 
 /// What the profile knows of an image it could read.
@@ -363,6 +403,12 @@ impl Profile {
         &self.threads
     }
 
+    /// Whether the profile's tables reached their memory budget, and what was folded into
+    /// [`OTHER_FRAME`] stacks then; `None` when every stack is there under its own name.
+    pub fn overflow(&self) -> Option<Overflow> {
+        self.overflow
+    }
+
     /// Whether any sampled address has a source position.
     pub fn has_sources(&self) -> bool {
         self.sources.values().any(|frames| !frames.is_empty())
@@ -392,7 +438,12 @@ struct PmcBuild {
     name: String,
     rate: u64,
     samples: u64,
-    stacks: HashMap<Vec<Location>, u64>,
+    /// Stacks of exact program counters (unless [`ResolveOptions::frames_only`]).
+    stacks: HashMap<Box<[Location]>, u64>,
+    /// Stacks of frames, with [`ResolveOptions::frames_only`].
+    frame_stacks: HashMap<Box<[FrameId]>, u64>,
+    /// Samples of stacks dropped to stay within the budget.
+    folded: u64,
 }
 
 /// How a frame is told apart from others: image, address, and whether the address is a
@@ -427,6 +478,10 @@ struct Builder<'a> {
     sources: HashMap<(u32, u64), Arc<[SourceFrame]>>,
     main_image: Option<u32>,
     threads: std::collections::BTreeSet<i32>,
+    /// What the frames and stacks take, as [`budget`] estimates it.
+    table_bytes: u64,
+    budget: u64,
+    overflow: Option<Overflow>,
 }
 
 impl<'a> Builder<'a> {
@@ -453,6 +508,9 @@ impl<'a> Builder<'a> {
             sources: HashMap::new(),
             main_image: None,
             threads: std::collections::BTreeSet::new(),
+            table_bytes: 0,
+            budget: opts.table_budget.unwrap_or(DEFAULT_TABLE_BUDGET),
+            overflow: None,
         }
     }
 
@@ -527,7 +585,13 @@ impl<'a> Builder<'a> {
     }
 
     fn pmc(&mut self, pmcid: u32) -> &mut PmcBuild {
-        let index = match self.pmc_index.get(&pmcid) {
+        let index = self.pmc_position(pmcid);
+        &mut self.pmcs[index]
+    }
+
+    /// The index in `pmcs` of the PMC `pmcid` (added if the log did not allocate it).
+    fn pmc_position(&mut self, pmcid: u32) -> usize {
+        match self.pmc_index.get(&pmcid) {
             Some(&i) => i,
             None => {
                 let name = format!("(unallocated pmc {pmcid:#x})");
@@ -535,8 +599,7 @@ impl<'a> Builder<'a> {
                 self.pmcs.push(PmcBuild { pmcid, name, ..PmcBuild::default() });
                 self.pmcs.len() - 1
             }
-        };
-        &mut self.pmcs[index]
+        }
     }
 
     /// The image file behind a path from the log (read once per path).
@@ -686,11 +749,78 @@ impl<'a> Builder<'a> {
             Some((lo, hi)) => (lo.min(tsc), hi.max(tsc)),
         });
         let user = cc.cpuflags.is_user();
-        let stack: Vec<Location> =
+        let stack: Box<[Location]> =
             pcs.iter().enumerate().map(|(i, &pc)| self.resolve(cc.pid, user, i, pc)).collect();
+        let frames_only = self.opts.frames_only;
         let pmc = self.pmc(cc.pmcid);
         pmc.samples += 1;
-        *pmc.stacks.entry(stack).or_default() += 1;
+        let added = if frames_only {
+            let frames: Box<[FrameId]> = stack.iter().map(|l| l.frame).collect();
+            budget::count_stack(&mut pmc.frame_stacks, frames)
+        } else {
+            budget::count_stack(&mut pmc.stacks, stack)
+        };
+        self.table_bytes += added;
+        if self.table_bytes > self.budget {
+            self.prune();
+        }
+    }
+
+    /// Brings the tables back to half their budget: drops the stacks with the fewest samples
+    /// (ties broken by their frames, so that the result does not depend on hashing), counts
+    /// their samples as folded, and forgets the frames no stack left refers to.
+    fn prune(&mut self) {
+        let (target, frames) = (self.budget / 2, self.frames.len());
+        let (kept, dropped) = if self.opts.frames_only {
+            let tables = self.pmcs.iter_mut().map(|p| (&mut p.frame_stacks, &mut p.folded));
+            budget::prune(tables, self.table_bytes, target, frames, |f| *f)
+        } else {
+            let tables = self.pmcs.iter_mut().map(|p| (&mut p.stacks, &mut p.folded));
+            budget::prune(tables, self.table_bytes, target, frames, |l| l.frame)
+        };
+        // Renumber the frames still referred to.
+        let mut renumber = vec![u32::MAX; self.frames.len()];
+        let mut next = 0u32;
+        for (old, keep) in kept.iter().enumerate() {
+            if *keep {
+                renumber[old] = next;
+                next += 1;
+            }
+        }
+        let mut old = 0;
+        self.frames.retain(|_| {
+            old += 1;
+            kept[old - 1]
+        });
+        self.frame_ids.retain(|_, id| {
+            id.0 = renumber[id.index()];
+            id.0 != u32::MAX
+        });
+        self.frame_ids.shrink_to_fit();
+        self.frames.shrink_to_fit();
+        let map = |id: FrameId| FrameId(renumber[id.index()]);
+        for pmc in &mut self.pmcs {
+            let frame_stacks = std::mem::take(&mut pmc.frame_stacks);
+            pmc.frame_stacks = budget::renumber(frame_stacks, |f| map(*f));
+            let stacks = std::mem::take(&mut pmc.stacks);
+            pmc.stacks =
+                budget::renumber(stacks, |l| Location { frame: map(l.frame), address: l.address });
+        }
+        // Its locations name frames by their old numbers.
+        self.cache = HashMap::new();
+        self.table_bytes = self.frames.iter().map(budget::frame_bytes).sum::<u64>()
+            + self.pmcs.iter().map(|p| budget::table_bytes(&p.stacks)).sum::<u64>()
+            + self.pmcs.iter().map(|p| budget::table_bytes(&p.frame_stacks)).sum::<u64>();
+        let samples = self.pmcs.iter().map(|p| p.folded).sum();
+        let overflow = self.overflow.get_or_insert(Overflow {
+            budget: self.budget,
+            samples: 0,
+            stacks: 0,
+            prunes: 0,
+        });
+        overflow.prunes += 1;
+        overflow.stacks += dropped;
+        overflow.samples = samples;
     }
 
     /// The frame and link-time address of `pc`, the `index`-th program counter of a sample of
@@ -764,17 +894,22 @@ impl<'a> Builder<'a> {
             Some(&id) => id,
             None => {
                 let id = FrameId(self.frames.len() as u32);
-                self.frames.push(Frame {
+                let frame = Frame {
                     image: self.image_names[image_name as usize].clone(),
                     symbol: symbol.map(|s| Arc::from(demangle(&s))),
                     address: key.address,
                     offset,
-                });
+                };
+                self.table_bytes += budget::frame_bytes(&frame);
+                self.frames.push(frame);
                 self.frame_ids.insert(key, id);
                 id
             }
         };
         let location = Location { frame: id, address };
+        if self.cache.len() >= budget::CACHE_ENTRIES {
+            self.cache.clear();
+        }
         self.cache.insert((pid, user, pc), location);
         location
     }
@@ -806,18 +941,37 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn finish(self) -> Profile {
+    fn finish(mut self) -> Profile {
+        // The stacks dropped to stay within the budget are one stack of one frame per PMC.
+        let other = self.overflow.map(|_| {
+            let name: Arc<str> = Arc::from(OTHER_FRAME);
+            let frame = Frame { image: name.clone(), symbol: Some(name), address: 0, offset: None };
+            self.frames.push(frame);
+            FrameId(self.frames.len() as u32 - 1)
+        });
         let pmcs = self
             .pmcs
             .into_iter()
             .map(|p| {
-                let mut locations: Vec<(Vec<Location>, u64)> = p.stacks.into_iter().collect();
+                let other = other.filter(|_| p.folded > 0);
+                let mut locations: Vec<(Vec<Location>, u64)> =
+                    p.stacks.into_iter().map(|(stack, n)| (stack.into_vec(), n)).collect();
+                let mut stacks: Vec<(Vec<FrameId>, u64)> = if self.opts.frames_only {
+                    let frames = p.frame_stacks.into_iter();
+                    let mut stacks: Vec<_> = frames.map(|(s, n)| (s.into_vec(), n)).collect();
+                    stacks.extend(other.map(|frame| (vec![frame], p.folded)));
+                    stacks
+                } else {
+                    let at = |frame| Location { frame, address: 0 };
+                    locations.extend(other.map(|frame| (vec![at(frame)], p.folded)));
+                    let mut frames: HashMap<Vec<FrameId>, u64> = HashMap::new();
+                    for (stack, count) in &locations {
+                        *frames.entry(stack.iter().map(|l| l.frame).collect()).or_default() +=
+                            count;
+                    }
+                    frames.into_iter().collect()
+                };
                 locations.sort_unstable();
-                let mut frames: HashMap<Vec<FrameId>, u64> = HashMap::new();
-                for (stack, count) in &locations {
-                    *frames.entry(stack.iter().map(|l| l.frame).collect()).or_default() += count;
-                }
-                let mut stacks: Vec<(Vec<FrameId>, u64)> = frames.into_iter().collect();
                 stacks.sort_unstable();
                 PmcProfile {
                     pmcid: p.pmcid,
@@ -826,6 +980,7 @@ impl<'a> Builder<'a> {
                     samples: p.samples,
                     stacks,
                     locations,
+                    folded: p.folded,
                 }
             })
             .collect();
@@ -854,6 +1009,7 @@ impl<'a> Builder<'a> {
             images,
             main_image: self.main_image.map(|id| self.image_names[id as usize].clone()),
             threads: self.threads,
+            overflow: self.overflow,
             sources: self
                 .sources
                 .into_iter()
