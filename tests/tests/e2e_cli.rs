@@ -103,7 +103,9 @@ impl Tmux {
     fn start(command: &str) -> Option<Tmux> {
         let socket = format!("pmcstat-test-{}", std::process::id());
         let started = Command::new("tmux")
-            .args(["-L", &socket, "new-session", "-d", "-x", "100", "-y", "30", command])
+            // Wide and tall enough that the final profile (20 functions, long image paths)
+            // neither wraps nor scrolls its header off the window.
+            .args(["-L", &socket, "new-session", "-d", "-x", "200", "-y", "60", command])
             .status();
         match started {
             Ok(status) => {

@@ -338,7 +338,8 @@ fn options_a_run_would_ignore_are_usage_errors() {
 }
 
 /// What the error for an unknown `PMC_SIM_MODEL` lists.
-const SIM_MODELS: &str = "use skylake, icelake, nehalem, core2, vm, zen4, zen2, k10";
+const SIM_MODELS: &str =
+    "use skylake, icelake, nehalem, core2, vm, arrowlake, alderlake, meteorlake, zen4, zen2, k10";
 
 #[test]
 fn an_unknown_host_or_simulated_machine_is_an_error_listing_the_valid_ones() {

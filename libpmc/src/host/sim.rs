@@ -162,11 +162,11 @@ const MODELS: [(&str, MakeModel); 11] = [
     ("core2", PmuModel::core2),
     ("vm", PmuModel::no_pmu_vm),
     ("arrowlake", PmuModel::arrowlake_p),
+    ("alderlake", PmuModel::alder_lake_p),
+    ("meteorlake", PmuModel::meteor_lake_p),
     ("zen4", PmuModel::zen4),
     ("zen2", PmuModel::zen2),
     ("k10", PmuModel::k10),
-    ("alderlake", PmuModel::alder_lake_p),
-    ("meteorlake", PmuModel::meteor_lake_p),
 ];
 
 /// The E-core of the hybrid part whose P-core is `p_core`, if it is one.
