@@ -88,7 +88,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             self.mux_switch_in(cpu);
         }
         if rdpmc {
-            state.user_rdpmc.store(true, Ordering::Relaxed);
+            state.allow_rdpmc();
             self.kernel.set_user_rdpmc(true);
         }
     }
@@ -101,7 +101,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     #[inline(never)]
     pub fn switch_out(&self, cpu: Cpu, pid: Pid, tid: Tid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
-        if state.holds_anything() || state.mux.process_active() {
+        if state.holds_anything() {
             self.unload_process_pmcs(state, pid, tid);
         }
         // After the counters stopped: a PMI served while they are being stopped (an NMI can
@@ -113,7 +113,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     #[inline(never)]
     fn unload_process_pmcs(&self, state: &PerCpu, pid: Pid, tid: Tid) {
         self.mux_switch_out(state, pid);
-        if state.user_rdpmc.swap(false, Ordering::Relaxed) {
+        if state.take_rdpmc() {
             self.kernel.set_user_rdpmc(false);
         }
         let counters = state.take_current_counters();

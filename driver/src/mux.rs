@@ -49,7 +49,7 @@ use crate::kernel::{Cpu, Kernel, Pid};
 use crate::loads::{LoadSpec, NO_CELL};
 use crate::percpu::{PerCpu, PmcHandle};
 use crate::state::{Core, Pmc};
-use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// The most turns: PMC ids have 8 bits of row, so `rows × turns` stays below 256.
 pub(crate) const MAX_TURNS: u32 = 8;
@@ -181,28 +181,23 @@ pub(crate) struct MuxCpu {
     system_rotations: AtomicU32,
     /// TSC when the system PMCs' times were last accounted.
     system_mark: AtomicU64,
-    /// Whether the thread running here belongs to a process with multiplexed PMCs running.
-    process_active: AtomicBool,
     /// TSC when that process's times were last accounted here.
     process_mark: AtomicU64,
 }
 
-impl MuxCpu {
+// Whether the running process's times run here is one of the per-CPU bits the switch-out
+// looks at ([`PerCpu::mux_process_active`]), so that threads without PMCs pay nothing for it.
+impl PerCpu {
     /// Whether the tick has something to rotate or account here.
     #[inline]
-    pub(crate) fn wants_tick(&self) -> bool {
-        self.system_pmcs.load(Ordering::Relaxed) != 0 || self.process_active.load(Ordering::Relaxed)
-    }
-    /// Whether the switch-out has times to account.
-    #[inline]
-    pub(crate) fn process_active(&self) -> bool {
-        self.process_active.load(Ordering::Relaxed)
+    pub(crate) fn mux_wants_tick(&self) -> bool {
+        self.mux.system_pmcs.load(Ordering::Relaxed) != 0 || self.mux_process_active()
     }
     /// The process switching in has multiplexed PMCs: its times count from `now`.
     #[inline]
-    pub(crate) fn begin_process(&self, now: u64) {
-        self.process_mark.store(now, Ordering::Relaxed);
-        self.process_active.store(true, Ordering::Relaxed);
+    pub(crate) fn begin_mux_process(&self, now: u64) {
+        self.mux.process_mark.store(now, Ordering::Relaxed);
+        self.set_mux_process_active(true);
     }
 }
 
@@ -272,7 +267,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     #[inline]
     pub(crate) fn mux_tick(&self, cpu: Cpu) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
-        if state.mux.wants_tick() {
+        if state.mux_wants_tick() {
             self.mux_schedule(cpu, true);
         }
     }
@@ -287,7 +282,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// (before they are unloaded: which were loaded is in the slots).
     #[inline]
     pub(crate) fn mux_switch_out(&self, state: &PerCpu, pid: Pid) {
-        if state.mux.process_active() {
+        if state.mux_process_active() {
             self.mux_account_switch_out(state, pid);
         }
     }
@@ -295,7 +290,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// [`Self::mux_switch_out`] of a process with multiplexed PMCs.
     #[inline(never)]
     fn mux_account_switch_out(&self, state: &PerCpu, pid: Pid) {
-        state.mux.process_active.store(false, Ordering::Relaxed);
+        state.set_mux_process_active(false);
         let mut core = self.core.lock(&self.kernel);
         let now = self.hw.read_tsc();
         self.account_process(&mut core, state, pid, now);
@@ -305,7 +300,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// stops, so the others' intervals end there, and before times are read).
     pub(crate) fn mux_checkpoint(&self) {
         for cpu in 0..self.kernel.cpu_count() {
-            let busy = self.cpus.get(cpu as usize).is_some_and(|s| s.mux.wants_tick());
+            let busy = self.cpus.get(cpu as usize).is_some_and(|s| s.mux_wants_tick());
             if busy && self.kernel.cpu_active(cpu) {
                 self.on_cpu(cpu, || self.mux_account(cpu));
             }
@@ -339,7 +334,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let now = self.hw.read_tsc();
         let handles = system_pmcs(&core, cpu, state);
         self.account_system(&mut core, state, &handles, now);
-        if state.mux.process_active() {
+        if state.mux_process_active() {
             self.account_process(&mut core, state, state.current_pid(), now);
         }
     }
@@ -358,7 +353,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if pid < 0 {
             return;
         }
-        if state.mux.process_active() {
+        if state.mux_process_active() {
             self.account_process(&mut core, state, pid, now);
         }
         self.schedule_process(&mut core, cpu, state, pid, rotate, now);
@@ -444,7 +439,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     ) {
         let Some(target) = core.target_mut(pid) else { return };
         if !target.turns.is_active() {
-            state.mux.process_active.store(false, Ordering::Relaxed);
+            state.set_mux_process_active(false);
             return;
         }
         if rotate {
@@ -452,8 +447,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let turn = target.turns.current;
         let handles = multiplexed_of(target);
-        if !state.mux.process_active() {
-            state.mux.begin_process(now);
+        if !state.mux_process_active() {
+            state.begin_mux_process(now);
         }
         self.load_turn(core, cpu, state, &handles, pid, turn);
     }

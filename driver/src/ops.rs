@@ -973,7 +973,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let cpu = self.kernel.current_cpu();
         let loaded_here = self.slot(cpu, pmc.slot_row).is_some_and(|s| s.handle() == Some(handle));
         if let Some(state) = self.cpus.get(cpu as usize).filter(|_| loaded_here) {
-            state.user_rdpmc.store(true, core::sync::atomic::Ordering::Relaxed);
+            state.allow_rdpmc();
             self.kernel.set_user_rdpmc(true);
         }
         Ok(())

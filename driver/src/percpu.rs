@@ -376,6 +376,11 @@ pub(crate) struct CpuStats {
     pub(crate) log_sweeps: AtomicU64,
 }
 
+/// [`PerCpu`]'s undo bit: user-mode RDPMC is allowed for the process running here.
+pub(crate) const UNDO_RDPMC: u8 = 1;
+/// [`PerCpu`]'s undo bit: the process running here has multiplexed PMCs whose times run here.
+pub(crate) const UNDO_MUX: u8 = 2;
+
 /// The state of one CPU, on cache lines of its own (other CPUs' writes never invalidate it).
 #[repr(align(64))]
 #[derive(Debug)]
@@ -393,8 +398,9 @@ pub(crate) struct PerCpu {
     /// entry per slot at most: a row is listed only while its slot holds a PMC.)
     current_rows: alloc::boxed::Box<[AtomicU32]>,
     current_len: AtomicUsize,
-    /// Whether user-mode RDPMC is allowed here (for the process running now).
-    pub(crate) user_rdpmc: AtomicBool,
+    /// What a switch-out must undo besides the loaded rows, one bit each ([`UNDO_RDPMC`],
+    /// [`UNDO_MUX`]): one word, so that a thread with none of them costs one load.
+    undo: AtomicU8,
     /// The hardware counters loaded here for the process running now (a [`CounterMask`]), so
     /// switching out stops them together.
     pub(crate) current_counters: AtomicU64,
@@ -454,7 +460,7 @@ impl PerCpu {
             stats: CpuStats::default(),
             current_rows,
             current_len: AtomicUsize::new(0),
-            user_rdpmc: AtomicBool::new(false),
+            undo: AtomicU8::new(0),
             current_counters: AtomicU64::new(0),
             ring,
             soft_ring,
@@ -501,7 +507,36 @@ impl PerCpu {
     /// (they are added and removed together).
     #[inline]
     pub(crate) fn holds_anything(&self) -> bool {
-        self.current_len.load(Ordering::Relaxed) != 0 || self.user_rdpmc.load(Ordering::Relaxed)
+        self.current_len.load(Ordering::Relaxed) != 0 || self.undo.load(Ordering::Relaxed) != 0
+    }
+
+    /// User-mode RDPMC is allowed here for the process running now.
+    #[inline]
+    pub(crate) fn allow_rdpmc(&self) {
+        self.undo.fetch_or(UNDO_RDPMC, Ordering::Relaxed);
+    }
+
+    /// Whether user-mode RDPMC was allowed here, no longer.
+    #[inline]
+    pub(crate) fn take_rdpmc(&self) -> bool {
+        self.undo.fetch_and(!UNDO_RDPMC, Ordering::Relaxed) & UNDO_RDPMC != 0
+    }
+
+    /// Whether the thread running here belongs to a process whose multiplexed PMCs' times run
+    /// here (see [`crate::mux`]).
+    #[inline]
+    pub(crate) fn mux_process_active(&self) -> bool {
+        self.undo.load(Ordering::Relaxed) & UNDO_MUX != 0
+    }
+
+    /// Marks (or clears) [`PerCpu::mux_process_active`].
+    #[inline]
+    pub(crate) fn set_mux_process_active(&self, active: bool) {
+        if active {
+            self.undo.fetch_or(UNDO_MUX, Ordering::Relaxed);
+        } else {
+            self.undo.fetch_and(!UNDO_MUX, Ordering::Relaxed);
+        }
     }
 
     /// The slot of the hardware counter at `bit` of a [`CounterMask`] here.
