@@ -16,39 +16,10 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use hwpmc::abi::{Mode, PmcFlags};
-use hwpmc::hw::{CpuIdReader, Hardware, Lapic, Msrs};
+use hwpmc::hw::{CpuIdReader, Hardware};
 use hwpmc::{Driver, Tunables};
 use hwpmc_sim::kernel::SimKernel;
-use hwpmc_sim::{AllocateRequest, CpuidModel, Credentials, PmuModel, SimHardware};
-
-/// Hardware whose MSRs cost nothing: reads return 0, writes are dropped.
-#[derive(Clone)]
-struct FreeMsrs(CpuidModel);
-
-impl Msrs for FreeMsrs {
-    unsafe fn read_msr(&self, _msr: u32) -> u64 {
-        0
-    }
-    unsafe fn write_msr(&self, _msr: u32, _value: u64) {}
-    unsafe fn read_pmc(&self, _index: u32) -> u64 {
-        0
-    }
-}
-
-impl Lapic for FreeMsrs {
-    fn unmask_pmi(&self) {}
-    fn mask_pmi(&self) {}
-}
-
-impl Hardware for FreeMsrs {
-    type Cpuid = CpuidModel;
-    fn cpuid(&self) -> CpuidModel {
-        self.0
-    }
-    fn read_tsc(&self) -> u64 {
-        0
-    }
-}
+use hwpmc_sim::{AllocateRequest, CpuidModel, Credentials, FreeMsrs, PmuModel, SimHardware};
 
 type BenchDriver = Driver<SimKernel, FreeMsrs>;
 

@@ -31,6 +31,7 @@
 pub mod amd;
 pub mod client;
 pub mod cpuid;
+mod free_msrs;
 pub mod kernel;
 pub mod machine;
 pub mod offcore;
@@ -41,6 +42,7 @@ pub mod workload;
 
 pub use client::{AllocateRequest, PmcClient, SimDriver, load_driver};
 pub use cpuid::{ArchEvent, CpuidModel, PmuModel};
+pub use free_msrs::FreeMsrs;
 pub use kernel::{Credentials, SimKernel, SinkId, SinkKind};
 pub use machine::{GroundTruth, HookContext, Machine, MachineConfig, Thread, ThreadState};
 pub use pmu::{Fault, Pmi, Ring, SimHardware, SimPmu, Work};

@@ -27,17 +27,7 @@ use hwpmc_sim::{
 
 /// The user-mode block every scenario uses: every architectural event, none equal.
 fn user_work() -> Work {
-    Work {
-        instructions: 1_000,
-        core_cycles: 1_700,
-        ref_cycles: 1_300,
-        llc_references: 40,
-        llc_misses: 9,
-        branches: 180,
-        branch_mispredicts: 11,
-        raw: Vec::new(),
-        offcore: Vec::new(),
-    }
+    Work::every_event_distinct()
 }
 
 /// The kernel-mode block.

@@ -24,17 +24,7 @@ fn hybrid(p_core: PmuModel, e_core: PmuModel, p: usize, e: usize, seed: u64) -> 
 }
 
 fn work() -> Work {
-    Work {
-        instructions: 1_000,
-        core_cycles: 1_700,
-        ref_cycles: 1_300,
-        llc_references: 40,
-        llc_misses: 9,
-        branches: 180,
-        branch_mispredicts: 11,
-        raw: Vec::new(),
-        offcore: Vec::new(),
-    }
+    Work::every_event_distinct()
 }
 
 /// Spawns two busy processes besides the measured one, so that threads move between the CPUs.

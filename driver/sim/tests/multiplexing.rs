@@ -14,17 +14,7 @@ use hwpmc_sim::{GroundTruth, ProgramBuilder};
 
 /// One block: 1 000 instructions in 1 300 reference cycles.
 fn steady_work() -> Work {
-    Work {
-        instructions: 1_000,
-        core_cycles: 1_700,
-        ref_cycles: 1_300,
-        llc_references: 40,
-        llc_misses: 9,
-        branches: 180,
-        branch_mispredicts: 11,
-        raw: Vec::new(),
-        offcore: Vec::new(),
-    }
+    Work::every_event_distinct()
 }
 
 /// A kernel block with other rates than [`steady_work`].
