@@ -1,12 +1,14 @@
 //! The workspace's end-to-end tests (`tests/tests/`) and what they share: running pmcstat as a
 //! separate process on a host (and signalling it), building the C test programs of
-//! `programs/`, crafting logs with the pmclog encoder and reading them back, and parsing
+//! `programs/`, building and running the C clients of `c/` against the built `libpmc` and
+//! `libcpc` ([`c_clients`]), crafting logs with the pmclog encoder and reading them back, and parsing
 //! pmcstat's outputs (the `-G` call graph, folded stacks, the `--top` flat profile, `--json`)
 //! back into values.
 //!
 //! The parsers are strict: a line that does not have the documented layout fails the test.
 
 pub mod analysis;
+pub mod c_clients;
 
 use pmc::events::pmu_table::PmuEventNames;
 use std::collections::HashMap;

@@ -1,5 +1,5 @@
 /*
- * Checks shared by the C clients of libcpc/tests/c_clients.rs.  A failed check prints where,
+ * Checks shared by the C clients of tests/tests/c_libcpc.rs.  A failed check prints where,
  * what and errno to stderr and exits with status 1.
  */
 #ifndef CPC_CHECK_H

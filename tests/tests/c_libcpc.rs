@@ -1,11 +1,28 @@
-//! C programs written against `<libcpc.h>` (`tests/c/*.c`), compiled as C99 with every warning
-//! an error, linked with `libcpc.so` (through an rpath) and with `libcpc.a`, and run on the
-//! simulator and Linux hosts. Each program checks its own results and exits 0.
+//! C programs written against libcpc's `<libcpc.h>` and `<libpctx.h>` (`c/libcpc/*.c`), compiled
+//! as C99 with every warning an error, linked with `libcpc.so` (through an rpath) and with
+//! `libcpc.a`, and run on the simulator and Linux hosts. Each program checks its own results and
+//! exits 0. The libraries are those built from the sources under test, next to this test's
+//! executable ([`hwpmc_tests::c_clients`] says how they are found).
 #![cfg(target_os = "linux")]
 
-mod common;
+use hwpmc_tests::c_clients::{self, Library, Linkage, run_exe};
 
-use common::{Linkage, build_with, run, run_exe, run_with_stderr};
+/// Builds and runs libcpc's client `name` on `host` with `args`; fails the test unless it exits
+/// 0; returns its standard output.
+fn run(name: &str, linkage: Linkage, host: &str, args: &[&str]) -> String {
+    run_with_stderr(name, linkage, host, args).0
+}
+
+/// [`run`], returning standard output and standard error.
+fn run_with_stderr(name: &str, linkage: Linkage, host: &str, args: &[&str]) -> (String, String) {
+    c_clients::run_with_stderr(Library::Cpc, name, linkage, host, args)
+}
+
+/// Builds libcpc's client `name` with the compiler options `language` (and `cxx`, if not empty,
+/// as the compiler).
+fn build_with(name: &str, linkage: Linkage, language: &[&str], cxx: &str) -> std::path::PathBuf {
+    c_clients::build_with(Library::Cpc, name, linkage, language, cxx)
+}
 
 #[test]
 fn a_simulated_program_is_counted_exactly_through_pctx_on_the_simulator() {
@@ -116,17 +133,11 @@ fn an_overflow_handler_gets_a_signal_per_period_and_restarts_the_set_on_the_linu
 /// inline `pctx_set_events` calls the exported `libcpc_pctx_set_event`).
 #[test]
 fn the_shared_library_exports_every_declared_function() {
-    let lib = common::library_dir().join("libcpc.so");
-    let Ok(output) =
-        std::process::Command::new("nm").arg("-D").arg("--defined-only").arg(&lib).output()
-    else {
+    let Some(exported) = c_clients::exported_symbols(Library::Cpc) else {
         eprintln!("nm is not installed; skipping");
         return;
     };
-    let symbols = String::from_utf8_lossy(&output.stdout);
-    let exported: std::collections::BTreeSet<&str> =
-        symbols.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
-    let include = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let include = Library::Cpc.include_dir();
     let mut declared = Vec::new();
     for header in ["libcpc.h", "libpctx.h"] {
         let text = std::fs::read_to_string(include.join(header)).expect("read the header");

@@ -1,5 +1,5 @@
 /*
- * Checks shared by the C clients of libpmc/tests/c_clients.rs.  A failed check prints where,
+ * Checks shared by the C clients of tests/tests/c_libpmc.rs.  A failed check prints where,
  * what, errno and libpmc's reason (pmc_host_error) to stderr and exits with status 1.
  */
 #ifndef CLIENT_CHECK_H
