@@ -212,6 +212,65 @@ pub struct SimHost {
     children: RefCell<Vec<i32>>,
     model: PmuModel,
     log: RefCell<Option<LogPipe>>,
+    /// The processes [`next_process_event`] watches, by pid.
+    watched: RefCell<std::collections::BTreeMap<i32, Watch>>,
+}
+
+/// What [`next_process_event`] last reported of a watched process.
+#[derive(Debug, Default)]
+struct Watch {
+    /// Its live threads, as machine thread ids.
+    threads: Vec<i32>,
+    /// How many of its forked children were reported.
+    children: usize,
+    /// The exit status a signal (see [`interrupt`]) gave it.
+    killed: Option<i32>,
+    /// Its exit was reported.
+    gone: bool,
+}
+
+/// A change in a process the simulated machine runs, as [`next_process_event`] reports it.
+/// LWP ids are the simulator's per-process numbers: 1 for the first thread, then in creation
+/// order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessEvent {
+    /// `parent` forked `child` (before the child ran).
+    Fork {
+        /// The forking process.
+        parent: i32,
+        /// The new process.
+        child: i32,
+    },
+    /// Process `pid` started LWP `lwp` (before it ran).
+    LwpCreate {
+        /// The process.
+        pid: i32,
+        /// The new LWP.
+        lwp: i32,
+    },
+    /// LWP `lwp` of process `pid` exited (the process goes on).
+    LwpExit {
+        /// The process.
+        pid: i32,
+        /// The LWP that ended.
+        lwp: i32,
+    },
+    /// Process `pid` exited with `status` (128 + signal if it was interrupted).
+    Exit {
+        /// The process.
+        pid: i32,
+        /// Its exit status.
+        status: i32,
+    },
+}
+
+/// Runs this thread's simulated machine until one of the processes `pids` forks, starts or ends
+/// an LWP, or exits, and reports that (the machine stops right after the tick it happened in,
+/// so a new process or LWP has not run yet). `None` when the machine went idle with nothing to
+/// report; `ESRCH` for a pid the machine never ran. A process is watched from the first call
+/// that names it; an exit is reported once.
+pub fn next_process_event(pids: &[i32]) -> Result<Option<ProcessEvent>> {
+    with(|host| host.next_process_event(pids))
 }
 
 thread_local! {
@@ -275,6 +334,7 @@ impl SimHost {
             children: RefCell::new(Vec::new()),
             model,
             log: RefCell::new(None),
+            watched: RefCell::default(),
         }
     }
 
@@ -344,6 +404,84 @@ impl SimHost {
 }
 
 impl SimHost {
+    fn next_process_event(&self, pids: &[i32]) -> Result<Option<ProcessEvent>> {
+        {
+            let machine = self.machine.borrow();
+            let mut watched = self.watched.borrow_mut();
+            for &pid in pids {
+                if machine.threads_of(pid).is_empty() {
+                    return Err(Error::with_detail(
+                        "process event",
+                        libc::ESRCH,
+                        format!("the simulated machine has no process {pid}"),
+                    ));
+                }
+                watched.entry(pid).or_insert_with(|| Watch {
+                    threads: machine.live_threads(pid),
+                    children: machine.children(pid).len(),
+                    killed: None,
+                    gone: false,
+                });
+            }
+        }
+        loop {
+            if let Some(event) = self.process_change(pids) {
+                return Ok(Some(event));
+            }
+            let signal = INTERRUPT.swap(0, Ordering::Relaxed);
+            if signal != 0 {
+                let mut machine = self.machine.borrow_mut();
+                let mut watched = self.watched.borrow_mut();
+                for &pid in pids {
+                    if machine.process_alive(pid) {
+                        machine.kill(pid);
+                        if let Some(w) = watched.get_mut(&pid) {
+                            w.killed = Some(128 + signal);
+                        }
+                    }
+                }
+                continue;
+            }
+            if self.machine.borrow().is_idle() {
+                return Ok(None);
+            }
+            self.machine.borrow_mut().step();
+            self.pump_log()?;
+        }
+    }
+
+    /// The first change in processes `pids` since it was last reported.
+    fn process_change(&self, pids: &[i32]) -> Option<ProcessEvent> {
+        let machine = self.machine.borrow();
+        let mut watched = self.watched.borrow_mut();
+        let lwp_of = |pid: i32, tid: i32| {
+            machine.threads_of(pid).iter().position(|&t| t == tid).map_or(0, |i| i as i32 + 1)
+        };
+        for &pid in pids {
+            let Some(watch) = watched.get_mut(&pid).filter(|w| !w.gone) else { continue };
+            let children = machine.children(pid);
+            if let Some(&child) = children.get(watch.children) {
+                watch.children += 1;
+                return Some(ProcessEvent::Fork { parent: pid, child });
+            }
+            if !machine.process_alive(pid) {
+                watch.gone = true;
+                let status = watch.killed.unwrap_or(0);
+                return Some(ProcessEvent::Exit { pid, status });
+            }
+            let live = machine.live_threads(pid);
+            if let Some(&tid) = live.iter().find(|t| !watch.threads.contains(t)) {
+                watch.threads.push(tid);
+                return Some(ProcessEvent::LwpCreate { pid, lwp: lwp_of(pid, tid) });
+            }
+            if let Some(at) = watch.threads.iter().position(|t| !live.contains(t)) {
+                let tid = watch.threads.remove(at);
+                return Some(ProcessEvent::LwpExit { pid, lwp: lwp_of(pid, tid) });
+            }
+        }
+        None
+    }
+
     /// Where `pid` is among the programs spawned and not waited for; ECHILD otherwise (as
     /// waitpid(2) says of a process that is not the caller's child).
     fn child(&self, op: &'static str, pid: ChildPid) -> Result<usize> {

@@ -188,6 +188,10 @@ impl Tracker {
 
 impl PctxEvents for Tracker {
     fn init_lwp(&mut self, pid: i32, lwp: i32) -> Result<(), cpc::pctx::CallbackFailed> {
+        if lwp != cpc::pctx::lwp_id(pid) {
+            // Counting is per process: the set on the first LWP counts them all.
+            return Ok(());
+        }
         self.bind(pid, lwp)?;
         if self.options.verbose {
             // Nothing counted yet, at the time of the bind.
@@ -206,7 +210,10 @@ impl PctxEvents for Tracker {
         Ok(())
     }
 
-    fn fini_lwp(&mut self, _pid: i32, lwp: i32) -> Result<(), cpc::pctx::CallbackFailed> {
+    fn fini_lwp(&mut self, pid: i32, lwp: i32) -> Result<(), cpc::pctx::CallbackFailed> {
+        if lwp != cpc::pctx::lwp_id(pid) {
+            return Ok(());
+        }
         self.sample(lwp, if self.options.verbose { "fini_lwp" } else { "" })
     }
 
