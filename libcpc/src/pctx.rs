@@ -270,6 +270,11 @@ impl Pctx {
     }
 }
 
+/// Whether [`Pctx::follow_forks`] works on this host (it sees forks: the simulator only).
+pub fn can_follow_forks() -> bool {
+    host().ok() == Some(HostKind::Sim)
+}
+
 /// The id of process `pid`'s main LWP: its thread id (the pid), 1 on the simulator.
 pub fn lwp_id(pid: i32) -> i32 {
     if host().ok() == Some(HostKind::Sim) { 1 } else { pid }

@@ -627,6 +627,8 @@ pub struct Machine {
     threads: BTreeMap<Tid, Thread>,
     processes: BTreeMap<Pid, ProcessRecord>,
     run_queue: VecDeque<Tid>,
+    /// The processes whose forked children start asleep (see [`Machine::hold_children_of`]).
+    hold_forks_of: Vec<Pid>,
     /// The kernel's count of log-writer requests when the writer last ran.
     writer_wakeups: u64,
     trace: Vec<Dispatch>,
@@ -748,6 +750,7 @@ impl Machine {
             threads: BTreeMap::new(),
             processes: BTreeMap::new(),
             run_queue: VecDeque::new(),
+            hold_forks_of: Vec::new(),
             writer_wakeups: 0,
             trace: Vec::new(),
             stats: MachineStats::default(),
@@ -818,6 +821,13 @@ impl Machine {
         self.new_thread(pid, tid, program, entry, true);
         self.thread_mut(tid).state = ThreadState::Sleeping;
         pid
+    }
+
+    /// The thread of each process that one of `parents` forks from now on starts asleep, so a
+    /// tracer (pctx following forks) can attach to it before it runs; [`Machine::wake`] lets
+    /// it go. An empty list holds none.
+    pub fn hold_children_of(&mut self, parents: &[Pid]) {
+        self.hold_forks_of = parents.to_vec();
     }
 
     /// Makes sleeping thread `tid` runnable (nothing if it is not asleep).
@@ -1379,7 +1389,11 @@ impl Machine {
         }
         let child_tid = self.kernel().threads(child)[0];
         self.new_thread(child, child_tid, program, child_entry, true);
-        self.run_queue.push_back(child_tid);
+        if self.hold_forks_of.contains(&pid) {
+            self.thread_mut(child_tid).state = ThreadState::Sleeping;
+        } else {
+            self.run_queue.push_back(child_tid);
+        }
         self.stats.forks += 1;
     }
 

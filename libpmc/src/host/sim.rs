@@ -214,6 +214,8 @@ pub struct SimHost {
     log: RefCell<Option<LogPipe>>,
     /// The processes [`next_process_event`] watches, by pid.
     watched: RefCell<std::collections::BTreeMap<i32, Watch>>,
+    /// Forked children [`next_process_event`] reported, asleep until it or `wait` runs again.
+    held: RefCell<Vec<i32>>,
 }
 
 /// What [`next_process_event`] last reported of a watched process.
@@ -265,8 +267,9 @@ pub enum ProcessEvent {
 }
 
 /// Runs this thread's simulated machine until one of the processes `pids` forks, starts or ends
-/// an LWP, or exits, and reports that (the machine stops right after the tick it happened in,
-/// so a new process or LWP has not run yet). `None` when the machine went idle with nothing to
+/// an LWP, or exits, and reports that (the machine stops after the tick it happened in; a
+/// forked child is held asleep until the next call, so it has not run yet when its fork is
+/// reported, while a new LWP may have run on another CPU in that tick). `None` when the machine went idle with nothing to
 /// report; `ESRCH` for a pid the machine never ran. A process is watched from the first call
 /// that names it; an exit is reported once.
 pub fn next_process_event(pids: &[i32]) -> Result<Option<ProcessEvent>> {
@@ -335,6 +338,7 @@ impl SimHost {
             model,
             log: RefCell::new(None),
             watched: RefCell::default(),
+            held: RefCell::default(),
         }
     }
 
@@ -424,6 +428,29 @@ impl SimHost {
                 });
             }
         }
+        self.release_held();
+        self.machine.borrow_mut().hold_children_of(pids);
+        let result = self.watch_until_change(pids);
+        self.machine.borrow_mut().hold_children_of(&[]);
+        if let Ok(Some(ProcessEvent::Fork { child, .. })) = result {
+            // Held asleep until the next call (or wait) lets it run.
+            self.held.borrow_mut().push(child);
+        }
+        result
+    }
+
+    /// Lets the forked children reported so far run.
+    fn release_held(&self) {
+        let held = std::mem::take(&mut *self.held.borrow_mut());
+        let mut machine = self.machine.borrow_mut();
+        for child in held {
+            for tid in machine.live_threads(child) {
+                machine.wake(tid);
+            }
+        }
+    }
+
+    fn watch_until_change(&self, pids: &[i32]) -> Result<Option<ProcessEvent>> {
         loop {
             if let Some(event) = self.process_change(pids) {
                 return Ok(Some(event));
@@ -581,6 +608,7 @@ impl Host for SimHost {
     fn wait(&self, pid: ChildPid) -> Result<i32> {
         let at = self.child("wait", pid)?;
         self.children.borrow_mut().swap_remove(at);
+        self.release_held();
         let interrupted = || INTERRUPT.load(Ordering::Relaxed) != 0;
         self.machine.borrow_mut().run_until(|m| !m.process_alive(pid) || interrupted());
         // A signal (see `interrupt`) ends the command as it would end a real one.
