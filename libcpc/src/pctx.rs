@@ -13,8 +13,9 @@
 //!   order; a new LWP gets `init_lwp` then `lwp_create`, an ending one `fini_lwp` then
 //!   `lwp_exit`; a fork gets `fork` (before the child runs) and, with
 //!   [`Pctx::follow_forks`], the child is followed too (`init_lwp` of its LWP 1, its events,
-//!   its exit); the process's end gets `fini_lwp` of each live LWP and `exit`. No `tick` (the
-//!   simulated time is not the caller's), and no `exec` (no simulated program execs).
+//!   its exit); an exec gets `fini_lwp` of each LWP, `exec` (with the new program's path) and
+//!   `init_lwp` of LWP 1; the process's end gets `fini_lwp` of each live LWP and `exit`. No
+//!   `tick` (the simulated time is not the caller's).
 //! * A launched process still running when the handle is dropped is killed; a captured one
 //!   keeps running.
 
@@ -57,6 +58,16 @@ pub trait PctxEvents {
     }
     /// LWP `lwp` of process `pid` forked process `child` (before the child runs).
     fn fork(&mut self, _pid: i32, _lwp: i32, _child: i32) {}
+    /// Process `pid` executed `command` (after `fini_lwp` of its LWPs of the old image, before
+    /// `init_lwp` of LWP 1 of the new one).
+    fn exec(
+        &mut self,
+        _pid: i32,
+        _lwp: i32,
+        _command: &str,
+    ) -> std::result::Result<(), CallbackFailed> {
+        Ok(())
+    }
 }
 
 /// A controlled process.
@@ -224,6 +235,16 @@ impl Pctx {
                     events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
                     events.lwp_exit(pid, lwp).map_err(|CallbackFailed| failed())?;
                 }
+                E::Exec { pid } => {
+                    let Some(at) = lwps_of(&followed, pid) else { continue };
+                    for lwp in std::mem::replace(&mut followed[at].1, vec![1]) {
+                        events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
+                    }
+                    let command =
+                        pmc::host::sim::process_program(pid).map_err(|e| Error::pmc(OP, &e))?;
+                    events.exec(pid, 1, &command).map_err(|CallbackFailed| failed())?;
+                    events.init_lwp(pid, 1).map_err(|CallbackFailed| failed())?;
+                }
                 E::Exit { pid, status } => {
                     let Some(at) = lwps_of(&followed, pid) else { continue };
                     let (_, lwps) = followed.remove(at);
@@ -270,7 +291,8 @@ impl Pctx {
     }
 }
 
-/// Whether [`Pctx::follow_forks`] works on this host (it sees forks: the simulator only).
+/// Whether [`Pctx::run`] sees forks and execs on this host (the simulator only), so
+/// [`Pctx::follow_forks`] works.
 pub fn can_follow_forks() -> bool {
     host().ok() == Some(HostKind::Sim)
 }

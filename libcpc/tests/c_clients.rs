@@ -198,3 +198,17 @@ fn pctx_reports_the_lwps_of_threads_on_the_simulator() {
          fini_lwp P 2\nexit P 1\nstatus 0\nevents ok\n"
     );
 }
+
+#[test]
+fn pctx_reports_the_exec_of_execer_with_the_new_program_on_the_simulator() {
+    // execer runs cold (1 000 000 instructions), then executes hot-cold (10 000 000): the old
+    // image's LWP ends, exec names the new program, the new image's LWP 1 starts. The set,
+    // bound before, stays bound across the exec and counts both images.
+    let out = pctx_events("execer");
+    assert_eq!(
+        out,
+        "init_lwp P 1\nfini_lwp P 1\nPAPI_tot_ins 1000000\nexec P 1\n\
+         command /usr/sim/bin/hot-cold\ninit_lwp P 1\nfini_lwp P 1\nPAPI_tot_ins 11000000\n\
+         exit P 1\nstatus 0\nevents ok\n"
+    );
+}

@@ -172,3 +172,22 @@ fn process_events_of_forker_and_threads_come_in_order_and_unknown_pids_are_esrch
     assert_eq!(next_process_event(&[pid]).unwrap(), Some(E::Exit { pid, status: 0 }));
     assert_eq!(api::wait(pid).unwrap(), 0);
 }
+
+#[test]
+fn the_exec_of_execer_is_reported_before_the_new_image_runs() {
+    use pmc::host::sim::{ProcessEvent as E, next_process_event, process_program};
+    sim();
+    let counter = PmcSpec::new("instructions").mode(Mode::ThreadCounting).allocate().unwrap();
+    let pid = api::spawn(&["execer".into()]).unwrap();
+    counter.attach(pid).unwrap();
+    counter.start().unwrap();
+    api::resume(pid).unwrap();
+    assert_eq!(process_program(pid).unwrap(), "/usr/sim/bin/execer");
+    assert_eq!(next_process_event(&[pid]).unwrap(), Some(E::Exec { pid }));
+    assert_eq!(process_program(pid).unwrap(), "/usr/sim/bin/hot-cold");
+    assert_eq!(counter.read().unwrap(), 1_000_000, "cold only: hot-cold has not run yet");
+    assert_eq!(next_process_event(&[pid]).unwrap(), Some(E::Exit { pid, status: 0 }));
+    assert_eq!(counter.read().unwrap(), 11_000_000);
+    assert_eq!(api::wait(pid).unwrap(), 0);
+    assert_eq!(process_program(pid).unwrap_err().errno, libc::ESRCH);
+}

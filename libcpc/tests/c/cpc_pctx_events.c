@@ -21,7 +21,7 @@ static cpc_t *cpc;
 static cpc_set_t *set;
 static cpc_buf_t *buf;
 static pid_t root;
-static int cookie;
+static int cookie, bound;
 
 static void
 pid_text(pid_t pid, char *out, size_t len)
@@ -48,8 +48,11 @@ init_lwp(pctx_t *pctx, pid_t pid, id_t lwp, void *arg)
 	if (root == 0)
 		root = pid;	/* the first init_lwp is the created process's */
 	line("init_lwp", pid, lwp);
-	if (pid == root && lwp == 1)
+	/* The set stays bound across an exec (counting is per process). */
+	if (pid == root && lwp == 1 && !bound) {
 		CHECK(cpc_bind_pctx(cpc, pctx, lwp, set, 0));
+		bound = 1;
+	}
 	return (0);
 }
 
@@ -104,8 +107,10 @@ fork_(pctx_t *pctx, pid_t parent, id_t child, pid_t lwp, void *arg)
 static int
 exec_(pctx_t *pctx, pid_t pid, id_t lwp, char *cmd, void *arg)
 {
-	(void)pctx; (void)arg; (void)cmd;
+	(void)pctx;
+	EXPECT(arg == (void *)&cookie);
 	line("exec", pid, lwp);
+	printf("command %s\n", cmd);
 	return (0);
 }
 

@@ -72,6 +72,11 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ),
     ("forker", "forks a child; parent and child each run hot (900 blocks)"),
     (
+        "execer",
+        "main calls cold (100 blocks, 1 000 000 instructions), then executes hot-cold \
+         (/usr/sim/bin/hot-cold)",
+    ),
+    (
         "spin",
         "main loops over one block 20 000 000 times (200 000 000 000 instructions, seconds of \
          simulation): a program to interrupt",
@@ -107,6 +112,10 @@ pub fn program(name: &str) -> Option<Rc<Program>> {
         .function("cold", move |f| f.repeat(Ring::User, cold.clone(), 100).ret());
     let program = match name {
         "hot-cold" => builder.function("main", |f| f.call("hot").call("cold").exit()),
+        "execer" => {
+            let image = program("hot-cold")?;
+            builder.function("main", move |f| f.call("cold").exec(image.clone(), None))
+        }
         "forker" => builder
             .function("main", |f| f.fork("child").call("hot").exit())
             .function("child", |f| f.call("hot").exit()),
@@ -214,7 +223,8 @@ pub struct SimHost {
     log: RefCell<Option<LogPipe>>,
     /// The processes [`next_process_event`] watches, by pid.
     watched: RefCell<std::collections::BTreeMap<i32, Watch>>,
-    /// Forked children [`next_process_event`] reported, asleep until it or `wait` runs again.
+    /// Forked children and exec'd processes [`next_process_event`] reported, asleep until it
+    /// or `wait` runs again.
     held: RefCell<Vec<i32>>,
 }
 
@@ -229,6 +239,8 @@ struct Watch {
     killed: Option<i32>,
     /// Its exit was reported.
     gone: bool,
+    /// The path of its program, as last reported.
+    path: Vec<u8>,
 }
 
 /// A change in a process the simulated machine runs, as [`next_process_event`] reports it.
@@ -257,6 +269,12 @@ pub enum ProcessEvent {
         /// The LWP that ended.
         lwp: i32,
     },
+    /// Process `pid` executed a new program ([`process_program`] names it); its other LWPs
+    /// ended without LWP events.
+    Exec {
+        /// The process.
+        pid: i32,
+    },
     /// Process `pid` exited with `status` (128 + signal if it was interrupted).
     Exit {
         /// The process.
@@ -267,8 +285,9 @@ pub enum ProcessEvent {
 }
 
 /// Runs this thread's simulated machine until one of the processes `pids` forks, starts or ends
-/// an LWP, or exits, and reports that (the machine stops after the tick it happened in; a
-/// forked child is held asleep until the next call, so it has not run yet when its fork is
+/// an LWP, executes a program, or exits, and reports that (the machine stops after the tick it
+/// happened in; a forked child, and the thread that executed a program, are held asleep until
+/// the next call, so neither the child nor the new image has run when the fork or exec is
 /// reported, while a new LWP may have run on another CPU in that tick). `None` when the machine went idle with nothing to
 /// report; `ESRCH` for a pid the machine never ran. A process is watched from the first call
 /// that names it; an exit is reported once.
@@ -425,21 +444,24 @@ impl SimHost {
                     children: machine.children(pid).len(),
                     killed: None,
                     gone: false,
+                    path: process_path(&machine, pid),
                 });
             }
         }
         self.release_held();
-        self.machine.borrow_mut().hold_children_of(pids);
+        self.machine.borrow_mut().stop_at_fork_and_exec(pids);
         let result = self.watch_until_change(pids);
-        self.machine.borrow_mut().hold_children_of(&[]);
-        if let Ok(Some(ProcessEvent::Fork { child, .. })) = result {
+        self.machine.borrow_mut().stop_at_fork_and_exec(&[]);
+        match result {
             // Held asleep until the next call (or wait) lets it run.
-            self.held.borrow_mut().push(child);
+            Ok(Some(ProcessEvent::Fork { child, .. })) => self.held.borrow_mut().push(child),
+            Ok(Some(ProcessEvent::Exec { pid })) => self.held.borrow_mut().push(pid),
+            _ => {}
         }
         result
     }
 
-    /// Lets the forked children reported so far run.
+    /// Lets the forked children and exec'd processes reported so far run.
     fn release_held(&self) {
         let held = std::mem::take(&mut *self.held.borrow_mut());
         let mut machine = self.machine.borrow_mut();
@@ -496,6 +518,12 @@ impl SimHost {
                 let status = watch.killed.unwrap_or(0);
                 return Some(ProcessEvent::Exit { pid, status });
             }
+            let path = process_path(&machine, pid);
+            if path != watch.path {
+                watch.path = path;
+                watch.threads = machine.live_threads(pid);
+                return Some(ProcessEvent::Exec { pid });
+            }
             let live = machine.live_threads(pid);
             if let Some(&tid) = live.iter().find(|t| !watch.threads.contains(t)) {
                 watch.threads.push(tid);
@@ -520,6 +548,27 @@ impl SimHost {
             )
         })
     }
+}
+
+/// The path of process `pid`'s program (empty once it is gone).
+fn process_path(machine: &Machine, pid: i32) -> Vec<u8> {
+    machine.kernel().with_process(pid, |p| p.path.clone()).unwrap_or_default()
+}
+
+/// The program path of simulated process `pid` of this thread's machine (`ESRCH` if it is
+/// gone), as exec changes it.
+pub fn process_program(pid: i32) -> Result<String> {
+    with(|host| {
+        let path = process_path(&host.machine.borrow(), pid);
+        if path.is_empty() {
+            return Err(Error::with_detail(
+                "process program",
+                libc::ESRCH,
+                format!("the simulated machine has no process {pid}"),
+            ));
+        }
+        Ok(String::from_utf8_lossy(&path).into_owned())
+    })
 }
 
 /// The caller's descriptor `fd` duplicated for the host's own writes; EBADF unless open for

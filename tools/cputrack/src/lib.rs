@@ -11,8 +11,11 @@
 //! built-in program to its end with no `tick` lines). `-f` follows the processes the command
 //! forks where pctx sees forks (the simulator): each is measured with its own sets, a `pid`
 //! column labels the lines, and a `fork` line (`# <child pid>`) marks each fork; on the other
-//! hosts, which do not trace processes, `-f` fails (exit 1). Following execs (`-e`) is refused:
-//! no host reports execs to pctx.
+//! hosts, which do not trace processes, `-f` fails (exit 1). An exec, seen on the simulator,
+//! prints the old image's totals (`exec` lines) and an `exec` marker (`# '<program>'`); then
+//! cputrack stops, as illumos's does, unless `-e` keeps it counting the new image (the set stays
+//! bound; the `exit` lines are the new image's totals). `-e` fails (exit 1) on the hosts that do
+//! not see execs, where cputrack counts across an exec without noticing it.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -57,6 +60,7 @@ struct Options {
     tsc: bool,
     verbose: bool,
     follow_forks: bool,
+    follow_exec: bool,
 }
 
 /// A usage error: its message, usage on stderr, exit 2.
@@ -77,9 +81,6 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     if m.get_many::<String>("c").is_none() {
         return usage_error("no events specified (-c)");
     }
-    if m.get_flag("e") {
-        return usage_error("following execs (-e) is not supported by this cputrack");
-    }
     let command: Vec<OsString> =
         m.get_many::<OsString>("command").map(|c| c.cloned().collect()).unwrap_or_default();
     let pid = m.get_one::<i32>("p").copied();
@@ -98,6 +99,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         tsc: m.get_flag("t"),
         verbose: m.get_flag("v"),
         follow_forks: m.get_flag("f"),
+        follow_exec: m.get_flag("e"),
     };
     let out: Box<dyn Write> = match m.get_one::<OsString>("o") {
         Some(path) => match std::fs::File::create(path) {
@@ -119,6 +121,8 @@ fn help() -> i32 {
 
 /// What is measured of one process: a set per spec, the one bound, the last sample and totals.
 struct Measured {
+    /// Whether the set is bound (it stays bound across an exec).
+    bound: bool,
     sets: Vec<Set>,
     current: usize,
     last: Buf,
@@ -135,6 +139,10 @@ struct Tracker {
     options: Options,
     out: Box<dyn Write>,
     failure: Option<String>,
+    /// Makes pctx stop (at an exec without `-e`).
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Stopping: no more binds or lines but the totals.
+    stopping: bool,
 }
 
 impl Tracker {
@@ -206,7 +214,7 @@ impl Tracker {
         }
         let totals = self.specs.iter().map(|s| Buf::new(s.requests.len())).collect();
         let last = Buf::new(self.specs[0].requests.len());
-        self.procs.insert(pid, Measured { sets, current: 0, last, totals });
+        self.procs.insert(pid, Measured { bound: false, sets, current: 0, last, totals });
         Ok(())
     }
 
@@ -218,11 +226,23 @@ impl Tracker {
         if let Err(e) = m.sets[i].bind_process(&platform, pid, lwp, 0) {
             return self.fail(format!("cannot bind lwp{lwp}: {e}"));
         }
+        m.bound = true;
         m.last = Buf::new(self.specs[i].requests.len());
         if let Err(e) = m.sets[i].sample(&mut m.last) {
             return self.fail(format!("cannot sample lwp{lwp}: {e}"));
         }
         Ok(())
+    }
+
+    /// A line per spec with process `pid`'s totals, labelled `label`.
+    fn totals_lines(&mut self, pid: i32, lwp: i32, label: &str) {
+        let totals = match self.procs.get(&pid) {
+            Some(m) => m.totals.clone(),
+            None => self.specs.iter().map(|s| Buf::new(s.requests.len())).collect(),
+        };
+        for (i, total) in totals.iter().enumerate() {
+            self.line(pid, lwp, label, total, i);
+        }
     }
 
     /// Samples the bound set; prints and accumulates the delta since the last sample.
@@ -249,7 +269,12 @@ impl PctxEvents for Tracker {
             // Counting is per process: the set on the first LWP counts them all.
             return Ok(());
         }
-        self.bind(pid, lwp)?;
+        if self.stopping {
+            return Ok(());
+        }
+        if !self.procs.get(&pid).is_some_and(|m| m.bound) {
+            self.bind(pid, lwp)?;
+        }
         if self.options.verbose {
             // Nothing counted yet, at the time of the bind.
             if let Some(m) = self.procs.get(&pid) {
@@ -284,14 +309,26 @@ impl PctxEvents for Tracker {
         }
     }
 
-    fn exit(&mut self, pid: i32, lwp: i32, _status: i32) {
-        let totals = match self.procs.get(&pid) {
-            Some(m) => m.totals.clone(),
-            None => self.specs.iter().map(|s| Buf::new(s.requests.len())).collect(),
-        };
-        for (i, total) in totals.iter().enumerate() {
-            self.line(pid, lwp, "exit", total, i);
+    fn exec(&mut self, pid: i32, lwp: i32, command: &str) -> Result<(), cpc::pctx::CallbackFailed> {
+        // The old image's totals (its fini_lwp sampled them), then the exec marker.
+        self.totals_lines(pid, lwp, "exec");
+        self.marker(pid, lwp, "exec", &format!("'{command}'"));
+        if self.options.follow_exec {
+            // The set stays bound: the new image counts from here.
+            let fresh: Vec<Buf> = self.specs.iter().map(|s| Buf::new(s.requests.len())).collect();
+            if let Some(m) = self.procs.get_mut(&pid) {
+                m.totals = fresh;
+            }
+        } else {
+            // As illumos's cputrack: without -e, the measuring ends at the exec.
+            self.stopping = true;
+            self.stop.store(true, std::sync::atomic::Ordering::Release);
         }
+        Ok(())
+    }
+
+    fn exit(&mut self, pid: i32, lwp: i32, _status: i32) {
+        self.totals_lines(pid, lwp, "exit");
     }
 }
 
@@ -335,6 +372,12 @@ fn run(
             );
             return 1;
         }
+        Ok(_) if options.follow_exec && !cpc::pctx::can_follow_forks() => {
+            eprintln!(
+                "cputrack: cannot follow execs (-e) on this host: it does not trace processes"
+            );
+            return 1;
+        }
         Ok(p) => p,
         Err(e) => {
             eprintln!(
@@ -346,7 +389,7 @@ fn run(
         }
     };
     let stop = process.terminator();
-    cpc::tool::stop_on_signals(stop);
+    cpc::tool::stop_on_signals(stop.clone());
     process.follow_forks(options.follow_forks);
     let mut tracker = Tracker {
         cpc,
@@ -356,6 +399,8 @@ fn run(
         options: options.clone(),
         out,
         failure: None,
+        stop,
+        stopping: false,
     };
     if !options.no_title {
         tracker.title();

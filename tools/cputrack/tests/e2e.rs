@@ -90,7 +90,7 @@ fn usage_errors_exit_2_and_failures_exit_1() {
         &["-c", "pic0=", "hot-cold"],
         &["-c", "PAPI_tot_ins"],
         &["-c", "PAPI_tot_ins", "-p", "1", "hot-cold"],
-        &["-c", "PAPI_tot_ins", "-e", "hot-cold"],
+        &["-c", "PAPI_tot_ins", "-x", "hot-cold"],
         &["-c", "PAPI_tot_ins", "-T", "x", "hot-cold"],
         &["-c", "umask0=zz,PAPI_tot_ins", "hot-cold"],
     ] {
@@ -250,5 +250,43 @@ fn follow_fork_fails_on_the_linux_host_which_does_not_trace_processes() {
     assert_eq!(
         stderr(&out),
         "cputrack: cannot follow forks (-f) on this host: it does not trace processes\n"
+    );
+}
+
+#[test]
+fn an_exec_ends_the_tracking_without_follow_exec() {
+    // "execer" runs cold (100 blocks), then executes hot-cold: cputrack prints the old image's
+    // totals and the exec marker, and stops there (no exit line).
+    let out = cputrack("sim", &["-c", "PAPI_tot_ins,PAPI_br_ins", "execer"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let execs = lines_labelled(&text, "exec");
+    assert_eq!(execs.len(), 2, "{text}");
+    assert_eq!(execs[0][1..], ["1", "exec", "1000000", "100000"], "{text}");
+    assert_eq!(execs[1][1..], ["1", "exec", "#", "'/usr/sim/bin/hot-cold'"], "{text}");
+    assert!(lines_labelled(&text, "exit").is_empty(), "{text}");
+    assert_eq!(text.lines().count(), 3, "{text}");
+}
+
+#[test]
+fn follow_exec_counts_the_new_image_exactly_after_the_old_images_totals() {
+    let out = cputrack("sim", &["-e", "-c", "PAPI_tot_ins,PAPI_br_ins", "execer"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let labels: Vec<&str> =
+        text.lines().skip(1).filter_map(|l| l.split_whitespace().nth(2)).collect();
+    assert_eq!(labels, ["exec", "exec", "exit"], "{text}");
+    assert_eq!(lines_labelled(&text, "exec")[0][3..], ["1000000", "100000"], "{text}");
+    assert_eq!(lines_labelled(&text, "exit")[0][3..], ["10000000", "1000000"], "{text}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn follow_exec_fails_on_the_linux_host_which_does_not_see_execs() {
+    let out = cputrack("linux", &["-e", "-c", "page-faults", "true"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "cputrack: cannot follow execs (-e) on this host: it does not trace processes\n"
     );
 }
