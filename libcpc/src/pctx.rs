@@ -3,11 +3,19 @@
 //! lets it run and calls back at its start, every `msec` milliseconds and at its end.
 //!
 //! Over libpmc's hosts (design choices):
-//! * The process is one "LWP" to the callbacks (counting is per process, see [`crate::bind`]):
-//!   its id is the process's main thread id on Linux and FreeBSD, 1 on the simulator.
-//! * The simulator runs a launched program to its end at once: [`Pctx::run`] there calls
-//!   `init_lwp`, then `fini_lwp` and `exit`, and no `tick`.
-//! * `exec`, `fork`, `lwp_create` and `lwp_exit` events are not reported (no tracing is used).
+//! * On Linux and FreeBSD the process is one "LWP" to the callbacks (counting is per process,
+//!   see [`crate::bind`]): its id is the process's main thread id. No tracing is used there, so
+//!   `fork`, `exec`, `lwp_create` and `lwp_exit` are not reported (that needs ptrace's
+//!   `PTRACE_O_TRACEFORK`/`TRACECLONE`/`TRACEEXEC`/`TRACEEXIT` on a traced child; the launched
+//!   child is held by a pipe, not traced).
+//! * The simulator runs a launched program when [`Pctx::run`] does, stopping at each change of
+//!   the process its kernel reports: LWPs are numbered 1 (the first thread) up in creation
+//!   order; a new LWP gets `init_lwp` then `lwp_create`, an ending one `fini_lwp` then
+//!   `lwp_exit`; a fork gets `fork` (before the child runs) and, with
+//!   [`Pctx::follow_forks`], the child is followed too (`init_lwp` of its LWP 1, its events,
+//!   its exit); an exec gets `fini_lwp` of each LWP, `exec` (with the new program's path) and
+//!   `init_lwp` of LWP 1; the process's end gets `fini_lwp` of each live LWP and `exit`. No
+//!   `tick` (the simulated time is not the caller's).
 //! * A launched process still running when the handle is dropped is killed; a captured one
 //!   keeps running.
 
@@ -40,6 +48,26 @@ pub trait PctxEvents {
     }
     /// Its exit status (as a shell reports it; 0 for a captured process).
     fn exit(&mut self, _pid: i32, _lwp: i32, _status: i32) {}
+    /// LWP `lwp` was created (after its `init_lwp`, before it runs).
+    fn lwp_create(&mut self, _pid: i32, _lwp: i32) -> std::result::Result<(), CallbackFailed> {
+        Ok(())
+    }
+    /// LWP `lwp` is exiting (after its `fini_lwp`; the process goes on).
+    fn lwp_exit(&mut self, _pid: i32, _lwp: i32) -> std::result::Result<(), CallbackFailed> {
+        Ok(())
+    }
+    /// LWP `lwp` of process `pid` forked process `child` (before the child runs).
+    fn fork(&mut self, _pid: i32, _lwp: i32, _child: i32) {}
+    /// Process `pid` executed `command` (after `fini_lwp` of its LWPs of the old image, before
+    /// `init_lwp` of LWP 1 of the new one).
+    fn exec(
+        &mut self,
+        _pid: i32,
+        _lwp: i32,
+        _command: &str,
+    ) -> std::result::Result<(), CallbackFailed> {
+        Ok(())
+    }
 }
 
 /// A controlled process.
@@ -48,6 +76,7 @@ pub struct Pctx {
     pid: i32,
     created: bool,
     ended: bool,
+    follow_forks: bool,
     terminate: Arc<AtomicBool>,
 }
 
@@ -59,7 +88,13 @@ impl Pctx {
     /// Launches `argv` held before it runs (`pctx_create`).
     pub fn create(argv: &[OsString]) -> Result<Pctx> {
         let pid = pmc::api::spawn(argv).map_err(|e| Error::pmc("pctx_create", &e))?;
-        Ok(Pctx { pid, created: true, ended: false, terminate: Arc::default() })
+        Ok(Pctx {
+            pid,
+            created: true,
+            ended: false,
+            follow_forks: false,
+            terminate: Arc::default(),
+        })
     }
 
     /// Follows running process `pid` (`pctx_capture`): `ESRCH` if there is none, `ENOTSUP` on
@@ -73,7 +108,13 @@ impl Pctx {
         if pid <= 0 || !process_exists(pid) {
             return Err(Error::new(OP, libc::ESRCH).because(format!("no process {pid}")));
         }
-        Ok(Pctx { pid, created: false, ended: false, terminate: Arc::default() })
+        Ok(Pctx {
+            pid,
+            created: false,
+            ended: false,
+            follow_forks: false,
+            terminate: Arc::default(),
+        })
     }
 
     /// The process id.
@@ -84,6 +125,12 @@ impl Pctx {
     /// The id its callbacks and `cpc_bind_pctx` use for its (only) LWP.
     pub fn lwp(&self) -> i32 {
         lwp_id(self.pid)
+    }
+
+    /// Whether [`Pctx::run`] follows the processes this one forks (the simulator only; the
+    /// other hosts do not see forks).
+    pub fn follow_forks(&mut self, follow: bool) {
+        self.follow_forks = follow;
     }
 
     /// A flag that makes a running [`Pctx::run`] return (`pctx_terminate`).
@@ -102,6 +149,9 @@ impl Pctx {
         events.init_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
         if self.created {
             pmc::api::resume(pid).map_err(|e| Error::pmc(OP, &e))?;
+        }
+        if host()? == HostKind::Sim && self.created {
+            return self.run_sim(events);
         }
         let period = Duration::from_millis(u64::from(msec));
         let mut next = Instant::now() + period;
@@ -143,6 +193,83 @@ impl Pctx {
         Ok(())
     }
 
+    /// [`Pctx::run`] on the simulator: the machine runs from one event of the followed
+    /// processes to the next (`init_lwp` of the first LWP is done).
+    fn run_sim(&mut self, events: &mut dyn PctxEvents) -> Result<()> {
+        const OP: &str = "pctx_run";
+        let failed = || Error::invalid(OP, "a callback failed");
+        let root = self.pid;
+        // The followed processes and their live LWPs.
+        let mut followed: Vec<(i32, Vec<i32>)> = vec![(root, vec![1])];
+        while !followed.is_empty() {
+            if self.terminate.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            let pids: Vec<i32> = followed.iter().map(|(pid, _)| *pid).collect();
+            let event =
+                pmc::host::sim::next_process_event(&pids).map_err(|e| Error::pmc(OP, &e))?;
+            use pmc::host::sim::ProcessEvent as E;
+            let Some(event) = event else { break };
+            let lwps_of = |followed: &[(i32, Vec<i32>)], pid| {
+                followed.iter().position(|(p, _): &(i32, Vec<i32>)| *p == pid)
+            };
+            match event {
+                E::Fork { parent, child } => {
+                    events.fork(parent, 1, child);
+                    if self.follow_forks {
+                        followed.push((child, vec![1]));
+                        events.init_lwp(child, 1).map_err(|CallbackFailed| failed())?;
+                    }
+                }
+                E::LwpCreate { pid, lwp } => {
+                    if let Some(at) = lwps_of(&followed, pid) {
+                        followed[at].1.push(lwp);
+                    }
+                    events.init_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
+                    events.lwp_create(pid, lwp).map_err(|CallbackFailed| failed())?;
+                }
+                E::LwpExit { pid, lwp } => {
+                    if let Some(at) = lwps_of(&followed, pid) {
+                        followed[at].1.retain(|&l| l != lwp);
+                    }
+                    events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
+                    events.lwp_exit(pid, lwp).map_err(|CallbackFailed| failed())?;
+                }
+                E::Exec { pid } => {
+                    let Some(at) = lwps_of(&followed, pid) else { continue };
+                    for lwp in std::mem::replace(&mut followed[at].1, vec![1]) {
+                        events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
+                    }
+                    let command =
+                        pmc::host::sim::process_program(pid).map_err(|e| Error::pmc(OP, &e))?;
+                    events.exec(pid, 1, &command).map_err(|CallbackFailed| failed())?;
+                    events.init_lwp(pid, 1).map_err(|CallbackFailed| failed())?;
+                }
+                E::Exit { pid, status } => {
+                    let Some(at) = lwps_of(&followed, pid) else { continue };
+                    let (_, lwps) = followed.remove(at);
+                    for lwp in lwps {
+                        events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
+                    }
+                    events.exit(pid, 1, status);
+                }
+            }
+        }
+        // Reaps the program (the processes it forked and nobody followed run to their end).
+        self.ended = true;
+        let status = pmc::api::wait(root).map_err(|e| Error::pmc(OP, &e))?;
+        if !followed.is_empty() {
+            // The machine went idle with the program still there: report its end as wait saw it.
+            for (pid, lwps) in followed {
+                for lwp in lwps {
+                    events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
+                }
+                events.exit(pid, 1, if pid == root { status } else { 0 });
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the process has ended (a launched child is left unreaped, so still readable).
     fn ended_yet(&self) -> bool {
         if !self.created {
@@ -162,6 +289,12 @@ impl Pctx {
         // SAFETY: waitid filled `info` (or left it zero: no state change).
         r != 0 || unsafe { info.si_pid() } == self.pid
     }
+}
+
+/// Whether [`Pctx::run`] sees forks and execs on this host (the simulator only), so
+/// [`Pctx::follow_forks`] works.
+pub fn can_follow_forks() -> bool {
+    host().ok() == Some(HostKind::Sim)
 }
 
 /// The id of process `pid`'s main LWP: its thread id (the pid), 1 on the simulator.

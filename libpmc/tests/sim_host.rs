@@ -137,3 +137,57 @@ fn driver_errors_keep_freebsd_errno() {
     assert_eq!(ss.start().unwrap_err().errno, pmc::error::EDOOFUS, "system sampling needs a log");
     assert_eq!(api::read(0x1234_5678).unwrap_err().errno, libc::EINVAL);
 }
+
+#[test]
+fn process_events_of_forker_and_threads_come_in_order_and_unknown_pids_are_esrch() {
+    use pmc::host::sim::{ProcessEvent as E, next_process_event};
+    sim();
+    let err = next_process_event(&[424_242]).unwrap_err();
+    assert_eq!(err.errno, libc::ESRCH, "{err}");
+
+    let parent = api::spawn(&["forker".into()]).unwrap();
+    api::resume(parent).unwrap();
+    let Some(E::Fork { parent: p, child }) = next_process_event(&[parent]).unwrap() else {
+        panic!("forker forks first")
+    };
+    assert_eq!(p, parent);
+    assert!(child != parent && child > 0);
+    let mut exits = Vec::new();
+    while let Some(event) = next_process_event(&[parent, child]).unwrap() {
+        match event {
+            E::Exit { pid, status } => exits.push((pid, status)),
+            other => panic!("forker's processes are single-threaded: {other:?}"),
+        }
+        if exits.len() == 2 {
+            break;
+        }
+    }
+    exits.sort();
+    assert_eq!(exits, [(parent.min(child), 0), (parent.max(child), 0)]);
+    assert_eq!(api::wait(parent).unwrap(), 0);
+
+    let pid = api::spawn(&["threads".into()]).unwrap();
+    api::resume(pid).unwrap();
+    assert_eq!(next_process_event(&[pid]).unwrap(), Some(E::LwpCreate { pid, lwp: 2 }));
+    assert_eq!(next_process_event(&[pid]).unwrap(), Some(E::Exit { pid, status: 0 }));
+    assert_eq!(api::wait(pid).unwrap(), 0);
+}
+
+#[test]
+fn the_exec_of_execer_is_reported_before_the_new_image_runs() {
+    use pmc::host::sim::{ProcessEvent as E, next_process_event, process_program};
+    sim();
+    let counter = PmcSpec::new("instructions").mode(Mode::ThreadCounting).allocate().unwrap();
+    let pid = api::spawn(&["execer".into()]).unwrap();
+    counter.attach(pid).unwrap();
+    counter.start().unwrap();
+    api::resume(pid).unwrap();
+    assert_eq!(process_program(pid).unwrap(), "/usr/sim/bin/execer");
+    assert_eq!(next_process_event(&[pid]).unwrap(), Some(E::Exec { pid }));
+    assert_eq!(process_program(pid).unwrap(), "/usr/sim/bin/hot-cold");
+    assert_eq!(counter.read().unwrap(), 1_000_000, "cold only: hot-cold has not run yet");
+    assert_eq!(next_process_event(&[pid]).unwrap(), Some(E::Exit { pid, status: 0 }));
+    assert_eq!(counter.read().unwrap(), 11_000_000);
+    assert_eq!(api::wait(pid).unwrap(), 0);
+    assert_eq!(process_program(pid).unwrap_err().errno, libc::ESRCH);
+}

@@ -177,3 +177,49 @@ fn the_headers_build_as_strict_iso_c99_and_as_cxx() {
     let (out, _) = run_exe(&exe, "cpc_header (C++)", "sim", &[]);
     assert_eq!(out, "header ok\n");
 }
+
+/// `cpc_pctx_events`' lines for simulated program `program`, from both linkages (which agree).
+fn pctx_events(program: &str) -> String {
+    let shared = run("cpc_pctx_events", Linkage::Shared, "sim", &[program]);
+    let fixed = run("cpc_pctx_events", Linkage::Static, "sim", &[program]);
+    assert_eq!(shared, fixed, "both linkages see the same events");
+    shared
+}
+
+#[test]
+fn pctx_reports_the_fork_of_forker_with_its_pids_on_the_simulator() {
+    // The child is not followed (illumos's libpctx leaves it to the fork handler): only the
+    // parent's LWP 1 starts and ends; the parent's set counts its own 900 hot blocks.
+    let out = pctx_events("forker");
+    assert_eq!(
+        out,
+        "init_lwp P 1\nfork P 1\nchild new\nfini_lwp P 1\nPAPI_tot_ins 9000000\nexit P 1\n\
+         status 0\nevents ok\n"
+    );
+}
+
+#[test]
+fn pctx_reports_the_lwps_of_threads_on_the_simulator() {
+    // The worker (LWP 2) is created before it runs and is still live when main exits: the
+    // process's end finishes both LWPs, then exits. The set on LWP 1 counts the process.
+    let out = pctx_events("threads");
+    assert_eq!(
+        out,
+        "init_lwp P 1\ninit_lwp P 2\nlwp_create P 2\nfini_lwp P 1\nPAPI_tot_ins 17950000\n\
+         fini_lwp P 2\nexit P 1\nstatus 0\nevents ok\n"
+    );
+}
+
+#[test]
+fn pctx_reports_the_exec_of_execer_with_the_new_program_on_the_simulator() {
+    // execer runs cold (1 000 000 instructions), then executes hot-cold (10 000 000): the old
+    // image's LWP ends, exec names the new program, the new image's LWP 1 starts. The set,
+    // bound before, stays bound across the exec and counts both images.
+    let out = pctx_events("execer");
+    assert_eq!(
+        out,
+        "init_lwp P 1\nfini_lwp P 1\nPAPI_tot_ins 1000000\nexec P 1\n\
+         command /usr/sim/bin/hot-cold\ninit_lwp P 1\nfini_lwp P 1\nPAPI_tot_ins 11000000\n\
+         exit P 1\nstatus 0\nevents ok\n"
+    );
+}

@@ -627,6 +627,8 @@ pub struct Machine {
     threads: BTreeMap<Tid, Thread>,
     processes: BTreeMap<Pid, ProcessRecord>,
     run_queue: VecDeque<Tid>,
+    /// The processes stopped at fork and exec (see [`Machine::stop_at_fork_and_exec`]).
+    stopped_at_fork_and_exec: Vec<Pid>,
     /// The kernel's count of log-writer requests when the writer last ran.
     writer_wakeups: u64,
     trace: Vec<Dispatch>,
@@ -748,6 +750,7 @@ impl Machine {
             threads: BTreeMap::new(),
             processes: BTreeMap::new(),
             run_queue: VecDeque::new(),
+            stopped_at_fork_and_exec: Vec::new(),
             writer_wakeups: 0,
             trace: Vec::new(),
             stats: MachineStats::default(),
@@ -818,6 +821,14 @@ impl Machine {
         self.new_thread(pid, tid, program, entry, true);
         self.thread_mut(tid).state = ThreadState::Sleeping;
         pid
+    }
+
+    /// As a tracer stops them: the thread of each process that one of `pids` forks from now on
+    /// starts asleep, and a thread of `pids` that executes a program falls asleep right after
+    /// the exec, so the tracer (pctx) sees the fork or exec before the new process or image
+    /// runs; [`Machine::wake`] lets them go. An empty list stops none.
+    pub fn stop_at_fork_and_exec(&mut self, pids: &[Pid]) {
+        self.stopped_at_fork_and_exec = pids.to_vec();
     }
 
     /// Makes sleeping thread `tid` runnable (nothing if it is not asleep).
@@ -1338,7 +1349,13 @@ impl Machine {
         let pid = self.threads[&tid].pid;
         match action {
             Action::Fork { child } => self.fork(cpu, tid, *child),
-            Action::Exec { program, set_id } => self.exec(cpu, tid, program, set_id.as_ref()),
+            Action::Exec { program, set_id } => {
+                self.exec(cpu, tid, program, set_id.as_ref());
+                if self.stopped_at_fork_and_exec.contains(&pid) {
+                    self.switch_out(cpu, tid);
+                    self.thread_mut(tid).state = ThreadState::Sleeping;
+                }
+            }
             Action::Exit => self.exit_process(pid, Some(tid)),
             Action::ExitThread => self.exit_thread(tid),
             Action::SpawnThread { entry } => {
@@ -1379,7 +1396,11 @@ impl Machine {
         }
         let child_tid = self.kernel().threads(child)[0];
         self.new_thread(child, child_tid, program, child_entry, true);
-        self.run_queue.push_back(child_tid);
+        if self.stopped_at_fork_and_exec.contains(&pid) {
+            self.thread_mut(child_tid).state = ThreadState::Sleeping;
+        } else {
+            self.run_queue.push_back(child_tid);
+        }
         self.stats.forks += 1;
     }
 

@@ -23,11 +23,19 @@ pub struct pctx_t {
     handlers: [Option<unsafe extern "C" fn()>; 8],
 }
 
+const EXEC_EVENT: usize = 1;
+const FORK_EVENT: usize = 2;
 const EXIT_EVENT: usize = 3;
+const LWP_CREATE_EVENT: usize = 4;
 const INIT_LWP_EVENT: usize = 5;
 const FINI_LWP_EVENT: usize = 6;
+const LWP_EXIT_EVENT: usize = 7;
 
 type LwpFn = unsafe extern "C" fn(*mut pctx_t, libc::pid_t, libc::id_t, *mut c_void) -> c_int;
+/// The fork handler, called as illumos's libpctx calls it: parent pid, child pid, LWP.
+type ForkFn = unsafe extern "C" fn(*mut pctx_t, libc::pid_t, libc::pid_t, libc::id_t, *mut c_void);
+type ExecFn =
+    unsafe extern "C" fn(*mut pctx_t, libc::pid_t, libc::id_t, *mut c_char, *mut c_void) -> c_int;
 type ExitFn = unsafe extern "C" fn(*mut pctx_t, libc::pid_t, libc::id_t, c_int, *mut c_void);
 
 fn make(pctx: Pctx, arg: *mut c_void) -> *mut pctx_t {
@@ -145,6 +153,30 @@ impl PctxEvents for CEvents {
     }
     fn fini_lwp(&mut self, pid: i32, lwp: i32) -> Result<(), CallbackFailed> {
         self.lwp_call(self.handler(FINI_LWP_EVENT), pid, lwp)
+    }
+    fn lwp_create(&mut self, pid: i32, lwp: i32) -> Result<(), CallbackFailed> {
+        self.lwp_call(self.handler(LWP_CREATE_EVENT), pid, lwp)
+    }
+    fn lwp_exit(&mut self, pid: i32, lwp: i32) -> Result<(), CallbackFailed> {
+        self.lwp_call(self.handler(LWP_EXIT_EVENT), pid, lwp)
+    }
+    fn fork(&mut self, pid: i32, lwp: i32, child: i32) {
+        if let Some(f) = self.handlers[FORK_EVENT] {
+            // SAFETY: pctx_set_events' promise: the fork handler has this type.
+            let f = unsafe { std::mem::transmute::<unsafe extern "C" fn(), ForkFn>(f) };
+            // SAFETY: the application's handler, with its own argument.
+            unsafe { f(self.pctx, pid, child, lwp as libc::id_t, self.arg) };
+        }
+    }
+    fn exec(&mut self, pid: i32, lwp: i32, command: &str) -> Result<(), CallbackFailed> {
+        let Some(f) = self.handlers[EXEC_EVENT] else { return Ok(()) };
+        // SAFETY: pctx_set_events' promise: the exec handler has this type.
+        let f = unsafe { std::mem::transmute::<unsafe extern "C" fn(), ExecFn>(f) };
+        let text = std::ffi::CString::new(command.replace('\0', "")).unwrap_or_default();
+        // SAFETY: the application's handler, with a NUL-terminated copy of the command (which
+        // it must not write to, as illumos's).
+        let r = unsafe { f(self.pctx, pid, lwp as libc::id_t, text.as_ptr().cast_mut(), self.arg) };
+        if r == 0 { Ok(()) } else { Err(CallbackFailed) }
     }
     fn exit(&mut self, pid: i32, lwp: i32, status: i32) {
         if let Some(f) = self.handlers[EXIT_EVENT] {

@@ -72,6 +72,11 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ),
     ("forker", "forks a child; parent and child each run hot (900 blocks)"),
     (
+        "execer",
+        "main calls cold (100 blocks, 1 000 000 instructions), then executes hot-cold \
+         (/usr/sim/bin/hot-cold)",
+    ),
+    (
         "spin",
         "main loops over one block 20 000 000 times (200 000 000 000 instructions, seconds of \
          simulation): a program to interrupt",
@@ -107,6 +112,10 @@ pub fn program(name: &str) -> Option<Rc<Program>> {
         .function("cold", move |f| f.repeat(Ring::User, cold.clone(), 100).ret());
     let program = match name {
         "hot-cold" => builder.function("main", |f| f.call("hot").call("cold").exit()),
+        "execer" => {
+            let image = program("hot-cold")?;
+            builder.function("main", move |f| f.call("cold").exec(image.clone(), None))
+        }
         "forker" => builder
             .function("main", |f| f.fork("child").call("hot").exit())
             .function("child", |f| f.call("hot").exit()),
@@ -212,6 +221,78 @@ pub struct SimHost {
     children: RefCell<Vec<i32>>,
     model: PmuModel,
     log: RefCell<Option<LogPipe>>,
+    /// The processes [`next_process_event`] watches, by pid.
+    watched: RefCell<std::collections::BTreeMap<i32, Watch>>,
+    /// Forked children and exec'd processes [`next_process_event`] reported, asleep until it
+    /// or `wait` runs again.
+    held: RefCell<Vec<i32>>,
+}
+
+/// What [`next_process_event`] last reported of a watched process.
+#[derive(Debug, Default)]
+struct Watch {
+    /// Its live threads, as machine thread ids.
+    threads: Vec<i32>,
+    /// How many of its forked children were reported.
+    children: usize,
+    /// The exit status a signal (see [`interrupt`]) gave it.
+    killed: Option<i32>,
+    /// Its exit was reported.
+    gone: bool,
+    /// The path of its program, as last reported.
+    path: Vec<u8>,
+}
+
+/// A change in a process the simulated machine runs, as [`next_process_event`] reports it.
+/// LWP ids are the simulator's per-process numbers: 1 for the first thread, then in creation
+/// order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessEvent {
+    /// `parent` forked `child` (before the child ran).
+    Fork {
+        /// The forking process.
+        parent: i32,
+        /// The new process.
+        child: i32,
+    },
+    /// Process `pid` started LWP `lwp` (before it ran).
+    LwpCreate {
+        /// The process.
+        pid: i32,
+        /// The new LWP.
+        lwp: i32,
+    },
+    /// LWP `lwp` of process `pid` exited (the process goes on).
+    LwpExit {
+        /// The process.
+        pid: i32,
+        /// The LWP that ended.
+        lwp: i32,
+    },
+    /// Process `pid` executed a new program ([`process_program`] names it); its other LWPs
+    /// ended without LWP events.
+    Exec {
+        /// The process.
+        pid: i32,
+    },
+    /// Process `pid` exited with `status` (128 + signal if it was interrupted).
+    Exit {
+        /// The process.
+        pid: i32,
+        /// Its exit status.
+        status: i32,
+    },
+}
+
+/// Runs this thread's simulated machine until one of the processes `pids` forks, starts or ends
+/// an LWP, executes a program, or exits, and reports that (the machine stops after the tick it
+/// happened in; a forked child, and the thread that executed a program, are held asleep until
+/// the next call, so neither the child nor the new image has run when the fork or exec is
+/// reported, while a new LWP may have run on another CPU in that tick). `None` when the machine went idle with nothing to
+/// report; `ESRCH` for a pid the machine never ran. A process is watched from the first call
+/// that names it; an exit is reported once.
+pub fn next_process_event(pids: &[i32]) -> Result<Option<ProcessEvent>> {
+    with(|host| host.next_process_event(pids))
 }
 
 thread_local! {
@@ -275,6 +356,8 @@ impl SimHost {
             children: RefCell::new(Vec::new()),
             model,
             log: RefCell::new(None),
+            watched: RefCell::default(),
+            held: RefCell::default(),
         }
     }
 
@@ -344,6 +427,116 @@ impl SimHost {
 }
 
 impl SimHost {
+    fn next_process_event(&self, pids: &[i32]) -> Result<Option<ProcessEvent>> {
+        {
+            let machine = self.machine.borrow();
+            let mut watched = self.watched.borrow_mut();
+            for &pid in pids {
+                if machine.threads_of(pid).is_empty() {
+                    return Err(Error::with_detail(
+                        "process event",
+                        libc::ESRCH,
+                        format!("the simulated machine has no process {pid}"),
+                    ));
+                }
+                watched.entry(pid).or_insert_with(|| Watch {
+                    threads: machine.live_threads(pid),
+                    children: machine.children(pid).len(),
+                    killed: None,
+                    gone: false,
+                    path: process_path(&machine, pid),
+                });
+            }
+        }
+        self.release_held();
+        self.machine.borrow_mut().stop_at_fork_and_exec(pids);
+        let result = self.watch_until_change(pids);
+        self.machine.borrow_mut().stop_at_fork_and_exec(&[]);
+        match result {
+            // Held asleep until the next call (or wait) lets it run.
+            Ok(Some(ProcessEvent::Fork { child, .. })) => self.held.borrow_mut().push(child),
+            Ok(Some(ProcessEvent::Exec { pid })) => self.held.borrow_mut().push(pid),
+            _ => {}
+        }
+        result
+    }
+
+    /// Lets the forked children and exec'd processes reported so far run.
+    fn release_held(&self) {
+        let held = std::mem::take(&mut *self.held.borrow_mut());
+        let mut machine = self.machine.borrow_mut();
+        for child in held {
+            for tid in machine.live_threads(child) {
+                machine.wake(tid);
+            }
+        }
+    }
+
+    fn watch_until_change(&self, pids: &[i32]) -> Result<Option<ProcessEvent>> {
+        loop {
+            if let Some(event) = self.process_change(pids) {
+                return Ok(Some(event));
+            }
+            let signal = INTERRUPT.swap(0, Ordering::Relaxed);
+            if signal != 0 {
+                let mut machine = self.machine.borrow_mut();
+                let mut watched = self.watched.borrow_mut();
+                for &pid in pids {
+                    if machine.process_alive(pid) {
+                        machine.kill(pid);
+                        if let Some(w) = watched.get_mut(&pid) {
+                            w.killed = Some(128 + signal);
+                        }
+                    }
+                }
+                continue;
+            }
+            if self.machine.borrow().is_idle() {
+                return Ok(None);
+            }
+            self.machine.borrow_mut().step();
+            self.pump_log()?;
+        }
+    }
+
+    /// The first change in processes `pids` since it was last reported.
+    fn process_change(&self, pids: &[i32]) -> Option<ProcessEvent> {
+        let machine = self.machine.borrow();
+        let mut watched = self.watched.borrow_mut();
+        let lwp_of = |pid: i32, tid: i32| {
+            machine.threads_of(pid).iter().position(|&t| t == tid).map_or(0, |i| i as i32 + 1)
+        };
+        for &pid in pids {
+            let Some(watch) = watched.get_mut(&pid).filter(|w| !w.gone) else { continue };
+            let children = machine.children(pid);
+            if let Some(&child) = children.get(watch.children) {
+                watch.children += 1;
+                return Some(ProcessEvent::Fork { parent: pid, child });
+            }
+            if !machine.process_alive(pid) {
+                watch.gone = true;
+                let status = watch.killed.unwrap_or(0);
+                return Some(ProcessEvent::Exit { pid, status });
+            }
+            let path = process_path(&machine, pid);
+            if path != watch.path {
+                watch.path = path;
+                watch.threads = machine.live_threads(pid);
+                return Some(ProcessEvent::Exec { pid });
+            }
+            let live = machine.live_threads(pid);
+            if let Some(&tid) = live.iter().find(|t| !watch.threads.contains(t)) {
+                watch.threads.push(tid);
+                return Some(ProcessEvent::LwpCreate { pid, lwp: lwp_of(pid, tid) });
+            }
+            if let Some(at) = watch.threads.iter().position(|t| !live.contains(t)) {
+                let tid = watch.threads.remove(at);
+                return Some(ProcessEvent::LwpExit { pid, lwp: lwp_of(pid, tid) });
+            }
+        }
+        None
+    }
+
     /// Where `pid` is among the programs spawned and not waited for; ECHILD otherwise (as
     /// waitpid(2) says of a process that is not the caller's child).
     fn child(&self, op: &'static str, pid: ChildPid) -> Result<usize> {
@@ -355,6 +548,27 @@ impl SimHost {
             )
         })
     }
+}
+
+/// The path of process `pid`'s program (empty once it is gone).
+fn process_path(machine: &Machine, pid: i32) -> Vec<u8> {
+    machine.kernel().with_process(pid, |p| p.path.clone()).unwrap_or_default()
+}
+
+/// The program path of simulated process `pid` of this thread's machine (`ESRCH` if it is
+/// gone), as exec changes it.
+pub fn process_program(pid: i32) -> Result<String> {
+    with(|host| {
+        let path = process_path(&host.machine.borrow(), pid);
+        if path.is_empty() {
+            return Err(Error::with_detail(
+                "process program",
+                libc::ESRCH,
+                format!("the simulated machine has no process {pid}"),
+            ));
+        }
+        Ok(String::from_utf8_lossy(&path).into_owned())
+    })
 }
 
 /// The caller's descriptor `fd` duplicated for the host's own writes; EBADF unless open for
@@ -443,6 +657,7 @@ impl Host for SimHost {
     fn wait(&self, pid: ChildPid) -> Result<i32> {
         let at = self.child("wait", pid)?;
         self.children.borrow_mut().swap_remove(at);
+        self.release_held();
         let interrupted = || INTERRUPT.load(Ordering::Relaxed) != 0;
         self.machine.borrow_mut().run_until(|m| !m.process_alive(pid) || interrupted());
         // A signal (see `interrupt`) ends the command as it would end a real one.

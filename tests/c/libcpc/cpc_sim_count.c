@@ -29,6 +29,9 @@ init_lwp(pctx_t *pctx, pid_t pid, id_t lwp, void *arg)
 {
 	(void)pid;
 	EXPECT(arg == (void *)&bound);
+	/* Counting is per process: the set goes on LWP 1, and counts every LWP. */
+	if (lwp != 1)
+		return (0);
 	CHECK(cpc_bind_pctx(cpc, pctx, lwp, set, 0));
 	bound++;
 	return (0);
@@ -37,7 +40,9 @@ init_lwp(pctx_t *pctx, pid_t pid, id_t lwp, void *arg)
 static int
 fini_lwp(pctx_t *pctx, pid_t pid, id_t lwp, void *arg)
 {
-	(void)pctx; (void)pid; (void)lwp; (void)arg;
+	(void)pctx; (void)pid; (void)arg;
+	if (lwp != 1)
+		return (0);
 	CHECK(cpc_set_sample(cpc, set, at_end));
 	sampled++;
 	return (0);

@@ -6,10 +6,16 @@
 //! cputrack -c spec [-c spec]... -p pid [-T secs] [-N count] [-Dhntv] [-o file]
 //! ```
 //!
-//! Exit status: 0 success, 1 error, 2 usage. Over libcpc's pctx: the process is one LWP (its
-//! main thread id; 1 on the simulator, which runs a built-in program to its end with no
-//! `tick` lines). Following forks (`-f`) and execs (`-e`) needs process tracing, which this
-//! cputrack does not do: those options are refused.
+//! Exit status: 0 success, 1 error, 2 usage. Over libcpc's pctx: counting is per process, with
+//! the sets bound to its first LWP (its main thread id; 1 on the simulator, which runs a
+//! built-in program to its end with no `tick` lines). `-f` follows the processes the command
+//! forks where pctx sees forks (the simulator): each is measured with its own sets, a `pid`
+//! column labels the lines, and a `fork` line (`# <child pid>`) marks each fork; on the other
+//! hosts, which do not trace processes, `-f` fails (exit 1). An exec, seen on the simulator,
+//! prints the old image's totals (`exec` lines) and an `exec` marker (`# '<program>'`); then
+//! cputrack stops, as illumos's does, unless `-e` keeps it counting the new image (the set stays
+//! bound; the `exit` lines are the new image's totals). `-e` fails (exit 1) on the hosts that do
+//! not see execs, where cputrack counts across an exec without noticing it.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -53,6 +59,8 @@ struct Options {
     no_title: bool,
     tsc: bool,
     verbose: bool,
+    follow_forks: bool,
+    follow_exec: bool,
 }
 
 /// A usage error: its message, usage on stderr, exit 2.
@@ -73,11 +81,6 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     if m.get_many::<String>("c").is_none() {
         return usage_error("no events specified (-c)");
     }
-    if m.get_flag("f") || m.get_flag("e") {
-        return usage_error(
-            "following forks (-f) and execs (-e) is not supported by this cputrack",
-        );
-    }
     let command: Vec<OsString> =
         m.get_many::<OsString>("command").map(|c| c.cloned().collect()).unwrap_or_default();
     let pid = m.get_one::<i32>("p").copied();
@@ -95,6 +98,8 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         no_title: m.get_flag("n"),
         tsc: m.get_flag("t"),
         verbose: m.get_flag("v"),
+        follow_forks: m.get_flag("f"),
+        follow_exec: m.get_flag("e"),
     };
     let out: Box<dyn Write> = match m.get_one::<OsString>("o") {
         Some(path) => match std::fs::File::create(path) {
@@ -114,25 +119,46 @@ fn help() -> i32 {
     cpc::tool::help("cputrack", USAGE, NO_ACCESS)
 }
 
-/// The measuring: the sets of the specs, the process, the output.
-struct Tracker {
-    cpc: Cpc,
-    specs: Vec<spec::Spec>,
+/// What is measured of one process: a set per spec, the one bound, the last sample and totals.
+struct Measured {
+    /// Whether the set is bound (it stays bound across an exec).
+    bound: bool,
     sets: Vec<Set>,
     current: usize,
     last: Buf,
     totals: Vec<Buf>,
+}
+
+/// The measuring: the specs, the measured processes (the command and, with `-f`, the processes
+/// it forks), the output.
+struct Tracker {
+    cpc: Cpc,
+    specs: Vec<spec::Spec>,
+    procs: std::collections::BTreeMap<i32, Measured>,
     start: i64,
     options: Options,
     out: Box<dyn Write>,
     failure: Option<String>,
+    /// Makes pctx stop (at an exec without `-e`).
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Stopping: no more binds or lines but the totals.
+    stopping: bool,
 }
 
 impl Tracker {
-    fn line(&mut self, lwp: i32, label: &str, buf: &Buf, spec: usize) {
+    /// The line's start: time, the pid (with `-f`), the lwp and the label.
+    fn head(&self, time: i64, pid: i32, lwp: i32, label: &str) -> String {
+        let mut head = format!("{:7.3} ", (time - self.start) as f64 / 1e9);
+        if self.options.follow_forks {
+            head.push_str(&format!("{pid:6} "));
+        }
+        head.push_str(&format!("{lwp:3} {label:>10} "));
+        head
+    }
+
+    fn line(&mut self, pid: i32, lwp: i32, label: &str, buf: &Buf, spec: usize) {
         let set = &self.specs[spec];
-        let mut line =
-            format!("{:7.3} {:>3} {:>10} ", (buf.hrtime() - self.start) as f64 / 1e9, lwp, label);
+        let mut line = self.head(buf.hrtime(), pid, lwp, label);
         if self.options.tsc {
             line.push_str(&columns::tick(buf.tick()));
         }
@@ -141,9 +167,23 @@ impl Tracker {
         let _ = self.out.write_all(line.as_bytes());
     }
 
+    /// A marker line (`fork`): two empty columns, then `# what`.
+    fn marker(&mut self, pid: i32, lwp: i32, label: &str, what: &str) {
+        let mut line = self.head(cpc::gethrtime(), pid, lwp, label);
+        if self.options.tsc {
+            line.push_str(&format!("{:>9} ", ""));
+        }
+        line.push_str(&format!("{:>9} {:>9} # {what}\n", "", ""));
+        let _ = self.out.write_all(line.as_bytes());
+    }
+
     fn title(&mut self) {
         let pics: Vec<usize> = self.specs[0].requests.iter().map(|r| r.pic).collect();
-        let mut title = format!("{:>7} {:>3} {:>10} ", "time", "lwp", "event");
+        let mut title = format!("{:>7} ", "time");
+        if self.options.follow_forks {
+            title.push_str(&format!("{:>6} ", "pid"));
+        }
+        title.push_str(&format!("{:>3} {:>10} ", "lwp", "event"));
         if self.options.tsc {
             title.push_str(&format!("{:>9} ", "tsc"));
         }
@@ -157,30 +197,67 @@ impl Tracker {
         Err(cpc::pctx::CallbackFailed)
     }
 
+    /// The sets of a newly measured process `pid`.
+    fn measure(&mut self, pid: i32) -> Result<(), cpc::pctx::CallbackFailed> {
+        if self.procs.contains_key(&pid) {
+            return Ok(());
+        }
+        let mut sets = Vec::new();
+        for spec in &self.specs {
+            match spec.to_set(self.cpc.platform()) {
+                Ok(set) => sets.push(set),
+                Err(e) => {
+                    let what = format!("cannot measure process {pid}: {e}");
+                    return self.fail(what);
+                }
+            }
+        }
+        let totals = self.specs.iter().map(|s| Buf::new(s.requests.len())).collect();
+        let last = Buf::new(self.specs[0].requests.len());
+        self.procs.insert(pid, Measured { bound: false, sets, current: 0, last, totals });
+        Ok(())
+    }
+
     fn bind(&mut self, pid: i32, lwp: i32) -> Result<(), cpc::pctx::CallbackFailed> {
-        let i = self.current;
-        if let Err(e) = self.sets[i].bind_process(self.cpc.platform(), pid, lwp, 0) {
+        self.measure(pid)?;
+        let platform = self.cpc.platform().clone();
+        let Some(m) = self.procs.get_mut(&pid) else { return Ok(()) };
+        let i = m.current;
+        if let Err(e) = m.sets[i].bind_process(&platform, pid, lwp, 0) {
             return self.fail(format!("cannot bind lwp{lwp}: {e}"));
         }
-        self.last = Buf::new(self.specs[i].requests.len());
-        if let Err(e) = self.sets[i].sample(&mut self.last) {
+        m.bound = true;
+        m.last = Buf::new(self.specs[i].requests.len());
+        if let Err(e) = m.sets[i].sample(&mut m.last) {
             return self.fail(format!("cannot sample lwp{lwp}: {e}"));
         }
         Ok(())
     }
 
+    /// A line per spec with process `pid`'s totals, labelled `label`.
+    fn totals_lines(&mut self, pid: i32, lwp: i32, label: &str) {
+        let totals = match self.procs.get(&pid) {
+            Some(m) => m.totals.clone(),
+            None => self.specs.iter().map(|s| Buf::new(s.requests.len())).collect(),
+        };
+        for (i, total) in totals.iter().enumerate() {
+            self.line(pid, lwp, label, total, i);
+        }
+    }
+
     /// Samples the bound set; prints and accumulates the delta since the last sample.
-    fn sample(&mut self, lwp: i32, label: &str) -> Result<(), cpc::pctx::CallbackFailed> {
-        let i = self.current;
+    fn sample(&mut self, pid: i32, lwp: i32, label: &str) -> Result<(), cpc::pctx::CallbackFailed> {
+        let Some(m) = self.procs.get_mut(&pid) else { return Ok(()) };
+        let i = m.current;
         let mut now = Buf::new(self.specs[i].requests.len());
-        if let Err(e) = self.sets[i].sample(&mut now) {
+        if let Err(e) = m.sets[i].sample(&mut now) {
             return self.fail(format!("cannot sample lwp{lwp}: {e}"));
         }
-        let delta = Buf::sub(&now, &self.last).unwrap_or_default();
-        self.totals[i] = Buf::add(&self.totals[i], &delta).unwrap_or_default();
-        self.last = now;
+        let delta = Buf::sub(&now, &m.last).unwrap_or_default();
+        m.totals[i] = Buf::add(&m.totals[i], &delta).unwrap_or_default();
+        m.last = now;
         if !label.is_empty() {
-            self.line(lwp, label, &delta, i);
+            self.line(pid, lwp, label, &delta, i);
         }
         Ok(())
     }
@@ -188,33 +265,70 @@ impl Tracker {
 
 impl PctxEvents for Tracker {
     fn init_lwp(&mut self, pid: i32, lwp: i32) -> Result<(), cpc::pctx::CallbackFailed> {
-        self.bind(pid, lwp)?;
+        if lwp != cpc::pctx::lwp_id(pid) {
+            // Counting is per process: the set on the first LWP counts them all.
+            return Ok(());
+        }
+        if self.stopping {
+            return Ok(());
+        }
+        if !self.procs.get(&pid).is_some_and(|m| m.bound) {
+            self.bind(pid, lwp)?;
+        }
         if self.options.verbose {
             // Nothing counted yet, at the time of the bind.
-            let nothing = Buf::sub(&self.last, &self.last).unwrap_or_default();
-            self.line(lwp, "init_lwp", &nothing, self.current);
+            if let Some(m) = self.procs.get(&pid) {
+                let (nothing, i) = (Buf::sub(&m.last, &m.last).unwrap_or_default(), m.current);
+                self.line(pid, lwp, "init_lwp", &nothing, i);
+            }
         }
         Ok(())
     }
 
     fn tick(&mut self, pid: i32, lwp: i32) -> Result<(), cpc::pctx::CallbackFailed> {
-        self.sample(lwp, "tick")?;
+        self.sample(pid, lwp, "tick")?;
         if self.specs.len() > 1 {
-            self.current = (self.current + 1) % self.specs.len();
+            if let Some(m) = self.procs.get_mut(&pid) {
+                m.current = (m.current + 1) % self.specs.len();
+            }
             self.bind(pid, lwp)?;
         }
         Ok(())
     }
 
-    fn fini_lwp(&mut self, _pid: i32, lwp: i32) -> Result<(), cpc::pctx::CallbackFailed> {
-        self.sample(lwp, if self.options.verbose { "fini_lwp" } else { "" })
+    fn fini_lwp(&mut self, pid: i32, lwp: i32) -> Result<(), cpc::pctx::CallbackFailed> {
+        if lwp != cpc::pctx::lwp_id(pid) {
+            return Ok(());
+        }
+        self.sample(pid, lwp, if self.options.verbose { "fini_lwp" } else { "" })
     }
 
-    fn exit(&mut self, _pid: i32, lwp: i32, _status: i32) {
-        for i in 0..self.specs.len() {
-            let total = self.totals[i].clone();
-            self.line(lwp, "exit", &total, i);
+    fn fork(&mut self, pid: i32, lwp: i32, child: i32) {
+        if self.options.follow_forks {
+            self.marker(pid, lwp, "fork", &child.to_string());
         }
+    }
+
+    fn exec(&mut self, pid: i32, lwp: i32, command: &str) -> Result<(), cpc::pctx::CallbackFailed> {
+        // The old image's totals (its fini_lwp sampled them), then the exec marker.
+        self.totals_lines(pid, lwp, "exec");
+        self.marker(pid, lwp, "exec", &format!("'{command}'"));
+        if self.options.follow_exec {
+            // The set stays bound: the new image counts from here.
+            let fresh: Vec<Buf> = self.specs.iter().map(|s| Buf::new(s.requests.len())).collect();
+            if let Some(m) = self.procs.get_mut(&pid) {
+                m.totals = fresh;
+            }
+        } else {
+            // As illumos's cputrack: without -e, the measuring ends at the exec.
+            self.stopping = true;
+            self.stop.store(true, std::sync::atomic::Ordering::Release);
+        }
+        Ok(())
+    }
+
+    fn exit(&mut self, pid: i32, lwp: i32, _status: i32) {
+        self.totals_lines(pid, lwp, "exit");
     }
 }
 
@@ -230,14 +344,13 @@ fn run(
         Err(status) => return status,
     };
     let mut specs = Vec::new();
-    let mut sets = Vec::new();
     for text in &options.specs {
         let parsed = match spec::parse(cpc.platform(), text) {
             Ok(s) => s,
             Err(message) => return usage_error(&message),
         };
         match parsed.to_set(cpc.platform()) {
-            Ok(set) => sets.push(set),
+            Ok(_) => {}
             Err(e) => {
                 eprintln!(
                     "cputrack: {}",
@@ -253,6 +366,18 @@ fn run(
         None => Pctx::create(command),
     };
     let mut process = match process {
+        Ok(_) if options.follow_forks && !cpc::pctx::can_follow_forks() => {
+            eprintln!(
+                "cputrack: cannot follow forks (-f) on this host: it does not trace processes"
+            );
+            return 1;
+        }
+        Ok(_) if options.follow_exec && !cpc::pctx::can_follow_forks() => {
+            eprintln!(
+                "cputrack: cannot follow execs (-e) on this host: it does not trace processes"
+            );
+            return 1;
+        }
         Ok(p) => p,
         Err(e) => {
             eprintln!(
@@ -264,19 +389,18 @@ fn run(
         }
     };
     let stop = process.terminator();
-    cpc::tool::stop_on_signals(stop);
-    let totals = specs.iter().map(|s| Buf::new(s.requests.len())).collect();
+    cpc::tool::stop_on_signals(stop.clone());
+    process.follow_forks(options.follow_forks);
     let mut tracker = Tracker {
         cpc,
-        last: Buf::new(specs[0].requests.len()),
         specs,
-        sets,
-        current: 0,
-        totals,
+        procs: std::collections::BTreeMap::new(),
         start: cpc::gethrtime(),
         options: options.clone(),
         out,
         failure: None,
+        stop,
+        stopping: false,
     };
     if !options.no_title {
         tracker.title();

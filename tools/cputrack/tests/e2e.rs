@@ -90,7 +90,7 @@ fn usage_errors_exit_2_and_failures_exit_1() {
         &["-c", "pic0=", "hot-cold"],
         &["-c", "PAPI_tot_ins"],
         &["-c", "PAPI_tot_ins", "-p", "1", "hot-cold"],
-        &["-c", "PAPI_tot_ins", "-f", "hot-cold"],
+        &["-c", "PAPI_tot_ins", "-x", "hot-cold"],
         &["-c", "PAPI_tot_ins", "-T", "x", "hot-cold"],
         &["-c", "umask0=zz,PAPI_tot_ins", "hot-cold"],
     ] {
@@ -179,4 +179,114 @@ fn sigint_ends_the_run_in_order() {
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "it stopped at SIGINT");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!lines_labelled(&stdout(&out), "tick").is_empty(), "{}", stdout(&out));
+}
+
+/// The whitespace-separated fields of the lines of `-f` output (a pid column before the lwp)
+/// labelled `label`.
+fn pid_lines_labelled<'a>(out: &'a str, label: &str) -> Vec<Vec<&'a str>> {
+    out.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|f| f.get(3) == Some(&label))
+        .collect()
+}
+
+#[test]
+fn follow_fork_counts_forkers_child_exactly_under_its_own_pid() {
+    // "forker": the parent forks, then parent and child each run hot (900 blocks): each is
+    // measured on its own, the child from before it runs, for any number of CPUs.
+    for cpus in ["1", "2", "4"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_cputrack"))
+            .args(["-f", "-c", "PAPI_tot_ins,PAPI_br_ins", "forker"])
+            .env("PMC_HOST", "sim")
+            .env("PMC_SIM_CPUS", cpus)
+            .output()
+            .expect("run cputrack");
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = stdout(&out);
+        assert!(text.starts_with("   time    pid lwp      event      pic0      pic1 \n"), "{text}");
+        let forks = pid_lines_labelled(&text, "fork");
+        assert_eq!(forks.len(), 1, "{text}");
+        let (parent, child) = (forks[0][1], forks[0][5]);
+        assert_eq!(forks[0][2..], ["1", "fork", "#", child], "{text}");
+        assert!(forks[0].len() == 6 && parent != child, "{text}");
+        let mut exits: Vec<Vec<&str>> = pid_lines_labelled(&text, "exit");
+        exits.sort_by_key(|f| f[1] != parent);
+        assert_eq!(exits.len(), 2, "{text}");
+        assert_eq!(exits[0][1..], [parent, "1", "exit", "9000000", "900000"], "{text}");
+        assert_eq!(exits[1][1..], [child, "1", "exit", "9000000", "900000"], "{text}");
+    }
+}
+
+#[test]
+fn without_follow_fork_only_the_parent_is_counted_and_no_fork_line_is_printed() {
+    let out = cputrack("sim", &["-c", "PAPI_tot_ins", "forker"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 2, "title and one exit line: {text}");
+    assert_eq!(lines_labelled(&text, "exit")[0][1..], ["1", "exit", "9000000"], "{text}");
+}
+
+#[test]
+fn follow_fork_with_verbose_and_two_specs_binds_the_child_and_labels_its_lines() {
+    let out = cputrack("sim", &["-f", "-v", "-c", "PAPI_tot_ins", "-c", "PAPI_br_ins", "forker"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let inits = pid_lines_labelled(&text, "init_lwp");
+    assert_eq!(inits.len(), 2, "the parent's and the child's: {text}");
+    assert_ne!(inits[0][1], inits[1][1], "{text}");
+    let finis = pid_lines_labelled(&text, "fini_lwp");
+    assert_eq!(finis.len(), 2, "{text}");
+    for fini in finis {
+        assert_eq!(fini[4..], ["9000000", "#", "PAPI_tot_ins"], "{text}");
+    }
+    assert_eq!(pid_lines_labelled(&text, "exit").len(), 4, "two specs, two processes: {text}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn follow_fork_fails_on_the_linux_host_which_does_not_trace_processes() {
+    let out = cputrack("linux", &["-f", "-c", "page-faults", "true"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "cputrack: cannot follow forks (-f) on this host: it does not trace processes\n"
+    );
+}
+
+#[test]
+fn an_exec_ends_the_tracking_without_follow_exec() {
+    // "execer" runs cold (100 blocks), then executes hot-cold: cputrack prints the old image's
+    // totals and the exec marker, and stops there (no exit line).
+    let out = cputrack("sim", &["-c", "PAPI_tot_ins,PAPI_br_ins", "execer"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let execs = lines_labelled(&text, "exec");
+    assert_eq!(execs.len(), 2, "{text}");
+    assert_eq!(execs[0][1..], ["1", "exec", "1000000", "100000"], "{text}");
+    assert_eq!(execs[1][1..], ["1", "exec", "#", "'/usr/sim/bin/hot-cold'"], "{text}");
+    assert!(lines_labelled(&text, "exit").is_empty(), "{text}");
+    assert_eq!(text.lines().count(), 3, "{text}");
+}
+
+#[test]
+fn follow_exec_counts_the_new_image_exactly_after_the_old_images_totals() {
+    let out = cputrack("sim", &["-e", "-c", "PAPI_tot_ins,PAPI_br_ins", "execer"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let labels: Vec<&str> =
+        text.lines().skip(1).filter_map(|l| l.split_whitespace().nth(2)).collect();
+    assert_eq!(labels, ["exec", "exec", "exit"], "{text}");
+    assert_eq!(lines_labelled(&text, "exec")[0][3..], ["1000000", "100000"], "{text}");
+    assert_eq!(lines_labelled(&text, "exit")[0][3..], ["10000000", "1000000"], "{text}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn follow_exec_fails_on_the_linux_host_which_does_not_see_execs() {
+    let out = cputrack("linux", &["-e", "-c", "page-faults", "true"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "cputrack: cannot follow execs (-e) on this host: it does not trace processes\n"
+    );
 }
