@@ -116,8 +116,9 @@ fn with_catalog<R>(f: impl FnOnce(&HostEvents, &HashMap<String, u32>) -> Result<
             let fixed_counters =
                 infos.iter().find(|c| c.pm_class == Class::Iaf.as_u32()).map(|c| c.pm_num);
             let soft = soft_events().unwrap_or_default();
-            let (missing_reason, host_cpu, kind) =
-                host::with_host(|h| Ok((h.missing_hardware_reason(), h.intel_model(), h.kind())))?;
+            let (missing_reason, host_cpu, kind, arch_leaf) = host::with_host(|h| {
+                Ok((h.missing_hardware_reason(), h.intel_model(), h.kind(), h.arch_perfmon_leaf()))
+            })?;
             let cpu = catalog_cpu(host_cpu.as_deref())?;
             // A real CPU's hybrid core type picks its table; not for the simulated CPU or a CPU
             // PMC_CPUID names.
@@ -132,7 +133,14 @@ fn with_catalog<R>(f: impl FnOnce(&HostEvents, &HashMap<String, u32>) -> Result<
                 soft_events: soft.iter().map(|(n, _)| n.clone()).collect(),
                 cpu,
                 core_type,
-                arch_events_unavailable: 0,
+                // What the host's CPU lacks of the architectural events (not for a CPU PMC_CPUID
+                // names: its leaf 0xA is unknown here).
+                arch_events_unavailable: match arch_leaf {
+                    Some((eax, ebx)) if model::cpuid_override().ok().flatten().is_none() => {
+                        crate::events::arch_events_unavailable_from_cpuid(eax, ebx)
+                    }
+                    _ => 0,
+                },
                 fixed_counters,
             };
             *cell.borrow_mut() = Some((events, soft.into_iter().collect()));

@@ -211,6 +211,22 @@ fn topdown_slots_counts_on_fixed_counter_3_of_the_simulated_ice_lake() {
 }
 
 #[test]
+fn an_architectural_event_the_simulated_cpu_lacks_is_refused_naming_cpuid_leaf_0xa() {
+    // Skylake's leaf 0xA lists 7 architectural events: TOPDOWN.SLOTS (bit 7) is not one of
+    // them, so it is refused rather than programmed on a general counter that counts nothing.
+    let run = pmcstat(Host::Sim, &["-p", "TOPDOWN.SLOTS", "hot-cold"]);
+    assert_ne!(run.status, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("CPUID leaf 0xA (EBX bit 7)") && run.stderr.contains("TOPDOWN.SLOTS"),
+        "{}",
+        run.stderr
+    );
+    // The events it has are still counted.
+    let run = pmcstat(Host::Sim, &["-p", "LLC_MISSES", "hot-cold"]);
+    run.assert_status(0);
+}
+
+#[test]
 fn an_event_with_a_second_unit_mask_counts_exactly_on_the_simulated_arrow_lake() {
     // Every block of hot-cold has 3 ITLB_MISSES.STLB_HIT (0x11/0x20, UMASK2 0x01); the same
     // event without UMASK2 counts nothing there.

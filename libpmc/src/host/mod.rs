@@ -191,6 +191,13 @@ pub trait Host {
         None
     }
 
+    /// CPUID leaf 0xA's EAX and EBX as the CPU the PMCs count on reports them (which
+    /// architectural events it has), if it has an architectural PMU. The Linux and FreeBSD hosts
+    /// count on this very CPU.
+    fn arch_perfmon_leaf(&self) -> Option<(u32, u32)> {
+        native_arch_perfmon_leaf()
+    }
+
     /// This CPU's id in FreeBSD's `pmc_cpuid` format (`"GenuineIntel-6-55-4"`,
     /// `"AuthenticAMD-25-11-1"`; the stepping may be left out), which picks the event tables.
     fn intel_model(&self) -> Option<String> {
@@ -273,4 +280,23 @@ pub fn op_name(op: Op) -> &'static str {
         Op::GetDynEventInfo => "GETDYNEVENTINFO",
         Op::GetCaps => "GETCAPS",
     }
+}
+
+/// CPUID leaf 0xA's EAX and EBX of the CPU this thread runs on, if it reports an architectural
+/// PMU (version 1 or later).
+#[cfg(target_arch = "x86_64")]
+fn native_arch_perfmon_leaf() -> Option<(u32, u32)> {
+    use hwpmc::hw::CpuIdReader;
+    let native = hwpmc::arch::x86::native::NativeCpuid;
+    if native.cpuid1(0).eax < 0xA {
+        return None;
+    }
+    let leaf = native.cpuid1(0xA);
+    (leaf.eax & 0xFF != 0).then_some((leaf.eax, leaf.ebx))
+}
+
+/// No architectural PMU off x86_64.
+#[cfg(not(target_arch = "x86_64"))]
+fn native_arch_perfmon_leaf() -> Option<(u32, u32)> {
+    None
 }

@@ -621,6 +621,12 @@ impl Host for SimHost {
         })
     }
 
+    fn arch_perfmon_leaf(&self) -> Option<(u32, u32)> {
+        use hwpmc::hw::CpuIdReader;
+        let leaf = hwpmc_sim::CpuidModel::new(self.model, 0).cpuid1(0xA);
+        (self.model.has_pmu() && !self.model.is_amd()).then_some((leaf.eax, leaf.ebx))
+    }
+
     fn intel_model(&self) -> Option<String> {
         let (family, model) = (self.model.family, self.model.model);
         if self.model.is_amd() {
