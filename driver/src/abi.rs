@@ -330,15 +330,7 @@ impl Caps {
         .union(Caps::PRECISE);
     /// What a K8-class (AMD core counter) PMC can do: FreeBSD's `AMD_PMC_CAPS` (hwpmc_amd.c),
     /// IAP's but PRECISE.
-    pub const K8_CLASS: Caps = Caps::INTERRUPT
-        .union(Caps::USER)
-        .union(Caps::SYSTEM)
-        .union(Caps::EDGE)
-        .union(Caps::THRESHOLD)
-        .union(Caps::READ)
-        .union(Caps::WRITE)
-        .union(Caps::INVERT)
-        .union(Caps::QUALIFIER);
+    pub const K8_CLASS: Caps = Caps::IAP_CLASS.difference(Caps::PRECISE);
     /// What an IAF-class (Intel fixed counter) PMC can do.
     pub const IAF_CLASS: Caps =
         Caps::INTERRUPT.union(Caps::USER).union(Caps::SYSTEM).union(Caps::READ).union(Caps::WRITE);

@@ -399,6 +399,22 @@ pub fn files_under(dir: &Path) -> Vec<String> {
     files
 }
 
+/// FreeBSD's counting header and values for 48-bit counters (the simulated Skylake's and Zen's):
+/// each column as wide as its title or 15 digits (floor(48 / log2 10) + 1), whichever is more;
+/// titles right-aligned after `# `, values right-aligned with the first column 2 wider.
+pub fn counting_output(columns: &[(&str, u64)]) -> String {
+    let mut header = String::from("# ");
+    let mut values = String::new();
+    for (i, (name, value)) in columns.iter().enumerate() {
+        let title = format!("p/{name}");
+        let width = title.len().max(15);
+        header.push_str(&format!("{title:>width$} "));
+        let width = if i == 0 { width + 2 } else { width };
+        values.push_str(&format!("{value:>width$} "));
+    }
+    format!("{header}\n{values}\n")
+}
+
 /// Encodes `records` as a log (TSC 0), as a crafted log for pmcstat to read.
 pub fn encode_log(records: &[pmclog::Record<'_>]) -> Vec<u8> {
     let mut log = Vec::new();

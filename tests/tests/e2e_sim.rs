@@ -12,7 +12,8 @@
 //! one warning that its symbols are unavailable.
 
 use hwpmc_tests::{
-    Host, allocations, arg, parse_callgraph, parse_folded, pmcstat, pmcstat_env, samples_per_pmc,
+    Host, allocations, arg, counting_output, parse_callgraph, parse_folded, pmcstat, pmcstat_env,
+    samples_per_pmc,
 };
 
 /// The simulated program's path, as the simulated kernel reports it.
@@ -29,22 +30,6 @@ fn layout() -> Layout {
     let program = pmc::host::sim::program("hot-cold").unwrap();
     let function = |name: &str| program.function(program.function_id(name).unwrap());
     Layout { hot: function("hot").start(), cold: function("cold").start() }
-}
-
-/// FreeBSD's counting header and values for 48-bit counters (the simulated Skylake's width):
-/// each column as wide as its title or 15 digits (floor(48 / log2 10) + 1), whichever is more;
-/// titles right-aligned after `# `, values right-aligned with the first column 2 wider.
-fn counting_output(columns: &[(&str, u64)]) -> String {
-    let mut header = String::from("# ");
-    let mut values = String::new();
-    for (i, (name, value)) in columns.iter().enumerate() {
-        let title = format!("p/{name}");
-        let width = title.len().max(15);
-        header.push_str(&format!("{title:>width$} "));
-        let width = if i == 0 { width + 2 } else { width };
-        values.push_str(&format!("{value:>width$} "));
-    }
-    format!("{header}\n{values}\n")
 }
 
 #[test]

@@ -4,24 +4,12 @@
 //! perf's AMD event names, raw `event=` specs with 12-bit event selects, `-u` with the PERF_CTL
 //! image, and `-L`.
 
-use hwpmc_tests::{Host, Run, allocations, arg, parse_callgraph, pmcstat_env, samples_per_pmc};
+use hwpmc_tests::{
+    Host, Run, allocations, arg, counting_output, parse_callgraph, pmcstat_env, samples_per_pmc,
+};
 
 fn on(model: &str, args: &[&str]) -> Run {
     pmcstat_env(Host::Sim, &[("PMC_SIM_MODEL", model)], args)
-}
-
-/// FreeBSD's counting header and values for 48-bit counters (see `e2e_sim.rs`).
-fn counting_output(columns: &[(&str, u64)]) -> String {
-    let mut header = String::from("# ");
-    let mut values = String::new();
-    for (i, (name, value)) in columns.iter().enumerate() {
-        let title = format!("p/{name}");
-        let width = title.len().max(15);
-        header.push_str(&format!("{title:>width$} "));
-        let width = if i == 0 { width + 2 } else { width };
-        values.push_str(&format!("{value:>width$} "));
-    }
-    format!("{header}\n{values}\n")
 }
 
 #[test]

@@ -32,17 +32,7 @@ fn user_work() -> Work {
 
 /// The kernel-mode block.
 fn kernel_work() -> Work {
-    Work {
-        instructions: 300,
-        core_cycles: 650,
-        ref_cycles: 500,
-        llc_references: 25,
-        llc_misses: 7,
-        branches: 41,
-        branch_mispredicts: 3,
-        raw: Vec::new(),
-        offcore: Vec::new(),
-    }
+    Work::kernel_events_distinct()
 }
 
 /// An allocated PMC and what it must count.

@@ -19,17 +19,7 @@ fn steady_work() -> Work {
 
 /// A kernel block with other rates than [`steady_work`].
 fn system_work() -> Work {
-    Work {
-        instructions: 300,
-        core_cycles: 650,
-        ref_cycles: 500,
-        llc_references: 25,
-        llc_misses: 7,
-        branches: 41,
-        branch_mispredicts: 3,
-        raw: Vec::new(),
-        offcore: Vec::new(),
-    }
+    Work::kernel_events_distinct()
 }
 
 /// An IA32_PERFEVTSEL image of `event` in both rings.
