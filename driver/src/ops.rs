@@ -377,7 +377,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// EINVAL for a core type ([`PmcFlags::HYBRID_FLAGS`]) that is not a hardware class's, that
-    /// no active CPU has, or that a system PMC's CPU does not have.
+    /// no active CPU has, or that a system PMC's CPU does not have. For a class the host counts
+    /// itself, the host decides ([`HostCounters::check`](crate::HostCounters::check)).
     fn check_core_type(
         &self,
         flags: PmcFlags,
@@ -392,8 +393,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return Err(Errno::Inval);
         }
         if self.host_counts(class.class) {
-            // The host kernel's counters are not (yet) asked for one core type's PMU.
-            return Err(Errno::OpNotSupp);
+            // The host kernel knows its own core PMUs (Linux's cpu_core and cpu_atom): it takes
+            // or refuses the core type when asked whether it can count the PMC.
+            return Ok(());
         }
         let has = |c: Cpu| self.cpus.get(c as usize).is_some_and(|s| s.core_type == wanted);
         let found = match cpu {

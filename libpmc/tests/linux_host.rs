@@ -170,6 +170,36 @@ fn busy(cpu: std::time::Duration) -> u64 {
     x
 }
 
+#[test]
+fn a_software_events_perf_times_ran_all_the_time_it_was_enabled_and_add_up_across_runs() {
+    let _serial = serial();
+    for flags in [PmcFlags::empty(), PmcFlags::MULTIPLEX] {
+        let pmc = PmcSpec::new("task-clock").flags(flags).allocate().unwrap();
+        pmc.attach(0).unwrap();
+        let before = pmc.read_scaled().unwrap();
+        assert_eq!((before.enabled, before.running), (0, 0), "{flags:?}: not started yet");
+        pmc.start().unwrap();
+        std::hint::black_box(busy(std::time::Duration::from_millis(20)));
+        let live = pmc.read_scaled().unwrap();
+        // perf's times: nanoseconds the task's events were enabled, all of them on a counter
+        // (a software event never waits for one).
+        assert!(live.enabled > 0, "{flags:?}: {live:?}");
+        assert_eq!(live.running, live.enabled, "{flags:?}: {live:?}");
+        pmc.stop().unwrap();
+        let first = pmc.read_scaled().unwrap();
+        assert_eq!(first.value, pmc.read().unwrap());
+        assert!(!first.multiplexed() && first.scaled() == Some(first.value), "{first:?}");
+        // task-clock counts the nanoseconds the task ran: the time it was enabled.
+        assert!(first.enabled >= live.enabled && first.value > 0, "{first:?}");
+        pmc.start().unwrap();
+        std::hint::black_box(busy(std::time::Duration::from_millis(5)));
+        pmc.stop().unwrap();
+        let second = pmc.read_scaled().unwrap();
+        assert!(second.enabled > first.enabled, "{flags:?}: the second run's time adds up");
+        assert_eq!(second.running, second.enabled);
+    }
+}
+
 /// Samples this process with cpu-clock every millisecond, with callchains, while `work` runs;
 /// returns the PMC (still allocated) and the log.
 fn sample_self(what: &str, work: impl FnOnce()) -> (pmc::Pmc, Vec<u8>) {

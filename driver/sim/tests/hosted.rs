@@ -468,3 +468,22 @@ fn a_hosted_sampling_pmc_needs_a_log_only_for_another_process() {
     assert_eq!(c.start(id), Err(Errno::Doofus), "no log to put the samples in");
     assert!(w.host.calls().is_empty(), "the host was never asked");
 }
+
+#[test]
+fn a_hosted_pmcs_core_type_is_the_hosts_to_take_or_refuse() {
+    // The simulated Skylake has no hybrid cores: the driver alone would refuse a core type;
+    // a host that counts the class knows its own core PMUs and decides.
+    let w = World::new();
+    let c = w.client();
+    let atom = AllocateRequest::iap(0x0001_00C0).with_flags(PmcFlags::CORE_TYPE_ATOM);
+    let id = c.allocate(atom).unwrap();
+    let checked = w.host.checked.borrow().last().copied().unwrap();
+    assert!(checked.flags.contains(PmcFlags::CORE_TYPE_ATOM), "the host sees the core type");
+    c.release(id).unwrap();
+    *w.host.reject.borrow_mut() = Some(Errno::Inval);
+    assert_eq!(c.allocate(atom), Err(Errno::Inval), "the host's refusal is PMCALLOCATE's");
+    let both = PmcFlags::CORE_TYPE_ATOM | PmcFlags::CORE_TYPE_CORE;
+    let checks = w.host.checked.borrow().len();
+    assert_eq!(c.allocate(AllocateRequest::iap(0x0001_00C0).with_flags(both)), Err(Errno::Inval));
+    assert_eq!(w.host.checked.borrow().len(), checks, "both core types: refused by the driver");
+}

@@ -2,11 +2,18 @@
 //!
 //! SOFT PMCs are perf software events, IAF the generic hardware events of the fixed counters,
 //! IAP raw events (the TSC stays the driver's: `rdtsc`). A process PMC is one perf event per
-//! thread of each target, inherited by the threads it creates afterwards (and with
-//! PMC_F_DESCENDANTS by its children); a system PMC is one per-CPU event. A sampling process PMC
-//! has one ring per CPU whatever its thread count (the other threads' events write into it);
-//! the worker reads the rings and posts their samples and side-band records to the driver.
-//! PMCSTART opens the events, PMCSTOP reads and closes them.
+//! thread of each target (per core PMU on a hybrid machine: see `hybrid`), inherited by the
+//! threads it creates afterwards (and with PMC_F_DESCENDANTS by its children); a system PMC is
+//! one per-CPU event. A sampling process PMC has one ring per CPU whatever its thread count (the
+//! other threads' events write into it); the worker reads the rings and posts their samples and
+//! side-band records to the driver. PMCSTART opens the events, PMCSTOP reads and closes them.
+//!
+//! Counting events are pinned unless the PMC was allocated with PMC_F_MULTIPLEX (or in a group):
+//! as the driver refuses to share a counter without the flag, perf must not rotate the event
+//! either. A pinned event that loses its counter reads as end of file; the PMC's reads then
+//! fail (EBUSY, naming the event) until it is started again or released. A PMC with the flag
+//! may be rotated by perf, and its times enabled and running are perf's (nanoseconds), read
+//! with PMC_OP_PMCREADTIMES.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -18,9 +25,14 @@ use hwpmc::{Errno, HostCounters, HostedEvent, HostedPmc, Pid};
 use perf_event::Counter;
 use perf_event::events::Hardware;
 
+use super::hybrid::{self, Placement};
 use super::kernel::{explain, not_allowed, numbered_entries};
 use super::lock;
-use super::perf::{self, Rings, Sampling, Scope, Source};
+use super::perf::{
+    self, CounterRequest, CountingEvent, CountingEvents, EventAttr, Reading, Rings, Sampling,
+    Scope, Source,
+};
+use super::pmus::{CorePmus, CoreType};
 use super::rings::{Event, Ring, RingMeta};
 use super::worker::{PROCESS_KEY, Watched};
 
@@ -41,25 +53,79 @@ const PERF_CTL_EVENT_BITS: u64 = 0xFFFF | 1 << 18 | 1 << 23 | 0xFF << 24 | 0xF <
 /// exclude_guest / exclude_host flags and drops from a raw config.
 const PERF_CTL_HOST_GUEST: u64 = 3 << 40;
 
+/// One counting perf event: what it counts, on which core PMU.
+struct Counting {
+    attr: EventAttr,
+    core_type: Option<CoreType>,
+    event: Box<dyn CountingEvent>,
+}
+
+/// A counting event that could not be read.
+struct Unreadable {
+    attr: EventAttr,
+    core_type: Option<CoreType>,
+    error: io::Error,
+}
+
 /// One target's perf events.
 #[derive(Default)]
 struct Target {
-    /// Counting: one event per thread.
-    counters: Vec<Counter>,
-    /// Sampling: one ring per CPU.
+    /// Counting: per thread, one event per core PMU it counts on.
+    threads: Vec<Vec<Counting>>,
+    /// Sampling: one ring per CPU it samples on.
     rings: Vec<Ring>,
     /// What the driver was given for this target when it exited (its descendants go on counting
     /// into the same events).
-    credited: u64,
+    credited: Reading,
     /// Whether it exited (or was detached) while its descendants may still run.
     gone: bool,
 }
 
+impl Reading {
+    fn plus(self, other: Reading) -> Reading {
+        Reading {
+            value: self.value.wrapping_add(other.value),
+            enabled: self.enabled.saturating_add(other.enabled),
+            running: self.running.saturating_add(other.running),
+        }
+    }
+
+    fn minus(self, other: Reading) -> Reading {
+        Reading {
+            value: self.value.wrapping_sub(other.value),
+            enabled: self.enabled.saturating_sub(other.enabled),
+            running: self.running.saturating_sub(other.running),
+        }
+    }
+}
+
 impl Target {
-    fn value(&mut self) -> u64 {
-        let sum =
-            self.counters.iter_mut().map(|c| c.read().unwrap_or(0)).fold(0, u64::wrapping_add);
-        sum.wrapping_sub(self.credited)
+    /// The count and times since start (less what was credited), and the first event that could
+    /// not be read (it counts 0). A thread's events on several core PMUs are one count: their
+    /// values add up, and so do their times on a counter, while each was enabled all the time
+    /// the thread ran (perf keeps a hybrid event enabled, not running, on the other core type).
+    fn reading(&mut self) -> (Reading, Option<Unreadable>) {
+        let mut total = Reading::default();
+        let mut unreadable = None;
+        for thread in &mut self.threads {
+            let mut sum = Reading::default();
+            for counting in thread.iter_mut() {
+                match counting.event.read() {
+                    Ok(r) => {
+                        sum.value = sum.value.wrapping_add(r.value);
+                        sum.enabled = sum.enabled.max(r.enabled);
+                        sum.running = sum.running.saturating_add(r.running);
+                    }
+                    Err(error) => {
+                        let (attr, core_type) = (counting.attr, counting.core_type);
+                        unreadable.get_or_insert(Unreadable { attr, core_type, error });
+                    }
+                }
+            }
+            sum.running = sum.running.min(sum.enabled);
+            total = total.plus(sum);
+        }
+        (total.minus(self.credited), unreadable)
     }
 }
 
@@ -69,6 +135,8 @@ struct Running {
     targets: BTreeMap<Pid, Target>,
     /// A system PMC's event on its CPU.
     system: Option<Target>,
+    /// The times of its last read (for PMC_OP_PMCREADTIMES, which reads the count first).
+    last: Reading,
 }
 
 impl Running {
@@ -89,13 +157,31 @@ impl Running {
 /// Where the events of a stopped PMC's rings go (the driver, through the host).
 pub(crate) type Post = fn(Vec<(u64, Event)>);
 
+/// The times of a PMC's stopped runs and detached targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Settled {
+    /// The PMC's id (its token may name another PMC after a release).
+    id: u32,
+    enabled: u64,
+    running: u64,
+}
+
 /// The host's side of the PMCs perf counts.
 pub(crate) struct PerfCounters {
     ncpu: u32,
     post: Post,
+    /// The machine's core PMUs (hybrid or not).
+    pmus: CorePmus,
+    /// Opens the counting events.
+    perf: Box<dyn CountingEvents>,
     running: Mutex<BTreeMap<u64, Running>>,
     /// Rings of targets that went away, read once more by the next drain.
     retired: Mutex<Vec<Ring>>,
+    /// Per token, the times counted before the current run.
+    settled: Mutex<BTreeMap<u64, Settled>>,
+    /// Per PMC id, why its count cannot be trusted (an event lost its counter), until it is
+    /// started again or released.
+    failed: Mutex<BTreeMap<u32, String>>,
 }
 
 /// A perf failure as hwpmc(4) reports it (perf's EACCES, not permitted by
@@ -117,6 +203,41 @@ fn perf_errno(what: &str, err: &io::Error) -> Errno {
         }
         libc::EBUSY => explain(Errno::Busy, format!("{what}: perf_event_open failed: {err}")),
         _ => explain(Errno::Inval, format!("{what}: perf_event_open failed: {err}")),
+    }
+}
+
+/// The PMC's event in words, for messages.
+fn event_words(pmc: &HostedPmc) -> String {
+    match pmc.event {
+        HostedEvent::Soft { event } => {
+            let index = event.checked_sub(event::SOFT_FIRST).map(|i| i as usize);
+            match index.and_then(|i| perf::SOFTWARE_EVENTS.get(i)) {
+                Some((name, _)) => (*name).to_string(),
+                None => format!("SOFT event {event:#x}"),
+            }
+        }
+        HostedEvent::Raw { class, config } => format!("{} event {config:#x}", class.name()),
+        HostedEvent::Tsc => "the TSC".to_string(),
+    }
+}
+
+/// Why `pmc`'s count is wrong when `lost` could not be read.
+fn lost_words(pmc: &HostedPmc, lost: &Unreadable) -> String {
+    let on = lost.core_type.map(|t| format!(" on {}", t.pmu_name())).unwrap_or_default();
+    let attr = format!("perf type {}, config {:#x}", lost.attr.kind, lost.attr.config);
+    if lost.error.kind() == io::ErrorKind::UnexpectedEof {
+        format!(
+            "PMC {:#x} ({}{on}) lost its counter: perf could not keep its pinned event ({attr})              on a counter, which other PMCs or perf users hold; PMCs allocated with              PMC_F_MULTIPLEX (pmcstat --multiplex) share the counters instead",
+            pmc.id.to_u32(),
+            event_words(pmc)
+        )
+    } else {
+        format!(
+            "PMC {:#x} ({}{on}): reading its perf event ({attr}) failed: {}",
+            pmc.id.to_u32(),
+            event_words(pmc),
+            lost.error
+        )
     }
 }
 
@@ -167,9 +288,9 @@ fn source_of(pmc: &HostedPmc) -> Result<Source, Errno> {
 
 /// Whether perf lets this process measure `pid` in kernel mode too (it does not for an
 /// unprivileged caller when `kernel.perf_event_paranoid` is 2 or more).
-fn kernel_mode_allowed(source: Source, rings: Rings, pid: Pid) -> bool {
+fn kernel_mode_allowed(perf: &dyn CountingEvents, attr: EventAttr, rings: Rings, pid: Pid) -> bool {
     let scope = Scope::Thread { tid: pid, inherit: false, threads_only: false };
-    match perf::open_counter(source, rings, scope) {
+    match perf.open(&CounterRequest { attr, rings, scope, pinned: false }) {
         Ok(_) => true,
         Err(e) => !matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)),
     }
@@ -177,16 +298,23 @@ fn kernel_mode_allowed(source: Source, rings: Rings, pid: Pid) -> bool {
 
 /// How `pmc` counts or samples: its event, rings and sampling parameters.
 struct Plan {
-    source: Source,
+    /// Its perf events (per thread, or on its CPU): one, or one per core PMU.
+    placements: Vec<Placement>,
     rings: Rings,
     sampling: Option<Sampling>,
     meta: RingMeta,
     descendants: bool,
+    /// Whether counting events are pinned (not allowed to share a counter).
+    pinned: bool,
 }
 
 impl Plan {
-    fn of(pmc: &HostedPmc) -> Result<Plan, Errno> {
+    fn of(pmc: &HostedPmc, pmus: &CorePmus) -> Result<Plan, Errno> {
         let source = source_of(pmc)?;
+        let wanted = CoreType::of_flags(pmc.flags);
+        let cpu = pmc.id.cpu.map(u32::from);
+        let placements =
+            hybrid::place(pmus, source, wanted, cpu).map_err(|why| explain(Errno::Inval, why))?;
         let callchain = pmc.flags.contains(PmcFlags::CALLCHAIN);
         // The reload count is the period: events, or nanoseconds for the clock events.
         let min = crate::host::CLOCK_MIN_PERIOD_NS;
@@ -209,16 +337,37 @@ impl Plan {
             side_band: true,
         });
         Ok(Plan {
-            source,
+            placements,
             rings: Rings { user: pmc.user, kernel: pmc.kernel },
             sampling,
             meta: RingMeta { token: pmc.token, depth: if callchain { CALLCHAIN_DEPTH } else { 1 } },
             descendants: pmc.flags.contains(PmcFlags::DESCENDANTS),
+            pinned: !pmc.flags.intersects(PmcFlags::MULTIPLEX_FLAGS),
         })
     }
 
+    /// The CPUs a sampling process PMC has a ring on, ascending, with the event on each (the
+    /// event of the core PMU the CPU belongs to).
+    fn sampling_cpus(&self, ncpu: u32) -> Vec<(u32, EventAttr)> {
+        let mut cpus: Vec<(u32, EventAttr)> = self
+            .placements
+            .iter()
+            .flat_map(|p| {
+                let all: Vec<u32> = p.cpus.clone().unwrap_or_else(|| (0..ncpu).collect());
+                all.into_iter().filter(|&c| c < ncpu).map(|c| (c, p.attr)).collect::<Vec<_>>()
+            })
+            .collect();
+        cpus.sort_by_key(|&(cpu, _)| cpu);
+        cpus
+    }
+
     /// The perf events of process `pid`, disabled.
-    fn open_process(&self, pid: Pid, ncpu: u32) -> Result<Target, Errno> {
+    fn open_process(
+        &self,
+        pid: Pid,
+        ncpu: u32,
+        perf: &dyn CountingEvents,
+    ) -> Result<Target, Errno> {
         let mut target = Target::default();
         if !super::kernel::process_running(pid) {
             // It ended while the PMC was stopped and nobody saw it go: nothing to count, and
@@ -231,13 +380,14 @@ impl Plan {
         // then, as `perf stat` does, instead of failing. Asking for kernel mode alone still
         // fails with EPERM.
         let mut rings = self.rings;
-        if rings.user && rings.kernel && !kernel_mode_allowed(self.source, rings, pid) {
+        let probe = self.placements[0].attr;
+        if rings.user && rings.kernel && !kernel_mode_allowed(perf, probe, rings, pid) {
             rings.kernel = false;
         }
         let fail = |e: io::Error| perf_errno(&what, &e);
         for tid in numbered_entries(&format!("/proc/{pid}/task")) {
             // A thread that ended since the listing is no error: it has nothing to count.
-            let opened = self.open_thread(tid, rings, ncpu, &mut target);
+            let opened = self.open_thread(tid, rings, ncpu, &mut target, perf);
             match opened {
                 Err(e) if e.raw_os_error() == Some(libc::ESRCH) => continue,
                 other => other.map_err(fail)?,
@@ -254,20 +404,32 @@ impl Plan {
         rings: Rings,
         ncpu: u32,
         target: &mut Target,
+        perf: &dyn CountingEvents,
     ) -> io::Result<()> {
         let threads_only = !self.descendants;
         let Some(sampling) = self.sampling else {
             let scope = Scope::Thread { tid, inherit: true, threads_only };
-            target.counters.push(perf::open_counter(self.source, rings, scope)?);
+            let mut events = Vec::new();
+            for placement in &self.placements {
+                let request =
+                    CounterRequest { attr: placement.attr, rings, scope, pinned: self.pinned };
+                events.push(Counting {
+                    attr: placement.attr,
+                    core_type: placement.core_type,
+                    event: perf.open(&request)?,
+                });
+            }
+            target.threads.push(events);
             return Ok(());
         };
         let first = target.rings.is_empty();
         let mut opened = Vec::new();
-        for cpu in 0..ncpu {
+        // The rings are in the order of these CPUs for every thread.
+        for (index, (cpu, attr)) in self.sampling_cpus(ncpu).into_iter().enumerate() {
             let scope = Scope::ThreadOnCpu { pid: tid, cpu, threads_only };
-            match target.rings.get(cpu as usize).filter(|_| !first) {
+            match target.rings.get(index).filter(|_| !first) {
                 None => {
-                    let sampler = perf::open_sampler(self.source, rings, scope, sampling)?;
+                    let sampler = perf::open_sampler(attr, rings, scope, sampling)?;
                     opened.push(Opened::Ring(Ring {
                         meta: self.meta,
                         sampler,
@@ -275,9 +437,8 @@ impl Plan {
                     }));
                 }
                 Some(ring) => {
-                    let event =
-                        perf::open_into(self.source, rings, scope, sampling, &ring.sampler)?;
-                    opened.push(Opened::Sharing(cpu as usize, event));
+                    let event = perf::open_into(attr, rings, scope, sampling, &ring.sampler)?;
+                    opened.push(Opened::Sharing(index, event));
                 }
             }
         }
@@ -295,21 +456,26 @@ impl Plan {
         Ok(())
     }
 
-    /// The perf event of CPU `cpu`, disabled.
-    fn open_cpu(&self, cpu: u32) -> Result<Target, Errno> {
+    /// The perf event of CPU `cpu` (of the core PMU `cpu` belongs to), disabled.
+    fn open_cpu(&self, cpu: u32, perf: &dyn CountingEvents) -> Result<Target, Errno> {
         let what = format!("measuring CPU {cpu}");
         let fail = |e: io::Error| perf_errno(&what, &e);
         let mut target = Target::default();
+        let placement = &self.placements[0];
+        let (attr, scope) = (placement.attr, Scope::Cpu(cpu));
         match self.sampling {
             Some(sampling) => {
                 let sampler =
-                    perf::open_sampler(self.source, self.rings, Scope::Cpu(cpu), sampling)
-                        .map_err(fail)?;
+                    perf::open_sampler(attr, self.rings, scope, sampling).map_err(fail)?;
                 target.rings.push(Ring { meta: self.meta, sampler, sharing: Vec::new() });
             }
-            None => target
-                .counters
-                .push(perf::open_counter(self.source, self.rings, Scope::Cpu(cpu)).map_err(fail)?),
+            None => {
+                let request =
+                    CounterRequest { attr, rings: self.rings, scope, pinned: self.pinned };
+                let event = perf.open(&request).map_err(fail)?;
+                let core_type = placement.core_type;
+                target.threads.push(vec![Counting { attr, core_type, event }]);
+            }
         }
         Ok(target)
     }
@@ -325,8 +491,8 @@ enum Opened {
 
 /// Enables or disables every event of `target`.
 fn enable(target: &mut Target, on: bool) -> io::Result<()> {
-    for counter in &mut target.counters {
-        if on { counter.enable()? } else { counter.disable()? }
+    for counting in target.threads.iter_mut().flatten() {
+        counting.event.enable(on)?;
     }
     for ring in &mut target.rings {
         ring.enable(on)?;
@@ -335,9 +501,70 @@ fn enable(target: &mut Target, on: bool) -> io::Result<()> {
 }
 
 impl PerfCounters {
-    pub(crate) fn new(ncpu: u32, post: Post) -> PerfCounters {
-        let (running, retired) = (Mutex::new(BTreeMap::new()), Mutex::new(Vec::new()));
-        PerfCounters { ncpu, post, running, retired }
+    /// The counters of a machine with `ncpu` CPUs and core PMUs `pmus`, opening counting
+    /// events with `perf`.
+    pub(crate) fn new(
+        ncpu: u32,
+        post: Post,
+        pmus: CorePmus,
+        perf: Box<dyn CountingEvents>,
+    ) -> PerfCounters {
+        PerfCounters {
+            ncpu,
+            post,
+            pmus,
+            perf,
+            running: Mutex::new(BTreeMap::new()),
+            retired: Mutex::new(Vec::new()),
+            settled: Mutex::new(BTreeMap::new()),
+            failed: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// PMC `pmcid`'s times enabled and running in nanoseconds: those of its stopped runs and
+    /// detached targets, and while it runs those of the last read of its count. `None` for a
+    /// PMC perf never counted.
+    pub(crate) fn times(&self, pmcid: u32) -> Option<(u64, u64)> {
+        let running = lock(&self.running);
+        let settled = lock(&self.settled);
+        let live = running.iter().find(|(_, r)| r.pmc.id.to_u32() == pmcid);
+        let token = live
+            .map(|(&t, _)| t)
+            .or_else(|| settled.iter().find(|(_, s)| s.id == pmcid).map(|(&t, _)| t))?;
+        let before = settled.get(&token).filter(|s| s.id == pmcid);
+        let (mut enabled, mut ran) = before.map_or((0, 0), |s| (s.enabled, s.running));
+        if let Some((_, r)) = live {
+            enabled = enabled.saturating_add(r.last.enabled);
+            ran = ran.saturating_add(r.last.running);
+        }
+        Some((enabled, ran))
+    }
+
+    /// Why PMC `pmcid`'s count cannot be trusted, if an event of it could not be read.
+    pub(crate) fn failure(&self, pmcid: u32) -> Option<String> {
+        lock(&self.failed).get(&pmcid).cloned()
+    }
+
+    /// PMC `pmcid` was released: its times and failure go.
+    pub(crate) fn forget(&self, pmcid: u32) {
+        lock(&self.settled).retain(|_, s| s.id != pmcid);
+        lock(&self.failed).remove(&pmcid);
+    }
+
+    /// Adds a reading's times to `pmc`'s settled times.
+    fn settle(&self, pmc: &HostedPmc, reading: Reading) {
+        let mut settled = lock(&self.settled);
+        let id = pmc.id.to_u32();
+        let entry = settled.entry(pmc.token).or_insert(Settled { id, enabled: 0, running: 0 });
+        entry.enabled = entry.enabled.saturating_add(reading.enabled);
+        entry.running = entry.running.saturating_add(reading.running);
+    }
+
+    /// Remembers why `pmc`'s count is wrong, if an event could not be read.
+    fn note(&self, pmc: &HostedPmc, unreadable: Option<Unreadable>) {
+        if let Some(lost) = unreadable {
+            lock(&self.failed).entry(pmc.id.to_u32()).or_insert_with(|| lost_words(pmc, &lost));
+        }
     }
 
     /// Whether a running PMC needs the worker: one that samples (its rings need reading) or
@@ -431,22 +658,37 @@ impl HostCounters for PerfCounters {
                        a target, and perf reads no counter at another task's context switches";
             return Err(explain(Errno::OpNotSupp, why));
         }
-        Plan::of(pmc).map(drop)
+        Plan::of(pmc, &self.pmus).map(drop)
     }
 
     fn start(&self, pmc: &HostedPmc, targets: &[Pid]) -> Result<(), Errno> {
-        let plan = Plan::of(pmc)?;
-        let mut running = Running { pmc: *pmc, targets: BTreeMap::new(), system: None };
+        let plan = Plan::of(pmc, &self.pmus)?;
+        let id = pmc.id.to_u32();
+        lock(&self.failed).remove(&id);
+        // A token names another PMC after a release: its times are not this one's.
+        lock(&self.settled).retain(|&t, s| t != pmc.token || s.id == id);
+        let perf = &*self.perf;
+        let mut running =
+            Running { pmc: *pmc, targets: BTreeMap::new(), system: None, last: Reading::default() };
         match pmc.id.cpu {
-            Some(cpu) => running.system = Some(plan.open_cpu(u32::from(cpu))?),
+            Some(cpu) => running.system = Some(plan.open_cpu(u32::from(cpu), perf)?),
             None => {
                 for &pid in targets {
-                    running.targets.insert(pid, plan.open_process(pid, self.ncpu)?);
+                    running.targets.insert(pid, plan.open_process(pid, self.ncpu, perf)?);
                 }
             }
         }
         for target in running.all() {
             enable(target, true).map_err(|e| perf_errno("starting the PMC", &e))?;
+        }
+        // A pinned event that finds no free counter where its target runs now is in error at
+        // once: the start fails rather than count nothing.
+        for target in running.all() {
+            if let (_, Some(lost)) = target.reading() {
+                if lost.error.kind() == io::ErrorKind::UnexpectedEof {
+                    return Err(explain(Errno::Busy, lost_words(pmc, &lost)));
+                }
+            }
         }
         lock(&self.running).insert(pmc.token, running);
         Ok(())
@@ -457,11 +699,18 @@ impl HostCounters for PerfCounters {
         for target in running.all() {
             let _ = enable(target, false);
         }
+        let pmc = running.pmc;
+        let mut report = |pid: Pid, target: &mut Target| {
+            let (reading, unreadable) = target.reading();
+            self.note(&pmc, unreadable);
+            self.settle(&pmc, reading);
+            counted(pid, reading.value);
+        };
         for (&pid, target) in &mut running.targets {
-            counted(pid, target.value());
+            report(pid, target);
         }
         if let Some(system) = running.system.as_mut() {
-            counted(-1, system.value());
+            report(-1, system);
         }
         if running.pmc.id.mode.is_sampling() {
             // The samples taken so far go to the driver before the PMC can be released.
@@ -472,31 +721,45 @@ impl HostCounters for PerfCounters {
     }
 
     fn read(&self, token: u64) -> u64 {
-        let mut running = lock(&self.running);
-        let Some(running) = running.get_mut(&token) else { return 0 };
-        running.all().map(Target::value).fold(0, u64::wrapping_add)
+        let mut all = lock(&self.running);
+        let Some(running) = all.get_mut(&token) else { return 0 };
+        let pmc = running.pmc;
+        let mut total = Reading::default();
+        for target in running.all() {
+            let (reading, unreadable) = target.reading();
+            self.note(&pmc, unreadable);
+            total = total.plus(reading);
+        }
+        running.last = total;
+        total.value
     }
 
     fn detach(&self, token: u64, pid: Pid) -> u64 {
         let mut all = lock(&self.running);
         let Some(running) = all.get_mut(&token) else { return 0 };
-        let descendants = running.pmc.flags.contains(PmcFlags::DESCENDANTS);
+        let pmc = running.pmc;
+        let descendants = pmc.flags.contains(PmcFlags::DESCENDANTS);
         let Some(target) = running.targets.get_mut(&pid) else { return 0 };
-        let value = target.value();
+        let (reading, unreadable) = target.reading();
+        self.note(&pmc, unreadable);
+        self.settle(&pmc, reading);
         if descendants {
             // Closing the events would stop counting the children too: they stay open, and
             // what they count from now on is the children's.
-            target.credited = target.credited.wrapping_add(value);
+            target.credited = target.credited.plus(reading);
             target.gone = true;
-            return value;
+            return reading.value;
         }
         if let Some(mut target) = running.targets.remove(&pid) {
             let _ = enable(&mut target, false);
             lock(&self.retired).append(&mut target.rings);
         }
-        value
+        reading.value
     }
 }
+
+#[cfg(test)]
+mod scripted;
 
 #[cfg(test)]
 mod tests {
@@ -515,6 +778,11 @@ mod tests {
 
     fn keep(events: Vec<(u64, Event)>) {
         lock(&POSTED).extend(events);
+    }
+
+    /// Counters of this machine's perf, as if it were not hybrid.
+    fn on_this_machine(ncpu: u32) -> PerfCounters {
+        PerfCounters::new(ncpu, keep, CorePmus::default(), Box::new(perf::Perf))
     }
 
     #[test]
@@ -536,12 +804,12 @@ mod tests {
         assert_eq!(source_of(&pmc(image | usr_os_int_en)), Ok(Source::Raw(image)));
         assert_eq!(source_of(&pmc(0xC0)), Ok(Source::Raw(0xC0)));
         assert_eq!(source_of(&pmc(0xC0 | 1 << 41)), Err(Errno::Inval), "HostOnly is perf's");
-        assert!(PerfCounters::new(1, keep).counts(Class::K8));
+        assert!(on_this_machine(1).counts(Class::K8));
     }
 
     #[test]
     fn a_clock_period_below_perfs_minimum_is_refused_with_the_minimum() {
-        let counters = PerfCounters::new(1, keep);
+        let counters = on_this_machine(1);
         let id = PmcId { cpu: None, mode: Mode::ThreadSampling, class: Class::Soft, row: 0 };
         let pmc = |reload| HostedPmc {
             token: 8,
@@ -567,7 +835,7 @@ mod tests {
         // A ring on every CPU: the thread runs wherever the scheduler puts it.
         // SAFETY: sysconf has no memory-safety preconditions.
         let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as u32;
-        let counters = PerfCounters::new(ncpu, keep);
+        let counters = on_this_machine(ncpu);
         let id = PmcId { cpu: None, mode: Mode::ThreadSampling, class: Class::Soft, row: 0 };
         // SOFT_FIRST is cpu-clock; one sample per millisecond (1 000 000 ns).
         let pmc = HostedPmc {

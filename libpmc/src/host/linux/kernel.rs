@@ -29,7 +29,8 @@ use hwpmc::{
 use super::counters::PerfCounters;
 use super::critical;
 use super::lock;
-use super::perf::{self, Rings, Scope, Source};
+use super::perf::{CounterRequest, CountingEvents, Perf, Rings, Scope, Source};
+use super::pmus::CorePmus;
 use super::worker::Worker;
 use crate::host::KERNEL_SYMBOLS;
 use crate::host::per_process::PerProcess;
@@ -158,7 +159,9 @@ fn may_count_cpus() -> bool {
     *ALLOWED.get_or_init(|| {
         let clock = Source::Software(u64::from(perf_event::events::Software::CPU_CLOCK));
         let rings = Rings { user: true, kernel: false };
-        perf::open_counter(clock, rings, Scope::Cpu(0)).is_ok()
+        let request =
+            CounterRequest { attr: clock.attr(), rings, scope: Scope::Cpu(0), pinned: false };
+        Perf.open(&request).is_ok()
     })
 }
 
@@ -239,10 +242,16 @@ impl LinuxKernel {
         self.clock.get_or_init(TscClock::measure).tsc_at(ns)
     }
 
-    pub(crate) fn new(ncpu: u32) -> LinuxKernel {
+    /// The kernel of a machine with `ncpu` CPUs and core PMUs `pmus`.
+    pub(crate) fn new(ncpu: u32, pmus: CorePmus) -> LinuxKernel {
+        Self::with_counters(ncpu, PerfCounters::new(ncpu, super::post, pmus, Box::new(Perf)))
+    }
+
+    /// The kernel of a machine with `ncpu` CPUs whose PMCs `counters` count.
+    pub(crate) fn with_counters(ncpu: u32, counters: PerfCounters) -> LinuxKernel {
         LinuxKernel {
             ncpu,
-            counters: PerfCounters::new(ncpu, super::post),
+            counters,
             logs: Mutex::new(BTreeMap::new()),
             next_log: AtomicU64::new(1),
             worker: Worker::default(),
@@ -570,7 +579,7 @@ mod tests {
 
     #[test]
     fn copies_reach_the_argument_and_nothing_else() {
-        let kernel = LinuxKernel::new(1);
+        let kernel = LinuxKernel::new(1, CorePmus::default());
         let mut arg = [1u8, 2, 3, 4];
         with_argument(&mut arg, |ptr| {
             let mut two = [0u8; 2];
@@ -600,7 +609,7 @@ mod tests {
 
     #[test]
     fn the_drivers_critical_section_blocks_every_signal_and_restores_the_mask() {
-        let kernel = LinuxKernel::new(1);
+        let kernel = LinuxKernel::new(1, CorePmus::default());
         let mask = || {
             let saved = critical::block_signals();
             critical::restore_signals(saved);
@@ -622,7 +631,7 @@ mod tests {
 
     #[test]
     fn this_process_may_measure_itself_and_not_a_process_that_is_gone() {
-        let kernel = LinuxKernel::new(1);
+        let kernel = LinuxKernel::new(1, CorePmus::default());
         assert_eq!(kernel.can_debug(getpid()), Ok(()));
         let max: i32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
             .map_or(4_194_304, |s| s.trim().parse().unwrap());

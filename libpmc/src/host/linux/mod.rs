@@ -15,9 +15,15 @@
 
 mod counters;
 mod critical;
+mod hybrid;
 mod kernel;
 mod perf;
+mod pmus;
 mod rings;
+#[cfg(test)]
+mod scripted_host;
+#[cfg(test)]
+mod scripted_perf;
 pub mod unwind;
 mod worker;
 
@@ -26,9 +32,12 @@ use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use hwpmc::abi::{Class, Op, PmcOpConfigureLog, PmcOpPmcAllocate};
+use hwpmc::abi::{
+    Class, Op, PMC_OP_PMCREADTIMES, PmcFlags, PmcOpConfigureLog, PmcOpPmcAllocate,
+    PmcOpPmcReadTimes, PmcOpPmcRw, PmcOpSimple,
+};
 use hwpmc::{Driver, Errno, ExecInfo, HostedSample, Pid, Tunables};
-use zerocopy::FromBytes;
+use zerocopy::{FromBytes, IntoBytes};
 
 use super::per_process::PerProcess;
 use super::{ChildPid, Host, HostKind, op_name};
@@ -82,13 +91,20 @@ impl LinuxHost {
         } else {
             "CPUID leaf 0xA reports architectural perfmon version 0"
         };
-        let missing = match (described, perf::probe_hardware()) {
-            (true, Ok(())) => None,
-            (false, Err(reason)) => Some(format!("{reason}; {no_description}")),
-            (false, Ok(())) => Some(format!(
+        // A hybrid machine's core PMUs (cpu_core, cpu_atom): which one each hardware PMC
+        // opens on.
+        let (pmus, unreadable_pmus) = match pmus::discover(std::path::Path::new("/sys")) {
+            Ok(pmus) => (pmus, None),
+            Err(why) => (pmus::CorePmus::default(), Some(why)),
+        };
+        let missing = match (described, perf::probe_hardware(), unreadable_pmus) {
+            (_, _, Some(why)) => Some(format!("the core PMUs' sysfs files are unreadable: {why}")),
+            (true, Ok(()), None) => None,
+            (false, Err(reason), None) => Some(format!("{reason}; {no_description}")),
+            (false, Ok(()), None) => Some(format!(
                 "{no_description}, so the hardware classes (IAP/IAF, K8) cannot be described"
             )),
-            (true, Err(reason)) => Some(reason),
+            (true, Err(reason), None) => Some(reason),
         };
         // FreeBSD's pmc_cpuid format (vendor-family-model-stepping), which picks the event table.
         let intel_model = cpuid.get_vendor_info().and_then(|vendor| {
@@ -101,19 +117,29 @@ impl LinuxHost {
                 f.stepping_id()
             ))
         });
-        let cpu = LinuxCpu { pmu_usable: missing.is_none() };
-        let driver = Driver::load(LinuxKernel::new(ncpu), cpu, Tunables::default())
-            .map_err(|e| format!("the hwpmc driver did not load: {e}"))?;
-        for (name, _) in perf::SOFTWARE_EVENTS {
-            driver
-                .register_soft_event(name)
-                .map_err(|e| format!("registering SOFT event {name}: {e:?}"))?;
-        }
+        let host = Self::load(LinuxKernel::new(ncpu, pmus), missing, intel_model)?;
         // Once per program: a forked child inherits the handler, which serves its own host.
         static AT_EXIT: AtomicBool = AtomicBool::new(false);
         if !AT_EXIT.swap(true, Ordering::AcqRel) {
             // SAFETY: registers a handler with no preconditions of its own; it runs at exit(3).
             unsafe { libc::atexit(owner_exits) };
+        }
+        Ok(host)
+    }
+
+    /// Loads the driver on `kernel`, with hardware classes unless `missing` says why not.
+    fn load(
+        kernel: LinuxKernel,
+        missing: Option<String>,
+        intel_model: Option<String>,
+    ) -> std::result::Result<LinuxHost, String> {
+        let cpu = LinuxCpu { pmu_usable: missing.is_none() };
+        let driver = Driver::load(kernel, cpu, Tunables::default())
+            .map_err(|e| format!("the hwpmc driver did not load: {e}"))?;
+        for (name, _) in perf::SOFTWARE_EVENTS {
+            driver
+                .register_soft_event(name)
+                .map_err(|e| format!("registering SOFT event {name}: {e:?}"))?;
         }
         Ok(LinuxHost {
             driver,
@@ -237,6 +263,44 @@ impl LinuxHost {
         );
     }
 
+    /// What perf adds to a successful operation `op`: a read of a PMC whose event lost its
+    /// counter fails (EBUSY, naming the event); a released PMC's times are forgotten.
+    fn after(&self, op: Op, arg: &[u8]) -> Result<()> {
+        let counters = &self.kernel().counters;
+        match op {
+            Op::PmcRw => {
+                let Ok((rw, _)) = PmcOpPmcRw::read_from_prefix(arg) else { return Ok(()) };
+                let reads = PmcFlags::from_bits_retain(rw.pm_flags).contains(PmcFlags::OLDVALUE);
+                match counters.failure(rw.pm_pmcid).filter(|_| reads) {
+                    Some(why) => Err(Error::with_detail(op_name(op), libc::EBUSY, why)),
+                    None => Ok(()),
+                }
+            }
+            Op::PmcRelease => {
+                if let Ok((simple, _)) = PmcOpSimple::read_from_prefix(arg) {
+                    counters.forget(simple.pm_pmcid);
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// PMC_OP_PMCREADTIMES's times are perf's (nanoseconds), not the driver's (which
+    /// multiplexes no PMC perf counts); EBUSY for a PMC whose event lost its counter.
+    fn perf_times(&self, arg: &mut [u8]) -> Result<()> {
+        let Ok((mut request, _)) = PmcOpPmcReadTimes::read_from_prefix(arg) else { return Ok(()) };
+        let counters = &self.kernel().counters;
+        if let Some(why) = counters.failure(request.pm_pmcid) {
+            return Err(Error::with_detail("PMCREADTIMES", libc::EBUSY, why));
+        }
+        if let Some((enabled, running)) = counters.times(request.pm_pmcid) {
+            (request.pm_enabled, request.pm_running) = (enabled, running);
+            arg[..size_of::<PmcOpPmcReadTimes>()].copy_from_slice(request.as_bytes());
+        }
+        Ok(())
+    }
+
     /// The error of operation `op` failing with `errno`, with the reason when there is one.
     fn error(&self, op: Op, arg: &[u8], errno: Errno, why: Option<String>) -> Error {
         let errno_here = crate::error::host_errno(errno);
@@ -333,7 +397,7 @@ impl Host for LinuxHost {
                 if let Some(host) = instance().filter(|_| needs_worker) {
                     host.ensure_worker();
                 }
-                Ok(())
+                self.after(op, arg)
             }
             Err((errno, why)) => Err(self.error(op, arg, errno, why)),
         }
@@ -341,7 +405,11 @@ impl Host for LinuxHost {
 
     fn extension_call(&self, op: u32, arg: &mut [u8]) -> Result<()> {
         kernel::with_argument(arg, |ptr| self.driver.syscall(op, ptr))
-            .map_err(|e| Error::driver("extension op", e))
+            .map_err(|e| Error::driver("extension op", e))?;
+        if op == PMC_OP_PMCREADTIMES {
+            self.perf_times(arg)?;
+        }
+        Ok(())
     }
 
     fn missing_hardware_reason(&self) -> Option<String> {

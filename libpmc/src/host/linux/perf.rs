@@ -1,9 +1,10 @@
 //! The perf events behind PMCs: which `perf_event_attr` an allocated PMC becomes, and opening it
-//! for a process or a CPU, counting or sampling.
+//! for a process or a CPU, counting or sampling. Counting events open through
+//! [`CountingEvents`], which tests replace with a scripted perf.
 
 use std::io;
 
-use perf_event::events::{Hardware, Raw, Software};
+use perf_event::events::{Hardware, Software};
 use perf_event::{Builder, Counter, SampleFlag, Sampler};
 
 /// What perf counts for one PMC.
@@ -15,6 +16,32 @@ pub(crate) enum Source {
     Hardware(u64),
     /// A raw IA32_PERFEVTSEL encoding (event, umask, edge, inv, cmask).
     Raw(u64),
+}
+
+/// `PERF_TYPE_HARDWARE`: generic hardware events (on a hybrid machine with the PMU's type in
+/// config bits 63:32, perf's extended type).
+pub(crate) const PERF_TYPE_HARDWARE: u32 = 0;
+/// `PERF_TYPE_SOFTWARE`.
+pub(crate) const PERF_TYPE_SOFTWARE: u32 = 1;
+/// `PERF_TYPE_RAW`: the CPU's event-select encoding, on the machine's one core PMU.
+pub(crate) const PERF_TYPE_RAW: u32 = 4;
+
+/// What a perf event counts: `perf_event_attr`'s `type` and `config`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EventAttr {
+    pub(crate) kind: u32,
+    pub(crate) config: u64,
+}
+
+impl Source {
+    /// Its attr on a machine with one core PMU (see `hybrid` for the others).
+    pub(crate) fn attr(self) -> EventAttr {
+        match self {
+            Source::Software(config) => EventAttr { kind: PERF_TYPE_SOFTWARE, config },
+            Source::Hardware(config) => EventAttr { kind: PERF_TYPE_HARDWARE, config },
+            Source::Raw(config) => EventAttr { kind: PERF_TYPE_RAW, config },
+        }
+    }
 }
 
 /// Which rings a PMC counts in.
@@ -70,12 +97,12 @@ pub(crate) struct Sampling {
     pub(crate) side_band: bool,
 }
 
-fn builder(source: Source, rings: Rings, scope: Scope) -> Builder<'static> {
-    let mut b = match source {
-        Source::Software(c) => Builder::new(Software::from(c)),
-        Source::Hardware(c) => Builder::new(Hardware::from(c)),
-        Source::Raw(c) => Builder::new(Raw::new(c)),
-    };
+fn builder(attr: EventAttr, rings: Rings, scope: Scope) -> Builder<'static> {
+    // Any event, then the type and config: the crate's event types know no dynamic PMU type.
+    // read_format is the builder's default: TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING.
+    let mut b = Builder::new(Software::DUMMY);
+    b.attrs_mut().type_ = attr.kind;
+    b.attrs_mut().config = attr.config;
     b.exclude_user(!rings.user).exclude_kernel(!rings.kernel).exclude_hv(true).enabled(false);
     match scope {
         Scope::Thread { tid, inherit, threads_only } => {
@@ -94,9 +121,67 @@ fn builder(source: Source, rings: Rings, scope: Scope) -> Builder<'static> {
     b
 }
 
-/// Opens a counting event, disabled.
-pub(crate) fn open_counter(source: Source, rings: Rings, scope: Scope) -> io::Result<Counter> {
-    builder(source, rings, scope).build()
+/// One counting perf event to open (disabled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CounterRequest {
+    pub(crate) attr: EventAttr,
+    pub(crate) rings: Rings,
+    pub(crate) scope: Scope,
+    /// `pinned`: on a counter all the time or in error (read gives end of file), never
+    /// rotated with other events.
+    pub(crate) pinned: bool,
+}
+
+/// A count with perf's times (`PERF_FORMAT_TOTAL_TIME_ENABLED | _RUNNING`), in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Reading {
+    pub(crate) value: u64,
+    /// Time the event was enabled (for a task's event: while the task ran).
+    pub(crate) enabled: u64,
+    /// Time it was on a counter.
+    pub(crate) running: u64,
+}
+
+/// An open counting event.
+pub(crate) trait CountingEvent: Send {
+    fn enable(&mut self, on: bool) -> io::Result<()>;
+    /// Its count and times; `ErrorKind::UnexpectedEof` when perf put a pinned event in error
+    /// state (it could not keep a counter).
+    fn read(&mut self) -> io::Result<Reading>;
+}
+
+/// Opens counting events: perf itself ([`Perf`]), or a scripted perf in tests.
+pub(crate) trait CountingEvents: Send + Sync {
+    fn open(&self, request: &CounterRequest) -> io::Result<Box<dyn CountingEvent>>;
+}
+
+/// `perf_event_open(2)`.
+pub(crate) struct Perf;
+
+impl CountingEvents for Perf {
+    fn open(&self, request: &CounterRequest) -> io::Result<Box<dyn CountingEvent>> {
+        let mut b = builder(request.attr, request.rings, request.scope);
+        b.pinned(request.pinned);
+        Ok(Box::new(b.build()?))
+    }
+}
+
+impl CountingEvent for Counter {
+    fn enable(&mut self, on: bool) -> io::Result<()> {
+        if on { Counter::enable(self) } else { Counter::disable(self) }
+    }
+
+    fn read(&mut self) -> io::Result<Reading> {
+        let data = self.read_full()?;
+        let ns = |d: Option<std::time::Duration>| {
+            d.map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        };
+        Ok(Reading {
+            value: data.count(),
+            enabled: ns(data.time_enabled()),
+            running: ns(data.time_running()),
+        })
+    }
 }
 
 /// The user registers samples carry for unwinding: `PERF_REG_X86_BP`, `_SP` and `_IP` (perf
@@ -115,7 +200,7 @@ const STACK_RING_BYTES: usize = 2 * 1024 * 1024;
 
 /// Opens a sampling event, disabled, with its ring mapped.
 pub(crate) fn open_sampler(
-    source: Source,
+    attr: EventAttr,
     rings: Rings,
     scope: Scope,
     sampling: Sampling,
@@ -123,21 +208,21 @@ pub(crate) fn open_sampler(
     if sampling.user_stack {
         // A sample with its stack copy is about 8.5 KiB: a bigger ring where the memory-lock
         // limits allow one (perf_event_mlock_kb, RLIMIT_MEMLOCK), else the usual one.
-        let counter = sampling_builder(source, rings, scope, sampling).build()?;
+        let counter = sampling_builder(attr, rings, scope, sampling).build()?;
         if let Ok(sampler) = counter.sampled(STACK_RING_BYTES) {
             return Ok(sampler);
         }
     }
-    sampling_builder(source, rings, scope, sampling).build()?.sampled(RING_BYTES)
+    sampling_builder(attr, rings, scope, sampling).build()?.sampled(RING_BYTES)
 }
 
 fn sampling_builder(
-    source: Source,
+    attr: EventAttr,
     rings: Rings,
     scope: Scope,
     sampling: Sampling,
 ) -> Builder<'static> {
-    let mut b = builder(source, rings, scope);
+    let mut b = builder(attr, rings, scope);
     let mut flags = SampleFlag::IP | SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU;
     if sampling.callchain {
         flags |= SampleFlag::CALLCHAIN;
@@ -162,13 +247,13 @@ fn sampling_builder(
 /// Opens a sampling event like [`open_sampler`] but without a ring of its own: its records go
 /// to `ring`'s (same CPU, same kind of event), so a process's threads share one ring per CPU.
 pub(crate) fn open_into(
-    source: Source,
+    attr: EventAttr,
     rings: Rings,
     scope: Scope,
     sampling: Sampling,
     ring: &Sampler,
 ) -> io::Result<Counter> {
-    let counter = sampling_builder(source, rings, scope, sampling).build()?;
+    let counter = sampling_builder(attr, rings, scope, sampling).build()?;
     /// `PERF_EVENT_IOC_SET_OUTPUT`: `_IO('$', 5)`.
     const SET_OUTPUT: libc::c_ulong = 0x2405;
     use std::os::fd::AsRawFd;
@@ -186,8 +271,8 @@ pub(crate) fn open_into(
 pub(crate) fn probe_hardware() -> Result<(), String> {
     let rings = Rings { user: true, kernel: false };
     let scope = Scope::Thread { tid: 0, inherit: false, threads_only: false };
-    let probe = |source| open_counter(source, rings, scope).map(drop);
-    match probe(Source::Hardware(u64::from(Hardware::INSTRUCTIONS))) {
+    let instructions = Source::Hardware(u64::from(Hardware::INSTRUCTIONS)).attr();
+    match builder(instructions, rings, scope).build().map(drop) {
         Ok(()) => Ok(()),
         Err(e) => Err(format!(
             "no hardware PMU: perf_event_open(PERF_COUNT_HW_INSTRUCTIONS) fails with {} (a VM \
