@@ -86,7 +86,9 @@ int		pmc_wait(pid_t _pid, int *_status);
  * enabled in *enabled and on a counter in *running.  A PMC that is not multiplexed gives its
  * count and 0 for both times; one that never had a turn gives 0 with *running 0 (perf's
  * "<not counted>").  Returns 0, or -1 with errno as pmc_read (EINVAL for value NULL).  On
- * FreeBSD's own kernel module, which has no multiplexing, it is pmc_read with times 0.
+ * FreeBSD's own kernel module, which has no multiplexing, it is pmc_read with times 0.  On the
+ * Linux host the times are perf's, in nanoseconds, for every PMC (equal when perf did not
+ * rotate it), and a PMC without PMC_F_MULTIPLEX whose event lost its counter fails with EBUSY.
  */
 int		pmc_read_scaled(uint32_t _pmc, uint64_t *_value, uint64_t *_enabled,
 		    uint64_t *_running);

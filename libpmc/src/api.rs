@@ -502,10 +502,11 @@ pub fn read(id: u32) -> Result<u64> {
 pub struct ScaledValue {
     /// The count as [`read`] returns it.
     pub value: u64,
-    /// Reference cycles (TSC ticks) the PMC was enabled: running, and for a process PMC, a
-    /// thread of a target on a CPU. 0 for a PMC that is not multiplexed.
+    /// Time the PMC was enabled: running, and for a process PMC, a thread of a target on a
+    /// CPU. In reference cycles (TSC ticks) from this project's driver, 0 for a PMC it does not
+    /// multiplex; on the Linux host perf's nanoseconds, for every PMC perf counts.
     pub enabled: u64,
-    /// Reference cycles it was on a counter. 0 for a PMC that is not multiplexed.
+    /// Time it was on a counter, in the same unit. 0 when `enabled` is 0.
     pub running: u64,
 }
 

@@ -100,6 +100,24 @@ fn task_clock_of_a_busy_program_is_plausible() {
 }
 
 #[test]
+fn multiplex_scales_nothing_perf_never_rotated_and_prints_freebsds_layout() {
+    // Software events never wait for a counter: perf's times say they ran all the time they
+    // were enabled, so the counts are not scaled and no line of shares follows.
+    let hot = c_program("hot");
+    let names = ["task-clock", "context-switches"];
+    let args = ["--multiplex", "-p", names[0], "-p", names[1], "--", arg(&hot), "10000000"];
+    let run = pmcstat(Host::Linux, &args);
+    run.assert_status(0);
+    let values = counts(&run, &names);
+    assert!(values[0] >= 1_000_000, "task-clock {} ns", values[0]);
+    let run = pmcstat(Host::Linux, &["--json", "--multiplex", "-p", "task-clock", "--", "true"]);
+    run.assert_status(0);
+    let json = Json::parse(&run.stdout);
+    let pmcs = json.get("pmcs").array();
+    assert_eq!(pmcs[0].keys(), ["event", "mode", "cpu", "value"], "no times: not multiplexed");
+}
+
+#[test]
 fn json_gives_every_pmc_and_the_exit_status() {
     let run = pmcstat(
         Host::Linux,

@@ -649,7 +649,8 @@ fn write_json(
             json_string(&a.request.spec)
         )?;
         if r.multiplexed() {
-            // The count as read and the times (reference cycles) it was scaled with.
+            // The count as read and the times it was scaled with (the driver's reference
+            // cycles; perf's nanoseconds on Linux).
             write!(
                 out,
                 ",\"raw_value\":{},\"time_enabled\":{},\"time_running\":{}",
