@@ -1,5 +1,6 @@
 //! Latency of `pmc_read` on a running, self-attached counting PMC through each host, and its ratio
-//! to a raw `read(2)` of an equivalent perf counter on Linux.
+//! to a raw `read(2)` of an equivalent perf counter on Linux; on Linux also `pmc_read_scaled`
+//! (the count with perf's times enabled and running).
 //!
 //! `cargo bench -p libpmc --bench read_latency` prints nanoseconds per call; `cargo test
 //! --benches` runs each loop a few times only (a smoke run).
@@ -61,10 +62,17 @@ fn main() {
     let linux_ns = ns_per_call(iterations, || {
         black_box(pmc.read().expect("read"));
     });
+    let scaled_ns = ns_per_call(iterations, || {
+        black_box(pmc.read_scaled().expect("read_scaled"));
+    });
     println!("read(2) of a perf task-clock counter: {raw_ns:8.1} ns/call");
     println!(
         "pmc_read, Linux host:                 {linux_ns:8.1} ns/call  ({:.2}x the raw read)",
         linux_ns / raw_ns
+    );
+    println!(
+        "pmc_read_scaled, Linux host:          {scaled_ns:8.1} ns/call  ({:.2}x the raw read)",
+        scaled_ns / raw_ns
     );
     println!("(PMC_HOST=sim cargo bench -p libpmc --bench read_latency: the simulator host)");
 }
