@@ -409,6 +409,19 @@ mod tests {
     }
 
     #[test]
+    fn this_machines_sysfs_says_whether_it_is_hybrid() {
+        let sysfs = Path::new("/sys");
+        let pmus = discover(sysfs).unwrap();
+        let named = |t: CoreType| sysfs.join(DEVICES).join(t.pmu_name()).is_dir();
+        let expected: Vec<CoreType> = CoreType::ALL.into_iter().filter(|&t| named(t)).collect();
+        let found: Vec<CoreType> = pmus.hybrid.iter().map(|p| p.core_type).collect();
+        assert_eq!(found, expected);
+        for pmu in &pmus.hybrid {
+            assert!(!pmu.cpus.is_empty(), "{pmu:?}");
+        }
+    }
+
+    #[test]
     fn format_terms_place_values_in_their_bits() {
         let formats: BTreeMap<String, Format> = [
             ("event".to_string(), Some(vec![(0, 7), (32, 35)])),
