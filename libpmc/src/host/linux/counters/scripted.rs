@@ -239,3 +239,25 @@ fn a_sampling_process_pmc_has_a_ring_on_each_cpu_of_its_core_pmus_with_their_eve
     let expected: Vec<_> = (0..8).map(|c| (c, attr(if c < 4 { 4 } else { 8 }))).collect();
     assert_eq!(both.sampling_cpus(8), expected);
 }
+
+#[test]
+fn a_detached_targets_times_stay_with_the_pmc() {
+    let (first, second) = (Child::new(), Child::new());
+    let first_pid = first.pid();
+    let (counters, _, _sysfs) = hybrid(move |request, _| match request.scope {
+        Scope::Thread { tid, inherit: true, .. } if tid == first_pid => reading(100, 1000, 250),
+        _ => reading(50, 500, 500),
+    });
+    let shared = pmc(12, fixed(0), PmcFlags::MULTIPLEX | PmcFlags::CORE_TYPE_CORE, None);
+    let id = shared.id.to_u32();
+    counters.start(&shared, &[first.pid(), second.pid()]).unwrap();
+    assert_eq!(counters.read(12), 150);
+    assert_eq!(counters.times(id), Some((1500, 750)));
+    assert_eq!(counters.detach(12, first.pid()), 100);
+    assert_eq!(counters.read(12), 50, "the detached target's count went to the driver");
+    assert_eq!(counters.times(id), Some((1500, 750)), "its times did not go");
+    let mut counted = Vec::new();
+    counters.stop(12, &mut |pid, n| counted.push((pid, n)));
+    assert_eq!(counted, [(second.pid(), 50)]);
+    assert_eq!(counters.times(id), Some((1500, 750)));
+}
