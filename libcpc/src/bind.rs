@@ -249,19 +249,32 @@ fn pmc_spec(
                     request.event, attr.name
                 ));
             }
-            _ if class != Class::Iap => {
+            _ if !matches!(class, Class::Iap | Class::K8) => {
                 return out_of_range(format!("counter {pic} takes no attribute {}", attr.name));
             }
             "umask" | "cmask" if attr.value > 0xff => {
                 return out_of_range(format!("{} {:#x} is over 0xff", attr.name, attr.value));
             }
+            // AMD: ORed into the event's own unit mask (illumos), below; Intel: replaces it.
+            "umask" if named && class == Class::K8 => {}
             "umask" if named => spec.push_str(&format!(",umask={:#x}", attr.value)),
             "cmask" if attr.value != 0 => spec.push_str(&format!(",cmask={}", attr.value)),
             "edge" | "inv" if attr.value != 0 => spec.push_str(&format!(",{}", attr.name)),
             _ => {}
         }
     }
-    if matches!(class, Class::Iap | Class::Iaf) {
+    if let (Class::K8, true, Some(umask)) = (class, named, umask) {
+        // Checked above: at most 0xff.
+        spec = platform.amd_with_umask(&spec, umask).ok_or_else(|| {
+            Error::sub(
+                op,
+                libc::EINVAL,
+                Subcode::InvalidEvent,
+                format!("{:?} is not an AMD core event here", request.event),
+            )
+        })?;
+    }
+    if matches!(class, Class::Iap | Class::Iaf | Class::K8) {
         let (usr, os) = rings(request);
         if usr {
             spec.push_str(",usr");

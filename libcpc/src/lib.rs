@@ -37,8 +37,13 @@
 //!   LWP to its callbacks; exec, fork and LWP create/exit events are not reported.
 //! * Generic events: the architectural ones on Intel (`PAPI_tot_cyc`, `PAPI_tot_ins`,
 //!   `PAPI_br_ins`, `PAPI_br_msp`, `PAPI_l3_tca`, `PAPI_l3_tcm`; `PAPI_tot_ins` and
-//!   `PAPI_tot_cyc` on fixed counters 0 and 1 too). None on the software backend: no `PAPI_*`
-//!   event means a software count.
+//!   `PAPI_tot_cyc` on fixed counters 0 and 1 too); on AMD families 10h, 17h and 19h
+//!   illumos's, plus Linux perf's branch misses and L2 requests and misses where illumos has
+//!   none (see [`generics`]). None on the software backend: no `PAPI_*` event means a software
+//!   count.
+//! * AMD's attributes are `edge`, `inv`, `umask` (ORed into a named event's unit mask, as
+//!   illumos does), `cmask`; not `pc` (libpmc does not set the pin-control bit). Raw codes take
+//!   12 bits.
 //! * `cpc_set_request_preset` (Oracle) sets a request's preset for its next bind, and for the
 //!   next `cpc_set_restart` when the set is the calling thread's bound set.
 //! * A set remembers the pctx it was bound to only for `cpc_terminate`; destroying the set does
@@ -56,6 +61,7 @@ pub mod buf;
 pub mod capi;
 pub mod consts;
 pub mod error;
+pub mod generics;
 pub mod ovf;
 pub mod pctx;
 pub mod platform;

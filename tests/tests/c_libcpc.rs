@@ -42,6 +42,35 @@ fn both_threads_of_a_simulated_program_are_counted_through_pctx() {
     }
 }
 
+#[test]
+fn amd_generic_events_are_listed_and_count_exactly_on_the_simulated_amd_models() {
+    // cpc_walk_generic_events_all lists names sorted, each once.
+    let zen = "generic PAPI_br_cn PAPI_br_ins PAPI_br_msp PAPI_l2_tca PAPI_l2_tcm PAPI_tlb_dm \
+               PAPI_tlb_im PAPI_tot_cyc PAPI_tot_ins\n";
+    let k10 = "generic PAPI_br_ins PAPI_br_msp PAPI_br_tkn PAPI_fad_ins PAPI_fml_ins \
+               PAPI_fp_ops PAPI_fpu_idl PAPI_hw_int PAPI_l1_dca PAPI_l1_dcm PAPI_l1_ica \
+               PAPI_l1_icm PAPI_l1_icr PAPI_l1_ldm PAPI_l1_stm PAPI_l2_dch PAPI_l2_dcm \
+               PAPI_l2_dcr PAPI_l2_dcw PAPI_l2_ich PAPI_l2_icm PAPI_l2_ldm PAPI_l2_stm \
+               PAPI_l2_tca PAPI_l2_tcm PAPI_l3_dcr PAPI_l3_icr PAPI_l3_ldm PAPI_l3_stm \
+               PAPI_l3_tcm PAPI_l3_tcr PAPI_res_stl PAPI_stl_icy PAPI_tlb_dm PAPI_tlb_im \
+               PAPI_tot_cyc PAPI_tot_ins\n";
+    let counts = "PAPI_tot_ins 10000000\nPAPI_tot_cyc 12500000\nPAPI_br_msp 10000\n0xc2 1000000\n";
+    for (model, interface, generics) in [
+        ("zen4", "AMD Family 19h, 6 counters", zen),
+        ("zen2", "AMD Family 17h, 6 counters", zen),
+        ("k10", "AMD Family 10h, 4 counters", k10),
+    ] {
+        for linkage in [Linkage::Shared, Linkage::Static] {
+            let out = run("cpc_amd_generics", linkage, "sim", &[model]);
+            let mut lines = out.lines();
+            let first = lines.next().unwrap_or_default();
+            assert!(first.starts_with(interface), "{model}: {out}");
+            let rest: String = lines.map(|l| format!("{l}\n")).collect();
+            assert_eq!(rest, format!("{generics}{counts}"), "{model}");
+        }
+    }
+}
+
 /// What the default error handler prints for the first, handler-less failure.
 const DEFAULT_HANDLER_LINE: &str = "libcpc: cpc_set_add_request: Unknown event\n";
 

@@ -5,7 +5,7 @@ mod support;
 
 use std::process::{Command, Output};
 
-use support::{lines_labelled, run_tool, text};
+use support::{lines_labelled, run_tool, run_tool_on_model, text};
 
 fn cputrack(host: &str, args: &[&str]) -> Output {
     run_tool(env!("CARGO_BIN_EXE_cputrack"), host, args)
@@ -33,6 +33,49 @@ fn a_simulated_program_is_counted_exactly_with_illumos_columns() {
     assert_eq!(&exit[7..], "   1       exit  10000000   1000000  10000000 ", "{text}");
     assert!(exit[..7].trim().parse::<f64>().is_ok(), "{exit}");
     assert_eq!(lines.next(), None, "{text}");
+}
+
+/// The simulator's AMD models (`PMC_SIM_MODEL`) with their `cpc_cciname`.
+const AMD_MODELS: [(&str, &str); 3] =
+    [("zen4", "AMD Family 19h"), ("zen2", "AMD Family 17h"), ("k10", "AMD Family 10h")];
+
+#[test]
+fn generic_events_count_a_simulated_program_exactly_on_amd() {
+    for (model, _) in AMD_MODELS {
+        let out = run_tool_on_model(
+            env!("CARGO_BIN_EXE_cputrack"),
+            "sim",
+            Some(model),
+            &["-c", "pic0=0xc0,PAPI_br_ins,PAPI_tot_cyc,PAPI_br_msp", "hot-cold"],
+        );
+        assert!(out.status.success(), "{model}: {}", stderr(&out));
+        let text = stdout(&out);
+        assert!(
+            text.starts_with("   time lwp      event      pic0      pic1      pic2      pic3 \n"),
+            "{model}: {text}"
+        );
+        let exits = lines_labelled(&text, "exit");
+        assert_eq!(exits[0][3..], ["10000000", "1000000", "12500000", "10000"], "{model}: {text}");
+    }
+}
+
+#[test]
+fn the_usage_text_lists_amd_generic_events_per_family() {
+    for (model, cciname) in AMD_MODELS {
+        let out = run_tool_on_model(env!("CARGO_BIN_EXE_cputrack"), "sim", Some(model), &["-h"]);
+        let text = stdout(&out) + &stderr(&out);
+        assert!(text.contains(&format!("interface: {cciname}\n")), "{model}: {text}");
+        for generic in ["PAPI_tot_cyc", "PAPI_tot_ins", "PAPI_br_ins", "PAPI_br_msp", "PAPI_tlb_dm"]
+        {
+            assert!(text.contains(generic), "{model} lacks {generic}: {text}");
+        }
+        // Family 10h's taken branches and L3 misses (illumos), not Zen's.
+        for generic in ["PAPI_br_tkn", "PAPI_l3_tcm"] {
+            assert_eq!(text.contains(generic), model == "k10", "{model}, {generic}: {text}");
+        }
+        // Zen's conditional branches, not family 10h's.
+        assert_eq!(text.contains("PAPI_br_cn"), model != "k10", "{model}: {text}");
+    }
 }
 
 #[test]
