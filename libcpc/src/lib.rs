@@ -29,10 +29,13 @@
 //! * The attributes `nouser` and `sys` are accepted in requests too (clearing `CPC_COUNT_USER`,
 //!   setting `CPC_COUNT_SYSTEM`), as the tools' spec tokens of the same names.
 //! * `CPC_HW_SMPL` is 0x100; SMPL requests sample through libpmc's sampling PMCs (see [`smpl`]).
-//! * Overflow signals work on the Linux host (see [`ovf`]: `SIGEMT` is `SIGSTKFLT` there). The
-//!   simulator reports no `CPC_CAP_OVERFLOW_INTERRUPT` (the thread calling libcpc runs none of
-//!   the simulated machine's code), so binding a request with `CPC_OVF_NOTIFY_EMT` fails
-//!   `ENOTSUP` there, as illumos does on hardware that cannot interrupt.
+//! * Overflow signals work on the Linux host for sets bound to a thread (see [`ovf`]: `SIGEMT`
+//!   is `SIGSTKFLT` there), and on the simulator for sets bound to a simulated program, whose
+//!   signals go to the thread running `pctx_run` (see [`ovf_sim`]). The other binds of a
+//!   request with `CPC_OVF_NOTIFY_EMT` fail `ENOTSUP` (on the simulator the calling thread runs
+//!   no simulated code; on Linux another process cannot be sent the signal); CPU-bound sets
+//!   never signal (illumos). A preset set with `cpc_request_preset` gives the overflow period
+//!   from the next restart on.
 //! * libpctx is the part libcpc needs, over libpmc's launching (see [`pctx`]): a process is one
 //!   LWP to its callbacks; exec, fork and LWP create/exit events are not reported.
 //! * Generic events: the architectural ones on Intel (`PAPI_tot_cyc`, `PAPI_tot_ins`,
@@ -63,6 +66,7 @@ pub mod consts;
 pub mod error;
 pub mod generics;
 pub mod ovf;
+pub mod ovf_sim;
 pub mod pctx;
 pub mod platform;
 pub mod set;

@@ -15,7 +15,8 @@
 //!   [`Pctx::follow_forks`], the child is followed too (`init_lwp` of its LWP 1, its events,
 //!   its exit); an exec gets `fini_lwp` of each LWP, `exec` (with the new program's path) and
 //!   `init_lwp` of LWP 1; the process's end gets `fini_lwp` of each live LWP and `exit`. No
-//!   `tick` (the simulated time is not the caller's).
+//!   `tick` (the simulated time is not the caller's). A bound set's overflow signals are
+//!   delivered to the calling thread while it runs (see [`crate::ovf_sim`]).
 //! * A launched process still running when the handle is dropped is killed; a captured one
 //!   keeps running.
 
@@ -206,8 +207,18 @@ impl Pctx {
                 return Ok(());
             }
             let pids: Vec<i32> = followed.iter().map(|(pid, _)| *pid).collect();
-            let event =
-                pmc::host::sim::next_process_event(&pids).map_err(|e| Error::pmc(OP, &e))?;
+            let mut overflow = None;
+            let event = if crate::ovf_sim::watching() {
+                // A bound set signals its overflows: the machine stops at each.
+                let mut stop = || {
+                    overflow = crate::ovf_sim::check();
+                    overflow.is_some()
+                };
+                pmc::host::sim::next_process_event_until(&pids, &mut stop)
+            } else {
+                pmc::host::sim::next_process_event(&pids)
+            };
+            let event = event.map_err(|e| Error::pmc(OP, &e))?;
             use pmc::host::sim::ProcessEvent as E;
             let Some(event) = event else { break };
             let lwps_of = |followed: &[(i32, Vec<i32>)], pid| {
@@ -244,6 +255,11 @@ impl Pctx {
                         pmc::host::sim::process_program(pid).map_err(|e| Error::pmc(OP, &e))?;
                     events.exec(pid, 1, &command).map_err(|CallbackFailed| failed())?;
                     events.init_lwp(pid, 1).map_err(|CallbackFailed| failed())?;
+                }
+                E::Stopped => {
+                    if let Some(overflow) = overflow {
+                        crate::ovf_sim::deliver(overflow);
+                    }
                 }
                 E::Exit { pid, status } => {
                     let Some(at) = lwps_of(&followed, pid) else { continue };

@@ -140,6 +140,8 @@ pub struct Platform {
     soft_codes: Vec<(String, u32)>,
     /// The number of CPUs.
     pub ncpu: u32,
+    /// The libpmc host.
+    pub host: pmc::host::HostKind,
 }
 
 impl Platform {
@@ -156,8 +158,8 @@ impl Platform {
                 .unwrap_or(0)
         };
         let host = pmc::api::host_kind().map_err(|e| Error::pmc(OP, &e))?;
-        // Overflow signals: the Linux host (see crate::ovf).
-        let caps = if host == pmc::host::HostKind::Linux {
+        // Overflow signals: the Linux host (see crate::ovf) and the simulator (crate::ovf_sim).
+        let caps = if matches!(host, pmc::host::HostKind::Linux | pmc::host::HostKind::Sim) {
             crate::consts::CPC_CAP_OVERFLOW_INTERRUPT | crate::consts::CPC_CAP_OVERFLOW_PRECISE
         } else {
             0
@@ -207,6 +209,7 @@ impl Platform {
                 ],
                 soft_codes: Vec::new(),
                 ncpu: info.pm_ncpu,
+                host,
             });
         }
         let amd = rows(Class::K8);
@@ -238,6 +241,7 @@ impl Platform {
                 ],
                 soft_codes: Vec::new(),
                 ncpu: info.pm_ncpu,
+                host,
             });
         }
         let soft = pmc::api::soft_events().unwrap_or_default();
@@ -254,6 +258,7 @@ impl Platform {
             attrs: vec!["nouser", "sys", crate::consts::PICNUM],
             soft_codes: soft,
             ncpu: info.pm_ncpu,
+            host,
         })
     }
 

@@ -158,6 +158,36 @@ fn an_overflow_handler_gets_a_signal_per_period_and_restarts_the_set_on_the_linu
     }
 }
 
+#[test]
+fn an_overflow_handler_restarts_the_set_and_counts_every_period_exactly_on_the_simulator() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        // 10 periods of 1 000 000 instructions; the last one ends with the program's last
+        // block, so after the last restart the values are the presets again.
+        let out = run("cpc_sim_overflow", linkage, "sim", &[]);
+        assert_eq!(out, "signals 10\ninstructions 18446744073708551616\nbranches 0\n");
+    }
+    // AMD's counters too (overflow interrupts, not precise ones).
+    let out = run("cpc_sim_overflow", Linkage::Shared, "sim", &["restart", "zen4"]);
+    assert_eq!(out, "signals 10\ninstructions 18446744073708551616\nbranches 0\n");
+}
+
+#[test]
+fn without_a_restart_the_set_stays_frozen_at_its_first_overflow_on_the_simulator() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_sim_overflow", linkage, "sim", &["norestart"]);
+        assert_eq!(out, "signals 1\ninstructions 0\nbranches 100000\n");
+    }
+}
+
+#[test]
+fn a_preset_set_in_the_overflow_handler_gives_the_next_periods_on_the_simulator() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        // 5 × 1 000 000 + 2 × 2 000 000 instructions, then 1 000 000 of the third 2 000 000.
+        let out = run("cpc_sim_overflow", linkage, "sim", &["preset"]);
+        assert_eq!(out, "signals 7\ninstructions 18446744073708551616\nbranches 100000\n");
+    }
+}
+
 /// Every function `libcpc.h` and `libpctx.h` declare `extern` is exported by `libcpc.so` (the
 /// inline `pctx_set_events` calls the exported `libcpc_pctx_set_event`).
 #[test]
