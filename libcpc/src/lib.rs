@@ -36,8 +36,9 @@
 //!   no simulated code; on Linux another process cannot be sent the signal); CPU-bound sets
 //!   never signal (illumos). A preset set with `cpc_request_preset` gives the overflow period
 //!   from the next restart on.
-//! * libpctx is the part libcpc needs, over libpmc's launching (see [`pctx`]): a process is one
-//!   LWP to its callbacks; exec, fork and LWP create/exit events are not reported.
+//! * libpctx is the part libcpc needs, over libpmc's launching (see [`pctx`]): its fork, exec,
+//!   LWP and exit events come from the simulated kernel on the simulator and from ptrace on
+//!   Linux; on FreeBSD a process is one LWP to its callbacks and only its end is reported.
 //! * Generic events: the architectural ones on Intel (`PAPI_tot_cyc`, `PAPI_tot_ins`,
 //!   `PAPI_br_ins`, `PAPI_br_msp`, `PAPI_l3_tca`, `PAPI_l3_tcm`; `PAPI_tot_ins` and
 //!   `PAPI_tot_cyc` on fixed counters 0 and 1 too); on AMD families 10h, 17h and 19h
@@ -69,6 +70,8 @@ pub mod ovf;
 pub mod ovf_sim;
 pub mod pctx;
 pub mod platform;
+#[cfg(target_os = "linux")]
+pub mod ptrace;
 pub mod set;
 pub mod smpl;
 pub mod tool;

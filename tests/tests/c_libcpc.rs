@@ -282,3 +282,27 @@ fn pctx_reports_the_exec_of_execer_with_the_new_program_on_the_simulator() {
          exit P 1\nstatus 0\nevents ok\n"
     );
 }
+
+#[test]
+fn pctx_reports_a_real_programs_thread_fork_exec_and_exit_on_the_linux_host() {
+    // The target (the client itself) starts and joins a thread, forks a child (not followed:
+    // the C API leaves forks to the fork handler), executes itself, and exits 5; ptrace stops
+    // it at each, so the events come in this order.
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_pctx_linux", linkage, "linux", &[]);
+        assert_eq!(
+            out,
+            "init_lwp P M\ninit_lwp P T\nlwp_create P T\nfini_lwp P T\nlwp_exit P T\n\
+             fork P M\nchild new\nfini_lwp P M\nexec P M\ncommand self\ninit_lwp P M\n\
+             fini_lwp P M\nexit P M\nstatus 5\nevents ok\n"
+        );
+    }
+}
+
+#[test]
+fn a_captured_process_is_traced_while_pctx_runs_and_let_go_after_on_the_linux_host() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_pctx_linux", linkage, "linux", &["capture"]);
+        assert_eq!(out, "capture ticks 2 tracer 0\n");
+    }
+}
