@@ -30,8 +30,12 @@ use crate::pctx::{CallbackFailed, PctxEvents};
 
 const OP: &str = "pctx_run";
 
-/// How long the event loop sleeps when no traced thread has anything to report.
+/// How long the event loop sleeps when no traced thread has had anything to report for a
+/// while; after an event it sleeps [`POLL_AFTER_EVENT`], doubling while nothing comes (a
+/// resumed process often stops again soon: a fork's child executes, a command exits).
 const POLL: Duration = Duration::from_millis(1);
+/// The event loop's first sleep after an event.
+const POLL_AFTER_EVENT: Duration = Duration::from_micros(20);
 
 /// The followed processes and their threads, as the tracer sees them.
 pub(crate) struct Tracer {
@@ -199,12 +203,15 @@ impl Tracer {
         let period = Duration::from_millis(u64::from(msec));
         let mut next = Instant::now() + period;
         let mut samples = 0;
+        let mut pause = POLL_AFTER_EVENT;
         let outcome = loop {
             if terminate.load(Ordering::Acquire) {
                 break Ok(());
             }
-            if let Err(CallbackFailed) = self.take_events(events) {
-                break Err(Error::invalid(OP, "a callback failed"));
+            match self.take_events(events) {
+                Ok(true) => pause = POLL_AFTER_EVENT,
+                Ok(false) => pause = (pause * 2).min(POLL),
+                Err(CallbackFailed) => break Err(Error::invalid(OP, "a callback failed")),
             }
             if self.procs.is_empty() {
                 break Ok(());
@@ -221,17 +228,18 @@ impl Tracer {
                 }
                 next += period;
             }
-            std::thread::sleep(POLL);
+            std::thread::sleep(pause);
         };
         self.let_go();
         outcome
     }
 
-    /// Handles every state change the traced threads have to report.
+    /// Handles every state change the traced threads have to report; whether there was one.
     fn take_events(
         &mut self,
         events: &mut dyn PctxEvents,
-    ) -> std::result::Result<(), CallbackFailed> {
+    ) -> std::result::Result<bool, CallbackFailed> {
+        let mut any = false;
         self.departing.retain(|&tid| {
             wait_thread(tid, true).is_none()
                 && std::path::Path::new(&format!("/proc/{tid}")).exists()
@@ -248,13 +256,15 @@ impl Tracer {
             if pid == self.root && tid == pid && self.created && has_exited(tid) {
                 // Killed past its exit stop: its status is libpmc's wait's.
                 self.process_end(pid, None, events)?;
+                any = true;
                 continue;
             }
             if let Some(status) = wait_thread(tid, true) {
                 self.on_status(pid, tid, status, events)?;
+                any = true;
             }
         }
-        Ok(())
+        Ok(any)
     }
 
     /// Thread `tid` of process `pid` reported `status`.

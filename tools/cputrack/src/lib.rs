@@ -330,6 +330,13 @@ impl PctxEvents for Tracker {
 
     fn exit(&mut self, pid: i32, lwp: i32, _status: i32) {
         self.totals_lines(pid, lwp, "exit");
+        // Its counters go back to the pool: a command that forks many processes in turn, each
+        // followed (-f), needs only as many at once as run at once.
+        if let Some(mut m) = self.procs.remove(&pid) {
+            for set in &mut m.sets {
+                let _ = set.unbind();
+            }
+        }
     }
 }
 

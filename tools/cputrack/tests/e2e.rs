@@ -443,3 +443,24 @@ fn a_process_another_tracer_holds_cannot_be_captured_on_the_linux_host() {
         "{message}"
     );
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn following_more_processes_than_counters_in_turn_releases_each_ones_at_its_exit_on_linux() {
+    // 40 children in turn, each followed and counted: more than the host's 16 software
+    // counters, which suffice since each ended process's counters go back.
+    let script = "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 \
+                  21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40; do /bin/true; done";
+    let out = cputrack("linux", &["-f", "-e", "-T", "60", "-c", "task-clock", "sh", "-c", script]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let forks = pid_lines_labelled(&text, "fork");
+    let exits = pid_lines_labelled(&text, "exit");
+    assert_eq!(forks.len(), 40, "{text}");
+    let mut pids: Vec<&str> = exits.iter().map(|f| f[1]).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    assert_eq!(pids.len(), 41, "an exit line per process, the shell's and its 40 children's");
+    // Each child executes /bin/true: its exec lines, then its exit.
+    assert_eq!(pid_lines_labelled(&text, "exec").len(), 80, "{text}");
+}
