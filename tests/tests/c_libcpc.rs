@@ -141,6 +141,17 @@ fn smpl_records_are_the_sampled_instruction_pointers_up_to_smpl_nrecs() {
 }
 
 #[test]
+fn an_smpl_request_signals_once_when_its_records_are_in_on_the_simulator() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_smpl", linkage, "sim", &["8", "notify"]);
+        assert!(out.starts_with("records 8\n") && out.ends_with("\nsignals 1\n"), "{out}");
+        // 10 samples never fill 100 records: no signal.
+        let out = run("cpc_smpl", linkage, "sim", &["100", "notify"]);
+        assert!(out.starts_with("records 10\n") && out.ends_with("\nsignals 0\n"), "{out}");
+    }
+}
+
+#[test]
 fn smpl_records_of_the_calling_thread_and_a_signal_when_they_are_in_on_the_linux_host() {
     for linkage in [Linkage::Shared, Linkage::Static] {
         let out = run("cpc_smpl_self", linkage, "linux", &[]);
