@@ -12,8 +12,12 @@
  * compiles unchanged.  On the Linux host an overflow of a set bound with cpc_bind_curlwp stops the
  * set and sends the thread SIGEMT with si_code EMT_CPCOVF and si_addr the sampled instruction,
  * about a millisecond after the overflow; libcpc uses SIGRTMAX - 1 internally for that, so a
- * program using overflow signals must leave it alone.  The simulator host cannot interrupt the
- * calling thread (cpc_caps() lacks CPC_CAP_OVERFLOW_INTERRUPT): such a bind fails with ENOTSUP.
+ * program using overflow signals must leave it alone.  On the simulator host the overflows are
+ * those of a simulated program a set is bound to with cpc_bind_pctx: the machine stops right
+ * after the overflowing block and the thread running pctx_run gets SIGEMT (EMT_CPCOVF) before
+ * it goes on; in that thread cpc_request_preset and cpc_set_restart act on the set that
+ * signalled.  There cpc_bind_curlwp of such a request fails with ENOTSUP (the calling thread
+ * runs no simulated code); on Linux, cpc_bind_pctx of one does.
  *
  * Where illumos leaves room, see the crate documentation of libcpc (`cargo doc -p libcpc`).
  */

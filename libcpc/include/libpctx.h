@@ -42,9 +42,12 @@ typedef enum {
 /*
  * Events: the simulator host reports every event but the periodic tick (LWP ids 1 up in
  * creation order; an exec gets fini_lwp of each LWP, exec with the new program's path, then
- * init_lwp of LWP 1); the Linux and FreeBSD hosts, which do not trace the process, report
- * PCTX_INIT_LWP_EVENT, PCTX_FINI_LWP_EVENT and PCTX_SYSC_EXIT_EVENT only. As illumos's libpctx
- * does, the fork handler is called as (pctx, parent pid, child pid, lwp id, arg).
+ * init_lwp of LWP 1); the Linux host traces the process with ptrace(2) while pctx_run runs
+ * (LWP ids are thread ids, the main LWP's the pid; a forked child is let go after the fork
+ * handler; a captured process is let go when pctx_run returns) and reports every event too;
+ * FreeBSD, which does not trace it, reports PCTX_INIT_LWP_EVENT, PCTX_FINI_LWP_EVENT and
+ * PCTX_SYSC_EXIT_EVENT only. As illumos's libpctx does, the fork handler is called as (pctx,
+ * parent pid, child pid, lwp id, arg).
  */
 typedef int pctx_sysc_execfn_t(pctx_t *, pid_t, id_t, char *, void *);
 typedef void pctx_sysc_forkfn_t(pctx_t *, pid_t, id_t, pid_t, void *);

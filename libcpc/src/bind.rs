@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::ThreadId;
 
+use pmc::host::HostKind;
 use pmc::{Class, Mode, Pmc, PmcFlags, PmcSpec};
 
 use crate::assign::{Need, assign};
@@ -89,6 +90,9 @@ pub struct Binding {
     /// When the overflow PMCs last started counting a period (bind, restart): an overflow
     /// sample older than that belongs to a period that is over.
     armed_tsc: u64,
+    /// Bound to a simulated process with a signalling request: its signals go to the thread
+    /// that runs the machine, which may preset and restart it (see [`crate::ovf_sim`]).
+    signals_controller: bool,
 }
 
 /// The CPU mask of a thread before `cpc_bind_cpu` pinned it (Linux).
@@ -98,12 +102,22 @@ type SavedMask = Box<libc::cpu_set_t>;
 #[cfg(not(target_os = "linux"))]
 type SavedMask = std::convert::Infallible;
 
-/// Whether a request of `scope` signals (see [`crate::ovf`]): a counter request its
-/// overflows, an SMPL request the moment its records are all in.
+/// Whether a request of `scope` signals (see [`crate::ovf`] and [`crate::ovf_sim`]): a
+/// counter request its overflows, an SMPL request the moment its records are all in. Sets
+/// bound to a thread signal on the Linux host, sets bound to a process on the simulator.
 fn signals(platform: &Platform, scope: &Scope, request: &Request) -> bool {
     request.flags & CPC_OVF_NOTIFY_EMT != 0
         && platform.caps & CPC_CAP_OVERFLOW_INTERRUPT != 0
-        && matches!(scope, Scope::Lwp { .. })
+        && signalling_scope(platform, scope)
+}
+
+/// Whether sets bound in `scope` signal on this host.
+fn signalling_scope(platform: &Platform, scope: &Scope) -> bool {
+    match scope {
+        Scope::Lwp { .. } => platform.host == HostKind::Linux,
+        Scope::Process { .. } => platform.host == HostKind::Sim,
+        Scope::Cpu { .. } => false,
+    }
 }
 
 /// Whether a counter request of `scope` signals its overflows.
@@ -249,19 +263,32 @@ fn pmc_spec(
                     request.event, attr.name
                 ));
             }
-            _ if class != Class::Iap => {
+            _ if !matches!(class, Class::Iap | Class::K8) => {
                 return out_of_range(format!("counter {pic} takes no attribute {}", attr.name));
             }
             "umask" | "cmask" if attr.value > 0xff => {
                 return out_of_range(format!("{} {:#x} is over 0xff", attr.name, attr.value));
             }
+            // AMD: ORed into the event's own unit mask (illumos), below; Intel: replaces it.
+            "umask" if named && class == Class::K8 => {}
             "umask" if named => spec.push_str(&format!(",umask={:#x}", attr.value)),
             "cmask" if attr.value != 0 => spec.push_str(&format!(",cmask={}", attr.value)),
             "edge" | "inv" if attr.value != 0 => spec.push_str(&format!(",{}", attr.name)),
             _ => {}
         }
     }
-    if matches!(class, Class::Iap | Class::Iaf) {
+    if let (Class::K8, true, Some(umask)) = (class, named, umask) {
+        // Checked above: at most 0xff.
+        spec = platform.amd_with_umask(&spec, umask).ok_or_else(|| {
+            Error::sub(
+                op,
+                libc::EINVAL,
+                Subcode::InvalidEvent,
+                format!("{:?} is not an AMD core event here", request.event),
+            )
+        })?;
+    }
+    if matches!(class, Class::Iap | Class::Iaf | Class::K8) {
         let (usr, os) = rings(request);
         if usr {
             spec.push_str(",usr");
@@ -346,7 +373,8 @@ impl Binding {
         if requests.iter().any(|r| r.is_smpl() || signals_overflow(platform, &scope, r)) {
             smpl::ensure_log(op)?;
         }
-        if requests.iter().any(|r| signals(platform, &scope, r)) {
+        let signalling = requests.iter().any(|r| signals(platform, &scope, r));
+        if signalling && platform.host == HostKind::Linux {
             crate::ovf::start_watcher();
         }
         let mut counters = Vec::with_capacity(requests.len());
@@ -392,7 +420,7 @@ impl Binding {
                         .rate(period)
                         .allocate()
                         .map_err(|e| allocation_error(op, &e, index))?;
-                    pmc.attach(0).map_err(|e| allocation_error(op, &e, index))?;
+                    pmc.attach(target.unwrap_or(0)).map_err(|e| allocation_error(op, &e, index))?;
                     Some(pmc)
                 }
                 _ => None,
@@ -424,6 +452,7 @@ impl Binding {
             pmc.start().map_err(|e| allocation_error(op, &e, index))?;
         }
         Ok(Binding {
+            signals_controller: signalling && matches!(scope, Scope::Process { .. }),
             scope,
             counters,
             live: true,
@@ -471,6 +500,7 @@ impl Binding {
     /// Releases the counters.
     fn release(&mut self) {
         crate::ovf::unwatch(&self.watched_pmcs());
+        crate::ovf_sim::unwatch(&self.watched_pmcs());
         let sampling =
             self.counters.iter().filter(|c| c.smpl.is_some()).filter_map(|c| c.pmc.as_ref());
         let sampling: Vec<u32> = sampling
@@ -596,6 +626,7 @@ impl Binding {
         self.usable(op)?;
         match self.scope {
             Scope::Lwp { .. } => Ok(()),
+            Scope::Process { .. } if self.signals_controller => Ok(()),
             _ => Err(Error::invalid(
                 op,
                 "the calling thread's set is not bound with cpc_bind_curlwp",
@@ -618,7 +649,9 @@ impl Binding {
         let was_frozen = self.frozen.take().is_some();
         self.armed_tsc = tsc();
         for counter in self.counters.iter_mut().filter(|c| c.smpl.is_none()) {
+            let old_period = smpl::period(counter.preset);
             counter.preset = counter.next_preset;
+            let period = smpl::period(counter.preset);
             if let Some(pmc) = &counter.pmc {
                 counter.base =
                     Self::count_of(self.multiplex, pmc).map_err(|e| Error::pmc(OP, &e))?;
@@ -626,12 +659,20 @@ impl Binding {
                     pmc.start().map_err(|e| Error::pmc(OP, &e))?;
                 }
             }
-            // A full period again before the next overflow.
+            // A full period again before the next overflow: the new preset's, if it has one
+            // (a preset of 0 is 2^64 events from wrapping: the overflow PMC stays stopped).
             if let Some(pmc) = &counter.overflow {
                 if !was_frozen {
                     pmc.stop().map_err(|e| Error::pmc(OP, &e))?;
                 }
-                pmc.start().map_err(|e| Error::pmc(OP, &e))?;
+                if period != old_period {
+                    if let Some(period) = period {
+                        pmc.set_count(period).map_err(|e| Error::pmc(OP, &e))?;
+                    }
+                }
+                if period.is_some() {
+                    pmc.start().map_err(|e| Error::pmc(OP, &e))?;
+                }
             }
         }
         Ok(())
@@ -750,6 +791,14 @@ impl Set {
             return Err(Error::new(OP, libc::EAGAIN)
                 .because("a set is bound to a CPU (cpc_bind_cpu) in this process"));
         }
+        if platform.host == HostKind::Sim
+            && self.requests.iter().any(|r| r.flags & CPC_OVF_NOTIFY_EMT != 0)
+        {
+            return Err(Error::new(OP, libc::ENOTSUP).because(
+                "on the simulator the calling thread runs no simulated code, so its counters \
+                 never overflow: bind overflow requests to a simulated program (cpc_bind_pctx)",
+            ));
+        }
         let scope = Scope::Lwp {
             thread: std::thread::current().id(),
             epoch: CPU_EPOCH.load(Ordering::Acquire),
@@ -844,7 +893,9 @@ impl Set {
                 format!("bind flags {flags:#x}: 0 or CPC_BIND_MULTIPLEX"),
             ));
         }
-        if self.requests.iter().any(|r| r.flags & CPC_OVF_NOTIFY_EMT != 0) {
+        if platform.host != HostKind::Sim
+            && self.requests.iter().any(|r| r.flags & CPC_OVF_NOTIFY_EMT != 0)
+        {
             return Err(Error::new(OP, libc::ENOTSUP).because(
                 "overflow signals go to the thread that bound the set; another process cannot \
                  be sent one",
@@ -862,7 +913,11 @@ impl Set {
         let multiplex = flags & CPC_BIND_MULTIPLEX != 0;
         let binding =
             Binding::new(OP, platform, &self.requests, Scope::Process { pid }, multiplex)?;
-        self.attach(binding);
+        let signalling = binding.watched_pmcs();
+        let binding = self.attach(binding);
+        if !signalling.is_empty() {
+            crate::ovf_sim::watch(signalling, &binding);
+        }
         Ok(())
     }
 
@@ -906,9 +961,11 @@ impl Set {
     }
 }
 
-/// Runs `f` on the calling thread's bound set; `EINVAL` if it has none.
+/// Runs `f` on the calling thread's bound set, else (on the simulator) on the set whose
+/// overflow signal it received last (see [`crate::ovf_sim`]); `EINVAL` if it has neither.
 fn with_current<R>(op: &'static str, f: impl FnOnce(&mut Binding) -> Result<R>) -> Result<R> {
     let current = CURRENT.with(|c| c.borrow().clone());
+    let current = current.or_else(|| crate::ovf_sim::signalled().map(|b| (b, false)));
     let (binding, holds) =
         current.ok_or_else(|| Error::invalid(op, "the calling thread has no bound set"))?;
     let _held = crate::ovf::SignalHeld::new(holds);

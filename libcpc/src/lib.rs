@@ -29,16 +29,25 @@
 //! * The attributes `nouser` and `sys` are accepted in requests too (clearing `CPC_COUNT_USER`,
 //!   setting `CPC_COUNT_SYSTEM`), as the tools' spec tokens of the same names.
 //! * `CPC_HW_SMPL` is 0x100; SMPL requests sample through libpmc's sampling PMCs (see [`smpl`]).
-//! * Overflow signals work on the Linux host (see [`ovf`]: `SIGEMT` is `SIGSTKFLT` there). The
-//!   simulator reports no `CPC_CAP_OVERFLOW_INTERRUPT` (the thread calling libcpc runs none of
-//!   the simulated machine's code), so binding a request with `CPC_OVF_NOTIFY_EMT` fails
-//!   `ENOTSUP` there, as illumos does on hardware that cannot interrupt.
-//! * libpctx is the part libcpc needs, over libpmc's launching (see [`pctx`]): a process is one
-//!   LWP to its callbacks; exec, fork and LWP create/exit events are not reported.
+//! * Overflow signals work on the Linux host for sets bound to a thread (see [`ovf`]: `SIGEMT`
+//!   is `SIGSTKFLT` there), and on the simulator for sets bound to a simulated program, whose
+//!   signals go to the thread running `pctx_run` (see [`ovf_sim`]). The other binds of a
+//!   request with `CPC_OVF_NOTIFY_EMT` fail `ENOTSUP` (on the simulator the calling thread runs
+//!   no simulated code; on Linux another process cannot be sent the signal); CPU-bound sets
+//!   never signal (illumos). A preset set with `cpc_request_preset` gives the overflow period
+//!   from the next restart on.
+//! * libpctx is the part libcpc needs, over libpmc's launching (see [`pctx`]): its fork, exec,
+//!   LWP and exit events come from the simulated kernel on the simulator and from ptrace on
+//!   Linux; on FreeBSD a process is one LWP to its callbacks and only its end is reported.
 //! * Generic events: the architectural ones on Intel (`PAPI_tot_cyc`, `PAPI_tot_ins`,
 //!   `PAPI_br_ins`, `PAPI_br_msp`, `PAPI_l3_tca`, `PAPI_l3_tcm`; `PAPI_tot_ins` and
-//!   `PAPI_tot_cyc` on fixed counters 0 and 1 too). None on the software backend: no `PAPI_*`
-//!   event means a software count.
+//!   `PAPI_tot_cyc` on fixed counters 0 and 1 too); on AMD families 10h, 17h and 19h
+//!   illumos's, plus Linux perf's branch misses and L2 requests and misses where illumos has
+//!   none (see [`generics`]). None on the software backend: no `PAPI_*` event means a software
+//!   count.
+//! * AMD's attributes are `edge`, `inv`, `umask` (ORed into a named event's unit mask, as
+//!   illumos does), `cmask`; not `pc` (libpmc does not set the pin-control bit). Raw codes take
+//!   12 bits.
 //! * `cpc_set_request_preset` (Oracle) sets a request's preset for its next bind, and for the
 //!   next `cpc_set_restart` when the set is the calling thread's bound set.
 //! * A set remembers the pctx it was bound to only for `cpc_terminate`; destroying the set does
@@ -56,9 +65,13 @@ pub mod buf;
 pub mod capi;
 pub mod consts;
 pub mod error;
+pub mod generics;
 pub mod ovf;
+pub mod ovf_sim;
 pub mod pctx;
 pub mod platform;
+#[cfg(target_os = "linux")]
+pub mod ptrace;
 pub mod set;
 pub mod smpl;
 pub mod tool;

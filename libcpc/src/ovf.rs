@@ -20,6 +20,7 @@
 //! Only sets bound with `cpc_bind_curlwp` signal: CPU-bound sets never do (as on illumos), and
 //! `cpc_bind_pctx` of a set with such a request fails `ENOTSUP` (the signal would be the
 //! controlled process's, which cannot be sent one carrying `EMT_CPCOVF` from another process).
+//! The simulator's overflow signals are [`crate::ovf_sim`]'s.
 
 #[cfg(target_os = "linux")]
 use std::sync::{Arc, Mutex, Once, PoisonError, Weak};
@@ -176,6 +177,22 @@ fn install_trigger() {
         libc::sigemptyset(&mut action.sa_mask);
         libc::sigaction(trigger_signal(), &action, std::ptr::null_mut());
     }
+}
+
+/// Sends the calling thread [`SIGEMT`] with `si_code` [`EMT_CPCOVF`] and `si_addr` = `ip`
+/// (the simulator's overflows, see [`crate::ovf_sim`]): Linux delivers it before the system
+/// call returns.
+#[cfg(target_os = "linux")]
+pub(crate) fn signal_self(ip: u64) {
+    queue(current_tid(), SIGEMT, EMT_CPCOVF, SI_ADDR_OFFSET, ip);
+}
+
+/// Sends the calling thread [`SIGEMT`] (elsewhere a thread cannot give its own signal a
+/// `si_code`: it is `SI_USER`).
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn signal_self(_ip: u64) {
+    // SAFETY: raise sends a signal to the calling thread.
+    unsafe { libc::raise(SIGEMT) };
 }
 
 /// [`SIGEMT`] blocked for the calling thread while it lives (so that a handler calling libcpc

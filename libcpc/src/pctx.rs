@@ -3,11 +3,13 @@
 //! lets it run and calls back at its start, every `msec` milliseconds and at its end.
 //!
 //! Over libpmc's hosts (design choices):
-//! * On Linux and FreeBSD the process is one "LWP" to the callbacks (counting is per process,
-//!   see [`crate::bind`]): its id is the process's main thread id. No tracing is used there, so
-//!   `fork`, `exec`, `lwp_create` and `lwp_exit` are not reported (that needs ptrace's
-//!   `PTRACE_O_TRACEFORK`/`TRACECLONE`/`TRACEEXEC`/`TRACEEXIT` on a traced child; the launched
-//!   child is held by a pipe, not traced).
+//! * On Linux the process is traced with ptrace while [`Pctx::run`] runs (see
+//!   [`crate::ptrace`]): every event is reported, LWP ids are thread ids (the main LWP's is
+//!   the pid), and with [`Pctx::follow_forks`] the forked processes are followed too. A
+//!   process another tracer holds cannot be run (`EPERM`).
+//! * On FreeBSD the process is one "LWP" to the callbacks (counting is per process, see
+//!   [`crate::bind`]): its id is the process's main thread id. No tracing is used there, so
+//!   `fork`, `exec`, `lwp_create` and `lwp_exit` are not reported.
 //! * The simulator runs a launched program when [`Pctx::run`] does, stopping at each change of
 //!   the process its kernel reports: LWPs are numbered 1 (the first thread) up in creation
 //!   order; a new LWP gets `init_lwp` then `lwp_create`, an ending one `fini_lwp` then
@@ -15,7 +17,8 @@
 //!   [`Pctx::follow_forks`], the child is followed too (`init_lwp` of its LWP 1, its events,
 //!   its exit); an exec gets `fini_lwp` of each LWP, `exec` (with the new program's path) and
 //!   `init_lwp` of LWP 1; the process's end gets `fini_lwp` of each live LWP and `exit`. No
-//!   `tick` (the simulated time is not the caller's).
+//!   `tick` (the simulated time is not the caller's). A bound set's overflow signals are
+//!   delivered to the calling thread while it runs (see [`crate::ovf_sim`]).
 //! * A launched process still running when the handle is dropped is killed; a captured one
 //!   keeps running.
 
@@ -127,8 +130,8 @@ impl Pctx {
         lwp_id(self.pid)
     }
 
-    /// Whether [`Pctx::run`] follows the processes this one forks (the simulator only; the
-    /// other hosts do not see forks).
+    /// Whether [`Pctx::run`] follows the processes this one forks (the simulator and Linux;
+    /// FreeBSD does not see forks).
     pub fn follow_forks(&mut self, follow: bool) {
         self.follow_forks = follow;
     }
@@ -147,6 +150,10 @@ impl Pctx {
         let failed = || Error::invalid(OP, "a callback failed");
         let (pid, lwp) = (self.pid, self.lwp());
         events.init_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
+        #[cfg(target_os = "linux")]
+        if host()? == HostKind::Linux {
+            return self.run_traced(msec, nsamples, events);
+        }
         if self.created {
             pmc::api::resume(pid).map_err(|e| Error::pmc(OP, &e))?;
         }
@@ -193,6 +200,26 @@ impl Pctx {
         Ok(())
     }
 
+    /// [`Pctx::run`] on the Linux host, the process traced (see [`crate::ptrace`]); its main
+    /// LWP's `init_lwp` is done, the process not resumed yet.
+    #[cfg(target_os = "linux")]
+    fn run_traced(&mut self, msec: u32, nsamples: u32, events: &mut dyn PctxEvents) -> Result<()> {
+        const OP: &str = "pctx_run";
+        let pid = self.pid;
+        let mut tracer = crate::ptrace::Tracer::seize(pid, self.created, self.follow_forks)?;
+        for lwp in tracer.other_threads() {
+            events
+                .init_lwp(pid, lwp)
+                .map_err(|CallbackFailed| Error::invalid(OP, "a callback failed"))?;
+        }
+        if self.created {
+            pmc::api::resume(pid).map_err(|e| Error::pmc(OP, &e))?;
+        }
+        let result = tracer.run(msec, nsamples, &self.terminate, events);
+        self.ended |= tracer.root_ended();
+        result
+    }
+
     /// [`Pctx::run`] on the simulator: the machine runs from one event of the followed
     /// processes to the next (`init_lwp` of the first LWP is done).
     fn run_sim(&mut self, events: &mut dyn PctxEvents) -> Result<()> {
@@ -206,8 +233,18 @@ impl Pctx {
                 return Ok(());
             }
             let pids: Vec<i32> = followed.iter().map(|(pid, _)| *pid).collect();
-            let event =
-                pmc::host::sim::next_process_event(&pids).map_err(|e| Error::pmc(OP, &e))?;
+            let mut overflow = None;
+            let event = if crate::ovf_sim::watching() {
+                // A bound set signals its overflows: the machine stops at each.
+                let mut stop = || {
+                    overflow = crate::ovf_sim::check();
+                    overflow.is_some()
+                };
+                pmc::host::sim::next_process_event_until(&pids, &mut stop)
+            } else {
+                pmc::host::sim::next_process_event(&pids)
+            };
+            let event = event.map_err(|e| Error::pmc(OP, &e))?;
             use pmc::host::sim::ProcessEvent as E;
             let Some(event) = event else { break };
             let lwps_of = |followed: &[(i32, Vec<i32>)], pid| {
@@ -244,6 +281,11 @@ impl Pctx {
                         pmc::host::sim::process_program(pid).map_err(|e| Error::pmc(OP, &e))?;
                     events.exec(pid, 1, &command).map_err(|CallbackFailed| failed())?;
                     events.init_lwp(pid, 1).map_err(|CallbackFailed| failed())?;
+                }
+                E::Stopped => {
+                    if let Some(overflow) = overflow {
+                        crate::ovf_sim::deliver(overflow);
+                    }
                 }
                 E::Exit { pid, status } => {
                     let Some(at) = lwps_of(&followed, pid) else { continue };
@@ -291,10 +333,11 @@ impl Pctx {
     }
 }
 
-/// Whether [`Pctx::run`] sees forks and execs on this host (the simulator only), so
-/// [`Pctx::follow_forks`] works.
+/// Whether [`Pctx::run`] sees forks and execs on this host (the simulator, and Linux with
+/// ptrace), so [`Pctx::follow_forks`] works.
 pub fn can_follow_forks() -> bool {
-    host().ok() == Some(HostKind::Sim)
+    let host = host().ok();
+    host == Some(HostKind::Sim) || (cfg!(target_os = "linux") && host == Some(HostKind::Linux))
 }
 
 /// The id of process `pid`'s main LWP: its thread id (the pid), 1 on the simulator.

@@ -5,6 +5,8 @@
 //! PICs, in order (a design choice; illumos numbers Intel's the same way):
 //! * a host with an Intel PMU (class IAP): one PIC per general-purpose row, then one per fixed
 //!   counter (class IAF), e.g. 4 + 3 = 7 on the simulator's Skylake;
+//! * a host with AMD's core counters (class K8): one PIC per counter, each counting every
+//!   event (4 on family 10h, 6 on Zen 2 and Zen 4), as illumos numbers them;
 //! * a host without a hardware PMU (the Linux host in a VM): one PIC per SOFT row, each able to
 //!   count every software event the host offers (`page-faults`, `task-clock`, …).
 //!
@@ -18,12 +20,15 @@ use pmc::Class;
 use pmc::events::EventKind;
 
 use crate::error::{Error, Result};
+use crate::generics;
 
 /// What kind of counters back the PICs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     /// Intel architectural performance monitoring: general-purpose then fixed counters.
     Intel,
+    /// AMD's core performance counters.
+    Amd,
     /// The host's software events (no hardware PMU).
     Software,
 }
@@ -63,20 +68,30 @@ impl Pic {
     }
 }
 
-/// The generic events of Intel's general-purpose counters: architectural events (CPUID leaf
-/// 0xA), so every Intel PMU has them.
-const INTEL_GP_GENERICS: &[(&str, &str)] = &[
-    ("PAPI_tot_cyc", "event=0x3c,umask=0x00"),
-    ("PAPI_tot_ins", "event=0xc0,umask=0x00"),
-    ("PAPI_br_ins", "event=0xc4,umask=0x00"),
-    ("PAPI_br_msp", "event=0xc5,umask=0x00"),
-    ("PAPI_l3_tca", "event=0x2e,umask=0x4f"),
-    ("PAPI_l3_tcm", "event=0x2e,umask=0x41"),
-];
+/// The family and model (decimal) of the CPU the host counts on, from its `pmc_cpuid`
+/// (`"AuthenticAMD-25-11-1"`, `"GenuineIntel-6-55"`).
+fn cpu_signature() -> Option<(u32, u32)> {
+    let id = pmc::host::with_host(|h| Ok(h.intel_model())).ok().flatten()?;
+    let mut parts = id.split('-').skip(1);
+    let family = parts.next()?.parse::<u32>().ok()?;
+    let model = u32::from_str_radix(parts.next()?, 16).ok()?;
+    Some((family, model))
+}
 
-/// The generic events of Intel's fixed counters 0, 1 and 2.
-const INTEL_FIXED_GENERICS: [&[(&str, &str)]; 3] =
-    [&[("PAPI_tot_ins", "INSTR_RETIRED.ANY")], &[("PAPI_tot_cyc", "CPU_CLK_UNHALTED.THREAD")], &[]];
+/// `cpc_cpuref` of an AMD CPU of `family`: the document that describes its events.
+fn amd_reference(family: u32) -> String {
+    if family >= 0x17 {
+        format!(
+            "See the \"Processor Programming Reference (PPR) for AMD Family {family:02X}h\" of \
+             this processor's model, section \"Core Performance Monitor Counters\""
+        )
+    } else {
+        format!(
+            "See \"BIOS and Kernel Developer's Guide (BKDG) For AMD Family {family:02X}h \
+             Processors\", section \"Performance Counter Events\""
+        )
+    }
+}
 
 /// A raw event code as `strtol(s, &end, 0)` accepts it with nothing left over: leading blanks,
 /// a sign, `0x` hex, `0` octal or decimal; `""` is 0 (an illumos quirk kept). `None` if
@@ -125,6 +140,8 @@ pub struct Platform {
     soft_codes: Vec<(String, u32)>,
     /// The number of CPUs.
     pub ncpu: u32,
+    /// The libpmc host.
+    pub host: pmc::host::HostKind,
 }
 
 impl Platform {
@@ -141,8 +158,8 @@ impl Platform {
                 .unwrap_or(0)
         };
         let host = pmc::api::host_kind().map_err(|e| Error::pmc(OP, &e))?;
-        // Overflow signals: the Linux host (see crate::ovf).
-        let caps = if host == pmc::host::HostKind::Linux {
+        // Overflow signals: the Linux host (see crate::ovf) and the simulator (crate::ovf_sim).
+        let caps = if matches!(host, pmc::host::HostKind::Linux | pmc::host::HostKind::Sim) {
             crate::consts::CPC_CAP_OVERFLOW_INTERRUPT | crate::consts::CPC_CAP_OVERFLOW_PRECISE
         } else {
             0
@@ -158,10 +175,10 @@ impl Platform {
                     .collect()
             };
             let mut pics: Vec<Pic> = (0..gp)
-                .map(|_| Pic::new(Class::Iap, lower(Class::Iap), INTEL_GP_GENERICS.to_vec()))
+                .map(|_| Pic::new(Class::Iap, lower(Class::Iap), generics::INTEL_GP.to_vec()))
                 .collect();
             let fixed_names = lower(Class::Iaf);
-            for (index, generics) in INTEL_FIXED_GENERICS.iter().enumerate().take(fixed) {
+            for (index, generics) in generics::INTEL_FIXED.iter().enumerate().take(fixed) {
                 let names = fixed_names
                     .iter()
                     .filter(|n| {
@@ -172,16 +189,7 @@ impl Platform {
                     .collect();
                 pics.push(Pic::new(Class::Iaf, names, generics.to_vec()));
             }
-            let model = pmc::host::with_host(|h| Ok(h.intel_model())).ok().flatten();
-            let (family, model) = model
-                .as_deref()
-                .and_then(|m| {
-                    let mut parts = m.rsplit('-');
-                    let model = u32::from_str_radix(parts.next()?, 16).ok()?;
-                    let family = parts.next()?.parse::<u32>().ok()?;
-                    Some((family, model))
-                })
-                .unwrap_or((0, 0));
+            let (family, model) = cpu_signature().unwrap_or((0, 0));
             return Ok(Platform {
                 backend: Backend::Intel,
                 pics,
@@ -201,6 +209,39 @@ impl Platform {
                 ],
                 soft_codes: Vec::new(),
                 ncpu: info.pm_ncpu,
+                host,
+            });
+        }
+        let amd = rows(Class::K8);
+        if amd > 0 {
+            let family = cpu_signature().map_or(0, |(family, _)| family);
+            let names: Vec<String> = listed
+                .iter()
+                .filter(|(c, _)| *c == Class::K8)
+                .map(|(_, n)| n.to_ascii_lowercase())
+                .collect();
+            let generics = generics::amd(family).to_vec();
+            let pics = (0..amd).map(|_| Pic::new(Class::K8, names.clone(), generics.clone()));
+            // Overflow signals: the Linux host (see crate::ovf), not precise on AMD (illumos).
+            let caps = caps & crate::consts::CPC_CAP_OVERFLOW_INTERRUPT;
+            return Ok(Platform {
+                backend: Backend::Amd,
+                pics: pics.collect(),
+                caps,
+                cciname: format!("AMD Family {family:02x}h"),
+                cpuref: amd_reference(family),
+                attrs: vec![
+                    "edge",
+                    "inv",
+                    "umask",
+                    "cmask",
+                    "nouser",
+                    "sys",
+                    crate::consts::PICNUM,
+                ],
+                soft_codes: Vec::new(),
+                ncpu: info.pm_ncpu,
+                host,
             });
         }
         let soft = pmc::api::soft_events().unwrap_or_default();
@@ -217,6 +258,7 @@ impl Platform {
             attrs: vec!["nouser", "sys", crate::consts::PICNUM],
             soft_codes: soft,
             ncpu: info.pm_ncpu,
+            host,
         })
     }
 
@@ -250,11 +292,41 @@ impl Platform {
             Class::Iap => {
                 Some(format!("event={:#x},umask={:#x}", code & 0xff, umask.unwrap_or(0) & 0xff))
             }
+            // AMD's event select has 12 bits (bits 8-11 go to PERF_CTL bits 35:32).
+            Class::K8 => {
+                Some(format!("event={:#x},umask={:#x}", code & 0xfff, umask.unwrap_or(0) & 0xff))
+            }
             Class::Soft => {
                 self.soft_codes.iter().find(|(_, c)| i64::from(*c) == code).map(|(n, _)| n.clone())
             }
             _ => None,
         }
+    }
+
+    /// AMD named event `spec` (with the attributes `spec_on` appended) with `umask` ORed into
+    /// its unit mask, as a raw encoding; `None` if it is not an AMD core event.
+    pub fn amd_with_umask(&self, spec: &str, umask: u64) -> Option<String> {
+        let (name, rest) = spec.split_once(',').unwrap_or((spec, ""));
+        let EventKind::K8 { perf_ctl } = pmc::api::lookup_event(name).ok()?.kind else {
+            return None;
+        };
+        let code = perf_ctl & 0xff | (perf_ctl >> 32 & 0xf) << 8;
+        let umask = (perf_ctl >> 8 & 0xff) | (umask & 0xff);
+        let mut raw = format!("event={code:#x},umask={umask:#x}");
+        let cmask = perf_ctl >> 24 & 0xff;
+        if cmask != 0 {
+            raw.push_str(&format!(",cmask={cmask}"));
+        }
+        for (bit, qualifier) in [(18, "edge"), (23, "inv")] {
+            if perf_ctl >> bit & 1 != 0 {
+                raw.push_str(&format!(",{qualifier}"));
+            }
+        }
+        if !rest.is_empty() {
+            raw.push(',');
+            raw.push_str(rest);
+        }
+        Some(raw)
     }
 
     /// The PICs that can count `event` by name (a raw code counts on none unless placed with

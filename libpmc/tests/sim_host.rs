@@ -191,3 +191,25 @@ fn the_exec_of_execer_is_reported_before_the_new_image_runs() {
     assert_eq!(api::wait(pid).unwrap(), 0);
     assert_eq!(process_program(pid).unwrap_err().errno, libc::ESRCH);
 }
+
+#[test]
+fn a_stop_condition_stops_the_machine_after_the_block_execution_that_made_it_hold() {
+    use pmc::host::sim::{BLOCK_INSTRUCTIONS, ProcessEvent as E, next_process_event_until};
+    sim();
+    let counter = PmcSpec::new("instructions").mode(Mode::ThreadCounting).allocate().unwrap();
+    let pid = api::spawn(&["hot-cold".into()]).unwrap();
+    counter.attach(pid).unwrap();
+    counter.start().unwrap();
+    api::resume(pid).unwrap();
+    // Asked after every tick of one block execution per CPU: the process (one thread) stops
+    // after exactly the block that reached 123 blocks.
+    let mut stop = || counter.read().unwrap() >= 123 * BLOCK_INSTRUCTIONS;
+    assert_eq!(next_process_event_until(&[pid], &mut stop).unwrap(), Some(E::Stopped));
+    assert_eq!(counter.read().unwrap(), 123 * BLOCK_INSTRUCTIONS);
+    // A condition that never holds: the next change of the process comes as before.
+    let mut never = || false;
+    let event = next_process_event_until(&[pid], &mut never).unwrap();
+    assert_eq!(event, Some(E::Exit { pid, status: 0 }));
+    assert_eq!(counter.read().unwrap(), 1_000 * BLOCK_INSTRUCTIONS);
+    assert_eq!(api::wait(pid).unwrap(), 0);
+}

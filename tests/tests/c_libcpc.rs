@@ -42,6 +42,35 @@ fn both_threads_of_a_simulated_program_are_counted_through_pctx() {
     }
 }
 
+#[test]
+fn amd_generic_events_are_listed_and_count_exactly_on_the_simulated_amd_models() {
+    // cpc_walk_generic_events_all lists names sorted, each once.
+    let zen = "generic PAPI_br_cn PAPI_br_ins PAPI_br_msp PAPI_l2_tca PAPI_l2_tcm PAPI_tlb_dm \
+               PAPI_tlb_im PAPI_tot_cyc PAPI_tot_ins\n";
+    let k10 = "generic PAPI_br_ins PAPI_br_msp PAPI_br_tkn PAPI_fad_ins PAPI_fml_ins \
+               PAPI_fp_ops PAPI_fpu_idl PAPI_hw_int PAPI_l1_dca PAPI_l1_dcm PAPI_l1_ica \
+               PAPI_l1_icm PAPI_l1_icr PAPI_l1_ldm PAPI_l1_stm PAPI_l2_dch PAPI_l2_dcm \
+               PAPI_l2_dcr PAPI_l2_dcw PAPI_l2_ich PAPI_l2_icm PAPI_l2_ldm PAPI_l2_stm \
+               PAPI_l2_tca PAPI_l2_tcm PAPI_l3_dcr PAPI_l3_icr PAPI_l3_ldm PAPI_l3_stm \
+               PAPI_l3_tcm PAPI_l3_tcr PAPI_res_stl PAPI_stl_icy PAPI_tlb_dm PAPI_tlb_im \
+               PAPI_tot_cyc PAPI_tot_ins\n";
+    let counts = "PAPI_tot_ins 10000000\nPAPI_tot_cyc 12500000\nPAPI_br_msp 10000\n0xc2 1000000\n";
+    for (model, interface, generics) in [
+        ("zen4", "AMD Family 19h, 6 counters", zen),
+        ("zen2", "AMD Family 17h, 6 counters", zen),
+        ("k10", "AMD Family 10h, 4 counters", k10),
+    ] {
+        for linkage in [Linkage::Shared, Linkage::Static] {
+            let out = run("cpc_amd_generics", linkage, "sim", &[model]);
+            let mut lines = out.lines();
+            let first = lines.next().unwrap_or_default();
+            assert!(first.starts_with(interface), "{model}: {out}");
+            let rest: String = lines.map(|l| format!("{l}\n")).collect();
+            assert_eq!(rest, format!("{generics}{counts}"), "{model}");
+        }
+    }
+}
+
 /// What the default error handler prints for the first, handler-less failure.
 const DEFAULT_HANDLER_LINE: &str = "libcpc: cpc_set_add_request: Unknown event\n";
 
@@ -112,6 +141,17 @@ fn smpl_records_are_the_sampled_instruction_pointers_up_to_smpl_nrecs() {
 }
 
 #[test]
+fn an_smpl_request_signals_once_when_its_records_are_in_on_the_simulator() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_smpl", linkage, "sim", &["8", "notify"]);
+        assert!(out.starts_with("records 8\n") && out.ends_with("\nsignals 1\n"), "{out}");
+        // 10 samples never fill 100 records: no signal.
+        let out = run("cpc_smpl", linkage, "sim", &["100", "notify"]);
+        assert!(out.starts_with("records 10\n") && out.ends_with("\nsignals 0\n"), "{out}");
+    }
+}
+
+#[test]
 fn smpl_records_of_the_calling_thread_and_a_signal_when_they_are_in_on_the_linux_host() {
     for linkage in [Linkage::Shared, Linkage::Static] {
         let out = run("cpc_smpl_self", linkage, "linux", &[]);
@@ -126,6 +166,36 @@ fn an_overflow_handler_gets_a_signal_per_period_and_restarts_the_set_on_the_linu
     for linkage in [Linkage::Shared, Linkage::Static] {
         let out = run("cpc_overflow", linkage, "linux", &[]);
         assert_eq!(out, "signals ok\n");
+    }
+}
+
+#[test]
+fn an_overflow_handler_restarts_the_set_and_counts_every_period_exactly_on_the_simulator() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        // 10 periods of 1 000 000 instructions; the last one ends with the program's last
+        // block, so after the last restart the values are the presets again.
+        let out = run("cpc_sim_overflow", linkage, "sim", &[]);
+        assert_eq!(out, "signals 10\ninstructions 18446744073708551616\nbranches 0\n");
+    }
+    // AMD's counters too (overflow interrupts, not precise ones).
+    let out = run("cpc_sim_overflow", Linkage::Shared, "sim", &["restart", "zen4"]);
+    assert_eq!(out, "signals 10\ninstructions 18446744073708551616\nbranches 0\n");
+}
+
+#[test]
+fn without_a_restart_the_set_stays_frozen_at_its_first_overflow_on_the_simulator() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_sim_overflow", linkage, "sim", &["norestart"]);
+        assert_eq!(out, "signals 1\ninstructions 0\nbranches 100000\n");
+    }
+}
+
+#[test]
+fn a_preset_set_in_the_overflow_handler_gives_the_next_periods_on_the_simulator() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        // 5 × 1 000 000 + 2 × 2 000 000 instructions, then 1 000 000 of the third 2 000 000.
+        let out = run("cpc_sim_overflow", linkage, "sim", &["preset"]);
+        assert_eq!(out, "signals 7\ninstructions 18446744073708551616\nbranches 100000\n");
     }
 }
 
@@ -222,4 +292,28 @@ fn pctx_reports_the_exec_of_execer_with_the_new_program_on_the_simulator() {
          command /usr/sim/bin/hot-cold\ninit_lwp P 1\nfini_lwp P 1\nPAPI_tot_ins 11000000\n\
          exit P 1\nstatus 0\nevents ok\n"
     );
+}
+
+#[test]
+fn pctx_reports_a_real_programs_thread_fork_exec_and_exit_on_the_linux_host() {
+    // The target (the client itself) starts and joins a thread, forks a child (not followed:
+    // the C API leaves forks to the fork handler), executes itself, and exits 5; ptrace stops
+    // it at each, so the events come in this order.
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_pctx_linux", linkage, "linux", &[]);
+        assert_eq!(
+            out,
+            "init_lwp P M\ninit_lwp P T\nlwp_create P T\nfini_lwp P T\nlwp_exit P T\n\
+             fork P M\nchild new\nfini_lwp P M\nexec P M\ncommand self\ninit_lwp P M\n\
+             fini_lwp P M\nexit P M\nstatus 5\nevents ok\n"
+        );
+    }
+}
+
+#[test]
+fn a_captured_process_is_traced_while_pctx_runs_and_let_go_after_on_the_linux_host() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_pctx_linux", linkage, "linux", &["capture"]);
+        assert_eq!(out, "capture ticks 2 tracer 0\n");
+    }
 }

@@ -226,6 +226,9 @@ pub struct SimHost {
     /// Forked children and exec'd processes [`next_process_event`] reported, asleep until it
     /// or `wait` runs again.
     held: RefCell<Vec<i32>>,
+    /// The machine's quantum (block executions per time slice), which
+    /// [`next_process_event_until`] shortens while it runs.
+    quantum: u64,
 }
 
 /// What [`next_process_event`] last reported of a watched process.
@@ -282,6 +285,8 @@ pub enum ProcessEvent {
         /// Its exit status.
         status: i32,
     },
+    /// The caller's stop condition held after a tick ([`next_process_event_until`]).
+    Stopped,
 }
 
 /// Runs this thread's simulated machine until one of the processes `pids` forks, starts or ends
@@ -292,7 +297,19 @@ pub enum ProcessEvent {
 /// report; `ESRCH` for a pid the machine never ran. A process is watched from the first call
 /// that names it; an exit is reported once.
 pub fn next_process_event(pids: &[i32]) -> Result<Option<ProcessEvent>> {
-    with(|host| host.next_process_event(pids))
+    with(|host| host.next_process_event(pids, None))
+}
+
+/// [`next_process_event`], also stopping with [`ProcessEvent::Stopped`] as soon as `stop`
+/// holds: it is asked after every tick, and the ticks are one block execution long meanwhile
+/// (the quantum is 1), so the processes stop right after the execution that made it hold —
+/// e.g. the one whose counter overflow put a sample in the log (libcpc's overflow signals).
+/// `stop` may make system calls of this host (read PMCs, flush the log).
+pub fn next_process_event_until(
+    pids: &[i32],
+    stop: &mut dyn FnMut() -> bool,
+) -> Result<Option<ProcessEvent>> {
+    with(|host| host.next_process_event(pids, Some(stop)))
 }
 
 thread_local! {
@@ -333,6 +350,7 @@ impl SimHost {
     /// A machine of `cpus` CPUs of `model`, scheduling with `seed`. A hybrid model (a P-core's,
     /// with a leaf 0x1A core type) gets the matching E-cores for the second half of its CPUs.
     pub fn new(model: PmuModel, cpus: usize, seed: u64) -> SimHost {
+        let quantum = MachineConfig::new(model, cpus).quantum;
         let mut machine = match e_core_of(&model) {
             Some(e_core) => {
                 let p_cores = cpus.div_ceil(2);
@@ -345,7 +363,7 @@ impl SimHost {
                 let kernel = hwpmc_sim::SimKernel::new(hw.clone());
                 let driver = hwpmc::Driver::load(kernel, hw, hwpmc::Tunables::default())
                     .unwrap_or_else(|e| panic!("the driver refused to load: {e}"));
-                Machine::with_driver(driver, seed, MachineConfig::new(model, cpus).quantum)
+                Machine::with_driver(driver, seed, quantum)
             }
             None => Machine::new(MachineConfig::new(model, cpus).seed(seed)),
         };
@@ -358,6 +376,7 @@ impl SimHost {
             log: RefCell::new(None),
             watched: RefCell::default(),
             held: RefCell::default(),
+            quantum,
         }
     }
 
@@ -427,7 +446,11 @@ impl SimHost {
 }
 
 impl SimHost {
-    fn next_process_event(&self, pids: &[i32]) -> Result<Option<ProcessEvent>> {
+    fn next_process_event(
+        &self,
+        pids: &[i32],
+        stop: Option<&mut dyn FnMut() -> bool>,
+    ) -> Result<Option<ProcessEvent>> {
         {
             let machine = self.machine.borrow();
             let mut watched = self.watched.borrow_mut();
@@ -450,8 +473,14 @@ impl SimHost {
         }
         self.release_held();
         self.machine.borrow_mut().stop_at_fork_and_exec(pids);
-        let result = self.watch_until_change(pids);
-        self.machine.borrow_mut().stop_at_fork_and_exec(&[]);
+        if stop.is_some() {
+            self.machine.borrow_mut().set_quantum(1);
+        }
+        let result = self.watch_until_change(pids, stop);
+        let mut machine = self.machine.borrow_mut();
+        machine.set_quantum(self.quantum);
+        machine.stop_at_fork_and_exec(&[]);
+        drop(machine);
         match result {
             // Held asleep until the next call (or wait) lets it run.
             Ok(Some(ProcessEvent::Fork { child, .. })) => self.held.borrow_mut().push(child),
@@ -472,7 +501,11 @@ impl SimHost {
         }
     }
 
-    fn watch_until_change(&self, pids: &[i32]) -> Result<Option<ProcessEvent>> {
+    fn watch_until_change(
+        &self,
+        pids: &[i32],
+        mut stop: Option<&mut dyn FnMut() -> bool>,
+    ) -> Result<Option<ProcessEvent>> {
         loop {
             if let Some(event) = self.process_change(pids) {
                 return Ok(Some(event));
@@ -496,6 +529,9 @@ impl SimHost {
             }
             self.machine.borrow_mut().step();
             self.pump_log()?;
+            if stop.as_mut().is_some_and(|stop| stop()) {
+                return Ok(Some(ProcessEvent::Stopped));
+            }
         }
     }
 

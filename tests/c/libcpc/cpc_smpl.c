@@ -4,6 +4,9 @@
  * (PAPI_br_ins) and an SMPL request sampling PAPI_tot_ins every 1 000 000 instructions, bound to
  * the program through pctx, keeps min(10, smpl_nrecs) records, each the sampled instruction
  * pointer.  argv[1] is smpl_nrecs.  Prints "records N" and one "ip 0x..." line per record.
+ * With argv[2] "notify" the SMPL request also has CPC_OVF_NOTIFY_EMT: the thread running
+ * pctx_run gets one SIGEMT (EMT_CPCOVF) when the records are in, and nothing stops; then
+ * "signals N" ends the output.
  */
 #include <sys/types.h>
 
@@ -19,6 +22,16 @@ static cpc_t *cpc;
 static cpc_set_t *set;
 static cpc_buf_t *buf;
 static int items, attrs;
+static volatile sig_atomic_t signals, bad_code;
+
+static void
+on_emt(int sig, siginfo_t *info, void *context)
+{
+	(void)context;
+	if (sig != SIGEMT || info->si_code != EMT_CPCOVF || info->si_addr == NULL)
+		bad_code = 1;
+	signals++;
+}
 
 static int
 init_lwp(pctx_t *pctx, pid_t pid, id_t lwp, void *arg)
@@ -69,7 +82,10 @@ main(int argc, char **argv)
 	uint_t records, i;
 	int counting, sampling;
 
-	EXPECT(argc == 2);
+	int notify = argc == 3 && strcmp(argv[2], "notify") == 0;
+
+	EXPECT(argc == 2 || notify);
+	handle_signal(SIGEMT, on_emt);
 	smpl_attrs[0].ca_name = "smpl_nrecs";
 	smpl_attrs[0].ca_val = strtoull(argv[1], NULL, 0);
 
@@ -78,7 +94,7 @@ main(int argc, char **argv)
 	CHECK_PTR(set = cpc_set_create(cpc));
 	CHECK(counting = cpc_set_add_request(cpc, set, "PAPI_br_ins", 0, CPC_COUNT_USER, 0, NULL));
 	CHECK(sampling = cpc_set_add_request(cpc, set, "PAPI_tot_ins", UINT64_MAX - 999999,
-	    CPC_COUNT_USER | CPC_HW_SMPL, 1, smpl_attrs));
+	    CPC_COUNT_USER | CPC_HW_SMPL | (notify ? CPC_OVF_NOTIFY_EMT : 0), 1, smpl_attrs));
 	CHECK_PTR(buf = cpc_buf_create(cpc, set));
 
 	cpc_walk_smpl_recitems(cpc, NULL, item);
@@ -108,6 +124,10 @@ main(int argc, char **argv)
 		EXPECT(record[0] == ip);
 		printf("ip %#" PRIx64 "\n", ip);
 	}
+	EXPECT(!bad_code);
+	EXPECT(notify || signals == 0);
+	if (notify)
+		printf("signals %d\n", (int)signals);
 	FAILS_WITH(cpc_buf_smpl_rec_count(cpc, buf, counting, &records), EINVAL);
 	FAILS_WITH(cpc_buf_smpl_get_item(cpc, buf, sampling, (int)records, 0, &ip), EINVAL);
 	FAILS_WITH(cpc_buf_smpl_get_item(cpc, buf, sampling, 0, 1, &ip), EINVAL);

@@ -6,7 +6,7 @@ mod support;
 
 use std::process::Output;
 
-use support::{lines_labelled, run_tool, text};
+use support::{lines_labelled, run_tool, run_tool_on_model, text};
 
 fn cpustat(host: &str, args: &[&str]) -> Output {
     run_tool(env!("CARGO_BIN_EXE_cpustat"), host, args)
@@ -28,6 +28,31 @@ fn every_cpu_of_the_simulator_every_interval_then_the_totals() {
     let total = &lines_labelled(&stdout, "total")[0];
     assert_eq!(total[1..], ["2", "total", "0", "0"], "{stdout}");
     assert_eq!(stdout.lines().last().map(|l| l.len()), Some(7 + 1 + 3 + 1 + 5 + 1 + 10 + 10));
+}
+
+#[test]
+fn amd_generic_events_and_raw_codes_count_on_every_cpu_of_the_simulator() {
+    for model in ["zen4", "zen2", "k10"] {
+        let out = run_tool_on_model(
+            env!("CARGO_BIN_EXE_cpustat"),
+            "sim",
+            Some(model),
+            &["-c", "PAPI_tot_cyc,PAPI_br_msp,pic3=0x4e1,umask3=0xf7", "0.02", "1"],
+        );
+        assert!(out.status.success(), "{model}: {}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        assert!(
+            stdout.starts_with("   time cpu event      pic0      pic1      pic3 \n"),
+            "{stdout}"
+        );
+        let ticks = lines_labelled(&stdout, "tick");
+        assert_eq!(ticks.len(), 2, "{model}: one interval on two CPUs: {stdout}");
+        // The simulated machine runs nothing while cpustat watches it.
+        assert!(ticks.iter().all(|f| f[3..] == ["0", "0", "0"]), "{model}: {stdout}");
+    }
+    let out = run_tool_on_model(env!("CARGO_BIN_EXE_cpustat"), "sim", Some("zen4"), &["-h"]);
+    let usage = text(&out.stdout) + &text(&out.stderr);
+    assert!(usage.contains("AMD Family 19h") && usage.contains("PAPI_br_cn"), "{usage}");
 }
 
 #[test]

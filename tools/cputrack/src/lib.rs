@@ -9,13 +9,14 @@
 //! Exit status: 0 success, 1 error, 2 usage. Over libcpc's pctx: counting is per process, with
 //! the sets bound to its first LWP (its main thread id; 1 on the simulator, which runs a
 //! built-in program to its end with no `tick` lines). `-f` follows the processes the command
-//! forks where pctx sees forks (the simulator): each is measured with its own sets, a `pid`
-//! column labels the lines, and a `fork` line (`# <child pid>`) marks each fork; on the other
-//! hosts, which do not trace processes, `-f` fails (exit 1). An exec, seen on the simulator,
-//! prints the old image's totals (`exec` lines) and an `exec` marker (`# '<program>'`); then
-//! cputrack stops, as illumos's does, unless `-e` keeps it counting the new image (the set stays
-//! bound; the `exit` lines are the new image's totals). `-e` fails (exit 1) on the hosts that do
-//! not see execs, where cputrack counts across an exec without noticing it.
+//! forks where pctx sees forks (the simulator, and Linux with ptrace): each is measured with its
+//! own sets, a `pid` column labels the lines, and a `fork` line (`# <child pid>`) marks each
+//! fork; on FreeBSD, where pctx does not trace processes, `-f` fails (exit 1). An exec prints
+//! the old image's totals (`exec` lines) and an `exec` marker (`# '<program>'`); then cputrack
+//! stops, as illumos's does (on Linux the launched command is then killed, as `pctx_release`
+//! kills a created process), unless `-e` keeps it counting the new image (the set stays bound;
+//! the `exit` lines are the new image's totals). `-e` fails (exit 1) on FreeBSD, where cputrack
+//! counts across an exec without noticing it.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -329,6 +330,13 @@ impl PctxEvents for Tracker {
 
     fn exit(&mut self, pid: i32, lwp: i32, _status: i32) {
         self.totals_lines(pid, lwp, "exit");
+        // Its counters go back to the pool: a command that forks many processes in turn, each
+        // followed (-f), needs only as many at once as run at once.
+        if let Some(mut m) = self.procs.remove(&pid) {
+            for set in &mut m.sets {
+                let _ = set.unbind();
+            }
+        }
     }
 }
 

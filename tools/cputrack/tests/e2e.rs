@@ -5,7 +5,7 @@ mod support;
 
 use std::process::{Command, Output};
 
-use support::{lines_labelled, run_tool, text};
+use support::{lines_labelled, run_tool, run_tool_on_model, text};
 
 fn cputrack(host: &str, args: &[&str]) -> Output {
     run_tool(env!("CARGO_BIN_EXE_cputrack"), host, args)
@@ -33,6 +33,49 @@ fn a_simulated_program_is_counted_exactly_with_illumos_columns() {
     assert_eq!(&exit[7..], "   1       exit  10000000   1000000  10000000 ", "{text}");
     assert!(exit[..7].trim().parse::<f64>().is_ok(), "{exit}");
     assert_eq!(lines.next(), None, "{text}");
+}
+
+/// The simulator's AMD models (`PMC_SIM_MODEL`) with their `cpc_cciname`.
+const AMD_MODELS: [(&str, &str); 3] =
+    [("zen4", "AMD Family 19h"), ("zen2", "AMD Family 17h"), ("k10", "AMD Family 10h")];
+
+#[test]
+fn generic_events_count_a_simulated_program_exactly_on_amd() {
+    for (model, _) in AMD_MODELS {
+        let out = run_tool_on_model(
+            env!("CARGO_BIN_EXE_cputrack"),
+            "sim",
+            Some(model),
+            &["-c", "pic0=0xc0,PAPI_br_ins,PAPI_tot_cyc,PAPI_br_msp", "hot-cold"],
+        );
+        assert!(out.status.success(), "{model}: {}", stderr(&out));
+        let text = stdout(&out);
+        assert!(
+            text.starts_with("   time lwp      event      pic0      pic1      pic2      pic3 \n"),
+            "{model}: {text}"
+        );
+        let exits = lines_labelled(&text, "exit");
+        assert_eq!(exits[0][3..], ["10000000", "1000000", "12500000", "10000"], "{model}: {text}");
+    }
+}
+
+#[test]
+fn the_usage_text_lists_amd_generic_events_per_family() {
+    for (model, cciname) in AMD_MODELS {
+        let out = run_tool_on_model(env!("CARGO_BIN_EXE_cputrack"), "sim", Some(model), &["-h"]);
+        let text = stdout(&out) + &stderr(&out);
+        assert!(text.contains(&format!("interface: {cciname}\n")), "{model}: {text}");
+        for generic in ["PAPI_tot_cyc", "PAPI_tot_ins", "PAPI_br_ins", "PAPI_br_msp", "PAPI_tlb_dm"]
+        {
+            assert!(text.contains(generic), "{model} lacks {generic}: {text}");
+        }
+        // Family 10h's taken branches and L3 misses (illumos), not Zen's.
+        for generic in ["PAPI_br_tkn", "PAPI_l3_tcm"] {
+            assert_eq!(text.contains(generic), model == "k10", "{model}, {generic}: {text}");
+        }
+        // Zen's conditional branches, not family 10h's.
+        assert_eq!(text.contains("PAPI_br_cn"), model != "k10", "{model}: {text}");
+    }
 }
 
 #[test]
@@ -242,17 +285,6 @@ fn follow_fork_with_verbose_and_two_specs_binds_the_child_and_labels_its_lines()
     assert_eq!(pid_lines_labelled(&text, "exit").len(), 4, "two specs, two processes: {text}");
 }
 
-#[cfg(target_os = "linux")]
-#[test]
-fn follow_fork_fails_on_the_linux_host_which_does_not_trace_processes() {
-    let out = cputrack("linux", &["-f", "-c", "page-faults", "true"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert_eq!(
-        stderr(&out),
-        "cputrack: cannot follow forks (-f) on this host: it does not trace processes\n"
-    );
-}
-
 #[test]
 fn an_exec_ends_the_tracking_without_follow_exec() {
     // "execer" runs cold (100 blocks), then executes hot-cold: cputrack prints the old image's
@@ -280,13 +312,155 @@ fn follow_exec_counts_the_new_image_exactly_after_the_old_images_totals() {
     assert_eq!(lines_labelled(&text, "exit")[0][3..], ["10000000", "1000000"], "{text}");
 }
 
+/// `tests/programs/forkexec.c` compiled with the system `cc` into this test's temporary
+/// directory (once per test process).
+#[cfg(target_os = "linux")]
+fn forkexec() -> &'static str {
+    static EXE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("cputrack-forkexec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let exe = dir.join("forkexec");
+        let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs/forkexec.c");
+        let status = Command::new("cc")
+            .args(["-std=c99", "-D_GNU_SOURCE", "-O1", "-Wall", "-Werror", "-o"])
+            .arg(&exe)
+            .arg(source)
+            .status()
+            .expect("run cc");
+        assert!(status.success(), "cc {source}");
+        exe.to_string_lossy().into_owned()
+    })
+}
+
+/// The value in column `column` (after time, pid, lwp, label) of a `-f` line.
+#[cfg(target_os = "linux")]
+fn count(fields: &[&str], column: usize) -> u64 {
+    fields[4 + column].parse().unwrap_or_else(|_| panic!("a count: {fields:?}"))
+}
+
 #[cfg(target_os = "linux")]
 #[test]
-fn follow_exec_fails_on_the_linux_host_which_does_not_see_execs() {
-    let out = cputrack("linux", &["-e", "-c", "page-faults", "true"]);
+fn follow_fork_and_exec_trace_a_real_program_on_the_linux_host() {
+    // forkexec touches 64 pages, forks a child that touches 256, then executes itself
+    // ("stage2"), which touches 128: with -f the child is counted under its own pid, with -e
+    // the new image is counted on after the old one's totals.
+    let exe = forkexec();
+    let out = cputrack("linux", &["-f", "-e", "-T", "60", "-c", "page-faults,task-clock", exe]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("   time    pid lwp      event      pic0      pic1 \n"), "{text}");
+    let forks = pid_lines_labelled(&text, "fork");
+    assert_eq!(forks.len(), 1, "one fork: {text}");
+    let (root, child) = (forks[0][1], forks[0][5]);
+    assert_eq!(forks[0][4], "#", "{text}");
+    assert_ne!(root, child);
+    // One exit line per process, each under its pid (and its main LWP, the pid).
+    let exits = pid_lines_labelled(&text, "exit");
+    let mut pids: Vec<&str> = exits.iter().map(|f| f[1]).collect();
+    pids.sort_unstable();
+    let mut expected = vec![root, child];
+    expected.sort_unstable();
+    assert_eq!(pids, expected, "{text}");
+    assert!(exits.iter().all(|f| f[1] == f[2]), "{text}");
+    let child_exit = exits.iter().find(|f| f[1] == child).unwrap();
+    assert!(count(child_exit, 0) >= 256 && count(child_exit, 1) > 0, "{text}");
+    // The exec: the old image's totals, then the marker with the new program's path.
+    let execs = pid_lines_labelled(&text, "exec");
+    assert_eq!(execs.len(), 2, "{text}");
+    assert!(execs.iter().all(|f| f[1] == root), "{text}");
+    assert!(count(&execs[0], 0) >= 64, "{text}");
+    assert_eq!(execs[1][4..], ["#", &format!("'{exe}'")], "{text}");
+    // The new image's totals: its own 128 pages, not the old image's.
+    let root_exit = exits.iter().find(|f| f[1] == root).unwrap();
+    assert!(count(root_exit, 0) >= 128 && count(root_exit, 1) > 0, "{text}");
+    // In order: the fork before the child's lines, the exec before the root's exit.
+    let labels: Vec<(&str, &str)> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .map(|f| (f[1], f[3]))
+        .collect();
+    let at = |pid: &str, label: &str| labels.iter().position(|&l| l == (pid, label)).unwrap();
+    assert!(at(root, "fork") < at(child, "exit"), "{text}");
+    assert!(at(root, "exec") < at(root, "exit"), "{text}");
+    assert_eq!(labels.len(), 5, "fork, child exit, 2 exec, root exit: {text}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn without_follow_flags_the_tracking_of_a_real_program_ends_at_its_exec_on_the_linux_host() {
+    // No pid column, no fork line, no child line: the old image's totals at the exec end it.
+    let exe = forkexec();
+    let out = cputrack("linux", &["-T", "60", "-c", "page-faults", exe]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let labels: Vec<&str> =
+        text.lines().skip(1).filter_map(|l| l.split_whitespace().nth(2)).collect();
+    assert_eq!(labels, ["exec", "exec"], "{text}");
+    let execs = lines_labelled(&text, "exec");
+    let faults: u64 = execs[0][3].parse().unwrap();
+    assert!(faults >= 64, "{text}");
+    assert_eq!(execs[1][3..], ["#", &format!("'{exe}'")], "{text}");
+
+    // -e alone: the exec, then the new image's exit; the forked child is not followed.
+    let out = cputrack("linux", &["-e", "-T", "60", "-c", "page-faults", exe]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let labels: Vec<&str> =
+        text.lines().skip(1).filter_map(|l| l.split_whitespace().nth(2)).collect();
+    assert_eq!(labels, ["exec", "exec", "exit"], "{text}");
+    let faults: u64 = lines_labelled(&text, "exit")[0][3].parse().unwrap();
+    assert!(faults >= 128, "{text}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_process_another_tracer_holds_cannot_be_captured_on_the_linux_host() {
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new("sleep");
+    command.arg("30");
+    // SAFETY: the child only makes the ptrace system call before it executes sleep, which then
+    // stops at its exec, traced by this test process.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+    let mut child = command.spawn().expect("sleep");
+    let pid = child.id().to_string();
+    let out = cputrack("linux", &["-N", "1", "-c", "page-faults", "-p", &pid]);
+    let _ = child.kill();
+    let _ = child.wait();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert_eq!(
-        stderr(&out),
-        "cputrack: cannot follow execs (-e) on this host: it does not trace processes\n"
+    let message = stderr(&out);
+    assert!(
+        message.starts_with("cputrack: pctx_run: Operation not permitted")
+            && message.contains(&format!("cannot trace process {pid} (ptrace)")),
+        "{message}"
     );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn following_more_processes_than_counters_in_turn_releases_each_ones_at_its_exit_on_linux() {
+    // 40 children in turn, each followed and counted: more than the host's 16 software
+    // counters, which suffice since each ended process's counters go back.
+    let script = "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 \
+                  21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40; do /bin/true; done";
+    let out = cputrack("linux", &["-f", "-e", "-T", "60", "-c", "task-clock", "sh", "-c", script]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let forks = pid_lines_labelled(&text, "fork");
+    let exits = pid_lines_labelled(&text, "exit");
+    assert_eq!(forks.len(), 40, "{text}");
+    let mut pids: Vec<&str> = exits.iter().map(|f| f[1]).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    assert_eq!(pids.len(), 41, "an exit line per process, the shell's and its 40 children's");
+    // Each child executes /bin/true: its exec lines, then its exit.
+    assert_eq!(pid_lines_labelled(&text, "exec").len(), 80, "{text}");
 }
