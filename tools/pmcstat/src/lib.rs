@@ -146,6 +146,14 @@ fn describe_event(spec: &str) -> Result<i32, Failure> {
     let (event, unavailable) =
         api::encode_event(spec).map_err(|e| Failure::pmc(&format!("event {spec:?}"), &e))?;
     let mut text = describe_event_text(&event);
+    // A hybrid CPU whose core types encode the event differently: a PMC of every core type
+    // loads each one's own (the E-cores' travels after pm_iap).
+    let per_core_type = api::encode_every_core_type(spec)
+        .map_err(|e| Failure::pmc(&format!("event {spec:?}"), &e))?;
+    if let Some((core, atom)) = per_core_type {
+        text += &format!("{:<16}{core:#010x} (cpu_core, Core table)\n", "P-cores:");
+        text += &format!("{:<16}{atom:#010x} (cpu_atom, Atom table)\n", "E-cores:");
+    }
     if let Some(reason) = unavailable {
         text += &format!("{:<16}no: {reason}\n", "on this host:");
     }
