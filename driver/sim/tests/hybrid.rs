@@ -232,6 +232,40 @@ fn one_pmc_counts_with_each_core_types_encoding() {
     m.hardware().assert_no_faults();
 }
 
+/// A multiplexed PMC with both core types' encodings takes its turns like any other: enabled
+/// exactly while its thread runs (its two load specs are one PMC to the turns), never counting
+/// more than while it was on a counter.
+#[test]
+fn a_multiplexed_pmc_with_two_encodings_has_exact_times() {
+    let mut m = hybrid(PmuModel::alder_lake_p(), PmuModel::alder_lake_e(), 1, 1, 17);
+    let block = work().with_raw(0xAB, 0x01, 50).with_raw(0xCD, 0x02, 70);
+    let program = ProgramBuilder::new("/bin/mover")
+        .function("main", move |f| f.repeat(Ring::User, block.clone(), 7).loop_to(0, 400).exit())
+        .build();
+    let pid = m.spawn(&program, Credentials::user(1006));
+    competitors(&mut m);
+    let tool = m.spawn_tool(Credentials::root());
+    let filler =
+        AllocateRequest::iap(config(ArchEvent::Instructions)).with_flags(PmcFlags::MULTIPLEX);
+    let mut ids: Vec<u32> = (0..11).map(|_| m.client(tool).allocate(filler).unwrap()).collect();
+    let both = two_encodings().with_flags(PmcFlags::MULTIPLEX);
+    let both = m.client(tool).allocate(both).unwrap();
+    ids.push(both);
+    for &id in &ids {
+        m.client(tool).attach(id, pid).unwrap();
+        m.client(tool).start(id).unwrap();
+    }
+    m.run_until_idle();
+    assert_eq!(cpus_of(&m, pid).len(), 2, "it ran on the P-core and on the E-core");
+    let on_cpu = u64::try_from(m.process_truth(pid).arch(ArchEvent::RefCycles)).unwrap();
+    let t = m.client(tool).read_times(both).unwrap();
+    assert_eq!(t.pm_enabled, on_cpu, "{t:?}");
+    assert!(t.pm_running > 0 && t.pm_running < t.pm_enabled, "{t:?}");
+    // At most 70 events per 1 300 reference cycles on a counter (the E-cores' rate).
+    assert!(t.pm_value > 0 && t.pm_value * 1_300 <= t.pm_running * 70, "{t:?}");
+    m.hardware().assert_no_faults();
+}
+
 /// A second encoding is refused (EINVAL) where it has no meaning: with a core type named, on
 /// fixed counters, on a machine that is not hybrid, with a bit the E-cores leave undefined; a
 /// PMC the host kernel would count is refused with EOPNOTSUPP elsewhere (`host_counting`).
