@@ -14,7 +14,7 @@ use crate::abi::{
 };
 use crate::arch::Backend;
 use crate::backend::{AllocateRequest, PmuBackend};
-use crate::class::{self, ClassDesc, HwConfig};
+use crate::class::{self, ClassDesc, HwConfig, RowCounter};
 use crate::driver::Driver;
 use crate::errno::Errno;
 use crate::hw::Hardware;
@@ -143,7 +143,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(class) = self.layout.class_of_row(row) else { return info };
         write_row_name(&mut info.pm_name, class.class.name(), row - class.first_row);
         info.pm_class = class.class.as_u32();
-        info.pm_enabled = i32::from(!core.is_disabled(cpu, row));
+        // A row of a counter this CPU lacks (a hybrid machine's P-core counter on an E-core)
+        // is never usable here: shown disabled.
+        let absent = self.slot(cpu, row).is_some_and(|s| matches!(s.counter(), RowCounter::Absent));
+        info.pm_enabled = i32::from(!core.is_disabled(cpu, row) && !absent);
         info.pm_rowdisp = match core.disposition(row) {
             0 => Disposition::Free,
             n if n > 0 => Disposition::Thread,

@@ -125,3 +125,16 @@ fn describing_an_event_shows_each_core_types_encoding() {
     run.assert_status(0);
     assert!(!run.stdout.contains("E-cores:"), "one encoding:\n{}", run.stdout);
 }
+
+/// `pmcstat -L` says which CPUs have which counters when they differ: the P-core's 8 GP and 4
+/// fixed counters, the E-core's 6 and 3; nothing on a machine whose CPUs are alike.
+#[test]
+fn the_listing_names_each_core_types_counters() {
+    let run = pmcstat_env(Host::Sim, &[("PMC_SIM_MODEL", "alderlake")], &["-L"]);
+    run.assert_status(0);
+    let line = "# counters: CPU 0: IAP 8, IAF 4; CPU 1: IAP 6, IAF 3\n";
+    assert!(run.stdout.ends_with(line), "{}", &run.stdout[run.stdout.len().saturating_sub(300)..]);
+    let run = pmcstat_env(Host::Sim, &[], &["-L"]);
+    run.assert_status(0);
+    assert!(!run.stdout.contains("# counters:"), "a Skylake's CPUs are alike");
+}

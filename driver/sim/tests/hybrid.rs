@@ -119,6 +119,13 @@ fn the_classes_of_a_hybrid_machine_have_every_core_types_rows() {
     };
     assert_eq!(class(Class::Iap), Some((8, 44)), "the P-cores' 8 GP counters, 44 bits");
     assert_eq!(class(Class::Iaf), Some((4, 48)), "the P-cores' 4 fixed counters");
+    // Each CPU's rows (GETPMCINFO): those of a counter its core type lacks are disabled there.
+    let enabled = |cpu: i32, c: Class| {
+        let rows = m.client(tool).pmc_info(cpu).unwrap();
+        rows.iter().filter(|r| r.pm_class == c.as_u32() && r.pm_enabled != 0).count()
+    };
+    assert_eq!((enabled(0, Class::Iap), enabled(0, Class::Iaf)), (8, 4), "a P-core");
+    assert_eq!((enabled(2, Class::Iap), enabled(2, Class::Iaf)), (6, 3), "an E-core");
 }
 
 /// The P-cores' GP counters 6 and 7 and fixed counter 3 (TOPDOWN.SLOTS), which the E-cores lack,
