@@ -239,6 +239,87 @@ fn one_pmc_counts_with_each_core_types_encoding() {
     m.hardware().assert_no_faults();
 }
 
+/// The samples a thread-sampling PMC of `request` (period 1 000) takes of a thread that moves
+/// between the P-core and the E-core and retires 50 events 0xAB/0x01 per block.
+fn samples_of_a_mover(request: AllocateRequest, seed: u64) -> (usize, Machine) {
+    use hwpmc_sim::kernel::SinkKind;
+    let mut m = hybrid(PmuModel::alder_lake_p(), PmuModel::alder_lake_e(), 1, 1, seed);
+    let block = work().with_raw(0xAB, 0x01, 50);
+    let program = ProgramBuilder::new("/bin/mover")
+        .function("main", move |f| f.repeat(Ring::User, block.clone(), 5).loop_to(0, 300).exit())
+        .build();
+    let pid = m.spawn(&program, Credentials::user(1008));
+    competitors(&mut m);
+    let tool = m.spawn_tool(Credentials::root());
+    let kernel = m.kernel().clone();
+    let fd = kernel.open_sink(tool, SinkKind::Writable);
+    m.client(tool).configure_log(fd).unwrap();
+    let sink = kernel.sink_of(tool, fd).unwrap();
+    let request = request.in_mode(hwpmc::abi::Mode::ThreadSampling, None).with_count(1_000);
+    let id = m.client(tool).allocate(request).unwrap();
+    m.client(tool).attach(id, pid).unwrap();
+    m.client(tool).start(id).unwrap();
+    m.run_until_idle();
+    m.client(tool).flush_log().unwrap();
+    assert_eq!(cpus_of(&m, pid).len(), 2, "it ran on the P-core and on the E-core");
+    m.hardware().assert_no_faults();
+    let bytes = m.kernel().sink_bytes(sink);
+    let records = pmclog::Records::new(&bytes).map(|r| r.expect("the log decodes").record);
+    (records.filter(|r| matches!(r, pmclog::Record::Callchain(_))).count(), m)
+}
+
+/// The P-core's GP counters are 48 bits wide, the class (the E-core's) 44: a sampling PMC's
+/// counter is loaded sign-extended to the P-core counter's width, so it overflows after its
+/// period there too: one sample per 1 000 events on either core type (50 per block: periods
+/// end at block ends, so the count is exact).
+#[test]
+fn a_p_core_counter_wider_than_its_class_overflows_after_the_period() {
+    let request = AllocateRequest::iap(0xAB | 0x01 << 8 | 1 << 16);
+    let (samples, m) = samples_of_a_mover(request.with_flags(PmcFlags::CORE_TYPE_CORE), 21);
+    let on_p = m.cpu_truth(0).raw(0xAB, 0x01);
+    assert!(on_p > 0);
+    assert_eq!(samples as u128, on_p / 1_000, "P-core only");
+    let (samples, m) = samples_of_a_mover(request, 23);
+    let events = m.cpu_truth(0).raw(0xAB, 0x01) + m.cpu_truth(1).raw(0xAB, 0x01);
+    assert_eq!(samples as u128, events / 1_000, "every core type");
+}
+
+/// A sampling PMC with both core types' encodings keeps one period across the core types: one
+/// sample per 1 000 events, whichever core type's encoding counted them. (A block retires its
+/// 50 or 70 events at once, so a period that ends inside one runs on to the block's end before
+/// the counter is reloaded, as hardware's skid: between events / (1 000 + 70) and events / 1 000
+/// samples.)
+#[test]
+fn a_sampling_pmc_with_two_encodings_keeps_its_period_across_core_types() {
+    use hwpmc_sim::kernel::SinkKind;
+    let mut m = hybrid(PmuModel::alder_lake_p(), PmuModel::alder_lake_e(), 1, 1, 19);
+    let block = work().with_raw(0xAB, 0x01, 50).with_raw(0xCD, 0x02, 70);
+    let program = ProgramBuilder::new("/bin/mover")
+        .function("main", move |f| f.repeat(Ring::User, block.clone(), 5).loop_to(0, 300).exit())
+        .build();
+    let pid = m.spawn(&program, Credentials::user(1007));
+    competitors(&mut m);
+    let tool = m.spawn_tool(Credentials::root());
+    let kernel = m.kernel().clone();
+    let fd = kernel.open_sink(tool, SinkKind::Writable);
+    m.client(tool).configure_log(fd).unwrap();
+    let sink = kernel.sink_of(tool, fd).unwrap();
+    let request = two_encodings().in_mode(hwpmc::abi::Mode::ThreadSampling, None);
+    let id = m.client(tool).allocate(request.with_count(1_000)).unwrap();
+    m.client(tool).attach(id, pid).unwrap();
+    m.client(tool).start(id).unwrap();
+    m.run_until_idle();
+    m.client(tool).flush_log().unwrap();
+    assert_eq!(cpus_of(&m, pid).len(), 2, "it ran on the P-core and on the E-core");
+    let bytes = m.kernel().sink_bytes(sink);
+    let records = pmclog::Records::new(&bytes).map(|r| r.expect("the log decodes").record);
+    let samples = records.filter(|r| matches!(r, pmclog::Record::Callchain(_))).count();
+    let events = m.cpu_truth(0).raw(0xAB, 0x01) + m.cpu_truth(1).raw(0xCD, 0x02);
+    let guaranteed = events / 1_070..=events / 1_000;
+    assert!(guaranteed.contains(&(samples as u128)), "{samples} samples, {events} events");
+    m.hardware().assert_no_faults();
+}
+
 /// A multiplexed PMC with both core types' encodings takes its turns like any other: enabled
 /// exactly while its thread runs (its two load specs are one PMC to the turns), never counting
 /// more than while it was on a counter.

@@ -87,16 +87,40 @@ pub struct IntelCounter {
     write_msr: u32,
     /// Its RDPMC index.
     rdpmc: u32,
+    /// A counter wider than its class (a hybrid machine's P-core counter, the class being as
+    /// wide as the narrowest core type's): the sign bit of the class width, and the bits above
+    /// it up to the counter's own width. A value written with the sign bit set (a counter
+    /// loaded `period` events before the class's overflow) gets them too, so that the counter
+    /// overflows after `period` events as a counter of the class width would; reads are masked
+    /// to the class width. Both 0 when the counter is as wide as its class.
+    sign_bit: u64,
+    extension: u64,
 }
 
 impl IntelCounter {
-    /// `counter` of a CPU with `pmu` (which has it).
-    fn new(pmu: &IntelPmu, counter: Counter) -> Self {
-        let write_msr = match counter {
-            Counter::Gp(index) => pmu.gp_write_msr(index),
-            Counter::Fixed(index) => super::msr::IA32_FIXED_CTR0 + u32::from(index),
+    /// `counter` of a CPU with `pmu` (which has it), in a class `class_width` bits wide.
+    fn new(pmu: &IntelPmu, counter: Counter, class_width: u8) -> Self {
+        let (write_msr, width) = match counter {
+            Counter::Gp(index) => (pmu.gp_write_msr(index), pmu.gp_width),
+            Counter::Fixed(index) => {
+                (super::msr::IA32_FIXED_CTR0 + u32::from(index), pmu.fixed_width)
+            }
         };
-        IntelCounter { counter, write_msr, rdpmc: counter.rdpmc_index() }
+        // A legacy GP write (no FW_WRITE) sign-extends bit 31 to the counter's width itself.
+        let full_width = pmu.full_width_write || matches!(counter, Counter::Fixed(_));
+        let (sign_bit, extension) = if full_width && width > class_width && class_width > 0 {
+            let class_mask = low_bits(u32::from(class_width));
+            (1 << (class_width - 1), low_bits(u32::from(width)) & !class_mask)
+        } else {
+            (0, 0)
+        };
+        IntelCounter { counter, write_msr, rdpmc: counter.rdpmc_index(), sign_bit, extension }
+    }
+
+    /// `value` as written to this counter: sign-extended from the class width.
+    #[inline]
+    fn written(&self, value: u64) -> u64 {
+        if value & self.sign_bit != 0 { value | self.extension } else { value }
     }
 }
 
@@ -211,13 +235,14 @@ impl PmuBackend for IntelBackend {
 
     fn row_counter(&self, cpu: &IntelCpu, class: Class, index: u32) -> Option<IntelCounter> {
         let pmu = cpu.pmu.as_ref()?;
+        let common = self.common.as_ref()?;
         let index = u8::try_from(index).ok()?;
         match class {
             Class::Iap if index < pmu.gp_counters => {
-                Some(IntelCounter::new(pmu, Counter::Gp(index)))
+                Some(IntelCounter::new(pmu, Counter::Gp(index), common.gp_width))
             }
             Class::Iaf if pmu.has_fixed(index) && pmu.has_global_ctrl() => {
-                Some(IntelCounter::new(pmu, Counter::Fixed(index)))
+                Some(IntelCounter::new(pmu, Counter::Fixed(index), common.fixed_width))
             }
             _ => None,
         }
@@ -396,7 +421,7 @@ impl PmuBackend for IntelBackend {
 
     #[inline]
     fn write_counter<H: Hardware>(&self, hw: &H, counter: IntelCounter, value: u64) {
-        io::write_counter(hw, counter, value);
+        io::write_counter(hw, counter, counter.written(value));
     }
 
     #[inline]
