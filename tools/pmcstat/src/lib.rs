@@ -127,7 +127,9 @@ fn usable_counters_by_cpu() -> Vec<Vec<(&'static str, usize)>> {
 /// hybrid CPU's P- and E-cores): `# counters: CPU 0: IAP 8, IAF 4; CPU 1: IAP 6, IAF 3`,
 /// with CPUs of the same counters listed together.
 pub fn counters_by_cpu_text(by_cpu: &[Vec<(&str, usize)>]) -> String {
-    let mut groups: Vec<(&Vec<(&str, usize)>, Vec<usize>)> = Vec::new();
+    /// One CPU's counters, (class name, count).
+    type Counters<'a> = Vec<(&'a str, usize)>;
+    let mut groups: Vec<(&Counters, Vec<usize>)> = Vec::new();
     for (cpu, counts) in by_cpu.iter().enumerate() {
         match groups.iter_mut().find(|(c, _)| *c == counts) {
             Some((_, cpus)) => cpus.push(cpu),
@@ -137,7 +139,7 @@ pub fn counters_by_cpu_text(by_cpu: &[Vec<(&str, usize)>]) -> String {
     if groups.len() < 2 {
         return String::new();
     }
-    let group_text = |(counts, cpus): &(&Vec<(&str, usize)>, Vec<usize>)| {
+    let group_text = |(counts, cpus): &(&Counters, Vec<usize>)| {
         let cpus: Vec<String> = cpus.iter().map(ToString::to_string).collect();
         let counts: Vec<String> = counts.iter().map(|(c, n)| format!("{c} {n}")).collect();
         let label = if cpus.len() == 1 { "CPU" } else { "CPUs" };
