@@ -168,6 +168,14 @@ fn lookup_event_on(spec: &str, core_type: u8) -> Result<Event> {
     })
 }
 
+/// Whether a PMC without a core type counts with each core type's own encoding here: on a
+/// hybrid machine whose driver loads PMCs itself. The Linux host hands PMCs to perf, which is
+/// given one encoding (its hybrid PMUs are named with `cpu_core/`, `cpu_atom/`), so there the
+/// event is looked up as on any CPU.
+fn counts_on_core_types() -> Result<bool> {
+    host::with_host(|h| Ok(h.kind() != HostKind::Linux && h.is_hybrid()))
+}
+
 /// Resolves an event spec for a PMC of every core type (see
 /// [`crate::events::HostEvents::lookup_every_core_type`]).
 fn lookup_event_every_core_type(spec: &str) -> Result<HybridEvent> {
@@ -289,7 +297,7 @@ impl PmcSpec {
         let (core_type, spec) = hybrid_prefix(&self.spec);
         let (event, atom_evtsel, flags) = match core_type {
             Some((core_type, flag)) => (lookup_event_on(spec, core_type)?, None, self.flags | flag),
-            None if self.flags.intersects(PmcFlags::HYBRID_FLAGS) => {
+            None if self.flags.intersects(PmcFlags::HYBRID_FLAGS) || !counts_on_core_types()? => {
                 (lookup_event(spec)?, None, self.flags)
             }
             None => {

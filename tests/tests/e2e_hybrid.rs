@@ -138,3 +138,17 @@ fn the_listing_names_each_core_types_counters() {
     run.assert_status(0);
     assert!(!run.stdout.contains("# counters:"), "a Skylake's CPUs are alike");
 }
+
+/// A simulated Alder Lake of one CPU has its P-core only: not a hybrid machine, so an event is
+/// looked up and encoded as on any CPU (BACLEARS.ANY with the P-cores' encoding, 7 a block;
+/// an E-core event is not refused for lacking a P-core encoding).
+#[test]
+fn a_machine_of_one_core_type_encodes_events_once() {
+    let env = [("PMC_SIM_MODEL", "alderlake"), ("PMC_SIM_CPUS", "1")];
+    let run = pmcstat_env(Host::Sim, &env, &["-d", "-p", "BACLEARS.ANY", "forker"]);
+    run.assert_status(0);
+    let value = run.stderr.lines().nth(1).unwrap_or_default().trim().to_string();
+    assert_eq!(value, "12600", "1 800 blocks:\n{}", run.stderr);
+    let run = pmcstat_env(Host::Sim, &env, &["-p", "MEM_SCHEDULER_BLOCK.ALL", "forker"]);
+    run.assert_status(0);
+}

@@ -228,6 +228,8 @@ pub struct SimHost {
     /// The programs [`Host::spawn`] started and nobody has waited for yet.
     children: RefCell<Vec<i32>>,
     model: PmuModel,
+    /// Whether the machine has P-cores and E-cores (a hybrid model on two CPUs or more).
+    hybrid: bool,
     log: RefCell<Option<LogPipe>>,
     /// The processes [`next_process_event`] watches, by pid.
     watched: RefCell<std::collections::BTreeMap<i32, Watch>>,
@@ -363,6 +365,7 @@ impl SimHost {
             tool,
             children: RefCell::new(Vec::new()),
             model,
+            hybrid: e_core_of(&model).is_some() && cpus >= 2,
             log: RefCell::new(None),
             watched: RefCell::default(),
             held: RefCell::default(),
@@ -627,6 +630,10 @@ impl Host for SimHost {
         (!self.model.has_pmu()).then(|| {
             "no hardware PMU: the simulated CPU reports perfmon version 0 (PMC_SIM_MODEL=vm)".into()
         })
+    }
+
+    fn is_hybrid(&self) -> bool {
+        self.hybrid
     }
 
     fn arch_perfmon_leaf(&self) -> Option<(u32, u32)> {
