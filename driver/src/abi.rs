@@ -566,6 +566,18 @@ impl PmcMdOpPmcAllocate {
     pub fn set_iap_rsp(&mut self, rsp: u64) {
         self.words[1] = rsp;
     }
+    /// This driver's extension for hybrid CPUs: the 64-bit IA32_PERFEVTSELx image the E-cores
+    /// load (bytes 16 to 23 of the union, after the 16 bytes of `pm_iap`), when the event both
+    /// core types have is encoded differently there; `pm_iap_config` (with its padding) is then
+    /// the P-cores' encoding. 0: the same encoding on every core type (FreeBSD's libpmc zeroes
+    /// the request, so its requests always mean that).
+    pub fn iap_config_atom(&self) -> u64 {
+        self.words[2]
+    }
+    /// Sets the E-cores' encoding (see [`PmcMdOpPmcAllocate::iap_config_atom`]).
+    pub fn set_iap_config_atom(&mut self, config: u64) {
+        self.words[2] = config;
+    }
     /// `pm_amd.pm_amd_config`: the PERF_CTL image.
     pub fn amd_config(&self) -> u64 {
         self.words[0]
@@ -833,6 +845,17 @@ mod tests {
         assert_eq!(md.amd_config(), 0x0043_00C0);
         assert_eq!(md.amd_sub_class(), 0x5566_7788);
         assert_eq!(md.ibs(), (0x0043_00C0, 0, 0x1122_3344_5566_7788, 0));
+    }
+
+    #[test]
+    fn the_e_core_encoding_follows_pm_iap_inside_the_union() {
+        let mut md = PmcMdOpPmcAllocate::default();
+        md.set_iap_config64(0x0000_0100_0043_00C0);
+        md.set_iap_rsp(0x77);
+        md.set_iap_config_atom(0x0043_01C4);
+        assert_eq!(&md.as_bytes()[16..24], &0x0043_01C4u64.to_le_bytes());
+        assert_eq!((md.iap_config64(), md.iap_rsp()), (0x0000_0100_0043_00C0, 0x77), "untouched");
+        assert_eq!(PmcMdOpPmcAllocate::default().iap_config_atom(), 0, "zeroed: one encoding");
     }
 
     #[test]

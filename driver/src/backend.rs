@@ -90,6 +90,20 @@ pub(crate) struct AllocateRequest<'a> {
     /// Whether the caller may count on the sibling hyperthread too (AnyThread); asked only of
     /// a request that wants it.
     pub(crate) any_thread_allowed: &'a dyn Fn() -> bool,
+    /// The only core type the PMC runs on (leaf 0x1A numbering, from its
+    /// [`PmcFlags::HYBRID_FLAGS`]), whose PMU the request is checked against and whose
+    /// counters it may use; 0 for every CPU (what every core type has).
+    pub(crate) core_type: u8,
+}
+
+/// The second encoding of a PMC on a hybrid machine, for an event both core types have but
+/// encode differently: the configuration [`PmuBackend::configure`] returned is loaded on CPUs of
+/// core type `primary`, `config` on those of core type `other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OtherCoreType<Config> {
+    pub(crate) primary: u8,
+    pub(crate) other: u8,
+    pub(crate) config: Config,
 }
 
 /// What a PMI found: the counters of the driver that overflowed, and whether the interrupt is
@@ -169,6 +183,17 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
         rows: u32,
         request: &AllocateRequest<'_>,
     ) -> Result<(Self::Config, Range<u32>), Errno>;
+    /// The second core type's encoding a request for `class` carries besides `config` (what
+    /// [`PmuBackend::configure`] accepted), checked against that core type's PMU: `None` when
+    /// it carries none (one encoding for every CPU). EINVAL when the request names one core
+    /// type, the class has no second encoding or the machine is not hybrid; EPERM for AnyThread
+    /// without the privilege.
+    fn configure_other_core_type(
+        &self,
+        class: Class,
+        request: &AllocateRequest<'_>,
+        config: Self::Config,
+    ) -> Result<Option<OtherCoreType<Self::Config>>, Errno>;
     /// Claims, on `cpus` (a system PMC's CPU, or every CPU for a process PMC), the registers
     /// `config` shares with the other counters of a CPU (Intel's offcore-response MSRs): EBUSY
     /// when a PMC allocated there holds one with another value. All or nothing; called under

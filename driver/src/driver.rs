@@ -275,10 +275,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub(crate) fn load_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc, pid: Pid, cell: u32) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         let Some(slot) = state.slots.get(pmc.slot_row as usize) else { return };
-        let spec = pmc.load_spec(handle, cell);
-        if !spec.runs_on(state.core_type) {
-            return;
-        }
+        let Some(spec) = pmc.load_spec_on(handle, cell, state.core_type) else { return };
         let counters = self.program_pmc(state, slot, &spec, pmc.start, pid);
         if pid >= 0 && pid == state.current_pid() {
             state.current_counters.fetch_or(counters.bits(), Ordering::Relaxed);

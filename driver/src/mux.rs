@@ -496,6 +496,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 fn multiplexed_of(target: &crate::state::Target) -> Vec<PmcHandle> {
     let mut handles = Vec::with_capacity(target.running.len());
     handles.extend(target.running.iter().filter(|s| s.turn != NOT_MULTIPLEXED).map(|s| s.handle));
+    // A PMC with an encoding per core type has two specs, next to each other.
+    handles.dedup();
     handles
 }
 

@@ -14,7 +14,7 @@ use crate::abi::{
 };
 use crate::arch::Backend;
 use crate::backend::{AllocateRequest, PmuBackend};
-use crate::class::{self, ClassDesc, HwConfig};
+use crate::class::{self, ClassDesc, HwConfig, RowCounter};
 use crate::driver::Driver;
 use crate::errno::Errno;
 use crate::hw::Hardware;
@@ -22,7 +22,7 @@ use crate::kernel::{Cpu, Kernel, Pid, Privilege, ProcessState, Signal, UserPtr};
 use crate::loads::NO_CELL;
 use crate::mux::{MuxPmc, NOT_MULTIPLEXED};
 use crate::percpu::{CpuStats, PmcHandle};
-use crate::state::{Core, Pmc};
+use crate::state::{Core, Pmc, SecondEncoding};
 use crate::sync::AtomicU64;
 use crate::text::FixedText;
 use core::fmt::Write;
@@ -143,7 +143,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(class) = self.layout.class_of_row(row) else { return info };
         write_row_name(&mut info.pm_name, class.class.name(), row - class.first_row);
         info.pm_class = class.class.as_u32();
-        info.pm_enabled = i32::from(!core.is_disabled(cpu, row));
+        // A row of a counter this CPU lacks (a hybrid machine's P-core counter on an E-core)
+        // is never usable here: shown disabled.
+        let absent = self.slot(cpu, row).is_some_and(|s| matches!(s.counter(), RowCounter::Absent));
+        info.pm_enabled = i32::from(!core.is_disabled(cpu, row) && !absent);
         info.pm_rowdisp = match core.disposition(row) {
             0 => Disposition::Free,
             n if n > 0 => Disposition::Thread,
@@ -294,7 +297,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return Err(Errno::OpNotSupp);
         }
         self.check_core_type(flags, class, cpu)?;
-        let (config, rows) = self.configure(class, &request, mode, caps, flags)?;
+        let (config, rows, second) = self.configure(class, &request, mode, caps, flags)?;
         let min_reload = self.min_reload(class.class);
         let owner = self.kernel.current_pid();
         let mut pmc = Pmc {
@@ -305,6 +308,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             caps,
             flags,
             config,
+            second,
             row: 0,
             slot_row: 0,
             mux: MuxPmc { grouped, ..MuxPmc::default() },
@@ -320,6 +324,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             hosted: self.host_counts(class.class),
         };
         if pmc.hosted {
+            if pmc.second.is_some() {
+                // The host kernel is given one event select.
+                return Err(Errno::OpNotSupp);
+            }
             self.hosted_check(&pmc)?;
         }
         pmc.start = self.counter_start(&pmc);
@@ -413,7 +421,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         mode: Mode,
         caps: Caps,
         flags: PmcFlags,
-    ) -> Result<(HwConfig, core::ops::Range<u32>), Errno> {
+    ) -> Result<(HwConfig, core::ops::Range<u32>, Option<SecondEncoding>), Errno> {
         let all_rows = class.first_row..class.first_row + class.rows;
         match class.class {
             Class::Soft => {
@@ -423,19 +431,32 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                     .soft_events()
                     .iter()
                     .any(|e| e.code == request.pm_ev);
-                class::soft::configure(request, known, all_rows)
+                let (config, rows) = class::soft::configure(request, known, all_rows)?;
+                Ok((config, rows, None))
             }
-            Class::Tsc => class::tsc::configure(request, mode, all_rows),
+            Class::Tsc => {
+                let (config, rows) = class::tsc::configure(request, mode, all_rows)?;
+                Ok((config, rows, None))
+            }
             _ if class.hardware => {
                 let request = AllocateRequest {
                     raw: request,
                     caps,
                     flags,
                     any_thread_allowed: &|| self.kernel.has_privilege(Privilege::PmcAnyThread),
+                    core_type: crate::state::core_type_of(flags),
                 };
                 let (config, rows) = self.backend.configure(class.class, class.rows, &request)?;
+                let second = self
+                    .backend
+                    .configure_other_core_type(class.class, &request, config)?
+                    .map(|o| SecondEncoding {
+                        primary: o.primary,
+                        other: o.other,
+                        config: HwConfig::Hardware(o.config),
+                    });
                 let first = class.first_row;
-                Ok((HwConfig::Hardware(config), first + rows.start..first + rows.end))
+                Ok((HwConfig::Hardware(config), first + rows.start..first + rows.end, second))
             }
             _ => Err(Errno::Inval),
         }

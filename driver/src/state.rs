@@ -30,6 +30,9 @@ pub(crate) struct Pmc {
     pub(crate) caps: Caps,
     pub(crate) flags: PmcFlags,
     pub(crate) config: HwConfig,
+    /// On a hybrid machine, its second encoding, for an event both core types have but encode
+    /// differently: `config` is then loaded on CPUs of one core type only.
+    pub(crate) second: Option<SecondEncoding>,
     /// Global row index (a virtual row for a multiplexed PMC: see [`crate::mux`]).
     pub(crate) row: u32,
     /// The row whose counter (slot) it is loaded on: `row`, or a multiplexed PMC's counter row.
@@ -63,6 +66,15 @@ pub(crate) struct Pmc {
     pub(crate) cells: Vec<(Pid, u32)>,
 }
 
+/// A PMC's second encoding (see [`crate::backend::OtherCoreType`]): `config` on CPUs of core
+/// type `other`, the PMC's own configuration on those of core type `primary`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SecondEncoding {
+    pub(crate) primary: u8,
+    pub(crate) other: u8,
+    pub(crate) config: HwConfig,
+}
+
 impl Pmc {
     #[inline]
     pub(crate) fn mode(&self) -> Mode {
@@ -79,14 +91,41 @@ impl Pmc {
         self.hosted && self.is_running()
     }
 
-    /// How to load it (`handle`) for the link whose credit cell is `cell`.
-    pub(crate) fn load_spec(&self, handle: PmcHandle, cell: u32) -> LoadSpec {
+    /// How to load it (`handle`) for the link whose credit cell is `cell`: one spec, or with a
+    /// second encoding one per core type (same row, handle and cell, so the counts of both add
+    /// up in the cell).
+    pub(crate) fn load_specs(
+        &self,
+        handle: PmcHandle,
+        cell: u32,
+    ) -> impl Iterator<Item = LoadSpec> + use<> {
+        let first = match self.second {
+            Some(second) => self.load_spec(handle, cell, second.primary, self.config),
+            None => self.load_spec(handle, cell, core_type_of(self.flags), self.config),
+        };
+        let second =
+            self.second.map(|second| self.load_spec(handle, cell, second.other, second.config));
+        core::iter::once(first).chain(second)
+    }
+
+    /// The spec of [`Pmc::load_specs`] a CPU of core type `core_type` loads, if any.
+    pub(crate) fn load_spec_on(
+        &self,
+        handle: PmcHandle,
+        cell: u32,
+        core_type: u8,
+    ) -> Option<LoadSpec> {
+        self.load_specs(handle, cell).find(|spec| spec.runs_on(core_type))
+    }
+
+    /// How to load `config` on the CPUs of `core_type` (0: every CPU).
+    fn load_spec(&self, handle: PmcHandle, cell: u32, core_type: u8, config: HwConfig) -> LoadSpec {
         LoadSpec {
             row: self.slot_row,
             turn: self.mux.turn,
-            core_type: core_type_of(self.flags),
+            core_type,
             handle,
-            armed: self.config.armed(),
+            armed: config.armed(),
             start: self.start,
             cell,
             user_rdpmc: self.msr_granted,
@@ -527,18 +566,21 @@ impl Core {
         let mut running = Vec::with_capacity(target.running.len() + 1);
         for (_, row) in target.iter() {
             if let Some(pmc) = pmcs.get(row.pmc).filter(|p| p.is_running() && !p.hosted) {
-                let spec = pmc.load_spec(row.pmc, row.cell);
-                // A PMC that kept running with the same reload keeps its place in the period;
-                // one that starts (again) begins a whole one. (It is not loaded anywhere when
-                // it starts, so no switch-out writes the cell meanwhile.)
-                let kept =
-                    target.running.iter().any(|p| p.handle == spec.handle && p.start == spec.start);
-                if !kept {
-                    if let Some(cell) = credits.get(row.cell) {
-                        cell.set_resume(spec.start);
+                for spec in pmc.load_specs(row.pmc, row.cell) {
+                    // A PMC that kept running with the same reload keeps its place in the
+                    // period; one that starts (again) begins a whole one. (It is not loaded
+                    // anywhere when it starts, so no switch-out writes the cell meanwhile.)
+                    let kept = target
+                        .running
+                        .iter()
+                        .any(|p| p.handle == spec.handle && p.start == spec.start);
+                    if !kept {
+                        if let Some(cell) = credits.get(row.cell) {
+                            cell.set_resume(spec.start);
+                        }
                     }
+                    running.push(spec);
                 }
-                running.push(spec);
             }
         }
         // PMCs that are not multiplexed first: the switch-in loads them before any multiplexed

@@ -26,7 +26,9 @@ use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use crate::error::{Error, Result};
 use crate::events::model::{self, CpuId};
-use crate::events::{Event, EventError, EventKind, EventListing, HostEvents, pmu_table};
+use crate::events::{
+    Event, EventError, EventKind, EventListing, HostEvents, HybridEvent, pmu_table,
+};
 use crate::host::{self, HostKind};
 
 /// Issues `op` with `arg` on this process's host.
@@ -166,6 +168,38 @@ fn lookup_event_on(spec: &str, core_type: u8) -> Result<Event> {
     })
 }
 
+/// Whether a PMC without a core type counts with each core type's own encoding here: on a
+/// hybrid machine whose driver loads PMCs itself. The Linux host hands PMCs to perf, which is
+/// given one encoding (its hybrid PMUs are named with `cpu_core/`, `cpu_atom/`), so there the
+/// event is looked up as on any CPU.
+fn counts_on_core_types() -> Result<bool> {
+    host::with_host(|h| Ok(h.kind() != HostKind::Linux && h.is_hybrid()))
+}
+
+/// Resolves an event spec for a PMC of every core type (see
+/// [`crate::events::HostEvents::lookup_every_core_type`]).
+fn lookup_event_every_core_type(spec: &str) -> Result<HybridEvent> {
+    with_catalog(|events, _| {
+        events
+            .lookup_every_core_type(spec)
+            .map_err(|e| Error::with_detail("event", libc::EINVAL, e.to_string()))
+    })
+}
+
+/// On a hybrid CPU whose core types encode `spec` differently, the 64-bit PERFEVTSEL images of
+/// the P-cores and of the E-cores (for `pmcstat -u`), as if the host could count every class;
+/// `None` when one encoding serves every CPU.
+pub fn encode_every_core_type(spec: &str) -> Result<Option<(u64, u64)>> {
+    with_catalog(|events, _| {
+        let Ok(hybrid) = events.encoding_view().lookup_every_core_type(spec) else {
+            return Ok(None);
+        };
+        let Some(atom) = hybrid.atom_evtsel else { return Ok(None) };
+        let EventKind::Iap { evtsel, umask2, .. } = hybrid.event.kind else { return Ok(None) };
+        Ok(Some((u64::from(evtsel) | u64::from(umask2) << 40, atom)))
+    })
+}
+
 /// Splits perf's hybrid PMU prefix off a spec: `cpu_core/EVENT/` is EVENT on the P-cores (core
 /// type 0x40), `cpu_atom/EVENT/` on the E-cores (0x20), with the allocation flag that says so.
 pub fn hybrid_prefix(spec: &str) -> (Option<(u8, PmcFlags)>, &str) {
@@ -254,14 +288,31 @@ impl PmcSpec {
     /// `cpu_core/EVENT/` or `cpu_atom/EVENT/`, names the event in the P-cores' or the E-cores'
     /// table and counts only on CPUs of that core type ([`PmcFlags::CORE_TYPE_CORE`],
     /// [`PmcFlags::CORE_TYPE_ATOM`]).
+    ///
+    /// Without a core type, on a hybrid CPU, the event must be one both core types have (see
+    /// [`crate::events::HostEvents::lookup_every_core_type`]): where the E-cores encode it
+    /// differently, their encoding goes in the driver's extension after `pm_iap`
+    /// (`pm_iap_config_atom`), and the driver loads each core type's own.
     pub fn request(&self) -> Result<PmcOpPmcAllocate> {
         let (core_type, spec) = hybrid_prefix(&self.spec);
-        let (event, flags) = match core_type {
-            Some((core_type, flag)) => (lookup_event_on(spec, core_type)?, self.flags | flag),
-            None => (lookup_event(spec)?, self.flags),
+        let (event, atom_evtsel, flags) = match core_type {
+            Some((core_type, flag)) => (lookup_event_on(spec, core_type)?, None, self.flags | flag),
+            None if self.flags.intersects(PmcFlags::HYBRID_FLAGS) || !counts_on_core_types()? => {
+                (lookup_event(spec)?, None, self.flags)
+            }
+            None => {
+                let hybrid = lookup_event_every_core_type(spec)?;
+                (hybrid.event, hybrid.atom_evtsel, self.flags)
+            }
         };
         let cpu = if self.mode.is_system() { self.cpu.unwrap_or(0) } else { PMC_CPU_ANY };
-        with_catalog(|_, codes| allocate_request(&event, self.mode, cpu, flags, self.rate, codes))
+        let mut request = with_catalog(|_, codes| {
+            allocate_request(&event, self.mode, cpu, flags, self.rate, codes)
+        })?;
+        if let Some(atom_evtsel) = atom_evtsel {
+            request.pm_md.set_iap_config_atom(atom_evtsel);
+        }
+        Ok(request)
     }
 
     /// Allocates the PMC (see [`allocate_spec`]).

@@ -66,6 +66,7 @@ use hwpmc::regs::PerfEvtSel;
 
 mod catalog;
 mod freebsd_alias;
+mod hybrid;
 mod offcore;
 #[rustfmt::skip]
 mod generated;
@@ -78,6 +79,7 @@ mod tests;
 mod vendor;
 
 use catalog::{Offcore, Programmable};
+pub use hybrid::HybridEvent;
 use model::{CpuId, ModelTable, Vendor};
 use vendor::AmdCore;
 
@@ -231,6 +233,24 @@ pub enum EventError {
         reason: String,
         /// The software events this host offers instead.
         offered: Vec<String>,
+    },
+    /// On a hybrid CPU, only one core type has the event: a PMC of every core type cannot
+    /// count it.
+    #[error(
+        "`{name}` is an event of the {cores} only (the {table} table of this hybrid CPU): \
+         name it {prefix}/{spec}/ to count it on those cores"
+    )]
+    OneCoreType {
+        /// The spec the user gave.
+        spec: String,
+        /// The event's name.
+        name: String,
+        /// `P-cores` or `E-cores`.
+        cores: String,
+        /// The table's core type (`Core`, `Atom`).
+        table: String,
+        /// perf's PMU prefix that names the core type (`cpu_core`, `cpu_atom`).
+        prefix: String,
     },
     /// A qualifier or raw field is wrong.
     #[error("bad event spec `{spec}`: {detail}")]
@@ -672,12 +692,20 @@ impl HostEvents {
 
     /// Resolves a pmcstat / `pmc_allocate` event spec.
     pub fn lookup(&self, spec: &str) -> Result<Event, EventError> {
+        self.lookup_in(spec, self.tables())
+    }
+
+    /// [`HostEvents::lookup`] in `tables`.
+    pub(crate) fn lookup_in(
+        &self,
+        spec: &str,
+        tables: Vec<ModelTable>,
+    ) -> Result<Event, EventError> {
         let mut tokens = spec.split(',');
         let head = tokens.next().unwrap_or_default().trim();
         if head.contains('=') {
             return self.lookup_raw(spec);
         }
-        let tables = self.tables();
         let entry = self.find_entry(&tables, head, None).or_else(|| {
             let (class, rest) = split_class_prefix(head)?;
             self.find_entry(&tables, rest, Some(class))
@@ -711,13 +739,18 @@ impl HostEvents {
     /// Resolves `spec` as if this host could count every hardware class (IAF, IAP, K8): the
     /// encoding for the selected model, for `pmcstat -u`.
     pub fn encode(&self, spec: &str) -> Result<Event, EventError> {
+        self.encoding_view().lookup(spec)
+    }
+
+    /// This host as if it could count every hardware class (see [`HostEvents::encode`]).
+    pub(crate) fn encoding_view(&self) -> HostEvents {
         let mut classes = self.classes.clone();
         for class in [Class::Iaf, Class::Iap, Class::K8, Class::Tsc] {
             if !classes.contains(&class) {
                 classes.push(class);
             }
         }
-        HostEvents { classes, arch_events_unavailable: 0, ..self.clone() }.lookup(spec)
+        HostEvents { classes, arch_events_unavailable: 0, ..self.clone() }
     }
 
     /// The entry `name` names (of class `class`, if given), in FreeBSD's order: its PMU alias

@@ -58,6 +58,9 @@ pub struct AllocateRequest {
     /// Bits 63:32 of the IA32_PERFEVTSELx image, in the padding after `pm_iap_config` (see
     /// [`hwpmc::abi::PmcMdOpPmcAllocate::iap_config64`]).
     pub iap_config_high: u32,
+    /// The E-cores' IA32_PERFEVTSELx image on a hybrid machine, after `pm_iap` (see
+    /// [`hwpmc::abi::PmcMdOpPmcAllocate::iap_config_atom`]); 0: the same encoding everywhere.
+    pub iap_config_atom: u64,
 }
 
 impl AllocateRequest {
@@ -77,6 +80,7 @@ impl AllocateRequest {
             amd_sub_class: 0,
             iap_rsp: 0,
             iap_config_high: 0,
+            iap_config_atom: 0,
         }
     }
 
@@ -135,6 +139,7 @@ impl AllocateRequest {
             amd_sub_class: 0,
             iap_rsp: 0,
             iap_config_high: 0,
+            iap_config_atom: 0,
         }
     }
 
@@ -174,6 +179,13 @@ impl AllocateRequest {
         self
     }
 
+    /// The same request with `config` as the E-cores' encoding of its event (a hybrid machine's
+    /// P-cores load `iap_config`).
+    pub fn with_atom_encoding(mut self, config: u64) -> Self {
+        self.iap_config_atom = config;
+        self
+    }
+
     /// The same request with `pm_count`.
     pub fn with_count(mut self, count: u64) -> Self {
         self.count = count;
@@ -198,6 +210,7 @@ impl AllocateRequest {
                 u64::from(self.iap_config_high) << 32 | u64::from(self.iap_config),
             );
             op.pm_md.set_iap_rsp(self.iap_rsp);
+            op.pm_md.set_iap_config_atom(self.iap_config_atom);
         }
         op
     }

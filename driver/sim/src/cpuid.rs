@@ -517,8 +517,12 @@ impl PmuModel {
         if self.max_basic_leaf < 0xA || self.version == 0 {
             return CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 };
         }
+        let reported_gp = match self.quirks.leaf_0a_gp_counters {
+            limit if limit != 0 && limit < self.gp_counters => limit,
+            _ => self.gp_counters,
+        };
         let eax = self.version as u32
-            | (self.gp_counters as u32) << 8
+            | (reported_gp as u32) << 8
             | (self.gp_width as u32) << 16
             | (self.arch_events_len as u32) << 24;
         let ebx = self.arch_events_unavailable
@@ -536,6 +540,35 @@ impl PmuModel {
             0
         };
         CpuIdResult { eax, ebx, ecx, edx }
+    }
+
+    /// Whether the model has CPUID leaf 23H (the architectural performance monitoring extended
+    /// leaf): every Intel model whose maximum basic leaf reaches it.
+    pub const fn has_leaf_23(&self) -> bool {
+        self.amd.is_none() && self.max_basic_leaf >= 0x23
+    }
+
+    /// CPUID leaf 23H sub-leaf `subleaf` as this CPU reports it (Intel SDM layout): sub-leaf 0
+    /// EAX the valid sub-leaves (0, 1 and 3), EBX bit 0 UMASK2 (the EQ bit, EBX bit 1, is not
+    /// modelled); sub-leaf 1 EAX the GP counters' bitmap, EBX the fixed counters'; sub-leaf 3
+    /// EAX the supported architectural events (leaf 0xA EBX inverted, within its vector
+    /// length). All zero for other sub-leaves.
+    pub const fn leaf_23(&self, subleaf: u32) -> CpuIdResult {
+        let zero = CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 };
+        match subleaf {
+            0 => CpuIdResult { eax: 1 | 1 << 1 | 1 << 3, ebx: self.umask2 as u32, ecx: 0, edx: 0 },
+            1 => {
+                let gp = self.gp_counter_count();
+                let gp = if gp >= 32 { u32::MAX } else { (1u32 << gp) - 1 };
+                CpuIdResult { eax: gp, ebx: self.fixed_mask(), ecx: 0, edx: 0 }
+            }
+            3 => {
+                let len = self.arch_events_len;
+                let vector = if len >= 32 { u32::MAX } else { (1u32 << len) - 1 };
+                CpuIdResult { eax: !self.arch_events_unavailable & vector, ..zero }
+            }
+            _ => zero,
+        }
     }
 
     /// Checks that the model is one this simulator can run: a signature that fits CPUID.1:EAX,
@@ -587,7 +620,7 @@ impl PmuModel {
 
 /// The CPUID instruction of one simulated CPU: answers leaves 0 (maximum basic leaf and vendor),
 /// 1 (signature, initial APIC ID, PDCM, x2APIC and hypervisor bits), 7 (the hybrid bit), 0xA
-/// (architectural performance monitoring), 0x1A (core type) and 0x23 sub-leaf 0 (UMASK2) from a
+/// (architectural performance monitoring), 0x1A (core type) and 0x23 (counter and event bitmaps, UMASK2) from a
 /// [`PmuModel`], and all zero for every other leaf.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CpuidModel {
@@ -611,7 +644,7 @@ impl CpuidModel {
         self.apic_id
     }
 
-    /// CPUID leaf `leaf`, subleaf `subleaf` (leaf 7 answers subleaf 0 only).
+    /// CPUID leaf `leaf`, subleaf `subleaf` (leaf 7 answers sub-leaves 0 and 1).
     pub const fn query(&self, leaf: u32, subleaf: u32) -> CpuIdResult {
         let m = &self.model;
         let zero = CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 };
@@ -636,9 +669,10 @@ impl CpuidModel {
             }
             0xA => m.leaf_0a(),
             0x8000_0000.. if m.amd.is_some() => crate::amd::extended_leaf(m, leaf),
-            // Sub-leaf 0: EAX bit 0 says sub-leaf 0's EBX is valid; EBX bit 0 UMASK2.
-            0x23 if m.max_basic_leaf >= 0x23 && subleaf == 0 => {
-                CpuIdResult { eax: 1, ebx: m.umask2 as u32, ecx: 0, edx: 0 }
+            0x23 if m.has_leaf_23() => m.leaf_23(subleaf),
+            // EAX[8]: leaf 23H exists.
+            7 if m.max_basic_leaf >= 7 && subleaf == 1 => {
+                CpuIdResult { eax: (m.has_leaf_23() as u32) << 8, ebx: 0, ecx: 0, edx: 0 }
             }
             // EDX[15]: hybrid part.
             7 if m.max_basic_leaf >= 7 && subleaf == 0 => {

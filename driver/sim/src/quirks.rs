@@ -82,6 +82,10 @@ pub struct Quirks {
     /// the TSC and fixed counter 2: one per this many TSC ticks (the crystal or bus clock; 1:
     /// the TSC's rate).
     pub gp_ref_cycles_divisor: u32,
+    /// CPUID.0AH:EAX\[15:8\] reports at most this many GP counters (0: all of them), while
+    /// CPUID leaf 23H sub-leaf 1 enumerates every one: a part whose driver must take the
+    /// counters from leaf 23H where it exists (as Linux's `update_pmu_cap` does).
+    pub leaf_0a_gp_counters: u8,
 }
 
 impl Quirks {
@@ -94,6 +98,7 @@ impl Quirks {
         drops_masked_pmis: false,
         cpuid_hides_fixed_counters: false,
         gp_ref_cycles_divisor: 1,
+        leaf_0a_gp_counters: 0,
     };
 
     /// The same with Intel TSX.

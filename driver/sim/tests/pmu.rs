@@ -166,6 +166,7 @@ fn discovery_describes_every_preset() {
             freeze: FreezeMode::Streamlined,
             offcore: core_offcore(0x3F_FFFF_8FFF, 0x3F_FFFF_8FFF),
             umask2: false,
+            extended_leaf: None,
             core_type: None,
         };
         let v5 = IntelPmu {

@@ -198,6 +198,13 @@ pub trait Host {
         native_arch_perfmon_leaf()
     }
 
+    /// Whether the CPUs PMCs count on have core types of their own PMUs (a hybrid CPU: P-cores
+    /// and E-cores). The Linux and FreeBSD hosts count on this machine: CPUID.07H:EDX\[15\]
+    /// with a leaf 0x1A core type.
+    fn is_hybrid(&self) -> bool {
+        crate::events::model::current_core_type().is_some()
+    }
+
     /// This CPU's id in FreeBSD's `pmc_cpuid` format (`"GenuineIntel-6-55-4"`,
     /// `"AuthenticAMD-25-11-1"`; the stepping may be left out), which picks the event tables.
     fn intel_model(&self) -> Option<String> {

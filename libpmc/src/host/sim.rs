@@ -48,6 +48,11 @@ pub const BLOCK_OFFCORE: [(u64, u64); 2] = [(0x1_0001, 40), (0x1_0002, 8)];
 /// (event 0x11, umask 0x20, UMASK2 0x01), an event with a second unit mask.
 pub const BLOCK_STLB_HITS: u64 = 3;
 
+/// Front-end resteers of one block as Alder Lake's BACLEARS.ANY counts them, an event its core
+/// types encode differently: 7 of its P-cores' encoding (event 0x60, umask 0x01) and 4 of its
+/// E-cores' (0xE6/0x01), so that a PMC loading one core type's encoding on the other shows.
+pub const BLOCK_BACLEARS: [(u8, u8, u64); 2] = [(0x60, 0x01, 7), (0xE6, 0x01, 4)];
+
 fn block() -> Work {
     let work = Work {
         instructions: BLOCK_INSTRUCTIONS,
@@ -60,6 +65,9 @@ fn block() -> Work {
         ..Work::default()
     };
     let work = work.with_raw_umask2(0x11, 0x20, 0x01, BLOCK_STLB_HITS);
+    let work = BLOCK_BACLEARS
+        .iter()
+        .fold(work, |work, &(event, umask, count)| work.with_raw(event, umask, count));
     BLOCK_OFFCORE.iter().fold(work, |work, &(response, count)| work.with_offcore(response, count))
 }
 
@@ -220,6 +228,8 @@ pub struct SimHost {
     /// The programs [`Host::spawn`] started and nobody has waited for yet.
     children: RefCell<Vec<i32>>,
     model: PmuModel,
+    /// Whether the machine has P-cores and E-cores (a hybrid model on two CPUs or more).
+    hybrid: bool,
     log: RefCell<Option<LogPipe>>,
     /// The processes [`next_process_event`] watches, by pid.
     watched: RefCell<std::collections::BTreeMap<i32, Watch>>,
@@ -373,6 +383,7 @@ impl SimHost {
             tool,
             children: RefCell::new(Vec::new()),
             model,
+            hybrid: e_core_of(&model).is_some() && cpus >= 2,
             log: RefCell::new(None),
             watched: RefCell::default(),
             held: RefCell::default(),
@@ -655,6 +666,10 @@ impl Host for SimHost {
         (!self.model.has_pmu()).then(|| {
             "no hardware PMU: the simulated CPU reports perfmon version 0 (PMC_SIM_MODEL=vm)".into()
         })
+    }
+
+    fn is_hybrid(&self) -> bool {
+        self.hybrid
     }
 
     fn arch_perfmon_leaf(&self) -> Option<(u32, u32)> {

@@ -93,8 +93,60 @@ fn list_events() -> Result<i32, Failure> {
             _ => rate_text(&e),
         })
     };
-    write_stdout(listing_text(&listing, rate).as_bytes())?;
+    let mut text = listing_text(&listing, rate);
+    text += &counters_by_cpu_text(&usable_counters_by_cpu());
+    write_stdout(text.as_bytes())?;
     Ok(0)
+}
+
+/// Each CPU's usable hardware counters, (class name, count) in row order (GETPMCINFO: a row
+/// whose counter the CPU lacks, such as a P-core counter on a hybrid CPU's E-core, or that
+/// PMCADMIN disabled, is not usable); empty when the driver does not say.
+fn usable_counters_by_cpu() -> Vec<Vec<(&'static str, usize)>> {
+    let ncpu = api::cpu_info().map_or(0, |info| info.pm_ncpu);
+    (0..ncpu)
+        .map_while(|cpu| {
+            let rows = api::pmc_info(cpu).ok()?;
+            let mut counts: Vec<(&'static str, usize)> = Vec::new();
+            for row in rows.iter().filter(|r| r.pm_enabled != 0) {
+                let Some(class) = pmc::events::Class::from_u32(row.pm_class) else { continue };
+                if !matches!(class.name(), "IAP" | "IAF" | "K8") {
+                    continue;
+                }
+                match counts.iter_mut().find(|(name, _)| *name == class.name()) {
+                    Some((_, count)) => *count += 1,
+                    None => counts.push((class.name(), 1)),
+                }
+            }
+            Some(counts)
+        })
+        .collect()
+}
+
+/// The `-L` line that says which CPUs have which counters, when not all have the same (a
+/// hybrid CPU's P- and E-cores): `# counters: CPU 0: IAP 8, IAF 4; CPU 1: IAP 6, IAF 3`,
+/// with CPUs of the same counters listed together.
+pub fn counters_by_cpu_text(by_cpu: &[Vec<(&str, usize)>]) -> String {
+    /// One CPU's counters, (class name, count).
+    type Counters<'a> = Vec<(&'a str, usize)>;
+    let mut groups: Vec<(&Counters, Vec<usize>)> = Vec::new();
+    for (cpu, counts) in by_cpu.iter().enumerate() {
+        match groups.iter_mut().find(|(c, _)| *c == counts) {
+            Some((_, cpus)) => cpus.push(cpu),
+            None => groups.push((counts, vec![cpu])),
+        }
+    }
+    if groups.len() < 2 {
+        return String::new();
+    }
+    let group_text = |(counts, cpus): &(&Counters, Vec<usize>)| {
+        let cpus: Vec<String> = cpus.iter().map(ToString::to_string).collect();
+        let counts: Vec<String> = counts.iter().map(|(c, n)| format!("{c} {n}")).collect();
+        let label = if cpus.len() == 1 { "CPU" } else { "CPUs" };
+        format!("{label} {}: {}", cpus.join(","), counts.join(", "))
+    };
+    let groups: Vec<String> = groups.iter().map(group_text).collect();
+    format!("# counters: {}\n", groups.join("; "))
 }
 
 /// What `-L` prints: as FreeBSD, each class name on a line of its own and its events below it
@@ -146,6 +198,14 @@ fn describe_event(spec: &str) -> Result<i32, Failure> {
     let (event, unavailable) =
         api::encode_event(spec).map_err(|e| Failure::pmc(&format!("event {spec:?}"), &e))?;
     let mut text = describe_event_text(&event);
+    // A hybrid CPU whose core types encode the event differently: a PMC of every core type
+    // loads each one's own (the E-cores' travels after pm_iap).
+    let per_core_type = api::encode_every_core_type(spec)
+        .map_err(|e| Failure::pmc(&format!("event {spec:?}"), &e))?;
+    if let Some((core, atom)) = per_core_type {
+        text += &format!("{:<16}{core:#010x} (cpu_core, Core table)\n", "P-cores:");
+        text += &format!("{:<16}{atom:#010x} (cpu_atom, Atom table)\n", "E-cores:");
+    }
     if let Some(reason) = unavailable {
         text += &format!("{:<16}no: {reason}\n", "on this host:");
     }

@@ -13,7 +13,8 @@ use super::intel::discovery::IntelPmu;
 use super::intel::{IntelBackend, IntelConfig, IntelCounter, IntelCpu, IntelPmi};
 use crate::abi::Class;
 use crate::backend::{
-    AllocateRequest, CounterMask, CpuIdString, HardwareClass, Overflow, PmuBackend, RawEvent,
+    AllocateRequest, CounterMask, CpuIdString, HardwareClass, OtherCoreType, Overflow, PmuBackend,
+    RawEvent,
 };
 use crate::errno::Errno;
 use crate::hw::Hardware;
@@ -212,6 +213,33 @@ impl PmuBackend for X86Backend {
             let (config, rows) = self.intel.configure(class, rows, request)?;
             Ok((X86Config::Intel(config), rows))
         }
+    }
+
+    fn configure_other_core_type(
+        &self,
+        class: Class,
+        request: &AllocateRequest<'_>,
+        config: X86Config,
+    ) -> Result<Option<OtherCoreType<X86Config>>, Errno> {
+        let other = match config {
+            X86Config::Amd(config) => self
+                .amd_backend
+                .configure_other_core_type(class, request, config)?
+                .map(|o| OtherCoreType {
+                    primary: o.primary,
+                    other: o.other,
+                    config: X86Config::Amd(o.config),
+                }),
+            X86Config::Intel(config) => self
+                .intel
+                .configure_other_core_type(class, request, config)?
+                .map(|o| OtherCoreType {
+                    primary: o.primary,
+                    other: o.other,
+                    config: X86Config::Intel(o.config),
+                }),
+        };
+        Ok(other)
     }
 
     #[inline]

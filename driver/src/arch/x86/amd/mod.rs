@@ -19,7 +19,8 @@ use self::regs::{CoreCounters, PerfCtl, PerfCtlFlags};
 use super::cpuid::{CpuSignature, cpu_type_of};
 use crate::abi::{Caps, Class};
 use crate::backend::{
-    AllocateRequest, CounterMask, CpuIdString, HardwareClass, Overflow, PmuBackend, RawEvent,
+    AllocateRequest, CounterMask, CpuIdString, HardwareClass, OtherCoreType, Overflow, PmuBackend,
+    RawEvent,
 };
 use crate::errno::Errno;
 use crate::hw::Hardware;
@@ -209,6 +210,17 @@ impl PmuBackend for AmdBackend {
         }
         let (ctl, rows) = k8::configure(rows, request)?;
         Ok((AmdConfig { ctl }, rows))
+    }
+
+    /// AMD's parts are not hybrid: no second encoding (the bytes Intel's extension uses belong to
+    /// `pm_ibs` here, so they are not looked at).
+    fn configure_other_core_type(
+        &self,
+        _class: Class,
+        _request: &AllocateRequest<'_>,
+        _config: AmdConfig,
+    ) -> Result<Option<OtherCoreType<AmdConfig>>, Errno> {
+        Ok(None)
     }
 
     #[inline]

@@ -7,6 +7,7 @@
 //! Discovery runs on every CPU, so CPUs of different core types get their own descriptions.
 
 use super::offcore::OffcoreLayout;
+pub use super::perfmon_ext::{ARCH_PERFMON_EXT_LEAF, PerfmonExt};
 use super::regs::{CounterSet, FixedFlags, PerfEvtSel, StatusFlags, low_bits};
 use crate::arch::x86::cpuid::CpuSignature;
 use crate::arch::x86::msr;
@@ -45,6 +46,15 @@ impl CoreType {
             0x20 => CoreType::Atom,
             0x40 => CoreType::Core,
             other => CoreType::Other(other),
+        }
+    }
+
+    /// Its leaf 0x1A EAX\[31:24\] value.
+    pub const fn code(self) -> u8 {
+        match self {
+            CoreType::Atom => 0x20,
+            CoreType::Core => 0x40,
+            CoreType::Other(other) => other,
         }
     }
 
@@ -91,6 +101,9 @@ pub struct IntelPmu {
     pub offcore: Option<OffcoreLayout>,
     /// IA32_PERFEVTSELx has UMASK2, bits 47:40 (CPUID.23H.0:EBX\[0\]).
     pub umask2: bool,
+    /// What CPUID leaf 23H reported, where the CPU has it (its counter and event bitmaps are
+    /// the ones above).
+    pub extended_leaf: Option<PerfmonExt>,
     /// The core type of a hybrid CPU (leaf 0x1A): P-cores and E-cores have PMUs of their own, so
     /// discovery runs on every CPU. `None` on a CPU that is not hybrid.
     pub core_type: Option<CoreType>,
@@ -107,14 +120,23 @@ impl IntelPmu {
         }
         let leaf = cpuid.cpuid1(0xA);
         let reported_version = leaf.eax as u8;
-        let gp_counters = (leaf.eax >> 8) as u8;
+        let ext = PerfmonExt::discover(cpuid);
+        // Leaf 23H's bitmap, where present, over leaf 0xA's count. The driver numbers GP
+        // counters from 0 without gaps: counters past a gap of the bitmap stay unused.
+        let gp_counters = match ext.and_then(|e| e.gp_counters) {
+            Some(bitmap) => bitmap.trailing_ones() as u8,
+            None => (leaf.eax >> 8) as u8,
+        };
         let gp_width = (leaf.eax >> 16) as u8;
         if reported_version == 0 || gp_counters == 0 || !(8..=64).contains(&gp_width) {
             return None;
         }
         let version = reported_version.min(MAX_KNOWN_VERSION);
         let vector_len = (leaf.eax >> 24) as u8;
-        let arch_events = !leaf.ebx & low_bits(u32::from(vector_len.min(32))) as u32;
+        let arch_events = match ext.and_then(|e| e.arch_events) {
+            Some(bitmap) => bitmap,
+            None => !leaf.ebx & low_bits(u32::from(vector_len.min(32))) as u32,
+        };
         // A hypervisor's vPMU may not implement DEBUGCTL.FREEZE_PERFMON_ON_PMI (writing it would
         // #GP), so a guest does without freezing, as FreeBSD does.
         let hypervisor = cpuid.cpuid1(1).ecx & (1 << 31) != 0;
@@ -132,7 +154,8 @@ impl IntelPmu {
             }
             let contiguous = low_bits(count.min(32)) as u32;
             let bitmap = if version >= 5 { leaf.ecx } else { 0 };
-            if (8..=64).contains(&width) { (contiguous | bitmap, width) } else { (0, 0) }
+            let mask = ext.and_then(|e| e.fixed_counters).unwrap_or(contiguous | bitmap);
+            if (8..=64).contains(&width) { (mask, width) } else { (0, 0) }
         } else {
             (0, 0)
         };
@@ -163,8 +186,8 @@ impl IntelPmu {
             any_thread,
             freeze,
             offcore: OffcoreLayout::discover(cpuid, &signature),
-            umask2: cpuid.cpuid1(0).eax >= ARCH_PERFMON_EXT_LEAF
-                && cpuid.cpuid2(ARCH_PERFMON_EXT_LEAF, 0).ebx & 1 != 0,
+            umask2: ext.is_some_and(|e| e.umask2),
+            extended_leaf: ext,
             core_type: CoreType::discover(cpuid),
         })
     }
@@ -235,10 +258,6 @@ impl IntelPmu {
         base + u32::from(index)
     }
 }
-
-/// CPUID leaf 23H: architectural performance monitoring extended leaf (sub-leaf 0, EBX bit 0:
-/// UMASK2 supported).
-pub const ARCH_PERFMON_EXT_LEAF: u32 = 0x23;
 
 /// IA32_PERF_CAPABILITIES bit 13: full-width writes to IA32_A_PMCx.
 pub const PERF_CAPABILITIES_FW_WRITE: u64 = 1 << 13;

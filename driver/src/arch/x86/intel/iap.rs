@@ -34,6 +34,31 @@ pub(super) fn configure(
     Ok((IntelConfig::Iap { evtsel, offcore }, 0..rows))
 }
 
+/// Checks the second core type's encoding of a PMC (`raw`, see
+/// [`crate::abi::PmcMdOpPmcAllocate::iap_config_atom`]) against that type's PMU: no bit it leaves
+/// undefined, AnyThread only with the privilege, no offcore-response event (its response value
+/// would be the other core type's). It counts in the rings of the PMC's first encoding,
+/// `primary`, whatever its own OS and USR bits say.
+pub(super) fn configure_like(
+    pmu: &IntelPmu,
+    raw: u64,
+    primary: PerfEvtSel,
+    request: &AllocateRequest<'_>,
+) -> Result<IntelConfig, Errno> {
+    let evtsel = PerfEvtSel::new(raw, pmu.evtsel_valid()).ok_or(Errno::Inval)?;
+    if pmu.offcore.as_ref().and_then(|layout| layout.msr_of(evtsel)).is_some() {
+        return Err(Errno::Inval);
+    }
+    if evtsel.has(EvtSelFlags::ANY) && !(request.any_thread_allowed)() {
+        return Err(Errno::Perm);
+    }
+    let evtsel = evtsel
+        .with(EvtSelFlags::EN | EvtSelFlags::INT, false)
+        .with(EvtSelFlags::OS, primary.has(EvtSelFlags::OS))
+        .with(EvtSelFlags::USR, primary.has(EvtSelFlags::USR));
+    Ok(IntelConfig::Iap { evtsel, offcore: None })
+}
+
 /// The event select as loading writes it: enabled (EN), with an interrupt at overflow (INT).
 /// Counting PMCs interrupt too: the handler folds and reloads at every overflow.
 #[inline]

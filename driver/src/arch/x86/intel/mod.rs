@@ -9,13 +9,14 @@ mod iaf;
 mod iap;
 mod io;
 pub mod offcore;
+pub mod perfmon_ext;
 pub mod regs;
 
 use alloc::vec::Vec;
 use core::ops::Range;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use self::discovery::{FreezeMode, IntelPmu};
+use self::discovery::{CoreType, FreezeMode, IntelPmu};
 use self::offcore::{Offcore, OffcoreClaims, OffcoreLoaded};
 use self::regs::{
     Counter, CounterSet, EvtSelFlags, FixedCtrCtrl, FixedCtrField, FixedFlags, GlobalCtrl,
@@ -24,7 +25,8 @@ use self::regs::{
 use super::cpuid::{CpuSignature, cpu_type_of};
 use crate::abi::{Caps, Class};
 use crate::backend::{
-    AllocateRequest, CounterMask, CpuIdString, HardwareClass, Overflow, PmuBackend, RawEvent,
+    AllocateRequest, CounterMask, CpuIdString, HardwareClass, OtherCoreType, Overflow, PmuBackend,
+    RawEvent,
 };
 use crate::errno::Errno;
 use crate::hw::Hardware;
@@ -35,6 +37,9 @@ use crate::kernel::Tunables;
 pub struct IntelBackend {
     /// The PMU every process PMC may assume (the smallest of all CPUs), if all have one.
     common: Option<IntelPmu>,
+    /// On a hybrid machine, the PMU a PMC of one core type may assume (the smallest of that
+    /// type's CPUs), by core type (leaf 0x1A numbering).
+    core_types: Vec<(u8, IntelPmu)>,
     classes: Vec<HardwareClass>,
     signature: CpuSignature,
     /// Whether the PMU freezes its counters on a PMI where it can ([`Tunables::freeze_on_pmi`]).
@@ -82,16 +87,40 @@ pub struct IntelCounter {
     write_msr: u32,
     /// Its RDPMC index.
     rdpmc: u32,
+    /// A counter wider than its class (a hybrid machine's P-core counter, the class being as
+    /// wide as the narrowest core type's): the sign bit of the class width, and the bits above
+    /// it up to the counter's own width. A value written with the sign bit set (a counter
+    /// loaded `period` events before the class's overflow) gets them too, so that the counter
+    /// overflows after `period` events as a counter of the class width would; reads are masked
+    /// to the class width. Both 0 when the counter is as wide as its class.
+    sign_bit: u64,
+    extension: u64,
 }
 
 impl IntelCounter {
-    /// `counter` of a CPU with `pmu` (which has it).
-    fn new(pmu: &IntelPmu, counter: Counter) -> Self {
-        let write_msr = match counter {
-            Counter::Gp(index) => pmu.gp_write_msr(index),
-            Counter::Fixed(index) => super::msr::IA32_FIXED_CTR0 + u32::from(index),
+    /// `counter` of a CPU with `pmu` (which has it), in a class `class_width` bits wide.
+    fn new(pmu: &IntelPmu, counter: Counter, class_width: u8) -> Self {
+        let (write_msr, width) = match counter {
+            Counter::Gp(index) => (pmu.gp_write_msr(index), pmu.gp_width),
+            Counter::Fixed(index) => {
+                (super::msr::IA32_FIXED_CTR0 + u32::from(index), pmu.fixed_width)
+            }
         };
-        IntelCounter { counter, write_msr, rdpmc: counter.rdpmc_index() }
+        // A legacy GP write (no FW_WRITE) sign-extends bit 31 to the counter's width itself.
+        let full_width = pmu.full_width_write || matches!(counter, Counter::Fixed(_));
+        let (sign_bit, extension) = if full_width && width > class_width && class_width > 0 {
+            let class_mask = low_bits(u32::from(class_width));
+            (1 << (class_width - 1), low_bits(u32::from(width)) & !class_mask)
+        } else {
+            (0, 0)
+        };
+        IntelCounter { counter, write_msr, rdpmc: counter.rdpmc_index(), sign_bit, extension }
+    }
+
+    /// `value` as written to this counter: sign-extended from the class width.
+    #[inline]
+    fn written(&self, value: u64) -> u64 {
+        if value & self.sign_bit != 0 { value | self.extension } else { value }
     }
 }
 
@@ -134,17 +163,23 @@ impl PmuBackend for IntelBackend {
 
     fn new<H: Hardware>(cpus: &[Option<IntelPmu>], hw: &H) -> Self {
         let common = common_pmu(cpus);
+        let core_types = core_type_pmus(cpus);
         let mut classes = Vec::new();
         if let Some(pmu) = common {
-            let (gp, width) = (u32::from(pmu.gp_counters), u32::from(pmu.gp_width));
+            // Rows up to the most counters any CPU has: a row some core type lacks takes only
+            // PMCs of the core types that have it (`configure`).
+            let most =
+                |count: fn(&IntelPmu) -> u8| cpus.iter().flatten().map(count).max().unwrap_or(0);
+            let gp = most(|p| p.gp_counters);
+            let (gp, width) = (u32::from(gp), u32::from(pmu.gp_width));
             classes.push(HardwareClass {
                 class: Class::Iap,
                 rows: gp,
                 width,
                 caps: Caps::IAP_CLASS,
             });
-            let fixed = pmu.fixed_counters();
-            if fixed > 0 && pmu.has_global_ctrl() {
+            let fixed = most(|p| if p.has_global_ctrl() { p.fixed_counters() } else { 0 });
+            if pmu.fixed_counters() > 0 && pmu.has_global_ctrl() {
                 let (rows, width) = (u32::from(fixed), u32::from(pmu.fixed_width));
                 classes.push(HardwareClass {
                     class: Class::Iaf,
@@ -156,6 +191,7 @@ impl PmuBackend for IntelBackend {
         }
         IntelBackend {
             common,
+            core_types,
             classes,
             signature: CpuSignature::read(&hw.cpuid()),
             freeze_on_pmi: Tunables::default().freeze_on_pmi,
@@ -194,23 +230,19 @@ impl PmuBackend for IntelBackend {
     }
 
     fn core_type(&self, cpu: &IntelCpu) -> u8 {
-        match cpu.pmu.and_then(|p| p.core_type) {
-            Some(discovery::CoreType::Atom) => 0x20,
-            Some(discovery::CoreType::Core) => 0x40,
-            Some(discovery::CoreType::Other(other)) => other,
-            None => 0,
-        }
+        cpu.pmu.and_then(|p| p.core_type).map_or(0, CoreType::code)
     }
 
     fn row_counter(&self, cpu: &IntelCpu, class: Class, index: u32) -> Option<IntelCounter> {
         let pmu = cpu.pmu.as_ref()?;
+        let common = self.common.as_ref()?;
         let index = u8::try_from(index).ok()?;
         match class {
             Class::Iap if index < pmu.gp_counters => {
-                Some(IntelCounter::new(pmu, Counter::Gp(index)))
+                Some(IntelCounter::new(pmu, Counter::Gp(index), common.gp_width))
             }
             Class::Iaf if pmu.has_fixed(index) && pmu.has_global_ctrl() => {
-                Some(IntelCounter::new(pmu, Counter::Fixed(index)))
+                Some(IntelCounter::new(pmu, Counter::Fixed(index), common.fixed_width))
             }
             _ => None,
         }
@@ -267,15 +299,56 @@ impl PmuBackend for IntelBackend {
     fn configure(
         &self,
         class: Class,
-        rows: u32,
+        rows_of_class: u32,
         request: &AllocateRequest<'_>,
     ) -> Result<(IntelConfig, Range<u32>), Errno> {
-        let pmu = self.common.as_ref().ok_or(Errno::Inval)?;
+        let common = self.common.as_ref().ok_or(Errno::Inval)?;
         match class {
-            Class::Iap => iap::configure(pmu, rows, request),
-            Class::Iaf => iaf::configure(pmu, rows, request),
+            Class::Iap => {
+                // A PMC with a second encoding for the E-cores loads this one on the P-cores,
+                // on a row both have.
+                let two_encodings = request.raw.pm_md.iap_config_atom() != 0;
+                let (pmu, rows) = match request.core_type {
+                    0 if two_encodings => (self.core_type_pmu(CoreType::Core.code())?, common),
+                    0 => (common, common),
+                    core_type => {
+                        let pmu = self.core_type_pmu(core_type)?;
+                        (pmu, pmu)
+                    }
+                };
+                iap::configure(pmu, rows_within(rows.gp_counters, rows_of_class), request)
+            }
+            Class::Iaf => {
+                let pmu = match request.core_type {
+                    0 => common,
+                    core_type => self.core_type_pmu(core_type)?,
+                };
+                iaf::configure(pmu, rows_of_class, request)
+            }
             _ => Err(Errno::Inval),
         }
+    }
+
+    fn configure_other_core_type(
+        &self,
+        class: Class,
+        request: &AllocateRequest<'_>,
+        config: IntelConfig,
+    ) -> Result<Option<OtherCoreType<IntelConfig>>, Errno> {
+        let raw = request.raw.pm_md.iap_config_atom();
+        if raw == 0 {
+            return Ok(None);
+        }
+        // A fixed counter counts the same event on every core type; a PMC of one core type
+        // has that type's encoding only.
+        let IntelConfig::Iap { evtsel: primary, .. } = config else { return Err(Errno::Inval) };
+        if class != Class::Iap || request.core_type != 0 {
+            return Err(Errno::Inval);
+        }
+        let atom = self.core_type_pmu(CoreType::Atom.code())?;
+        let config = iap::configure_like(atom, raw, primary, request)?;
+        let (primary, other) = (CoreType::Core.code(), CoreType::Atom.code());
+        Ok(Some(OtherCoreType { primary, other, config }))
     }
 
     fn claim<'a>(
@@ -348,7 +421,7 @@ impl PmuBackend for IntelBackend {
 
     #[inline]
     fn write_counter<H: Hardware>(&self, hw: &H, counter: IntelCounter, value: u64) {
-        io::write_counter(hw, counter, value);
+        io::write_counter(hw, counter, counter.written(value));
     }
 
     #[inline]
@@ -504,6 +577,11 @@ impl PmuBackend for IntelBackend {
 }
 
 impl IntelBackend {
+    /// The PMU every CPU of core type `core_type` has (EINVAL where no CPU has that type).
+    fn core_type_pmu(&self, core_type: u8) -> Result<&IntelPmu, Errno> {
+        self.core_types.iter().find(|(t, _)| *t == core_type).map(|(_, p)| p).ok_or(Errno::Inval)
+    }
+
     /// Perfmon v1 has no status register: a started counter overflowed when its top bit went
     /// clear (counters are loaded at 2^width − period, with period at most 2^(width − 1)). The
     /// interrupt is the driver's only if a PMC was loaded on such a counter.
@@ -558,6 +636,34 @@ fn stop_all_counters<H: Hardware>(hw: &H, cpu: &IntelCpu, pmu: &IntelPmu) {
 fn set_fixed_field(cpu: &IntelCpu, index: u8, field: FixedCtrField) {
     let ctrl = FixedCtrCtrl::from_built_bits(cpu.fixed_ctrl.load(Ordering::Relaxed));
     cpu.fixed_ctrl.store(ctrl.with_known_field(index, field).bits(), Ordering::Relaxed);
+}
+
+/// The GP rows of a class of `class_rows` rows that a PMU of `gp_counters` counters may use.
+fn rows_within(gp_counters: u8, class_rows: u32) -> u32 {
+    u32::from(gp_counters).min(class_rows)
+}
+
+/// On a hybrid machine, the PMU description the CPUs of each core type share, by core type
+/// (leaf 0x1A numbering); empty when the machine is not hybrid or a CPU has no PMU.
+fn core_type_pmus(pmus: &[Option<IntelPmu>]) -> Vec<(u8, IntelPmu)> {
+    let mut by_type: Vec<(u8, IntelPmu)> = Vec::new();
+    if pmus.iter().any(|p| p.is_none_or(|p| p.core_type.is_none())) {
+        return by_type;
+    }
+    for pmu in pmus.iter().flatten() {
+        let code = pmu.core_type.map_or(0, CoreType::code);
+        if by_type.iter().all(|(t, _)| *t != code) {
+            let same: Vec<_> = pmus
+                .iter()
+                .filter(|p| p.and_then(|p| p.core_type) == pmu.core_type)
+                .copied()
+                .collect();
+            if let Some(shared) = common_pmu(&same) {
+                by_type.push((code, shared));
+            }
+        }
+    }
+    by_type
 }
 
 /// The PMU description all CPUs share: the fewest counters, the narrowest widths, the lowest
