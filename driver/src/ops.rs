@@ -444,7 +444,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                     caps,
                     flags,
                     any_thread_allowed: &|| self.kernel.has_privilege(Privilege::PmcAnyThread),
-                    core_type: crate::state::core_type_of(flags),
+                    // A host that counts the class checks the core type against its own core
+                    // PMUs (see `check_core_type`): the driver's do not constrain the encoding.
+                    core_type: if self.host_counts(class.class) {
+                        0
+                    } else {
+                        crate::state::core_type_of(flags)
+                    },
                 };
                 let (config, rows) = self.backend.configure(class.class, class.rows, &request)?;
                 let second = self
