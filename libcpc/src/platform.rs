@@ -46,6 +46,11 @@ pub struct Pic {
     names: HashSet<String>,
 }
 
+/// The request attributes of x86 counters (Intel's and AMD's event selects have the same
+/// fields), as illumos's x86 PCBEs accept them.
+const X86_ATTRS: [&str; 7] =
+    ["edge", "inv", "umask", "cmask", "nouser", "sys", crate::consts::PICNUM];
+
 impl Pic {
     fn new(class: Class, events: Vec<String>, generics: Vec<(&'static str, &'static str)>) -> Pic {
         let names = events.iter().cloned().collect();
@@ -198,15 +203,7 @@ impl Platform {
                 cpuref: "See Appendix A of the \"Intel 64 and IA-32 Architectures Software \
                          Developer's Manual Volume 3B: System Programming Guide, Part 2\""
                     .into(),
-                attrs: vec![
-                    "edge",
-                    "inv",
-                    "umask",
-                    "cmask",
-                    "nouser",
-                    "sys",
-                    crate::consts::PICNUM,
-                ],
+                attrs: X86_ATTRS.to_vec(),
                 soft_codes: Vec::new(),
                 ncpu: info.pm_ncpu,
                 host,
@@ -230,15 +227,7 @@ impl Platform {
                 caps,
                 cciname: format!("AMD Family {family:02x}h"),
                 cpuref: amd_reference(family),
-                attrs: vec![
-                    "edge",
-                    "inv",
-                    "umask",
-                    "cmask",
-                    "nouser",
-                    "sys",
-                    crate::consts::PICNUM,
-                ],
+                attrs: X86_ATTRS.to_vec(),
                 soft_codes: Vec::new(),
                 ncpu: info.pm_ncpu,
                 host,
