@@ -7,10 +7,10 @@ use alloc::vec::Vec;
 use core::ops::Range;
 
 use super::amd::discovery::AmdPmu;
-use super::amd::{AmdBackend, AmdConfig, AmdCounter, AmdCpu, AmdPmi};
+use super::amd::{AmdBackend, AmdConfig, AmdCounter, AmdCpu, AmdImage, AmdPmi};
 use super::cpuid::CpuSignature;
 use super::intel::discovery::IntelPmu;
-use super::intel::{IntelBackend, IntelConfig, IntelCounter, IntelCpu, IntelPmi};
+use super::intel::{IntelBackend, IntelConfig, IntelCounter, IntelCpu, IntelImage, IntelPmi};
 use crate::abi::Class;
 use crate::backend::{
     AllocateRequest, CounterMask, CpuIdString, HardwareClass, Overflow, PmuBackend, RawEvent,
@@ -63,6 +63,13 @@ pub enum X86Config {
     Amd(AmdConfig),
 }
 
+/// Control registers imaged for loading: both vendors' (the other vendor's stays empty).
+#[derive(Debug, Clone, Default)]
+pub struct X86Image {
+    intel: IntelImage,
+    amd: AmdImage,
+}
+
 /// What the PMI handler read.
 #[derive(Debug, Clone, Copy)]
 pub enum X86Pmi {
@@ -84,6 +91,7 @@ impl PmuBackend for X86Backend {
     type Counter = X86Counter;
     type Config = X86Config;
     type PmiStatus = X86Pmi;
+    type Image = X86Image;
 
     fn discover<H: Hardware>(hw: &H) -> Option<X86Pmu> {
         if CpuSignature::read(&hw.cpuid()).is_amd() {
@@ -259,22 +267,25 @@ impl PmuBackend for X86Backend {
     }
 
     #[inline]
-    fn program<H: Hardware>(
-        &self,
-        hw: &H,
-        cpu: &X86Cpu,
-        counter: X86Counter,
-        armed: X86Config,
-    ) -> CounterMask {
+    fn add_to_image(image: &mut X86Image, counter: X86Counter, armed: X86Config) {
         match (counter, armed) {
             (X86Counter::Intel(counter), X86Config::Intel(armed)) => {
-                self.intel.program(hw, &cpu.intel, counter, armed)
+                IntelBackend::add_to_image(&mut image.intel, counter, armed);
             }
             (X86Counter::Amd(counter), X86Config::Amd(armed)) => {
-                self.amd_backend.program(hw, &cpu.amd, counter, armed)
+                AmdBackend::add_to_image(&mut image.amd, counter, armed);
             }
             // A configuration of the other vendor's (never made): nothing to program.
-            _ => CounterMask::EMPTY,
+            _ => {}
+        }
+    }
+
+    #[inline]
+    fn program<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, image: &X86Image) -> CounterMask {
+        if self.amd {
+            self.amd_backend.program(hw, &cpu.amd, &image.amd)
+        } else {
+            self.intel.program(hw, &cpu.intel, &image.intel)
         }
     }
 
@@ -297,10 +308,11 @@ impl PmuBackend for X86Backend {
     }
 
     #[inline]
-    fn unprogram<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counter: X86Counter) {
-        match counter {
-            X86Counter::Intel(c) => self.intel.unprogram(hw, &cpu.intel, c),
-            X86Counter::Amd(c) => self.amd_backend.unprogram(hw, &cpu.amd, c),
+    fn unprogram<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counters: CounterMask) {
+        if self.amd {
+            self.amd_backend.unprogram(hw, &cpu.amd, counters)
+        } else {
+            self.intel.unprogram(hw, &cpu.intel, counters)
         }
     }
 

@@ -114,6 +114,45 @@ pub enum IntelConfig {
     },
 }
 
+/// The GP counters an image can hold (discovery keeps at most 32, the GLOBAL_CTRL layout's).
+const IMAGE_GP: usize = 32;
+
+/// The control registers of some counters as loading programs them ([`PmuBackend::Image`]).
+#[derive(Debug, Clone, Default)]
+pub struct IntelImage {
+    /// The GP counters programmed and their event selects: the first `gp_len` entries.
+    gp: [(u8, PerfEvtSel); IMAGE_GP],
+    gp_len: u8,
+    /// The GP counters (bit `i`: IA32_PMC`i`) whose event reads an offcore-response MSR, and
+    /// the value it must hold, by counter.
+    offcore: u32,
+    offcore_values: [Option<Offcore>; IMAGE_GP],
+    /// The IA32_FIXED_CTR_CTRL fields of the fixed counters programmed, and their nibbles.
+    fixed: u64,
+    fixed_mask: u64,
+    /// Every counter of the image.
+    counters: CounterSet,
+}
+
+impl IntelImage {
+    /// The GP counters programmed, with their event selects.
+    #[inline]
+    fn gp(&self) -> &[(u8, PerfEvtSel)] {
+        self.gp.get(..usize::from(self.gp_len)).unwrap_or_default()
+    }
+}
+
+/// The nibbles of IA32_FIXED_CTR_CTRL of the fixed counters in `fixed` (bit `i`: counter `i`).
+#[inline]
+fn fixed_nibbles(mut fixed: u32) -> u64 {
+    let mut mask = 0u64;
+    while fixed != 0 {
+        mask |= 0xF << (4 * (fixed.trailing_zeros() % 16));
+        fixed &= fixed - 1;
+    }
+    mask
+}
+
 /// What the PMI handler read: GLOBAL_STATUS and whether the PMU froze itself.
 #[derive(Debug, Clone, Copy)]
 pub struct IntelPmi {
@@ -127,6 +166,7 @@ impl PmuBackend for IntelBackend {
     type Counter = IntelCounter;
     type Config = IntelConfig;
     type PmiStatus = IntelPmi;
+    type Image = IntelImage;
 
     fn discover<H: Hardware>(hw: &H) -> Option<IntelPmu> {
         IntelPmu::discover(&hw.cpuid(), hw)
@@ -352,29 +392,55 @@ impl PmuBackend for IntelBackend {
     }
 
     #[inline]
-    fn program<H: Hardware>(
-        &self,
-        hw: &H,
-        cpu: &IntelCpu,
-        counter: IntelCounter,
-        armed: IntelConfig,
-    ) -> CounterMask {
+    fn add_to_image(image: &mut IntelImage, counter: IntelCounter, armed: IntelConfig) {
         match (armed, counter.counter) {
             (IntelConfig::Iap { evtsel, offcore }, Counter::Gp(index)) => {
-                // A counter whose response value cannot be loaded (allocation keeps that from
-                // happening) stays unprogrammed rather than count another value's events.
-                if offcore.is_some_and(|o| !cpu.offcore_loaded.load(hw, index, o)) {
-                    return CounterMask::EMPTY;
+                let i = usize::from(index) % IMAGE_GP;
+                let listed = image.gp().iter().position(|&(gp, _)| gp == index);
+                let place = listed.unwrap_or(usize::from(image.gp_len));
+                let Some(entry) = image.gp.get_mut(place) else { return };
+                *entry = (index, evtsel);
+                if listed.is_none() {
+                    image.gp_len += 1;
                 }
-                io::write_evtsel(hw, index, evtsel)
+                image.offcore_values[i] = offcore;
+                if offcore.is_some() {
+                    image.offcore |= 1 << i;
+                } else {
+                    image.offcore &= !(1 << i);
+                }
             }
             (IntelConfig::Iaf { field, .. }, Counter::Fixed(index)) => {
-                set_fixed_field(cpu, index, field);
+                let ctrl = FixedCtrCtrl::from_built_bits(image.fixed);
+                image.fixed = ctrl.with_known_field(index, field).bits();
+                image.fixed_mask |= fixed_nibbles(1 << (index % 16));
             }
             // A configuration of another class than the row's: nothing to program.
-            _ => return CounterMask::EMPTY,
+            _ => return,
         }
-        Self::counter_mask(counter)
+        image.counters = image.counters.with(counter.counter);
+    }
+
+    #[inline]
+    fn program<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, image: &IntelImage) -> CounterMask {
+        // An image of counters this CPU lacks is not this CPU's: nothing reaches a register.
+        if !image.counters.minus(cpu.counters).is_empty() {
+            return CounterMask::EMPTY;
+        }
+        let programmed = if image.offcore == 0 {
+            for &(index, evtsel) in image.gp() {
+                io::write_evtsel(hw, index, evtsel);
+            }
+            image.counters
+        } else {
+            program_reading_offcore(hw, cpu, image)
+        };
+        if image.fixed_mask != 0 {
+            // Only this CPU writes its image (no read-modify-write instruction needed).
+            let ctrl = cpu.fixed_ctrl.load(Ordering::Relaxed);
+            cpu.fixed_ctrl.store(ctrl & !image.fixed_mask | image.fixed, Ordering::Relaxed);
+        }
+        CounterMask::from_bits(programmed.bits())
     }
 
     #[inline]
@@ -402,10 +468,17 @@ impl PmuBackend for IntelBackend {
     }
 
     #[inline]
-    fn unprogram<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, counter: IntelCounter) {
-        match counter.counter {
-            Counter::Gp(index) => io::write_evtsel(hw, index, PerfEvtSel::default()),
-            Counter::Fixed(index) => set_fixed_field(cpu, index, FixedCtrField::default()),
+    fn unprogram<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, counters: CounterMask) {
+        let counters = CounterSet::from_bits_within(counters.bits(), cpu.counters);
+        let mut gp = counters.bits() as u32;
+        while gp != 0 {
+            io::write_evtsel(hw, gp.trailing_zeros() as u8, PerfEvtSel::default());
+            gp &= gp - 1;
+        }
+        if counters.has_fixed() {
+            let fields = fixed_nibbles((counters.bits() >> 32) as u32);
+            let ctrl = cpu.fixed_ctrl.load(Ordering::Relaxed);
+            cpu.fixed_ctrl.store(ctrl & !fields, Ordering::Relaxed);
         }
     }
 
@@ -551,13 +624,27 @@ fn stop_all_counters<H: Hardware>(hw: &H, cpu: &IntelCpu, pmu: &IntelPmu) {
     }
 }
 
-/// Updates counter `index`'s field in the cached IA32_FIXED_CTR_CTRL image (which only ever
-/// holds values built by [`FixedCtrCtrl`] for this CPU's PMU; `index` is a fixed counter of this
-/// CPU, see [`IntelCounter::Fixed`]).
-#[inline]
-fn set_fixed_field(cpu: &IntelCpu, index: u8, field: FixedCtrField) {
-    let ctrl = FixedCtrCtrl::from_built_bits(cpu.fixed_ctrl.load(Ordering::Relaxed));
-    cpu.fixed_ctrl.store(ctrl.with_known_field(index, field).bits(), Ordering::Relaxed);
+/// Writes the event selects of `image`, some of whose events read an offcore-response MSR
+/// (loaded first); returns the counters programmed. A counter whose response value cannot be
+/// loaded (allocation keeps that from happening) stays unprogrammed rather than count another
+/// value's events.
+// Out of line: few PMCs read the offcore-response MSRs.
+#[inline(never)]
+fn program_reading_offcore<H: Hardware>(hw: &H, cpu: &IntelCpu, image: &IntelImage) -> CounterSet {
+    let mut programmed = image.counters;
+    for &(index, evtsel) in image.gp() {
+        let i = usize::from(index) % IMAGE_GP;
+        if image.offcore >> i & 1 != 0 {
+            let loaded =
+                image.offcore_values[i].is_some_and(|o| cpu.offcore_loaded.load(hw, index, o));
+            if !loaded {
+                programmed = programmed.without(Counter::Gp(index));
+                continue;
+            }
+        }
+        io::write_evtsel(hw, index, evtsel);
+    }
+    programmed
 }
 
 /// The PMU description all CPUs share: the fewest counters, the narrowest widths, the lowest
