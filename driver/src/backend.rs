@@ -215,12 +215,10 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     fn start<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counters: CounterMask);
     /// Stops `counters` together.
     fn stop<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counters: CounterMask);
-    /// Clears the configuration of `counters` (stopped), in one pass. Shared control registers
-    /// may change only in the backend's images until [`PmuBackend::flush`].
+    /// Clears the configuration of `counters` (stopped) in one pass, with what they leave in
+    /// shared control registers, and their overflow indications (a PMI served late must not be
+    /// taken for an overflow of whatever is loaded there next). Their values stay readable.
     fn unprogram<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counters: CounterMask);
-    /// Writes what [`PmuBackend::unprogram`] left in images, after unloading `counters`, and
-    /// clears their overflow indications.
-    fn flush<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counters: CounterMask);
     /// The counter's value (bits above its width unspecified). Interrupt path.
     fn read<H: Hardware>(&self, hw: &H, counter: Self::Counter) -> u64;
 

@@ -17,7 +17,7 @@ use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, LoadError, Pid, Tunables};
 use crate::loads::{ImageMap, LoadImage, LoadSpec, LoadTable};
 use crate::log::Logs;
-use crate::percpu::{self, CpuStats, PerCpu, PmcHandle, Slot};
+use crate::percpu::{self, CpuStats, PerCpu, PmcHandle, SampleFlags, Slot};
 use crate::sample::SampleRing;
 use crate::state::{Core, Pmc, running_pid_bit};
 
@@ -345,25 +345,25 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.backend.stop(&self.hw, &state.pmu, counters);
         self.backend.unprogram(&self.hw, &state.pmu, counters);
         let pid = slot.pid();
-        let (delta, dropped, _) = self.finish_unload(slot);
+        let (delta, dropped, _) = self.finish_unload(slot, slot.sample_flags());
         slot.release();
-        self.backend.flush(&self.hw, &state.pmu, counters);
         Some((pid, delta, dropped))
     }
 
-    /// Unloads the PMC in `slot` whose counter is already stopped and unprogrammed
-    /// ([`PmuBackend::unprogram`]) and whose slot is hidden from the interrupt path: folds the
+    /// Unloads the PMC in `slot` (which samples as `flags` say) whose counter is already stopped
+    /// and unprogrammed ([`PmuBackend::unprogram`]) and whose slot is hidden from the interrupt
+    /// path: folds the
     /// final value and returns the events counted, the samples lost and, for a sampling PMC,
     /// the value to resume it with (see [`Slot::resume_value`]). The caller hands them back,
-    /// then empties the slot ([`Slot::release`]) and calls [`PmuBackend::flush`].
+    /// then empties the slot ([`Slot::release`]).
     // Inlined into the switch-out loop, its hottest caller (out of line it costs ~20
     // instructions per PMC per switch in calls and spills).
     #[inline(always)]
-    pub(crate) fn finish_unload(&self, slot: &Slot) -> (u64, u64, Option<u64>) {
+    pub(crate) fn finish_unload(&self, slot: &Slot, flags: SampleFlags) -> (u64, u64, Option<u64>) {
         let now = percpu::read(&self.backend, &self.hw, slot);
         let delta = slot.fold_all(now);
         // Only a sampling PMC loses samples (counting ones take none).
-        if !slot.is_sampling() {
+        if !flags.is_sampling() {
             return (delta, 0, None);
         }
         (delta, slot.take_drops(), Some(slot.resume_value(now)))

@@ -187,7 +187,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 self.unload_slot(slot, pid, tid);
             }
         }
-        self.backend.flush(&self.hw, &state.pmu, counters);
     }
 
     /// Switch-out of thread `tid` of process `pid`: unloads the PMC in `slot` (hidden from the
@@ -195,8 +194,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// counted back to its credit cell.
     #[inline(always)]
     fn unload_slot(&self, slot: &Slot, pid: Pid, tid: Tid) {
-        let Some(handle) = slot.handle().filter(|_| slot.pid() == pid) else { return };
-        let (delta, dropped, resume) = self.finish_unload(slot);
+        let Some(handle) = slot.handle() else { return };
+        if slot.pid() != pid {
+            return;
+        }
+        let flags = slot.sample_flags();
+        let (delta, dropped, resume) = self.finish_unload(slot, flags);
         // Handed back before the slot empties: a system call that finds it empty finds this
         // in the cell (see `credits`).
         if let Some(cell) = self.credit_cell(slot.cell()) {
@@ -210,7 +213,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 self.stats.unreported_drops.store(true, Ordering::Relaxed);
             }
         }
-        if slot.logs_context_switches() {
+        if flags.logs_context_switches() {
             self.log_context_switch(handle, pid, tid, delta);
         }
         slot.release();

@@ -97,6 +97,12 @@ impl SampleFlags {
         self.contains(Self::SAMPLING)
     }
 
+    /// Whether the PMC logs a PROCCSW record at every switch-out.
+    #[inline]
+    pub(crate) const fn logs_context_switches(self) -> bool {
+        self.contains(Self::LOG_CSW)
+    }
+
     #[inline]
     const fn contains(self, flag: u8) -> bool {
         self.0 & flag != 0
@@ -188,20 +194,15 @@ impl Slot {
         self.cell.load(Ordering::Relaxed)
     }
 
-    /// Whether the PMC in the slot logs a PROCCSW record at every switch-out.
-    #[inline]
-    pub(crate) fn logs_context_switches(&self) -> bool {
-        self.sample_flags().contains(SampleFlags::LOG_CSW)
-    }
-
     /// An empty slot of a counter of width mask `mask` (for the models of other modules).
     #[cfg(all(test, loom))]
     pub(crate) fn with_mask(mask: u64) -> Self {
         Slot { mask: AtomicU64::new(mask), ..Slot::default() }
     }
 
+    /// How the PMC in the slot samples.
     #[inline]
-    fn sample_flags(&self) -> SampleFlags {
+    pub(crate) fn sample_flags(&self) -> SampleFlags {
         SampleFlags(self.sample_flags.load(Ordering::Relaxed))
     }
 

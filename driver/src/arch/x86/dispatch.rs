@@ -317,15 +317,6 @@ impl PmuBackend for X86Backend {
     }
 
     #[inline]
-    fn flush<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counters: CounterMask) {
-        if self.amd {
-            self.amd_backend.flush(hw, &cpu.amd, counters)
-        } else {
-            self.intel.flush(hw, &cpu.intel, counters)
-        }
-    }
-
-    #[inline]
     fn read<H: Hardware>(&self, hw: &H, counter: X86Counter) -> u64 {
         match counter {
             X86Counter::Intel(c) => self.intel.read(hw, c),

@@ -324,15 +324,12 @@ impl PmuBackend for AmdBackend {
                 io::write_ctl(hw, AmdCounter::new(pmu, index), PerfCtl::default());
             }
         }
-    }
-
-    #[inline]
-    fn flush<H: Hardware>(&self, hw: &H, cpu: &AmdCpu, counters: CounterMask) {
         // Clear the overflow indications of the counters just unloaded: a PMI served late
         // would otherwise be taken for an overflow of whatever is loaded there next. (Without
         // PerfMonV2 there is none: a counter loaded again has its top bit set.)
-        let Some(global) = cpu.global.filter(|_| !counters.is_empty()) else { return };
-        io::clear_status(hw, global, CoreCounters::within(counters.bits(), cpu.counters));
+        if let Some(global) = cpu.global.filter(|_| !counters.is_empty()) {
+            io::clear_status(hw, global, counters);
+        }
     }
 
     #[inline]

@@ -475,28 +475,20 @@ impl PmuBackend for IntelBackend {
             io::write_evtsel(hw, gp.trailing_zeros() as u8, PerfEvtSel::default());
             gp &= gp - 1;
         }
-        if counters.has_fixed() {
-            let fields = fixed_nibbles((counters.bits() >> 32) as u32);
-            let ctrl = cpu.fixed_ctrl.load(Ordering::Relaxed);
-            cpu.fixed_ctrl.store(ctrl & !fields, Ordering::Relaxed);
-        }
-    }
-
-    #[inline]
-    fn flush<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, counters: CounterMask) {
-        // Fixed counters exist only with the global registers.
+        // Fixed counters and offcore-response MSRs exist only with the global registers
+        // (perfmon v2, Nehalem on), and perfmon v1 has no overflow indication to clear (a
+        // counter loaded again has its top bit set).
         let Some(global) = cpu.global.filter(|_| !counters.is_empty()) else { return };
-        let counters = CounterSet::from_built_bits(counters.bits());
-        // Offcore-response MSRs exist only on CPUs with the global registers (Nehalem on).
         cpu.offcore_loaded.unloaded(hw, counters.bits() as u32);
         if counters.has_fixed() {
-            let ctrl = FixedCtrCtrl::from_built_bits(cpu.fixed_ctrl.load(Ordering::Relaxed));
-            io::write_fixed_ctrl(hw, global, ctrl);
+            let fields = fixed_nibbles((counters.bits() >> 32) as u32);
+            let ctrl = cpu.fixed_ctrl.load(Ordering::Relaxed) & !fields;
+            cpu.fixed_ctrl.store(ctrl, Ordering::Relaxed);
+            io::write_fixed_ctrl(hw, global, FixedCtrCtrl::from_built_bits(ctrl));
         }
         // Clear the overflow indications of the counters just unloaded (SDM Vol. 3B §21.2.2):
         // a PMI served late would otherwise be handled as an overflow of whichever PMC is
-        // loaded on the counter next. (Perfmon v1 has no indication to clear: a counter loaded
-        // again has its top bit set.)
+        // loaded on the counter next.
         io::write_status_reset(hw, global, GlobalStatusReset::counters(counters));
     }
 

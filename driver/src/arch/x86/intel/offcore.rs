@@ -224,7 +224,7 @@ impl OffcoreClaims {
 
 /// What one CPU's offcore-response MSRs hold now, and which GP counters use them. Changed only
 /// on that CPU, with its counters stopped: written when a counter is programmed, cleared when
-/// the counters that read it are unloaded (`flush`, after `unprogram`).
+/// the counters that read it are unloaded (`unprogram`).
 #[derive(Debug, Default)]
 pub struct OffcoreLoaded {
     /// The value written to each MSR.
@@ -266,7 +266,7 @@ impl OffcoreLoaded {
         true
     }
     /// GP counters `gp` (bit i: IA32_PMCi) were unprogrammed: an MSR none of the remaining
-    /// counters reads is cleared. Called once per unload (from `flush`), so that counters that
+    /// counters reads is cleared. Called once per unload (from `unprogram`), so that counters that
     /// read no MSR, the common case on the switch path, cost one load per switch.
     #[inline]
     pub fn unloaded<H: Hardware>(&self, hw: &H, gp: u32) {
