@@ -422,6 +422,9 @@ pub(crate) struct CpuStats {
     pub(crate) log_sweeps: AtomicU64,
 }
 
+/// A row number beyond every CPU's slots ([`MAX_ROWS`] is far below it).
+const NO_ROW: u16 = u16::MAX;
+
 /// [`PerCpu`]'s undo bit: user-mode RDPMC is allowed for the process running here.
 pub(crate) const UNDO_RDPMC: u8 = 1;
 /// [`PerCpu`]'s undo bit: the process running here has multiplexed PMCs whose times run here.
@@ -440,7 +443,8 @@ pub(crate) struct PerCpu {
     /// This CPU's PMU, as the backend keeps it.
     pub(crate) pmu: <Backend as PmuBackend>::Cpu,
     /// The row of each hardware counter bit ([`CounterMask`]) here, for the interrupt path.
-    rows_by_bit: [Option<u16>; 64],
+    /// ([`NO_ROW`] for a bit without one: one load and one bounds check find a slot.)
+    rows_by_bit: [u16; 64],
     /// The rows without a hardware counter loaded for the thread running here (by its
     /// switch-in, or by a PMC started while it runs), the first `current_len` entries: what
     /// its switch-out unloads besides [`PerCpu::current_counters`]' slots. (One entry per slot
@@ -497,10 +501,10 @@ impl PerCpu {
                 ..Slot::default()
             })
             .collect();
-        let mut rows_by_bit = [None; 64];
+        let mut rows_by_bit = [NO_ROW; 64];
         for (row, slot) in slots.iter().enumerate() {
             slot.counter().mask().for_each_bit(|bit| {
-                rows_by_bit[bit as usize] = u16::try_from(row).ok();
+                rows_by_bit[bit as usize] = u16::try_from(row).unwrap_or(NO_ROW);
             });
         }
         let current_rows = slots.iter().map(|_| AtomicU32::new(0)).collect();
@@ -619,14 +623,14 @@ impl PerCpu {
             return None;
         }
         // A bit number is below 64: the mask keeps the index in bounds without a check.
-        let row = self.rows_by_bit[bit as usize & 63]?;
+        let row = self.rows_by_bit[bit as usize & 63];
         self.slots.get(usize::from(row))
     }
 
     /// The slot of the hardware counter at `bit` of a [`CounterMask`] here, published or not.
     #[inline]
     pub(crate) fn slot_of_counter(&self, bit: u32) -> Option<&Slot> {
-        let row = self.rows_by_bit[bit as usize & 63]?;
+        let row = self.rows_by_bit[bit as usize & 63];
         self.slots.get(usize::from(row))
     }
 
@@ -727,7 +731,8 @@ pub(crate) fn read(backend: &Backend, hw: &impl Hardware, slot: &Slot) -> u64 {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{PmcHandle, SampleFlags, Slot};
+    use super::{PmcHandle, PublishedCounters, SampleFlags, Slot};
+    use crate::backend::CounterMask;
     use crate::sync::{AtomicU64, Ordering};
     use core::cell::Cell;
 
@@ -737,6 +742,17 @@ mod tests {
         slot.claim(PmcHandle::new(0, 0), 1, (0xF0, 0xF0), SampleFlags::default(), 0);
         slot.publish();
         slot
+    }
+
+    #[test]
+    fn a_switch_publishes_and_hides_its_counters_together_and_leaves_the_others() {
+        let published = PublishedCounters::default();
+        published.publish(CounterMask::from_bits(1 << 33)); // a system PMC's fixed counter
+        published.publish(CounterMask::from_bits(0b101)); // a process's two GP counters
+        assert!(published.contains(0) && published.contains(2) && published.contains(33));
+        assert!(!published.contains(1), "a counter nobody loaded is not folded");
+        published.unpublish(CounterMask::from_bits(0b101));
+        assert_eq!(published.counters().bits(), 1 << 33, "the system PMC stays");
     }
 
     #[test]

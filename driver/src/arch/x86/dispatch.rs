@@ -63,11 +63,20 @@ pub enum X86Config {
     Amd(AmdConfig),
 }
 
-/// Control registers imaged for loading: both vendors' (the other vendor's stays empty).
-#[derive(Debug, Clone, Default)]
-pub struct X86Image {
-    intel: IntelImage,
-    amd: AmdImage,
+/// Control registers imaged for loading, of the vendor of the counters added (an enum, so that
+/// an image, which loading a single PMC makes too, holds one vendor's registers only).
+#[derive(Debug, Clone)]
+pub enum X86Image {
+    /// Intel's registers (and the empty image).
+    Intel(IntelImage),
+    /// AMD's.
+    Amd(AmdImage),
+}
+
+impl Default for X86Image {
+    fn default() -> Self {
+        X86Image::Intel(IntelImage::default())
+    }
 }
 
 /// What the PMI handler read.
@@ -268,24 +277,30 @@ impl PmuBackend for X86Backend {
 
     #[inline]
     fn add_to_image(image: &mut X86Image, counter: X86Counter, armed: X86Config) {
-        match (counter, armed) {
-            (X86Counter::Intel(counter), X86Config::Intel(armed)) => {
-                IntelBackend::add_to_image(&mut image.intel, counter, armed);
+        match (counter, armed, &mut *image) {
+            (X86Counter::Intel(counter), X86Config::Intel(armed), X86Image::Intel(image)) => {
+                IntelBackend::add_to_image(image, counter, armed);
             }
-            (X86Counter::Amd(counter), X86Config::Amd(armed)) => {
-                AmdBackend::add_to_image(&mut image.amd, counter, armed);
+            (X86Counter::Amd(counter), X86Config::Amd(armed), X86Image::Amd(image)) => {
+                AmdBackend::add_to_image(image, counter, armed);
             }
-            // A configuration of the other vendor's (never made): nothing to program.
+            (X86Counter::Amd(counter), X86Config::Amd(armed), X86Image::Intel(_)) => {
+                // The first AMD counter of an (empty) image.
+                let mut amd = AmdImage::default();
+                AmdBackend::add_to_image(&mut amd, counter, armed);
+                *image = X86Image::Amd(amd);
+            }
+            // A configuration of the other vendor's (never made), or counters of both vendors
+            // (no machine has them): nothing to program.
             _ => {}
         }
     }
 
     #[inline]
     fn program<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, image: &X86Image) -> CounterMask {
-        if self.amd {
-            self.amd_backend.program(hw, &cpu.amd, &image.amd)
-        } else {
-            self.intel.program(hw, &cpu.intel, &image.intel)
+        match image {
+            X86Image::Intel(image) => self.intel.program(hw, &cpu.intel, image),
+            X86Image::Amd(image) => self.amd_backend.program(hw, &cpu.amd, image),
         }
     }
 

@@ -118,28 +118,23 @@ pub enum IntelConfig {
 const IMAGE_GP: usize = 32;
 
 /// The control registers of some counters as loading programs them ([`PmuBackend::Image`]).
+/// Small, as loading a single PMC makes one too.
 #[derive(Debug, Clone, Default)]
 pub struct IntelImage {
-    /// The GP counters programmed and their event selects: the first `gp_len` entries.
-    gp: [(u8, PerfEvtSel); IMAGE_GP],
-    gp_len: u8,
-    /// The GP counters (bit `i`: IA32_PMC`i`) whose event reads an offcore-response MSR, and
-    /// the value it must hold, by counter.
+    /// The GP counters programmed (bit `i`: IA32_PMC`i`) and their event selects, by counter.
+    gp: u32,
+    evtsel: [PerfEvtSel; IMAGE_GP],
+    /// The GP counters whose event reads an offcore-response MSR, those of them that read
+    /// the second one, and the value each MSR must hold (the PMCs allocated for a CPU hold one
+    /// value per MSR, see [`OffcoreClaims`]).
     offcore: u32,
-    offcore_values: [Option<Offcore>; IMAGE_GP],
+    offcore_second: u32,
+    offcore_values: [Option<Offcore>; 2],
     /// The IA32_FIXED_CTR_CTRL fields of the fixed counters programmed, and their nibbles.
     fixed: u64,
     fixed_mask: u64,
     /// Every counter of the image.
     counters: CounterSet,
-}
-
-impl IntelImage {
-    /// The GP counters programmed, with their event selects.
-    #[inline]
-    fn gp(&self) -> &[(u8, PerfEvtSel)] {
-        self.gp.get(..usize::from(self.gp_len)).unwrap_or_default()
-    }
 }
 
 /// The nibbles of IA32_FIXED_CTR_CTRL of the fixed counters in `fixed` (bit `i`: counter `i`).
@@ -396,18 +391,15 @@ impl PmuBackend for IntelBackend {
         match (armed, counter.counter) {
             (IntelConfig::Iap { evtsel, offcore }, Counter::Gp(index)) => {
                 let i = usize::from(index) % IMAGE_GP;
-                let listed = image.gp().iter().position(|&(gp, _)| gp == index);
-                let place = listed.unwrap_or(usize::from(image.gp_len));
-                let Some(entry) = image.gp.get_mut(place) else { return };
-                *entry = (index, evtsel);
-                if listed.is_none() {
-                    image.gp_len += 1;
-                }
-                image.offcore_values[i] = offcore;
-                if offcore.is_some() {
+                image.gp |= 1 << i;
+                image.evtsel[i] = evtsel;
+                image.offcore &= !(1 << i);
+                image.offcore_second &= !(1 << i);
+                if let Some(offcore) = offcore {
                     image.offcore |= 1 << i;
-                } else {
-                    image.offcore &= !(1 << i);
+                    let msr = offcore.msr_index() % 2;
+                    image.offcore_second |= u32::from(msr == 1) << i;
+                    image.offcore_values[msr] = Some(offcore);
                 }
             }
             (IntelConfig::Iaf { field, .. }, Counter::Fixed(index)) => {
@@ -428,8 +420,11 @@ impl PmuBackend for IntelBackend {
             return CounterMask::EMPTY;
         }
         let programmed = if image.offcore == 0 {
-            for &(index, evtsel) in image.gp() {
-                io::write_evtsel(hw, index, evtsel);
+            let mut gp = image.gp;
+            while gp != 0 {
+                let index = gp.trailing_zeros() as u8;
+                gp &= gp - 1;
+                io::write_evtsel(hw, index, image.evtsel[usize::from(index) % IMAGE_GP]);
             }
             image.counters
         } else {
@@ -624,17 +619,21 @@ fn stop_all_counters<H: Hardware>(hw: &H, cpu: &IntelCpu, pmu: &IntelPmu) {
 #[inline(never)]
 fn program_reading_offcore<H: Hardware>(hw: &H, cpu: &IntelCpu, image: &IntelImage) -> CounterSet {
     let mut programmed = image.counters;
-    for &(index, evtsel) in image.gp() {
+    let mut gp = image.gp;
+    while gp != 0 {
+        let index = gp.trailing_zeros() as u8;
+        gp &= gp - 1;
         let i = usize::from(index) % IMAGE_GP;
         if image.offcore >> i & 1 != 0 {
+            let msr = (image.offcore_second >> i & 1) as usize;
             let loaded =
-                image.offcore_values[i].is_some_and(|o| cpu.offcore_loaded.load(hw, index, o));
+                image.offcore_values[msr].is_some_and(|o| cpu.offcore_loaded.load(hw, index, o));
             if !loaded {
                 programmed = programmed.without(Counter::Gp(index));
                 continue;
             }
         }
-        io::write_evtsel(hw, index, evtsel);
+        io::write_evtsel(hw, index, image.evtsel[i]);
     }
     programmed
 }

@@ -167,6 +167,11 @@ pub struct Offcore {
 }
 
 impl Offcore {
+    /// Which of the two MSRs it is written to (0 or 1).
+    pub(super) const fn msr_index(self) -> usize {
+        self.msr.index()
+    }
+
     /// The offcore response of an IAP allocation: `None` when the event is not an
     /// offcore-response event of `layout` (then `rsp` must be 0); EINVAL for a value with a bit
     /// the MSR leaves undefined, or a response value for any other event.
