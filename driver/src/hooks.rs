@@ -33,7 +33,7 @@ const PMI_ROUNDS: usize = 4;
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Scheduler hook: thread `tid` of process `pid` starts running on `cpu` (called on `cpu`,
     /// with preemption disabled). Loads the running PMCs attached to `pid` on this CPU and
-    /// starts them together, from the process's list in this CPU's load map (see the crate's
+    /// starts them together, from the process's image in this CPU's image map (see the crate's
     /// concurrency contract): no lock. A thread of a process without running PMCs costs a few
     /// instructions.
     // An entry point the scheduler calls, kept small: the loading is out of line.

@@ -82,7 +82,7 @@ pub struct AmdConfig {
 }
 
 /// The control registers of some core counters as loading programs them
-/// ([`PmuBackend::Image`]): each counter's PERF_CTL.
+/// (the backend's `Image`): each counter's PERF_CTL.
 #[derive(Debug, Clone, Default)]
 pub struct AmdImage {
     /// The counters programmed.

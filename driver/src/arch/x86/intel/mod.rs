@@ -117,7 +117,7 @@ pub enum IntelConfig {
 /// The GP counters an image can hold (discovery keeps at most 32, the GLOBAL_CTRL layout's).
 const IMAGE_GP: usize = 32;
 
-/// The control registers of some counters as loading programs them ([`PmuBackend::Image`]).
+/// The control registers of some counters as loading programs them (the backend's `Image`).
 /// Small, as loading a single PMC makes one too.
 #[derive(Debug, Clone, Default)]
 pub struct IntelImage {
