@@ -144,6 +144,12 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     type Config: Copy + core::fmt::Debug + PartialEq;
     /// What [`PmuBackend::pmi_begin`] read that [`PmuBackend::pmi_end`] acknowledges.
     type PmiStatus: Copy;
+    /// The control registers of a set of counters as loading programs them, worked out ahead
+    /// ([`PmuBackend::add_to_image`]): a process's counters are imaged once, when its load list
+    /// is published, and each switch-in programs them in one pass. Fixed size, so that making
+    /// one allocates nothing. An image is built from the counters of one CPU and programmed on
+    /// CPUs with the same counters.
+    type Image: Clone + Default + core::fmt::Debug + Send + Sync;
 
     /// Describes the PMU of the CPU the caller runs on; `None` if it has none the backend can
     /// drive (the driver then offers SOFT and TSC only).
@@ -223,25 +229,21 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
 
     /// Writes `value` to `counter` (stopped, or in the PMI handler). Interrupt path.
     fn write_counter<H: Hardware>(&self, hw: &H, counter: Self::Counter, value: u64);
-    /// Programs `counter` with `armed` ([`PmuBackend::armed`]); it does not count until
-    /// [`PmuBackend::start`]. Returns its bit.
-    fn program<H: Hardware>(
-        &self,
-        hw: &H,
-        cpu: &Self::Cpu,
-        counter: Self::Counter,
-        armed: Self::Config,
-    ) -> CounterMask;
+    /// Adds `counter` programmed with `armed` ([`PmuBackend::armed`]) to `image`.
+    fn add_to_image(image: &mut Self::Image, counter: Self::Counter, armed: Self::Config);
+    /// Programs the counters of `image` (their values already written); they do not count
+    /// until [`PmuBackend::start`]. Returns the bits of those it programmed (all of them, but
+    /// for one whose shared register holds another PMC's value, or an image that is not of
+    /// this CPU's counters).
+    fn program<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, image: &Self::Image) -> CounterMask;
     /// Starts `counters` (programmed) together.
     fn start<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counters: CounterMask);
     /// Stops `counters` together.
     fn stop<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counters: CounterMask);
-    /// Clears `counter`'s configuration (stopped). Shared control registers may change only in
-    /// the backend's images until [`PmuBackend::flush`].
-    fn unprogram<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counter: Self::Counter);
-    /// Writes what [`PmuBackend::unprogram`] left in images, after unloading `counters`, and
-    /// clears their overflow indications.
-    fn flush<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counters: CounterMask);
+    /// Clears the configuration of `counters` (stopped) in one pass, with what they leave in
+    /// shared control registers, and their overflow indications (a PMI served late must not be
+    /// taken for an overflow of whatever is loaded there next). Their values stay readable.
+    fn unprogram<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counters: CounterMask);
     /// The counter's value (bits above its width unspecified). Interrupt path.
     fn read<H: Hardware>(&self, hw: &H, counter: Self::Counter) -> u64;
 

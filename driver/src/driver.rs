@@ -15,10 +15,9 @@ use crate::class::{HwConfig, Layout};
 use crate::credits::{CreditCell, Credits};
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, LoadError, Pid, Tunables};
-use crate::loads::LoadSpec;
-use crate::loads::LoadTable;
+use crate::loads::{ImageMap, LoadImage, LoadSpec, LoadTable};
 use crate::log::Logs;
-use crate::percpu::{self, CpuStats, PerCpu, PmcHandle, Slot};
+use crate::percpu::{self, CpuStats, PerCpu, PmcHandle, SampleFlags, Slot};
 use crate::sample::SampleRing;
 use crate::state::{Core, Pmc, running_pid_bit};
 
@@ -60,8 +59,15 @@ pub struct Driver<K: Kernel, H: Hardware> {
     /// Which processes have running PMCs, published by [`Core`] for the context-switch hooks:
     /// a thread whose bit is clear has nothing to load, and its switch takes no lock.
     running_pids: Arc<AtomicU64>,
-    /// Each CPU's load map, which its switch-in reads (see [`crate::loads`]).
+    /// Each CPU's image map, which its switch-in reads (see [`crate::loads`]).
     loads: Box<[LoadTable]>,
+    /// Each CPU's flavor: CPUs of one flavor have the same counters and share images.
+    flavors: Box<[usize]>,
+    /// The first CPU of each flavor, whose counters its images are made from.
+    flavor_cpus: Box<[usize]>,
+    /// The newest image map of each flavor, which the next one shares unchanged images with
+    /// (thread context; taken alone).
+    images: Lock<Vec<Arc<ImageMap>>>,
     /// Where switch-out hands back what PMCs counted (see [`crate::credits`]).
     credits: Arc<Credits>,
     /// Owners' logs (taken after `core` when both are needed).
@@ -103,6 +109,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             let rings = (ring()?, ring()?);
             cpus.push(PerCpu::new(&layout, &backend, backend.cpu(*pmu), rings, depth));
         }
+        let (flavors, flavor_cpus) = flavors_of(&cpus);
         let running_pids = Arc::new(AtomicU64::new(0));
         let credits = Arc::new(Credits::default());
         let rows = crate::mux::Geometry::new(layout.rows()).total_rows();
@@ -111,6 +118,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             core: Lock::new(core),
             running_pids,
             loads: (0..ncpu).map(|_| LoadTable::default()).collect(),
+            images: Lock::new(flavor_cpus.iter().map(|_| Arc::default()).collect()),
+            flavors,
+            flavor_cpus,
             credits,
             logs: Lock::new(Logs::default()),
             layout,
@@ -231,7 +241,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.credits.get(index)
     }
 
-    /// Gives every active CPU a load map with the current lists of processes `pids` (see
+    /// Gives every active CPU an image map with the current lists of processes `pids` (see
     /// [`crate::loads`]); when it returns, no switch-in anywhere loads from an older list.
     /// Thread context, without the bookkeeping lock held.
     pub(crate) fn publish_loads(&self, pids: &[Pid]) {
@@ -239,16 +249,42 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return;
         }
         let map = self.core.lock(&self.kernel).publish_loads(pids);
+        // Imaged for each flavor of CPU outside the lock (it allocates), from the newest maps.
+        let previous: Vec<Arc<ImageMap>> = self.images.lock(&self.kernel).clone();
+        let images: Vec<Arc<ImageMap>> = previous
+            .iter()
+            .zip(self.flavor_cpus.iter())
+            .map(|(previous, &cpu)| {
+                let state = &self.cpus[cpu];
+                Arc::new(previous.rebuilt(&map, |specs| {
+                    LoadImage::build(specs, state.core_type, |row| {
+                        state.slots.get(row as usize).map(Slot::counter)
+                    })
+                }))
+            })
+            .collect();
+        {
+            let mut newest = self.images.lock(&self.kernel);
+            for (newest, image) in newest.iter_mut().zip(&images) {
+                if image.version() > newest.version() {
+                    *newest = Arc::clone(image);
+                }
+            }
+        }
         for cpu in 0..self.kernel.cpu_count() {
             let Some(table) = self.loads.get(cpu as usize) else { continue };
+            let Some(image) = self.flavors.get(cpu as usize).and_then(|&f| images.get(f)) else {
+                continue;
+            };
             if !self.kernel.cpu_active(cpu) {
                 continue;
             }
             // The closure only swaps references; the map it replaces is dropped here, in
             // thread context.
-            let replaced = self.on_cpu(cpu, || table.install(Arc::clone(&map)));
+            let replaced = self.on_cpu(cpu, || table.install(Arc::clone(image)));
             drop(replaced);
         }
+        drop(previous);
     }
 
     /// The value `pmc`'s counter is loaded with. A hardware counter counts up from
@@ -278,8 +314,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(spec) = pmc.load_spec_on(handle, cell, state.core_type) else { return };
         let counters = self.program_pmc(state, slot, &spec, pmc.start, pid);
         if pid >= 0 && pid == state.current_pid() {
-            state.current_counters.fetch_or(counters.bits(), Ordering::Relaxed);
-            state.add_current_row(pmc.slot_row);
+            // Its counter's bit, programmed or not: the switch-out unpublishes it.
+            state.add_current(pmc.slot_row, slot.counter().mask());
         }
         self.backend.start(&self.hw, &state.pmu, counters);
     }
@@ -301,30 +337,33 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let counters = slot.counter().mask();
         state.current_counters.fetch_and(!counters.bits(), Ordering::Relaxed);
         state.remove_current_row(row);
+        state.published.unpublish(counters);
         slot.unpublish();
         self.backend.stop(&self.hw, &state.pmu, counters);
+        self.backend.unprogram(&self.hw, &state.pmu, counters);
         let pid = slot.pid();
-        let (delta, dropped, _) = self.finish_unload(state, slot);
+        let (delta, dropped, _) = self.finish_unload(slot, slot.sample_flags());
         slot.release();
-        self.backend.flush(&self.hw, &state.pmu, counters);
         Some((pid, delta, dropped))
     }
 
-    /// Unloads the PMC in `slot` whose counter is already stopped and whose slot is hidden
-    /// from the interrupt path: clears the row, folds the final value and returns the events
-    /// counted, the samples lost and, for a sampling PMC, the value to resume it with (see
-    /// [`Slot::resume_value`]). The caller hands them back, then empties the slot
-    /// ([`Slot::release`]) and calls [`PmuBackend::flush`].
+    /// Unloads the PMC in `slot` (which samples as `flags` say) whose counter is already stopped
+    /// and unprogrammed ([`PmuBackend::unprogram`]) and whose slot is hidden from the interrupt
+    /// path: folds the
+    /// final value and returns the events counted, the samples lost and, for a sampling PMC,
+    /// the value to resume it with (see [`Slot::resume_value`]). The caller hands them back,
+    /// then empties the slot ([`Slot::release`]).
     // Inlined into the switch-out loop, its hottest caller (out of line it costs ~20
     // instructions per PMC per switch in calls and spills).
     #[inline(always)]
-    pub(crate) fn finish_unload(&self, state: &PerCpu, slot: &Slot) -> (u64, u64, Option<u64>) {
-        percpu::unprogram(&self.backend, &self.hw, state, slot.counter());
+    pub(crate) fn finish_unload(&self, slot: &Slot, flags: SampleFlags) -> (u64, u64, Option<u64>) {
         let now = percpu::read(&self.backend, &self.hw, slot);
         let delta = slot.fold_all(now);
-        let dropped = slot.take_drops();
-        let resume = slot.is_sampling().then(|| slot.resume_value(now));
-        (delta, dropped, resume)
+        // Only a sampling PMC loses samples (counting ones take none).
+        if !flags.is_sampling() {
+            return (delta, 0, None);
+        }
+        (delta, slot.take_drops(), Some(slot.resume_value(now)))
     }
 
     /// What `handle` counted on the current CPU `cpu` since it was loaded there, leaving it
@@ -426,4 +465,19 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.unclaim_shared(&pmc);
         core.remove(handle);
     }
+}
+
+/// Each CPU's flavor (an index), and the first CPU of each: CPUs whose rows have the same
+/// counters on the same core type share a flavor, and so the images of the processes' loads.
+fn flavors_of(cpus: &[PerCpu]) -> (Box<[usize]>, Box<[usize]>) {
+    let mut firsts: Vec<usize> = Vec::new();
+    let mut flavors = Vec::with_capacity(cpus.len());
+    for (index, cpu) in cpus.iter().enumerate() {
+        let flavor = firsts.iter().position(|&first| cpus[first].same_counters(cpu));
+        flavors.push(flavor.unwrap_or_else(|| {
+            firsts.push(index);
+            firsts.len() - 1
+        }));
+    }
+    (flavors.into_boxed_slice(), firsts.into_boxed_slice())
 }

@@ -11,10 +11,10 @@ use crate::driver::{Driver, ExecInfo};
 use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, Tid, TrapFrame};
+use crate::loads::{ImageEntry, LoadImage, LoadSpec};
 use crate::logging::record_path;
 use crate::mux::NOT_MULTIPLEXED;
-use crate::percpu::PmcHandle;
-use crate::percpu::{PerCpu, Slot};
+use crate::percpu::{self, PerCpu, PmcHandle, Slot, UNDO_PMCS, UNDO_RDPMC};
 use crate::sample::{FrameWriter, PendingView, SampleHeader, SampleRing, UserStack};
 use crate::state::Core;
 use core::fmt::Write;
@@ -33,7 +33,7 @@ const PMI_ROUNDS: usize = 4;
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Scheduler hook: thread `tid` of process `pid` starts running on `cpu` (called on `cpu`,
     /// with preemption disabled). Loads the running PMCs attached to `pid` on this CPU and
-    /// starts them together, from the process's list in this CPU's load map (see the crate's
+    /// starts them together, from the process's image in this CPU's image map (see the crate's
     /// concurrency contract): no lock. A thread of a process without running PMCs costs a few
     /// instructions.
     // An entry point the scheduler calls, kept small: the loading is out of line.
@@ -49,48 +49,97 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
     }
 
-    /// [`Self::switch_in`] of a process that may have running PMCs.
+    /// [`Self::switch_in`] of a process that may have running PMCs: loads its image (see
+    /// [`crate::loads`]) in one pass.
     #[inline(never)]
     fn load_process_pmcs(&self, cpu: Cpu, state: &PerCpu, pid: Pid) {
         let Some(table) = self.load_table(cpu) else { return };
         let Some(map) = table.read() else { return };
-        let Some(specs) = map.get(pid) else { return };
-        let mut counters = CounterMask::EMPTY;
-        let mut rdpmc = false;
-        let mut multiplexed = false;
-        for spec in specs {
-            // A multiplexed PMC waits for its turn, which the bookkeeping keeps (see `mux.rs`);
-            // a PMC of one core type runs only on CPUs of that type.
-            if spec.turn != NOT_MULTIPLEXED {
-                multiplexed = true;
-                continue;
+        let Some(image) = map.get(pid) else { return };
+        let started = if (state.published.counters().bits() & image.counters().bits()) == 0 {
+            self.load_image(state, image, pid)
+        } else {
+            // A counter of the image holds another PMC (which the rows' dispositions rule
+            // out): PMC by PMC, around it.
+            self.load_specs(state, image.specs(), pid)
+        };
+        self.backend.start(&self.hw, &state.pmu, started);
+        if image.multiplexed() {
+            // Out of line, under the bookkeeping lock: the turn due now, and its times.
+            self.mux_switch_in(cpu);
+        }
+        if image.user_rdpmc() {
+            state.allow_rdpmc();
+            self.kernel.set_user_rdpmc(true);
+        }
+    }
+
+    /// Loads `image` for process `pid` on `state`'s CPU, whose counters are all free: claims
+    /// the slots and writes the counters, publishes them with one store, programs their
+    /// control registers in one pass, then the other rows. Returns the counters to start.
+    #[inline]
+    fn load_image(&self, state: &PerCpu, image: &LoadImage, pid: Pid) -> CounterMask {
+        for (entry, counter) in image.hardware() {
+            let Some(slot) = state.slots.get(entry.row as usize) else { continue };
+            let load = self.load_value(entry);
+            slot.claim(entry.handle, pid, (entry.start, load), entry.sample_flags, entry.cell);
+            self.backend.write_counter(&self.hw, *counter, load);
+        }
+        if !image.counters().is_empty() {
+            state.loaded_pmcs();
+            state.current_counters.store(image.counters().bits(), Ordering::Relaxed);
+            state.published.publish(image.counters());
+        }
+        let mut started = self.backend.program(&self.hw, &state.pmu, image.regs());
+        for (entry, armed) in image.others() {
+            let Some(slot) = state.slots.get(entry.row as usize) else { continue };
+            if slot.handle().is_none() {
+                let load = self.load_value(entry);
+                slot.claim(entry.handle, pid, (entry.start, load), entry.sample_flags, entry.cell);
+                let counters = percpu::program(&self.backend, &self.hw, state, slot, armed, load);
+                started = started.union(counters);
+                state.add_current(entry.row, slot.counter().mask());
             }
-            if !spec.runs_on(state.core_type) {
+        }
+        started
+    }
+
+    /// The value `entry`'s counter is loaded with: a sampling PMC continues the process's
+    /// period where it stands.
+    #[inline]
+    fn load_value(&self, entry: &ImageEntry) -> u64 {
+        if entry.sample_flags.is_sampling() {
+            self.credit_cell(entry.cell).map_or(entry.start, |c| c.resume())
+        } else {
+            entry.start
+        }
+    }
+
+    /// Loads the PMCs of `specs` that run here and whose slots are free, one by one, for
+    /// process `pid` on `state`'s CPU. Returns the counters to start.
+    // Out of line: the rows' dispositions keep it from ever being needed.
+    #[inline(never)]
+    fn load_specs(&self, state: &PerCpu, specs: &[LoadSpec], pid: Pid) -> CounterMask {
+        let mut counters = CounterMask::EMPTY;
+        for spec in specs {
+            if spec.turn != NOT_MULTIPLEXED || !spec.runs_on(state.core_type) {
                 continue;
             }
             let Some(slot) = state.slots.get(spec.row as usize) else { continue };
             if slot.handle().is_none() {
-                // A sampling PMC continues the process's period where it stands.
-                let load = if spec.sample_flags.is_sampling() {
-                    self.credit_cell(spec.cell).map_or(spec.start, |c| c.resume())
-                } else {
-                    spec.start
+                let entry = ImageEntry {
+                    row: spec.row,
+                    handle: spec.handle,
+                    start: spec.start,
+                    cell: spec.cell,
+                    sample_flags: spec.sample_flags,
                 };
+                let load = self.load_value(&entry);
                 counters = counters.union(self.program_pmc(state, slot, spec, load, pid));
-                state.add_current_row(spec.row);
-                rdpmc |= spec.user_rdpmc;
+                state.add_current(spec.row, slot.counter().mask());
             }
         }
-        state.current_counters.store(counters.bits(), Ordering::Relaxed);
-        self.backend.start(&self.hw, &state.pmu, counters);
-        if multiplexed {
-            // Out of line, under the bookkeeping lock: the turn due now, and its times.
-            self.mux_switch_in(cpu);
-        }
-        if rdpmc {
-            state.allow_rdpmc();
-            self.kernel.set_user_rdpmc(true);
-        }
+        counters
     }
 
     /// Scheduler hook: thread `tid` of process `pid` stops running on `cpu` (called on `cpu`,
@@ -109,39 +158,65 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         state.clear_current();
     }
 
-    /// [`Self::switch_out`] of a thread that has PMCs loaded (or RDPMC allowed) here.
+    /// [`Self::switch_out`] of a thread that has PMCs loaded (or RDPMC allowed) here: stops
+    /// its counters, hides them from the interrupt path with one store and clears their
+    /// control registers in one pass, then folds each PMC and hands its count back.
     #[inline(never)]
     fn unload_process_pmcs(&self, state: &PerCpu, pid: Pid, tid: Tid) {
         self.mux_switch_out(state, pid);
-        if state.take_rdpmc() {
+        let undo = state.take_undo();
+        if undo & UNDO_RDPMC != 0 {
             self.kernel.set_user_rdpmc(false);
+        }
+        if undo & UNDO_PMCS == 0 {
+            return;
         }
         let counters = state.take_current_counters();
         self.backend.stop(&self.hw, &state.pmu, counters);
+        state.published.unpublish(counters);
+        self.backend.unprogram(&self.hw, &state.pmu, counters);
+        counters.for_each_bit(|bit| {
+            if let Some(slot) = state.slot_of_counter(bit) {
+                self.unload_slot(slot, pid, tid);
+            }
+        });
         for row in state.take_current_rows() {
-            let Some(slot) = state.slots.get(row as usize) else { continue };
-            let Some(handle) = slot.handle().filter(|_| slot.pid() == pid) else { continue };
-            slot.unpublish();
-            let (delta, dropped, resume) = self.finish_unload(state, slot);
-            // Handed back before the slot empties: a system call that finds it empty finds
-            // this in the cell (see `credits`).
-            if let Some(cell) = self.credit_cell(slot.cell()) {
-                cell.add(delta);
-                if let Some(resume) = resume {
-                    // The next switch-in continues the period where this one left it.
-                    cell.set_resume(resume);
-                }
-                if dropped != 0 {
-                    cell.add_dropped(dropped);
-                    self.stats.unreported_drops.store(true, Ordering::Relaxed);
-                }
+            if let Some(slot) = state.slots.get(row as usize) {
+                // A SOFT or TSC row's own flag (a hardware counter's went with the CPU's word).
+                slot.unpublish();
+                self.unload_slot(slot, pid, tid);
             }
-            if slot.logs_context_switches() {
-                self.log_context_switch(handle, pid, tid, delta);
-            }
-            slot.release();
         }
-        self.backend.flush(&self.hw, &state.pmu, counters);
+    }
+
+    /// Switch-out of thread `tid` of process `pid`: unloads the PMC in `slot` (hidden from the
+    /// interrupt path, its counter stopped and unprogrammed) if it is `pid`'s, and hands what it
+    /// counted back to its credit cell.
+    #[inline(always)]
+    fn unload_slot(&self, slot: &Slot, pid: Pid, tid: Tid) {
+        let Some(handle) = slot.handle() else { return };
+        if slot.pid() != pid {
+            return;
+        }
+        let flags = slot.sample_flags();
+        let (delta, dropped, resume) = self.finish_unload(slot, flags);
+        // Handed back before the slot empties: a system call that finds it empty finds this
+        // in the cell (see `credits`).
+        if let Some(cell) = self.credit_cell(slot.cell()) {
+            cell.add(delta);
+            if let Some(resume) = resume {
+                // The next switch-in continues the period where this one left it.
+                cell.set_resume(resume);
+            }
+            if dropped != 0 {
+                cell.add_dropped(dropped);
+                self.stats.unreported_drops.store(true, Ordering::Relaxed);
+            }
+        }
+        if flags.logs_context_switches() {
+            self.log_context_switch(handle, pid, tid, delta);
+        }
+        slot.release();
     }
 
     /// Logs a PROCCSW record of `delta` events counted by `handle` for thread `tid` of `pid`.
@@ -395,10 +470,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// was loaded.
     #[inline]
     fn counter_overflowed(&self, cpu: Cpu, state: &PerCpu, slot: &Slot, frame: &TrapFrame) -> bool {
+        // (The caller found the slot published: see `PerCpu::slot_of_bit`.)
         let RowCounter::Hardware(counter) = slot.counter() else { return false };
-        if !slot.is_running() {
-            return false;
-        }
         if slot.is_sampling() {
             self.record_sample(cpu, state, &state.ring, slot, frame);
         }

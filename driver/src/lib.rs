@@ -39,17 +39,22 @@
 //!   ([`Driver::tick`], on the same CPU) is the one consumer of both. The pending table of
 //!   samples waiting for user callchains claims entries with a compare-and-swap, so both
 //!   producers may use it.
-//! * **Slots** (a row on a CPU) are published after they are programmed and unpublished before
-//!   they are stopped (Release/Acquire), so the interrupt path only ever folds a whole PMC.
+//! * **Slots** (a row on a CPU) are claimed and their counters written before they are
+//!   published, and unpublished before their final values are read (Release/Acquire), so the
+//!   interrupt path only ever folds a whole PMC. A hardware counter's slot is published by a
+//!   bit of its CPU's published-counters word, so a switch publishes or hides all of a
+//!   process's counters with one store.
 //!   Reading a running counter is exact against a concurrent overflow: the interrupt folds and
 //!   reloads between two increments of the slot's reload generation, and a reader that sees it
 //!   move starts again.
 //! * **Context switches** ([`Driver::switch_in`], [`Driver::switch_out`]) take no lock shared
 //!   with system calls. A thread of a process without running PMCs costs a few instructions (a
 //!   bit of a shared word, and its CPU's state). For one with running PMCs, switch-in reads the
-//!   process's load list in its CPU's load map: an immutable, versioned map of immutable lists
-//!   that the bookkeeping builds under its lock and gives to every CPU by running a closure
-//!   there ([`Kernel::run_on_cpu`]) before it goes on — RCU by rendezvous: when a PMC has left
+//!   process's load image in its CPU's image map: an immutable, versioned map of immutable
+//!   images (the process's load list worked out, in thread context, for CPUs with that CPU's
+//!   counters: slots to claim, counters to write, the control registers as one backend image)
+//!   that the driver builds from the bookkeeping's lists and gives to every CPU by running a
+//!   closure there ([`Kernel::run_on_cpu`]) before it goes on — RCU by rendezvous: when a PMC has left
 //!   the map of every CPU, no switch-in can load it any more, and the system call then unloads
 //!   it where it still runs. The closure only swaps two references; the map it replaces goes
 //!   back to the system call, which drops it: nothing is freed under a reader, and the hooks

@@ -3,13 +3,18 @@
 //! A slot is touched only on its own CPU: by the context-switch hooks, by closures the driver runs
 //! there with [`Kernel::run_on_cpu`](crate::Kernel::run_on_cpu), and by the interrupt handler.
 //! The interrupt can arrive at any instruction of the others (an NMI cannot be masked), so every
-//! field that changes is an atomic (a slot's row counter is fixed at load) and the protocol is:
+//! field that changes is an atomic (a slot's row counter is fixed at load). Whether the
+//! interrupt may fold the slot of a hardware counter is one bit of its CPU's
+//! [`PublishedCounters`] word, so that a switch loads or unloads all of a process's counters
+//! with one store (a SOFT or TSC slot has its own `running` flag). The protocol is:
 //!
-//! * load: program the hardware (counter stopped), fill `start`/`last`/`pending`, store `handle`,
-//!   then `running.store(true, Release)`, then enable the counter;
-//! * unload: `running.store(false)`, disable the counter, fold its final value, clear `handle`;
-//! * interrupt: only slots it sees `running` (Acquire) are folded and reloaded, between two
-//!   increments of the slot's reload generation (odd while a reload is under way);
+//! * load: fill `start`/`last`/`pending`, store `handle`, write the counter's value (counter
+//!   stopped), then publish the counter's bit (or set `running`) with Release, then program and
+//!   enable the counter (programming may start it: perfmon v1, AMD without PerfMonV2);
+//! * unload: stop the counter, clear its bit (`running`), clear its configuration, fold its
+//!   final value, clear `handle`;
+//! * interrupt: only slots whose bit it sees published (Acquire) are folded and reloaded,
+//!   between two increments of the slot's reload generation (odd while a reload is under way);
 //! * reading a running counter ([`Slot::peek`]): the generation, then `pending`, `last` and the
 //!   counter, then the generation again; a reload in between (they differ, or it was odd) means
 //!   the three may not belong together, so the read starts again. On the slot's own CPU the
@@ -92,6 +97,12 @@ impl SampleFlags {
         self.contains(Self::SAMPLING)
     }
 
+    /// Whether the PMC logs a PROCCSW record at every switch-out.
+    #[inline]
+    pub(crate) const fn logs_context_switches(self) -> bool {
+        self.contains(Self::LOG_CSW)
+    }
+
     #[inline]
     const fn contains(self, flag: u8) -> bool {
         self.0 & flag != 0
@@ -106,7 +117,8 @@ pub(crate) struct Slot {
     handle: AtomicU64,
     /// The process a virtual PMC is loaded for; -1 for system PMCs.
     pid: AtomicI32,
-    /// Whether the interrupt path may fold this slot.
+    /// Whether the slot holds a running PMC, for a row without a hardware counter (SOFT,
+    /// TSC); a hardware counter's slot is published by its CPU's [`PublishedCounters`].
     running: AtomicBool,
     /// Hardware value at the last fold.
     last: AtomicU64,
@@ -182,20 +194,15 @@ impl Slot {
         self.cell.load(Ordering::Relaxed)
     }
 
-    /// Whether the PMC in the slot logs a PROCCSW record at every switch-out.
-    #[inline]
-    pub(crate) fn logs_context_switches(&self) -> bool {
-        self.sample_flags().contains(SampleFlags::LOG_CSW)
-    }
-
     /// An empty slot of a counter of width mask `mask` (for the models of other modules).
     #[cfg(all(test, loom))]
     pub(crate) fn with_mask(mask: u64) -> Self {
         Slot { mask: AtomicU64::new(mask), ..Slot::default() }
     }
 
+    /// How the PMC in the slot samples.
     #[inline]
-    fn sample_flags(&self) -> SampleFlags {
+    pub(crate) fn sample_flags(&self) -> SampleFlags {
         SampleFlags(self.sample_flags.load(Ordering::Relaxed))
     }
 
@@ -242,13 +249,13 @@ impl Slot {
         &self.counter
     }
 
-    /// Lets the interrupt path see the slot (after the counter is programmed, before enabling).
+    /// Lets software events count in the slot of a SOFT row (after it is claimed).
     #[inline]
     pub(crate) fn publish(&self) {
         self.running.store(true, Ordering::Release);
     }
 
-    /// Hides the slot from the interrupt path (before the counter is disabled).
+    /// Hides the slot of a SOFT row from software events (before its final value is read).
     #[inline]
     pub(crate) fn unpublish(&self) {
         self.running.store(false, Ordering::Release);
@@ -299,11 +306,13 @@ impl Slot {
         }
     }
 
-    /// Folds the final value `now` and takes everything counted since the slot was claimed.
+    /// Folds the final value `now` and takes everything counted since the slot was claimed
+    /// (the slot is hidden from the interrupt path: nothing folds it meanwhile).
     #[inline]
     pub(crate) fn fold_all(&self, now: u64) -> u64 {
         let mask = self.mask.load(Ordering::Relaxed);
-        let last = self.last.swap(now & mask, Ordering::Relaxed);
+        let last = self.last.load(Ordering::Relaxed);
+        self.last.store(now & mask, Ordering::Relaxed);
         self.pending.swap(0, Ordering::Relaxed).wrapping_add(now.wrapping_sub(last) & mask)
     }
 
@@ -354,6 +363,43 @@ impl Slot {
     }
 }
 
+/// The hardware counters of a CPU whose slots the interrupt path may fold (a [`CounterMask`]):
+/// written only on that CPU, by the switch hooks and the driver's closures, and read by its
+/// interrupt path, which may arrive between any two of their instructions.
+#[derive(Debug, Default)]
+pub(crate) struct PublishedCounters(AtomicU64);
+
+impl PublishedCounters {
+    /// Lets the interrupt path fold the slots of `counters` (claimed, their counters written).
+    #[inline]
+    pub(crate) fn publish(&self, counters: CounterMask) {
+        // Only this CPU writes the word, and an interrupt never does: no read-modify-write
+        // instruction is needed.
+        let now = self.0.load(Ordering::Relaxed);
+        self.0.store(now | counters.bits(), Ordering::Release);
+    }
+
+    /// Hides the slots of `counters` from the interrupt path (before their final values are
+    /// read).
+    #[inline]
+    pub(crate) fn unpublish(&self, counters: CounterMask) {
+        let now = self.0.load(Ordering::Relaxed);
+        self.0.store(now & !counters.bits(), Ordering::Release);
+    }
+
+    /// Whether the slot of the counter at `bit` may be folded (interrupt path).
+    #[inline]
+    pub(crate) fn contains(&self, bit: u32) -> bool {
+        self.0.load(Ordering::Acquire) >> (bit & 63) & 1 != 0
+    }
+
+    /// The published counters.
+    #[inline]
+    pub(crate) fn counters(&self) -> CounterMask {
+        CounterMask::from_bits(self.0.load(Ordering::Relaxed))
+    }
+}
+
 /// User-mode samples a CPU holds while their threads return to user mode (a thread returns
 /// right after the interrupt, so a few are plenty; when they run out, samples go to the ring
 /// with the sampled PC alone).
@@ -376,10 +422,15 @@ pub(crate) struct CpuStats {
     pub(crate) log_sweeps: AtomicU64,
 }
 
+/// A row number beyond every CPU's slots ([`MAX_ROWS`] is far below it).
+const NO_ROW: u16 = u16::MAX;
+
 /// [`PerCpu`]'s undo bit: user-mode RDPMC is allowed for the process running here.
 pub(crate) const UNDO_RDPMC: u8 = 1;
 /// [`PerCpu`]'s undo bit: the process running here has multiplexed PMCs whose times run here.
 pub(crate) const UNDO_MUX: u8 = 2;
+/// [`PerCpu`]'s undo bit: PMCs are loaded here for the thread running now.
+pub(crate) const UNDO_PMCS: u8 = 4;
 
 /// The state of one CPU, on cache lines of its own (other CPUs' writes never invalidate it).
 #[repr(align(64))]
@@ -392,18 +443,23 @@ pub(crate) struct PerCpu {
     /// This CPU's PMU, as the backend keeps it.
     pub(crate) pmu: <Backend as PmuBackend>::Cpu,
     /// The row of each hardware counter bit ([`CounterMask`]) here, for the interrupt path.
-    rows_by_bit: [Option<u16>; 64],
-    /// The rows loaded for the thread running here (by its switch-in, or by a PMC started
-    /// while it runs), the first `current_len` entries: what its switch-out unloads. (One
-    /// entry per slot at most: a row is listed only while its slot holds a PMC.)
+    /// ([`NO_ROW`] for a bit without one: one load and one bounds check find a slot.)
+    rows_by_bit: [u16; 64],
+    /// The rows without a hardware counter loaded for the thread running here (by its
+    /// switch-in, or by a PMC started while it runs), the first `current_len` entries: what
+    /// its switch-out unloads besides [`PerCpu::current_counters`]' slots. (One entry per slot
+    /// at most: a row is listed only while its slot holds a PMC.)
     current_rows: alloc::boxed::Box<[AtomicU32]>,
     current_len: AtomicUsize,
-    /// What a switch-out must undo besides the loaded rows, one bit each ([`UNDO_RDPMC`],
-    /// [`UNDO_MUX`]): one word, so that a thread with none of them costs one load.
+    /// What a switch-out must undo, one bit each ([`UNDO_PMCS`], [`UNDO_RDPMC`],
+    /// [`UNDO_MUX`]): one word, so that a thread with none of them costs one load. Written only
+    /// on this CPU, and never by its interrupt path.
     undo: AtomicU8,
     /// The hardware counters loaded here for the process running now (a [`CounterMask`]), so
-    /// switching out stops them together.
+    /// switching out stops and unpublishes them together.
     pub(crate) current_counters: AtomicU64,
+    /// The hardware counters whose slots the interrupt path may fold.
+    pub(crate) published: PublishedCounters,
     /// Samples the performance-monitoring interrupt leaves for the drain: its only producer.
     pub(crate) ring: SampleRing,
     /// Samples software events leave for the drain: its only producer is
@@ -445,10 +501,10 @@ impl PerCpu {
                 ..Slot::default()
             })
             .collect();
-        let mut rows_by_bit = [None; 64];
+        let mut rows_by_bit = [NO_ROW; 64];
         for (row, slot) in slots.iter().enumerate() {
             slot.counter().mask().for_each_bit(|bit| {
-                rows_by_bit[bit as usize] = u16::try_from(row).ok();
+                rows_by_bit[bit as usize] = u16::try_from(row).unwrap_or(NO_ROW);
             });
         }
         let current_rows = slots.iter().map(|_| AtomicU32::new(0)).collect();
@@ -462,6 +518,7 @@ impl PerCpu {
             current_len: AtomicUsize::new(0),
             undo: AtomicU8::new(0),
             current_counters: AtomicU64::new(0),
+            published: PublishedCounters::default(),
             ring,
             soft_ring,
             pending: PendingTable::new(PENDING_USER_SAMPLES),
@@ -474,13 +531,29 @@ impl PerCpu {
         }
     }
 
-    /// Records that the slot of `row` was loaded for the thread running here.
+    /// Records that the slot of `row` (`counters`: its hardware counter's bit, if it has
+    /// one) was loaded for the thread running here.
     #[inline]
-    pub(crate) fn add_current_row(&self, row: u32) {
+    pub(crate) fn add_current(&self, row: u32, counters: CounterMask) {
+        self.loaded_pmcs();
+        if !counters.is_empty() {
+            self.current_counters.fetch_or(counters.bits(), Ordering::Relaxed);
+            return;
+        }
         let len = self.current_len.load(Ordering::Relaxed);
         if let Some(entry) = self.current_rows.get(len) {
             entry.store(row, Ordering::Relaxed);
             self.current_len.store(len + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// Records that PMCs are loaded for the thread running here (its switch-out has work).
+    #[inline]
+    pub(crate) fn loaded_pmcs(&self) {
+        // Only this CPU writes the word, and an interrupt never does.
+        let undo = self.undo.load(Ordering::Relaxed);
+        if undo & UNDO_PMCS == 0 {
+            self.undo.store(undo | UNDO_PMCS, Ordering::Relaxed);
         }
     }
 
@@ -503,23 +576,26 @@ impl PerCpu {
     }
 
     /// Whether the thread running here has PMCs loaded or RDPMC allowed (what its switch-out
-    /// has to undo). Its started counters need no look: each belongs to a row it has loaded
-    /// (they are added and removed together).
+    /// has to undo).
     #[inline]
     pub(crate) fn holds_anything(&self) -> bool {
-        self.current_len.load(Ordering::Relaxed) != 0 || self.undo.load(Ordering::Relaxed) != 0
+        self.undo.load(Ordering::Relaxed) != 0
+    }
+
+    /// What the switch-out of the thread running here has to undo ([`UNDO_PMCS`],
+    /// [`UNDO_RDPMC`]; [`UNDO_MUX`] is the multiplexing's, cleared by it before), taken.
+    #[inline]
+    pub(crate) fn take_undo(&self) -> u8 {
+        // Only this CPU writes the word, and an interrupt never does.
+        let undo = self.undo.load(Ordering::Relaxed);
+        self.undo.store(undo & UNDO_MUX, Ordering::Relaxed);
+        undo
     }
 
     /// User-mode RDPMC is allowed here for the process running now.
     #[inline]
     pub(crate) fn allow_rdpmc(&self) {
         self.undo.fetch_or(UNDO_RDPMC, Ordering::Relaxed);
-    }
-
-    /// Whether user-mode RDPMC was allowed here, no longer.
-    #[inline]
-    pub(crate) fn take_rdpmc(&self) -> bool {
-        self.undo.fetch_and(!UNDO_RDPMC, Ordering::Relaxed) & UNDO_RDPMC != 0
     }
 
     /// Whether the thread running here belongs to a process whose multiplexed PMCs' times run
@@ -539,12 +615,31 @@ impl PerCpu {
         }
     }
 
-    /// The slot of the hardware counter at `bit` of a [`CounterMask`] here.
+    /// The slot of the hardware counter at `bit` of a [`CounterMask`] here, if it is published
+    /// (interrupt path: only a published slot may be folded).
     #[inline]
     pub(crate) fn slot_of_bit(&self, bit: u32) -> Option<&Slot> {
+        if !self.published.contains(bit) {
+            return None;
+        }
         // A bit number is below 64: the mask keeps the index in bounds without a check.
-        let row = self.rows_by_bit[bit as usize & 63]?;
+        let row = self.rows_by_bit[bit as usize & 63];
         self.slots.get(usize::from(row))
+    }
+
+    /// The slot of the hardware counter at `bit` of a [`CounterMask`] here, published or not.
+    #[inline]
+    pub(crate) fn slot_of_counter(&self, bit: u32) -> Option<&Slot> {
+        let row = self.rows_by_bit[bit as usize & 63];
+        self.slots.get(usize::from(row))
+    }
+
+    /// Whether `other`'s rows have the same counters as this CPU's, on the same core type (a
+    /// process's [`LoadImage`](crate::loads::LoadImage) made for one then loads on the other).
+    pub(crate) fn same_counters(&self, other: &PerCpu) -> bool {
+        self.core_type == other.core_type
+            && self.slots.len() == other.slots.len()
+            && self.slots.iter().zip(other.slots.iter()).all(|(a, b)| a.counter == b.counter)
     }
 
     /// The hardware counters loaded for the process running now, taken (the set is empty
@@ -581,10 +676,13 @@ impl PerCpu {
     }
 }
 
-/// Programs `armed` (a [`HwConfig::armed`](crate::class::HwConfig::armed) configuration) on `slot`'s row of the current CPU
-/// with the counter at `start` and publishes the slot. A hardware counter does not count until
-/// [`PmuBackend::start`](crate::backend::PmuBackend::start) starts it; the counter to pass there is returned. `start` is already
-/// within the width of every CPU's counters (it is below the class's width, the narrowest).
+/// Programs `armed` (a [`HwConfig::armed`](crate::class::HwConfig::armed) configuration) on
+/// `slot`'s row of the current CPU (the slot claimed) with the counter at `start` and publishes
+/// the slot. A hardware counter does not count until
+/// [`PmuBackend::start`](crate::backend::PmuBackend::start) starts it; the counter to pass there
+/// is returned (none if it could not be programmed; its bit is published all the same, see
+/// [`RowCounter::mask`]). `start` is already within the width of every CPU's counters (it is
+/// below the class's width, the narrowest).
 #[inline]
 pub(crate) fn program(
     backend: &Backend,
@@ -601,8 +699,10 @@ pub(crate) fn program(
                 return CounterMask::EMPTY;
             };
             backend.write_counter(hw, *counter, start);
-            slot.publish();
-            backend.program(hw, &cpu.pmu, *counter, *config)
+            cpu.published.publish(Backend::counter_mask(*counter));
+            let mut image = <Backend as PmuBackend>::Image::default();
+            Backend::add_to_image(&mut image, *counter, *config);
+            backend.program(hw, &cpu.pmu, &image)
         }
         HwConfig::Soft { event } => {
             slot.soft_counter().store(start, Ordering::Relaxed);
@@ -614,15 +714,6 @@ pub(crate) fn program(
             slot.publish();
             CounterMask::EMPTY
         }
-    }
-}
-
-/// Clears `counter`'s configuration on the current CPU (its slot already hidden from the
-/// interrupt path); shared control registers are written by [`PmuBackend::flush`](crate::backend::PmuBackend::flush).
-#[inline]
-pub(crate) fn unprogram(backend: &Backend, hw: &impl Hardware, cpu: &PerCpu, counter: RowCounter) {
-    if let RowCounter::Hardware(counter) = counter {
-        backend.unprogram(hw, &cpu.pmu, counter);
     }
 }
 
@@ -640,7 +731,8 @@ pub(crate) fn read(backend: &Backend, hw: &impl Hardware, slot: &Slot) -> u64 {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{PmcHandle, SampleFlags, Slot};
+    use super::{PmcHandle, PublishedCounters, SampleFlags, Slot};
+    use crate::backend::CounterMask;
     use crate::sync::{AtomicU64, Ordering};
     use core::cell::Cell;
 
@@ -650,6 +742,17 @@ mod tests {
         slot.claim(PmcHandle::new(0, 0), 1, (0xF0, 0xF0), SampleFlags::default(), 0);
         slot.publish();
         slot
+    }
+
+    #[test]
+    fn a_switch_publishes_and_hides_its_counters_together_and_leaves_the_others() {
+        let published = PublishedCounters::default();
+        published.publish(CounterMask::from_bits(1 << 33)); // a system PMC's fixed counter
+        published.publish(CounterMask::from_bits(0b101)); // a process's two GP counters
+        assert!(published.contains(0) && published.contains(2) && published.contains(33));
+        assert!(!published.contains(1), "a counter nobody loaded is not folded");
+        published.unpublish(CounterMask::from_bits(0b101));
+        assert_eq!(published.counters().bits(), 1 << 33, "the system PMC stays");
     }
 
     #[test]
@@ -685,7 +788,8 @@ mod tests {
 /// and reading a running counter against an overflow's fold and reload.
 #[cfg(all(test, loom))]
 mod loom_models {
-    use super::{PmcHandle, SampleFlags, Slot};
+    use super::{PmcHandle, PublishedCounters, SampleFlags, Slot};
+    use crate::backend::CounterMask;
     use crate::sync::{AtomicU64, Ordering};
     use loom::sync::Arc;
     use loom::thread;
@@ -693,22 +797,64 @@ mod loom_models {
     #[test]
     fn the_interrupt_sees_a_published_slot_whole_and_never_an_unpublished_one_in_use() {
         loom::model(|| {
-            let slot = Arc::new(Slot { mask: AtomicU64::new(0xFF), ..Slot::default() });
-            let loader = {
-                let slot = Arc::clone(&slot);
+            // Two hardware counters (bits 0 and 1) that a switch-in loads together and its
+            // switch-out unloads together: one store of the CPU's word each way.
+            let slots = Arc::new([Slot::with_mask(0xFF), Slot::with_mask(0xFF)]);
+            let published = Arc::new(PublishedCounters::default());
+            let both = CounterMask::from_bits(0b11);
+            let switches = {
+                let (slots, published) = (Arc::clone(&slots), Arc::clone(&published));
                 thread::spawn(move || {
-                    slot.claim(PmcHandle::new(4, 1), 7, (0xF0, 0xF8), SampleFlags::default(), 0);
-                    slot.publish();
-                    slot.unpublish();
-                    slot.release();
+                    slots[0].claim(
+                        PmcHandle::new(4, 1),
+                        7,
+                        (0xF0, 0xF8),
+                        SampleFlags::default(),
+                        0,
+                    );
+                    slots[1].claim(
+                        PmcHandle::new(5, 1),
+                        7,
+                        (0xE0, 0xE8),
+                        SampleFlags::default(),
+                        1,
+                    );
+                    published.publish(both);
+                    published.unpublish(both);
+                    slots[0].release();
+                    slots[1].release();
                 })
             };
-            // The interrupt path: a running slot is a whole claim.
-            if slot.is_running() {
-                assert_eq!((slot.start(), slot.pid()), (0xF0, 7));
+            // The interrupt path: a slot whose bit it sees is a whole claim.
+            for (bit, start) in [(0, 0xF0), (1, 0xE0)] {
+                if published.contains(bit) {
+                    let slot = &slots[bit as usize];
+                    let whole = (slot.start(), slot.pid(), slot.handle().is_some());
+                    assert_eq!(whole, (start, 7, true));
+                }
             }
-            loader.join().unwrap();
-            assert!(!slot.is_running() && slot.handle().is_none());
+            switches.join().unwrap();
+            assert!(!published.contains(0) && !published.contains(1));
+            assert!(slots.iter().all(|s| s.handle().is_none()));
+        });
+    }
+
+    #[test]
+    fn publishing_one_cpu_s_counters_leaves_the_others_bits_as_they_are() {
+        loom::model(|| {
+            // A system PMC's counter (bit 4) stays published while a process's come and go.
+            let published = Arc::new(PublishedCounters::default());
+            published.publish(CounterMask::from_bits(1 << 4));
+            let switches = {
+                let published = Arc::clone(&published);
+                thread::spawn(move || {
+                    published.publish(CounterMask::from_bits(0b11));
+                    published.unpublish(CounterMask::from_bits(0b11));
+                })
+            };
+            assert!(published.contains(4), "the interrupt always sees the system PMC");
+            switches.join().unwrap();
+            assert_eq!(published.counters().bits(), 1 << 4);
         });
     }
 

@@ -7,10 +7,10 @@ use alloc::vec::Vec;
 use core::ops::Range;
 
 use super::amd::discovery::AmdPmu;
-use super::amd::{AmdBackend, AmdConfig, AmdCounter, AmdCpu, AmdPmi};
+use super::amd::{AmdBackend, AmdConfig, AmdCounter, AmdCpu, AmdImage, AmdPmi};
 use super::cpuid::CpuSignature;
 use super::intel::discovery::IntelPmu;
-use super::intel::{IntelBackend, IntelConfig, IntelCounter, IntelCpu, IntelPmi};
+use super::intel::{IntelBackend, IntelConfig, IntelCounter, IntelCpu, IntelImage, IntelPmi};
 use crate::abi::Class;
 use crate::backend::{
     AllocateRequest, CounterMask, CpuIdString, HardwareClass, OtherCoreType, Overflow, PmuBackend,
@@ -64,6 +64,22 @@ pub enum X86Config {
     Amd(AmdConfig),
 }
 
+/// Control registers imaged for loading, of the vendor of the counters added (an enum, so that
+/// an image, which loading a single PMC makes too, holds one vendor's registers only).
+#[derive(Debug, Clone)]
+pub enum X86Image {
+    /// Intel's registers (and the empty image).
+    Intel(IntelImage),
+    /// AMD's.
+    Amd(AmdImage),
+}
+
+impl Default for X86Image {
+    fn default() -> Self {
+        X86Image::Intel(IntelImage::default())
+    }
+}
+
 /// What the PMI handler read.
 #[derive(Debug, Clone, Copy)]
 pub enum X86Pmi {
@@ -85,6 +101,7 @@ impl PmuBackend for X86Backend {
     type Counter = X86Counter;
     type Config = X86Config;
     type PmiStatus = X86Pmi;
+    type Image = X86Image;
 
     fn discover<H: Hardware>(hw: &H) -> Option<X86Pmu> {
         if CpuSignature::read(&hw.cpuid()).is_amd() {
@@ -287,22 +304,31 @@ impl PmuBackend for X86Backend {
     }
 
     #[inline]
-    fn program<H: Hardware>(
-        &self,
-        hw: &H,
-        cpu: &X86Cpu,
-        counter: X86Counter,
-        armed: X86Config,
-    ) -> CounterMask {
-        match (counter, armed) {
-            (X86Counter::Intel(counter), X86Config::Intel(armed)) => {
-                self.intel.program(hw, &cpu.intel, counter, armed)
+    fn add_to_image(image: &mut X86Image, counter: X86Counter, armed: X86Config) {
+        match (counter, armed, &mut *image) {
+            (X86Counter::Intel(counter), X86Config::Intel(armed), X86Image::Intel(image)) => {
+                IntelBackend::add_to_image(image, counter, armed);
             }
-            (X86Counter::Amd(counter), X86Config::Amd(armed)) => {
-                self.amd_backend.program(hw, &cpu.amd, counter, armed)
+            (X86Counter::Amd(counter), X86Config::Amd(armed), X86Image::Amd(image)) => {
+                AmdBackend::add_to_image(image, counter, armed);
             }
-            // A configuration of the other vendor's (never made): nothing to program.
-            _ => CounterMask::EMPTY,
+            (X86Counter::Amd(counter), X86Config::Amd(armed), X86Image::Intel(_)) => {
+                // The first AMD counter of an (empty) image.
+                let mut amd = AmdImage::default();
+                AmdBackend::add_to_image(&mut amd, counter, armed);
+                *image = X86Image::Amd(amd);
+            }
+            // A configuration of the other vendor's (never made), or counters of both vendors
+            // (no machine has them): nothing to program.
+            _ => {}
+        }
+    }
+
+    #[inline]
+    fn program<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, image: &X86Image) -> CounterMask {
+        match image {
+            X86Image::Intel(image) => self.intel.program(hw, &cpu.intel, image),
+            X86Image::Amd(image) => self.amd_backend.program(hw, &cpu.amd, image),
         }
     }
 
@@ -325,19 +351,11 @@ impl PmuBackend for X86Backend {
     }
 
     #[inline]
-    fn unprogram<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counter: X86Counter) {
-        match counter {
-            X86Counter::Intel(c) => self.intel.unprogram(hw, &cpu.intel, c),
-            X86Counter::Amd(c) => self.amd_backend.unprogram(hw, &cpu.amd, c),
-        }
-    }
-
-    #[inline]
-    fn flush<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counters: CounterMask) {
+    fn unprogram<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counters: CounterMask) {
         if self.amd {
-            self.amd_backend.flush(hw, &cpu.amd, counters)
+            self.amd_backend.unprogram(hw, &cpu.amd, counters)
         } else {
-            self.intel.flush(hw, &cpu.intel, counters)
+            self.intel.unprogram(hw, &cpu.intel, counters)
         }
     }
 

@@ -82,6 +82,16 @@ pub struct AmdConfig {
     pub ctl: PerfCtl,
 }
 
+/// The control registers of some core counters as loading programs them
+/// (the backend's `Image`): each counter's PERF_CTL.
+#[derive(Debug, Clone, Default)]
+pub struct AmdImage {
+    /// The counters programmed.
+    counters: CoreCounters,
+    /// Each one's counter and PERF_CTL, by number.
+    ctl: [Option<(AmdCounter, PerfCtl)>; msr::MAX_CORE_COUNTERS as usize],
+}
+
 /// What the PMI handler read: PerfCntrGlobalStatus (0 without PerfMonV2).
 #[derive(Debug, Clone, Copy)]
 pub struct AmdPmi {
@@ -94,6 +104,7 @@ impl PmuBackend for AmdBackend {
     type Counter = AmdCounter;
     type Config = AmdConfig;
     type PmiStatus = AmdPmi;
+    type Image = AmdImage;
 
     fn discover<H: Hardware>(hw: &H) -> Option<AmdPmu> {
         AmdPmu::discover(&hw.cpuid())
@@ -254,26 +265,31 @@ impl PmuBackend for AmdBackend {
     }
 
     #[inline]
-    fn program<H: Hardware>(
-        &self,
-        hw: &H,
-        cpu: &AmdCpu,
-        counter: AmdCounter,
-        armed: AmdConfig,
-    ) -> CounterMask {
-        let Some(image) = cpu.ctl.get(usize::from(counter.index)) else {
+    fn add_to_image(image: &mut AmdImage, counter: AmdCounter, armed: AmdConfig) {
+        let Some(entry) = image.ctl.get_mut(usize::from(counter.index)) else { return };
+        *entry = Some((counter, armed.ctl));
+        image.counters = image.counters.union(counter.set());
+    }
+
+    #[inline]
+    fn program<H: Hardware>(&self, hw: &H, cpu: &AmdCpu, image: &AmdImage) -> CounterMask {
+        // An image of counters this CPU lacks is not this CPU's: nothing reaches a register.
+        if !image.counters.minus(cpu.counters).is_empty() {
             return CounterMask::EMPTY;
-        };
-        image.store(armed.ctl.bits(), Ordering::Relaxed);
-        // With PerfMonV2 the counter waits for its global bit; without, EN starts it now (as
-        // Intel's perfmon v1 does), and `start` only records it.
-        io::write_ctl(hw, counter, armed.ctl);
+        }
+        for (image, &entry) in cpu.ctl.iter().zip(&image.ctl) {
+            let Some((counter, ctl)) = entry else { continue };
+            image.store(ctl.bits(), Ordering::Relaxed);
+            // With PerfMonV2 the counter waits for its global bit; without, EN starts it now
+            // (as Intel's perfmon v1 does), and `start` only records it.
+            io::write_ctl(hw, counter, ctl);
+        }
         if cpu.global.is_none() {
             // Only this CPU writes its images (no read-modify-write instruction needed).
             let enabled = cpu.enabled.load(Ordering::Relaxed);
-            cpu.enabled.store(enabled | counter.set().bits(), Ordering::Relaxed);
+            cpu.enabled.store(enabled | image.counters.bits(), Ordering::Relaxed);
         }
-        Self::counter_mask(counter)
+        CounterMask::from_bits(image.counters.bits())
     }
 
     #[inline]
@@ -305,26 +321,27 @@ impl PmuBackend for AmdBackend {
     }
 
     #[inline]
-    fn unprogram<H: Hardware>(&self, hw: &H, cpu: &AmdCpu, counter: AmdCounter) {
-        if let Some(image) = cpu.ctl.get(usize::from(counter.index)) {
-            image.store(0, Ordering::Relaxed);
-        }
+    fn unprogram<H: Hardware>(&self, hw: &H, cpu: &AmdCpu, counters: CounterMask) {
+        let Some(pmu) = cpu.pmu.as_ref() else { return };
+        let counters = CoreCounters::within(counters.bits(), cpu.counters);
         let was_enabled = cpu.enabled.load(Ordering::Relaxed);
-        cpu.enabled.store(was_enabled & !counter.set().bits(), Ordering::Relaxed);
-        // Without PerfMonV2, `stop` already cleared EN: a control with EN clear counts
-        // nothing, and the next `program` overwrites it.
-        if cpu.global.is_some() || was_enabled & counter.set().bits() != 0 {
-            io::write_ctl(hw, counter, PerfCtl::default());
+        cpu.enabled.store(was_enabled & !counters.bits(), Ordering::Relaxed);
+        for index in counters.iter() {
+            if let Some(image) = cpu.ctl.get(usize::from(index)) {
+                image.store(0, Ordering::Relaxed);
+            }
+            // Without PerfMonV2, `stop` already cleared EN: a control with EN clear counts
+            // nothing, and the next `program` overwrites it.
+            if cpu.global.is_some() || was_enabled >> index & 1 != 0 {
+                io::write_ctl(hw, AmdCounter::new(pmu, index), PerfCtl::default());
+            }
         }
-    }
-
-    #[inline]
-    fn flush<H: Hardware>(&self, hw: &H, cpu: &AmdCpu, counters: CounterMask) {
         // Clear the overflow indications of the counters just unloaded: a PMI served late
         // would otherwise be taken for an overflow of whatever is loaded there next. (Without
         // PerfMonV2 there is none: a counter loaded again has its top bit set.)
-        let Some(global) = cpu.global.filter(|_| !counters.is_empty()) else { return };
-        io::clear_status(hw, global, CoreCounters::within(counters.bits(), cpu.counters));
+        if let Some(global) = cpu.global.filter(|_| !counters.is_empty()) {
+            io::clear_status(hw, global, counters);
+        }
     }
 
     #[inline]

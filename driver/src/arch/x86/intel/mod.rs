@@ -143,6 +143,40 @@ pub enum IntelConfig {
     },
 }
 
+/// The GP counters an image can hold (discovery keeps at most 32, the GLOBAL_CTRL layout's).
+const IMAGE_GP: usize = 32;
+
+/// The control registers of some counters as loading programs them (the backend's `Image`).
+/// Small, as loading a single PMC makes one too.
+#[derive(Debug, Clone, Default)]
+pub struct IntelImage {
+    /// The GP counters programmed (bit `i`: IA32_PMC`i`) and their event selects, by counter.
+    gp: u32,
+    evtsel: [PerfEvtSel; IMAGE_GP],
+    /// The GP counters whose event reads an offcore-response MSR, those of them that read
+    /// the second one, and the value each MSR must hold (the PMCs allocated for a CPU hold one
+    /// value per MSR, see [`OffcoreClaims`]).
+    offcore: u32,
+    offcore_second: u32,
+    offcore_values: [Option<Offcore>; 2],
+    /// The IA32_FIXED_CTR_CTRL fields of the fixed counters programmed, and their nibbles.
+    fixed: u64,
+    fixed_mask: u64,
+    /// Every counter of the image.
+    counters: CounterSet,
+}
+
+/// The nibbles of IA32_FIXED_CTR_CTRL of the fixed counters in `fixed` (bit `i`: counter `i`).
+#[inline]
+fn fixed_nibbles(mut fixed: u32) -> u64 {
+    let mut mask = 0u64;
+    while fixed != 0 {
+        mask |= 0xF << (4 * (fixed.trailing_zeros() % 16));
+        fixed &= fixed - 1;
+    }
+    mask
+}
+
 /// What the PMI handler read: GLOBAL_STATUS and whether the PMU froze itself.
 #[derive(Debug, Clone, Copy)]
 pub struct IntelPmi {
@@ -156,6 +190,7 @@ impl PmuBackend for IntelBackend {
     type Counter = IntelCounter;
     type Config = IntelConfig;
     type PmiStatus = IntelPmi;
+    type Image = IntelImage;
 
     fn discover<H: Hardware>(hw: &H) -> Option<IntelPmu> {
         IntelPmu::discover(&hw.cpuid(), hw)
@@ -425,29 +460,55 @@ impl PmuBackend for IntelBackend {
     }
 
     #[inline]
-    fn program<H: Hardware>(
-        &self,
-        hw: &H,
-        cpu: &IntelCpu,
-        counter: IntelCounter,
-        armed: IntelConfig,
-    ) -> CounterMask {
+    fn add_to_image(image: &mut IntelImage, counter: IntelCounter, armed: IntelConfig) {
         match (armed, counter.counter) {
             (IntelConfig::Iap { evtsel, offcore }, Counter::Gp(index)) => {
-                // A counter whose response value cannot be loaded (allocation keeps that from
-                // happening) stays unprogrammed rather than count another value's events.
-                if offcore.is_some_and(|o| !cpu.offcore_loaded.load(hw, index, o)) {
-                    return CounterMask::EMPTY;
+                let i = usize::from(index) % IMAGE_GP;
+                image.gp |= 1 << i;
+                image.evtsel[i] = evtsel;
+                image.offcore &= !(1 << i);
+                image.offcore_second &= !(1 << i);
+                if let Some(offcore) = offcore {
+                    image.offcore |= 1 << i;
+                    let msr = offcore.msr_index() % 2;
+                    image.offcore_second |= u32::from(msr == 1) << i;
+                    image.offcore_values[msr] = Some(offcore);
                 }
-                io::write_evtsel(hw, index, evtsel)
             }
             (IntelConfig::Iaf { field, .. }, Counter::Fixed(index)) => {
-                set_fixed_field(cpu, index, field);
+                let ctrl = FixedCtrCtrl::from_built_bits(image.fixed);
+                image.fixed = ctrl.with_known_field(index, field).bits();
+                image.fixed_mask |= fixed_nibbles(1 << (index % 16));
             }
             // A configuration of another class than the row's: nothing to program.
-            _ => return CounterMask::EMPTY,
+            _ => return,
         }
-        Self::counter_mask(counter)
+        image.counters = image.counters.with(counter.counter);
+    }
+
+    #[inline]
+    fn program<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, image: &IntelImage) -> CounterMask {
+        // An image of counters this CPU lacks is not this CPU's: nothing reaches a register.
+        if !image.counters.minus(cpu.counters).is_empty() {
+            return CounterMask::EMPTY;
+        }
+        let programmed = if image.offcore == 0 {
+            let mut gp = image.gp;
+            while gp != 0 {
+                let index = gp.trailing_zeros() as u8;
+                gp &= gp - 1;
+                io::write_evtsel(hw, index, image.evtsel[usize::from(index) % IMAGE_GP]);
+            }
+            image.counters
+        } else {
+            program_reading_offcore(hw, cpu, image)
+        };
+        if image.fixed_mask != 0 {
+            // Only this CPU writes its image (no read-modify-write instruction needed).
+            let ctrl = cpu.fixed_ctrl.load(Ordering::Relaxed);
+            cpu.fixed_ctrl.store(ctrl & !image.fixed_mask | image.fixed, Ordering::Relaxed);
+        }
+        CounterMask::from_bits(programmed.bits())
     }
 
     #[inline]
@@ -475,28 +536,27 @@ impl PmuBackend for IntelBackend {
     }
 
     #[inline]
-    fn unprogram<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, counter: IntelCounter) {
-        match counter.counter {
-            Counter::Gp(index) => io::write_evtsel(hw, index, PerfEvtSel::default()),
-            Counter::Fixed(index) => set_fixed_field(cpu, index, FixedCtrField::default()),
+    fn unprogram<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, counters: CounterMask) {
+        let counters = CounterSet::from_bits_within(counters.bits(), cpu.counters);
+        let mut gp = counters.bits() as u32;
+        while gp != 0 {
+            io::write_evtsel(hw, gp.trailing_zeros() as u8, PerfEvtSel::default());
+            gp &= gp - 1;
         }
-    }
-
-    #[inline]
-    fn flush<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, counters: CounterMask) {
-        // Fixed counters exist only with the global registers.
+        // Fixed counters and offcore-response MSRs exist only with the global registers
+        // (perfmon v2, Nehalem on), and perfmon v1 has no overflow indication to clear (a
+        // counter loaded again has its top bit set).
         let Some(global) = cpu.global.filter(|_| !counters.is_empty()) else { return };
-        let counters = CounterSet::from_built_bits(counters.bits());
-        // Offcore-response MSRs exist only on CPUs with the global registers (Nehalem on).
         cpu.offcore_loaded.unloaded(hw, counters.bits() as u32);
         if counters.has_fixed() {
-            let ctrl = FixedCtrCtrl::from_built_bits(cpu.fixed_ctrl.load(Ordering::Relaxed));
-            io::write_fixed_ctrl(hw, global, ctrl);
+            let fields = fixed_nibbles((counters.bits() >> 32) as u32);
+            let ctrl = cpu.fixed_ctrl.load(Ordering::Relaxed) & !fields;
+            cpu.fixed_ctrl.store(ctrl, Ordering::Relaxed);
+            io::write_fixed_ctrl(hw, global, FixedCtrCtrl::from_built_bits(ctrl));
         }
         // Clear the overflow indications of the counters just unloaded (SDM Vol. 3B §21.2.2):
         // a PMI served late would otherwise be handled as an overflow of whichever PMC is
-        // loaded on the counter next. (Perfmon v1 has no indication to clear: a counter loaded
-        // again has its top bit set.)
+        // loaded on the counter next.
         io::write_status_reset(hw, global, GlobalStatusReset::counters(counters));
     }
 
@@ -629,13 +689,31 @@ fn stop_all_counters<H: Hardware>(hw: &H, cpu: &IntelCpu, pmu: &IntelPmu) {
     }
 }
 
-/// Updates counter `index`'s field in the cached IA32_FIXED_CTR_CTRL image (which only ever
-/// holds values built by [`FixedCtrCtrl`] for this CPU's PMU; `index` is a fixed counter of this
-/// CPU, see [`IntelCounter::Fixed`]).
-#[inline]
-fn set_fixed_field(cpu: &IntelCpu, index: u8, field: FixedCtrField) {
-    let ctrl = FixedCtrCtrl::from_built_bits(cpu.fixed_ctrl.load(Ordering::Relaxed));
-    cpu.fixed_ctrl.store(ctrl.with_known_field(index, field).bits(), Ordering::Relaxed);
+/// Writes the event selects of `image`, some of whose events read an offcore-response MSR
+/// (loaded first); returns the counters programmed. A counter whose response value cannot be
+/// loaded (allocation keeps that from happening) stays unprogrammed rather than count another
+/// value's events.
+// Out of line: few PMCs read the offcore-response MSRs.
+#[inline(never)]
+fn program_reading_offcore<H: Hardware>(hw: &H, cpu: &IntelCpu, image: &IntelImage) -> CounterSet {
+    let mut programmed = image.counters;
+    let mut gp = image.gp;
+    while gp != 0 {
+        let index = gp.trailing_zeros() as u8;
+        gp &= gp - 1;
+        let i = usize::from(index) % IMAGE_GP;
+        if image.offcore >> i & 1 != 0 {
+            let msr = (image.offcore_second >> i & 1) as usize;
+            let loaded =
+                image.offcore_values[msr].is_some_and(|o| cpu.offcore_loaded.load(hw, index, o));
+            if !loaded {
+                programmed = programmed.without(Counter::Gp(index));
+                continue;
+            }
+        }
+        io::write_evtsel(hw, index, image.evtsel[i]);
+    }
+    programmed
 }
 
 /// The GP rows of a class of `class_rows` rows that a PMU of `gp_counters` counters may use.

@@ -167,6 +167,11 @@ pub struct Offcore {
 }
 
 impl Offcore {
+    /// Which of the two MSRs it is written to (0 or 1).
+    pub(super) const fn msr_index(self) -> usize {
+        self.msr.index()
+    }
+
     /// The offcore response of an IAP allocation: `None` when the event is not an
     /// offcore-response event of `layout` (then `rsp` must be 0); EINVAL for a value with a bit
     /// the MSR leaves undefined, or a response value for any other event.
@@ -224,7 +229,7 @@ impl OffcoreClaims {
 
 /// What one CPU's offcore-response MSRs hold now, and which GP counters use them. Changed only
 /// on that CPU, with its counters stopped: written when a counter is programmed, cleared when
-/// the counters that read it are unloaded (`flush`, after `unprogram`).
+/// the counters that read it are unloaded (`unprogram`).
 #[derive(Debug, Default)]
 pub struct OffcoreLoaded {
     /// The value written to each MSR.
@@ -266,7 +271,7 @@ impl OffcoreLoaded {
         true
     }
     /// GP counters `gp` (bit i: IA32_PMCi) were unprogrammed: an MSR none of the remaining
-    /// counters reads is cleared. Called once per unload (from `flush`), so that counters that
+    /// counters reads is cleared. Called once per unload (from `unprogram`), so that counters that
     /// read no MSR, the common case on the switch path, cost one load per switch.
     #[inline]
     pub fn unloaded<H: Hardware>(&self, hw: &H, gp: u32) {
