@@ -175,6 +175,30 @@ impl SampleRing {
         true
     }
 
+    /// Producer: stores a sample whose only frame is `pc` (the common sample, in a straight
+    /// line). Returns false (the sample is lost) when the ring is full. Allocates nothing and
+    /// takes no lock.
+    #[inline]
+    pub(crate) fn push_pc(&self, header: SampleHeader, pc: u64) -> bool {
+        let head = self.head.load(Ordering::Relaxed);
+        let tail = self.tail.load(Ordering::Acquire);
+        if head.wrapping_sub(tail) > self.mask {
+            return false;
+        }
+        let index = (head & self.mask) as usize;
+        // A ring has a slot of `depth` ≥ 1 frames at every index below its capacity (`new`).
+        let (Some(slot), Some(frame)) =
+            (self.headers.get(index), self.frames.get(index * self.depth))
+        else {
+            return false;
+        };
+        frame.store(pc, Ordering::Relaxed);
+        slot.store(&header);
+        slot.frames.store(1, Ordering::Relaxed);
+        self.head.store(head.wrapping_add(1), Ordering::Release);
+        true
+    }
+
     /// Consumer: hands the oldest sample to `read` and frees its slot; false if the ring is
     /// empty.
     pub(crate) fn pop(&self, read: impl FnOnce(&SampleView<'_>)) -> bool {
@@ -342,6 +366,7 @@ impl PendingTable {
 
     /// Interrupt path: parks a user-mode sample at `pc` with user frame pointer `fp`; false if
     /// every entry is taken.
+    #[inline]
     pub(crate) fn park(&self, header: SampleHeader, pc: u64, fp: u64) -> bool {
         for entry in self.user.iter() {
             if Self::start_writing(entry) {
