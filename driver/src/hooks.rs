@@ -465,17 +465,17 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         slot: &Slot,
         frame: &TrapFrame,
     ) {
+        if !frame.user {
+            self.record_kernel_callchain(cpu, state, ring, slot, frame);
+            return;
+        }
         let header = Self::sample_header(state, slot, frame, self.hw.read_tsc());
-        if frame.user {
-            if !state.pending.park(header, frame.pc, frame.fp) && !ring.push_pc(header, frame.pc) {
-                Self::count_lost_sample(state, slot);
-            }
-        } else {
-            self.record_kernel_callchain(cpu, state, ring, slot, header, frame);
+        if !state.pending.park(header, frame.pc, frame.fp) && !ring.push_pc(header, frame.pc) {
+            Self::count_lost_sample(state, slot);
         }
     }
 
-    /// [`Self::record_callchain`] of a kernel-mode sample with `header`.
+    /// [`Self::record_callchain`] of a kernel-mode sample.
     // Out of line: the common samples (the PC alone, or parked for the user stack) stay short.
     #[inline(never)]
     fn record_kernel_callchain(
@@ -484,9 +484,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         state: &PerCpu,
         ring: &SampleRing,
         slot: &Slot,
-        header: SampleHeader,
         frame: &TrapFrame,
     ) {
+        let header = Self::sample_header(state, slot, frame, self.hw.read_tsc());
         // Only a thread of a user process (pid 0 is the kernel's own) returns to user mode.
         let wants_user_stack = state.current_pid() > 0
             && state.current_tid() >= 0

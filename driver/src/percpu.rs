@@ -654,6 +654,14 @@ mod tests {
     }
 
     #[test]
+    fn only_a_sampling_pmc_records_callchains() {
+        assert!(SampleFlags::new(true, true, false).records_callchains());
+        assert!(!SampleFlags::new(false, true, true).records_callchains());
+        assert!(!SampleFlags::new(true, false, false).records_callchains());
+        assert!(SampleFlags::new(true, true, true).appends_user_stack());
+    }
+
+    #[test]
     fn peeking_a_counter_that_wrapped_counts_its_events_exactly() {
         let slot = loaded_slot();
         // 20 events: the counter wrapped to 0x04 and its interrupt has not come yet.

@@ -85,22 +85,43 @@ pub(crate) struct SampleRing {
     head: AtomicU64,
     /// Index of the next slot the consumer reads (only the consumer stores it).
     tail: AtomicU64,
-    headers: Box<[SlotHeader]>,
-    /// `capacity × depth` program counters, slot `i` at `i × depth`.
+    slots: Box<[RingSlot]>,
+    /// `capacity × (depth − 1)` program counters: the frames after each slot's first, slot
+    /// `i`'s at `i × (depth − 1)`.
     frames: Box<[AtomicU64]>,
 }
 
-/// Writes a sample's program counters straight into its slot.
+/// A sample's header and its first frame, together: the common sample (the PC alone) is
+/// written to one place.
+#[derive(Debug, Default)]
+struct RingSlot {
+    header: SlotHeader,
+    /// The innermost program counter.
+    pc: AtomicU64,
+}
+
+/// Writes a sample's program counters straight into its slot: the first, then the others.
 pub(crate) struct FrameWriter<'a> {
-    frames: &'a [AtomicU64],
+    first: &'a AtomicU64,
+    rest: &'a [AtomicU64],
     written: usize,
 }
 
-impl FrameWriter<'_> {
+impl<'a> FrameWriter<'a> {
+    /// A writer into `frames` (empty: no writer).
+    fn over(frames: &'a [AtomicU64]) -> Option<Self> {
+        let (first, rest) = frames.split_first()?;
+        Some(FrameWriter { first, rest, written: 0 })
+    }
+
     /// Appends `pc`; false (and nothing written) once the slot's depth is reached.
     #[inline]
     pub(crate) fn push(&mut self, pc: u64) -> bool {
-        match self.frames.get(self.written) {
+        let frame = match self.written.checked_sub(1) {
+            None => Some(self.first),
+            Some(index) => self.rest.get(index),
+        };
+        match frame {
             Some(frame) => {
                 frame.store(pc, Ordering::Relaxed);
                 self.written += 1;
@@ -119,13 +140,16 @@ impl FrameWriter<'_> {
 /// A sample as the consumer sees it.
 pub(crate) struct SampleView<'a> {
     pub(crate) header: SampleHeader,
-    frames: &'a [AtomicU64],
+    /// The first frame, if the sample has one.
+    first: Option<&'a AtomicU64>,
+    /// The frames after the first.
+    rest: &'a [AtomicU64],
 }
 
 impl SampleView<'_> {
     /// The program counters, innermost first.
-    pub(crate) fn frames(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
-        self.frames.iter().map(|f| f.load(Ordering::Relaxed))
+    pub(crate) fn frames(&self) -> impl Iterator<Item = u64> + '_ {
+        self.first.into_iter().chain(self.rest).map(|f| f.load(Ordering::Relaxed))
     }
 }
 
@@ -138,14 +162,14 @@ impl SampleRing {
         if depth == 0 || depth > pmclog::CALLCHAIN_DEPTH_MAX {
             return Err(RingError::Depth(depth));
         }
-        let headers = (0..capacity).map(|_| SlotHeader::default()).collect::<Vec<_>>();
-        let frames = (0..capacity * depth).map(|_| AtomicU64::new(0)).collect::<Vec<_>>();
+        let slots = (0..capacity).map(|_| RingSlot::default()).collect::<Vec<_>>();
+        let frames = (0..capacity * (depth - 1)).map(|_| AtomicU64::new(0)).collect::<Vec<_>>();
         Ok(SampleRing {
             mask: capacity as u64 - 1,
             depth,
             head: AtomicU64::new(0),
             tail: AtomicU64::new(0),
-            headers: headers.into_boxed_slice(),
+            slots: slots.into_boxed_slice(),
             frames: frames.into_boxed_slice(),
         })
     }
@@ -164,13 +188,17 @@ impl SampleRing {
             return false;
         }
         let index = (head & self.mask) as usize;
-        let start = index * self.depth;
-        let mut writer =
-            FrameWriter { frames: &self.frames[start..start + self.depth], written: 0 };
+        let start = index * (self.depth - 1);
+        // A ring has a slot at every index below its capacity (`new`).
+        let (Some(slot), Some(rest)) =
+            (self.slots.get(index), self.frames.get(start..start + self.depth - 1))
+        else {
+            return false;
+        };
+        let mut writer = FrameWriter { first: &slot.pc, rest, written: 0 };
         fill(&mut writer);
-        let slot = &self.headers[index];
-        slot.store(&header);
-        slot.frames.store(writer.len() as u32, Ordering::Relaxed);
+        slot.header.store(&header);
+        slot.header.frames.store(writer.len() as u32, Ordering::Relaxed);
         self.head.store(head.wrapping_add(1), Ordering::Release);
         true
     }
@@ -185,16 +213,11 @@ impl SampleRing {
         if head.wrapping_sub(tail) > self.mask {
             return false;
         }
-        let index = (head & self.mask) as usize;
-        // A ring has a slot of `depth` ≥ 1 frames at every index below its capacity (`new`).
-        let (Some(slot), Some(frame)) =
-            (self.headers.get(index), self.frames.get(index * self.depth))
-        else {
-            return false;
-        };
-        frame.store(pc, Ordering::Relaxed);
-        slot.store(&header);
-        slot.frames.store(1, Ordering::Relaxed);
+        // A ring has a slot at every index below its capacity (`new`).
+        let Some(slot) = self.slots.get((head & self.mask) as usize) else { return false };
+        slot.pc.store(pc, Ordering::Relaxed);
+        slot.header.store(&header);
+        slot.header.frames.store(1, Ordering::Relaxed);
         self.head.store(head.wrapping_add(1), Ordering::Release);
         true
     }
@@ -208,10 +231,14 @@ impl SampleRing {
             return false;
         }
         let index = (tail & self.mask) as usize;
-        let slot = &self.headers[index];
-        let frames = (slot.frames.load(Ordering::Relaxed) as usize).min(self.depth);
-        let start = index * self.depth;
-        let view = SampleView { header: slot.load(), frames: &self.frames[start..start + frames] };
+        let slot = &self.slots[index];
+        let frames = (slot.header.frames.load(Ordering::Relaxed) as usize).min(self.depth);
+        let start = index * (self.depth - 1);
+        let view = SampleView {
+            header: slot.header.load(),
+            first: (frames > 0).then_some(&slot.pc),
+            rest: &self.frames[start..start + frames.saturating_sub(1)],
+        };
         read(&view);
         self.tail.store(tail.wrapping_add(1), Ordering::Release);
         true
@@ -396,8 +423,12 @@ impl PendingTable {
                 continue;
             }
             let start = index * kernel.depth;
-            let mut writer =
-                FrameWriter { frames: &kernel.frames[start..start + kernel.depth], written: 0 };
+            // Entries have `depth` ≥ 1 frames each (`reserve_kernel_samples`).
+            let Some(mut writer) = FrameWriter::over(&kernel.frames[start..start + kernel.depth])
+            else {
+                entry.state.store(FREE, Ordering::Release);
+                return false;
+            };
             fill(&mut writer);
             entry.len.store(writer.len() as u32, Ordering::Relaxed);
             kernel.next.store(index + 1, Ordering::Relaxed);
@@ -553,6 +584,26 @@ mod tests {
         assert_eq!(collect(&ring).len(), 4);
         assert!(ring.push(header(6), |_| {}), "room again after draining");
         assert_eq!(collect(&ring), vec![(header(6), vec![])]);
+    }
+
+    #[test]
+    fn a_sample_of_the_pc_alone_shares_the_ring_with_callchains_and_a_full_ring_refuses_it() {
+        let ring = SampleRing::new(2, 3).unwrap();
+        assert!(ring.push_pc(header(1), 0x40_1000));
+        assert!(ring.push(header(2), |w| {
+            w.push(0x10);
+            w.push(0x20);
+            w.push(0x30);
+        }));
+        assert!(!ring.push_pc(header(3), 0x40_2000), "a full ring refuses the sample");
+        assert_eq!(
+            collect(&ring),
+            vec![(header(1), vec![0x40_1000]), (header(2), vec![0x10, 0x20, 0x30])]
+        );
+        // The slot the first sample used holds a callchain now, and the next one the PC alone.
+        assert!(ring.push(header(4), |w| _ = (w.push(1), w.push(2))));
+        assert!(ring.push_pc(header(5), 3));
+        assert_eq!(collect(&ring), vec![(header(4), vec![1, 2]), (header(5), vec![3])]);
     }
 
     #[test]
