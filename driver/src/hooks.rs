@@ -350,7 +350,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// is claimed). Leaves the PMI entry of the local APIC unmasked whatever it returns. Takes
     /// no lock and allocates nothing; a CPU without a PMU never has its MSRs read here.
     ///
-    /// The backend's handler ([`PmuBackend::pmi`]) finds the overflowed counters and
+    /// The backend's PMI handler (`PmuBackend::pmi`) finds the overflowed counters and
     /// acknowledges them; each one is handled here, in one straight line for the common case
     /// (one counter, a sample of the PC alone).
     // An entry point the NMI handler calls; kept out of line so its cost is its own.
@@ -455,8 +455,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// stack is appended at the return to user mode; its flags stay those of a kernel-mode
     /// sample (no PMC_CC_F_USERSPACE), as FreeBSD's UR ring leaves them. A sample the pending
     /// table has no room for goes to `ring` with what the interrupt has.
-    // Out of line: the common sample (the PC alone) stays short.
-    #[inline(never)]
+    #[inline(always)]
     fn record_callchain(
         &self,
         cpu: Cpu,

@@ -356,7 +356,10 @@ fn pmi_v2<H: Hardware>(
     // Stopping by the global control may take effect a few events late: after each round, read
     // the status until none of the driver's counters overflowed since.
     for _ in 0..PMI_ROUNDS {
-        CounterMask::from_bits(counters.bits()).for_each_overflow(|bit| _ = overflowed(bit));
+        CounterMask::from_bits(counters.bits()).for_each_overflow(
+            #[inline(always)]
+            |bit| _ = overflowed(bit),
+        );
         // Only the driver's counters' bits: the others belong to other users of the PMU.
         io::clear_status(hw, global, counters);
         counters = CoreCounters::within(io::read_global_status(hw, global), cpu.counters);

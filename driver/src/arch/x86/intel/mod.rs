@@ -476,7 +476,10 @@ fn pmi_global<H: Hardware>(
     }
     let mut rounds = PMI_ROUNDS;
     loop {
-        CounterMask::from_bits(counters.bits()).for_each_overflow(|bit| _ = overflowed(bit));
+        CounterMask::from_bits(counters.bits()).for_each_overflow(
+            #[inline(always)]
+            |bit| _ = overflowed(bit),
+        );
         // Only the driver's bits: another user's PMI (Intel PT's ToPA, the DS buffer) stays
         // pending for its own handler.
         io::write_status_reset(hw, global, GlobalStatusReset::clearing(status, cpu.owned_status));
