@@ -14,7 +14,7 @@
 //! A full ring refuses the new sample; the caller counts it lost, per PMC (for DROPNOTIFY
 //! records) and in the driver's statistics.
 
-use crate::sync::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
@@ -86,42 +86,32 @@ pub(crate) struct SampleRing {
     /// Index of the next slot the consumer reads (only the consumer stores it).
     tail: AtomicU64,
     slots: Box<[RingSlot]>,
-    /// `capacity × (depth − 1)` program counters: the frames after each slot's first, slot
-    /// `i`'s at `i × (depth − 1)`.
+    /// `capacity × depth` program counters, slot `i`'s at `i × depth` (samples with callchains).
     frames: Box<[AtomicU64]>,
 }
 
-/// A sample's header and its first frame, together: the common sample (the PC alone) is
-/// written to one place.
+/// A sample's header, with the sampled PC of a sample that has no callchain: the common
+/// sample is written to one place.
 #[derive(Debug, Default)]
 struct RingSlot {
     header: SlotHeader,
-    /// The innermost program counter.
+    /// Whether the sample is the PC alone, in `pc` (else its frames are in the ring's `frames`).
+    pc_only: AtomicBool,
+    /// The sampled PC of a sample without a callchain.
     pc: AtomicU64,
 }
 
-/// Writes a sample's program counters straight into its slot: the first, then the others.
+/// Writes a sample's program counters straight into its slot.
 pub(crate) struct FrameWriter<'a> {
-    first: &'a AtomicU64,
-    rest: &'a [AtomicU64],
+    frames: &'a [AtomicU64],
     written: usize,
 }
 
-impl<'a> FrameWriter<'a> {
-    /// A writer into `frames` (empty: no writer).
-    fn over(frames: &'a [AtomicU64]) -> Option<Self> {
-        let (first, rest) = frames.split_first()?;
-        Some(FrameWriter { first, rest, written: 0 })
-    }
-
+impl FrameWriter<'_> {
     /// Appends `pc`; false (and nothing written) once the slot's depth is reached.
     #[inline]
     pub(crate) fn push(&mut self, pc: u64) -> bool {
-        let frame = match self.written.checked_sub(1) {
-            None => Some(self.first),
-            Some(index) => self.rest.get(index),
-        };
-        match frame {
+        match self.frames.get(self.written) {
             Some(frame) => {
                 frame.store(pc, Ordering::Relaxed);
                 self.written += 1;
@@ -140,16 +130,13 @@ impl<'a> FrameWriter<'a> {
 /// A sample as the consumer sees it.
 pub(crate) struct SampleView<'a> {
     pub(crate) header: SampleHeader,
-    /// The first frame, if the sample has one.
-    first: Option<&'a AtomicU64>,
-    /// The frames after the first.
-    rest: &'a [AtomicU64],
+    frames: &'a [AtomicU64],
 }
 
 impl SampleView<'_> {
     /// The program counters, innermost first.
-    pub(crate) fn frames(&self) -> impl Iterator<Item = u64> + '_ {
-        self.first.into_iter().chain(self.rest).map(|f| f.load(Ordering::Relaxed))
+    pub(crate) fn frames(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+        self.frames.iter().map(|f| f.load(Ordering::Relaxed))
     }
 }
 
@@ -163,7 +150,7 @@ impl SampleRing {
             return Err(RingError::Depth(depth));
         }
         let slots = (0..capacity).map(|_| RingSlot::default()).collect::<Vec<_>>();
-        let frames = (0..capacity * (depth - 1)).map(|_| AtomicU64::new(0)).collect::<Vec<_>>();
+        let frames = (0..capacity * depth).map(|_| AtomicU64::new(0)).collect::<Vec<_>>();
         Ok(SampleRing {
             mask: capacity as u64 - 1,
             depth,
@@ -188,15 +175,16 @@ impl SampleRing {
             return false;
         }
         let index = (head & self.mask) as usize;
-        let start = index * (self.depth - 1);
-        // A ring has a slot at every index below its capacity (`new`).
-        let (Some(slot), Some(rest)) =
-            (self.slots.get(index), self.frames.get(start..start + self.depth - 1))
+        let start = index * self.depth;
+        // A ring has a slot and `depth` frames at every index below its capacity (`new`).
+        let (Some(slot), Some(frames)) =
+            (self.slots.get(index), self.frames.get(start..start + self.depth))
         else {
             return false;
         };
-        let mut writer = FrameWriter { first: &slot.pc, rest, written: 0 };
+        let mut writer = FrameWriter { frames, written: 0 };
         fill(&mut writer);
+        slot.pc_only.store(false, Ordering::Relaxed);
         slot.header.store(&header);
         slot.header.frames.store(writer.len() as u32, Ordering::Relaxed);
         self.head.store(head.wrapping_add(1), Ordering::Release);
@@ -216,6 +204,7 @@ impl SampleRing {
         // A ring has a slot at every index below its capacity (`new`).
         let Some(slot) = self.slots.get((head & self.mask) as usize) else { return false };
         slot.pc.store(pc, Ordering::Relaxed);
+        slot.pc_only.store(true, Ordering::Relaxed);
         slot.header.store(&header);
         slot.header.frames.store(1, Ordering::Relaxed);
         self.head.store(head.wrapping_add(1), Ordering::Release);
@@ -233,12 +222,13 @@ impl SampleRing {
         let index = (tail & self.mask) as usize;
         let slot = &self.slots[index];
         let frames = (slot.header.frames.load(Ordering::Relaxed) as usize).min(self.depth);
-        let start = index * (self.depth - 1);
-        let view = SampleView {
-            header: slot.header.load(),
-            first: (frames > 0).then_some(&slot.pc),
-            rest: &self.frames[start..start + frames.saturating_sub(1)],
+        let frames = if slot.pc_only.load(Ordering::Relaxed) {
+            core::slice::from_ref(&slot.pc)
+        } else {
+            let start = index * self.depth;
+            &self.frames[start..start + frames]
         };
+        let view = SampleView { header: slot.header.load(), frames };
         read(&view);
         self.tail.store(tail.wrapping_add(1), Ordering::Release);
         true
@@ -423,12 +413,8 @@ impl PendingTable {
                 continue;
             }
             let start = index * kernel.depth;
-            // Entries have `depth` ≥ 1 frames each (`reserve_kernel_samples`).
-            let Some(mut writer) = FrameWriter::over(&kernel.frames[start..start + kernel.depth])
-            else {
-                entry.state.store(FREE, Ordering::Release);
-                return false;
-            };
+            let mut writer =
+                FrameWriter { frames: &kernel.frames[start..start + kernel.depth], written: 0 };
             fill(&mut writer);
             entry.len.store(writer.len() as u32, Ordering::Relaxed);
             kernel.next.store(index + 1, Ordering::Relaxed);
