@@ -55,6 +55,20 @@ impl CounterMask {
     pub(crate) const fn is_empty(self) -> bool {
         self.0 == 0
     }
+    /// [`Self::for_each_bit`] for the PMI handlers: a set of one counter (the common case) in a
+    /// straight line, without a loop.
+    #[inline]
+    pub(crate) fn for_each_overflow(self, mut f: impl FnMut(u32)) {
+        let bits = self.0;
+        if bits & bits.wrapping_sub(1) == 0 {
+            if bits != 0 {
+                f(bits.trailing_zeros());
+            }
+        } else {
+            self.for_each_bit(f);
+        }
+    }
+
     /// Calls `f` with each bit number in the set, lowest first.
     #[inline]
     pub(crate) fn for_each_bit(self, mut f: impl FnMut(u32)) {
@@ -106,15 +120,10 @@ pub(crate) struct OtherCoreType<Config> {
     pub(crate) config: Config,
 }
 
-/// What a PMI found: the counters of the driver that overflowed, and whether the interrupt is
-/// the driver's even if none did (the PMU froze itself for an overflow an earlier NMI handled).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Overflow<Status> {
-    pub(crate) counters: CounterMask,
-    pub(crate) claim: bool,
-    /// What the backend needs to acknowledge the interrupt ([`PmuBackend::pmi_end`]).
-    pub(crate) status: Status,
-}
+/// The most times one PMI handles overflows and reads the status again, where the backend
+/// reads it again (counters stopped by the handler may overflow a few events late; should one
+/// overflow at every round, the PMI still ends).
+pub(crate) const PMI_ROUNDS: usize = 4;
 
 /// A configuration in the vendor-neutral form a host kernel that counts PMCs itself receives
 /// (see [`crate::hosted::HostedEvent::Raw`]).
@@ -142,8 +151,6 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     type Counter: Copy + core::fmt::Debug + PartialEq;
     /// A configuration of a hardware class, accepted at allocation (reserved bits refused).
     type Config: Copy + core::fmt::Debug + PartialEq;
-    /// What [`PmuBackend::pmi_begin`] read that [`PmuBackend::pmi_end`] acknowledges.
-    type PmiStatus: Copy;
     /// The control registers of a set of counters as loading programs them, worked out ahead
     /// ([`PmuBackend::add_to_image`]): a process's counters are imaged once, when its load list
     /// is published, and each switch-in programs them in one pass. Fixed size, so that making
@@ -247,30 +254,30 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     /// The counter's value (bits above its width unspecified). Interrupt path.
     fn read<H: Hardware>(&self, hw: &H, counter: Self::Counter) -> u64;
 
-    /// The PMI handler's first half: which of the driver's counters overflowed (the PMU is
-    /// stopped from here to [`PmuBackend::pmi_end`]); `None` if the interrupt is not the
-    /// driver's. Interrupt path.
-    fn pmi_begin<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu) -> Option<Overflow<Self::PmiStatus>>;
-    /// After the driver folded and reloaded the overflowed counters: acknowledges only the
-    /// status bits of `status` the driver owns, then, where the counters may have overflowed
-    /// since [`PmuBackend::pmi_begin`] read the status, reads it again into `status` and
-    /// returns the driver's counters that did (handled and acknowledged in turn before
-    /// [`PmuBackend::pmi_end`]). Interrupt path.
-    fn pmi_acknowledge<H: Hardware>(
+    /// The PMI handler (interrupt path), straight through for the common case of one overflow:
+    /// stops the counters where the PMU does not freeze them itself; finds which of the
+    /// driver's counters overflowed and calls `overflowed` with each one's [`CounterMask`] bit
+    /// number (the driver folds, reloads and samples it, and returns whether a PMC was loaded
+    /// there); acknowledges only the status bits the driver owns (never another user's, such
+    /// as Intel PT's); where counters may have overflowed since the status was read, reads it
+    /// again and handles those too (at most [`PMI_ROUNDS`] rounds); restarts the counters.
+    ///
+    /// Whatever it finds, it ends by unmasking the PMI entry (which the APIC masked when it
+    /// delivered the interrupt) while the driver is loaded on this CPU: an NMI that finds
+    /// nothing may be the driver's PMI all the same, raised while an earlier handler ran and
+    /// already handled by it; leaving the entry masked then would stop sampling on this CPU
+    /// for good.
+    ///
+    /// Returns whether the interrupt is the driver's (whether the NMI is claimed): the status
+    /// register says one of the driver's counters overflowed, or that the PMU froze itself for
+    /// an overflow an earlier NMI handled; without a status register, `overflowed` found a PMC
+    /// loaded on a counter that wrapped. A CPU without a PMU has no MSR read here.
+    fn pmi<H: Hardware>(
         &self,
         hw: &H,
         cpu: &Self::Cpu,
-        status: &mut Self::PmiStatus,
-    ) -> CounterMask;
-    /// The PMI handler's last half, once every overflow is acknowledged: restarts the counters.
-    /// Interrupt path.
-    fn pmi_end<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, status: Self::PmiStatus);
-    /// Ends every PMI, the driver's or not: unmasks the PMI entry (which the APIC masked when
-    /// it delivered the interrupt) while the driver is loaded on this CPU. An NMI that finds
-    /// nothing may be the driver's PMI all the same, raised while an earlier handler ran and
-    /// already handled by it; leaving the entry masked then would stop sampling on this CPU for
-    /// good. Interrupt path.
-    fn pmi_exit<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu);
+        overflowed: impl FnMut(u32) -> bool,
+    ) -> bool;
 }
 
 /// The rings to count in, as (OS, USR): those a configuration names, else the requested caps

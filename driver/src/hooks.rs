@@ -27,9 +27,6 @@ use pmclog::{
 use crate::abi::{Mode, PMC_ID_INVALID};
 use crate::text::FixedText;
 
-/// The most times one PMI handles overflows and reads the status again.
-const PMI_ROUNDS: usize = 4;
-
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Scheduler hook: thread `tid` of process `pid` starts running on `cpu` (called on `cpu`,
     /// with preemption disabled). Loads the running PMCs attached to `pid` on this CPU and
@@ -427,69 +424,81 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// interrupted context. Returns whether a counter of the driver overflowed (whether the NMI
     /// is claimed). Leaves the PMI entry of the local APIC unmasked whatever it returns. Takes
     /// no lock and allocates nothing; a CPU without a PMU never has its MSRs read here.
+    ///
+    /// The backend's PMI handler (`PmuBackend::pmi`) finds the overflowed counters and
+    /// acknowledges them; each one is handled here, in one straight line for the common case
+    /// (one counter, a sample of the PC alone).
     // An entry point the NMI handler calls; kept out of line so its cost is its own.
     #[inline(never)]
     pub fn interrupt(&self, cpu: Cpu, frame: &TrapFrame) -> bool {
         let Some(state) = self.cpus.get(cpu as usize) else { return false };
-        let Some(mut overflow) = self.backend.pmi_begin(&self.hw, &state.pmu) else {
-            state.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
-            // Even so: this may be a PMI of the driver's raised while an earlier handler ran
-            // (which handled its overflow); Linux unmasks on every exit too.
-            self.backend.pmi_exit(&self.hw, &state.pmu);
-            return false;
-        };
-        let mut handled = false;
-        // Counters that overflowed while the handler stopped them are handled in this PMI
-        // too; a bounded number of rounds, should a counter overflow at every one.
-        for _ in 0..PMI_ROUNDS {
-            overflow.counters.for_each_bit(|bit| {
-                if let Some(slot) = state.slot_of_bit(bit) {
-                    handled |= self.counter_overflowed(cpu, state, slot, frame);
-                }
-            });
-            overflow.counters =
-                self.backend.pmi_acknowledge(&self.hw, &state.pmu, &mut overflow.status);
-            if overflow.counters.is_empty() {
-                break;
-            }
-        }
-        self.backend.pmi_end(&self.hw, &state.pmu, overflow.status);
-        let claimed = overflow.claim || handled;
-        if claimed {
-            state.stats.intr_processed.fetch_add(1, Ordering::Relaxed);
-        } else {
-            state.stats.intr_ignored.fetch_add(1, Ordering::Relaxed);
-        }
-        self.backend.pmi_exit(&self.hw, &state.pmu);
+        let claimed = self.backend.pmi(
+            &self.hw,
+            &state.pmu,
+            // Inlined wherever the backend calls it: no closure is built in memory.
+            #[inline(always)]
+            move |bit| {
+                let slot = state.slot_of_bit(bit);
+                slot.is_some_and(|slot| self.counter_overflowed(cpu, state, slot, frame))
+            },
+        );
+        let stats = &state.stats;
+        let counted = if claimed { &stats.intr_processed } else { &stats.intr_ignored };
+        counted.fetch_add(1, Ordering::Relaxed);
         claimed
     }
 
     /// Handles the overflow of `slot`'s counter on `cpu` (whose state is `state`), if a PMC is
-    /// loaded there: a sampling PMC's overflow is a sample; every counter is folded and reloaded
-    /// with its period, so the next fold is again less than 2^width away. Returns whether a PMC
-    /// was loaded.
-    #[inline]
+    /// loaded there: a sampling PMC's overflow is a sample; every counter is folded
+    /// and reloaded with its period, so the next fold is again less than 2^width away. Returns
+    /// whether a PMC was loaded.
+    #[inline(always)]
     fn counter_overflowed(&self, cpu: Cpu, state: &PerCpu, slot: &Slot, frame: &TrapFrame) -> bool {
         // (The caller found the slot published: see `PerCpu::slot_of_bit`.)
-        let RowCounter::Hardware(counter) = slot.counter() else { return false };
-        if slot.is_sampling() {
-            self.record_sample(cpu, state, &state.ring, slot, frame);
+        let RowCounter::Hardware(counter) = slot.counter_ref() else { return false };
+        let flags = slot.sample_flags();
+        if flags.records_callchains() {
+            self.record_callchain(cpu, state, &state.ring, slot, frame);
+        } else if flags.is_sampling() {
+            let header = Self::sample_header(state, slot, frame, self.hw.read_tsc());
+            if !state.ring.push_pc(header, frame.pc) {
+                Self::count_lost_sample(state, slot);
+            }
         }
+        let counter = *counter;
         let now = self.backend.read(&self.hw, counter);
         slot.fold_and_reload(now, |start| self.backend.write_counter(&self.hw, counter, start));
         true
     }
 
-    /// Puts a sample of `slot`'s PMC (on `cpu`, whose state is `state`) in the ring,
-    /// or counts it lost if the ring is full. Interrupt path: no lock, no allocation.
+    /// The header of a sample of `slot`'s PMC taken at `tsc` in the interruption `frame` on
+    /// the CPU whose state is `state`.
+    #[inline]
+    fn sample_header(state: &PerCpu, slot: &Slot, frame: &TrapFrame, tsc: u64) -> SampleHeader {
+        let pid = slot.pid();
+        SampleHeader {
+            pmc: slot.raw_handle(),
+            // A system PMC samples whichever process runs.
+            pid: if pid >= 0 { pid } else { state.current_pid() },
+            tid: state.current_tid(),
+            flags: if frame.user { CallchainFlags::USERSPACE } else { 0 },
+            tsc,
+        }
+    }
+
+    /// Counts a sample of `slot`'s PMC lost to a full ring (interrupt path).
+    #[inline]
+    fn count_lost_sample(state: &PerCpu, slot: &Slot) {
+        slot.count_drop();
+        state.slot_drops.store(true, Ordering::Relaxed);
+        state.stats.intr_bufferfull.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Puts a sample of `slot`'s PMC (on `cpu`, whose state is `state`) in `ring`, or counts
+    /// it lost if the ring is full. Interrupt path: no lock, no allocation.
     ///
-    /// Without PMC_F_CALLCHAIN the sample is the interrupted PC alone. With it, a kernel-mode
-    /// sample gets its kernel callchain here, walked through the saved frame pointers of the
-    /// interrupted stack; a user-mode sample waits in the pending table for its thread to
-    /// return to user mode, where its user stack can be read. With PMC_F_USERCALLCHAIN too, a
-    /// kernel-mode sample of a user thread waits there with its kernel callchain, and the user
-    /// stack is appended at the return to user mode; its flags stay those of a kernel-mode
-    /// sample (no PMC_CC_F_USERSPACE), as FreeBSD's UR ring leaves them.
+    /// Without PMC_F_CALLCHAIN the sample is the interrupted PC alone. With it, see
+    /// [`Self::record_callchain`].
     ///
     /// `ring` is the one whose only producer is the caller's context (the PMI's, or software
     /// events'); the pending table's entries are claimed with a compare-and-swap, so both may
@@ -502,24 +511,58 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         slot: &Slot,
         frame: &TrapFrame,
     ) {
-        let pid = if slot.pid() >= 0 { slot.pid() } else { state.current_pid() };
-        let header = SampleHeader {
-            pmc: slot.raw_handle(),
-            pid,
-            tid: state.current_tid(),
-            flags: if frame.user { CallchainFlags::USERSPACE } else { 0 },
-            tsc: self.hw.read_tsc(),
-        };
-        let callchain = slot.records_callchains();
-        if callchain && frame.user && state.pending.park(header, frame.pc, frame.fp) {
+        if slot.sample_flags().records_callchains() {
+            self.record_callchain(cpu, state, ring, slot, frame);
+        } else if !ring
+            .push_pc(Self::sample_header(state, slot, frame, self.hw.read_tsc()), frame.pc)
+        {
+            Self::count_lost_sample(state, slot);
+        }
+    }
+
+    /// Records a sample of `slot`'s PMC, which records callchains: a kernel-mode
+    /// sample gets its kernel callchain here, walked through the saved frame pointers of the
+    /// interrupted stack; a user-mode sample waits in the pending table for its thread to
+    /// return to user mode, where its user stack can be read. With PMC_F_USERCALLCHAIN too, a
+    /// kernel-mode sample of a user thread waits there with its kernel callchain, and the user
+    /// stack is appended at the return to user mode; its flags stay those of a kernel-mode
+    /// sample (no PMC_CC_F_USERSPACE), as FreeBSD's UR ring leaves them. A sample the pending
+    /// table has no room for goes to `ring` with what the interrupt has.
+    #[inline(always)]
+    fn record_callchain(
+        &self,
+        cpu: Cpu,
+        state: &PerCpu,
+        ring: &SampleRing,
+        slot: &Slot,
+        frame: &TrapFrame,
+    ) {
+        if !frame.user {
+            self.record_kernel_callchain(cpu, state, ring, slot, frame);
             return;
         }
-        let kernel_callchain = callchain && !frame.user;
+        let header = Self::sample_header(state, slot, frame, self.hw.read_tsc());
+        if !state.pending.park(header, frame.pc, frame.fp) && !ring.push_pc(header, frame.pc) {
+            Self::count_lost_sample(state, slot);
+        }
+    }
+
+    /// [`Self::record_callchain`] of a kernel-mode sample.
+    // Out of line: the common samples (the PC alone, or parked for the user stack) stay short.
+    #[inline(never)]
+    fn record_kernel_callchain(
+        &self,
+        cpu: Cpu,
+        state: &PerCpu,
+        ring: &SampleRing,
+        slot: &Slot,
+        frame: &TrapFrame,
+    ) {
+        let header = Self::sample_header(state, slot, frame, self.hw.read_tsc());
         // Only a thread of a user process (pid 0 is the kernel's own) returns to user mode.
-        let wants_user_stack = kernel_callchain
-            && state.current_pid() > 0
+        let wants_user_stack = state.current_pid() > 0
             && state.current_tid() >= 0
-            && slot.appends_user_stack();
+            && slot.sample_flags().appends_user_stack();
         if wants_user_stack
             && state.pending.park_kernel(header, |frames| {
                 self.walk_kernel_stack(cpu, frame, frames);
@@ -527,15 +570,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         {
             return;
         }
-        let pushed = if kernel_callchain {
-            ring.push(header, |frames| self.walk_kernel_stack(cpu, frame, frames))
-        } else {
-            ring.push(header, |frames| _ = frames.push(frame.pc))
-        };
-        if !pushed {
-            slot.count_drop();
-            state.slot_drops.store(true, Ordering::Relaxed);
-            state.stats.intr_bufferfull.fetch_add(1, Ordering::Relaxed);
+        if !ring.push(header, |frames| self.walk_kernel_stack(cpu, frame, frames)) {
+            Self::count_lost_sample(state, slot);
         }
     }
 

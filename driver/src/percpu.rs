@@ -71,7 +71,8 @@ pub(crate) struct SampleFlags(u8);
 impl SampleFlags {
     /// The PMC samples (an overflow is a sample, not only a wrap).
     pub(crate) const SAMPLING: u8 = 1;
-    /// Its samples carry callchains.
+    /// It samples, and its samples carry callchains (never set without [`Self::SAMPLING`], so
+    /// the interrupt path tests one bit for the sample it takes).
     pub(crate) const CALLCHAIN: u8 = 2;
     /// Its kernel-mode samples of user threads get the user stack too (PMC_F_USERCALLCHAIN).
     pub(crate) const USER_STACK: u8 = 4;
@@ -81,7 +82,7 @@ impl SampleFlags {
     pub(crate) const fn new(sampling: bool, callchain: bool, user_stack: bool) -> Self {
         SampleFlags(
             if sampling { Self::SAMPLING } else { 0 }
-                | if callchain { Self::CALLCHAIN } else { 0 }
+                | if sampling && callchain { Self::CALLCHAIN } else { 0 }
                 | if user_stack { Self::USER_STACK } else { 0 },
         )
     }
@@ -101,6 +102,18 @@ impl SampleFlags {
     #[inline]
     pub(crate) const fn logs_context_switches(self) -> bool {
         self.contains(Self::LOG_CSW)
+    }
+
+    /// Whether its samples carry callchains.
+    #[inline]
+    pub(crate) const fn records_callchains(self) -> bool {
+        self.contains(Self::CALLCHAIN)
+    }
+
+    /// Whether its kernel-mode samples of user threads get the user stack too.
+    #[inline]
+    pub(crate) const fn appends_user_stack(self) -> bool {
+        self.contains(Self::USER_STACK)
     }
 
     #[inline]
@@ -200,7 +213,7 @@ impl Slot {
         Slot { mask: AtomicU64::new(mask), ..Slot::default() }
     }
 
-    /// How the PMC in the slot samples.
+    /// How the PMC in the slot samples (one load, for the interrupt path's several tests).
     #[inline]
     pub(crate) fn sample_flags(&self) -> SampleFlags {
         SampleFlags(self.sample_flags.load(Ordering::Relaxed))
@@ -210,19 +223,6 @@ impl Slot {
     #[inline]
     pub(crate) fn is_sampling(&self) -> bool {
         self.sample_flags().contains(SampleFlags::SAMPLING)
-    }
-
-    /// Whether the PMC in the slot records callchains.
-    #[inline]
-    pub(crate) fn records_callchains(&self) -> bool {
-        self.sample_flags().contains(SampleFlags::CALLCHAIN)
-    }
-
-    /// Whether the PMC in the slot appends the user stack to kernel-mode samples of user
-    /// threads (PMC_F_USERCALLCHAIN).
-    #[inline]
-    pub(crate) fn appends_user_stack(&self) -> bool {
-        self.sample_flags().contains(SampleFlags::USER_STACK)
     }
 
     /// Counts a sample lost to a full ring (interrupt path).
@@ -753,6 +753,14 @@ mod tests {
         assert!(!published.contains(1), "a counter nobody loaded is not folded");
         published.unpublish(CounterMask::from_bits(0b101));
         assert_eq!(published.counters().bits(), 1 << 33, "the system PMC stays");
+    }
+
+    #[test]
+    fn only_a_sampling_pmc_records_callchains() {
+        assert!(SampleFlags::new(true, true, false).records_callchains());
+        assert!(!SampleFlags::new(false, true, true).records_callchains());
+        assert!(!SampleFlags::new(true, false, false).records_callchains());
+        assert!(SampleFlags::new(true, true, true).appends_user_stack());
     }
 
     #[test]

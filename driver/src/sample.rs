@@ -14,7 +14,7 @@
 //! A full ring refuses the new sample; the caller counts it lost, per PMC (for DROPNOTIFY
 //! records) and in the driver's statistics.
 
-use crate::sync::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
@@ -85,9 +85,20 @@ pub(crate) struct SampleRing {
     head: AtomicU64,
     /// Index of the next slot the consumer reads (only the consumer stores it).
     tail: AtomicU64,
-    headers: Box<[SlotHeader]>,
-    /// `capacity × depth` program counters, slot `i` at `i × depth`.
+    slots: Box<[RingSlot]>,
+    /// `capacity × depth` program counters, slot `i`'s at `i × depth` (samples with callchains).
     frames: Box<[AtomicU64]>,
+}
+
+/// A sample's header, with the sampled PC of a sample that has no callchain: the common
+/// sample is written to one place.
+#[derive(Debug, Default)]
+struct RingSlot {
+    header: SlotHeader,
+    /// Whether the sample is the PC alone, in `pc` (else its frames are in the ring's `frames`).
+    pc_only: AtomicBool,
+    /// The sampled PC of a sample without a callchain.
+    pc: AtomicU64,
 }
 
 /// Writes a sample's program counters straight into its slot.
@@ -138,14 +149,14 @@ impl SampleRing {
         if depth == 0 || depth > pmclog::CALLCHAIN_DEPTH_MAX {
             return Err(RingError::Depth(depth));
         }
-        let headers = (0..capacity).map(|_| SlotHeader::default()).collect::<Vec<_>>();
+        let slots = (0..capacity).map(|_| RingSlot::default()).collect::<Vec<_>>();
         let frames = (0..capacity * depth).map(|_| AtomicU64::new(0)).collect::<Vec<_>>();
         Ok(SampleRing {
             mask: capacity as u64 - 1,
             depth,
             head: AtomicU64::new(0),
             tail: AtomicU64::new(0),
-            headers: headers.into_boxed_slice(),
+            slots: slots.into_boxed_slice(),
             frames: frames.into_boxed_slice(),
         })
     }
@@ -165,12 +176,37 @@ impl SampleRing {
         }
         let index = (head & self.mask) as usize;
         let start = index * self.depth;
-        let mut writer =
-            FrameWriter { frames: &self.frames[start..start + self.depth], written: 0 };
+        // A ring has a slot and `depth` frames at every index below its capacity (`new`).
+        let (Some(slot), Some(frames)) =
+            (self.slots.get(index), self.frames.get(start..start + self.depth))
+        else {
+            return false;
+        };
+        let mut writer = FrameWriter { frames, written: 0 };
         fill(&mut writer);
-        let slot = &self.headers[index];
-        slot.store(&header);
-        slot.frames.store(writer.len() as u32, Ordering::Relaxed);
+        slot.pc_only.store(false, Ordering::Relaxed);
+        slot.header.store(&header);
+        slot.header.frames.store(writer.len() as u32, Ordering::Relaxed);
+        self.head.store(head.wrapping_add(1), Ordering::Release);
+        true
+    }
+
+    /// Producer: stores a sample whose only frame is `pc` (the common sample, in a straight
+    /// line). Returns false (the sample is lost) when the ring is full. Allocates nothing and
+    /// takes no lock.
+    #[inline]
+    pub(crate) fn push_pc(&self, header: SampleHeader, pc: u64) -> bool {
+        let head = self.head.load(Ordering::Relaxed);
+        let tail = self.tail.load(Ordering::Acquire);
+        if head.wrapping_sub(tail) > self.mask {
+            return false;
+        }
+        // A ring has a slot at every index below its capacity (`new`).
+        let Some(slot) = self.slots.get((head & self.mask) as usize) else { return false };
+        slot.pc.store(pc, Ordering::Relaxed);
+        slot.pc_only.store(true, Ordering::Relaxed);
+        slot.header.store(&header);
+        slot.header.frames.store(1, Ordering::Relaxed);
         self.head.store(head.wrapping_add(1), Ordering::Release);
         true
     }
@@ -184,10 +220,15 @@ impl SampleRing {
             return false;
         }
         let index = (tail & self.mask) as usize;
-        let slot = &self.headers[index];
-        let frames = (slot.frames.load(Ordering::Relaxed) as usize).min(self.depth);
-        let start = index * self.depth;
-        let view = SampleView { header: slot.load(), frames: &self.frames[start..start + frames] };
+        let slot = &self.slots[index];
+        let frames = (slot.header.frames.load(Ordering::Relaxed) as usize).min(self.depth);
+        let frames = if slot.pc_only.load(Ordering::Relaxed) {
+            core::slice::from_ref(&slot.pc)
+        } else {
+            let start = index * self.depth;
+            &self.frames[start..start + frames]
+        };
+        let view = SampleView { header: slot.header.load(), frames };
         read(&view);
         self.tail.store(tail.wrapping_add(1), Ordering::Release);
         true
@@ -342,6 +383,7 @@ impl PendingTable {
 
     /// Interrupt path: parks a user-mode sample at `pc` with user frame pointer `fp`; false if
     /// every entry is taken.
+    #[inline]
     pub(crate) fn park(&self, header: SampleHeader, pc: u64, fp: u64) -> bool {
         for entry in self.user.iter() {
             if Self::start_writing(entry) {
@@ -528,6 +570,26 @@ mod tests {
         assert_eq!(collect(&ring).len(), 4);
         assert!(ring.push(header(6), |_| {}), "room again after draining");
         assert_eq!(collect(&ring), vec![(header(6), vec![])]);
+    }
+
+    #[test]
+    fn a_sample_of_the_pc_alone_shares_the_ring_with_callchains_and_a_full_ring_refuses_it() {
+        let ring = SampleRing::new(2, 3).unwrap();
+        assert!(ring.push_pc(header(1), 0x40_1000));
+        assert!(ring.push(header(2), |w| {
+            w.push(0x10);
+            w.push(0x20);
+            w.push(0x30);
+        }));
+        assert!(!ring.push_pc(header(3), 0x40_2000), "a full ring refuses the sample");
+        assert_eq!(
+            collect(&ring),
+            vec![(header(1), vec![0x40_1000]), (header(2), vec![0x10, 0x20, 0x30])]
+        );
+        // The slot the first sample used holds a callchain now, and the next one the PC alone.
+        assert!(ring.push(header(4), |w| _ = (w.push(1), w.push(2))));
+        assert!(ring.push_pc(header(5), 3));
+        assert_eq!(collect(&ring), vec![(header(4), vec![1, 2]), (header(5), vec![3])]);
     }
 
     #[test]

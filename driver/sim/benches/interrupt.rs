@@ -9,7 +9,7 @@
 //! hwpmc-sim --bench interrupt` prints nanoseconds per interrupt and records/s through the log
 //! path; under callgrind (`--toggle-collect='*interrupt*'`) it gives instructions per sample
 //! (see `instructions.sh`). `--parts=pc,log,user,kernel` runs only the parts named (default:
-//! all).
+//! all); `--freeze` sets the `freeze_on_pmi` tunable.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -98,7 +98,9 @@ fn main() {
     let kernel = SimKernel::new(SimHardware::new(model, 1));
     let hw = OverflowingPmu(CpuidModel::new(model, 0), Arc::new(AtomicU64::new(1)));
     assert!(model.is_amd() || hw.cpuid().cpuid1(0xA).eax != 0);
-    let tunables = Tunables { nsamples: 4096, ..Tunables::default() };
+    // `--freeze`: the PMU freezes its counters on a PMI (the `freeze_on_pmi` tunable).
+    let freeze_on_pmi = std::env::args().any(|a| a == "--freeze");
+    let tunables = Tunables { nsamples: 4096, freeze_on_pmi, ..Tunables::default() };
     let driver = Driver::load(kernel.clone(), hw, tunables).expect("load");
     let owner = kernel.spawn(None, Credentials::user(1000));
     let tid = kernel.threads(owner)[0];

@@ -9,7 +9,9 @@ use std::cell::Cell;
 use hwpmc::abi::{Mode, PmcFlags};
 use hwpmc::{TrapFrame, Tunables};
 use hwpmc_sim::pmu::{Ring, Work};
-use hwpmc_sim::{AllocateRequest, Credentials, PmcClient, PmuModel, SinkKind, load_driver};
+use hwpmc_sim::{
+    AllocateRequest, ArchEvent, Credentials, PmcClient, PmuModel, SinkKind, load_driver,
+};
 
 /// Counts the allocations of each thread.
 struct CountingAllocator;
@@ -48,7 +50,18 @@ fn allocations() -> u64 {
 
 #[test]
 fn the_pmi_and_software_events_allocate_nothing_and_take_no_lock() {
-    let driver = load_driver(PmuModel::skylake(), 1, Tunables::default());
+    pmi_and_software_events_allocate_nothing_and_take_no_lock(PmuModel::skylake());
+}
+
+/// The same on AMD's PMI handler (PerfMonV2 on Zen 4, the counters' top bits on Zen 2).
+#[test]
+fn amds_pmi_handlers_allocate_nothing_and_take_no_lock() {
+    pmi_and_software_events_allocate_nothing_and_take_no_lock(PmuModel::zen4());
+    pmi_and_software_events_allocate_nothing_and_take_no_lock(PmuModel::zen2());
+}
+
+fn pmi_and_software_events_allocate_nothing_and_take_no_lock(model: PmuModel) {
+    let driver = load_driver(model, 1, Tunables::default());
     let kernel = driver.kernel().clone();
     let hw = kernel.hardware().clone();
     let pid = kernel.spawn(None, Credentials::user(1000));
@@ -59,7 +72,8 @@ fn the_pmi_and_software_events_allocate_nothing_and_take_no_lock() {
     // Samples of every kind: the PC alone, a user callchain to complete later, a kernel
     // callchain walked in the interrupt, and a software event's.
     let sampling = |flags| {
-        let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
+        let request = AllocateRequest::arch(&model, ArchEvent::Instructions, 0);
+        let request = request.in_mode(Mode::ThreadSampling, None);
         client.allocate(request.with_count(1000).with_flags(flags)).unwrap()
     };
     let plain = sampling(PmcFlags::empty());

@@ -1,20 +1,19 @@
 //! The x86 backend the driver runs: Intel's or AMD's, chosen at load from the CPU's vendor
 //! (FreeBSD's `pmc_md_initialize` dispatch). Each method delegates to the chosen backend, by
-//! the backend's vendor flag or by the vendor of the counter, configuration or status it is
+//! the backend's vendor flag or by the vendor of the counter or configuration it is
 //! given (which only the chosen backend hands out).
 
 use alloc::vec::Vec;
 use core::ops::Range;
 
 use super::amd::discovery::AmdPmu;
-use super::amd::{AmdBackend, AmdConfig, AmdCounter, AmdCpu, AmdImage, AmdPmi};
+use super::amd::{AmdBackend, AmdConfig, AmdCounter, AmdCpu, AmdImage};
 use super::cpuid::CpuSignature;
 use super::intel::discovery::IntelPmu;
-use super::intel::{IntelBackend, IntelConfig, IntelCounter, IntelCpu, IntelImage, IntelPmi};
+use super::intel::{IntelBackend, IntelConfig, IntelCounter, IntelCpu, IntelImage};
 use crate::abi::Class;
 use crate::backend::{
-    AllocateRequest, CounterMask, CpuIdString, HardwareClass, OtherCoreType, Overflow, PmuBackend,
-    RawEvent,
+    AllocateRequest, CounterMask, CpuIdString, HardwareClass, OtherCoreType, PmuBackend, RawEvent,
 };
 use crate::errno::Errno;
 use crate::hw::Hardware;
@@ -80,27 +79,11 @@ impl Default for X86Image {
     }
 }
 
-/// What the PMI handler read.
-#[derive(Debug, Clone, Copy)]
-pub enum X86Pmi {
-    /// Intel's global status.
-    Intel(IntelPmi),
-    /// AMD's global status.
-    Amd(AmdPmi),
-}
-
-/// `overflow` with its status wrapped by `wrap`.
-#[inline]
-fn wrap_overflow<S>(overflow: Overflow<S>, wrap: fn(S) -> X86Pmi) -> Overflow<X86Pmi> {
-    Overflow { counters: overflow.counters, claim: overflow.claim, status: wrap(overflow.status) }
-}
-
 impl PmuBackend for X86Backend {
     type Description = X86Pmu;
     type Cpu = X86Cpu;
     type Counter = X86Counter;
     type Config = X86Config;
-    type PmiStatus = X86Pmi;
     type Image = X86Image;
 
     fn discover<H: Hardware>(hw: &H) -> Option<X86Pmu> {
@@ -368,41 +351,11 @@ impl PmuBackend for X86Backend {
     }
 
     #[inline]
-    fn pmi_begin<H: Hardware>(&self, hw: &H, cpu: &X86Cpu) -> Option<Overflow<X86Pmi>> {
+    fn pmi<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, overflowed: impl FnMut(u32) -> bool) -> bool {
         if self.amd {
-            self.amd_backend.pmi_begin(hw, &cpu.amd).map(|o| wrap_overflow(o, X86Pmi::Amd))
+            self.amd_backend.pmi(hw, &cpu.amd, overflowed)
         } else {
-            self.intel.pmi_begin(hw, &cpu.intel).map(|o| wrap_overflow(o, X86Pmi::Intel))
-        }
-    }
-
-    #[inline]
-    fn pmi_acknowledge<H: Hardware>(
-        &self,
-        hw: &H,
-        cpu: &X86Cpu,
-        status: &mut X86Pmi,
-    ) -> CounterMask {
-        match status {
-            X86Pmi::Intel(s) => self.intel.pmi_acknowledge(hw, &cpu.intel, s),
-            X86Pmi::Amd(s) => self.amd_backend.pmi_acknowledge(hw, &cpu.amd, s),
-        }
-    }
-
-    #[inline]
-    fn pmi_end<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, status: X86Pmi) {
-        match status {
-            X86Pmi::Intel(s) => self.intel.pmi_end(hw, &cpu.intel, s),
-            X86Pmi::Amd(s) => self.amd_backend.pmi_end(hw, &cpu.amd, s),
-        }
-    }
-
-    #[inline]
-    fn pmi_exit<H: Hardware>(&self, hw: &H, cpu: &X86Cpu) {
-        if self.amd {
-            self.amd_backend.pmi_exit(hw, &cpu.amd)
-        } else {
-            self.intel.pmi_exit(hw, &cpu.intel)
+            self.intel.pmi(hw, &cpu.intel, overflowed)
         }
     }
 }

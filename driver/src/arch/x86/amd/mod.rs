@@ -19,7 +19,7 @@ use self::regs::{CoreCounters, PerfCtl, PerfCtlFlags};
 use super::cpuid::{CpuSignature, cpu_type_of};
 use crate::abi::{Caps, Class};
 use crate::backend::{
-    AllocateRequest, CounterMask, CpuIdString, HardwareClass, OtherCoreType, Overflow, PmuBackend,
+    AllocateRequest, CounterMask, CpuIdString, HardwareClass, OtherCoreType, PMI_ROUNDS, PmuBackend,
     RawEvent,
 };
 use crate::errno::Errno;
@@ -92,18 +92,11 @@ pub struct AmdImage {
     ctl: [Option<(AmdCounter, PerfCtl)>; msr::MAX_CORE_COUNTERS as usize],
 }
 
-/// What the PMI handler read: PerfCntrGlobalStatus (0 without PerfMonV2).
-#[derive(Debug, Clone, Copy)]
-pub struct AmdPmi {
-    status: u64,
-}
-
 impl PmuBackend for AmdBackend {
     type Description = AmdPmu;
     type Cpu = AmdCpu;
     type Counter = AmdCounter;
     type Config = AmdConfig;
-    type PmiStatus = AmdPmi;
     type Image = AmdImage;
 
     fn discover<H: Hardware>(hw: &H) -> Option<AmdPmu> {
@@ -350,67 +343,80 @@ impl PmuBackend for AmdBackend {
     }
 
     #[inline]
-    fn pmi_begin<H: Hardware>(&self, hw: &H, cpu: &AmdCpu) -> Option<Overflow<AmdPmi>> {
-        let Some(global) = cpu.global else { return Self::pmi_legacy(hw, cpu) };
-        // Stop every counter before reading the status: one overflowing after the read would
-        // have its bit set too late to be seen, and its PMI (raised while the entry is
-        // masked) may be dropped.
-        io::write_global_ctl(hw, global, CoreCounters::EMPTY);
-        let status = io::read_global_status(hw, global);
-        let overflowed = CoreCounters::within(status, cpu.counters);
-        if overflowed.is_empty() {
-            io::write_global_ctl(hw, global, started(cpu));
-            return None;
-        }
-        let counters = CounterMask::from_bits(overflowed.bits());
-        Some(Overflow { counters, claim: true, status: AmdPmi { status } })
-    }
-
-    #[inline]
-    fn pmi_acknowledge<H: Hardware>(&self, hw: &H, cpu: &AmdCpu, pmi: &mut AmdPmi) -> CounterMask {
-        let Some(global) = cpu.global else { return CounterMask::EMPTY };
-        // Only the driver's counters' bits: the others belong to other users of the PMU.
-        io::clear_status(hw, global, CoreCounters::within(pmi.status, cpu.counters));
-        // Stopping by the global control may take effect a few events late: read the status
-        // until none of the driver's counters overflowed since.
-        pmi.status = io::read_global_status(hw, global);
-        CounterMask::from_bits(CoreCounters::within(pmi.status, cpu.counters).bits())
-    }
-
-    #[inline]
-    fn pmi_end<H: Hardware>(&self, hw: &H, cpu: &AmdCpu, _pmi: AmdPmi) {
-        if let Some(global) = cpu.global {
-            io::write_global_ctl(hw, global, started(cpu));
-        }
-    }
-
-    #[inline]
-    fn pmi_exit<H: Hardware>(&self, hw: &H, cpu: &AmdCpu) {
+    fn pmi<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &AmdCpu,
+        mut overflowed: impl FnMut(u32) -> bool,
+    ) -> bool {
+        let claimed = match cpu.global {
+            Some(global) => pmi_v2(hw, cpu, global, overflowed),
+            None => {
+                let mut claimed = false;
+                legacy_overflowed(hw, cpu).for_each_bit(|bit| claimed |= overflowed(bit));
+                claimed
+            }
+        };
         // Relaxed: written and read on this CPU only (the NMI interrupts the code that wrote it).
         if cpu.pmi_owned.load(Ordering::Relaxed) {
             hw.unmask_pmi();
         }
+        claimed
     }
 }
 
-impl AmdBackend {
-    /// Without PerfMonV2 there is no status register: a started counter overflowed when its
-    /// top bit went clear (counters are loaded at 2^48 − period, with period at most 2^47).
-    /// The interrupt is claimed only if such a counter holds a running PMC (the caller decides
-    /// from what it handles); an NMI for an overflow an earlier NMI already handled is not
-    /// claimed, as there is no way to tell it from someone else's.
-    fn pmi_legacy<H: Hardware>(hw: &H, cpu: &AmdCpu) -> Option<Overflow<AmdPmi>> {
-        let pmu = cpu.pmu.as_ref()?;
-        let top = 1u64 << (pmu.width - 1);
-        let mut overflowed = 0u64;
-        for index in started(cpu).iter() {
-            if io::read_counter(hw, AmdCounter::new(pmu, index)) & top == 0 {
-                overflowed |= 1 << index;
-            }
-        }
-        let counters = CounterMask::from_bits(overflowed);
-        Some(Overflow { counters, claim: false, status: AmdPmi { status: 0 } })
+/// The PerfMonV2 PMI handler (see [`PmuBackend::pmi`]), without the unmasking.
+#[inline]
+fn pmi_v2<H: Hardware>(
+    hw: &H,
+    cpu: &AmdCpu,
+    global: io::GlobalRegs,
+    mut overflowed: impl FnMut(u32) -> bool,
+) -> bool {
+    // Stop every counter before reading the status: one overflowing after the read would have
+    // its bit set too late to be seen, and its PMI (raised while the entry is masked) may be
+    // dropped.
+    io::write_global_ctl(hw, global, CoreCounters::EMPTY);
+    let mut counters = CoreCounters::within(io::read_global_status(hw, global), cpu.counters);
+    if counters.is_empty() {
+        io::write_global_ctl(hw, global, started(cpu));
+        return false;
     }
+    // Stopping by the global control may take effect a few events late: after each round, read
+    // the status until none of the driver's counters overflowed since.
+    for _ in 0..PMI_ROUNDS {
+        CounterMask::from_bits(counters.bits()).for_each_overflow(
+            #[inline(always)]
+            |bit| _ = overflowed(bit),
+        );
+        // Only the driver's counters' bits: the others belong to other users of the PMU.
+        io::clear_status(hw, global, counters);
+        counters = CoreCounters::within(io::read_global_status(hw, global), cpu.counters);
+        if counters.is_empty() {
+            break;
+        }
+    }
+    io::write_global_ctl(hw, global, started(cpu));
+    true
+}
+
+/// Without PerfMonV2 there is no status register: a started counter overflowed when its top
+/// bit went clear (counters are loaded at 2^48 − period, with period at most 2^47). Returns
+/// those counters; the interrupt is claimed only if one of them holds a running PMC (an NMI for
+/// an overflow an earlier NMI already handled is not claimed, as there is no way to tell it
+/// from someone else's).
+// Out of line: the PerfMonV2 handler stays short.
+#[inline(never)]
+fn legacy_overflowed<H: Hardware>(hw: &H, cpu: &AmdCpu) -> CounterMask {
+    let Some(pmu) = cpu.pmu.as_ref() else { return CounterMask::EMPTY };
+    let top = 1u64 << (pmu.width - 1);
+    let mut overflowed = 0u64;
+    for index in started(cpu).iter() {
+        if io::read_counter(hw, AmdCounter::new(pmu, index)) & top == 0 {
+            overflowed |= 1 << index;
+        }
+    }
+    CounterMask::from_bits(overflowed)
 }
 
 /// The counters started on `cpu`.

@@ -20,12 +20,12 @@ use self::discovery::{CoreType, FreezeMode, IntelPmu};
 use self::offcore::{Offcore, OffcoreClaims, OffcoreLoaded};
 use self::regs::{
     Counter, CounterSet, EvtSelFlags, FixedCtrCtrl, FixedCtrField, FixedFlags, GlobalCtrl,
-    GlobalStatus, GlobalStatusReset, PerfEvtSel, low_bits,
+    GlobalStatusReset, PerfEvtSel, low_bits,
 };
 use super::cpuid::{CpuSignature, cpu_type_of};
 use crate::abi::{Caps, Class};
 use crate::backend::{
-    AllocateRequest, CounterMask, CpuIdString, HardwareClass, OtherCoreType, Overflow, PmuBackend,
+    AllocateRequest, CounterMask, CpuIdString, HardwareClass, OtherCoreType, PMI_ROUNDS, PmuBackend,
     RawEvent,
 };
 use crate::errno::Errno;
@@ -177,19 +177,11 @@ fn fixed_nibbles(mut fixed: u32) -> u64 {
     mask
 }
 
-/// What the PMI handler read: GLOBAL_STATUS and whether the PMU froze itself.
-#[derive(Debug, Clone, Copy)]
-pub struct IntelPmi {
-    status: GlobalStatus,
-    frozen: bool,
-}
-
 impl PmuBackend for IntelBackend {
     type Description = IntelPmu;
     type Cpu = IntelCpu;
     type Counter = IntelCounter;
     type Config = IntelConfig;
-    type PmiStatus = IntelPmi;
     type Image = IntelImage;
 
     fn discover<H: Hardware>(hw: &H) -> Option<IntelPmu> {
@@ -566,73 +558,26 @@ impl PmuBackend for IntelBackend {
     }
 
     #[inline]
-    fn pmi_begin<H: Hardware>(&self, hw: &H, cpu: &IntelCpu) -> Option<Overflow<IntelPmi>> {
-        let Some(global) = cpu.global else { return Self::pmi_v1(hw, cpu) };
-        if cpu.unfrozen {
-            // Stop the counters before reading the status: one that overflowed after the read
-            // would have its bit set too late to be seen, and its own PMI, raised while the
-            // entry is masked, may be dropped (KVM drops it).
-            io::write_global_ctrl(hw, global, GlobalCtrl::NONE);
-        }
-        let status = io::read_global_status(hw, global);
-        let overflowed = status.overflowed(cpu.counters);
-        let frozen = status.counters_frozen();
-        if overflowed.is_empty() && !frozen {
-            if cpu.unfrozen {
-                io::write_global_ctrl(hw, global, GlobalCtrl::from_counters(started(cpu)));
-            }
-            return None;
-        }
-        if !frozen && !cpu.unfrozen {
-            io::write_global_ctrl(hw, global, GlobalCtrl::NONE);
-        }
-        // A frozen PMU was stopped by a PMI even when no counter bit remains (a counter of
-        // ours overflowed and was handled by an earlier NMI): claim it, so the LVT entry is
-        // unmasked again.
-        let counters = CounterMask::from_bits(overflowed.bits());
-        Some(Overflow { counters, claim: true, status: IntelPmi { status, frozen } })
-    }
-
-    #[inline]
-    fn pmi_acknowledge<H: Hardware>(
+    fn pmi<H: Hardware>(
         &self,
         hw: &H,
         cpu: &IntelCpu,
-        pmi: &mut IntelPmi,
-    ) -> CounterMask {
-        let Some(global) = cpu.global else { return CounterMask::EMPTY };
-        // Only the driver's bits: another user's PMI (Intel PT's ToPA, the DS buffer) stays
-        // pending for its own handler.
-        io::write_status_reset(
-            hw,
-            global,
-            GlobalStatusReset::clearing(pmi.status, cpu.owned_status),
-        );
-        // A frozen PMU stopped when the PMI was raised, before the status was read. Stopping
-        // the counters by GLOBAL_CTRL may take effect a few events late: read the status until
-        // none of the driver's counters overflowed since (as Linux does).
-        if !cpu.unfrozen {
-            return CounterMask::EMPTY;
-        }
-        pmi.status = io::read_global_status(hw, global);
-        CounterMask::from_bits(pmi.status.overflowed(cpu.counters).bits())
-    }
-
-    #[inline]
-    fn pmi_end<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, pmi: IntelPmi) {
-        let Some(global) = cpu.global else { return };
-        if !pmi.frozen {
-            io::write_global_ctrl(hw, global, GlobalCtrl::from_counters(started(cpu)));
-        }
-    }
-
-    #[inline]
-    fn pmi_exit<H: Hardware>(&self, hw: &H, cpu: &IntelCpu) {
+        mut overflowed: impl FnMut(u32) -> bool,
+    ) -> bool {
+        let claimed = match cpu.global {
+            Some(global) => pmi_global(hw, cpu, global, overflowed),
+            None => {
+                let mut claimed = false;
+                v1_overflowed(hw, cpu).for_each_bit(|bit| claimed |= overflowed(bit));
+                claimed
+            }
+        };
         // Relaxed: the flag is written and read on this CPU only (the NMI interrupts the code
         // that wrote it), and a compiler barrier is all that orders them.
         if cpu.pmi_owned.load(Ordering::Relaxed) {
             hw.unmask_pmi();
         }
+        claimed
     }
 }
 
@@ -641,22 +586,82 @@ impl IntelBackend {
     fn core_type_pmu(&self, core_type: u8) -> Result<&IntelPmu, Errno> {
         self.core_types.iter().find(|(t, _)| *t == core_type).map(|(_, p)| p).ok_or(Errno::Inval)
     }
+}
 
-    /// Perfmon v1 has no status register: a started counter overflowed when its top bit went
-    /// clear (counters are loaded at 2^width − period, with period at most 2^(width − 1)). The
-    /// interrupt is the driver's only if a PMC was loaded on such a counter.
-    fn pmi_v1<H: Hardware>(hw: &H, cpu: &IntelCpu) -> Option<Overflow<IntelPmi>> {
-        cpu.pmu.as_ref()?;
-        let top = (cpu.gp_mask >> 1) + 1;
-        let mut overflowed = CounterSet::EMPTY;
-        for counter in started(cpu).iter() {
-            if io::read_started_counter(hw, counter) & top == 0 {
-                overflowed = overflowed.with(counter);
-            }
-        }
-        let status = IntelPmi { status: GlobalStatus::from_bits(0), frozen: false };
-        Some(Overflow { counters: CounterMask::from_bits(overflowed.bits()), claim: false, status })
+/// The PMI handler of perfmon v2+ (see [`PmuBackend::pmi`]), without the unmasking.
+#[inline]
+fn pmi_global<H: Hardware>(
+    hw: &H,
+    cpu: &IntelCpu,
+    global: io::GlobalRegs,
+    mut overflowed: impl FnMut(u32) -> bool,
+) -> bool {
+    if cpu.unfrozen {
+        // Stop the counters before reading the status: one that overflowed after the read
+        // would have its bit set too late to be seen, and its own PMI, raised while the entry
+        // is masked, may be dropped (KVM drops it).
+        io::write_global_ctrl(hw, global, GlobalCtrl::NONE);
     }
+    let mut status = io::read_global_status(hw, global);
+    let mut counters = status.overflowed(cpu.counters);
+    let frozen = status.counters_frozen();
+    if counters.is_empty() && !frozen {
+        if cpu.unfrozen {
+            io::write_global_ctrl(hw, global, GlobalCtrl::from_counters(started(cpu)));
+        }
+        return false;
+    }
+    if !frozen && !cpu.unfrozen {
+        io::write_global_ctrl(hw, global, GlobalCtrl::NONE);
+    }
+    let mut rounds = PMI_ROUNDS;
+    loop {
+        CounterMask::from_bits(counters.bits()).for_each_overflow(
+            #[inline(always)]
+            |bit| _ = overflowed(bit),
+        );
+        // Only the driver's bits: another user's PMI (Intel PT's ToPA, the DS buffer) stays
+        // pending for its own handler.
+        io::write_status_reset(hw, global, GlobalStatusReset::clearing(status, cpu.owned_status));
+        // A PMU that froze itself stopped when the PMI was raised, before the status was read.
+        // Stopping the counters by GLOBAL_CTRL may take effect a few events late: read the
+        // status until none of the driver's counters overflowed since (as Linux does).
+        rounds -= 1;
+        if !cpu.unfrozen || rounds == 0 {
+            break;
+        }
+        status = io::read_global_status(hw, global);
+        counters = status.overflowed(cpu.counters);
+        if counters.is_empty() {
+            break;
+        }
+    }
+    // A frozen PMU restarts when its CTR_FRZ bit is cleared (with the status above).
+    if !frozen {
+        io::write_global_ctrl(hw, global, GlobalCtrl::from_counters(started(cpu)));
+    }
+    // A frozen PMU was stopped by a PMI even when no counter bit remains (a counter of ours
+    // overflowed and was handled by an earlier NMI): it is ours, so the entry is unmasked.
+    true
+}
+
+/// Perfmon v1 has no status register: a started counter overflowed when its top bit went clear
+/// (counters are loaded at 2^width − period, with period at most 2^(width − 1)). Returns those
+/// counters; the interrupt is the driver's only if a PMC was loaded on one of them.
+// Out of line: the common handler (with a status register) stays short.
+#[inline(never)]
+fn v1_overflowed<H: Hardware>(hw: &H, cpu: &IntelCpu) -> CounterMask {
+    if cpu.pmu.is_none() {
+        return CounterMask::EMPTY;
+    }
+    let top = (cpu.gp_mask >> 1) + 1;
+    let mut overflowed = CounterSet::EMPTY;
+    for counter in started(cpu).iter() {
+        if io::read_started_counter(hw, counter) & top == 0 {
+            overflowed = overflowed.with(counter);
+        }
+    }
+    CounterMask::from_bits(overflowed.bits())
 }
 
 /// The counters started on `cpu` (its GLOBAL_CTRL image).

@@ -312,7 +312,8 @@ pub enum Counter {
 }
 
 impl Counter {
-    const fn bit(self) -> u64 {
+    /// Its bit in the GLOBAL_CTRL and GLOBAL_STATUS layout.
+    pub(crate) const fn bit(self) -> u64 {
         match self {
             Counter::Gp(i) => 1 << (i as u32 & 31),
             Counter::Fixed(i) => 1 << (32 + (i as u32 & 31)),
