@@ -25,8 +25,8 @@ use self::regs::{
 use super::cpuid::{CpuSignature, cpu_type_of};
 use crate::abi::{Caps, Class};
 use crate::backend::{
-    AllocateRequest, CounterMask, CpuIdString, HardwareClass, OtherCoreType, PMI_ROUNDS, PmuBackend,
-    RawEvent,
+    AllocateRequest, CounterMask, CpuIdString, HardwareClass, OtherCoreType, PMI_ROUNDS,
+    PmuBackend, RawEvent,
 };
 use crate::errno::Errno;
 use crate::hw::Hardware;
