@@ -12,7 +12,10 @@
 //!   stopped), then publish the counter's bit (or set `running`) with Release, then program and
 //!   enable the counter (programming may start it: perfmon v1, AMD without PerfMonV2);
 //! * unload: stop the counter, clear its bit (`running`), clear its configuration, fold its
-//!   final value, clear `handle`;
+//!   final value, clear `handle` (a switch-out clears the configuration of its hardware
+//!   counters before their bits, stopping and unprogramming them in one backend call: the
+//!   interrupt path may fold a stopped counter, and finds no overflow indication once it is
+//!   unprogrammed);
 //! * interrupt: only slots whose bit it sees published (Acquire) are folded and reloaded,
 //!   between two increments of the slot's reload generation (odd while a reload is under way);
 //! * reading a running counter ([`Slot::peek`]): the generation, then `pending`, `last` and the
@@ -95,6 +98,13 @@ impl SampleFlags {
     #[inline]
     pub(crate) const fn is_sampling(self) -> bool {
         self.contains(Self::SAMPLING)
+    }
+
+    /// Whether the PMC counts and logs nothing at switch-out (its switch-out only hands back
+    /// its count).
+    #[inline]
+    pub(crate) const fn is_plain_counting(self) -> bool {
+        self.0 == 0
     }
 
     /// Whether the PMC logs a PROCCSW record at every switch-out.
@@ -753,6 +763,16 @@ mod tests {
         assert!(!published.contains(1), "a counter nobody loaded is not folded");
         published.unpublish(CounterMask::from_bits(0b101));
         assert_eq!(published.counters().bits(), 1 << 33, "the system PMC stays");
+    }
+
+    #[test]
+    fn only_a_counting_pmc_that_logs_nothing_takes_the_plain_switch_out() {
+        assert!(SampleFlags::default().is_plain_counting());
+        assert!(!SampleFlags::new(true, false, false).is_plain_counting(), "sampling");
+        assert!(
+            !SampleFlags::default().logging_context_switches(true).is_plain_counting(),
+            "PROCCSW"
+        );
     }
 
     #[test]

@@ -333,6 +333,28 @@ impl PmuBackend for X86Backend {
     }
 
     #[inline]
+    fn program_and_start<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &X86Cpu,
+        image: &X86Image,
+    ) -> CounterMask {
+        match image {
+            X86Image::Intel(image) => self.intel.program_and_start(hw, &cpu.intel, image),
+            X86Image::Amd(image) => self.amd_backend.program_and_start(hw, &cpu.amd, image),
+        }
+    }
+
+    #[inline]
+    fn stop_and_unprogram<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counters: CounterMask) {
+        if self.amd {
+            self.amd_backend.stop_and_unprogram(hw, &cpu.amd, counters)
+        } else {
+            self.intel.stop_and_unprogram(hw, &cpu.intel, counters)
+        }
+    }
+
+    #[inline]
     fn start<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counters: CounterMask) {
         if self.amd {
             self.amd_backend.start(hw, &cpu.amd, counters)

@@ -293,6 +293,24 @@ impl PmuBackend for AmdBackend {
     }
 
     #[inline]
+    fn program_and_start<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &AmdCpu,
+        image: &AmdImage,
+    ) -> CounterMask {
+        let programmed = self.program(hw, cpu, image);
+        self.start(hw, cpu, programmed);
+        programmed
+    }
+
+    #[inline]
+    fn stop_and_unprogram<H: Hardware>(&self, hw: &H, cpu: &AmdCpu, counters: CounterMask) {
+        self.stop(hw, cpu, counters);
+        self.unprogram(hw, cpu, counters);
+    }
+
+    #[inline]
     fn start<H: Hardware>(&self, hw: &H, cpu: &AmdCpu, counters: CounterMask) {
         if counters.is_empty() {
             return;

@@ -512,6 +512,24 @@ impl PmuBackend for IntelBackend {
     }
 
     #[inline]
+    fn program_and_start<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &IntelCpu,
+        image: &IntelImage,
+    ) -> CounterMask {
+        let programmed = self.program(hw, cpu, image);
+        self.start(hw, cpu, programmed);
+        programmed
+    }
+
+    #[inline]
+    fn stop_and_unprogram<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, counters: CounterMask) {
+        self.stop(hw, cpu, counters);
+        self.unprogram(hw, cpu, counters);
+    }
+
+    #[inline]
     fn start<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, counters: CounterMask) {
         if counters.is_empty() {
             return;
