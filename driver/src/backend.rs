@@ -236,6 +236,17 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     /// for one whose shared register holds another PMC's value, or an image that is not of
     /// this CPU's counters).
     fn program<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, image: &Self::Image) -> CounterMask;
+    /// Programs `counter` with `armed` ([`PmuBackend::armed`]; its value already written) as
+    /// [`PmuBackend::program`] programs an image of that one counter, without making the image
+    /// (loading one PMC: PMCSTART, a multiplexing turn). Returns its bit, or none if it was not
+    /// programmed.
+    fn program_counter<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &Self::Cpu,
+        counter: Self::Counter,
+        armed: Self::Config,
+    ) -> CounterMask;
     /// [`PmuBackend::program`] then [`PmuBackend::start`] of the counters it programmed, in one
     /// call (a switch-in's): returns them.
     fn program_and_start<H: Hardware>(

@@ -710,9 +710,7 @@ pub(crate) fn program(
             };
             backend.write_counter(hw, *counter, start);
             cpu.published.publish(Backend::counter_mask(*counter));
-            let mut image = <Backend as PmuBackend>::Image::default();
-            Backend::add_to_image(&mut image, *counter, *config);
-            backend.program(hw, &cpu.pmu, &image)
+            backend.program_counter(hw, &cpu.pmu, *counter, *config)
         }
         HwConfig::Soft { event } => {
             slot.soft_counter().store(start, Ordering::Relaxed);

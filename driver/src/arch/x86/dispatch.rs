@@ -333,6 +333,26 @@ impl PmuBackend for X86Backend {
     }
 
     #[inline]
+    fn program_counter<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &X86Cpu,
+        counter: X86Counter,
+        armed: X86Config,
+    ) -> CounterMask {
+        match (counter, armed) {
+            (X86Counter::Intel(counter), X86Config::Intel(armed)) => {
+                self.intel.program_counter(hw, &cpu.intel, counter, armed)
+            }
+            (X86Counter::Amd(counter), X86Config::Amd(armed)) => {
+                self.amd_backend.program_counter(hw, &cpu.amd, counter, armed)
+            }
+            // A configuration of the other vendor's (never made): nothing to program.
+            _ => CounterMask::EMPTY,
+        }
+    }
+
+    #[inline]
     fn program_and_start<H: Hardware>(
         &self,
         hw: &H,

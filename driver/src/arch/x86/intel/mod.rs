@@ -512,6 +512,38 @@ impl PmuBackend for IntelBackend {
     }
 
     #[inline]
+    fn program_counter<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &IntelCpu,
+        counter: IntelCounter,
+        armed: IntelConfig,
+    ) -> CounterMask {
+        // A counter this CPU lacks is not this CPU's: nothing reaches a register.
+        if !cpu.counters.contains(counter.counter) {
+            return CounterMask::EMPTY;
+        }
+        match (armed, counter.counter) {
+            (IntelConfig::Iap { evtsel, offcore }, Counter::Gp(index)) => {
+                // An event whose response value cannot be loaded stays unprogrammed, as in
+                // `program_reading_offcore`.
+                if offcore.is_some_and(|o| !cpu.offcore_loaded.load(hw, index, o)) {
+                    return CounterMask::EMPTY;
+                }
+                io::write_evtsel(hw, index, evtsel);
+            }
+            (IntelConfig::Iaf { field, .. }, Counter::Fixed(index)) => {
+                // Only this CPU writes its image (no read-modify-write instruction needed).
+                let ctrl = FixedCtrCtrl::from_built_bits(cpu.fixed_ctrl.load(Ordering::Relaxed));
+                cpu.fixed_ctrl.store(ctrl.with_known_field(index, field).bits(), Ordering::Relaxed);
+            }
+            // A configuration of another class than the row's: nothing to program.
+            _ => return CounterMask::EMPTY,
+        }
+        Self::counter_mask(counter)
+    }
+
+    #[inline]
     fn program_and_start<H: Hardware>(
         &self,
         hw: &H,
