@@ -210,7 +210,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if flags.is_plain_counting() {
             // The common case, with one test: a counting PMC that logs nothing hands back its
             // count and nothing else.
-            let delta = slot.fold_all(percpu::read(&self.backend, &self.hw, slot));
+            let delta = slot.take_final(percpu::read(&self.backend, &self.hw, slot));
             if let Some(cell) = self.credit_cell(slot.cell()) {
                 cell.add(delta);
             }

@@ -326,6 +326,16 @@ impl Slot {
         self.pending.swap(0, Ordering::Relaxed).wrapping_add(now.wrapping_sub(last) & mask)
     }
 
+    /// [`Slot::fold_all`] of a slot about to be emptied ([`Slot::release`]): the same count,
+    /// without recording `now` as the last fold, which nobody reads before the next claim
+    /// writes it.
+    #[inline]
+    pub(crate) fn take_final(&self, now: u64) -> u64 {
+        let mask = self.mask.load(Ordering::Relaxed);
+        let last = self.last.load(Ordering::Relaxed);
+        self.pending.swap(0, Ordering::Relaxed).wrapping_add(now.wrapping_sub(last) & mask)
+    }
+
     /// The value a sampling PMC resumes with at its next switch-in, given the counter's value
     /// `now` at switch-out: `now` while it is still on its way from the reload value to the
     /// overflow, else (it overflowed and the PMI was not taken) the reload value — never a value
@@ -799,6 +809,19 @@ mod tests {
         assert_eq!(value, 20, "neither lost nor counted twice");
         assert_eq!(reads.get(), 2, "one retry");
         assert_eq!(slot.fold_all(0xF0 + 3), 23, "the unload takes everything: 20 + 3 more");
+    }
+
+    #[test]
+    fn the_final_fold_of_a_slot_counts_what_fold_all_counts_and_leaves_nothing_pending() {
+        let (a, b) = (loaded_slot(), loaded_slot());
+        for slot in [&a, &b] {
+            // An overflow folded 20 events and reloaded the counter at 0xF0.
+            slot.fold_and_reload(0x04, |_| {});
+        }
+        // 0x10 more events: the counter wrapped to 0x00.
+        assert_eq!(a.take_final(0x00), 36);
+        assert_eq!(b.fold_all(0x00), 36, "the same count");
+        assert_eq!(a.take_final(0xF0), 0, "nothing left pending");
     }
 }
 
