@@ -243,10 +243,32 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     /// for one whose shared register holds another PMC's value, or an image that is not of
     /// this CPU's counters).
     fn program<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, image: &Self::Image) -> CounterMask;
+    /// Programs `counter` with `armed` ([`PmuBackend::armed`]; its value already written) as
+    /// [`PmuBackend::program`] programs an image of that one counter, without making the image
+    /// (loading one PMC: PMCSTART, a multiplexing turn). Returns its bit, or none if it was not
+    /// programmed.
+    fn program_counter<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &Self::Cpu,
+        counter: Self::Counter,
+        armed: Self::Config,
+    ) -> CounterMask;
+    /// [`PmuBackend::program`] then [`PmuBackend::start`] of the counters it programmed, in one
+    /// call (a switch-in's): returns them.
+    fn program_and_start<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &Self::Cpu,
+        image: &Self::Image,
+    ) -> CounterMask;
     /// Starts `counters` (programmed) together.
     fn start<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counters: CounterMask);
     /// Stops `counters` together.
     fn stop<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counters: CounterMask);
+    /// [`PmuBackend::stop`] then [`PmuBackend::unprogram`] of `counters`, in one call (a
+    /// switch-out's).
+    fn stop_and_unprogram<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counters: CounterMask);
     /// Clears the configuration of `counters` (stopped) in one pass, with what they leave in
     /// shared control registers, and their overflow indications (a PMI served late must not be
     /// taken for an overflow of whatever is loaded there next). Their values stay readable.

@@ -67,10 +67,13 @@ impl CreditCell {
     }
 }
 
+/// One chunk of cells: fixed size, so that a cell's place in it needs no bounds check.
+type Chunk = [CreditCell; CHUNK];
+
 /// The arena of cells.
 #[derive(Debug)]
 pub(crate) struct Credits {
-    chunks: Box<[spin::Once<Box<[CreditCell]>>]>,
+    chunks: Box<[spin::Once<Box<Chunk>>]>,
 }
 
 impl Default for Credits {
@@ -90,7 +93,8 @@ impl Credits {
     #[inline]
     pub(crate) fn get(&self, index: u32) -> Option<&CreditCell> {
         let (chunk, offset) = locate(index);
-        self.chunks.get(chunk)?.get()?.get(offset)
+        // `offset` is below CHUNK (`locate`), the chunk's length: indexed without a check.
+        Some(&self.chunks.get(chunk)?.get()?[offset % CHUNK])
     }
 
     /// Makes cell `index` exist, allocating its chunk if needed (thread context); false when the
@@ -98,7 +102,11 @@ impl Credits {
     fn ensure(&self, index: u32) -> bool {
         let (chunk, _) = locate(index);
         let Some(once) = self.chunks.get(chunk) else { return false };
-        once.call_once(|| (0..CHUNK).map(|_| CreditCell::default()).collect());
+        once.call_once(|| {
+            let cells: Box<[CreditCell]> = (0..CHUNK).map(|_| CreditCell::default()).collect();
+            // The slice has CHUNK cells: the conversion to a fixed-size chunk cannot fail.
+            cells.try_into().unwrap_or_else(|_| unreachable!("a chunk has CHUNK cells"))
+        });
         true
     }
 }

@@ -53,14 +53,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(table) = self.load_table(cpu) else { return };
         let Some(map) = table.read() else { return };
         let Some(image) = map.get(pid) else { return };
-        let started = if (state.published.counters().bits() & image.counters().bits()) == 0 {
+        let to_start = if (state.published.counters().bits() & image.counters().bits()) == 0 {
             self.load_image(state, image, pid)
         } else {
             // A counter of the image holds another PMC (which the rows' dispositions rule
             // out): PMC by PMC, around it.
             self.load_specs(state, image.specs(), pid)
         };
-        self.backend.start(&self.hw, &state.pmu, started);
+        if !to_start.is_empty() {
+            self.backend.start(&self.hw, &state.pmu, to_start);
+        }
         if image.multiplexed() {
             // Out of line, under the bookkeeping lock: the turn due now, and its times.
             self.mux_switch_in(cpu);
@@ -73,7 +75,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Loads `image` for process `pid` on `state`'s CPU, whose counters are all free: claims
     /// the slots and writes the counters, publishes them with one store, programs their
-    /// control registers in one pass, then the other rows. Returns the counters to start.
+    /// control registers in one pass and starts them, then loads the other rows. Returns the
+    /// counters still to start (those the other rows programmed: none, as their PMCs are
+    /// software ones).
     #[inline]
     fn load_image(&self, state: &PerCpu, image: &LoadImage, pid: Pid) -> CounterMask {
         for (entry, counter) in image.hardware() {
@@ -87,7 +91,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             state.current_counters.store(image.counters().bits(), Ordering::Relaxed);
             state.published.publish(image.counters());
         }
-        let mut started = self.backend.program(&self.hw, &state.pmu, image.regs());
+        self.backend.program_and_start(&self.hw, &state.pmu, image.regs());
+        let mut started = CounterMask::EMPTY;
         for (entry, armed) in image.others() {
             let Some(slot) = state.slots.get(entry.row as usize) else { continue };
             if slot.handle().is_none() {
@@ -156,8 +161,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// [`Self::switch_out`] of a thread that has PMCs loaded (or RDPMC allowed) here: stops
-    /// its counters, hides them from the interrupt path with one store and clears their
-    /// control registers in one pass, then folds each PMC and hands its count back.
+    /// its counters and clears their control registers in one backend call, hides them from
+    /// the interrupt path with one store, then folds each PMC and hands its count back.
     #[inline(never)]
     fn unload_process_pmcs(&self, state: &PerCpu, pid: Pid, tid: Tid) {
         self.mux_switch_out(state, pid);
@@ -169,9 +174,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return;
         }
         let counters = state.take_current_counters();
-        self.backend.stop(&self.hw, &state.pmu, counters);
+        self.backend.stop_and_unprogram(&self.hw, &state.pmu, counters);
+        // Hidden from the interrupt path once stopped and unprogrammed: an interrupt before
+        // this store may still fold and reload them (their overflow indications are cleared
+        // now, so a later one finds nothing of theirs), and the final reads below take
+        // everything.
         state.published.unpublish(counters);
-        self.backend.unprogram(&self.hw, &state.pmu, counters);
         counters.for_each_bit(|bit| {
             if let Some(slot) = state.slot_of_counter(bit) {
                 self.unload_slot(slot, pid, tid);
@@ -196,6 +204,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return;
         }
         let flags = slot.sample_flags();
+        if flags.is_plain_counting() {
+            // The common case, with one test: a counting PMC that logs nothing hands back its
+            // count and nothing else.
+            let delta = slot.take_final(percpu::read(&self.backend, &self.hw, slot));
+            if let Some(cell) = self.credit_cell(slot.cell()) {
+                cell.add(delta);
+            }
+            slot.release();
+            return;
+        }
         let (delta, dropped, resume) = self.finish_unload(slot, flags);
         // Handed back before the slot empties: a system call that finds it empty finds this
         // in the cell (see `credits`).

@@ -58,7 +58,9 @@
 //!   the map of every CPU, no switch-in can load it any more, and the system call then unloads
 //!   it where it still runs. The closure only swaps two references; the map it replaces goes
 //!   back to the system call, which drops it: nothing is freed under a reader, and the hooks
-//!   and closures allocate and free nothing. Switch-out
+//!   and closures allocate and free nothing. Switch-out stops its counters and clears their
+//!   control registers and overflow indications in one backend call, then hides them with one
+//!   store (an interrupt in between folds a stopped counter, or finds no overflow), and
 //!   hands what each PMC counted and lost, and where a sampling period stands, to the credit
 //!   cell of its (PMC, process) link: atomics in an arena that only grows, reached by index.
 //!   It writes the cell before it empties the slot, so a system call that finds the slot empty

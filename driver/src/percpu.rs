@@ -12,7 +12,10 @@
 //!   stopped), then publish the counter's bit (or set `running`) with Release, then program and
 //!   enable the counter (programming may start it: perfmon v1, AMD without PerfMonV2);
 //! * unload: stop the counter, clear its bit (`running`), clear its configuration, fold its
-//!   final value, clear `handle`;
+//!   final value, clear `handle` (a switch-out clears the configuration of its hardware
+//!   counters before their bits, stopping and unprogramming them in one backend call: the
+//!   interrupt path may fold a stopped counter, and finds no overflow indication once it is
+//!   unprogrammed);
 //! * interrupt: only slots whose bit it sees published (Acquire) are folded and reloaded,
 //!   between two increments of the slot's reload generation (odd while a reload is under way);
 //! * reading a running counter ([`Slot::peek`]): the generation, then `pending`, `last` and the
@@ -96,6 +99,13 @@ impl SampleFlags {
     #[inline]
     pub(crate) const fn is_sampling(self) -> bool {
         self.contains(Self::SAMPLING)
+    }
+
+    /// Whether the PMC counts and logs nothing at switch-out (its switch-out only hands back
+    /// its count).
+    #[inline]
+    pub(crate) const fn is_plain_counting(self) -> bool {
+        self.0 == 0
     }
 
     /// Whether the PMC logs a PROCCSW record at every switch-out.
@@ -313,6 +323,16 @@ impl Slot {
         let mask = self.mask.load(Ordering::Relaxed);
         let last = self.last.load(Ordering::Relaxed);
         self.last.store(now & mask, Ordering::Relaxed);
+        self.pending.swap(0, Ordering::Relaxed).wrapping_add(now.wrapping_sub(last) & mask)
+    }
+
+    /// [`Slot::fold_all`] of a slot about to be emptied ([`Slot::release`]): the same count,
+    /// without recording `now` as the last fold, which nobody reads before the next claim
+    /// writes it.
+    #[inline]
+    pub(crate) fn take_final(&self, now: u64) -> u64 {
+        let mask = self.mask.load(Ordering::Relaxed);
+        let last = self.last.load(Ordering::Relaxed);
         self.pending.swap(0, Ordering::Relaxed).wrapping_add(now.wrapping_sub(last) & mask)
     }
 
@@ -700,9 +720,7 @@ pub(crate) fn program(
             };
             backend.write_counter(hw, *counter, start);
             cpu.published.publish(Backend::counter_mask(*counter));
-            let mut image = <Backend as PmuBackend>::Image::default();
-            Backend::add_to_image(&mut image, *counter, *config);
-            backend.program(hw, &cpu.pmu, &image)
+            backend.program_counter(hw, &cpu.pmu, *counter, *config)
         }
         HwConfig::Soft { event } => {
             slot.soft_counter().store(start, Ordering::Relaxed);
@@ -764,6 +782,16 @@ mod tests {
     }
 
     #[test]
+    fn only_a_counting_pmc_that_logs_nothing_takes_the_plain_switch_out() {
+        assert!(SampleFlags::default().is_plain_counting());
+        assert!(!SampleFlags::new(true, false, false).is_plain_counting(), "sampling");
+        assert!(
+            !SampleFlags::default().logging_context_switches(true).is_plain_counting(),
+            "PROCCSW"
+        );
+    }
+
+    #[test]
     fn peeking_a_counter_that_wrapped_counts_its_events_exactly() {
         let slot = loaded_slot();
         // 20 events: the counter wrapped to 0x04 and its interrupt has not come yet.
@@ -789,6 +817,19 @@ mod tests {
         assert_eq!(value, 20, "neither lost nor counted twice");
         assert_eq!(reads.get(), 2, "one retry");
         assert_eq!(slot.fold_all(0xF0 + 3), 23, "the unload takes everything: 20 + 3 more");
+    }
+
+    #[test]
+    fn the_final_fold_of_a_slot_counts_what_fold_all_counts_and_leaves_nothing_pending() {
+        let (a, b) = (loaded_slot(), loaded_slot());
+        for slot in [&a, &b] {
+            // An overflow folded 20 events and reloaded the counter at 0xF0.
+            slot.fold_and_reload(0x04, |_| {});
+        }
+        // 0x10 more events: the counter wrapped to 0x00.
+        assert_eq!(a.take_final(0x00), 36);
+        assert_eq!(b.fold_all(0x00), 36, "the same count");
+        assert_eq!(a.take_final(0xF0), 0, "nothing left pending");
     }
 }
 

@@ -316,6 +316,48 @@ impl PmuBackend for X86Backend {
     }
 
     #[inline]
+    fn program_counter<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &X86Cpu,
+        counter: X86Counter,
+        armed: X86Config,
+    ) -> CounterMask {
+        match (counter, armed) {
+            (X86Counter::Intel(counter), X86Config::Intel(armed)) => {
+                self.intel.program_counter(hw, &cpu.intel, counter, armed)
+            }
+            (X86Counter::Amd(counter), X86Config::Amd(armed)) => {
+                self.amd_backend.program_counter(hw, &cpu.amd, counter, armed)
+            }
+            // A configuration of the other vendor's (never made): nothing to program.
+            _ => CounterMask::EMPTY,
+        }
+    }
+
+    #[inline]
+    fn program_and_start<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &X86Cpu,
+        image: &X86Image,
+    ) -> CounterMask {
+        match image {
+            X86Image::Intel(image) => self.intel.program_and_start(hw, &cpu.intel, image),
+            X86Image::Amd(image) => self.amd_backend.program_and_start(hw, &cpu.amd, image),
+        }
+    }
+
+    #[inline]
+    fn stop_and_unprogram<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counters: CounterMask) {
+        if self.amd {
+            self.amd_backend.stop_and_unprogram(hw, &cpu.amd, counters)
+        } else {
+            self.intel.stop_and_unprogram(hw, &cpu.intel, counters)
+        }
+    }
+
+    #[inline]
     fn start<H: Hardware>(&self, hw: &H, cpu: &X86Cpu, counters: CounterMask) {
         if self.amd {
             self.amd_backend.start(hw, &cpu.amd, counters)

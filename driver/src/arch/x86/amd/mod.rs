@@ -286,6 +286,52 @@ impl PmuBackend for AmdBackend {
     }
 
     #[inline]
+    fn program_counter<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &AmdCpu,
+        counter: AmdCounter,
+        armed: AmdConfig,
+    ) -> CounterMask {
+        let set = counter.set();
+        // A counter this CPU lacks is not this CPU's: nothing reaches a register.
+        if !set.minus(cpu.counters).is_empty() {
+            return CounterMask::EMPTY;
+        }
+        let Some(image) = cpu.ctl.get(usize::from(counter.index)) else {
+            return CounterMask::EMPTY;
+        };
+        image.store(armed.ctl.bits(), Ordering::Relaxed);
+        // As in `program`: with PerfMonV2 the counter waits for its global bit; without, EN
+        // starts it now, and `start` only records it.
+        io::write_ctl(hw, counter, armed.ctl);
+        if cpu.global.is_none() {
+            // Only this CPU writes its images (no read-modify-write instruction needed).
+            let enabled = cpu.enabled.load(Ordering::Relaxed);
+            cpu.enabled.store(enabled | set.bits(), Ordering::Relaxed);
+        }
+        CounterMask::from_bits(set.bits())
+    }
+
+    #[inline]
+    fn program_and_start<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &AmdCpu,
+        image: &AmdImage,
+    ) -> CounterMask {
+        let programmed = self.program(hw, cpu, image);
+        self.start(hw, cpu, programmed);
+        programmed
+    }
+
+    #[inline]
+    fn stop_and_unprogram<H: Hardware>(&self, hw: &H, cpu: &AmdCpu, counters: CounterMask) {
+        self.stop(hw, cpu, counters);
+        self.unprogram(hw, cpu, counters);
+    }
+
+    #[inline]
     fn start<H: Hardware>(&self, hw: &H, cpu: &AmdCpu, counters: CounterMask) {
         if counters.is_empty() {
             return;

@@ -166,15 +166,18 @@ pub struct IntelImage {
     counters: CounterSet,
 }
 
-/// The nibbles of IA32_FIXED_CTR_CTRL of the fixed counters in `fixed` (bit `i`: counter `i`).
+/// The nibbles of IA32_FIXED_CTR_CTRL of the fixed counters in `fixed` (bit `i`: counter `i`,
+/// below 16, the register's fields).
 #[inline]
-fn fixed_nibbles(mut fixed: u32) -> u64 {
-    let mut mask = 0u64;
-    while fixed != 0 {
-        mask |= 0xF << (4 * (fixed.trailing_zeros() % 16));
-        fixed &= fixed - 1;
-    }
-    mask
+fn fixed_nibbles(fixed: u32) -> u64 {
+    // Without a loop (a switch-out clears the fields of all its fixed counters at once): bit
+    // `i` is spread to bit `4i`, then each such bit becomes its nibble (no carry crosses one).
+    let mut x = u64::from(fixed & 0xFFFF);
+    x = (x | x << 24) & 0x0000_00FF_0000_00FF;
+    x = (x | x << 12) & 0x000F_000F_000F_000F;
+    x = (x | x << 6) & 0x0303_0303_0303_0303;
+    x = (x | x << 3) & 0x1111_1111_1111_1111;
+    x * 0xF
 }
 
 impl PmuBackend for IntelBackend {
@@ -504,6 +507,56 @@ impl PmuBackend for IntelBackend {
     }
 
     #[inline]
+    fn program_counter<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &IntelCpu,
+        counter: IntelCounter,
+        armed: IntelConfig,
+    ) -> CounterMask {
+        // A counter this CPU lacks is not this CPU's: nothing reaches a register.
+        if !cpu.counters.contains(counter.counter) {
+            return CounterMask::EMPTY;
+        }
+        match (armed, counter.counter) {
+            (IntelConfig::Iap { evtsel, offcore }, Counter::Gp(index)) => {
+                // An event whose response value cannot be loaded stays unprogrammed, as in
+                // `program_reading_offcore`.
+                if offcore.is_some_and(|o| !cpu.offcore_loaded.load(hw, index, o)) {
+                    return CounterMask::EMPTY;
+                }
+                io::write_evtsel(hw, index, evtsel);
+            }
+            (IntelConfig::Iaf { field, .. }, Counter::Fixed(index)) => {
+                // Only this CPU writes its image (no read-modify-write instruction needed).
+                let ctrl = FixedCtrCtrl::from_built_bits(cpu.fixed_ctrl.load(Ordering::Relaxed));
+                cpu.fixed_ctrl.store(ctrl.with_known_field(index, field).bits(), Ordering::Relaxed);
+            }
+            // A configuration of another class than the row's: nothing to program.
+            _ => return CounterMask::EMPTY,
+        }
+        Self::counter_mask(counter)
+    }
+
+    #[inline]
+    fn program_and_start<H: Hardware>(
+        &self,
+        hw: &H,
+        cpu: &IntelCpu,
+        image: &IntelImage,
+    ) -> CounterMask {
+        let programmed = self.program(hw, cpu, image);
+        self.start(hw, cpu, programmed);
+        programmed
+    }
+
+    #[inline]
+    fn stop_and_unprogram<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, counters: CounterMask) {
+        self.stop(hw, cpu, counters);
+        self.unprogram(hw, cpu, counters);
+    }
+
+    #[inline]
     fn start<H: Hardware>(&self, hw: &H, cpu: &IntelCpu, counters: CounterMask) {
         if counters.is_empty() {
             return;
@@ -777,4 +830,21 @@ fn common_pmu(pmus: &[Option<IntelPmu>]) -> Option<IntelPmu> {
     // counter all CPUs have, and a row whose counter some CPU lacks (a gap of the perfmon v5
     // bitmap) takes no PMC (`iaf::configure`).
     Some(common)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::fixed_nibbles;
+
+    #[test]
+    fn each_fixed_counter_has_its_nibble_of_the_fixed_counter_control() {
+        assert_eq!(fixed_nibbles(0), 0);
+        assert_eq!(fixed_nibbles(0b1), 0xF);
+        assert_eq!(fixed_nibbles(0b1011), 0xF0FF);
+        assert_eq!(fixed_nibbles(1 << 15), 0xF << 60);
+        assert_eq!(fixed_nibbles(0xFFFF), u64::MAX);
+        for i in 0..16 {
+            assert_eq!(fixed_nibbles(1 << i), 0xF << (4 * i), "counter {i}");
+        }
+    }
 }
