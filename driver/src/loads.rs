@@ -76,7 +76,7 @@ pub(crate) struct LoadMap {
 
 impl LoadMap {
     /// What to load for process `pid`.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn get(&self, pid: Pid) -> Option<&[LoadSpec]> {
         self.processes.get(&pid).map(|list| &**list)
     }
