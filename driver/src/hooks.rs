@@ -14,7 +14,7 @@ use crate::kernel::{Cpu, Kernel, Pid, Tid, TrapFrame};
 use crate::loads::{ImageEntry, LoadImage, LoadSpec};
 use crate::logging::record_path;
 use crate::mux::NOT_MULTIPLEXED;
-use crate::percpu::{self, PerCpu, PmcHandle, Slot, UNDO_PMCS, UNDO_RDPMC};
+use crate::percpu::{self, PerCpu, PmcHandle, SampleFlags, Slot, UNDO_PMCS, UNDO_RDPMC};
 use crate::sample::{FrameWriter, PendingView, SampleHeader, SampleRing, UserStack};
 use crate::state::Core;
 use core::fmt::Write;
@@ -129,13 +129,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
             let Some(slot) = state.slots.get(spec.row as usize) else { continue };
             if slot.handle().is_none() {
-                let entry = ImageEntry {
-                    row: spec.row,
-                    handle: spec.handle,
-                    start: spec.start,
-                    cell: spec.cell,
-                    sample_flags: spec.sample_flags,
-                };
+                let entry = spec.image_entry();
                 let load = self.load_value(&entry);
                 counters = counters.union(self.program_pmc(state, slot, spec, load, pid));
                 state.add_current(spec.row, slot.counter().mask());
@@ -475,13 +469,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         // (The caller found the slot published: see `PerCpu::slot_of_bit`.)
         let RowCounter::Hardware(counter) = slot.counter_ref() else { return false };
         let flags = slot.sample_flags();
-        if flags.records_callchains() {
-            self.record_callchain(cpu, state, &state.ring, slot, frame);
-        } else if flags.is_sampling() {
-            let header = Self::sample_header(state, slot, frame, self.hw.read_tsc());
-            if !state.ring.push_pc(header, frame.pc) {
-                Self::count_lost_sample(state, slot);
-            }
+        if flags.is_sampling() {
+            self.record_sample(cpu, state, &state.ring, slot, flags, frame);
         }
         let counter = *counter;
         let now = self.backend.read(&self.hw, counter);
@@ -521,15 +510,17 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// `ring` is the one whose only producer is the caller's context (the PMI's, or software
     /// events'); the pending table's entries are claimed with a compare-and-swap, so both may
     /// park samples there.
+    #[inline(always)]
     fn record_sample(
         &self,
         cpu: Cpu,
         state: &PerCpu,
         ring: &SampleRing,
         slot: &Slot,
+        flags: SampleFlags,
         frame: &TrapFrame,
     ) {
-        if slot.sample_flags().records_callchains() {
+        if flags.records_callchains() {
             self.record_callchain(cpu, state, ring, slot, frame);
         } else if !ring
             .push_pc(Self::sample_header(state, slot, frame, self.hw.read_tsc()), frame.pc)
@@ -807,7 +798,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
             let before = slot.soft_counter().fetch_add(1, Ordering::Relaxed);
             if slot.is_sampling() && before == u64::MAX {
-                self.record_sample(cpu, state, &state.soft_ring, slot, frame);
+                self.record_sample(cpu, state, &state.soft_ring, slot, slot.sample_flags(), frame);
                 slot.soft_counter().store(slot.start(), Ordering::Relaxed);
             }
         }

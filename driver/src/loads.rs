@@ -61,6 +61,18 @@ impl LoadSpec {
     pub(crate) fn runs_on(&self, core_type: u8) -> bool {
         self.core_type == 0 || self.core_type == core_type
     }
+
+    /// What a switch-in claims its slot with.
+    #[inline]
+    pub(crate) fn image_entry(&self) -> ImageEntry {
+        ImageEntry {
+            row: self.row,
+            handle: self.handle,
+            start: self.start,
+            cell: self.cell,
+            sample_flags: self.sample_flags,
+        }
+    }
 }
 
 /// The cell of a PMC no hook hands anything back for (a system PMC).
@@ -161,13 +173,7 @@ impl LoadImage {
                 continue;
             }
             let Some(counter) = row_counter(spec.row) else { continue };
-            let entry = ImageEntry {
-                row: spec.row,
-                handle: spec.handle,
-                start: spec.start,
-                cell: spec.cell,
-                sample_flags: spec.sample_flags,
-            };
+            let entry = spec.image_entry();
             image.user_rdpmc |= spec.user_rdpmc;
             match (spec.armed, counter) {
                 (HwConfig::Hardware(config), RowCounter::Hardware(counter)) => {
