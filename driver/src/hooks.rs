@@ -42,14 +42,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         // then looks at the running pids: one of the two sees the other, so a PMC started while
         // its target switches in is loaded by one of them.
         if self.may_have_running_pmcs(pid) {
-            self.load_process_pmcs(cpu, state, pid, tid);
+            self.load_process_pmcs(cpu, state, pid);
         }
     }
 
-    /// [`Self::switch_in`] of thread `tid` of a process that may have running PMCs: loads its
-    /// image (see [`crate::loads`]) in one pass.
+    /// [`Self::switch_in`] of a process that may have running PMCs: loads its image (see
+    /// [`crate::loads`]) in one pass.
     #[inline(never)]
-    fn load_process_pmcs(&self, cpu: Cpu, state: &PerCpu, pid: Pid, tid: Tid) {
+    fn load_process_pmcs(&self, cpu: Cpu, state: &PerCpu, pid: Pid) {
         let Some(table) = self.load_table(cpu) else { return };
         let Some(map) = table.read() else { return };
         let Some(image) = map.get(pid) else { return };
@@ -59,7 +59,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         } else {
             // A counter of the image holds another PMC (which the rows' dispositions rule
             // out), or the process has thread PMCs: PMC by PMC, those of this thread.
-            self.load_specs(state, image.specs(), pid, tid)
+            // (The thread is read back here, not passed: `switch_in` stays as short.)
+            self.load_specs(state, image.specs(), pid, state.current_tid())
         };
         self.backend.start(&self.hw, &state.pmu, started);
         if image.multiplexed() {
