@@ -423,8 +423,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
     }
 
-    /// Thread `tid` of process `pid` exited (after its last switch-out). Thread PMCs stop
-    /// counting it; those that counted it alone are detached (their counts stay readable).
+    /// Thread `tid` of process `pid` exited (or is exiting: its last switch-out may come
+    /// after). Thread PMCs stop counting it (what it counted until it leaves its CPU is kept);
+    /// those that counted it alone are detached (unloaded at once, their counts readable).
     pub fn thread_exit(&self, pid: Pid, tid: Tid) {
         let (changed, orphaned) = self.core.lock(&self.kernel).thread_exited(pid, tid);
         if changed {
