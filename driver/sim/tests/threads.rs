@@ -339,7 +339,15 @@ fn thread_pmcs_attach_to_the_thread_switched_in_when_the_kernel_does_not_say() {
     driver.switch_in(0, pid, 42);
     call(&driver, Op::PmcAttach, &mut attach).unwrap();
     simple(&driver, Op::PmcStart, op.pm_pmcid).unwrap();
+    // The thread exits before its last switch-out: its PMC is detached (and unloaded) at once.
+    driver.thread_exit(pid, 42);
     driver.switch_out(0, pid, 42);
+    let mut read = PmcOpPmcRw::new_zeroed();
+    read.pm_pmcid = op.pm_pmcid;
+    read.pm_flags = PmcFlags::OLDVALUE.bits();
+    call(&driver, Op::PmcRw, &mut read).expect("its count stays readable");
+    let mut detach = PmcOpPmcAttach { pm_pmc: op.pm_pmcid, pm_pid: 0 };
+    assert_eq!(call(&driver, Op::PmcDetach, &mut detach), Err(Errno::Srch), "detached already");
     simple(&driver, Op::PmcRelease, op.pm_pmcid).unwrap();
 }
 
