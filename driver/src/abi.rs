@@ -376,6 +376,12 @@ bitflags::bitflags! {
         /// Extension: counts only on the E-cores of a hybrid CPU (perf's `cpu_atom` PMU); its
         /// event is the E-cores' encoding.
         const CORE_TYPE_ATOM = 0x1000_0000;
+        /// Extension (see [`THREAD_FLAGS`](PmcFlags::THREAD_FLAGS)): a process PMC that counts
+        /// only the thread that attaches it (libcpc's `cpc_bind_curlwp`).
+        const THREAD = 0x2000_0000;
+        /// Extension: with [`THREAD`](PmcFlags::THREAD), the threads that thread creates
+        /// afterwards are counted too, in the same value (`CPC_BIND_LWP_INHERIT`).
+        const THREAD_INHERIT = 0x4000_0000;
         /// Internal: attached to its owner.
         const ATTACHED_TO_OWNER = 0x10000;
         /// Internal: needs a log file.
@@ -409,6 +415,22 @@ impl PmcFlags {
     /// must be one both core types encode alike (the architectural events). EINVAL when no CPU
     /// has the core type (or, for a system PMC, its CPU has another).
     pub const HYBRID_FLAGS: PmcFlags = PmcFlags::CORE_TYPE_CORE.union(PmcFlags::CORE_TYPE_ATOM);
+
+    /// The thread-scope extension's PMCALLOCATE flags. FreeBSD's process scope counts every
+    /// thread of a target; a process PMC with [`THREAD`](PmcFlags::THREAD) counts one thread:
+    /// PMCATTACH with `pm_pid` 0 (or the caller's pid), or the attach PMCSTART makes, attaches
+    /// it to the **calling thread** (any other pid is EINVAL), and only that thread's time on a
+    /// CPU is counted. With [`THREAD_INHERIT`](PmcFlags::THREAD_INHERIT) too, every thread a
+    /// counted thread creates from then on is counted in the same value (illumos gives each new
+    /// LWP its own copy of the set, which one PMC id cannot express). A counted thread's exit
+    /// stops counting it; when the last one exits the PMC is detached, its count kept for its
+    /// owner (no SIGIO: the owner is the thread's own process). Thread PMCs of one process
+    /// share its rows: two threads each with their own PMCs need as many rows as they have
+    /// PMCs between them. EINVAL for THREAD_INHERIT without THREAD, and for THREAD on a system
+    /// PMC, with PMC_F_DESCENDANTS or with the multiplexing flags (not yet: a multiplexed
+    /// PMC's turns are loaded for the whole process); EOPNOTSUPP where the kernel cannot tell
+    /// the calling thread.
+    pub const THREAD_FLAGS: PmcFlags = PmcFlags::THREAD.union(PmcFlags::THREAD_INHERIT);
 }
 
 /// Extension op (not in `enum pmc_ops`, far above its numbers): reads a PMC's count with the

@@ -53,12 +53,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(table) = self.load_table(cpu) else { return };
         let Some(map) = table.read() else { return };
         let Some(image) = map.get(pid) else { return };
-        let to_start = if (state.published.counters().bits() & image.counters().bits()) == 0 {
+        let free = (state.published.counters().bits() & image.counters().bits()) == 0;
+        let to_start = if free && !image.by_thread() {
             self.load_image(state, image, pid)
         } else {
             // A counter of the image holds another PMC (which the rows' dispositions rule
-            // out): PMC by PMC, around it.
-            self.load_specs(state, image.specs(), pid)
+            // out), or the process has thread PMCs: PMC by PMC, those of this thread.
+            // (The thread is read back here, not passed: `switch_in` stays as short.)
+            self.load_specs(state, image.specs(), pid, state.current_tid())
         };
         if !to_start.is_empty() {
             self.backend.start(&self.hw, &state.pmu, to_start);
@@ -118,13 +120,15 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// Loads the PMCs of `specs` that run here and whose slots are free, one by one, for
-    /// process `pid` on `state`'s CPU. Returns the counters to start.
-    // Out of line: the rows' dispositions keep it from ever being needed.
+    /// thread `tid` of process `pid` on `state`'s CPU. Returns the counters to start.
+    // Out of line: only processes with thread PMCs need it (the rows' dispositions keep the
+    // others from it).
     #[inline(never)]
-    fn load_specs(&self, state: &PerCpu, specs: &[LoadSpec], pid: Pid) -> CounterMask {
+    fn load_specs(&self, state: &PerCpu, specs: &[LoadSpec], pid: Pid, tid: Tid) -> CounterMask {
         let mut counters = CounterMask::EMPTY;
         for spec in specs {
-            if spec.turn != NOT_MULTIPLEXED || !spec.runs_on(state.core_type) {
+            let here = spec.runs_on(state.core_type) && spec.counts_thread(tid);
+            if spec.turn != NOT_MULTIPLEXED || !here {
                 continue;
             }
             let Some(slot) = state.slots.get(spec.row as usize) else { continue };
@@ -411,8 +415,15 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         owners
     }
 
-    /// Thread `tid` was created in process `pid`.
+    /// Thread `tid` was created in process `pid` (called in the creating thread's context,
+    /// before the new thread runs). Inheriting thread PMCs (`PmcFlags::THREAD_INHERIT`) that
+    /// count the creator count it too.
     pub fn thread_create(&self, pid: Pid, tid: Tid) {
+        if let Some(creator) = self.calling_thread(pid) {
+            if self.core.lock(&self.kernel).thread_created(pid, creator, tid) {
+                self.publish_loads(&[pid]);
+            }
+        }
         let owners = self.ss_owners();
         if owners.is_empty() {
             return;
@@ -424,9 +435,17 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
     }
 
-    /// Thread `tid` of process `pid` exited.
+    /// Thread `tid` of process `pid` exited (or is exiting: its last switch-out may come
+    /// after). Thread PMCs stop counting it (what it counted until it leaves its CPU is kept);
+    /// those that counted it alone are detached (unloaded at once, their counts readable).
     pub fn thread_exit(&self, pid: Pid, tid: Tid) {
-        let _ = pid;
+        let (changed, orphaned) = self.core.lock(&self.kernel).thread_exited(pid, tid);
+        if changed {
+            self.publish_loads(&[pid]);
+        }
+        for handle in orphaned {
+            self.detach_targets(handle, &[pid]);
+        }
         for owner in self.ss_owners() {
             self.log_record(owner, &Record::ThrExit(ThrExit { tid }));
         }

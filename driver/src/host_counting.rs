@@ -44,6 +44,7 @@ impl HostedPmc {
             user,
             kernel,
             flags: pmc.flags,
+            thread: pmc.threads.first().copied().unwrap_or(0),
             reload: if pmc.mode().is_sampling() { pmc.reload } else { 0 },
         }
     }

@@ -52,6 +52,9 @@ pub struct HostedPmc {
     /// PMC_F_CALLCHAIN (samples carry callchains), PMC_F_USERCALLCHAIN (kernel-mode samples get
     /// the user stack too).
     pub flags: PmcFlags,
+    /// With PMC_F_THREAD in `flags`, the one thread of its target it counts (with
+    /// PMC_F_THREAD_INHERIT, and the threads that thread creates from now on); 0 otherwise.
+    pub thread: Tid,
     /// A sampling PMC's period in events (0 for a counting PMC).
     pub reload: u64,
 }

@@ -84,6 +84,15 @@ pub trait Kernel {
 
     /// The calling process.
     fn current_pid(&self) -> Pid;
+    /// The calling thread, for PMCs of the thread scope ([`PmcFlags::THREAD`]). The default
+    /// (`None`) leaves it to the driver's record of the thread each CPU switched in, which is
+    /// the caller when the caller's process runs on the current CPU (a kernel that calls the
+    /// context-switch hooks for every thread); without either, such PMCs are EOPNOTSUPP.
+    ///
+    /// [`PmcFlags::THREAD`]: crate::abi::PmcFlags::THREAD
+    fn current_tid(&self) -> Option<Tid> {
+        None
+    }
     /// Whether the caller holds `privilege`.
     fn has_privilege(&self, privilege: Privilege) -> bool;
     /// Whether the caller is in a jail (system-scope PMCs are refused to jailed callers).

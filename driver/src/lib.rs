@@ -67,6 +67,9 @@
 //!   finds the count in the cell; system calls move the cells into the PMC's count under the
 //!   lock when they read it. (A PMC with PMC_F_LOG_PROCCSW is the exception: its PROCCSW
 //!   record goes to its owner's log at switch-out, through the bookkeeping and log locks.)
+//!   A process with thread PMCs (`PmcFlags::THREAD`) has no image: its switch-in goes through
+//!   the same immutable load list PMC by PMC, loading those of the thread that switches in
+//!   (still no lock, nothing allocated).
 //! * **Locks** (each CPU's frame buffer, the bookkeeping, the logs; taken in that order) are
 //!   spin locks held inside the critical section the kernel provides
 //!   ([`Kernel::enter_critical_section`]), so a kernel can make them preemption- and

@@ -24,7 +24,7 @@ use alloc::vec::Vec;
 use crate::arch::Backend;
 use crate::backend::{CounterMask, PmuBackend};
 use crate::class::{HwConfig, RowCounter};
-use crate::kernel::Pid;
+use crate::kernel::{Pid, Tid};
 use crate::mux::NOT_MULTIPLEXED;
 use crate::percpu::{PmcHandle, SampleFlags};
 
@@ -38,6 +38,9 @@ pub(crate) struct LoadSpec {
     pub(crate) turn: u8,
     /// The only core type it is loaded on (leaf 0x1A numbering), or 0 for every CPU.
     pub(crate) core_type: u8,
+    /// The only thread it is loaded for (a thread PMC's, see `PmcFlags::THREAD`), or
+    /// [`ALL_THREADS`].
+    pub(crate) tid: Tid,
     pub(crate) handle: PmcHandle,
     /// The PMC's configuration as loading writes it ([`HwConfig::armed`]).
     pub(crate) armed: HwConfig,
@@ -73,7 +76,16 @@ impl LoadSpec {
             sample_flags: self.sample_flags,
         }
     }
+
+    /// Whether it is loaded when thread `tid` of its process switches in.
+    #[inline]
+    pub(crate) fn counts_thread(&self, tid: Tid) -> bool {
+        self.tid == ALL_THREADS || self.tid == tid
+    }
 }
+
+/// The [`LoadSpec::tid`] of a PMC loaded for every thread of its process.
+pub(crate) const ALL_THREADS: Tid = 0;
 
 /// The cell of a PMC no hook hands anything back for (a system PMC).
 pub(crate) const NO_CELL: u32 = u32::MAX;
@@ -141,6 +153,9 @@ pub(crate) struct LoadImage {
     user_rdpmc: bool,
     /// Whether the process has multiplexed PMCs (which the switch-in loads by their turn).
     multiplexed: bool,
+    /// Whether the process has thread PMCs: it has no image then (the rest is empty), and a
+    /// switch-in loads its specs one by one for the thread that switches in.
+    by_thread: bool,
     /// The list it was made from (an unchanged list keeps its image).
     specs: Arc<[LoadSpec]>,
 }
@@ -159,14 +174,17 @@ impl LoadImage {
             regs: Default::default(),
             counters: CounterMask::EMPTY,
             user_rdpmc: false,
-            multiplexed: false,
+            multiplexed: specs.iter().any(|s| s.turn != NOT_MULTIPLEXED),
+            by_thread: specs.iter().any(|s| s.tid != ALL_THREADS),
             specs: Arc::clone(specs),
         };
+        if image.by_thread {
+            return image;
+        }
         for spec in specs.iter() {
             // A multiplexed PMC waits for its turn, which the bookkeeping keeps (see `mux.rs`);
             // a PMC of one core type runs only on CPUs of that type.
             if spec.turn != NOT_MULTIPLEXED {
-                image.multiplexed = true;
                 continue;
             }
             if !spec.runs_on(core_type) || image.has_row(spec.row) {
@@ -224,6 +242,12 @@ impl LoadImage {
     #[inline]
     pub(crate) fn multiplexed(&self) -> bool {
         self.multiplexed
+    }
+
+    /// Whether the process has thread PMCs (and so no image: see [`LoadImage::specs`]).
+    #[inline]
+    pub(crate) fn by_thread(&self) -> bool {
+        self.by_thread
     }
 
     /// The list it was made from.
@@ -339,6 +363,7 @@ mod tests {
             row,
             turn: crate::mux::NOT_MULTIPLEXED,
             core_type: 0,
+            tid: super::ALL_THREADS,
             handle: PmcHandle::new(row as usize, 0),
             armed,
             start: 0,

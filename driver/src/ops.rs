@@ -18,8 +18,8 @@ use crate::class::{self, ClassDesc, HwConfig, RowCounter};
 use crate::driver::Driver;
 use crate::errno::Errno;
 use crate::hw::Hardware;
-use crate::kernel::{Cpu, Kernel, Pid, Privilege, ProcessState, Signal, UserPtr};
-use crate::loads::NO_CELL;
+use crate::kernel::{Cpu, Kernel, Pid, Privilege, ProcessState, Signal, Tid, UserPtr};
+use crate::loads::{ALL_THREADS, NO_CELL};
 use crate::mux::{MuxPmc, NOT_MULTIPLEXED};
 use crate::percpu::{CpuStats, PmcHandle};
 use crate::state::{Core, Pmc, SecondEncoding};
@@ -260,7 +260,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         };
         let flags = PmcFlags::from_bits(request.pm_flags)
             .filter(|f| {
-                let extensions = PmcFlags::MULTIPLEX_FLAGS.union(PmcFlags::HYBRID_FLAGS);
+                let extensions = PmcFlags::MULTIPLEX_FLAGS
+                    .union(PmcFlags::HYBRID_FLAGS)
+                    .union(PmcFlags::THREAD_FLAGS);
                 PmcFlags::ALLOCATE_ACCEPTED.union(extensions).contains(*f)
             })
             .ok_or(Errno::Inval)?;
@@ -269,6 +271,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             || (flags.intersects(PmcFlags::MULTIPLEX_FLAGS) && mode.is_sampling())
         {
             // A PMC leads a group or joins one; sampling PMCs are not multiplexed.
+            return Err(Errno::Inval);
+        }
+        if flags.intersects(PmcFlags::THREAD_FLAGS) && !thread_scope_valid(mode, flags) {
             return Err(Errno::Inval);
         }
         if mode.is_system() && flags.intersects(PmcFlags::LOG_PROCCSW | PmcFlags::LOG_PROCEXIT) {
@@ -318,6 +323,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             reload: if mode.is_sampling() { request.pm_count.max(min_reload) } else { 0 },
             start: 0,
             targets: Vec::new(),
+            threads: Vec::new(),
             cells: Vec::new(),
             msr_granted: false,
             dropped: 0,
@@ -558,6 +564,15 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if pmc.is_running() {
             return Err(Errno::Busy);
         }
+        // A thread PMC counts the calling thread: of no other process.
+        let thread = if pmc.flags.contains(PmcFlags::THREAD) {
+            if pid != caller {
+                return Err(Errno::Inval);
+            }
+            Some(self.calling_thread(caller).ok_or(Errno::OpNotSupp)?)
+        } else {
+            None
+        };
         if self.kernel.process_state(pid) != ProcessState::Alive {
             return Err(Errno::Srch);
         }
@@ -586,8 +601,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 return Err(Errno::Busy);
             }
         }
-        for &p in &pids {
-            core.link_target(handle, row, p)?;
+        match thread {
+            Some(tid) => core.link_thread(handle, row, pid, tid)?,
+            None => {
+                for &p in &pids {
+                    core.link_target(handle, row, p)?;
+                }
+            }
         }
         let pmc = core.pmc(handle).cloned();
         drop(core);
@@ -614,6 +634,20 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 self.collect_descendants(child, out);
             }
         }
+    }
+
+    /// The thread of process `pid` that calls (a system call, or a hook in the thread's
+    /// context): the kernel's answer ([`Kernel::current_tid`]), else the thread switched in on
+    /// the current CPU if it is `pid`'s.
+    pub(crate) fn calling_thread(&self, pid: Pid) -> Option<Tid> {
+        if self.kernel.current_pid() == pid {
+            if let Some(tid) = self.kernel.current_tid() {
+                return Some(tid);
+            }
+        }
+        let state = self.cpus.get(self.kernel.current_cpu() as usize)?;
+        let tid = state.current_tid();
+        (state.current_pid() == pid && tid != ALL_THREADS && tid > 0).then_some(tid)
     }
 
     /// PMCDETACH.
@@ -699,7 +733,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 self.log_proc_exit(&pmc, pid, share);
             }
         }
-        if !pmc.targets.is_empty() && now_empty {
+        // A thread PMC's owner is its target, told of its threads' ends by its own kernel.
+        if !pmc.targets.is_empty() && now_empty && !pmc.flags.contains(PmcFlags::THREAD) {
             self.kernel.signal(pmc.owner, Signal::Io);
         }
     }
@@ -750,6 +785,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if multiplexed {
             self.mux_checkpoint();
         }
+        // The thread a thread PMC attaches to, if PMCSTART attaches it.
+        let thread = if pmc.flags.contains(PmcFlags::THREAD) && pmc.targets.is_empty() {
+            Some(self.calling_thread(caller).ok_or(Errno::OpNotSupp)?)
+        } else {
+            None
+        };
         let (self_attached, targets) = {
             let mut core = self.core.lock(&self.kernel);
             let current = core.pmc(handle).ok_or(Errno::Inval)?;
@@ -765,7 +806,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 {
                     return Err(Errno::Busy);
                 }
-                core.link_target(handle, row, caller)?;
+                match thread {
+                    Some(tid) => core.link_thread(handle, row, caller, tid)?,
+                    None => core.link_target(handle, row, caller)?,
+                }
             }
             let targets =
                 if pmc.hosted { Vec::new() } else { core.set_state(handle, State::Running) };
@@ -825,11 +869,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// Loads `handle` on the current CPU `cpu` if it runs and a target runs here.
     fn load_for_current(&self, cpu: Cpu, handle: PmcHandle) {
-        let pid = self.cpus[cpu as usize].current_pid();
+        let (pid, tid) =
+            (self.cpus[cpu as usize].current_pid(), self.cpus[cpu as usize].current_tid());
         let core = self.core.lock(&self.kernel);
         let Some(pmc) = core.pmc(handle) else { return };
         let free = self.slot(cpu, pmc.slot_row).is_some_and(|s| s.handle().is_none());
-        if pmc.is_running() && pmc.targets.contains(&pid) && free {
+        if pmc.is_running() && pmc.targets.contains(&pid) && pmc.counts_thread(tid) && free {
             let cell = pmc.cell_of(pid).unwrap_or(NO_CELL);
             self.load_pmc(cpu, handle, pmc, pid, cell);
         }
@@ -1073,4 +1118,12 @@ fn write_row_name(out: &mut [u8; 64], class: &str, index: u32) {
     // Writing into a fixed buffer cannot fail; it truncates.
     let _ = write!(name, "{class}-{index}");
     *out = name.field();
+}
+
+/// Whether a PMC of `mode` may have the thread-scope flags `flags` (see
+/// [`PmcFlags::THREAD_FLAGS`]): a process PMC with PMC_F_THREAD (THREAD_INHERIT only beside it),
+/// neither following forks nor multiplexed.
+fn thread_scope_valid(mode: Mode, flags: PmcFlags) -> bool {
+    let excluded = PmcFlags::DESCENDANTS.union(PmcFlags::MULTIPLEX_FLAGS);
+    mode.is_virtual() && flags.contains(PmcFlags::THREAD) && !flags.intersects(excluded)
 }

@@ -14,8 +14,8 @@ use crate::abi::{Caps, Mode, PmcFlags, PmcId, State};
 use crate::class::HwConfig;
 use crate::credits::{CellAllocator, Credits};
 use crate::errno::Errno;
-use crate::kernel::{Cpu, Pid};
-use crate::loads::{LoadMap, LoadSpec};
+use crate::kernel::{Cpu, Pid, Tid};
+use crate::loads::{ALL_THREADS, LoadMap, LoadSpec};
 use crate::mux::{MuxPmc, NOT_MULTIPLEXED, TargetTurns};
 use crate::percpu::{PmcHandle, SampleFlags};
 
@@ -53,6 +53,9 @@ pub(crate) struct Pmc {
     pub(crate) start: u64,
     /// The processes a process-mode PMC is attached to.
     pub(crate) targets: Vec<Pid>,
+    /// A thread PMC's ([`PmcFlags::THREAD`]) counted threads, in its one target; empty for a
+    /// PMC of FreeBSD's process scope (and a thread PMC not attached).
+    pub(crate) threads: Vec<Tid>,
     /// Whether PMCGETMSR gave its owner direct RDPMC access.
     pub(crate) msr_granted: bool,
     /// Samples lost to a full ring and not yet reported by a DROPNOTIFY record.
@@ -91,21 +94,27 @@ impl Pmc {
         self.hosted && self.is_running()
     }
 
+    /// Whether it counts thread `tid` of a target (a PMC of the process scope counts them all).
+    pub(crate) fn counts_thread(&self, tid: Tid) -> bool {
+        self.threads.is_empty() || self.threads.contains(&tid)
+    }
+
     /// How to load it (`handle`) for the link whose credit cell is `cell`: one spec, or with a
     /// second encoding one per core type (same row, handle and cell, so the counts of both add
-    /// up in the cell).
-    pub(crate) fn load_specs(
-        &self,
-        handle: PmcHandle,
-        cell: u32,
-    ) -> impl Iterator<Item = LoadSpec> + use<> {
+    /// up in the cell); a thread PMC has that for each thread it counts.
+    pub(crate) fn load_specs(&self, handle: PmcHandle, cell: u32) -> Vec<LoadSpec> {
         let first = match self.second {
             Some(second) => self.load_spec(handle, cell, second.primary, self.config),
             None => self.load_spec(handle, cell, core_type_of(self.flags), self.config),
         };
         let second =
             self.second.map(|second| self.load_spec(handle, cell, second.other, second.config));
-        core::iter::once(first).chain(second)
+        let per_thread = core::iter::once(first).chain(second);
+        if self.threads.is_empty() {
+            return per_thread.collect();
+        }
+        let each = |&tid: &Tid| per_thread.clone().map(move |spec| LoadSpec { tid, ..spec });
+        self.threads.iter().flat_map(each).collect()
     }
 
     /// The spec of [`Pmc::load_specs`] a CPU of core type `core_type` loads, if any.
@@ -115,7 +124,7 @@ impl Pmc {
         cell: u32,
         core_type: u8,
     ) -> Option<LoadSpec> {
-        self.load_specs(handle, cell).find(|spec| spec.runs_on(core_type))
+        self.load_specs(handle, cell).into_iter().find(|spec| spec.runs_on(core_type))
     }
 
     /// How to load `config` on the CPUs of `core_type` (0: every CPU).
@@ -124,6 +133,7 @@ impl Pmc {
             row: self.slot_row,
             turn: self.mux.turn,
             core_type,
+            tid: ALL_THREADS,
             handle,
             armed: config.armed(),
             start: self.start,
@@ -508,10 +518,80 @@ impl Core {
         Ok(())
     }
 
+    /// Attaches thread PMC `handle` (at `row`) to thread `tid` of process `pid` (see
+    /// [`PmcFlags::THREAD_FLAGS`]); ENOMEM as [`Core::link_target`].
+    pub(crate) fn link_thread(
+        &mut self,
+        handle: PmcHandle,
+        row: u32,
+        pid: Pid,
+        tid: Tid,
+    ) -> Result<(), Errno> {
+        let Some(pmc) = self.pmcs.get_mut(handle) else { return Ok(()) };
+        // Before the link, whose load list it shapes.
+        pmc.threads = alloc::vec![tid];
+        let linked = self.link_target(handle, row, pid);
+        if linked.is_err() {
+            if let Some(pmc) = self.pmcs.get_mut(handle) {
+                pmc.threads.clear();
+            }
+        }
+        linked
+    }
+
+    /// Thread `creator` of process `pid` created thread `new`: the inheriting thread PMCs that
+    /// count `creator` count `new` too. Returns whether one did (the caller publishes `pid`'s
+    /// load list).
+    pub(crate) fn thread_created(&mut self, pid: Pid, creator: Tid, new: Tid) -> bool {
+        let Some(target) = self.targets.get(&pid) else { return false };
+        let handles: Vec<PmcHandle> = target.iter().map(|(_, r)| r.pmc).collect();
+        let mut changed = false;
+        for handle in handles {
+            let Some(pmc) = self.pmcs.get_mut(handle) else { continue };
+            let inherits = pmc.flags.contains(PmcFlags::THREAD_INHERIT);
+            if inherits && pmc.threads.contains(&creator) && !pmc.threads.contains(&new) {
+                pmc.threads.push(new);
+                changed = true;
+            }
+        }
+        if changed {
+            self.refresh_target(pid);
+        }
+        changed
+    }
+
+    /// Thread `tid` of process `pid` exited: the thread PMCs attached to `pid` stop counting
+    /// it. Returns whether one did (the caller publishes `pid`'s load list) and those that
+    /// counted no other thread (the caller detaches them).
+    pub(crate) fn thread_exited(&mut self, pid: Pid, tid: Tid) -> (bool, Vec<PmcHandle>) {
+        let Some(target) = self.targets.get(&pid) else { return (false, Vec::new()) };
+        let handles: Vec<PmcHandle> = target.iter().map(|(_, r)| r.pmc).collect();
+        let (mut changed, mut orphaned) = (false, Vec::new());
+        for handle in handles {
+            let Some(pmc) = self.pmcs.get_mut(handle) else { continue };
+            if !pmc.threads.contains(&tid) {
+                continue;
+            }
+            if pmc.threads.len() == 1 {
+                // Left as it is for the detach, which settles what the thread counted.
+                orphaned.push(handle);
+            } else {
+                pmc.threads.retain(|&t| t != tid);
+                changed = true;
+            }
+        }
+        if changed {
+            self.refresh_target(pid);
+        }
+        (changed, orphaned)
+    }
+
     /// Detaches PMC `handle` (at `row`) from process `pid`.
     pub(crate) fn unlink_target(&mut self, handle: PmcHandle, row: u32, pid: Pid) {
         if let Some(pmc) = self.pmc_mut(handle) {
             pmc.targets.retain(|&t| t != pid);
+            // A thread PMC has one target: its threads go with it.
+            pmc.threads.clear();
             if pid == pmc.owner {
                 pmc.flags.remove(PmcFlags::ATTACHED_TO_OWNER);
             }

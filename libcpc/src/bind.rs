@@ -3,9 +3,10 @@
 //! the 64-bit virtual counters read back as `preset + events`.
 //!
 //! Scopes over libpmc (design choices, see the crate documentation):
-//! * LWP (`cpc_bind_curlwp`): process-counting PMCs attached to this process, as libpmc's
-//!   driver has no thread scope; the set belongs to the binding thread, which alone samples,
-//!   presets, restarts, enables and disables it.
+//! * LWP (`cpc_bind_curlwp`): process-counting PMCs of libpmc's thread scope (PMC_F_THREAD,
+//!   PMC_F_THREAD_INHERIT with CPC_BIND_LWP_INHERIT) attached to the binding thread (process
+//!   counting on FreeBSD and with CPC_BIND_MULTIPLEX); the set belongs to the binding thread,
+//!   which alone samples, presets, restarts, enables and disables it.
 //! * CPU (`cpc_bind_cpu`): system-counting PMCs on that CPU; on the Linux host the calling
 //!   thread is also pinned to the CPU until unbind.
 //! * process (`cpc_bind_pctx`): process-counting PMCs attached to the controlled process.
@@ -39,8 +40,9 @@ pub(crate) fn lock(binding: &Mutex<Binding>) -> MutexGuard<'_, Binding> {
 /// Where a set is bound.
 #[derive(Debug)]
 pub(crate) enum Scope {
-    /// To the thread `thread`, bound when CPU binds had happened `epoch` times.
-    Lwp { thread: ThreadId, epoch: u64 },
+    /// To the thread `thread`, bound when CPU binds had happened `epoch` times; with
+    /// `inherit` (CPC_BIND_LWP_INHERIT) the threads it creates afterwards count too.
+    Lwp { thread: ThreadId, epoch: u64, inherit: bool },
     /// To CPU `cpu` by thread `thread`, whose previous CPU mask is restored at unbind.
     Cpu { cpu: u32, thread: ThreadId, previous: Option<SavedMask> },
     /// To process `pid`.
@@ -365,6 +367,7 @@ impl Binding {
                 None => smpl_spec(op, platform, r),
             })
             .collect::<Result<Vec<_>>>()?;
+        let scoped = thread_scope(platform, &scope, multiplex);
         let (counting_mode, sampling_mode, cpu, target) = match &scope {
             Scope::Lwp { .. } => (Mode::ThreadCounting, Mode::ThreadSampling, 0, Some(0)),
             Scope::Process { pid } => (Mode::ThreadCounting, Mode::ThreadSampling, 0, Some(*pid)),
@@ -382,7 +385,7 @@ impl Binding {
             let (usr, os) = rings(request);
             let soft = pics[index].is_some_and(|p| platform.pics[p].class == Class::Soft);
             let pmc = if usr || os || soft || request.is_smpl() {
-                let mut pmc_spec = PmcSpec::new(spec).cpu(cpu);
+                let mut pmc_spec = PmcSpec::new(spec).cpu(cpu).flags(scoped);
                 pmc_spec = if request.is_smpl() {
                     let spec = pmc_spec.mode(sampling_mode);
                     match smpl::period(request.preset) {
@@ -416,6 +419,7 @@ impl Binding {
             let overflow = match smpl::period(request.preset) {
                 Some(period) if signals_overflow(platform, &scope, request) => {
                     let pmc = PmcSpec::new(spec)
+                        .flags(scoped)
                         .mode(sampling_mode)
                         .rate(period)
                         .allocate()
@@ -528,7 +532,7 @@ impl Binding {
         }
         let me = std::thread::current().id();
         match &self.scope {
-            Scope::Lwp { thread, epoch } => {
+            Scope::Lwp { thread, epoch, .. } => {
                 if *thread != me {
                     return Err(Error::invalid(op, "the set is bound to another thread"));
                 }
@@ -762,6 +766,21 @@ fn pin_to(cpu: u32) -> std::result::Result<Box<libc::cpu_set_t>, i32> {
     Ok(previous)
 }
 
+/// The PMC flags of `scope`: the thread scope of libpmc's driver for a per-LWP bind
+/// (PMC_F_THREAD, with PMC_F_THREAD_INHERIT for CPC_BIND_LWP_INHERIT), so a set counts its own
+/// thread. Process counting (no flag) where the scope is missing: on FreeBSD, whose kernel has
+/// no thread scope, and for CPC_BIND_MULTIPLEX, whose rotating PMCs the driver loads for the
+/// whole process.
+fn thread_scope(platform: &Platform, scope: &Scope, multiplex: bool) -> PmcFlags {
+    match scope {
+        Scope::Lwp { inherit, .. } if !multiplex && platform.host != HostKind::FreeBsd => {
+            let inherit = if *inherit { PmcFlags::THREAD_INHERIT } else { PmcFlags::empty() };
+            PmcFlags::THREAD | inherit
+        }
+        _ => PmcFlags::empty(),
+    }
+}
+
 impl Set {
     fn attach(&mut self, binding: Binding) -> Arc<Mutex<Binding>> {
         let binding = Arc::new(Mutex::new(binding));
@@ -802,6 +821,7 @@ impl Set {
         let scope = Scope::Lwp {
             thread: std::thread::current().id(),
             epoch: CPU_EPOCH.load(Ordering::Acquire),
+            inherit: flags & CPC_BIND_LWP_INHERIT != 0,
         };
         let multiplex = flags & CPC_BIND_MULTIPLEX != 0;
         let binding = Binding::new(OP, platform, &self.requests, scope, multiplex)?;

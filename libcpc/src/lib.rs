@@ -15,9 +15,15 @@
 //! # Choices where the reference leaves room (tagged \[I\] there)
 //!
 //! * PICs are logical counters over libpmc classes (see [`platform`]); `cpc_cciname` says which.
-//! * Per-LWP counting is process counting: libpmc's driver has FreeBSD's process scope only, so
-//!   a set bound with `cpc_bind_curlwp` counts every thread of the process, and
-//!   `CPC_BIND_LWP_INHERIT` is accepted (new threads are counted, in the same values).
+//! * Per-LWP counting uses libpmc's thread scope (an extension of FreeBSD's process scope,
+//!   `PMC_F_THREAD`): a set bound with `cpc_bind_curlwp` counts the binding thread alone, and
+//!   with `CPC_BIND_LWP_INHERIT` (`PMC_F_THREAD_INHERIT`) the threads it creates afterwards too,
+//!   **in the same values** (illumos gives each new LWP its own copy of the set, which one PMC
+//!   per request cannot express). Two threads' sets share the process's counters. Where the
+//!   scope is missing, a per-LWP set counts every thread of the process: on FreeBSD (its kernel
+//!   counts processes only) and with `CPC_BIND_MULTIPLEX` (the driver rotates multiplexed PMCs
+//!   for the whole process). On the simulator the binding thread runs no simulated code: the
+//!   set counts the simulated thread standing for it, which retires nothing.
 //! * The exclusivity of CPU binds (one set per CPU; per-LWP binds `EAGAIN` while one exists; the
 //!   first invalidates per-LWP sets) holds within this process.
 //! * Binding another set to a thread marks the one it replaces unbound (`EINVAL` on its use).

@@ -277,6 +277,14 @@ impl PmcSpec {
         self.flags |= flags;
         self
     }
+    /// Counting only the thread that attaches it (PMCATTACH with pid 0, or the attach PMCSTART
+    /// makes), with `inherit` the threads that thread creates afterwards too
+    /// ([`PmcFlags::THREAD`], [`PmcFlags::THREAD_INHERIT`]: an extension of the process modes;
+    /// refused with `EOPNOTSUPP` on the FreeBSD host, whose kernel has no thread scope).
+    pub fn thread(self, inherit: bool) -> Self {
+        let inherit = if inherit { PmcFlags::THREAD_INHERIT } else { PmcFlags::empty() };
+        self.flags(PmcFlags::THREAD | inherit)
+    }
     /// Sampling every `rate` events (default: the event's default rate); for a counting PMC,
     /// the initial count (`pm_count`).
     pub fn rate(mut self, rate: u64) -> Self {

@@ -232,6 +232,14 @@ fn threads_created_after_an_inheriting_bind_are_counted_on_the_linux_host() {
 }
 
 #[test]
+fn two_threads_count_their_own_page_faults_with_cpc_bind_curlwp_on_the_linux_host() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_lwp", linkage, "linux", &[]);
+        assert!(out.contains("toucher ") && out.contains("uninherited "), "{out}");
+    }
+}
+
+#[test]
 fn the_headers_build_as_strict_iso_c99_and_as_cxx() {
     for linkage in [Linkage::Shared, Linkage::Static] {
         let exe = build_with("cpc_header", linkage, &["-std=c99", "-pedantic"], "");

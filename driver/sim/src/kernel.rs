@@ -639,6 +639,15 @@ impl Kernel for SimKernel {
         self.caller()
     }
 
+    /// The caller's thread on the current CPU; a caller not on it (a tool issuing requests
+    /// from outside the simulated programs) is its first thread.
+    fn current_tid(&self) -> Option<Tid> {
+        let caller = self.caller();
+        let running = self.running(self.current_cpu());
+        let threads = self.threads(caller);
+        running.filter(|t| threads.contains(t)).or_else(|| threads.first().copied())
+    }
+
     fn has_privilege(&self, privilege: Privilege) -> bool {
         self.caller_credentials().is_some_and(|c| {
             !c.jailed && (c.is_root() || c.privileges.contains(&PrivilegeKind::from(privilege)))

@@ -250,13 +250,17 @@ fn process(driver: &ThreadDriver, index: usize, soft: u32, stop: &AtomicBool) ->
         let pick = ids.get(rng.below(ids.len().max(1) as u64) as usize).copied();
         match (rng.below(8), pick) {
             (0, _) | (_, None) if ids.len() < 4 => {
-                let request = match rng.below(3) {
+                let request = match rng.below(4) {
                     0 => AllocateRequest::arch(&model, ArchEvent::Instructions, 0),
                     1 => AllocateRequest::arch(&model, ArchEvent::CoreCycles, 0)
                         .in_mode(Mode::ThreadSampling, None)
                         .with_count(1000)
                         .with_flags(PmcFlags::CALLCHAIN),
-                    _ => AllocateRequest::soft(soft).in_mode(Mode::ThreadSampling, None),
+                    2 => AllocateRequest::soft(soft).in_mode(Mode::ThreadSampling, None),
+                    // A thread PMC: attached when the process's thread is the one its CPU
+                    // switched in (this kernel does not say), else EOPNOTSUPP.
+                    _ => AllocateRequest::arch(&model, ArchEvent::Instructions, 0)
+                        .with_flags(PmcFlags::THREAD | PmcFlags::THREAD_INHERIT),
                 };
                 let mut op = request.to_op();
                 if call(driver, Op::PmcAllocate, &mut op).is_ok() {
@@ -311,6 +315,40 @@ fn cpu(driver: &ThreadDriver, cpu: Cpu, soft: u32, stop: &AtomicBool) -> u64 {
         });
     }
     switches
+}
+
+/// A kernel that does not say which thread calls (no `Kernel::current_tid`): the driver takes
+/// the thread switched in on the caller's CPU if it is the caller's, else a thread PMC cannot
+/// attach (EOPNOTSUPP).
+#[test]
+fn thread_pmcs_attach_to_the_thread_switched_in_when_the_kernel_does_not_say() {
+    let model = PmuModel::skylake();
+    let hardware = ThreadHardware { cpuid: CpuidModel::new(model, 0), tsc: AtomicU64::new(0) };
+    let driver = Driver::load(ThreadKernel::new(), hardware, Tunables::default()).unwrap();
+    let pid = pid_of(0);
+    CURRENT.set((0, pid));
+    let request = AllocateRequest::arch(&model, ArchEvent::Instructions, 0);
+    let mut op = request.with_flags(PmcFlags::THREAD).to_op();
+    call(&driver, Op::PmcAllocate, &mut op).unwrap();
+    let mut attach = PmcOpPmcAttach { pm_pmc: op.pm_pmcid, pm_pid: 0 };
+    assert_eq!(call(&driver, Op::PmcAttach, &mut attach), Err(Errno::OpNotSupp));
+    assert_eq!(simple(&driver, Op::PmcStart, op.pm_pmcid), Err(Errno::OpNotSupp));
+    driver.switch_in(0, pid_of(1), 77);
+    assert_eq!(call(&driver, Op::PmcAttach, &mut attach), Err(Errno::OpNotSupp), "not ours");
+    driver.switch_out(0, pid_of(1), 77);
+    driver.switch_in(0, pid, 42);
+    call(&driver, Op::PmcAttach, &mut attach).unwrap();
+    simple(&driver, Op::PmcStart, op.pm_pmcid).unwrap();
+    // The thread exits before its last switch-out: its PMC is detached (and unloaded) at once.
+    driver.thread_exit(pid, 42);
+    driver.switch_out(0, pid, 42);
+    let mut read = PmcOpPmcRw::new_zeroed();
+    read.pm_pmcid = op.pm_pmcid;
+    read.pm_flags = PmcFlags::OLDVALUE.bits();
+    call(&driver, Op::PmcRw, &mut read).expect("its count stays readable");
+    let mut detach = PmcOpPmcAttach { pm_pmc: op.pm_pmcid, pm_pid: 0 };
+    assert_eq!(call(&driver, Op::PmcDetach, &mut detach), Err(Errno::Srch), "detached already");
+    simple(&driver, Op::PmcRelease, op.pm_pmcid).unwrap();
 }
 
 #[test]

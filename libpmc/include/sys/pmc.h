@@ -384,6 +384,9 @@ enum pmc_ops {
 /* hwpmc-rs extension: the core type a PMC counts on, on a hybrid CPU (perf's cpu_core, cpu_atom) */
 #define PMC_F_CORE_TYPE_CORE	0x08000000 /* P-cores only, with their encoding */
 #define PMC_F_CORE_TYPE_ATOM	0x10000000 /* E-cores only, with their encoding */
+/* hwpmc-rs extension: the thread scope of process PMCs (libcpc's cpc_bind_curlwp); not on FreeBSD */
+#define PMC_F_THREAD		0x20000000 /* counts only the thread that attaches it */
+#define PMC_F_THREAD_INHERIT	0x40000000 /* with PMC_F_THREAD: and the threads it creates */
 /* internal to the driver */
 #define PMC_F_ATTACHED_TO_OWNER	0x00010000
 #define PMC_F_NEEDS_LOGFILE	0x00020000

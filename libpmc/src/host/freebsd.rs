@@ -79,6 +79,7 @@ impl Host for FreeBsdHost {
     }
 
     fn syscall(&self, op: Op, arg: &mut [u8]) -> Result<()> {
+        super::refuse_thread_scope(op, arg)?;
         let ptr = if arg.is_empty() { std::ptr::null_mut() } else { arg.as_mut_ptr() };
         // SAFETY: the hwpmc system call reads and writes at most the argument struct of `op`,
         // which `arg` holds in full (the callers size it from the struct).

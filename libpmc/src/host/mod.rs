@@ -263,6 +263,27 @@ pub fn select(kind: HostKind) -> Result<()> {
     }
 }
 
+/// What a host whose kernel has no thread scope (FreeBSD's hwpmc) says to a PMCALLOCATE
+/// request `arg` with PMC_F_THREAD or PMC_F_THREAD_INHERIT: EOPNOTSUPP with the reason (the
+/// kernel would answer a bare EINVAL). Other requests pass.
+#[cfg_attr(not(target_os = "freebsd"), allow(dead_code))]
+pub(crate) fn refuse_thread_scope(op: Op, arg: &[u8]) -> Result<()> {
+    use zerocopy::FromBytes;
+    let Ok((request, _)) = hwpmc::abi::PmcOpPmcAllocate::read_from_prefix(arg) else {
+        return Ok(());
+    };
+    let flags = hwpmc::abi::PmcFlags::from_bits_retain(request.pm_flags);
+    if op != Op::PmcAllocate || !flags.intersects(hwpmc::abi::PmcFlags::THREAD_FLAGS) {
+        return Ok(());
+    }
+    Err(Error::with_detail(
+        op_name(op),
+        libc::EOPNOTSUPP,
+        "FreeBSD's hwpmc counts processes, not threads: PMC_F_THREAD needs the Linux or \
+         simulator host",
+    ))
+}
+
 /// FreeBSD's name of operation `op` (`PMC_OP_` without the prefix), for messages.
 pub fn op_name(op: Op) -> &'static str {
     match op {
@@ -306,4 +327,24 @@ fn native_arch_perfmon_leaf() -> Option<(u32, u32)> {
 #[cfg(not(target_arch = "x86_64"))]
 fn native_arch_perfmon_leaf() -> Option<(u32, u32)> {
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refuse_thread_scope;
+    use hwpmc::abi::{Op, PmcFlags, PmcOpPmcAllocate};
+    use zerocopy::{FromZeros, IntoBytes};
+
+    #[test]
+    fn a_host_without_thread_scope_refuses_thread_pmcs_with_eopnotsupp() {
+        let mut request = PmcOpPmcAllocate::new_zeroed();
+        request.pm_flags = (PmcFlags::THREAD | PmcFlags::THREAD_INHERIT).bits();
+        let refused = refuse_thread_scope(Op::PmcAllocate, request.as_bytes()).unwrap_err();
+        assert_eq!(refused.errno, libc::EOPNOTSUPP);
+        assert!(refused.to_string().contains("PMC_F_THREAD"), "{refused}");
+        request.pm_flags = PmcFlags::DESCENDANTS.bits();
+        assert!(refuse_thread_scope(Op::PmcAllocate, request.as_bytes()).is_ok());
+        request.pm_flags = PmcFlags::THREAD.bits();
+        assert!(refuse_thread_scope(Op::PmcAttach, request.as_bytes()).is_ok(), "other ops pass");
+    }
 }

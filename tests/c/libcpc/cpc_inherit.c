@@ -1,7 +1,7 @@
 /*
- * CPC_BIND_LWP_INHERIT on the Linux host: a thread created after the bind is counted.  libcpc
- * counts per process (libpmc's driver has no thread scope), so the new thread's page faults are
- * in the binding thread's values: 4 threads touching 64 fresh pages each add at least 256.
+ * CPC_BIND_LWP_INHERIT on the Linux host: a thread created after the bind is counted, in the
+ * binding thread's values (libpmc's PMC_F_THREAD_INHERIT): 4 threads touching 64 fresh pages
+ * each add at least 256.
  * Prints "faults N".
  */
 #include <sys/types.h>

@@ -304,6 +304,8 @@ struct Plan {
     sampling: Option<Sampling>,
     meta: RingMeta,
     descendants: bool,
+    /// A thread PMC's thread (PMC_F_THREAD) and whether the threads it creates count too.
+    thread: Option<(Pid, bool)>,
     /// Whether counting events are pinned (not allowed to share a counter).
     pinned: bool,
 }
@@ -342,6 +344,10 @@ impl Plan {
             sampling,
             meta: RingMeta { token: pmc.token, depth: if callchain { CALLCHAIN_DEPTH } else { 1 } },
             descendants: pmc.flags.contains(PmcFlags::DESCENDANTS),
+            thread: pmc
+                .flags
+                .contains(PmcFlags::THREAD)
+                .then(|| (pmc.thread, pmc.flags.contains(PmcFlags::THREAD_INHERIT))),
             pinned: !pmc.flags.intersects(PmcFlags::MULTIPLEX_FLAGS),
         })
     }
@@ -385,7 +391,11 @@ impl Plan {
             rings.kernel = false;
         }
         let fail = |e: io::Error| perf_errno(&what, &e);
-        for tid in numbered_entries(&format!("/proc/{pid}/task")) {
+        let tids = match self.thread {
+            Some((tid, _)) => vec![tid],
+            None => numbered_entries(&format!("/proc/{pid}/task")),
+        };
+        for tid in tids {
             // A thread that ended since the listing is no error: it has nothing to count.
             let opened = self.open_thread(tid, rings, ncpu, &mut target, perf);
             match opened {
@@ -407,8 +417,10 @@ impl Plan {
         perf: &dyn CountingEvents,
     ) -> io::Result<()> {
         let threads_only = !self.descendants;
+        // A thread PMC inherits only with PMC_F_THREAD_INHERIT.
+        let inherit = self.thread.is_none_or(|(_, inherit)| inherit);
         let Some(sampling) = self.sampling else {
-            let scope = Scope::Thread { tid, inherit: true, threads_only };
+            let scope = Scope::Thread { tid, inherit, threads_only };
             let mut events = Vec::new();
             for placement in &self.placements {
                 let request =
@@ -426,7 +438,7 @@ impl Plan {
         let mut opened = Vec::new();
         // The rings are in the order of these CPUs for every thread.
         for (index, (cpu, attr)) in self.sampling_cpus(ncpu).into_iter().enumerate() {
-            let scope = Scope::ThreadOnCpu { pid: tid, cpu, threads_only };
+            let scope = Scope::ThreadOnCpu { pid: tid, cpu, inherit, threads_only };
             match target.rings.get(index).filter(|_| !first) {
                 None => {
                     let sampler = perf::open_sampler(attr, rings, scope, sampling)?;
@@ -795,6 +807,7 @@ mod tests {
             user: true,
             kernel: false,
             flags: PmcFlags::empty(),
+            thread: 0,
             reload: 0,
         };
         // A 12-bit event (0x1C7: bits 35:32 hold 1), unit mask, EDGE, INV, CMASK: perf's raw
@@ -818,6 +831,7 @@ mod tests {
             user: true,
             kernel: true,
             flags: PmcFlags::empty(),
+            thread: 0,
             reload,
         };
         let min = crate::host::CLOCK_MIN_PERIOD_NS;
@@ -845,6 +859,7 @@ mod tests {
             user: true,
             kernel: true,
             flags: PmcFlags::empty(),
+            thread: 0,
             reload: 1_000_000,
         };
         assert_eq!(perf::SOFTWARE_EVENTS[0].0, "cpu-clock");

@@ -283,6 +283,11 @@ impl Kernel for LinuxKernel {
         getpid()
     }
 
+    fn current_tid(&self) -> Option<hwpmc::Tid> {
+        // SAFETY: gettid has no arguments and cannot fail.
+        Some(unsafe { libc::gettid() })
+    }
+
     fn has_privilege(&self, privilege: Privilege) -> bool {
         let allowed = match privilege {
             Privilege::PmcSystem => euid() == 0 || may_count_cpus(),

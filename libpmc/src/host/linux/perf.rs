@@ -77,10 +77,10 @@ pub(crate) enum Scope {
     Thread { tid: i32, inherit: bool, threads_only: bool },
     /// Every process on one CPU.
     Cpu(u32),
-    /// One thread and the threads (and, unless `threads_only`, the processes) it creates, on
-    /// one CPU (sampling a process needs one ring per CPU: perf refuses to map an inherited
-    /// event that follows a task on every CPU).
-    ThreadOnCpu { pid: i32, cpu: u32, threads_only: bool },
+    /// One thread and, with `inherit`, the threads (and, unless `threads_only`, the processes)
+    /// it creates, on one CPU (sampling a process needs one ring per CPU: perf refuses to map an
+    /// inherited event that follows a task on every CPU).
+    ThreadOnCpu { pid: i32, cpu: u32, inherit: bool, threads_only: bool },
 }
 
 /// Sampling parameters.
@@ -114,8 +114,9 @@ fn builder(attr: EventAttr, rings: Rings, scope: Scope) -> Builder<'static> {
         Scope::Cpu(cpu) => {
             b.any_pid().one_cpu(cpu as usize);
         }
-        Scope::ThreadOnCpu { pid, cpu, threads_only } => {
-            b.observe_pid(pid).one_cpu(cpu as usize).inherit(true).inherit_thread(threads_only);
+        Scope::ThreadOnCpu { pid, cpu, inherit, threads_only } => {
+            b.observe_pid(pid).one_cpu(cpu as usize).inherit(inherit);
+            b.inherit_thread(inherit && threads_only);
         }
     }
     b

@@ -52,6 +52,7 @@ fn pmc(token: u64, event: HostedEvent, flags: PmcFlags, cpu: Option<u16>) -> Hos
         user: true,
         kernel: false,
         flags,
+        thread: 0,
         reload: 0,
     }
 }
