@@ -103,18 +103,28 @@ impl Pmc {
     /// second encoding one per core type (same row, handle and cell, so the counts of both add
     /// up in the cell); a thread PMC has that for each thread it counts.
     pub(crate) fn load_specs(&self, handle: PmcHandle, cell: u32) -> Vec<LoadSpec> {
+        let per_thread = self.core_type_specs(handle, cell);
+        if self.threads.is_empty() {
+            return per_thread.collect();
+        }
+        let each = |&tid: &Tid| per_thread.clone().map(move |spec| LoadSpec { tid, ..spec });
+        self.threads.iter().flat_map(each).collect()
+    }
+
+    /// Its spec for each core type it has an encoding of (one, or two on a hybrid machine),
+    /// for every thread.
+    fn core_type_specs(
+        &self,
+        handle: PmcHandle,
+        cell: u32,
+    ) -> impl Iterator<Item = LoadSpec> + Clone + use<'_> {
         let first = match self.second {
             Some(second) => self.load_spec(handle, cell, second.primary, self.config),
             None => self.load_spec(handle, cell, core_type_of(self.flags), self.config),
         };
         let second =
             self.second.map(|second| self.load_spec(handle, cell, second.other, second.config));
-        let per_thread = core::iter::once(first).chain(second);
-        if self.threads.is_empty() {
-            return per_thread.collect();
-        }
-        let each = |&tid: &Tid| per_thread.clone().map(move |spec| LoadSpec { tid, ..spec });
-        self.threads.iter().flat_map(each).collect()
+        core::iter::once(first).chain(second)
     }
 
     /// The spec of [`Pmc::load_specs`] a CPU of core type `core_type` loads, if any.
@@ -124,7 +134,13 @@ impl Pmc {
         cell: u32,
         core_type: u8,
     ) -> Option<LoadSpec> {
-        self.load_specs(handle, cell).into_iter().find(|spec| spec.runs_on(core_type))
+        // The first of `load_specs` that runs there, without making the list (the tick loads
+        // multiplexing turns with this).
+        let spec = self.core_type_specs(handle, cell).find(|spec| spec.runs_on(core_type))?;
+        Some(match self.threads.first() {
+            Some(&tid) => LoadSpec { tid, ..spec },
+            None => spec,
+        })
     }
 
     /// How to load `config` on the CPUs of `core_type` (0: every CPU).
