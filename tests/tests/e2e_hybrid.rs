@@ -5,7 +5,7 @@
 //! `forker`: the parent and its child each run hot (900 blocks of 10 000 instructions and 1 000
 //! branches), one on each CPU.
 
-use hwpmc_tests::{Host, pmcstat_env};
+use hwpmc_tests::{Host, Run, pmcstat_env};
 
 #[test]
 fn core_and_atom_counts_add_up_to_the_whole() {
@@ -27,15 +27,7 @@ fn core_and_atom_counts_add_up_to_the_whole() {
             "forker",
         ],
     );
-    run.assert_status(0);
-    let values: Vec<u64> = run
-        .stderr
-        .lines()
-        .nth(1)
-        .unwrap_or_default()
-        .split_whitespace()
-        .map(|v| v.parse().unwrap())
-        .collect();
+    let values = final_counts(&run);
     let [core, atom, all, core_br, atom_br] = values[..] else {
         panic!("five columns:\n{}", run.stderr)
     };
@@ -77,15 +69,7 @@ fn an_event_both_core_types_encode_differently_counts_with_each_ones_encoding() 
             "forker",
         ],
     );
-    run.assert_status(0);
-    let values: Vec<u64> = run
-        .stderr
-        .lines()
-        .nth(1)
-        .unwrap_or_default()
-        .split_whitespace()
-        .map(|v| v.parse().unwrap())
-        .collect();
+    let values = final_counts(&run);
     let [core, atom, both, core_only, atom_only] = values[..] else {
         panic!("five columns:\n{}", run.stderr)
     };
@@ -151,4 +135,12 @@ fn a_machine_of_one_core_type_encodes_events_once() {
     assert_eq!(value, "12600", "1 800 blocks:\n{}", run.stderr);
     let run = pmcstat_env(Host::Sim, &env, &["-p", "MEM_SCHEDULER_BLOCK.ALL", "forker"]);
     run.assert_status(0);
+}
+
+/// The counts of a successful counting run's final line (FreeBSD's layout: a header line, then
+/// one column per PMC).
+fn final_counts(run: &Run) -> Vec<u64> {
+    run.assert_status(0);
+    let line = run.stderr.lines().nth(1).unwrap_or_default();
+    line.split_whitespace().map(|v| v.parse().unwrap()).collect()
 }

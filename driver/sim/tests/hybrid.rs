@@ -43,6 +43,20 @@ fn cpus_of(m: &Machine, pid: i32) -> std::collections::BTreeSet<u32> {
     m.trace().iter().filter(|d| d.pid == pid).map(|d| d.cpu).collect()
 }
 
+/// Spawns `/bin/mover` as user `uid` (`passes` passes of `repeat` blocks of `block`), then the
+/// competitors that move it between the CPUs, and a root tool: (the mover's pid, the tool's).
+fn spawn_mover(m: &mut Machine, block: &Work, repeat: u64, passes: u64, uid: u32) -> (i32, i32) {
+    let block = block.clone();
+    let program = ProgramBuilder::new("/bin/mover")
+        .function("main", move |f| {
+            f.repeat(Ring::User, block.clone(), repeat).loop_to(0, passes).exit()
+        })
+        .build();
+    let pid = m.spawn(&program, Credentials::user(uid));
+    competitors(m);
+    (pid, m.spawn_tool(Credentials::root()))
+}
+
 fn config(event: ArchEvent) -> u32 {
     u32::from(event.event_select()) | u32::from(event.umask()) << 8 | 3 << 16
 }
@@ -135,12 +149,7 @@ fn the_classes_of_a_hybrid_machine_have_every_core_types_rows() {
 #[test]
 fn only_a_pmc_of_the_p_cores_takes_their_extra_counters() {
     let mut m = hybrid(PmuModel::alder_lake_p(), PmuModel::alder_lake_e(), 1, 1, 11);
-    let program = ProgramBuilder::new("/bin/mover")
-        .function("main", |f| f.repeat(Ring::User, work(), 5).loop_to(0, 300).exit())
-        .build();
-    let pid = m.spawn(&program, Credentials::user(1004));
-    competitors(&mut m);
-    let tool = m.spawn_tool(Credentials::root());
+    let (pid, tool) = spawn_mover(&mut m, &work(), 5, 300, 1004);
     let user = |e: ArchEvent| AllocateRequest::iap(config(e) & !(1 << 17));
     let (core, atom) = (PmcFlags::CORE_TYPE_CORE, PmcFlags::CORE_TYPE_ATOM);
     let alloc = |request: AllocateRequest| m.client(tool).allocate(request);
@@ -200,12 +209,7 @@ fn two_encodings() -> AllocateRequest {
 fn one_pmc_counts_with_each_core_types_encoding() {
     let mut m = hybrid(PmuModel::alder_lake_p(), PmuModel::alder_lake_e(), 1, 1, 13);
     let block = work().with_raw(0xAB, 0x01, 50).with_raw(0xCD, 0x02, 70);
-    let program = ProgramBuilder::new("/bin/mover")
-        .function("main", move |f| f.repeat(Ring::User, block.clone(), 5).loop_to(0, 300).exit())
-        .build();
-    let pid = m.spawn(&program, Credentials::user(1005));
-    competitors(&mut m);
-    let tool = m.spawn_tool(Credentials::root());
+    let (pid, tool) = spawn_mover(&mut m, &block, 5, 300, 1005);
     let both = m.client(tool).allocate(two_encodings()).unwrap();
     let p_only =
         AllocateRequest::iap(0xAB | 0x01 << 8 | 1 << 16).with_flags(PmcFlags::CORE_TYPE_CORE);
@@ -245,12 +249,7 @@ fn samples_of_a_mover(request: AllocateRequest, seed: u64) -> (usize, Machine) {
     use hwpmc_sim::kernel::SinkKind;
     let mut m = hybrid(PmuModel::alder_lake_p(), PmuModel::alder_lake_e(), 1, 1, seed);
     let block = work().with_raw(0xAB, 0x01, 50);
-    let program = ProgramBuilder::new("/bin/mover")
-        .function("main", move |f| f.repeat(Ring::User, block.clone(), 5).loop_to(0, 300).exit())
-        .build();
-    let pid = m.spawn(&program, Credentials::user(1008));
-    competitors(&mut m);
-    let tool = m.spawn_tool(Credentials::root());
+    let (pid, tool) = spawn_mover(&mut m, &block, 5, 300, 1008);
     let kernel = m.kernel().clone();
     let fd = kernel.open_sink(tool, SinkKind::Writable);
     m.client(tool).configure_log(fd).unwrap();
@@ -294,12 +293,7 @@ fn a_sampling_pmc_with_two_encodings_keeps_its_period_across_core_types() {
     use hwpmc_sim::kernel::SinkKind;
     let mut m = hybrid(PmuModel::alder_lake_p(), PmuModel::alder_lake_e(), 1, 1, 19);
     let block = work().with_raw(0xAB, 0x01, 50).with_raw(0xCD, 0x02, 70);
-    let program = ProgramBuilder::new("/bin/mover")
-        .function("main", move |f| f.repeat(Ring::User, block.clone(), 5).loop_to(0, 300).exit())
-        .build();
-    let pid = m.spawn(&program, Credentials::user(1007));
-    competitors(&mut m);
-    let tool = m.spawn_tool(Credentials::root());
+    let (pid, tool) = spawn_mover(&mut m, &block, 5, 300, 1007);
     let kernel = m.kernel().clone();
     let fd = kernel.open_sink(tool, SinkKind::Writable);
     m.client(tool).configure_log(fd).unwrap();
@@ -327,12 +321,7 @@ fn a_sampling_pmc_with_two_encodings_keeps_its_period_across_core_types() {
 fn a_multiplexed_pmc_with_two_encodings_has_exact_times() {
     let mut m = hybrid(PmuModel::alder_lake_p(), PmuModel::alder_lake_e(), 1, 1, 17);
     let block = work().with_raw(0xAB, 0x01, 50).with_raw(0xCD, 0x02, 70);
-    let program = ProgramBuilder::new("/bin/mover")
-        .function("main", move |f| f.repeat(Ring::User, block.clone(), 7).loop_to(0, 400).exit())
-        .build();
-    let pid = m.spawn(&program, Credentials::user(1006));
-    competitors(&mut m);
-    let tool = m.spawn_tool(Credentials::root());
+    let (pid, tool) = spawn_mover(&mut m, &block, 7, 400, 1006);
     let filler =
         AllocateRequest::iap(config(ArchEvent::Instructions)).with_flags(PmcFlags::MULTIPLEX);
     let mut ids: Vec<u32> = (0..11).map(|_| m.client(tool).allocate(filler).unwrap()).collect();
@@ -447,12 +436,7 @@ fn a_thread_moving_between_p_and_e_cores_is_counted_exactly() {
 #[test]
 fn multiplexed_pmcs_of_a_thread_moving_between_core_types_have_exact_times() {
     let mut m = hybrid(PmuModel::alder_lake_p(), PmuModel::alder_lake_e(), 1, 1, 5);
-    let program = ProgramBuilder::new("/bin/mover")
-        .function("main", |f| f.repeat(Ring::User, work(), 7).loop_to(0, 400).exit())
-        .build();
-    let pid = m.spawn(&program, Credentials::user(1002));
-    competitors(&mut m);
-    let tool = m.spawn_tool(Credentials::root());
+    let (pid, tool) = spawn_mover(&mut m, &work(), 7, 400, 1002);
     let request =
         AllocateRequest::iap(config(ArchEvent::Instructions)).with_flags(PmcFlags::MULTIPLEX);
     let ids: Vec<u32> = (0..24).map(|_| m.client(tool).allocate(request).unwrap()).collect();
@@ -480,12 +464,7 @@ fn multiplexed_pmcs_of_a_thread_moving_between_core_types_have_exact_times() {
 #[test]
 fn a_pmc_of_one_core_type_counts_only_on_that_core_type() {
     let mut m = hybrid(PmuModel::alder_lake_p(), PmuModel::alder_lake_e(), 1, 1, 9);
-    let program = ProgramBuilder::new("/bin/mover")
-        .function("main", |f| f.repeat(Ring::User, work(), 5).loop_to(0, 300).exit())
-        .build();
-    let pid = m.spawn(&program, Credentials::user(1003));
-    competitors(&mut m);
-    let tool = m.spawn_tool(Credentials::root());
+    let (pid, tool) = spawn_mover(&mut m, &work(), 5, 300, 1003);
     let instructions = AllocateRequest::iap(config(ArchEvent::Instructions));
     let everywhere = m.client(tool).allocate(instructions).unwrap();
     let p_only =
