@@ -287,7 +287,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Owners of running system-sampling PMCs: they see every process (FreeBSD's
     /// `pmc_ss_owners`).
     fn ss_owners(&self) -> Vec<Pid> {
-        let core = self.core.lock(&self.kernel);
+        Self::ss_owners_of(&self.core.lock(&self.kernel))
+    }
+
+    /// [`Self::ss_owners`], with the bookkeeping lock held.
+    fn ss_owners_of(core: &Core) -> Vec<Pid> {
         let mut owners: Vec<Pid> = core
             .handles()
             .filter_map(|h| core.pmc(h))
@@ -419,12 +423,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// before the new thread runs). Inheriting thread PMCs (`PmcFlags::THREAD_INHERIT`) that
     /// count the creator count it too.
     pub fn thread_create(&self, pid: Pid, tid: Tid) {
-        if let Some(creator) = self.calling_thread(pid) {
-            if self.core.lock(&self.kernel).thread_created(pid, creator, tid) {
-                self.publish_loads(&[pid]);
-            }
+        let creator = self.calling_thread(pid);
+        // One lock for the inheriting thread PMCs and the THR_CREATE audience.
+        let (inherited, owners) = {
+            let mut core = self.core.lock(&self.kernel);
+            let inherited = creator.is_some_and(|c| core.thread_created(pid, c, tid));
+            (inherited, Self::ss_owners_of(&core))
+        };
+        if inherited {
+            self.publish_loads(&[pid]);
         }
-        let owners = self.ss_owners();
         if owners.is_empty() {
             return;
         }
@@ -439,14 +447,19 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// after). Thread PMCs stop counting it (what it counted until it leaves its CPU is kept);
     /// those that counted it alone are detached (unloaded at once, their counts readable).
     pub fn thread_exit(&self, pid: Pid, tid: Tid) {
-        let (changed, orphaned) = self.core.lock(&self.kernel).thread_exited(pid, tid);
+        // One lock for the thread PMCs counting it and the THR_EXIT audience.
+        let (changed, orphaned, owners) = {
+            let mut core = self.core.lock(&self.kernel);
+            let (changed, orphaned) = core.thread_exited(pid, tid);
+            (changed, orphaned, Self::ss_owners_of(&core))
+        };
         if changed {
             self.publish_loads(&[pid]);
         }
         for handle in orphaned {
             self.detach_targets(handle, &[pid]);
         }
-        for owner in self.ss_owners() {
+        for owner in owners {
             self.log_record(owner, &Record::ThrExit(ThrExit { tid }));
         }
     }

@@ -9,25 +9,13 @@ use hwpmc_tests::{Host, Run, pmcstat_env};
 
 #[test]
 fn core_and_atom_counts_add_up_to_the_whole() {
-    let run = pmcstat_env(
-        Host::Sim,
-        &[("PMC_SIM_MODEL", "alderlake")],
-        &[
-            "-d",
-            "-p",
-            "cpu_core/INST_RETIRED.ANY_P/",
-            "-p",
-            "cpu_atom/INST_RETIRED.ANY_P/",
-            "-p",
-            "instructions",
-            "-p",
-            "cpu_core/BR_INST_RETIRED.ALL_BRANCHES/",
-            "-p",
-            "cpu_atom/BR_INST_RETIRED.ALL_BRANCHES/",
-            "forker",
-        ],
-    );
-    let values = final_counts(&run);
+    let (run, values) = count_forker_on_alder_lake(&[
+        "cpu_core/INST_RETIRED.ANY_P/",
+        "cpu_atom/INST_RETIRED.ANY_P/",
+        "instructions",
+        "cpu_core/BR_INST_RETIRED.ALL_BRANCHES/",
+        "cpu_atom/BR_INST_RETIRED.ALL_BRANCHES/",
+    ]);
     let [core, atom, all, core_br, atom_br] = values[..] else {
         panic!("five columns:\n{}", run.stderr)
     };
@@ -51,25 +39,13 @@ fn a_core_type_the_machine_lacks_is_refused() {
 /// plus 4 per block on the E-core, exactly what `cpu_core/` and `cpu_atom/` count together.
 #[test]
 fn an_event_both_core_types_encode_differently_counts_with_each_ones_encoding() {
-    let run = pmcstat_env(
-        Host::Sim,
-        &[("PMC_SIM_MODEL", "alderlake")],
-        &[
-            "-d",
-            "-p",
-            "cpu_core/INST_RETIRED.ANY_P/",
-            "-p",
-            "cpu_atom/INST_RETIRED.ANY_P/",
-            "-p",
-            "BACLEARS.ANY",
-            "-p",
-            "cpu_core/BACLEARS.ANY/",
-            "-p",
-            "cpu_atom/BACLEARS.ANY/",
-            "forker",
-        ],
-    );
-    let values = final_counts(&run);
+    let (run, values) = count_forker_on_alder_lake(&[
+        "cpu_core/INST_RETIRED.ANY_P/",
+        "cpu_atom/INST_RETIRED.ANY_P/",
+        "BACLEARS.ANY",
+        "cpu_core/BACLEARS.ANY/",
+        "cpu_atom/BACLEARS.ANY/",
+    ]);
     let [core, atom, both, core_only, atom_only] = values[..] else {
         panic!("five columns:\n{}", run.stderr)
     };
@@ -137,10 +113,17 @@ fn a_machine_of_one_core_type_encodes_events_once() {
     run.assert_status(0);
 }
 
-/// The counts of a successful counting run's final line (FreeBSD's layout: a header line, then
-/// one column per PMC).
-fn final_counts(run: &Run) -> Vec<u64> {
+/// `pmcstat -d -p EVENT… forker` on the simulated Alder Lake: the run, and the counts of its
+/// final line (FreeBSD's layout: a header line, then one column per PMC).
+fn count_forker_on_alder_lake(events: &[&str]) -> (Run, Vec<u64>) {
+    let mut args = vec!["-d"];
+    for event in events {
+        args.extend(["-p", event]);
+    }
+    args.push("forker");
+    let run = pmcstat_env(Host::Sim, &[("PMC_SIM_MODEL", "alderlake")], &args);
     run.assert_status(0);
     let line = run.stderr.lines().nth(1).unwrap_or_default();
-    line.split_whitespace().map(|v| v.parse().unwrap()).collect()
+    let counts = line.split_whitespace().map(|v| v.parse().unwrap()).collect();
+    (run, counts)
 }
