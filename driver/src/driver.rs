@@ -311,6 +311,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub(crate) fn load_pmc(&self, cpu: Cpu, handle: PmcHandle, pmc: &Pmc, pid: Pid, cell: u32) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         let Some(slot) = state.slots.get(pmc.slot_row as usize) else { return };
+        // A PMC of the thread running here joins what its switch-out unloads, so nothing may
+        // stay parked; a system PMC needs its slot only.
+        if state.has_parked() && (pid >= 0 || slot.handle().is_some()) {
+            self.evict_parked(state);
+        }
         let Some(spec) = pmc.load_spec_on(handle, cell, state.core_type) else { return };
         let counters = self.program_pmc(state, slot, &spec, pmc.start, pid);
         if pid >= 0 && pid == state.current_pid() {

@@ -51,11 +51,21 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     #[inline(never)]
     fn load_process_pmcs(&self, cpu: Cpu, state: &PerCpu, pid: Pid) {
         let Some(table) = self.load_table(cpu) else { return };
+        if self.restart_parked(state, pid, table.version()) {
+            return;
+        }
         let Some(map) = table.read() else { return };
+        if state.has_parked() {
+            self.evict_parked(state);
+        }
         let Some(image) = map.get(pid) else { return };
         let free = (state.published.counters().bits() & image.counters().bits()) == 0;
         let to_start = if free && !image.by_thread() {
-            self.load_image(state, image, pid)
+            let to_start = self.load_image(state, image, pid);
+            if image.parkable() && state.parks {
+                state.loaded_parkable(map.version());
+            }
+            to_start
         } else {
             // A counter of the image holds another PMC (which the rows' dispositions rule
             // out), or the process has thread PMCs: PMC by PMC, those of this thread.
@@ -163,6 +173,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// the interrupt path with one store, then folds each PMC and hands its count back.
     #[inline(never)]
     fn unload_process_pmcs(&self, state: &PerCpu, pid: Pid, tid: Tid) {
+        if state.may_park() {
+            self.park(state, pid);
+            return;
+        }
         self.mux_switch_out(state, pid);
         let undo = state.take_undo();
         if undo & UNDO_RDPMC != 0 {
@@ -196,7 +210,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// interrupt path, its counter stopped and unprogrammed) if it is `pid`'s, and hands what it
     /// counted back to its credit cell.
     #[inline(always)]
-    fn unload_slot(&self, slot: &Slot, pid: Pid, tid: Tid) {
+    pub(crate) fn unload_slot(&self, slot: &Slot, pid: Pid, tid: Tid) {
         let Some(handle) = slot.handle() else { return };
         if slot.pid() != pid {
             return;

@@ -70,6 +70,14 @@
 //!   A process with thread PMCs (`PmcFlags::THREAD`) has no image: its switch-in goes through
 //!   the same immutable load list PMC by PMC, loading those of the thread that switches in
 //!   (still no lock, nothing allocated).
+//!   A switch-out whose thread had only counting PMCs loaded (on hardware counters or
+//!   software events, logging nothing, without multiplexing or RDPMC) *parks* them instead
+//!   (`parking.rs`): it stops the counters and hides the slots, and leaves them claimed and
+//!   programmed. A switch-in of the same process on that CPU under the same image map only
+//!   publishes and starts them again; anything else that loads PMCs there evicts them first
+//!   (their counts go to the credit cells as at a switch-out), and a system call finds a parked
+//!   PMC's slot as it finds a running one's. A kernel calls [`Driver::cpu_offline`] on a CPU
+//!   that stops running threads.
 //! * **Locks** (each CPU's frame buffer, the bookkeeping, the logs; taken in that order) are
 //!   spin locks held inside the critical section the kernel provides
 //!   ([`Kernel::enter_critical_section`]), so a kernel can make them preemption- and
@@ -139,6 +147,7 @@ mod log;
 mod logging;
 mod mux;
 mod ops;
+mod parking;
 mod percpu;
 mod sample;
 mod shared_regs;

@@ -27,6 +27,7 @@ use crate::class::{HwConfig, RowCounter};
 use crate::kernel::{Pid, Tid};
 use crate::mux::NOT_MULTIPLEXED;
 use crate::percpu::{PmcHandle, SampleFlags};
+use crate::sync::{AtomicU64, Ordering};
 
 /// How to load one PMC on its row: all the context-switch hook needs, without looking the PMC
 /// up.
@@ -156,6 +157,10 @@ pub(crate) struct LoadImage {
     /// Whether the process has thread PMCs: it has no image then (the rest is empty), and a
     /// switch-in loads its specs one by one for the thread that switches in.
     by_thread: bool,
+    /// Whether a switch-out may park it (see [`crate::parking`]): counting PMCs on hardware
+    /// counters or software events only, that log nothing, with no RDPMC, multiplexing or
+    /// thread PMCs.
+    parkable: bool,
     /// The list it was made from (an unchanged list keeps its image).
     specs: Arc<[LoadSpec]>,
 }
@@ -176,6 +181,7 @@ impl LoadImage {
             user_rdpmc: false,
             multiplexed: specs.iter().any(|s| s.turn != NOT_MULTIPLEXED),
             by_thread: specs.iter().any(|s| s.tid != ALL_THREADS),
+            parkable: false,
             specs: Arc::clone(specs),
         };
         if image.by_thread {
@@ -202,6 +208,14 @@ impl LoadImage {
                 (armed, _) => image.others.push((entry, armed)),
             }
         }
+        // A parked software counter counts nothing (its slot is hidden from the events); a TSC
+        // would go on.
+        image.parkable = !image.multiplexed
+            && !image.user_rdpmc
+            && image.hardware.iter().all(|(e, _)| e.sample_flags.is_plain_counting())
+            && image.others.iter().all(|(e, armed)| {
+                e.sample_flags.is_plain_counting() && matches!(armed, HwConfig::Soft { .. })
+            });
         image
     }
 
@@ -242,6 +256,12 @@ impl LoadImage {
     #[inline]
     pub(crate) fn multiplexed(&self) -> bool {
         self.multiplexed
+    }
+
+    /// Whether a switch-out may park it (see [`crate::parking`]).
+    #[inline]
+    pub(crate) fn parkable(&self) -> bool {
+        self.parkable
     }
 
     /// Whether the process has thread PMCs (and so no image: see [`LoadImage::specs`]).
@@ -331,6 +351,9 @@ impl ImageMap {
 #[derive(Debug, Default)]
 pub(crate) struct LoadTable {
     map: spin::Mutex<Arc<ImageMap>>,
+    /// The version of `map`, for a switch-in that only needs to know whether it changed
+    /// (written with `map`, on this CPU).
+    version: AtomicU64,
 }
 
 impl LoadTable {
@@ -347,7 +370,18 @@ impl LoadTable {
     /// CPU.
     pub(crate) fn install(&self, map: Arc<ImageMap>) -> Arc<ImageMap> {
         let mut current = self.map.lock();
-        if map.version > current.version { core::mem::replace(&mut *current, map) } else { map }
+        if map.version > current.version {
+            self.version.store(map.version, Ordering::Relaxed);
+            core::mem::replace(&mut *current, map)
+        } else {
+            map
+        }
+    }
+
+    /// The version of the image map this CPU's hooks read (called on this CPU).
+    #[inline]
+    pub(crate) fn version(&self) -> u64 {
+        self.version.load(Ordering::Relaxed)
     }
 }
 

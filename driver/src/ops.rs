@@ -873,6 +873,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             (self.cpus[cpu as usize].current_pid(), self.cpus[cpu as usize].current_tid());
         let core = self.core.lock(&self.kernel);
         let Some(pmc) = core.pmc(handle) else { return };
+        // What another process parked here leaves first (see `crate::parking`).
+        if let Some(state) = self.cpus.get(cpu as usize).filter(|s| s.has_parked()) {
+            self.evict_parked(state);
+        }
         let free = self.slot(cpu, pmc.slot_row).is_some_and(|s| s.handle().is_none());
         if pmc.is_running() && pmc.targets.contains(&pid) && pmc.counts_thread(tid) && free {
             let cell = pmc.cell_of(pid).unwrap_or(NO_CELL);

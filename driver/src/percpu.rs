@@ -451,6 +451,12 @@ pub(crate) const UNDO_RDPMC: u8 = 1;
 pub(crate) const UNDO_MUX: u8 = 2;
 /// [`PerCpu`]'s undo bit: PMCs are loaded here for the thread running now.
 pub(crate) const UNDO_PMCS: u8 = 4;
+/// [`PerCpu`]'s undo bit: what is loaded here is a parkable image (see [`crate::parking`]) and
+/// nothing else, so the switch-out may park it.
+pub(crate) const UNDO_PARK: u8 = 8;
+
+/// [`PerCpu::parked_pid`] when nothing is parked.
+const NOBODY: Pid = -1;
 
 /// The state of one CPU, on cache lines of its own (other CPUs' writes never invalidate it).
 #[repr(align(64))]
@@ -480,6 +486,12 @@ pub(crate) struct PerCpu {
     pub(crate) current_counters: AtomicU64,
     /// The hardware counters whose slots the interrupt path may fold.
     pub(crate) published: PublishedCounters,
+    /// The process whose PMCs the last switch-out here parked (see [`crate::parking`]), or
+    /// [`NOBODY`]. What is parked stays in `current_counters` and `current_rows`, claimed and
+    /// programmed, its counters stopped and everything hidden from the interrupt path.
+    parked_pid: AtomicI32,
+    /// The version of the image map the parkable image loaded here came from.
+    loaded_version: AtomicU64,
     /// Samples the performance-monitoring interrupt leaves for the drain: its only producer.
     pub(crate) ring: SampleRing,
     /// Samples software events leave for the drain: its only producer is
@@ -500,6 +512,8 @@ pub(crate) struct PerCpu {
     pub(crate) mux: crate::mux::MuxCpu,
     /// The core type of this CPU on a hybrid machine ([`PmuBackend::core_type`]), 0 otherwise.
     pub(crate) core_type: u8,
+    /// Whether switch-outs here may park PMCs ([`PmuBackend::stop_keeps_program`]).
+    pub(crate) parks: bool,
 }
 
 impl PerCpu {
@@ -529,6 +543,7 @@ impl PerCpu {
         }
         let current_rows = slots.iter().map(|_| AtomicU32::new(0)).collect();
         let core_type = backend.core_type(&pmu);
+        let parks = backend.stop_keeps_program(&pmu);
         PerCpu {
             slots,
             pmu,
@@ -539,6 +554,8 @@ impl PerCpu {
             undo: AtomicU8::new(0),
             current_counters: AtomicU64::new(0),
             published: PublishedCounters::default(),
+            parked_pid: AtomicI32::new(NOBODY),
+            loaded_version: AtomicU64::new(0),
             ring,
             soft_ring,
             pending: PendingTable::new(PENDING_USER_SAMPLES),
@@ -548,6 +565,7 @@ impl PerCpu {
             current_tid: AtomicI32::new(-1),
             mux: crate::mux::MuxCpu::default(),
             core_type,
+            parks,
         }
     }
 
@@ -555,7 +573,10 @@ impl PerCpu {
     /// one) was loaded for the thread running here.
     #[inline]
     pub(crate) fn add_current(&self, row: u32, counters: CounterMask) {
-        self.loaded_pmcs();
+        // What the thread runs with is no longer only a parkable image (see `loaded_parkable`).
+        // Only this CPU writes the word, and an interrupt never does.
+        let undo = self.undo.load(Ordering::Relaxed);
+        self.undo.store((undo | UNDO_PMCS) & !UNDO_PARK, Ordering::Relaxed);
         if !counters.is_empty() {
             self.current_counters.fetch_or(counters.bits(), Ordering::Relaxed);
             return;
@@ -667,6 +688,75 @@ impl PerCpu {
     #[inline]
     pub(crate) fn take_current_counters(&self) -> CounterMask {
         CounterMask::from_bits(self.current_counters.swap(0, Ordering::Relaxed))
+    }
+
+    /// The hardware counters loaded for the thread running here (or parked here).
+    #[inline]
+    pub(crate) fn running_counters(&self) -> CounterMask {
+        CounterMask::from_bits(self.current_counters.load(Ordering::Relaxed))
+    }
+
+    /// The rows without a hardware counter loaded for the thread running here (or parked
+    /// here), left as they are.
+    #[inline]
+    pub(crate) fn running_rows(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
+        let len = self.current_len.load(Ordering::Relaxed);
+        let rows = self.current_rows.get(..len).unwrap_or_default();
+        rows.iter().map(|r| r.load(Ordering::Relaxed))
+    }
+
+    /// Whether the switch-out of the thread running here may park what it loaded: a parkable
+    /// image, and nothing loaded since (no multiplexing, no RDPMC either).
+    #[inline]
+    pub(crate) fn may_park(&self) -> bool {
+        self.undo.load(Ordering::Relaxed) == UNDO_PMCS | UNDO_PARK
+    }
+
+    /// Records that what was loaded here for the thread running now is the parkable image of
+    /// image map `version` (after [`PerCpu::add_current`], which clears the mark).
+    #[inline]
+    pub(crate) fn loaded_parkable(&self, version: u64) {
+        self.loaded_version.store(version, Ordering::Relaxed);
+        // Only this CPU writes the word, and an interrupt never does.
+        let undo = self.undo.load(Ordering::Relaxed);
+        self.undo.store(undo | UNDO_PMCS | UNDO_PARK, Ordering::Relaxed);
+    }
+
+    /// Parks what is loaded for process `pid` (its hardware counters stopped, and everything
+    /// hidden from the interrupt path): it stays as it is, and the thread leaving undoes
+    /// nothing more.
+    #[inline]
+    pub(crate) fn park(&self, pid: Pid) {
+        self.parked_pid.store(pid, Ordering::Relaxed);
+        self.undo.store(0, Ordering::Relaxed);
+    }
+
+    /// Takes back what is parked here for process `pid` as the running thread's, if it was
+    /// loaded from image map `version` (nothing can have changed it then: a system call that
+    /// unloads a PMC from here publishes a newer map first), and returns its hardware counters;
+    /// the switch-out may park it again. `None` otherwise (the caller then evicts it).
+    #[inline]
+    pub(crate) fn unpark(&self, pid: Pid, version: u64) -> Option<CounterMask> {
+        if self.parked_pid.load(Ordering::Relaxed) != pid
+            || self.loaded_version.load(Ordering::Relaxed) != version
+        {
+            return None;
+        }
+        self.parked_pid.store(NOBODY, Ordering::Relaxed);
+        self.undo.store(UNDO_PMCS | UNDO_PARK, Ordering::Relaxed);
+        Some(self.running_counters())
+    }
+
+    /// Whether PMCs are parked here.
+    #[inline]
+    pub(crate) fn has_parked(&self) -> bool {
+        self.parked_pid.load(Ordering::Relaxed) != NOBODY
+    }
+
+    /// Forgets that PMCs are parked here (they are being evicted); returns their process.
+    #[inline]
+    pub(crate) fn take_parked(&self) -> Pid {
+        self.parked_pid.swap(NOBODY, Ordering::Relaxed)
     }
 
     /// Records that thread `tid` of process `pid` runs here now (switch-in).

@@ -1,10 +1,12 @@
 //! Offcore response end to end: the driver checks `pm_iap_rsp` against the model's
 //! MSR_OFFCORE_RSP_0/1, claims the MSR per CPU, writes it while the counter counts and clears it
-//! after; the simulated CPU counts the requests the value selects and faults on reserved bits.
+//! when the PMC is unloaded (a switch-out parks it: stopped, still programmed); the simulated CPU
+//! counts the requests the value selects and faults on reserved bits.
 
 use hwpmc::Tunables;
 use hwpmc::abi::Mode;
 use hwpmc::errno::Errno;
+use hwpmc_sim::pmu::msr::IA32_PERF_GLOBAL_CTRL;
 use hwpmc_sim::pmu::{Ring, Work};
 use hwpmc_sim::{AllocateRequest, Credentials, PmcClient, PmuModel, SimDriver, load_driver};
 
@@ -57,8 +59,8 @@ fn offcore_events_count_the_requests_their_response_values_select() {
         assert_eq!(pmu().read_msr(MSR_OFFCORE_RSP_1), Ok(DEMAND_RFO_ANY));
         pmu().retire_repeated(ring, &work(), repeat);
         driver.switch_out(cpu as u32, pid, tid);
-        assert_eq!(pmu().read_msr(MSR_OFFCORE_RSP_0), Ok(0), "cleared when unloaded");
-        assert_eq!(pmu().read_msr(MSR_OFFCORE_RSP_1), Ok(0));
+        // Parked for the process (see the driver's `parking.rs`): stopped, still programmed.
+        assert_eq!(pmu().read_msr(IA32_PERF_GLOBAL_CTRL), Ok(0), "stopped on {cpu}");
     }
     let truth = |response| {
         (0..2)
@@ -69,6 +71,13 @@ fn offcore_events_count_the_requests_their_response_values_select() {
     assert_eq!(truth(DEMAND_DATA_ANY), 5 * 17);
     assert_eq!(client.read(data).unwrap(), truth(DEMAND_DATA_ANY));
     assert_eq!(client.read(rfo).unwrap(), truth(DEMAND_RFO_ANY));
+    client.release(data).unwrap();
+    client.release(rfo).unwrap();
+    for cpu in 0..2 {
+        let pmu = hw.pmu(cpu);
+        assert_eq!(pmu.read_msr(MSR_OFFCORE_RSP_0), Ok(0), "cleared when unloaded from {cpu}");
+        assert_eq!(pmu.read_msr(MSR_OFFCORE_RSP_1), Ok(0));
+    }
     hw.assert_no_faults();
 }
 

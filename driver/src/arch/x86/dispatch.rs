@@ -137,6 +137,14 @@ impl PmuBackend for X86Backend {
         }
     }
 
+    fn stop_keeps_program(&self, cpu: &X86Cpu) -> bool {
+        if self.amd {
+            self.amd_backend.stop_keeps_program(&cpu.amd)
+        } else {
+            self.intel.stop_keeps_program(&cpu.intel)
+        }
+    }
+
     fn apply_tunables(&mut self, tunables: &crate::kernel::Tunables) {
         self.intel.apply_tunables(tunables);
         self.amd_backend.apply_tunables(tunables);

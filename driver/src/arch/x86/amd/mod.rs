@@ -108,6 +108,12 @@ impl PmuBackend for AmdBackend {
         0
     }
 
+    fn stop_keeps_program(&self, _cpu: &AmdCpu) -> bool {
+        // PerfMonV2 stops counters through its global control, the legacy counters by their
+        // enable bits, which `start` sets again from the control images.
+        true
+    }
+
     /// No PMU tunable concerns AMD's core counters (they have no freeze on PMI).
     fn apply_tunables(&mut self, _tunables: &crate::kernel::Tunables) {}
 

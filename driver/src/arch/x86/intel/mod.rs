@@ -263,6 +263,11 @@ impl PmuBackend for IntelBackend {
         cpu.pmu.and_then(|p| p.core_type).map_or(0, CoreType::code)
     }
 
+    fn stop_keeps_program(&self, cpu: &IntelCpu) -> bool {
+        // Perfmon v2 on stops counters through GLOBAL_CTRL; v1 has only their enable bits.
+        cpu.global.is_some()
+    }
+
     fn row_counter(&self, cpu: &IntelCpu, class: Class, index: u32) -> Option<IntelCounter> {
         let pmu = cpu.pmu.as_ref()?;
         let common = self.common.as_ref()?;
