@@ -979,6 +979,35 @@ mod loom_models {
     }
 
     #[test]
+    fn a_parked_slot_published_again_is_the_same_whole_claim_to_the_interrupt() {
+        loom::model(|| {
+            // A switch-in loads a counter, its switch-out parks it (hides it, the slot stays
+            // claimed), the next switch-in of the process publishes it again without claiming,
+            // and an eviction empties it; the interrupt may come anywhere.
+            let slot = Arc::new(Slot::with_mask(0xFF));
+            let published = Arc::new(PublishedCounters::default());
+            let counter = CounterMask::from_bits(0b1);
+            let switches = {
+                let (slot, published) = (Arc::clone(&slot), Arc::clone(&published));
+                thread::spawn(move || {
+                    slot.claim(PmcHandle::new(4, 1), 7, (0xF0, 0xF8), SampleFlags::default(), 3);
+                    published.publish(counter);
+                    published.unpublish(counter);
+                    published.publish(counter);
+                    published.unpublish(counter);
+                    slot.release();
+                })
+            };
+            if published.contains(0) {
+                let whole = (slot.start(), slot.pid(), slot.cell(), slot.handle().is_some());
+                assert_eq!(whole, (0xF0, 7, 3, true));
+            }
+            switches.join().unwrap();
+            assert!(!published.contains(0) && slot.handle().is_none());
+        });
+    }
+
+    #[test]
     fn publishing_one_cpu_s_counters_leaves_the_others_bits_as_they_are() {
         loom::model(|| {
             // A system PMC's counter (bit 4) stays published while a process's come and go.
