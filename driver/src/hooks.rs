@@ -42,6 +42,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         // then looks at the running pids: one of the two sees the other, so a PMC started while
         // its target switches in is loaded by one of them.
         if self.may_have_running_pmcs(pid) {
+            self.load_or_restart(cpu, state, pid);
+        }
+    }
+
+    /// [`Self::switch_in`] of a process that may have running PMCs: starts again what this CPU
+    /// parked for it (see `parking.rs`), or loads its image.
+    // Out of line, so that `switch_in` stays as short for a thread without PMCs (a tail call).
+    #[inline(never)]
+    fn load_or_restart(&self, cpu: Cpu, state: &PerCpu, pid: Pid) {
+        if !self.restart_parked(cpu, state, pid) {
             self.load_process_pmcs(cpu, state, pid);
         }
     }
@@ -51,9 +61,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     #[inline(never)]
     fn load_process_pmcs(&self, cpu: Cpu, state: &PerCpu, pid: Pid) {
         let Some(table) = self.load_table(cpu) else { return };
-        if self.restart_parked(state, pid, table.version()) {
-            return;
-        }
         let Some(map) = table.read() else { return };
         if state.has_parked() {
             self.evict_parked(state);
@@ -63,7 +70,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let to_start = if free && !image.by_thread() {
             let to_start = self.load_image(state, image, pid);
             if image.parkable() && state.parks {
-                state.loaded_parkable(map.version());
+                state.loaded_parkable(pid, map.version());
             }
             to_start
         } else {
@@ -90,7 +97,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// control registers in one pass and starts them, then loads the other rows. Returns the
     /// counters still to start (those the other rows programmed: none, as their PMCs are
     /// software ones).
-    #[inline]
+    // Inlined into its one caller: a call of its own costs a second prologue per switch-in.
+    #[inline(always)]
     fn load_image(&self, state: &PerCpu, image: &LoadImage, pid: Pid) -> CounterMask {
         for (entry, counter) in image.hardware() {
             let Some(slot) = state.slots.get(entry.row as usize) else { continue };
@@ -161,7 +169,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub fn switch_out(&self, cpu: Cpu, pid: Pid, tid: Tid) {
         let Some(state) = self.cpus.get(cpu as usize) else { return };
         if state.holds_anything() {
-            self.unload_process_pmcs(state, pid, tid);
+            // Parking (see `parking.rs`) is short enough to stay in the hook.
+            if state.may_park() {
+                self.park(state, pid);
+            } else {
+                self.unload_process_pmcs(state, pid, tid);
+            }
         }
         // After the counters stopped: a PMI served while they are being stopped (an NMI can
         // land anywhere in the scheduler) samples the thread that is still leaving.
@@ -173,10 +186,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// the interrupt path with one store, then folds each PMC and hands its count back.
     #[inline(never)]
     fn unload_process_pmcs(&self, state: &PerCpu, pid: Pid, tid: Tid) {
-        if state.may_park() {
-            self.park(state, pid);
-            return;
-        }
+        state.left(pid);
         self.mux_switch_out(state, pid);
         let undo = state.take_undo();
         if undo & UNDO_RDPMC != 0 {

@@ -6,10 +6,14 @@
 //! PMCs at every switch-out and loading them again at every switch-in costs, per PMC, a counter
 //! read and write and a control register cleared and written again, beside the driver's own
 //! work. So a switch-out whose thread had only a *parkable* image loaded (counting PMCs on
-//! hardware counters that log nothing at context switches, no multiplexing, no RDPMC, no thread
-//! PMCs: see [`LoadImage::parkable`](crate::loads::LoadImage::parkable)) stops the counters and
-//! hides them from the interrupt path, and leaves the slots claimed and the control registers
-//! programmed: the PMCs are *parked* there for their process.
+//! hardware counters or software events that log nothing at context switches, no multiplexing,
+//! no RDPMC, no thread PMCs: see [`LoadImage::parkable`](crate::loads::LoadImage::parkable)),
+//! of a process that came back to this CPU with no other process's PMCs loaded here in between
+//! (the last switch-out here that unloaded PMCs was its own), stops the counters and hides them
+//! from the interrupt path, and leaves the slots claimed and the control registers programmed:
+//! the PMCs are *parked* there for their process. Processes that take turns on a CPU with PMCs
+//! of their own are not parked: each switch-in would only evict what the other left, which costs
+//! more than unloading at the switch-out.
 //!
 //! * The next switch-in of a thread of that process on this CPU, if the CPU's image map is still
 //!   the one they were loaded from (so the process's load list did not change), publishes and
@@ -23,12 +27,14 @@
 //!   ([`Kernel::run_on_cpu`](crate::Kernel::run_on_cpu)), which forgets it here.
 //! * A CPU going offline evicts what it parked ([`Driver::cpu_offline`]).
 //!
-//! A parked counter is stopped, so nothing it counts belongs to another process, and its count
-//! is exact: if it overflowed just before it stopped and the interrupt came after it was hidden,
-//! its overflow is acknowledged without a reload and the counter goes on from where it wrapped,
-//! which the modular fold still counts exactly (a counting PMC is loaded at most half its
-//! counter's range from the overflow). A sampling PMC is never parked: its lost overflow would
-//! delay its next sample by a whole counter range.
+//! A parked counter is stopped, so nothing it counts belongs to another process. If it
+//! overflowed just before it stopped and the interrupt is served only after it was hidden (an
+//! NMI held up by another one), the overflow is acknowledged without a reload and the counter
+//! goes on from where it wrapped. The modular fold still counts that exactly if the PMC is
+//! unloaded or evicted before it counts 2^(width − 1) more events (at least 2^47 on today's
+//! 48-bit counters: hours of a CPU's cycles); its next overflow comes a whole counter range
+//! later, too late to fold it. A sampling PMC is never parked: its lost overflow would delay its
+//! next sample by a whole counter range.
 
 use crate::driver::Driver;
 use crate::hw::Hardware;
@@ -55,12 +61,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         state.park(pid);
     }
 
-    /// Switch-in of process `pid` on `state`'s CPU, whose image map is at `version`: starts
-    /// again what the CPU parked for it, if it was loaded from that map. Returns whether it did
-    /// (the caller otherwise evicts what is parked and loads the image).
+    /// Switch-in of process `pid` on `state`'s CPU `cpu`: starts again what the CPU parked for
+    /// it, if it was loaded from the image map the CPU has now. Returns whether it did (the
+    /// caller otherwise evicts what is parked and loads the image).
     #[inline]
-    pub(crate) fn restart_parked(&self, state: &PerCpu, pid: Pid, version: u64) -> bool {
-        let Some(counters) = state.unpark(pid, version) else { return false };
+    pub(crate) fn restart_parked(&self, cpu: Cpu, state: &PerCpu, pid: Pid) -> bool {
+        let Some(table) = self.load_table(cpu) else { return false };
+        let Some(counters) = state.unpark(pid, table.version()) else { return false };
         state.published.publish(counters);
         for row in state.running_rows() {
             if let Some(slot) = state.slots.get(row as usize) {

@@ -492,6 +492,10 @@ pub(crate) struct PerCpu {
     parked_pid: AtomicI32,
     /// The version of the image map the parkable image loaded here came from.
     loaded_version: AtomicU64,
+    /// The process the last switch-out that had PMCs to unload here was of: a process that
+    /// comes back to this CPU with nobody measured in between is parked at its next switch-out,
+    /// one that found another process's PMCs here is not (see [`crate::parking`]).
+    last_left: AtomicI32,
     /// Samples the performance-monitoring interrupt leaves for the drain: its only producer.
     pub(crate) ring: SampleRing,
     /// Samples software events leave for the drain: its only producer is
@@ -556,6 +560,7 @@ impl PerCpu {
             published: PublishedCounters::default(),
             parked_pid: AtomicI32::new(NOBODY),
             loaded_version: AtomicU64::new(0),
+            last_left: AtomicI32::new(NOBODY),
             ring,
             soft_ring,
             pending: PendingTable::new(PENDING_USER_SAMPLES),
@@ -712,10 +717,16 @@ impl PerCpu {
         self.undo.load(Ordering::Relaxed) == UNDO_PMCS | UNDO_PARK
     }
 
-    /// Records that what was loaded here for the thread running now is the parkable image of
-    /// image map `version` (after [`PerCpu::add_current`], which clears the mark).
+    /// Records that what was loaded here for process `pid` is the parkable image of image map
+    /// `version` (after [`PerCpu::add_current`], which clears the mark), and that its
+    /// switch-out may park it if `pid` is the process whose switch-out unloaded PMCs here last:
+    /// it came back with no other process's PMCs loaded in between, as it is then likely to
+    /// again.
     #[inline]
-    pub(crate) fn loaded_parkable(&self, version: u64) {
+    pub(crate) fn loaded_parkable(&self, pid: Pid, version: u64) {
+        if self.last_left.load(Ordering::Relaxed) != pid {
+            return;
+        }
         self.loaded_version.store(version, Ordering::Relaxed);
         // Only this CPU writes the word, and an interrupt never does.
         let undo = self.undo.load(Ordering::Relaxed);
@@ -728,6 +739,7 @@ impl PerCpu {
     #[inline]
     pub(crate) fn park(&self, pid: Pid) {
         self.parked_pid.store(pid, Ordering::Relaxed);
+        self.last_left.store(pid, Ordering::Relaxed);
         self.undo.store(0, Ordering::Relaxed);
     }
 
@@ -745,6 +757,12 @@ impl PerCpu {
         self.parked_pid.store(NOBODY, Ordering::Relaxed);
         self.undo.store(UNDO_PMCS | UNDO_PARK, Ordering::Relaxed);
         Some(self.running_counters())
+    }
+
+    /// Records that a switch-out of process `pid` unloaded PMCs here.
+    #[inline]
+    pub(crate) fn left(&self, pid: Pid) {
+        self.last_left.store(pid, Ordering::Relaxed);
     }
 
     /// Whether PMCs are parked here.

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Instructions the driver executes on its hot paths, counted by callgrind (repeatable whatever
-# else the machine does). MSR accesses cost nothing in these benches (see context_switch.rs and
+# else the machine does). Each hook is named whole (`*>::switch_in`): callgrind toggles collection
+# at every function whose name matches, so a pattern that also matched a function the hook calls
+# (`mux_switch_in`) would leave that function's instructions out. MSR accesses cost nothing in these benches (see context_switch.rs and
 # interrupt.rs), so the counts are the driver's own work. The first argument names the simulated
 # CPU (skylake by default, or zen4, zen2): `bash driver/sim/benches/instructions.sh zen4`.
 set -euo pipefail
@@ -35,13 +37,13 @@ for mode in same alternate; do
         flags=(--alternate)
     fi
     valgrind --tool=callgrind --callgrind-out-file="$out/csw.$mode.0" \
-        --toggle-collect='*switch_in*' --toggle-collect='*switch_out*' \
+        --toggle-collect='*>::switch_in' --toggle-collect='*>::switch_out' \
         "$(newest context_switch)" --pmcs=0 "${flags[@]}" "${model[@]}" >/dev/null 2>&1
     n=$(total "$out/csw.$mode.0")
     echo "  a thread without PMCs: $n instructions for $iterations switch pairs = $((n / (2 * iterations))) per switch"
     for pmcs in 1 4 8; do
         valgrind --tool=callgrind --callgrind-out-file="$out/csw.$mode.$pmcs" \
-            --toggle-collect='*switch_in*' --toggle-collect='*switch_out*' \
+            --toggle-collect='*>::switch_in' --toggle-collect='*>::switch_out' \
             "$(newest context_switch)" --pmcs="$pmcs" "${flags[@]}" "${model[@]}" >/dev/null 2>&1
         n=$(total "$out/csw.$mode.$pmcs")
         per_switch=$((n / (2 * iterations)))
@@ -56,7 +58,7 @@ done
 samples=8048
 deep=2048
 kernel_samples=2000
-valgrind --tool=callgrind --callgrind-out-file="$out/intr" --toggle-collect='*Driver*interrupt*' \
+valgrind --tool=callgrind --callgrind-out-file="$out/intr" --toggle-collect='*Driver<K,H>>::interrupt' \
     "$(newest interrupt)" --parts=pc,log,user "${model[@]}" >/dev/null 2>&1
 n=$(total "$out/intr")
 echo "interrupt path: $n instructions for $samples samples = $((n / samples)) per sample (the callchain is walked later)"
@@ -89,7 +91,7 @@ done
 cargo bench -p hwpmc-sim --bench multiplex --no-run 2>/dev/null
 runs=1000
 for part in quiet system process; do
-    valgrind --tool=callgrind --callgrind-out-file="$out/mux.$part" --toggle-collect='*Driver*tick*' \
+    valgrind --tool=callgrind --callgrind-out-file="$out/mux.$part" --toggle-collect='*Driver<K,H>>::tick' \
         "$(newest multiplex)" --part="$part" >/dev/null 2>&1
     n=$(total "$out/mux.$part")
     own=$((n - $(critical_sections "$out/mux.$part")))
@@ -97,7 +99,7 @@ for part in quiet system process; do
 done
 for pmcs in 4 8 16; do
     valgrind --tool=callgrind --callgrind-out-file="$out/mux.switch.$pmcs" \
-        --toggle-collect='*switch_in*' --toggle-collect='*switch_out*' \
+        --toggle-collect='*>::switch_in' --toggle-collect='*>::switch_out' \
         "$(newest multiplex)" --part=switch --pmcs="$pmcs" >/dev/null 2>&1
     n=$(total "$out/mux.switch.$pmcs")
     own=$((n - $(critical_sections "$out/mux.switch.$pmcs")))

@@ -1,6 +1,7 @@
 //! Parking (the driver's `parking.rs`): a switch-out leaves a process's counting PMCs stopped
-//! and loaded; the process's next switch-in on that CPU only starts them again; anything else
-//! that loads PMCs there evicts them first. Counts stay exact through every path.
+//! and loaded when the process came back to the CPU with no other process's PMCs loaded in
+//! between; its next switch-in there only starts them again; anything else that loads PMCs there
+//! evicts them first. Counts stay exact through every path.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -86,8 +87,10 @@ fn a_process_back_on_the_cpu_it_left_only_has_its_counters_started_again() {
     let driver = load_driver(PmuModel::skylake(), 2, Tunables::default());
     let thread = process(&driver);
     let ids = count_both(&driver, thread.0);
-    run(&driver, 0, thread, 3);
-    // Parked: stopped, still programmed.
+    run(&driver, 0, thread, 1);
+    assert_eq!(msr(&driver, 0, IA32_PERFEVTSEL0), 0, "the first visit unloads");
+    run(&driver, 0, thread, 2);
+    // Back with nobody measured in between: parked, stopped, still programmed.
     assert_eq!(msr(&driver, 0, IA32_PERF_GLOBAL_CTRL), 0, "stopped");
     assert_ne!(msr(&driver, 0, IA32_PERFEVTSEL0), 0, "still programmed");
     let hw = driver.kernel().hardware();
@@ -127,14 +130,19 @@ fn another_process_switching_in_evicts_the_parked_pmcs_and_both_count_exactly() 
     let driver = load_driver(PmuModel::skylake(), 1, Tunables::default());
     let (first, second) = (process(&driver), process(&driver));
     let (first_ids, second_ids) = (count_both(&driver, first.0), count_both(&driver, second.0));
-    for round in 1..=6 {
-        run(&driver, 0, first, round);
-        run(&driver, 0, second, 2 * round);
-    }
-    // The counters now hold the second process's PMCs (its own, so it owns them).
-    assert_eq!(iap0_owner(&driver, second.0), second.0, "parked for the second process");
-    assert_eq!(counts(&driver, first.0, first_ids), expected(21));
-    assert_eq!(counts(&driver, second.0, second_ids), expected(42));
+    run(&driver, 0, first, 1);
+    run(&driver, 0, first, 2);
+    // (GETPMCINFO names the owner of the PMC a counter holds: each process owns its own.)
+    assert_eq!(iap0_owner(&driver, first.0), first.0, "parked for the first process");
+    run(&driver, 0, second, 4);
+    assert_eq!(iap0_owner(&driver, first.0), -1, "evicted, and the second one unloaded");
+    run(&driver, 0, second, 5);
+    assert_eq!(iap0_owner(&driver, first.0), second.0, "the second one is back: parked");
+    assert_eq!(counts(&driver, first.0, first_ids), expected(3));
+    assert_eq!(counts(&driver, second.0, second_ids), expected(9));
+    run(&driver, 0, first, 6);
+    assert_eq!(counts(&driver, first.0, first_ids), expected(9));
+    assert_eq!(counts(&driver, second.0, second_ids), expected(9));
     driver.kernel().hardware().assert_no_faults();
 }
 
@@ -143,7 +151,9 @@ fn a_pmc_started_for_the_thread_running_where_another_process_parked_counts_at_o
     let driver = load_driver(PmuModel::skylake(), 1, Tunables::default());
     let (parked, runner) = (process(&driver), process(&driver));
     let parked_ids = count_both(&driver, parked.0);
-    run(&driver, 0, parked, 4);
+    run(&driver, 0, parked, 2);
+    run(&driver, 0, parked, 2);
+    assert_eq!(iap0_owner(&driver, parked.0), parked.0, "parked");
     // The runner has no PMC when it switches in: the parked ones stay.
     let hw = driver.kernel().hardware();
     driver.switch_in(0, runner.0, runner.1);
@@ -163,7 +173,8 @@ fn a_pmc_attached_to_a_parked_process_counts_from_its_next_switch_in() {
     let driver = load_driver(PmuModel::skylake(), 1, Tunables::default());
     let target = process(&driver);
     let ids = count_both(&driver, target.0);
-    run(&driver, 0, target, 2);
+    run(&driver, 0, target, 1);
+    run(&driver, 0, target, 1);
     // A tool attaches a third PMC to the process while it is away: a newer image map.
     let tool = PmcClient::new(&driver, driver.kernel().spawn(None, Credentials::user(1000)));
     // (On a fixed counter: the process's own PMCs hold the first GP rows.)
@@ -182,7 +193,9 @@ fn stopping_or_releasing_a_parked_pmc_takes_its_count_and_frees_its_counter() {
     let driver = load_driver(PmuModel::skylake(), 1, Tunables::default());
     let thread = process(&driver);
     let [instructions, cycles] = count_both(&driver, thread.0);
-    run(&driver, 0, thread, 3);
+    run(&driver, 0, thread, 1);
+    run(&driver, 0, thread, 2);
+    assert_eq!(iap0_owner(&driver, thread.0), thread.0, "parked");
     let client = PmcClient::new(&driver, thread.0);
     client.stop(instructions).unwrap();
     assert_eq!(client.read(instructions).unwrap(), 3000, "final while stopped");
@@ -205,7 +218,9 @@ fn a_process_that_exits_while_parked_is_detached_with_its_exact_count() {
     let id = tool.allocate(AllocateRequest::iap(0x00C0)).unwrap();
     tool.attach(id, target.0).unwrap();
     tool.start(id).unwrap();
-    run(&driver, 0, target, 7);
+    run(&driver, 0, target, 3);
+    run(&driver, 0, target, 4);
+    assert_eq!(iap0_owner(&driver, tool.pid()), tool.pid(), "parked");
     driver.process_exit(target.0);
     assert_eq!(tool.read(id).unwrap(), 7000);
     assert_eq!(iap0_owner(&driver, tool.pid()), -1, "nothing stays parked for a gone process");
@@ -217,7 +232,9 @@ fn a_cpu_going_offline_hands_back_what_it_parked() {
     let driver = load_driver(PmuModel::skylake(), 2, Tunables::default());
     let thread = process(&driver);
     let ids = count_both(&driver, thread.0);
-    run(&driver, 1, thread, 4);
+    run(&driver, 1, thread, 1);
+    run(&driver, 1, thread, 3);
+    assert_ne!(msr(&driver, 1, IA32_PERFEVTSEL0), 0, "parked");
     driver.kernel().hardware().set_current_cpu(1);
     driver.cpu_offline(1);
     assert_eq!(msr(&driver, 1, IA32_PERFEVTSEL0), 0, "unprogrammed");
@@ -264,7 +281,8 @@ fn parked_counters_count_nothing_while_other_processes_run() {
         let request = AllocateRequest::arch(&model, hwpmc_sim::ArchEvent::Instructions, 0);
         let id = client.allocate(request).unwrap();
         client.start(id).unwrap();
-        run(&driver, 0, thread, 2);
+        run(&driver, 0, thread, 1);
+        run(&driver, 0, thread, 1);
         // Unmeasured work while the PMC is parked.
         driver.kernel().hardware().pmu(0).retire_repeated(Ring::User, &work(), 9);
         run(&driver, 0, thread, 1);
@@ -289,9 +307,11 @@ fn a_parked_software_pmc_counts_no_event_of_another_process() {
         }
     };
     driver.kernel().hardware().set_current_cpu(0);
-    driver.switch_in(0, thread.0, thread.1);
-    fire(3);
-    driver.switch_out(0, thread.0, thread.1);
+    for times in [1, 2] {
+        driver.switch_in(0, thread.0, thread.1);
+        fire(times);
+        driver.switch_out(0, thread.0, thread.1);
+    }
     // Parked: another process's events are not the PMC's.
     let other = process(&driver);
     driver.switch_in(0, other.0, other.1);
@@ -302,5 +322,22 @@ fn a_parked_software_pmc_counts_no_event_of_another_process() {
     fire(4);
     driver.switch_out(0, thread.0, thread.1);
     assert_eq!(client.read(soft).unwrap(), 7);
+    driver.kernel().hardware().assert_no_faults();
+}
+
+#[test]
+fn processes_taking_turns_with_pmcs_on_a_cpu_are_unloaded_not_parked() {
+    // Parking would only move each switch-out's work to the other process's switch-in.
+    let driver = load_driver(PmuModel::skylake(), 1, Tunables::default());
+    let (first, second) = (process(&driver), process(&driver));
+    let (first_ids, second_ids) = (count_both(&driver, first.0), count_both(&driver, second.0));
+    for round in 1..=4 {
+        run(&driver, 0, first, round);
+        assert_eq!(msr(&driver, 0, IA32_PERFEVTSEL0), 0, "round {round}: unloaded");
+        run(&driver, 0, second, 2 * round);
+        assert_eq!(msr(&driver, 0, IA32_PERFEVTSEL0), 0, "round {round}: unloaded");
+    }
+    assert_eq!(counts(&driver, first.0, first_ids), expected(10));
+    assert_eq!(counts(&driver, second.0, second_ids), expected(20));
     driver.kernel().hardware().assert_no_faults();
 }
