@@ -14,7 +14,7 @@
 //! A full ring refuses the new sample; the caller counts it lost, per PMC (for DROPNOTIFY
 //! records) and in the driver's statistics.
 
-use crate::sync::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
@@ -91,15 +91,18 @@ pub(crate) struct SampleRing {
 }
 
 /// A sample's header, with the sampled PC of a sample that has no callchain: the common
-/// sample is written to one place.
+/// sample is written to one place. Its header's `frames` is [`PC_ONLY`] for such a sample (else
+/// its frames are in the ring's `frames`).
 #[derive(Debug, Default)]
 struct RingSlot {
     header: SlotHeader,
-    /// Whether the sample is the PC alone, in `pc` (else its frames are in the ring's `frames`).
-    pc_only: AtomicBool,
     /// The sampled PC of a sample without a callchain.
     pc: AtomicU64,
 }
+
+/// A ring slot's frame count for a sample that is the PC alone, in the slot's `pc` (one store
+/// says both how many frames there are and where).
+const PC_ONLY: u32 = u32::MAX;
 
 /// Writes a sample's program counters straight into its slot.
 pub(crate) struct FrameWriter<'a> {
@@ -184,7 +187,6 @@ impl SampleRing {
         };
         let mut writer = FrameWriter { frames, written: 0 };
         fill(&mut writer);
-        slot.pc_only.store(false, Ordering::Relaxed);
         slot.header.store(&header);
         slot.header.frames.store(writer.len() as u32, Ordering::Relaxed);
         self.head.store(head.wrapping_add(1), Ordering::Release);
@@ -204,9 +206,8 @@ impl SampleRing {
         // A ring has a slot at every index below its capacity (`new`).
         let Some(slot) = self.slots.get((head & self.mask) as usize) else { return false };
         slot.pc.store(pc, Ordering::Relaxed);
-        slot.pc_only.store(true, Ordering::Relaxed);
         slot.header.store(&header);
-        slot.header.frames.store(1, Ordering::Relaxed);
+        slot.header.frames.store(PC_ONLY, Ordering::Relaxed);
         self.head.store(head.wrapping_add(1), Ordering::Release);
         true
     }
@@ -221,12 +222,12 @@ impl SampleRing {
         }
         let index = (tail & self.mask) as usize;
         let slot = &self.slots[index];
-        let frames = (slot.header.frames.load(Ordering::Relaxed) as usize).min(self.depth);
-        let frames = if slot.pc_only.load(Ordering::Relaxed) {
+        let frames = slot.header.frames.load(Ordering::Relaxed);
+        let frames = if frames == PC_ONLY {
             core::slice::from_ref(&slot.pc)
         } else {
             let start = index * self.depth;
-            &self.frames[start..start + frames]
+            &self.frames[start..start + (frames as usize).min(self.depth)]
         };
         let view = SampleView { header: slot.header.load(), frames };
         read(&view);
