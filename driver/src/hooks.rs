@@ -475,7 +475,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     // An entry point the NMI handler calls; kept out of line so its cost is its own.
     #[inline(never)]
     pub fn interrupt(&self, cpu: Cpu, frame: &TrapFrame) -> bool {
-        let Some(state) = self.cpus.get(cpu as usize) else { return false };
+        let Some(state) = self.cpus.get(cpu as usize) else {
+            crate::backend::cold_path();
+            return false;
+        };
         let claimed = self.backend.pmi(
             &self.hw,
             &state.pmu,
@@ -499,11 +502,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     #[inline(always)]
     fn counter_overflowed(&self, cpu: Cpu, state: &PerCpu, slot: &Slot, frame: &TrapFrame) -> bool {
         // (The caller found the slot published: see `PerCpu::slot_of_bit`.)
-        let RowCounter::Hardware(counter) = slot.counter_ref() else { return false };
-        let flags = slot.sample_flags();
-        if flags.is_sampling() {
-            self.record_sample(cpu, state, &state.ring, slot, flags, frame);
-        }
+        let RowCounter::Hardware(counter) = slot.counter_ref() else {
+            crate::backend::cold_path();
+            return false;
+        };
+        self.record_sample(cpu, state, &state.ring, slot, slot.sample_flags(), frame);
         let counter = *counter;
         let now = self.backend.read(&self.hw, counter);
         slot.fold_and_reload(now, |start| self.backend.write_counter(&self.hw, counter, start));
@@ -526,7 +529,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// Counts a sample of `slot`'s PMC lost to a full ring (interrupt path).
-    #[inline]
+    // Cold: the compiler lays the common sample out as one straight line.
+    #[cold]
+    #[inline(never)]
     fn count_lost_sample(state: &PerCpu, slot: &Slot) {
         slot.count_drop();
         state.slot_drops.store(true, Ordering::Relaxed);
@@ -534,10 +539,11 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// Puts a sample of `slot`'s PMC (on `cpu`, whose state is `state`) in `ring`, or counts
-    /// it lost if the ring is full. Interrupt path: no lock, no allocation.
+    /// it lost if the ring is full; nothing if the PMC does not sample (`flags`). Interrupt
+    /// path: no lock, no allocation.
     ///
-    /// Without PMC_F_CALLCHAIN the sample is the interrupted PC alone. With it, see
-    /// [`Self::record_callchain`].
+    /// Without PMC_F_CALLCHAIN the sample is the interrupted PC alone (the common sample, tested
+    /// first). With it, see [`Self::record_callchain`].
     ///
     /// `ring` is the one whose only producer is the caller's context (the PMI's, or software
     /// events'); the pending table's entries are claimed with a compare-and-swap, so both may
@@ -552,12 +558,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         flags: SampleFlags,
         frame: &TrapFrame,
     ) {
-        if flags.records_callchains() {
+        if flags.samples_pc_alone() {
+            let header = Self::sample_header(state, slot, frame, self.hw.read_tsc());
+            if !ring.push_pc(header, frame.pc) {
+                Self::count_lost_sample(state, slot);
+            }
+        } else if flags.records_callchains() {
             self.record_callchain(cpu, state, ring, slot, frame);
-        } else if !ring
-            .push_pc(Self::sample_header(state, slot, frame, self.hw.read_tsc()), frame.pc)
-        {
-            Self::count_lost_sample(state, slot);
         }
     }
 

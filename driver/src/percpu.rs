@@ -72,10 +72,10 @@ impl PmcHandle {
 pub(crate) struct SampleFlags(u8);
 
 impl SampleFlags {
-    /// The PMC samples (an overflow is a sample, not only a wrap).
-    pub(crate) const SAMPLING: u8 = 1;
-    /// It samples, and its samples carry callchains (never set without [`Self::SAMPLING`], so
-    /// the interrupt path tests one bit for the sample it takes).
+    /// The PMC samples, and its samples are the interrupted PC alone (the common sample: one
+    /// bit to test on the interrupt path).
+    pub(crate) const PC_ALONE: u8 = 1;
+    /// It samples, and its samples carry callchains (never set with [`Self::PC_ALONE`]).
     pub(crate) const CALLCHAIN: u8 = 2;
     /// Its kernel-mode samples of user threads get the user stack too (PMC_F_USERCALLCHAIN).
     pub(crate) const USER_STACK: u8 = 4;
@@ -84,7 +84,7 @@ impl SampleFlags {
 
     pub(crate) const fn new(sampling: bool, callchain: bool, user_stack: bool) -> Self {
         SampleFlags(
-            if sampling { Self::SAMPLING } else { 0 }
+            if sampling && !callchain { Self::PC_ALONE } else { 0 }
                 | if sampling && callchain { Self::CALLCHAIN } else { 0 }
                 | if user_stack { Self::USER_STACK } else { 0 },
         )
@@ -98,7 +98,13 @@ impl SampleFlags {
     /// Whether the PMC samples.
     #[inline]
     pub(crate) const fn is_sampling(self) -> bool {
-        self.contains(Self::SAMPLING)
+        self.0 & (Self::PC_ALONE | Self::CALLCHAIN) != 0
+    }
+
+    /// Whether the PMC samples the interrupted PC alone.
+    #[inline]
+    pub(crate) const fn samples_pc_alone(self) -> bool {
+        self.contains(Self::PC_ALONE)
     }
 
     /// Whether the PMC counts and logs nothing at switch-out (its switch-out only hands back
@@ -232,7 +238,7 @@ impl Slot {
     /// Whether the PMC in the slot samples.
     #[inline]
     pub(crate) fn is_sampling(&self) -> bool {
-        self.sample_flags().contains(SampleFlags::SAMPLING)
+        self.sample_flags().is_sampling()
     }
 
     /// Counts a sample lost to a full ring (interrupt path).
@@ -640,6 +646,7 @@ impl PerCpu {
     #[inline]
     pub(crate) fn slot_of_bit(&self, bit: u32) -> Option<&Slot> {
         if !self.published.contains(bit) {
+            crate::backend::cold_path();
             return None;
         }
         // A bit number is below 64: the mask keeps the index in bounds without a check.
