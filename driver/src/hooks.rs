@@ -529,10 +529,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// Counts a sample of `slot`'s PMC lost to a full ring (interrupt path).
-    // Cold: the compiler lays the common sample out as one straight line.
-    #[cold]
-    #[inline(never)]
+    #[inline]
     fn count_lost_sample(state: &PerCpu, slot: &Slot) {
+        // Rare: the compiler lays the common sample out as one straight line.
+        crate::backend::cold_path();
         slot.count_drop();
         state.slot_drops.store(true, Ordering::Relaxed);
         state.stats.intr_bufferfull.fetch_add(1, Ordering::Relaxed);

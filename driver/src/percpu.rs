@@ -426,11 +426,6 @@ impl PublishedCounters {
     }
 }
 
-/// User-mode samples a CPU holds while their threads return to user mode (a thread returns
-/// right after the interrupt, so a few are plenty; when they run out, samples go to the ring
-/// with the sampled PC alone).
-const PENDING_USER_SAMPLES: usize = 16;
-
 /// The most rows a machine may have (the PMC id's row field is 8 bits wide).
 pub(crate) const MAX_ROWS: usize = 256;
 
@@ -547,7 +542,7 @@ impl PerCpu {
             published: PublishedCounters::default(),
             ring,
             soft_ring,
-            pending: PendingTable::new(PENDING_USER_SAMPLES),
+            pending: PendingTable::new(),
             slot_drops: AtomicBool::new(false),
             scratch: crate::lock::Lock::new(alloc::vec::Vec::with_capacity(depth)),
             current_pid: AtomicI32::new(-1),

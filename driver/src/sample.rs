@@ -268,9 +268,10 @@ impl SampleRing {
 /// and thread context (which empties them) never see one half-written; an entry stays claimed
 /// while its taker reads it.
 #[derive(Debug)]
-pub(crate) struct PendingTable {
-    /// User-mode samples (PC and frame pointer).
-    user: Box<[PendingEntry]>,
+pub(crate) struct PendingTable<const USER: usize = PENDING_USER_SAMPLES> {
+    /// User-mode samples (PC and frame pointer), in the table itself: the interrupt finds them
+    /// at a fixed place and goes through a fixed number.
+    user: [PendingEntry; USER],
     /// Kernel-mode samples with their kernel callchains, once made.
     kernel: spin::Once<KernelEntries>,
     /// Entries `PENDING` (so that asking whether any sample waits costs one load).
@@ -350,12 +351,17 @@ fn try_boxed<T: Default>(len: usize) -> Result<Box<[T]>, OutOfMemory> {
     Ok(items.into_boxed_slice())
 }
 
-impl PendingTable {
-    /// A table with `capacity` entries for user-mode samples (and none yet for kernel-mode
-    /// ones: [`Self::reserve_kernel_samples`]).
-    pub(crate) fn new(capacity: usize) -> Self {
+/// User-mode samples a CPU holds while their threads return to user mode (a thread returns
+/// right after the interrupt, so a few are plenty; when they run out, samples go to the ring
+/// with the sampled PC alone).
+pub(crate) const PENDING_USER_SAMPLES: usize = 16;
+
+impl<const USER: usize> PendingTable<USER> {
+    /// A table with `USER` entries for user-mode samples (and none yet for kernel-mode ones:
+    /// [`Self::reserve_kernel_samples`]).
+    pub(crate) fn new() -> Self {
         PendingTable {
-            user: (0..capacity).map(|_| PendingEntry::default()).collect(),
+            user: core::array::from_fn(|_| PendingEntry::default()),
             kernel: spin::Once::new(),
             waiting: AtomicU32::new(0),
         }
@@ -654,7 +660,7 @@ mod tests {
 
     #[test]
     fn pending_samples_wait_outside_the_ring_until_their_thread_returns() {
-        let table = PendingTable::new(2);
+        let table = PendingTable::<2>::new();
         let a = SampleHeader { tid: 7, ..header(1) };
         let b = SampleHeader { tid: 8, ..header(2) };
         assert!(table.park(a, 0x10, 0x7000));
@@ -674,7 +680,7 @@ mod tests {
 
     #[test]
     fn kernel_mode_samples_wait_with_their_kernel_frames_up_to_the_depth() {
-        let table = PendingTable::new(1);
+        let table = PendingTable::<1>::new();
         assert!(!table.park_kernel(header(1), |_| panic!("no room yet")));
         table.reserve_kernel_samples(2, 3).unwrap();
         table.reserve_kernel_samples(100, 100).unwrap();
