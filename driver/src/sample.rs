@@ -8,8 +8,10 @@
 //! and takes no lock. The producer fills the slot at `head` and publishes it by advancing `head`
 //! with Release ordering; the consumer reads `head` with Acquire, reads the slot, and frees it by
 //! advancing `tail` with Release ordering, which the producer reads with Acquire before reusing
-//! the slot. Slot fields are atomics so that all of this needs no `unsafe`; the ordering comes
-//! from `head` and `tail` alone, so the field accesses themselves are Relaxed.
+//! the slot (only when it reaches the end of the room it last saw: `tail` never goes back, so
+//! every slot before that end stays free until the producer fills it). Slot fields are atomics
+//! so that all of this needs no `unsafe`; the ordering comes from `head` and `tail` alone, so
+//! the field accesses themselves are Relaxed.
 //!
 //! A full ring refuses the new sample; the caller counts it lost, per PMC (for DROPNOTIFY
 //! records) and in the driver's statistics.
@@ -85,6 +87,9 @@ pub(crate) struct SampleRing {
     head: AtomicU64,
     /// Index of the next slot the consumer reads (only the consumer stores it).
     tail: AtomicU64,
+    /// `tail + capacity` as the producer last read `tail` (only the producer reads or stores it):
+    /// the producer fills slots up to it without reading `tail` again.
+    room_end: AtomicU64,
     slots: Box<[RingSlot]>,
     /// `capacity × depth` program counters, slot `i`'s at `i × depth` (samples with callchains).
     frames: Box<[AtomicU64]>,
@@ -159,6 +164,7 @@ impl SampleRing {
             depth,
             head: AtomicU64::new(0),
             tail: AtomicU64::new(0),
+            room_end: AtomicU64::new(capacity as u64),
             slots: slots.into_boxed_slice(),
             frames: frames.into_boxed_slice(),
         })
@@ -173,8 +179,7 @@ impl SampleRing {
         fill: impl FnOnce(&mut FrameWriter<'_>),
     ) -> bool {
         let head = self.head.load(Ordering::Relaxed);
-        let tail = self.tail.load(Ordering::Acquire);
-        if head.wrapping_sub(tail) > self.mask {
+        if !self.has_room(head) {
             return false;
         }
         let index = (head & self.mask) as usize;
@@ -199,8 +204,7 @@ impl SampleRing {
     #[inline]
     pub(crate) fn push_pc(&self, header: SampleHeader, pc: u64) -> bool {
         let head = self.head.load(Ordering::Relaxed);
-        let tail = self.tail.load(Ordering::Acquire);
-        if head.wrapping_sub(tail) > self.mask {
+        if !self.has_room(head) {
             return false;
         }
         // A ring has a slot at every index below its capacity (`new`).
@@ -210,6 +214,20 @@ impl SampleRing {
         slot.header.frames.store(PC_ONLY, Ordering::Relaxed);
         self.head.store(head.wrapping_add(1), Ordering::Release);
         true
+    }
+
+    /// Producer: whether the slot at `head` is free: below the end of the room the producer last
+    /// saw, or, once there, below the end of the room the consumer has made since.
+    #[inline]
+    fn has_room(&self, head: u64) -> bool {
+        if head != self.room_end.load(Ordering::Relaxed) {
+            return true;
+        }
+        // Once per ring's worth of samples at most.
+        crate::backend::cold_path();
+        let room_end = self.tail.load(Ordering::Acquire).wrapping_add(self.mask + 1);
+        self.room_end.store(room_end, Ordering::Relaxed);
+        head != room_end
     }
 
     /// Consumer: hands the oldest sample to `read` and frees its slot; false if the ring is
