@@ -486,7 +486,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             #[inline(always)]
             move |bit| {
                 let slot = state.slot_of_bit(bit);
-                slot.is_some_and(|slot| self.counter_overflowed(cpu, state, slot, frame))
+                slot.is_some_and(|slot| self.counter_overflowed(state, slot, frame))
             },
         );
         let stats = &state.stats;
@@ -500,13 +500,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// and reloaded with its period, so the next fold is again less than 2^width away. Returns
     /// whether a PMC was loaded.
     #[inline(always)]
-    fn counter_overflowed(&self, cpu: Cpu, state: &PerCpu, slot: &Slot, frame: &TrapFrame) -> bool {
+    fn counter_overflowed(&self, state: &PerCpu, slot: &Slot, frame: &TrapFrame) -> bool {
         // (The caller found the slot published: see `PerCpu::slot_of_bit`.)
         let RowCounter::Hardware(counter) = slot.counter_ref() else {
             crate::backend::cold_path();
             return false;
         };
-        self.record_sample(cpu, state, &state.ring, slot, slot.sample_flags(), frame);
+        self.record_sample(state, &state.ring, slot, slot.sample_flags(), frame);
         let counter = *counter;
         let now = self.backend.read(&self.hw, counter);
         slot.fold_and_reload(now, |start| self.backend.write_counter(&self.hw, counter, start));
@@ -551,7 +551,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     #[inline(always)]
     fn record_sample(
         &self,
-        cpu: Cpu,
         state: &PerCpu,
         ring: &SampleRing,
         slot: &Slot,
@@ -564,7 +563,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 Self::count_lost_sample(state, slot);
             }
         } else if flags.records_callchains() {
-            self.record_callchain(cpu, state, ring, slot, frame);
+            self.record_callchain(state, ring, slot, frame);
         }
     }
 
@@ -577,16 +576,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// sample (no PMC_CC_F_USERSPACE), as FreeBSD's UR ring leaves them. A sample the pending
     /// table has no room for goes to `ring` with what the interrupt has.
     #[inline(always)]
-    fn record_callchain(
-        &self,
-        cpu: Cpu,
-        state: &PerCpu,
-        ring: &SampleRing,
-        slot: &Slot,
-        frame: &TrapFrame,
-    ) {
+    fn record_callchain(&self, state: &PerCpu, ring: &SampleRing, slot: &Slot, frame: &TrapFrame) {
         if !frame.user {
-            self.record_kernel_callchain(cpu, state, ring, slot, frame);
+            self.record_kernel_callchain(state, ring, slot, frame);
             return;
         }
         let header = Self::sample_header(state, slot, frame, self.hw.read_tsc());
@@ -600,12 +592,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     #[inline(never)]
     fn record_kernel_callchain(
         &self,
-        cpu: Cpu,
         state: &PerCpu,
         ring: &SampleRing,
         slot: &Slot,
         frame: &TrapFrame,
     ) {
+        let cpu = self.cpu_of(state);
         let header = Self::sample_header(state, slot, frame, self.hw.read_tsc());
         // Only a thread of a user process (pid 0 is the kernel's own) returns to user mode.
         let wants_user_stack = state.current_pid() > 0
@@ -621,6 +613,14 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if !ring.push(header, |frames| self.walk_kernel_stack(cpu, frame, frames)) {
             Self::count_lost_sample(state, slot);
         }
+    }
+
+    /// The CPU whose state is `state` (one of `self.cpus`): the interrupt path passes the state
+    /// alone, and the rare sample that needs the CPU's number (a kernel callchain's) works it
+    /// out from the state's place.
+    fn cpu_of(&self, state: &PerCpu) -> Cpu {
+        let offset = (state as *const PerCpu as usize).wrapping_sub(self.cpus.as_ptr() as usize);
+        (offset / core::mem::size_of::<PerCpu>()) as Cpu
     }
 
     /// The periodic drain of `cpu`, called on `cpu` from thread context (a per-CPU kernel thread
@@ -837,7 +837,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
             let before = slot.soft_counter().fetch_add(1, Ordering::Relaxed);
             if slot.is_sampling() && before == u64::MAX {
-                self.record_sample(cpu, state, &state.soft_ring, slot, slot.sample_flags(), frame);
+                self.record_sample(state, &state.soft_ring, slot, slot.sample_flags(), frame);
                 slot.soft_counter().store(slot.start(), Ordering::Relaxed);
             }
         }
