@@ -495,7 +495,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         claimed
     }
 
-    /// Handles the overflow of `slot`'s counter on `cpu` (whose state is `state`), if a PMC is
+    /// Handles the overflow of `slot`'s counter on the CPU whose state is `state`, if a PMC is
     /// loaded there: a sampling PMC's overflow is a sample; every counter is folded
     /// and reloaded with its period, so the next fold is again less than 2^width away. Returns
     /// whether a PMC was loaded.
@@ -538,9 +538,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         state.stats.intr_bufferfull.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Puts a sample of `slot`'s PMC (on `cpu`, whose state is `state`) in `ring`, or counts
-    /// it lost if the ring is full; nothing if the PMC does not sample (`flags`). Interrupt
-    /// path: no lock, no allocation.
+    /// Puts a sample of `slot`'s PMC (on the CPU whose state is `state`) in `ring`, or counts it
+    /// lost if the ring is full; nothing if the PMC does not sample (`flags`). Interrupt path:
+    /// no lock, no allocation.
     ///
     /// Without PMC_F_CALLCHAIN the sample is the interrupted PC alone (the common sample, tested
     /// first). With it, see [`Self::record_callchain`].
@@ -620,7 +620,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// out from the state's place.
     fn cpu_of(&self, state: &PerCpu) -> Cpu {
         let offset = (state as *const PerCpu as usize).wrapping_sub(self.cpus.as_ptr() as usize);
-        (offset / core::mem::size_of::<PerCpu>()) as Cpu
+        let cpu = (offset / core::mem::size_of::<PerCpu>()) as Cpu;
+        debug_assert!(self.cpus.get(cpu as usize).is_some_and(|c| core::ptr::eq(c, state)));
+        cpu
     }
 
     /// The periodic drain of `cpu`, called on `cpu` from thread context (a per-CPU kernel thread

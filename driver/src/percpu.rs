@@ -784,6 +784,16 @@ mod tests {
     }
 
     #[test]
+    fn a_sampling_pmc_samples_the_pc_alone_or_callchains_and_a_counting_one_neither() {
+        let pc_alone = SampleFlags::new(true, false, true);
+        assert!(pc_alone.is_sampling() && pc_alone.samples_pc_alone());
+        let callchains = SampleFlags::new(true, true, false);
+        assert!(callchains.is_sampling() && !callchains.samples_pc_alone());
+        let counting = SampleFlags::new(false, true, true).logging_context_switches(true);
+        assert!(!counting.is_sampling() && !counting.samples_pc_alone());
+    }
+
+    #[test]
     fn only_a_counting_pmc_that_logs_nothing_takes_the_plain_switch_out() {
         assert!(SampleFlags::default().is_plain_counting());
         assert!(!SampleFlags::new(true, false, false).is_plain_counting(), "sampling");

@@ -598,6 +598,18 @@ mod tests {
     }
 
     #[test]
+    fn a_full_ring_takes_a_sample_again_as_soon_as_one_is_read() {
+        let ring = SampleRing::new(2, 1).unwrap();
+        assert!(ring.push_pc(header(1), 0x10) && ring.push_pc(header(2), 0x20));
+        assert!(!ring.push_pc(header(3), 0x30), "full");
+        assert!(ring.pop(|_| {}));
+        assert!(ring.push_pc(header(4), 0x40), "the slot read is free again");
+        assert!(!ring.push_pc(header(5), 0x50), "and the ring full again");
+        let pcs = |(_, pcs): (SampleHeader, Vec<u64>)| pcs;
+        assert_eq!(collect(&ring).into_iter().map(pcs).collect::<Vec<_>>(), [[0x20], [0x40]]);
+    }
+
+    #[test]
     fn a_sample_of_the_pc_alone_shares_the_ring_with_callchains_and_a_full_ring_refuses_it() {
         let ring = SampleRing::new(2, 3).unwrap();
         assert!(ring.push_pc(header(1), 0x40_1000));
