@@ -57,7 +57,7 @@ impl CounterMask {
     }
     /// [`Self::for_each_bit`] for the PMI handlers: a set of one counter (the common case) in a
     /// straight line, without a loop.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn for_each_overflow(self, mut f: impl FnMut(u32)) {
         let bits = self.0;
         if bits & bits.wrapping_sub(1) == 0 {
@@ -65,12 +65,15 @@ impl CounterMask {
                 f(bits.trailing_zeros());
             }
         } else {
+            cold_path();
             self.for_each_bit(f);
         }
     }
 
     /// Calls `f` with each bit number in the set, lowest first.
-    #[inline]
+    // Always inline: the PMI handlers hand it a closure that refers to theirs, which must not
+    // have to be in memory for an out-of-line call.
+    #[inline(always)]
     pub(crate) fn for_each_bit(self, mut f: impl FnMut(u32)) {
         let mut bits = self.0;
         while bits != 0 {
@@ -321,3 +324,11 @@ pub(crate) fn rings(os: bool, usr: bool, caps: Caps) -> (bool, bool) {
 pub(crate) const fn low_bits(n: u32) -> u64 {
     if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
 }
+
+/// Marks the path that calls it as rare (what `core::hint::cold_path` does, which is newer than
+/// the workspace's `rust-version`). The interrupt path marks its rare branches so that the
+/// compiler takes its common case for the hot one: it lays it out in a straight line and inlines
+/// what it calls there, as it would not in a path it estimates cold.
+#[cold]
+#[inline]
+pub(crate) fn cold_path() {}

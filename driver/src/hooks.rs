@@ -499,7 +499,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     // An entry point the NMI handler calls; kept out of line so its cost is its own.
     #[inline(never)]
     pub fn interrupt(&self, cpu: Cpu, frame: &TrapFrame) -> bool {
-        let Some(state) = self.cpus.get(cpu as usize) else { return false };
+        let Some(state) = self.cpus.get(cpu as usize) else {
+            crate::backend::cold_path();
+            return false;
+        };
         let claimed = self.backend.pmi(
             &self.hw,
             &state.pmu,
@@ -507,7 +510,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             #[inline(always)]
             move |bit| {
                 let slot = state.slot_of_bit(bit);
-                slot.is_some_and(|slot| self.counter_overflowed(cpu, state, slot, frame))
+                slot.is_some_and(|slot| self.counter_overflowed(state, slot, frame))
             },
         );
         let stats = &state.stats;
@@ -516,18 +519,18 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         claimed
     }
 
-    /// Handles the overflow of `slot`'s counter on `cpu` (whose state is `state`), if a PMC is
+    /// Handles the overflow of `slot`'s counter on the CPU whose state is `state`, if a PMC is
     /// loaded there: a sampling PMC's overflow is a sample; every counter is folded
     /// and reloaded with its period, so the next fold is again less than 2^width away. Returns
     /// whether a PMC was loaded.
     #[inline(always)]
-    fn counter_overflowed(&self, cpu: Cpu, state: &PerCpu, slot: &Slot, frame: &TrapFrame) -> bool {
+    fn counter_overflowed(&self, state: &PerCpu, slot: &Slot, frame: &TrapFrame) -> bool {
         // (The caller found the slot published: see `PerCpu::slot_of_bit`.)
-        let RowCounter::Hardware(counter) = slot.counter_ref() else { return false };
-        let flags = slot.sample_flags();
-        if flags.is_sampling() {
-            self.record_sample(cpu, state, &state.ring, slot, flags, frame);
-        }
+        let RowCounter::Hardware(counter) = slot.counter_ref() else {
+            crate::backend::cold_path();
+            return false;
+        };
+        self.record_sample(state, &state.ring, slot, slot.sample_flags(), frame);
         let counter = *counter;
         let now = self.backend.read(&self.hw, counter);
         slot.fold_and_reload(now, |start| self.backend.write_counter(&self.hw, counter, start));
@@ -552,16 +555,19 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Counts a sample of `slot`'s PMC lost to a full ring (interrupt path).
     #[inline]
     fn count_lost_sample(state: &PerCpu, slot: &Slot) {
+        // Rare: the compiler lays the common sample out as one straight line.
+        crate::backend::cold_path();
         slot.count_drop();
         state.slot_drops.store(true, Ordering::Relaxed);
         state.stats.intr_bufferfull.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Puts a sample of `slot`'s PMC (on `cpu`, whose state is `state`) in `ring`, or counts
-    /// it lost if the ring is full. Interrupt path: no lock, no allocation.
+    /// Puts a sample of `slot`'s PMC (on the CPU whose state is `state`) in `ring`, or counts it
+    /// lost if the ring is full; nothing if the PMC does not sample (`flags`). Interrupt path:
+    /// no lock, no allocation.
     ///
-    /// Without PMC_F_CALLCHAIN the sample is the interrupted PC alone. With it, see
-    /// [`Self::record_callchain`].
+    /// Without PMC_F_CALLCHAIN the sample is the interrupted PC alone (the common sample, tested
+    /// first). With it, see [`Self::record_callchain`].
     ///
     /// `ring` is the one whose only producer is the caller's context (the PMI's, or software
     /// events'); the pending table's entries are claimed with a compare-and-swap, so both may
@@ -569,19 +575,19 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     #[inline(always)]
     fn record_sample(
         &self,
-        cpu: Cpu,
         state: &PerCpu,
         ring: &SampleRing,
         slot: &Slot,
         flags: SampleFlags,
         frame: &TrapFrame,
     ) {
-        if flags.records_callchains() {
-            self.record_callchain(cpu, state, ring, slot, frame);
-        } else if !ring
-            .push_pc(Self::sample_header(state, slot, frame, self.hw.read_tsc()), frame.pc)
-        {
-            Self::count_lost_sample(state, slot);
+        if flags.samples_pc_alone() {
+            let header = Self::sample_header(state, slot, frame, self.hw.read_tsc());
+            if !ring.push_pc(header, frame.pc) {
+                Self::count_lost_sample(state, slot);
+            }
+        } else if flags.records_callchains() {
+            self.record_callchain(state, ring, slot, frame);
         }
     }
 
@@ -594,16 +600,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// sample (no PMC_CC_F_USERSPACE), as FreeBSD's UR ring leaves them. A sample the pending
     /// table has no room for goes to `ring` with what the interrupt has.
     #[inline(always)]
-    fn record_callchain(
-        &self,
-        cpu: Cpu,
-        state: &PerCpu,
-        ring: &SampleRing,
-        slot: &Slot,
-        frame: &TrapFrame,
-    ) {
+    fn record_callchain(&self, state: &PerCpu, ring: &SampleRing, slot: &Slot, frame: &TrapFrame) {
         if !frame.user {
-            self.record_kernel_callchain(cpu, state, ring, slot, frame);
+            self.record_kernel_callchain(state, ring, slot, frame);
             return;
         }
         let header = Self::sample_header(state, slot, frame, self.hw.read_tsc());
@@ -617,12 +616,12 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     #[inline(never)]
     fn record_kernel_callchain(
         &self,
-        cpu: Cpu,
         state: &PerCpu,
         ring: &SampleRing,
         slot: &Slot,
         frame: &TrapFrame,
     ) {
+        let cpu = self.cpu_of(state);
         let header = Self::sample_header(state, slot, frame, self.hw.read_tsc());
         // Only a thread of a user process (pid 0 is the kernel's own) returns to user mode.
         let wants_user_stack = state.current_pid() > 0
@@ -638,6 +637,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if !ring.push(header, |frames| self.walk_kernel_stack(cpu, frame, frames)) {
             Self::count_lost_sample(state, slot);
         }
+    }
+
+    /// The CPU whose state is `state` (one of `self.cpus`): the interrupt path passes the state
+    /// alone, and the rare sample that needs the CPU's number (a kernel callchain's) works it
+    /// out from the state's place.
+    fn cpu_of(&self, state: &PerCpu) -> Cpu {
+        let offset = (state as *const PerCpu as usize).wrapping_sub(self.cpus.as_ptr() as usize);
+        let cpu = (offset / core::mem::size_of::<PerCpu>()) as Cpu;
+        debug_assert!(self.cpus.get(cpu as usize).is_some_and(|c| core::ptr::eq(c, state)));
+        cpu
     }
 
     /// The periodic drain of `cpu`, called on `cpu` from thread context (a per-CPU kernel thread
@@ -854,7 +863,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
             let before = slot.soft_counter().fetch_add(1, Ordering::Relaxed);
             if slot.is_sampling() && before == u64::MAX {
-                self.record_sample(cpu, state, &state.soft_ring, slot, slot.sample_flags(), frame);
+                self.record_sample(state, &state.soft_ring, slot, slot.sample_flags(), frame);
                 slot.soft_counter().store(slot.start(), Ordering::Relaxed);
             }
         }

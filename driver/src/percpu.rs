@@ -72,10 +72,10 @@ impl PmcHandle {
 pub(crate) struct SampleFlags(u8);
 
 impl SampleFlags {
-    /// The PMC samples (an overflow is a sample, not only a wrap).
-    pub(crate) const SAMPLING: u8 = 1;
-    /// It samples, and its samples carry callchains (never set without [`Self::SAMPLING`], so
-    /// the interrupt path tests one bit for the sample it takes).
+    /// The PMC samples, and its samples are the interrupted PC alone (the common sample: one
+    /// bit to test on the interrupt path).
+    pub(crate) const PC_ALONE: u8 = 1;
+    /// It samples, and its samples carry callchains (never set with [`Self::PC_ALONE`]).
     pub(crate) const CALLCHAIN: u8 = 2;
     /// Its kernel-mode samples of user threads get the user stack too (PMC_F_USERCALLCHAIN).
     pub(crate) const USER_STACK: u8 = 4;
@@ -84,7 +84,7 @@ impl SampleFlags {
 
     pub(crate) const fn new(sampling: bool, callchain: bool, user_stack: bool) -> Self {
         SampleFlags(
-            if sampling { Self::SAMPLING } else { 0 }
+            if sampling && !callchain { Self::PC_ALONE } else { 0 }
                 | if sampling && callchain { Self::CALLCHAIN } else { 0 }
                 | if user_stack { Self::USER_STACK } else { 0 },
         )
@@ -98,7 +98,13 @@ impl SampleFlags {
     /// Whether the PMC samples.
     #[inline]
     pub(crate) const fn is_sampling(self) -> bool {
-        self.contains(Self::SAMPLING)
+        self.0 & (Self::PC_ALONE | Self::CALLCHAIN) != 0
+    }
+
+    /// Whether the PMC samples the interrupted PC alone.
+    #[inline]
+    pub(crate) const fn samples_pc_alone(self) -> bool {
+        self.contains(Self::PC_ALONE)
     }
 
     /// Whether the PMC counts and logs nothing at switch-out (its switch-out only hands back
@@ -232,7 +238,7 @@ impl Slot {
     /// Whether the PMC in the slot samples.
     #[inline]
     pub(crate) fn is_sampling(&self) -> bool {
-        self.sample_flags().contains(SampleFlags::SAMPLING)
+        self.sample_flags().is_sampling()
     }
 
     /// Counts a sample lost to a full ring (interrupt path).
@@ -420,11 +426,6 @@ impl PublishedCounters {
     }
 }
 
-/// User-mode samples a CPU holds while their threads return to user mode (a thread returns
-/// right after the interrupt, so a few are plenty; when they run out, samples go to the ring
-/// with the sampled PC alone).
-const PENDING_USER_SAMPLES: usize = 16;
-
 /// The most rows a machine may have (the PMC id's row field is 8 bits wide).
 pub(crate) const MAX_ROWS: usize = 256;
 
@@ -563,7 +564,7 @@ impl PerCpu {
             last_left: AtomicI32::new(NOBODY),
             ring,
             soft_ring,
-            pending: PendingTable::new(PENDING_USER_SAMPLES),
+            pending: PendingTable::new(),
             slot_drops: AtomicBool::new(false),
             scratch: crate::lock::Lock::new(alloc::vec::Vec::with_capacity(depth)),
             current_pid: AtomicI32::new(-1),
@@ -666,6 +667,7 @@ impl PerCpu {
     #[inline]
     pub(crate) fn slot_of_bit(&self, bit: u32) -> Option<&Slot> {
         if !self.published.contains(bit) {
+            crate::backend::cold_path();
             return None;
         }
         // A bit number is below 64: the mask keeps the index in bounds without a check.
@@ -887,6 +889,16 @@ mod tests {
         assert!(!SampleFlags::new(false, true, true).records_callchains());
         assert!(!SampleFlags::new(true, false, false).records_callchains());
         assert!(SampleFlags::new(true, true, true).appends_user_stack());
+    }
+
+    #[test]
+    fn a_sampling_pmc_samples_the_pc_alone_or_callchains_and_a_counting_one_neither() {
+        let pc_alone = SampleFlags::new(true, false, true);
+        assert!(pc_alone.is_sampling() && pc_alone.samples_pc_alone());
+        let callchains = SampleFlags::new(true, true, false);
+        assert!(callchains.is_sampling() && !callchains.samples_pc_alone());
+        let counting = SampleFlags::new(false, true, true).logging_context_switches(true);
+        assert!(!counting.is_sampling() && !counting.samples_pc_alone());
     }
 
     #[test]

@@ -8,13 +8,15 @@
 //! and takes no lock. The producer fills the slot at `head` and publishes it by advancing `head`
 //! with Release ordering; the consumer reads `head` with Acquire, reads the slot, and frees it by
 //! advancing `tail` with Release ordering, which the producer reads with Acquire before reusing
-//! the slot. Slot fields are atomics so that all of this needs no `unsafe`; the ordering comes
-//! from `head` and `tail` alone, so the field accesses themselves are Relaxed.
+//! the slot (only when it reaches the end of the room it last saw: `tail` never goes back, so
+//! every slot before that end stays free until the producer fills it). Slot fields are atomics
+//! so that all of this needs no `unsafe`; the ordering comes from `head` and `tail` alone, so
+//! the field accesses themselves are Relaxed.
 //!
 //! A full ring refuses the new sample; the caller counts it lost, per PMC (for DROPNOTIFY
 //! records) and in the driver's statistics.
 
-use crate::sync::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
@@ -85,21 +87,27 @@ pub(crate) struct SampleRing {
     head: AtomicU64,
     /// Index of the next slot the consumer reads (only the consumer stores it).
     tail: AtomicU64,
+    /// `tail + capacity` as the producer last read `tail` (only the producer reads or stores it):
+    /// the producer fills slots up to it without reading `tail` again.
+    room_end: AtomicU64,
     slots: Box<[RingSlot]>,
     /// `capacity × depth` program counters, slot `i`'s at `i × depth` (samples with callchains).
     frames: Box<[AtomicU64]>,
 }
 
 /// A sample's header, with the sampled PC of a sample that has no callchain: the common
-/// sample is written to one place.
+/// sample is written to one place. Its header's `frames` is [`PC_ONLY`] for such a sample (else
+/// its frames are in the ring's `frames`).
 #[derive(Debug, Default)]
 struct RingSlot {
     header: SlotHeader,
-    /// Whether the sample is the PC alone, in `pc` (else its frames are in the ring's `frames`).
-    pc_only: AtomicBool,
     /// The sampled PC of a sample without a callchain.
     pc: AtomicU64,
 }
+
+/// A ring slot's frame count for a sample that is the PC alone, in the slot's `pc` (one store
+/// says both how many frames there are and where).
+const PC_ONLY: u32 = u32::MAX;
 
 /// Writes a sample's program counters straight into its slot.
 pub(crate) struct FrameWriter<'a> {
@@ -156,6 +164,7 @@ impl SampleRing {
             depth,
             head: AtomicU64::new(0),
             tail: AtomicU64::new(0),
+            room_end: AtomicU64::new(capacity as u64),
             slots: slots.into_boxed_slice(),
             frames: frames.into_boxed_slice(),
         })
@@ -170,8 +179,7 @@ impl SampleRing {
         fill: impl FnOnce(&mut FrameWriter<'_>),
     ) -> bool {
         let head = self.head.load(Ordering::Relaxed);
-        let tail = self.tail.load(Ordering::Acquire);
-        if head.wrapping_sub(tail) > self.mask {
+        if !self.has_room(head) {
             return false;
         }
         let index = (head & self.mask) as usize;
@@ -184,7 +192,6 @@ impl SampleRing {
         };
         let mut writer = FrameWriter { frames, written: 0 };
         fill(&mut writer);
-        slot.pc_only.store(false, Ordering::Relaxed);
         slot.header.store(&header);
         slot.header.frames.store(writer.len() as u32, Ordering::Relaxed);
         self.head.store(head.wrapping_add(1), Ordering::Release);
@@ -197,18 +204,30 @@ impl SampleRing {
     #[inline]
     pub(crate) fn push_pc(&self, header: SampleHeader, pc: u64) -> bool {
         let head = self.head.load(Ordering::Relaxed);
-        let tail = self.tail.load(Ordering::Acquire);
-        if head.wrapping_sub(tail) > self.mask {
+        if !self.has_room(head) {
             return false;
         }
         // A ring has a slot at every index below its capacity (`new`).
         let Some(slot) = self.slots.get((head & self.mask) as usize) else { return false };
         slot.pc.store(pc, Ordering::Relaxed);
-        slot.pc_only.store(true, Ordering::Relaxed);
         slot.header.store(&header);
-        slot.header.frames.store(1, Ordering::Relaxed);
+        slot.header.frames.store(PC_ONLY, Ordering::Relaxed);
         self.head.store(head.wrapping_add(1), Ordering::Release);
         true
+    }
+
+    /// Producer: whether the slot at `head` is free: below the end of the room the producer last
+    /// saw, or, once there, below the end of the room the consumer has made since.
+    #[inline]
+    fn has_room(&self, head: u64) -> bool {
+        if head != self.room_end.load(Ordering::Relaxed) {
+            return true;
+        }
+        // Once per ring's worth of samples at most.
+        crate::backend::cold_path();
+        let room_end = self.tail.load(Ordering::Acquire).wrapping_add(self.mask + 1);
+        self.room_end.store(room_end, Ordering::Relaxed);
+        head != room_end
     }
 
     /// Consumer: hands the oldest sample to `read` and frees its slot; false if the ring is
@@ -221,12 +240,12 @@ impl SampleRing {
         }
         let index = (tail & self.mask) as usize;
         let slot = &self.slots[index];
-        let frames = (slot.header.frames.load(Ordering::Relaxed) as usize).min(self.depth);
-        let frames = if slot.pc_only.load(Ordering::Relaxed) {
+        let frames = slot.header.frames.load(Ordering::Relaxed);
+        let frames = if frames == PC_ONLY {
             core::slice::from_ref(&slot.pc)
         } else {
             let start = index * self.depth;
-            &self.frames[start..start + frames]
+            &self.frames[start..start + (frames as usize).min(self.depth)]
         };
         let view = SampleView { header: slot.header.load(), frames };
         read(&view);
@@ -267,9 +286,10 @@ impl SampleRing {
 /// and thread context (which empties them) never see one half-written; an entry stays claimed
 /// while its taker reads it.
 #[derive(Debug)]
-pub(crate) struct PendingTable {
-    /// User-mode samples (PC and frame pointer).
-    user: Box<[PendingEntry]>,
+pub(crate) struct PendingTable<const USER: usize = PENDING_USER_SAMPLES> {
+    /// User-mode samples (PC and frame pointer), in the table itself: the interrupt finds them
+    /// at a fixed place and goes through a fixed number.
+    user: [PendingEntry; USER],
     /// Kernel-mode samples with their kernel callchains, once made.
     kernel: spin::Once<KernelEntries>,
     /// Entries `PENDING` (so that asking whether any sample waits costs one load).
@@ -349,12 +369,17 @@ fn try_boxed<T: Default>(len: usize) -> Result<Box<[T]>, OutOfMemory> {
     Ok(items.into_boxed_slice())
 }
 
-impl PendingTable {
-    /// A table with `capacity` entries for user-mode samples (and none yet for kernel-mode
-    /// ones: [`Self::reserve_kernel_samples`]).
-    pub(crate) fn new(capacity: usize) -> Self {
+/// User-mode samples a CPU holds while their threads return to user mode (a thread returns
+/// right after the interrupt, so a few are plenty; when they run out, samples go to the ring
+/// with the sampled PC alone).
+pub(crate) const PENDING_USER_SAMPLES: usize = 16;
+
+impl<const USER: usize> PendingTable<USER> {
+    /// A table with `USER` entries for user-mode samples (and none yet for kernel-mode ones:
+    /// [`Self::reserve_kernel_samples`]).
+    pub(crate) fn new() -> Self {
         PendingTable {
-            user: (0..capacity).map(|_| PendingEntry::default()).collect(),
+            user: core::array::from_fn(|_| PendingEntry::default()),
             kernel: spin::Once::new(),
             waiting: AtomicU32::new(0),
         }
@@ -573,6 +598,18 @@ mod tests {
     }
 
     #[test]
+    fn a_full_ring_takes_a_sample_again_as_soon_as_one_is_read() {
+        let ring = SampleRing::new(2, 1).unwrap();
+        assert!(ring.push_pc(header(1), 0x10) && ring.push_pc(header(2), 0x20));
+        assert!(!ring.push_pc(header(3), 0x30), "full");
+        assert!(ring.pop(|_| {}));
+        assert!(ring.push_pc(header(4), 0x40), "the slot read is free again");
+        assert!(!ring.push_pc(header(5), 0x50), "and the ring full again");
+        let pcs = |(_, pcs): (SampleHeader, Vec<u64>)| pcs;
+        assert_eq!(collect(&ring).into_iter().map(pcs).collect::<Vec<_>>(), [[0x20], [0x40]]);
+    }
+
+    #[test]
     fn a_sample_of_the_pc_alone_shares_the_ring_with_callchains_and_a_full_ring_refuses_it() {
         let ring = SampleRing::new(2, 3).unwrap();
         assert!(ring.push_pc(header(1), 0x40_1000));
@@ -653,7 +690,7 @@ mod tests {
 
     #[test]
     fn pending_samples_wait_outside_the_ring_until_their_thread_returns() {
-        let table = PendingTable::new(2);
+        let table = PendingTable::<2>::new();
         let a = SampleHeader { tid: 7, ..header(1) };
         let b = SampleHeader { tid: 8, ..header(2) };
         assert!(table.park(a, 0x10, 0x7000));
@@ -673,7 +710,7 @@ mod tests {
 
     #[test]
     fn kernel_mode_samples_wait_with_their_kernel_frames_up_to_the_depth() {
-        let table = PendingTable::new(1);
+        let table = PendingTable::<1>::new();
         assert!(!table.park_kernel(header(1), |_| panic!("no room yet")));
         table.reserve_kernel_samples(2, 3).unwrap();
         table.reserve_kernel_samples(100, 100).unwrap();

@@ -20,7 +20,7 @@ use super::cpuid::{CpuSignature, cpu_type_of};
 use crate::abi::{Caps, Class};
 use crate::backend::{
     AllocateRequest, CounterMask, CpuIdString, HardwareClass, OtherCoreType, PMI_ROUNDS,
-    PmuBackend, RawEvent,
+    PmuBackend, RawEvent, cold_path,
 };
 use crate::errno::Errno;
 use crate::hw::Hardware;
@@ -429,27 +429,47 @@ fn pmi_v2<H: Hardware>(
     // its bit set too late to be seen, and its PMI (raised while the entry is masked) may be
     // dropped.
     io::write_global_ctl(hw, global, CoreCounters::EMPTY);
-    let mut counters = CoreCounters::within(io::read_global_status(hw, global), cpu.counters);
+    let counters = CoreCounters::within(io::read_global_status(hw, global), cpu.counters);
     if counters.is_empty() {
+        cold_path();
         io::write_global_ctl(hw, global, started(cpu));
         return false;
     }
     // Stopping by the global control may take effect a few events late: after each round, read
     // the status until none of the driver's counters overflowed since.
-    for _ in 0..PMI_ROUNDS {
-        CounterMask::from_bits(counters.bits()).for_each_overflow(
-            #[inline(always)]
-            |bit| _ = overflowed(bit),
-        );
-        // Only the driver's counters' bits: the others belong to other users of the PMU.
-        io::clear_status(hw, global, counters);
-        counters = CoreCounters::within(io::read_global_status(hw, global), cpu.counters);
-        if counters.is_empty() {
-            break;
+    handle_round(hw, global, counters, &mut overflowed);
+    let mut counters = CoreCounters::within(io::read_global_status(hw, global), cpu.counters);
+    if !counters.is_empty() {
+        // Rare (a counter overflowed after the stop): apart from the common PMI's straight
+        // line, whose registers a loop around it would take.
+        cold_path();
+        for _ in 1..PMI_ROUNDS {
+            handle_round(hw, global, counters, &mut overflowed);
+            counters = CoreCounters::within(io::read_global_status(hw, global), cpu.counters);
+            if counters.is_empty() {
+                break;
+            }
         }
     }
     io::write_global_ctl(hw, global, started(cpu));
     true
+}
+
+/// One round of [`pmi_v2`]: hands each of `counters` (the driver's, overflowed) to
+/// `overflowed`, then clears their status bits (only theirs: the others belong to other users
+/// of the PMU).
+#[inline(always)]
+fn handle_round<H: Hardware>(
+    hw: &H,
+    global: io::GlobalRegs,
+    counters: CoreCounters,
+    overflowed: &mut impl FnMut(u32) -> bool,
+) {
+    CounterMask::from_bits(counters.bits()).for_each_overflow(
+        #[inline(always)]
+        |bit| _ = overflowed(bit),
+    );
+    io::clear_status(hw, global, counters);
 }
 
 /// Without PerfMonV2 there is no status register: a started counter overflowed when its top

@@ -20,13 +20,13 @@ use self::discovery::{CoreType, FreezeMode, IntelPmu};
 use self::offcore::{Offcore, OffcoreClaims, OffcoreLoaded};
 use self::regs::{
     Counter, CounterSet, EvtSelFlags, FixedCtrCtrl, FixedCtrField, FixedFlags, GlobalCtrl,
-    GlobalStatusReset, PerfEvtSel, low_bits,
+    GlobalStatus, GlobalStatusReset, PerfEvtSel, low_bits,
 };
 use super::cpuid::{CpuSignature, cpu_type_of};
 use crate::abi::{Caps, Class};
 use crate::backend::{
     AllocateRequest, CounterMask, CpuIdString, HardwareClass, OtherCoreType, PMI_ROUNDS,
-    PmuBackend, RawEvent,
+    PmuBackend, RawEvent, cold_path,
 };
 use crate::errno::Errno;
 use crate::hw::Hardware;
@@ -660,10 +660,11 @@ fn pmi_global<H: Hardware>(
         // is masked, may be dropped (KVM drops it).
         io::write_global_ctrl(hw, global, GlobalCtrl::NONE);
     }
-    let mut status = io::read_global_status(hw, global);
-    let mut counters = status.overflowed(cpu.counters);
+    let status = io::read_global_status(hw, global);
+    let counters = status.overflowed(cpu.counters);
     let frozen = status.counters_frozen();
     if counters.is_empty() && !frozen {
+        cold_path();
         if cpu.unfrozen {
             io::write_global_ctrl(hw, global, GlobalCtrl::from_counters(started(cpu)));
         }
@@ -672,26 +673,28 @@ fn pmi_global<H: Hardware>(
     if !frozen && !cpu.unfrozen {
         io::write_global_ctrl(hw, global, GlobalCtrl::NONE);
     }
-    let mut rounds = PMI_ROUNDS;
-    loop {
-        CounterMask::from_bits(counters.bits()).for_each_overflow(
-            #[inline(always)]
-            |bit| _ = overflowed(bit),
-        );
-        // Only the driver's bits: another user's PMI (Intel PT's ToPA, the DS buffer) stays
-        // pending for its own handler.
-        io::write_status_reset(hw, global, GlobalStatusReset::clearing(status, cpu.owned_status));
-        // A PMU that froze itself stopped when the PMI was raised, before the status was read.
-        // Stopping the counters by GLOBAL_CTRL may take effect a few events late: read the
-        // status until none of the driver's counters overflowed since (as Linux does).
-        rounds -= 1;
-        if !cpu.unfrozen || rounds == 0 {
-            break;
-        }
-        status = io::read_global_status(hw, global);
-        counters = status.overflowed(cpu.counters);
-        if counters.is_empty() {
-            break;
+    handle_round(hw, cpu, global, status, &mut overflowed);
+    // A PMU that froze itself stopped when the PMI was raised, before the status was read.
+    // Stopping the counters by GLOBAL_CTRL may take effect a few events late: read the status
+    // until none of the driver's counters overflowed since (as Linux does).
+    if cpu.unfrozen {
+        let mut status = io::read_global_status(hw, global);
+        if !status.overflowed(cpu.counters).is_empty() {
+            // Rare (a counter overflowed after the stop): apart from the common PMI's straight
+            // line, whose registers a loop around it would take.
+            cold_path();
+            let mut rounds = PMI_ROUNDS - 1;
+            loop {
+                handle_round(hw, cpu, global, status, &mut overflowed);
+                rounds -= 1;
+                if rounds == 0 {
+                    break;
+                }
+                status = io::read_global_status(hw, global);
+                if status.overflowed(cpu.counters).is_empty() {
+                    break;
+                }
+            }
         }
     }
     // A frozen PMU restarts when its CTR_FRZ bit is cleared (with the status above).
@@ -701,6 +704,24 @@ fn pmi_global<H: Hardware>(
     // A frozen PMU was stopped by a PMI even when no counter bit remains (a counter of ours
     // overflowed and was handled by an earlier NMI): it is ours, so the entry is unmasked.
     true
+}
+
+/// One round of [`pmi_global`]: hands each of the driver's counters that overflowed in
+/// `status` to `overflowed`, then clears their status bits (only the driver's: another user's
+/// PMI, such as Intel PT's ToPA or the DS buffer's, stays pending for its own handler).
+#[inline(always)]
+fn handle_round<H: Hardware>(
+    hw: &H,
+    cpu: &IntelCpu,
+    global: io::GlobalRegs,
+    status: GlobalStatus,
+    overflowed: &mut impl FnMut(u32) -> bool,
+) {
+    CounterMask::from_bits(status.overflowed(cpu.counters).bits()).for_each_overflow(
+        #[inline(always)]
+        |bit| _ = overflowed(bit),
+    );
+    io::write_status_reset(hw, global, GlobalStatusReset::clearing(status, cpu.owned_status));
 }
 
 /// Perfmon v1 has no status register: a started counter overflowed when its top bit went clear
