@@ -105,9 +105,9 @@
 //! Measured on the simulated machine (a user sampling PMC, one sample per 10 000 instructions,
 //! beside a counting PMC on core cycles; `pmi_latency.rs`): with PMIs served up to 2 block
 //! executions late, freezing lost 0.9 to 1.0% of the cycles, up to 8 late 5.2 to 5.6%, on perfmon
-//! v4 and v2 alike; not freezing lost none. The price of not freezing is 7 more instructions per
-//! sample in the handler (148 instead of 141, `driver/sim/benches/instructions.sh`; the bench's
-//! `--freeze` for the other). So the
+//! v4 and v2 alike; not freezing lost none. The price of not freezing is 3 more instructions per
+//! sample in the handler (108 instead of 105 on the simulated Skylake, MSR accesses excluded:
+//! `driver/sim/benches/instructions.sh`, the bench's `--freeze` for the other). So the
 //! driver does not freeze, on any version (as Linux, which dropped v4 counter freezing for the
 //! same reason):
 //!
