@@ -115,7 +115,9 @@ fn a_parked_pmc_reads_exactly_while_its_process_is_away_and_after_it_comes_back(
     let driver = load_driver(PmuModel::skylake(), 2, Tunables::default());
     let thread = process(&driver);
     let ids = count_both(&driver, thread.0);
-    run(&driver, 0, thread, 5);
+    run(&driver, 0, thread, 2);
+    run(&driver, 0, thread, 3);
+    assert_eq!(iap0_owner(&driver, thread.0), thread.0, "parked");
     assert_eq!(counts(&driver, thread.0, ids), expected(5), "read from the parked counters");
     assert_eq!(counts(&driver, thread.0, ids), expected(5), "reading changes nothing");
     run(&driver, 0, thread, 2);
