@@ -105,9 +105,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             SampleRing::new(tunables.nsamples as usize, depth)
                 .map_err(|_| LoadError::BadSampleRingSize(tunables.nsamples))
         };
-        for pmu in &pmus {
+        for (cpu, pmu) in (0..).zip(&pmus) {
             let rings = (ring()?, ring()?);
-            cpus.push(PerCpu::new(&layout, &backend, backend.cpu(*pmu), rings, depth));
+            cpus.push(PerCpu::new(cpu, &layout, &backend, backend.cpu(*pmu), rings, depth));
         }
         let (flavors, flavor_cpus) = flavors_of(&cpus);
         let running_pids = Arc::new(AtomicU64::new(0));

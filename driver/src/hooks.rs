@@ -621,7 +621,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         slot: &Slot,
         frame: &TrapFrame,
     ) {
-        let cpu = self.cpu_of(state);
+        let cpu = state.cpu;
         let header = Self::sample_header(state, slot, frame, self.hw.read_tsc());
         // Only a thread of a user process (pid 0 is the kernel's own) returns to user mode.
         let wants_user_stack = state.current_pid() > 0
@@ -637,16 +637,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if !ring.push(header, |frames| self.walk_kernel_stack(cpu, frame, frames)) {
             Self::count_lost_sample(state, slot);
         }
-    }
-
-    /// The CPU whose state is `state` (one of `self.cpus`): the interrupt path passes the state
-    /// alone, and the rare sample that needs the CPU's number (a kernel callchain's) works it
-    /// out from the state's place.
-    fn cpu_of(&self, state: &PerCpu) -> Cpu {
-        let offset = (state as *const PerCpu as usize).wrapping_sub(self.cpus.as_ptr() as usize);
-        let cpu = (offset / core::mem::size_of::<PerCpu>()) as Cpu;
-        debug_assert!(self.cpus.get(cpu as usize).is_some_and(|c| core::ptr::eq(c, state)));
-        cpu
     }
 
     /// The periodic drain of `cpu`, called on `cpu` from thread context (a per-CPU kernel thread

@@ -519,12 +519,16 @@ pub(crate) struct PerCpu {
     pub(crate) core_type: u8,
     /// Whether switch-outs here may park PMCs ([`PmuBackend::stop_keeps_program`]).
     pub(crate) parks: bool,
+    /// This CPU's number (the interrupt path passes the state alone; the rare sample that needs
+    /// the number, a kernel callchain's, reads it here).
+    pub(crate) cpu: crate::kernel::Cpu,
 }
 
 impl PerCpu {
-    /// A CPU whose PMU the backend describes as `pmu`, with the rows of `layout` and a sample
-    /// ring.
+    /// CPU `cpu`, whose PMU the backend describes as `pmu`, with the rows of `layout` and a
+    /// sample ring.
     pub(crate) fn new(
+        cpu: crate::kernel::Cpu,
         layout: &Layout,
         backend: &Backend,
         pmu: <Backend as PmuBackend>::Cpu,
@@ -572,6 +576,7 @@ impl PerCpu {
             mux: crate::mux::MuxCpu::default(),
             core_type,
             parks,
+            cpu,
         }
     }
 
