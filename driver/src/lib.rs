@@ -106,7 +106,7 @@
 //! beside a counting PMC on core cycles; `pmi_latency.rs`): with PMIs served up to 2 block
 //! executions late, freezing lost 0.9 to 1.0% of the cycles, up to 8 late 5.2 to 5.6%, on perfmon
 //! v4 and v2 alike; not freezing lost none. The price of not freezing is 3 more instructions per
-//! sample in the handler (108 instead of 105 on the simulated Skylake, MSR accesses excluded:
+//! sample in the handler (111 instead of 108 on the simulated Skylake, MSR accesses excluded:
 //! `driver/sim/benches/instructions.sh`, the bench's `--freeze` for the other). So the
 //! driver does not freeze, on any version (as Linux, which dropped v4 counter freezing for the
 //! same reason):

@@ -311,3 +311,23 @@ fn a_sample_taken_during_switch_out_keeps_its_thread() {
     assert_eq!(samples_of(&driver, pid), [(pid, tid, false)]);
     hw.assert_no_faults();
 }
+
+/// Another agent's freeze: the driver does not freeze counters (a hypervisor guest here), but a
+/// PMI of someone else's finds CTR_FRZ set in GLOBAL_STATUS (their DEBUGCTL freeze, their bit to
+/// clear). The handler stopped the counters through GLOBAL_CTRL on entry; it must start them
+/// again, or the driver's counters stay stopped for good.
+#[test]
+fn a_pmi_that_finds_another_agents_freeze_leaves_the_drivers_counters_started() {
+    let (driver, _pid) = sampled(unfrozen_skylake(), MaskedPmi::Held, &[1_000_000]);
+    let kernel = driver.kernel().clone();
+    let hw = kernel.hardware().clone();
+    let started = hw.read_msr(msr::IA32_PERF_GLOBAL_CTRL);
+    assert_ne!(started, 0, "the driver's counter runs");
+    hw.pmu(0).inject_foreign_status(hwpmc_sim::pmu::bits::STATUS_CTR_FRZ, true);
+    let claims = take_pmis(&kernel, &hw, &driver);
+    assert_eq!(claims, [false], "one PMI, not the driver's");
+    assert_eq!(hw.read_msr(msr::IA32_PERF_GLOBAL_CTRL), started, "started again");
+    let status = hw.read_msr(msr::IA32_PERF_GLOBAL_STATUS);
+    assert_ne!(status & hwpmc_sim::pmu::bits::STATUS_CTR_FRZ, 0, "the other agent's bit stays");
+    hw.assert_no_faults();
+}

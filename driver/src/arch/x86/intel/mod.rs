@@ -662,7 +662,10 @@ fn pmi_global<H: Hardware>(
     }
     let status = io::read_global_status(hw, global);
     let counters = status.overflowed(cpu.counters);
-    let frozen = status.counters_frozen();
+    // Frozen at the driver's own request only (CTR_FRZ is among its status bits when it asked
+    // for the streamlined freeze): otherwise CTR_FRZ is another agent's (its DEBUGCTL freeze,
+    // its bit to clear), and the counters stopped above must start again.
+    let frozen = status.counters_frozen_for(cpu.owned_status);
     if counters.is_empty() && !frozen {
         cold_path();
         if cpu.unfrozen {

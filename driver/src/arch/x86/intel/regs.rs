@@ -371,6 +371,11 @@ impl GlobalStatus {
     pub const fn counters_frozen(self) -> bool {
         self.0 & StatusFlags::CTR_FRZ.bits() != 0
     }
+    /// Whether v4 streamlined freeze froze the counters at the request of whoever owns the
+    /// status bits `owned` (the freeze is theirs only if CTR_FRZ is among them).
+    pub const fn counters_frozen_for(self, owned: u64) -> bool {
+        self.0 & owned & StatusFlags::CTR_FRZ.bits() != 0
+    }
 }
 
 /// A value for IA32_PERF_GLOBAL_OVF_CTRL (v4: GLOBAL_STATUS_RESET): 1 clears the status bit.
