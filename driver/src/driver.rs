@@ -313,7 +313,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(slot) = state.slots.get(pmc.slot_row as usize) else { return };
         // A PMC of the thread running here joins what its switch-out unloads, so nothing may
         // stay parked; a system PMC needs its slot only.
-        if state.has_parked() && (pid >= 0 || slot.handle().is_some()) {
+        if pid >= 0 || slot.handle().is_some() {
             self.evict_parked(state);
         }
         let Some(spec) = pmc.load_spec_on(handle, cell, state.core_type) else { return };

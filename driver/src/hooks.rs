@@ -62,9 +62,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     fn load_process_pmcs(&self, cpu: Cpu, state: &PerCpu, pid: Pid) {
         let Some(table) = self.load_table(cpu) else { return };
         let Some(map) = table.read() else { return };
-        if state.has_parked() {
-            self.evict_parked(state);
-        }
+        self.evict_parked(state);
         let Some(image) = map.get(pid) else { return };
         let free = (state.published.counters().bits() & image.counters().bits()) == 0;
         let to_start = if free && !image.by_thread() {
@@ -202,11 +200,24 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         // now, so a later one finds nothing of theirs), and the final reads below take
         // everything.
         state.published.unpublish(counters);
-        counters.for_each_bit(|bit| {
-            if let Some(slot) = state.slot_of_counter(bit) {
-                self.unload_slot(slot, pid, tid);
-            }
-        });
+        self.unload_slots(state, counters, pid, tid);
+    }
+
+    /// Unloads the PMCs of thread `tid` of process `pid` in the slots of `counters` (stopped,
+    /// unprogrammed, hidden) and of the rows without a hardware counter loaded for it (the list
+    /// is empty afterwards), and hands their counts back: a switch-out's last step, and an
+    /// eviction's (`parking.rs`).
+    #[inline(always)]
+    pub(crate) fn unload_slots(&self, state: &PerCpu, counters: CounterMask, pid: Pid, tid: Tid) {
+        // Inlined wherever it is called: no closure is built in memory.
+        counters.for_each_bit(
+            #[inline(always)]
+            |bit| {
+                if let Some(slot) = state.slot_of_counter(bit) {
+                    self.unload_slot(slot, pid, tid);
+                }
+            },
+        );
         for row in state.take_current_rows() {
             if let Some(slot) = state.slots.get(row as usize) {
                 // A SOFT or TSC row's own flag (a hardware counter's went with the CPU's word).
@@ -220,7 +231,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// interrupt path, its counter stopped and unprogrammed) if it is `pid`'s, and hands what it
     /// counted back to its credit cell.
     #[inline(always)]
-    pub(crate) fn unload_slot(&self, slot: &Slot, pid: Pid, tid: Tid) {
+    fn unload_slot(&self, slot: &Slot, pid: Pid, tid: Tid) {
         let Some(handle) = slot.handle() else { return };
         if slot.pid() != pid {
             return;

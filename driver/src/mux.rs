@@ -467,9 +467,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     ) {
         // What a process parked here leaves first (see `crate::parking`): the turn's slots may
         // be parked ones, and a process's turn joins what its switch-out unloads.
-        if state.has_parked() {
-            self.evict_parked(state);
-        }
+        self.evict_parked(state);
         for &handle in handles {
             let Some(pmc) = core.pmc(handle) else { continue };
             if pmc.mux.turn != turn && self.loaded(state, handle, core, pid) {

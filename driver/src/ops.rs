@@ -874,7 +874,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let core = self.core.lock(&self.kernel);
         let Some(pmc) = core.pmc(handle) else { return };
         // What another process parked here leaves first (see `crate::parking`).
-        if let Some(state) = self.cpus.get(cpu as usize).filter(|s| s.has_parked()) {
+        if let Some(state) = self.cpus.get(cpu as usize) {
             self.evict_parked(state);
         }
         let free = self.slot(cpu, pmc.slot_row).is_some_and(|s| s.handle().is_none());

@@ -53,11 +53,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.backend.stop(&self.hw, &state.pmu, counters);
         // After they stopped: an interrupt before this store may still fold a stopped counter.
         state.published.unpublish(counters);
-        for row in state.running_rows() {
-            if let Some(slot) = state.slots.get(row as usize) {
-                slot.unpublish();
-            }
-        }
+        Self::show_rows(state, false);
         state.park(pid);
     }
 
@@ -69,35 +65,41 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(table) = self.load_table(cpu) else { return false };
         let Some(counters) = state.unpark(pid, table.version()) else { return false };
         state.published.publish(counters);
-        for row in state.running_rows() {
-            if let Some(slot) = state.slots.get(row as usize) {
-                slot.publish();
-            }
-        }
+        Self::show_rows(state, true);
         self.backend.start(&self.hw, &state.pmu, counters);
         true
+    }
+
+    /// Publishes (`shown`) or hides the slots of the rows without a hardware counter loaded on
+    /// `state`'s CPU (a hardware counter's go with the CPU's published-counters word).
+    #[inline]
+    fn show_rows(state: &PerCpu, shown: bool) {
+        for row in state.running_rows() {
+            if let Some(slot) = state.slots.get(row as usize) {
+                if shown { slot.publish() } else { slot.unpublish() }
+            }
+        }
     }
 
     /// Evicts what is parked on `state`'s CPU, if anything: unprograms the (stopped, hidden)
     /// counters and hands each PMC's count back to its credit cell. Called on that CPU, before
     /// anything else is loaded there.
+    #[inline]
+    pub(crate) fn evict_parked(&self, state: &PerCpu) {
+        if state.has_parked() {
+            self.evict(state);
+        }
+    }
+
+    /// [`Self::evict_parked`] once something is known to be parked.
     // Out of line: the switch-in of the parked process does not need it.
     #[inline(never)]
-    pub(crate) fn evict_parked(&self, state: &PerCpu) {
+    fn evict(&self, state: &PerCpu) {
         let pid = state.take_parked();
         let counters = state.take_current_counters();
         self.backend.unprogram(&self.hw, &state.pmu, counters);
         // A parked PMC counts and logs nothing: the thread is not needed.
-        counters.for_each_bit(|bit| {
-            if let Some(slot) = state.slot_of_counter(bit) {
-                self.unload_slot(slot, pid, -1);
-            }
-        });
-        for row in state.take_current_rows() {
-            if let Some(slot) = state.slots.get(row as usize) {
-                self.unload_slot(slot, pid, -1);
-            }
-        }
+        self.unload_slots(state, counters, pid, -1);
     }
 
     /// Scheduler hook: `cpu` stops running threads (it goes offline). Called on `cpu` after its
@@ -105,9 +107,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// no count waits on a CPU that no longer runs the driver's closures.
     pub fn cpu_offline(&self, cpu: Cpu) {
         if let Some(state) = self.cpus.get(cpu as usize) {
-            if state.has_parked() {
-                self.evict_parked(state);
-            }
+            self.evict_parked(state);
         }
     }
 }
