@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::mem::size_of;
 
+use super::lines::SourceFrame;
 use super::profile::{Frame, FrameId};
 
 /// The most entries the program-counter cache keeps before it starts again (about 40 MiB).
@@ -24,6 +25,21 @@ fn slot_bytes<T>() -> u64 {
 pub(super) fn frame_bytes(frame: &Frame) -> u64 {
     let symbol = frame.symbol.as_ref().map_or(0, |s| s.len() as u64 + 16);
     size_of::<Frame>() as u64 * 2 + slot_bytes::<(u64, u64, u64, u32)>() + symbol
+}
+
+/// What the source positions of one address cost: the entry in the table of positions, the
+/// shared slice, and the names (counted as if not shared with other addresses).
+pub(super) fn source_bytes(frames: &[SourceFrame]) -> u64 {
+    let names: usize = frames
+        .iter()
+        .map(|f| {
+            f.function.as_ref().map_or(0, |n| n.len() + 16)
+                + f.file.as_ref().map_or(0, |n| n.len() + 16)
+        })
+        .sum();
+    slot_bytes::<((u32, u64), usize, usize)>()
+        + (16 + std::mem::size_of_val(frames)).next_multiple_of(16) as u64
+        + names as u64
 }
 
 /// What a stack of `len` elements of type `T` costs in its table.

@@ -130,29 +130,12 @@ impl Image {
         fsroot: Option<&Path>,
         search: &DebugSearch,
     ) -> Result<Image, String> {
-        use std::os::unix::fs::OpenOptionsExt;
         let failed = |e: std::io::Error| format!("{}: {e}", path.display());
-        let regular = |meta: std::fs::Metadata| {
-            if meta.is_file() {
-                Ok(())
-            } else {
-                Err(format!("{}: not a regular file, so not read for symbols", path.display()))
-            }
-        };
-        regular(std::fs::metadata(path).map_err(failed)?)?;
-        let file = std::fs::File::options()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)
-            .map_err(failed)?;
-        let meta = file.metadata().map_err(failed)?;
-        let len = meta.len();
-        regular(meta)?;
+        let (file, len) = super::image_file::open(path)?;
         // Small images are read at once (one read instead of one per symbol name); large ones,
         // which carry debug information many times the size of their symbols, on demand.
         let parsed = if len <= READ_WHOLE_IMAGE {
-            let mut data = Vec::with_capacity(len as usize);
-            std::io::Read::read_to_end(&mut { file }, &mut data).map_err(failed)?;
+            let data = super::image_file::read_all(file, len).map_err(failed)?;
             Image::parse_with_links(&*data)
         } else {
             Image::parse_with_links(&object::ReadCache::new(file))
@@ -352,13 +335,11 @@ impl Image {
 /// The symbol table of the debug file at `path`, if it is the debug file of the image `links`
 /// describe (same build ID, or the debuglink's CRC).
 fn debug_file_symbols(path: &Path, check: Check, links: &DebugLinks) -> Option<Vec<Symbol>> {
-    let mut file = open_regular(path)?;
-    let len = file.metadata().ok()?.len();
+    let (file, len) = super::image_file::open(path).ok()?;
     let symbols = if len <= READ_WHOLE {
         // Read at once: reading the symbol names one by one from the file is thousands of small
         // reads (5 ms for libc's debug file, where one read takes under 1 ms).
-        let mut data = Vec::with_capacity(len as usize);
-        std::io::Read::read_to_end(&mut file, &mut data).ok()?;
+        let data = super::image_file::read_all(file, len).ok()?;
         if let Check::Crc(crc) = check {
             if debuglink_crc(&data) != crc {
                 return None;
@@ -393,18 +374,10 @@ fn matching_symbols<'data, R: object::ReadRef<'data>>(
     Some(collect_symbols(object.symbols()))
 }
 
-/// `path` opened for reading if it is a regular file: opened non-blocking (a FIFO put there
-/// since it was looked at cannot block) and checked again.
-fn open_regular(path: &Path) -> Option<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let opened = std::fs::File::options().read(true).custom_flags(libc::O_NONBLOCK).open(path);
-    opened.ok().filter(|f| f.metadata().is_ok_and(|m| m.is_file()))
-}
-
 /// [`unwind_functions`] of the ELF file at `path` (a regular file when the image was loaded;
 /// checked again, and opened non-blocking, since it may have been replaced since).
 fn read_unwind_functions(path: &Path) -> Vec<(u64, u64)> {
-    let Some(file) = open_regular(path) else { return Vec::new() };
+    let Ok((file, _)) = super::image_file::open(path) else { return Vec::new() };
     let cache = object::ReadCache::new(file);
     object::File::parse(&cache).map(|object| unwind_functions(&object)).unwrap_or_default()
 }

@@ -20,42 +20,54 @@ use super::profile::Profile;
 use super::top::flat_rows;
 
 /// Writes the profile as JSON, at most `rows` functions per PMC, and a newline.
+///
+/// The document is written as it is made, one function at a time: a profile of millions of
+/// functions (a log of unreadable images, each address its own frame) would otherwise take a
+/// tree of JSON values several times the size of the profile's own tables, which are what the
+/// memory budget bounds. Keys come in sorted order, as `serde_json`'s maps put them.
 pub fn write_json(profile: &Profile, rows: usize, out: &mut dyn Write) -> io::Result<()> {
-    let pmcs: Vec<Value> = profile
-        .sample_counts()
-        .into_iter()
-        .map(|(name, samples)| {
-            let functions: Vec<Value> = flat_rows(profile, &name, rows)
-                .into_iter()
-                .map(|row| {
-                    let frame = profile.frame(row.frame);
-                    json!({
-                        "function": frame.name(),
-                        "image": &*frame.image,
-                        "address": format!("{:#x}", frame.address),
-                        "self": row.self_samples,
-                        "total": row.total_samples,
-                    })
-                })
-                .collect();
-            json!({"event": name, "samples": samples, "functions": functions})
-        })
-        .collect();
+    write!(
+        out,
+        "{{\"dropped_notices\":{},\"empty_samples\":{},\"pmcs\":[",
+        profile.dropped_notices(),
+        profile.empty_samples()
+    )?;
+    for (i, (name, samples)) in profile.sample_counts().into_iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        out.write_all(b"{\"event\":")?;
+        serde_json::to_writer(&mut *out, &name)?;
+        out.write_all(b",\"functions\":[")?;
+        for (j, row) in flat_rows(profile, &name, rows).into_iter().enumerate() {
+            if j > 0 {
+                out.write_all(b",")?;
+            }
+            let frame = profile.frame(row.frame);
+            let function = json!({
+                "function": frame.name(),
+                "image": &*frame.image,
+                "address": format!("{:#x}", frame.address),
+                "self": row.self_samples,
+                "total": row.total_samples,
+            });
+            serde_json::to_writer(&mut *out, &function)?;
+        }
+        write!(out, "],\"samples\":{samples}}}")?;
+    }
     let unreadable: Vec<Value> = profile
         .unreadable_images()
         .iter()
         .map(|(image, reason)| json!({"image": image, "reason": reason}))
         .collect();
-    let document = json!({
-        "records": profile.records(),
-        "samples": profile.total_samples(),
-        "dropped_notices": profile.dropped_notices(),
-        "empty_samples": profile.empty_samples(),
-        "pmcs": pmcs,
-        "unreadable_images": unreadable,
-    });
-    serde_json::to_writer(&mut *out, &document)?;
-    out.write_all(b"\n")
+    write!(
+        out,
+        "],\"records\":{},\"samples\":{},\"unreadable_images\":",
+        profile.records(),
+        profile.total_samples()
+    )?;
+    serde_json::to_writer(&mut *out, &unreadable)?;
+    out.write_all(b"}\n")
 }
 
 #[cfg(test)]
@@ -100,9 +112,28 @@ mod tests {
             rows,
             [("hot", 7, 7, at("hot")), ("warm", 3, 9, at("warm")), ("main", 0, 10, at("main"))]
         );
+        // The streamed document is the one serde_json makes of the same values.
+        let again = serde_json::to_vec(&v).unwrap();
+        assert_eq!(String::from_utf8(again).unwrap() + "\n", String::from_utf8(out).unwrap());
         let mut two = Vec::new();
         write_json(&profile, 2, &mut two).unwrap();
         let v: Value = serde_json::from_slice(&two).unwrap();
         assert_eq!(v["pmcs"][0]["functions"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn the_streamed_document_is_valid_json_with_several_pmcs_and_unreadable_images() {
+        use hwpmc_tests::analysis::LogBuilder;
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, 0x10000).allocate(0x200, 0x10001);
+        log.map_in(9, 0x1000_0000, "/nonexistent/a\"quoted\".so");
+        log.samples(9, 0x100, &[0x1000_0042], 2).samples(9, 0x200, &[0x1000_0050], 1);
+        let profile = Profile::from_log(&log.bytes(), &ResolveOptions::default()).unwrap();
+        let mut out = Vec::new();
+        write_json(&profile, usize::MAX, &mut out).unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(serde_json::to_vec(&v).unwrap(), out[..out.len() - 1]);
+        assert_eq!(v["pmcs"].as_array().unwrap().len(), 2);
+        assert_eq!(v["unreadable_images"][0]["image"], "/nonexistent/a\"quoted\".so");
     }
 }

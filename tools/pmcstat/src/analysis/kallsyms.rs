@@ -10,22 +10,27 @@
 use std::hash::{Hash, Hasher};
 
 use super::image::SORTED_KALLSYMS_HEADER;
+use super::image_file;
 use std::path::{Path, PathBuf};
+
+/// The largest kernel symbol table read: a kernel with every module loaded has a few hundred
+/// thousand symbols (about 20 MiB of text).
+const MAX_SYMBOL_TABLE: u64 = 256 << 20;
 
 /// The text of the kernel symbol table at `path`: from the cache when `path` is this machine's
 /// `/proc/kallsyms` and the cache is current, else read (and cached when it is
 /// `/proc/kallsyms`).
 pub(crate) fn read(path: &Path) -> Option<String> {
     if path != Path::new(pmc::host::KERNEL_SYMBOLS) {
-        return std::fs::read_to_string(path).ok();
+        return image_file::read_text(path, MAX_SYMBOL_TABLE);
     }
     let cached = cache_file();
-    if let Some(text) = cached.as_ref().and_then(|c| std::fs::read_to_string(c).ok()) {
+    if let Some(text) = cached.as_ref().and_then(|c| image_file::read_text(c, MAX_SYMBOL_TABLE)) {
         if text.starts_with(SORTED_KALLSYMS_HEADER) {
             return Some(text);
         }
     }
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = image_file::read_text(path, MAX_SYMBOL_TABLE)?;
     let sorted = text_symbols(&text);
     // Only a table with addresses is worth keeping (a kernel hiding them shows zeros).
     if sorted.is_empty() {

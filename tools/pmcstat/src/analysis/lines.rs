@@ -37,7 +37,7 @@ impl SourceLines {
     /// Reads the DWARF sections of the ELF file at `path` (decompressing them when needed);
     /// `None` when it has no line information.
     pub(crate) fn load(path: &Path) -> Option<SourceLines> {
-        let file = std::fs::File::open(path).ok()?;
+        let (file, _) = super::image_file::open(path).ok()?;
         let cache = object::ReadCache::new(file);
         let object = object::File::parse(&cache).ok()?;
         object.section_by_name(".debug_line")?;

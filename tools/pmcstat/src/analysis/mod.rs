@@ -54,6 +54,7 @@
 //! PMC is one PMC per CPU). [`write_folded`] and [`write_flamegraph`] merge all PMCs
 //! ([`write_folded_pmc`] selects one event); [`write_pprof`] has a value column per event.
 
+mod address_space;
 mod budget;
 mod callgraph;
 mod calltree;
@@ -62,6 +63,7 @@ mod error;
 mod folded;
 mod gmon;
 mod image;
+mod image_file;
 mod json;
 mod kallsyms;
 mod lines;

@@ -2,12 +2,14 @@
 //! sample belongs to, and each sample's call chain resolved to functions.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pmclog::{Callchain, EventNames, MultipartKind, Record, Records, StaticEventNames};
 
+use super::address_space::{AddressSpace, Mapping, USER_END};
 use super::budget;
 use super::debuginfo::DebugSearch;
 use super::error::AnalysisError;
@@ -53,8 +55,6 @@ pub const OTHER_FRAME: &str = "[other]";
 
 /// Start of the upper (kernel) half of the x86-64 address space.
 const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
-/// End of the lower (user) half of the x86-64 address space.
-const USER_END: u64 = 0x0000_8000_0000_0000;
 
 /// The image name of frames in kernel addresses that no mapping covers.
 pub const KERNEL_IMAGE: &str = "kernel";
@@ -415,23 +415,6 @@ impl Profile {
     }
 }
 
-/// One executable mapping of a process: `[lo, hi)` in run-time addresses.
-#[derive(Debug, Clone)]
-struct Mapping {
-    lo: u64,
-    /// `None` when the image could not be read (or is not read yet): it then reaches to the
-    /// next mapping.
-    hi: Option<u64>,
-    /// Run-time address minus link-time address.
-    bias: u64,
-    name: u32,
-    image: Option<Arc<Image>>,
-    /// The path of an image not read yet: MAP_IN records name every mapping of a process,
-    /// and most are never sampled, so an image is read when a program counter first falls in
-    /// its mapping ([`Builder::settle`]).
-    pending: Option<Arc<[u8]>>,
-}
-
 #[derive(Debug, Default)]
 struct PmcBuild {
     pmcid: u32,
@@ -462,11 +445,15 @@ struct Builder<'a> {
     images: HashMap<Vec<u8>, Option<Arc<Image>>>,
     image_names: Vec<Arc<str>>,
     image_ids: HashMap<Arc<str>, u32>,
-    processes: HashMap<i32, Vec<Mapping>>,
-    kernel: Vec<Mapping>,
+    processes: HashMap<i32, AddressSpace>,
+    kernel: AddressSpace,
     frames: Vec<Frame>,
     frame_ids: HashMap<FrameKey, FrameId>,
-    cache: HashMap<(i32, bool, u64), Location>,
+    /// Resolved program counters, valid while their generation is [`Builder::generation`].
+    cache: HashMap<(i32, bool, u64), (u64, Location)>,
+    /// Changed with every mapping, so that the cache forgets without being cleared (clearing
+    /// a large table at each of a JIT's MAP_IN records costs more than the records).
+    generation: u64,
     pmcs: Vec<PmcBuild>,
     pmc_index: HashMap<u32, usize>,
     dropped_notices: u64,
@@ -494,10 +481,11 @@ impl<'a> Builder<'a> {
             image_names: Vec::new(),
             image_ids: HashMap::new(),
             processes: HashMap::new(),
-            kernel: Vec::new(),
+            kernel: AddressSpace::default(),
             frames: Vec::new(),
             frame_ids: HashMap::new(),
             cache: HashMap::new(),
+            generation: 0,
             pmcs: Vec::new(),
             pmc_index: HashMap::new(),
             dropped_notices: 0,
@@ -556,13 +544,13 @@ impl<'a> Builder<'a> {
                 } else {
                     self.processes.entry(map.pid).or_default()
                 };
-                maps.retain(|m| m.lo < map.start || m.lo >= map.end);
-                self.cache.clear();
+                maps.unmap(map.start, map.end);
+                self.generation += 1;
             }
             Record::ProcFork(fork) => {
                 let maps = self.processes.get(&fork.old_pid).cloned().unwrap_or_default();
                 self.processes.insert(fork.new_pid, maps);
-                self.cache.clear();
+                self.generation += 1;
             }
             Record::Callchain(cc) => self.sample(cc, tsc),
             _ => {}
@@ -681,10 +669,8 @@ impl<'a> Builder<'a> {
     fn add_mapping(&mut self, pid: i32, mapping: Mapping) {
         let maps =
             if pid == -1 { &mut self.kernel } else { self.processes.entry(pid).or_default() };
-        maps.retain(|m| m.lo != mapping.lo);
-        let at = maps.partition_point(|m| m.lo < mapping.lo);
-        maps.insert(at, mapping);
-        self.cache.clear();
+        maps.insert(mapping);
+        self.generation += 1;
     }
 
     /// PROCEXEC: a new address space with the executable at `dyn_addr` (its PIE load base; an
@@ -694,8 +680,8 @@ impl<'a> Builder<'a> {
         if self.main_image.is_none() {
             self.main_image = Some(self.image_name(&String::from_utf8_lossy(path)));
         }
-        self.processes.insert(pid, Vec::new());
-        self.cache.clear();
+        self.processes.insert(pid, AddressSpace::default());
+        self.generation += 1;
         let image = self.image(path);
         let start = match &image {
             Some(img) if img.fixed => img.link_base,
@@ -808,9 +794,24 @@ impl<'a> Builder<'a> {
         }
         // Its locations name frames by their old numbers.
         self.cache = HashMap::new();
+        // Source positions only of the addresses the kept stacks still have.
+        if !self.sources.is_empty() {
+            let mut kept = std::collections::HashSet::new();
+            for pmc in &self.pmcs {
+                for location in pmc.stacks.keys().flat_map(|stack| stack.iter()) {
+                    let image = &self.frames[location.frame.index()].image;
+                    if let Some(&id) = self.image_ids.get(image) {
+                        kept.insert((id, location.address));
+                    }
+                }
+            }
+            self.sources.retain(|key, _| kept.contains(key));
+            self.sources.shrink_to_fit();
+        }
         self.table_bytes = self.frames.iter().map(budget::frame_bytes).sum::<u64>()
             + self.pmcs.iter().map(|p| budget::table_bytes(&p.stacks)).sum::<u64>()
-            + self.pmcs.iter().map(|p| budget::table_bytes(&p.frame_stacks)).sum::<u64>();
+            + self.pmcs.iter().map(|p| budget::table_bytes(&p.frame_stacks)).sum::<u64>()
+            + self.sources.values().map(|frames| budget::source_bytes(frames)).sum::<u64>();
         let samples = self.pmcs.iter().map(|p| p.folded).sum();
         let overflow = self.overflow.get_or_insert(Overflow {
             budget: self.budget,
@@ -828,19 +829,20 @@ impl<'a> Builder<'a> {
     /// mappings first and then in the process's (a chain that runs on into user space),
     /// user-mode ones only in the process's.
     fn resolve(&mut self, pid: i32, user: bool, index: usize, pc: u64) -> Location {
-        if let Some(&location) = self.cache.get(&(pid, user, pc)) {
-            return location;
+        match self.cache.get(&(pid, user, pc)) {
+            Some(&(generation, location)) if generation == self.generation => return location,
+            _ => {}
         }
         if !user {
             self.settle(None, pc, false);
         }
         self.settle(Some(pid), pc, true);
-        let empty = Vec::new();
+        let empty = AddressSpace::default();
         let process = self.processes.get(&pid).unwrap_or(&empty);
         let mapping = if user {
-            find_mapping(process, pc, true)
+            process.find(pc, true)
         } else {
-            find_mapping(&self.kernel, pc, false).or_else(|| find_mapping(process, pc, true))
+            self.kernel.find(pc, false).or_else(|| process.find(pc, true))
         };
         let mut address = pc;
         let (image_name, key, symbol, offset) = match mapping {
@@ -851,9 +853,11 @@ impl<'a> Builder<'a> {
                         let link = pc.wrapping_sub(m.bias);
                         address = link;
                         if self.opts.lines {
-                            self.sources
-                                .entry((image_name, link))
-                                .or_insert_with(|| image.source_at(link).into());
+                            if let Entry::Vacant(entry) = self.sources.entry((image_name, link)) {
+                                let frames: Arc<[SourceFrame]> = image.source_at(link).into();
+                                self.table_bytes += budget::source_bytes(&frames);
+                                entry.insert(frames);
+                            }
                         }
                         match image.symbol_at(link).filter(|_| !self.opts.raw_addresses) {
                             Some(sym) if self.opts.show_offsets => (
@@ -910,12 +914,12 @@ impl<'a> Builder<'a> {
         if self.cache.len() >= budget::CACHE_ENTRIES {
             self.cache.clear();
         }
-        self.cache.insert((pid, user, pc), location);
+        self.cache.insert((pid, user, pc), (self.generation, location));
         location
     }
 
     /// The mappings of process `pid` (`None`: the kernel's).
-    fn maps_mut(&mut self, pid: Option<i32>) -> Option<&mut Vec<Mapping>> {
+    fn maps_mut(&mut self, pid: Option<i32>) -> Option<&mut AddressSpace> {
         match pid {
             None => Some(&mut self.kernel),
             Some(pid) => self.processes.get_mut(&pid),
@@ -926,18 +930,16 @@ impl<'a> Builder<'a> {
     /// mappings, or the kernel's for `None`), until the mapping that covers it, if any, is one
     /// whose image was read (or could not be): then the lookup sees the real extents.
     fn settle(&mut self, pid: Option<i32>, pc: u64, user_space: bool) {
-        for _ in 0..=OVERLAP_SCAN {
+        // Each pass reads one image: a mapping read may turn out not to cover `pc`, and then
+        // the one below it is tried (mappings rarely overlap, so a few passes do).
+        for _ in 0..=8 {
             let Some(maps) = self.maps_mut(pid) else { return };
-            let Some(i) = find_mapping_index(maps, pc, user_space) else { return };
-            let Some(path) = maps[i].pending.take() else { return };
-            let lo = maps[i].lo;
+            let Some((lo, path)) = maps.take_pending(pc, user_space) else { return };
             let real = self.mapping(&path, lo);
             let Some(maps) = self.maps_mut(pid) else { return };
-            // `mapping` touched no mapping list: the entry is still at `i`.
-            maps[i] = real;
-            maps.sort_by_key(|m| m.lo);
+            maps.replace(lo, real);
             // Earlier look-ups may have resolved against the provisional extent.
-            self.cache.clear();
+            self.generation += 1;
         }
     }
 
@@ -1028,35 +1030,6 @@ fn file_path(fsroot: Option<&Path>, path: &[u8]) -> PathBuf {
         Some(root) => root.join(path.strip_prefix("/").unwrap_or(&path)),
         None => path,
     }
-}
-
-/// How many mappings below a program counter are tried (mappings rarely overlap).
-const OVERLAP_SCAN: usize = 8;
-
-/// The mapping that covers `pc`. A mapping of an unreadable image reaches to the next mapping
-/// (and, in a process, not past the user half of the address space).
-fn find_mapping(maps: &[Mapping], pc: u64, user_space: bool) -> Option<&Mapping> {
-    find_mapping_index(maps, pc, user_space).map(|i| &maps[i])
-}
-
-/// The index of [`find_mapping`]'s mapping.
-fn find_mapping_index(maps: &[Mapping], pc: u64, user_space: bool) -> Option<usize> {
-    let after = maps.partition_point(|m| m.lo <= pc);
-    for i in (after.saturating_sub(OVERLAP_SCAN)..after).rev() {
-        let m = &maps[i];
-        let hi = match m.hi {
-            Some(hi) => hi,
-            None => {
-                let next = maps[i + 1..].iter().map(|n| n.lo).find(|&lo| lo > m.lo);
-                let limit = if user_space && m.lo < USER_END { USER_END } else { u64::MAX };
-                next.map_or(limit, |n| n.min(limit))
-            }
-        };
-        if pc < hi {
-            return Some(i);
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -1264,6 +1237,54 @@ mod tests {
         let tried: Vec<&str> =
             profile.unreadable_images().iter().map(|(i, _)| i.as_str()).collect();
         assert_eq!(tried, ["/nonexistent/sampled.so"]);
+    }
+
+    #[test]
+    fn source_positions_count_in_the_budget_and_only_kept_stacks_keep_theirs() {
+        let p = Program::build_with_lines(false);
+        let mut log = hot_warm_main(&p);
+        // Every address of the three functions, one sample each: each its own stack.
+        let mut addresses = Vec::new();
+        for function in ["hot", "warm", "main"] {
+            let (start, size) = p.functions[function];
+            addresses.extend(start..start + size);
+        }
+        for &pc in &addresses {
+            log.samples(100, 0x100, &[pc], 1);
+        }
+        let opts = ResolveOptions {
+            lines: true,
+            frames_only: false,
+            table_budget: Some(8 << 10),
+            ..Default::default()
+        };
+        let profile = profile(&log, &opts);
+        assert!(profile.overflow().is_some(), "the tables overflowed");
+        let kept: std::collections::HashSet<(Arc<str>, u64)> = profile.pmcs()[0]
+            .location_stacks()
+            .flat_map(|(stack, _)| stack.iter())
+            .map(|l| (profile.frame(l.frame).image.clone(), l.address))
+            .collect();
+        assert!(!profile.sources.is_empty());
+        assert!(profile.sources.keys().all(|key| kept.contains(key)));
+        assert!(profile.sources.len() < addresses.len() / 2, "{} kept", profile.sources.len());
+        // The stacks kept still have their lines: the six samples of hot ← warm ← main.
+        let (stack, _) = profile.pmcs()[0].location_stacks().find(|(_, n)| *n == 6).unwrap();
+        let line = profile.source(&stack[0]).last().map(|f| f.line);
+        assert_eq!(line, Some(p.line_of(stack[0].address)));
+    }
+
+    #[test]
+    fn a_procfs_file_named_as_an_image_is_not_read() {
+        // /proc/self/pagemap says it is a regular file of size 0 and reads as 256 GiB.
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).map_in(9, 0x1000_0000, "/proc/self/pagemap");
+        log.samples(9, 0x100, &[0x1000_0042], 1);
+        let profile = profile(&log, &ResolveOptions::default());
+        assert_eq!(stacks(&profile), vec![(strings(&["0x10000042@pagemap"]), 1)]);
+        let (image, why) = &profile.unreadable_images()[0];
+        assert_eq!(image, "/proc/self/pagemap");
+        assert!(why.contains("empty (or a /proc or /sys file)"), "{why}");
     }
 
     #[test]
