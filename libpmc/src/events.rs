@@ -211,6 +211,10 @@ pub struct HostEvents {
     pub fixed_counters: Option<u32>,
 }
 
+/// The longest event spec looked up, in bytes (FreeBSD's event names are at most 64 bytes;
+/// this leaves room for a core-type prefix and every qualifier).
+pub const MAX_SPEC_LEN: usize = 512;
+
 /// Why an event spec cannot be used on this host.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EventError {
@@ -251,6 +255,16 @@ pub enum EventError {
         table: String,
         /// perf's PMU prefix that names the core type (`cpu_core`, `cpu_atom`).
         prefix: String,
+    },
+    /// The spec is longer than any event spec can be: refused before any look-up, whose
+    /// suggestions would cost time in proportion to its length.
+    #[error(
+        "an event spec of {length} bytes: an event spec is at most {MAX_SPEC_LEN} bytes (event \
+         names are under 100, and a raw encoding with every qualifier well under 200)"
+    )]
+    TooLong {
+        /// The spec's length in bytes.
+        length: usize,
     },
     /// A qualifier or raw field is wrong.
     #[error("bad event spec `{spec}`: {detail}")]
@@ -701,6 +715,9 @@ impl HostEvents {
         spec: &str,
         tables: Vec<ModelTable>,
     ) -> Result<Event, EventError> {
+        if spec.len() > MAX_SPEC_LEN {
+            return Err(EventError::TooLong { length: spec.len() });
+        }
         let mut tokens = spec.split(',');
         let head = tokens.next().unwrap_or_default().trim();
         if head.contains('=') {

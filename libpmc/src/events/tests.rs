@@ -531,6 +531,22 @@ fn unknown_names_suggest_close_matches_and_point_at_pmcstat_l() {
 }
 
 #[test]
+fn a_spec_longer_than_any_event_spec_is_refused_before_any_look_up() {
+    let host = skylake_linux();
+    let long = "x".repeat(MAX_SPEC_LEN + 1);
+    assert_eq!(host.lookup(&long), Err(EventError::TooLong { length: MAX_SPEC_LEN + 1 }));
+    let message = host.lookup(&long).unwrap_err().to_string();
+    assert!(message.contains(&format!("at most {MAX_SPEC_LEN} bytes")), "{message}");
+    // A megabyte of name (which took minutes to find suggestions for) is refused the same way.
+    let huge = format!("INST_RETIRED.ANY,{}", "usr,".repeat(1 << 18));
+    assert!(matches!(host.lookup(&huge), Err(EventError::TooLong { .. })));
+    // The longest real spec still resolves: a long event name with qualifiers.
+    let real = "INST_RETIRED.ANY_P,usr,os,cmask=1,inv,edge";
+    assert!(real.len() <= MAX_SPEC_LEN);
+    assert!(host.lookup(real).is_ok(), "{:?}", host.lookup(real));
+}
+
+#[test]
 fn unknown_names_suggest_names_containing_them_at_most_five() {
     let suggestions = unknown_suggestions(&intel_freebsd(true), "cycle");
     assert!(suggestions.contains(&"unhalted-cycles".to_string()), "{suggestions:?}");
