@@ -44,6 +44,7 @@ use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use crate::handles::HandleTable;
 use crate::names::{PMC_F_EV_PMU, event_name};
 use crate::{
     CALLCHAIN_DEPTH_MAX, COMM_LEN, Entry, MAX_RECORD_LEN, NAME_MAX, PATH_MAX, Record, Step,
@@ -463,7 +464,9 @@ const _: () = assert!(size_of::<pmclog_ev>() == 4184 && size_of::<pmclog_ev_u>()
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pmclog_open(fd: c_int) -> *mut c_void {
     match catch_unwind(|| Parser::try_new(fd)) {
-        Ok(Some(parser)) => Box::into_raw(Box::new(Cookie { parser: Some(parser) })).cast(),
+        Ok(Some(parser)) => {
+            PARSERS.insert(parser).map_or(ptr::null_mut(), ptr::without_provenance_mut)
+        }
         _ => ptr::null_mut(),
     }
 }
@@ -474,22 +477,22 @@ pub unsafe extern "C" fn pmclog_open(fd: c_int) -> *mut c_void {
 ///
 /// # Safety
 ///
-/// `cookie` must be NULL or a parser from [`pmclog_open`] that was not closed. `data` must point
+/// `cookie` may be any value (NULL, a closed cookie or one `pmclog_open` never returned fail
+/// with `EINVAL`). `data` must point
 /// to `len` readable bytes (it may be NULL when `len` is 0), and those bytes must stay valid and
 /// unchanged until [`pmclog_read`] next returns -1 (which it does with `PMCLOG_REQUIRE_DATA` once
 /// they are all consumed) or the parser is closed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pmclog_feed(cookie: *mut c_void, data: *mut c_char, len: c_int) -> c_int {
-    // SAFETY: the caller passes a live parser or NULL (checked inside).
-    let Some(parser) = (unsafe { parser_mut(cookie) }) else {
-        return fail(libc::EINVAL);
-    };
     let Ok(len) = usize::try_from(len) else {
         return fail(libc::EINVAL);
     };
     if data.is_null() && len != 0 {
         return fail(libc::EINVAL);
     }
+    let Some(mut parser) = check_out(cookie) else {
+        return fail(libc::EINVAL);
+    };
     let accepted = catch_unwind(AssertUnwindSafe(|| match &mut parser.input {
         Input::Memory { data: pending, len: pending_len } if *pending_len == 0 => {
             *pending = data.cast::<u8>().cast_const();
@@ -498,6 +501,7 @@ pub unsafe extern "C" fn pmclog_feed(cookie: *mut c_void, data: *mut c_char, len
         }
         _ => false,
     }));
+    PARSERS.check_in(cookie.addr(), parser);
     if matches!(accepted, Ok(true)) { 0 } else { fail(libc::EINVAL) }
 }
 
@@ -509,16 +513,15 @@ pub unsafe extern "C" fn pmclog_feed(cookie: *mut c_void, data: *mut c_char, len
 ///
 /// # Safety
 ///
-/// `cookie` must be NULL or a parser from [`pmclog_open`] that was not closed, and no other call
-/// may use it at the same time. `ev` must be NULL or point to writable memory for a
-/// `struct pmclog_ev`; it need not be initialized.
+/// `cookie` may be any value (NULL, a closed cookie or one `pmclog_open` never returned fail
+/// with `EINVAL`; so does a cookie another thread's call is using). `ev` must be NULL or point
+/// to writable memory for a `struct pmclog_ev`; it need not be initialized.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pmclog_read(cookie: *mut c_void, ev: *mut pmclog_ev) -> c_int {
     if ev.is_null() || !ev.is_aligned() {
         return fail(libc::EINVAL);
     }
-    // SAFETY: the caller passes a live parser or NULL (checked inside).
-    let Some(parser) = (unsafe { parser_mut(cookie) }) else {
+    let Some(mut parser) = check_out(cookie) else {
         return fail(libc::EINVAL);
     };
     // SAFETY: `ev` is non-null, aligned and writable (the caller's promise). A union may hold any
@@ -529,6 +532,7 @@ pub unsafe extern "C" fn pmclog_read(cookie: *mut c_void, ev: *mut pmclog_ev) ->
         parser.poisoned = true;
         Outcome::Error(libc::EINVAL)
     });
+    PARSERS.check_in(cookie.addr(), parser);
     let (state, header) = match outcome {
         Outcome::Record(header) => (PMCLOG_OK, Some(header)),
         Outcome::Closed(header) => (PMCLOG_EOF, Some(header)),
@@ -564,24 +568,22 @@ pub unsafe extern "C" fn pmclog_read(cookie: *mut c_void, ev: *mut pmclog_ev) ->
 
 /// Frees a parser. NULL is ignored. The descriptor given to [`pmclog_open`] stays open.
 ///
-/// A closed cookie stays valid as a tombstone of one pointer's size (FreeBSD frees it, and a
-/// second `pmclog_close` corrupts the heap): `pmclog_close` on it again does nothing and sets
-/// `errno` to `EINVAL`, and `pmclog_read` or `pmclog_feed` on it fail with `EINVAL`. The
-/// tombstone is never freed, so its address is never reused for another parser.
+/// A cookie is a handle, not an address: a closed one is recognised for ever, in memory
+/// bounded by the parsers open at once (see [`crate::handles`]). FreeBSD frees the parser, and
+/// a second `pmclog_close` corrupts the heap; here `pmclog_close` on a closed cookie (or on any
+/// value `pmclog_open` did not return) does nothing and sets `errno` to `EINVAL`, and
+/// `pmclog_read` or `pmclog_feed` on it fail with `EINVAL`.
 ///
 /// # Safety
 ///
-/// `cookie` must be NULL or a cookie from [`pmclog_open`] that no other call uses at the same
-/// time. No `pl_data` or `pl_evname` pointer the parser returned may be used after it is
-/// closed.
+/// Always safe to call. No `pl_data` or `pl_evname` pointer the parser returned may be used
+/// after it is closed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pmclog_close(cookie: *mut c_void) {
-    // SAFETY: NULL, or a cookie from `pmclog_open` (never freed), unaliased by the caller's
-    // promise.
-    let Some(cookie) = (unsafe { cookie_mut(cookie) }) else {
+    if cookie.is_null() {
         return;
-    };
-    let Some(parser) = cookie.parser.take() else {
+    }
+    let Ok(parser) = PARSERS.remove(cookie.addr()) else {
         set_errno(libc::EINVAL);
         return;
     };
@@ -589,36 +591,13 @@ pub unsafe extern "C" fn pmclog_close(cookie: *mut c_void) {
     let _ = catch_unwind(AssertUnwindSafe(|| drop(parser)));
 }
 
-/// What a `pmclog_open` cookie points to: the parser until `pmclog_close`, then nothing (a
-/// tombstone, see [`pmclog_close`]).
-struct Cookie {
-    parser: Option<Box<Parser>>,
-}
+/// The parsers `pmclog_open` made, by cookie.
+static PARSERS: HandleTable<Parser> = HandleTable::new();
 
-/// The cookie behind a pointer, or `None` for NULL (or a pointer that cannot be one).
-///
-/// # Safety
-///
-/// `cookie` must be NULL or a cookie from [`pmclog_open`] that nothing else uses meanwhile.
-unsafe fn cookie_mut<'a>(cookie: *mut c_void) -> Option<&'a mut Cookie> {
-    let cookie = cookie.cast::<Cookie>();
-    if cookie.is_null() || !cookie.is_aligned() {
-        return None;
-    }
-    // SAFETY: non-null and aligned; cookies are never freed, and unaliased by the caller's
-    // promise.
-    Some(unsafe { &mut *cookie })
-}
-
-/// The parser behind a cookie, or `None` for NULL, a pointer that cannot be a cookie, or a
-/// closed cookie.
-///
-/// # Safety
-///
-/// As [`cookie_mut`].
-unsafe fn parser_mut<'a>(cookie: *mut c_void) -> Option<&'a mut Parser> {
-    // SAFETY: the caller's promise, passed on.
-    unsafe { cookie_mut(cookie) }?.parser.as_deref_mut()
+/// The parser of `cookie`, checked out for one call (to be checked in at its end), or `None`
+/// for NULL, a closed cookie, a value that never was one, or a cookie another call is using.
+fn check_out(cookie: *mut c_void) -> Option<Box<Parser>> {
+    PARSERS.check_out(cookie.addr()).ok()
 }
 
 /// Sets `errno` and returns -1.
@@ -667,6 +646,11 @@ enum Input {
     /// Read from a descriptor; `buffer[start..end]` is not consumed yet.
     Fd { fd: c_int, buffer: Vec<u8>, start: usize, end: usize },
 }
+
+// SAFETY: the only pointer a parser holds is the caller's fed buffer, which pmclog(3) lets the
+// caller hand from one thread's call to another's; the table of cookies gives a parser to one
+// call at a time, so it is never used from two threads at once.
+unsafe impl Send for Input {}
 
 /// What one `pmclog_read` call found.
 enum Outcome {

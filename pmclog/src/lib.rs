@@ -37,6 +37,8 @@ mod reader;
 #[cfg(feature = "capi")]
 #[allow(unsafe_code)]
 pub mod capi;
+#[cfg(feature = "capi")]
+mod handles;
 
 pub use decode::{decode_record, parse_header_word};
 pub use encode::{EncodeError, encode, encoded_len};

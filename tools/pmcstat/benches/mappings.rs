@@ -16,7 +16,9 @@ use pmcstat::analysis::{Profile, ResolveOptions};
 
 /// The log: `n` regions of 4 KiB, mapped in an order that is not the address order (a
 /// multiplicative permutation), each sampled once; every other one unmapped after its sample.
-fn jit_log(n: u64) -> Vec<u8> {
+/// Each region is its own file (`distinct`: the worst case, an image look-up per region) or
+/// all are one file (as a JIT's regions named after its perf map are).
+fn jit_log(n: u64, distinct: bool) -> Vec<u8> {
     let mut bytes = Vec::new();
     let mut buf = vec![0u8; pmclog::MAX_RECORD_LEN];
     let mut push = |record: &Record<'_>| {
@@ -36,7 +38,11 @@ fn jit_log(n: u64) -> Vec<u8> {
         // 7919 is prime, so i ↦ i·7919 mod n is a permutation whenever n is not its multiple.
         let region = (i * 7919) % n;
         let start = 0x7f00_0000_0000 + region * 0x1000;
-        let path = format!("/nonexistent/jit-{region}.so");
+        let path = if distinct {
+            format!("/nonexistent/jit-{region}.so")
+        } else {
+            "/nonexistent/jit.so".to_owned()
+        };
         push(&Record::MapIn(MapIn { pid: 7, start, path: path.as_bytes() }));
         push(&Record::Callchain(Callchain {
             pid: 7,
@@ -54,17 +60,27 @@ fn jit_log(n: u64) -> Vec<u8> {
 
 fn main() {
     let full = std::env::args().any(|arg| arg == "--bench");
-    let sizes: &[u64] = if full { &[10_000, 100_000, 1_000_000] } else { &[10_000] };
-    println!("{:>10} {:>10} {:>12} {:>14}", "mappings", "log MiB", "seconds", "ns per record");
-    for &n in sizes {
-        let log = jit_log(n);
+    // PMCSTAT_BENCH_MAPPINGS=10000,100000 chooses the sizes (a quadratic table takes hours at
+    // 10^6).
+    let sizes: Vec<u64> = match std::env::var("PMCSTAT_BENCH_MAPPINGS") {
+        Ok(list) => list.split(',').filter_map(|n| n.trim().parse().ok()).collect(),
+        Err(_) if full => vec![10_000, 100_000, 1_000_000],
+        Err(_) => vec![10_000],
+    };
+    println!(
+        "{:>10} {:>9} {:>10} {:>12} {:>14}",
+        "mappings", "images", "log MiB", "seconds", "ns per record"
+    );
+    for (n, distinct) in sizes.iter().flat_map(|&n| [(n, false), (n, true)]) {
+        let log = jit_log(n, distinct);
         let start = Instant::now();
         let profile = Profile::from_log(&log, &ResolveOptions::default()).expect("the log reads");
         let seconds = start.elapsed().as_secs_f64();
         assert_eq!(profile.total_samples(), n, "every sample is kept");
         let records = profile.records();
         println!(
-            "{n:>10} {:>10.1} {seconds:>12.3} {:>14.0}",
+            "{n:>10} {:>9} {:>10.1} {seconds:>12.3} {:>14.0}",
+            if distinct { "distinct" } else { "one" },
             log.len() as f64 / (1024.0 * 1024.0),
             seconds * 1e9 / records as f64
         );
