@@ -74,6 +74,11 @@ pub(crate) struct Image {
     pub(crate) link_base: u64,
     /// Bytes from `link_base` to the end of the highest `PT_LOAD` segment.
     pub(crate) span: u64,
+    /// The `PT_LOAD` segments, by file offset: how file offsets and link-time addresses
+    /// correspond. GNU ld keeps the two a constant distance apart; LLD and mold do not (a
+    /// segment's address is its offset plus a page or more per segment before it), so a file
+    /// offset is made an address through the segment holding it.
+    segments: Vec<LoadSegment>,
     /// The program interpreter (`PT_INTERP`, from `.interp`) of a dynamically linked executable.
     pub(crate) interp: Option<Vec<u8>>,
     /// `[start, end)` of the executable code in link-time addresses: from the lowest to the
@@ -103,6 +108,16 @@ pub(crate) struct Image {
     dwarf_file: Option<PathBuf>,
     /// Its DWARF, read the first time a source line is asked for.
     source_lines: std::sync::OnceLock<Option<SourceLines>>,
+}
+
+/// One `PT_LOAD` segment: the file bytes `[offset, offset + file_size)` are at the link-time
+/// addresses `[address, address + file_size)`, and the segment reaches `memory_size` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LoadSegment {
+    offset: u64,
+    file_size: u64,
+    address: u64,
+    memory_size: u64,
 }
 
 /// The first line of a kernel symbol table in the form the analysis searches without parsing
@@ -194,6 +209,7 @@ impl Image {
             fixed: true,
             link_base: low,
             span: high - low,
+            segments: Vec::new(),
             interp: None,
             text: Some((low, high)),
             symbols,
@@ -266,11 +282,15 @@ impl Image {
         let fixed = file.kind() == ObjectKind::Executable;
         let mut link_base = u64::MAX;
         let mut high = 0u64;
+        let mut segments = Vec::new();
         for segment in file.segments() {
-            let (offset, _) = segment.file_range();
+            let (offset, file_size) = segment.file_range();
             link_base = link_base.min(segment.address().saturating_sub(offset));
             high = high.max(segment.address().saturating_add(segment.size()));
+            let (address, memory_size) = (segment.address(), segment.size());
+            segments.push(LoadSegment { offset, file_size, address, memory_size });
         }
+        segments.sort_by_key(|s| s.offset);
         if link_base == u64::MAX {
             return Err("no loadable segments".to_owned());
         }
@@ -295,6 +315,7 @@ impl Image {
             fixed,
             link_base,
             span,
+            segments,
             interp,
             text,
             symbols,
@@ -309,6 +330,42 @@ impl Image {
             source_lines: std::sync::OnceLock::new(),
         };
         Ok((image, links))
+    }
+
+    /// The link-time address of the file offset `offset`: through the `PT_LOAD` segment whose
+    /// file bytes hold it, else the last segment starting before it (its zero-filled tail),
+    /// else as if the file were laid out at `link_base`.
+    pub(crate) fn address_of_offset(&self, offset: u64) -> u64 {
+        let after = self.segments.partition_point(|s| s.offset <= offset);
+        let holding = self.segments[..after]
+            .iter()
+            .rev()
+            .find(|s| offset - s.offset < s.file_size.max(1))
+            .or_else(|| self.segments[..after].last());
+        match holding {
+            Some(s) => s.address.wrapping_add(offset - s.offset),
+            None => self.link_base.wrapping_add(offset),
+        }
+    }
+
+    /// The file offset of the link-time address `address` (the inverse of
+    /// [`Image::address_of_offset`]): through the `PT_LOAD` segment holding the address.
+    pub(crate) fn offset_of_address(&self, address: u64) -> u64 {
+        let holding = self
+            .segments
+            .iter()
+            .find(|s| address >= s.address && address - s.address < s.memory_size.max(s.file_size));
+        match holding {
+            Some(s) => s.offset + (address - s.address),
+            None => address.wrapping_sub(self.link_base),
+        }
+    }
+
+    /// Bytes of the file the segments reach (the highest segment end, in file offsets): how far
+    /// past a MAP_IN start a mapping of the image reaches.
+    pub(crate) fn file_span(&self) -> u64 {
+        let end = self.segments.iter().map(|s| s.offset.saturating_add(s.memory_size)).max();
+        end.unwrap_or(0).max(self.span)
     }
 
     /// Replaces dynamic symbols with a debug file's full symbol table.

@@ -249,8 +249,9 @@ pub struct Overflow {
 pub struct ImageInfo {
     /// The executable code, in link-time addresses (see [`Profile::text_range`]).
     pub text: Range<u64>,
-    /// The link-time address of file offset 0.
-    pub link_base: u64,
+    /// The file offset of `text.start`, from the image's `PT_LOAD` headers (LLD and mold place
+    /// segments at addresses that differ from their file offsets by more than a constant).
+    pub text_offset: u64,
     /// The build ID (`NT_GNU_BUILD_ID`), in hex.
     pub build_id: Option<String>,
 }
@@ -422,14 +423,27 @@ struct Mapping {
     /// `None` when the image could not be read (or is not read yet): it then reaches to the
     /// next mapping.
     hi: Option<u64>,
-    /// Run-time address minus link-time address.
-    bias: u64,
+    /// How its run-time addresses become the image's link-time addresses.
+    place: Place,
     name: u32,
     image: Option<Arc<Image>>,
     /// The path of an image not read yet: MAP_IN records name every mapping of a process,
     /// and most are never sampled, so an image is read when a program counter first falls in
     /// its mapping ([`Builder::settle`]).
     pending: Option<Arc<[u8]>>,
+}
+
+/// Where an image is in an address space: how a run-time address in its mapping becomes one of
+/// the image's link-time addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Moved as a whole: the run-time address minus this bias (0 for an `ET_EXEC` image; a
+    /// PIE's `pl_dyn`, a run-time linker's `pl_base`).
+    Moved(u64),
+    /// Mapped from its file: the run-time address minus this base is a file offset (a MAP_IN
+    /// start, where the mapping's file offset 0 would be), made an address through the image's
+    /// `PT_LOAD` headers.
+    FileBase(u64),
 }
 
 #[derive(Debug, Default)]
@@ -546,8 +560,9 @@ impl<'a> Builder<'a> {
             Record::MapIn(map) => {
                 let name = self.image_name(&String::from_utf8_lossy(map.path));
                 let pending = Some(Arc::from(map.path));
+                let place = Place::FileBase(map.start);
                 let mapping =
-                    Mapping { lo: map.start, hi: None, bias: 0, name, image: None, pending };
+                    Mapping { lo: map.start, hi: None, place, name, image: None, pending };
                 self.add_mapping(map.pid, mapping);
             }
             Record::MapOut(map) => {
@@ -648,34 +663,24 @@ impl<'a> Builder<'a> {
         id
     }
 
-    /// The mapping of the image at `path` loaded with file offset 0 at `start` (or, for an
-    /// `ET_EXEC` image, at its link-time addresses).
-    fn mapping(&mut self, path: &[u8], start: u64) -> Mapping {
+    /// The mapping of the image at `path` placed at `place` (an `ET_EXEC` image is at its
+    /// link-time addresses wherever the record says it is).
+    fn mapping(&mut self, path: &[u8], place: Place) -> Mapping {
         let name = self.image_name(&String::from_utf8_lossy(path));
         let image = self.image(path);
-        match &image {
-            Some(img)
-                if img.fixed && start >= img.link_base && start < img.link_base + img.span =>
-            {
-                Mapping {
-                    lo: img.link_base,
-                    hi: Some(img.link_base + img.span),
-                    bias: 0,
-                    name,
-                    image,
-                    pending: None,
-                }
-            }
-            Some(img) => Mapping {
-                lo: start,
-                hi: Some(start.saturating_add(img.span)),
-                bias: start.wrapping_sub(img.link_base),
-                name,
-                image,
-                pending: None,
-            },
-            None => Mapping { lo: start, hi: None, bias: 0, name, image, pending: None },
+        let Some(img) = &image else {
+            let (Place::Moved(lo) | Place::FileBase(lo)) = place;
+            return Mapping { lo, hi: None, place, name, image, pending: None };
+        };
+        let (lo, reach) = match place {
+            Place::Moved(bias) => (bias.wrapping_add(img.link_base), img.span),
+            Place::FileBase(base) => (base, img.file_span()),
+        };
+        if img.fixed && lo >= img.link_base && lo < img.link_base + img.span {
+            let (lo, hi) = (img.link_base, Some(img.link_base + img.span));
+            return Mapping { lo, hi, place: Place::Moved(0), name, image, pending: None };
         }
+        Mapping { lo, hi: Some(lo.saturating_add(reach)), place, name, image, pending: None }
     }
 
     fn add_mapping(&mut self, pid: i32, mapping: Mapping) {
@@ -697,19 +702,18 @@ impl<'a> Builder<'a> {
         self.processes.insert(pid, Vec::new());
         self.cache.clear();
         let image = self.image(path);
-        let start = match &image {
-            Some(img) if img.fixed => img.link_base,
+        let bias = match &image {
+            Some(img) if img.fixed => 0,
             // No PIE is loaded at 0: a zero `pl_dyn` (as Linux hosts write) leaves the placing
             // to the MAP_IN records that follow.
             _ if dyn_addr == 0 => return,
-            Some(img) => dyn_addr.wrapping_add(img.link_base),
-            None => dyn_addr,
+            _ => dyn_addr,
         };
-        let mapping = self.mapping(path, start);
+        let mapping = self.mapping(path, Place::Moved(bias));
         self.add_mapping(pid, mapping);
         if let Some(interp) = image.as_ref().and_then(|img| img.interp.clone()) {
             if base_addr != 0 {
-                let mapping = self.mapping(&interp, base_addr);
+                let mapping = self.mapping(&interp, Place::Moved(base_addr));
                 self.add_mapping(pid, mapping);
             }
         }
@@ -848,7 +852,10 @@ impl<'a> Builder<'a> {
                 let image_name = m.name;
                 match &m.image {
                     Some(image) => {
-                        let link = pc.wrapping_sub(m.bias);
+                        let link = match m.place {
+                            Place::Moved(bias) => pc.wrapping_sub(bias),
+                            Place::FileBase(base) => image.address_of_offset(pc.wrapping_sub(base)),
+                        };
                         address = link;
                         if self.opts.lines {
                             self.sources
@@ -930,8 +937,8 @@ impl<'a> Builder<'a> {
             let Some(maps) = self.maps_mut(pid) else { return };
             let Some(i) = find_mapping_index(maps, pc, user_space) else { return };
             let Some(path) = maps[i].pending.take() else { return };
-            let lo = maps[i].lo;
-            let real = self.mapping(&path, lo);
+            let place = maps[i].place;
+            let real = self.mapping(&path, place);
             let Some(maps) = self.maps_mut(pid) else { return };
             // `mapping` touched no mapping list: the entry is still at `i`.
             maps[i] = real;
@@ -992,7 +999,7 @@ impl<'a> Builder<'a> {
                 let (start, end) = image.text?;
                 let info = ImageInfo {
                     text: start..end,
-                    link_base: image.link_base,
+                    text_offset: image.offset_of_address(start),
                     build_id: image.build_id.as_deref().map(super::debuginfo::hex),
                 };
                 Some((Arc::from(String::from_utf8_lossy(path).as_ref()), info))
@@ -1145,6 +1152,53 @@ mod tests {
         // The link-time address of the function, as `nm` prints it.
         let hot = profile.frames().iter().find(|f| f.name() == "hot").unwrap();
         assert_eq!(hot.address, p.functions["hot"].0);
+    }
+
+    /// The lowest `PT_LOAD` address minus its file offset: what an image's `.eh_frame` functions
+    /// are named after when it has no symbols (`prog+0x…`).
+    fn first_byte_address(path: &Path) -> u64 {
+        use object::ObjectSegment;
+        let data = std::fs::read(path).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        file.segments().map(|s| s.address() - s.file_range().0).min().unwrap()
+    }
+
+    #[test]
+    fn lld_and_mold_links_resolve_through_their_load_segments() {
+        for linker in ["lld", "mold", "bfd"] {
+            for (pie, stripped) in [(true, false), (true, true), (false, false), (false, true)] {
+                let Some(p) = Program::build_linked(linker, pie, stripped) else { continue };
+                let case = format!("{linker}, pie {pie}, stripped {stripped}");
+                let bias = if pie { 0x5555_5555_0000 } else { 0 };
+                let mut log = LogBuilder::new();
+                let start = Program::map_in_start(&p.path, bias);
+                log.allocate(0x100, INSTR_RETIRED_ANY).map_in(7, start, p.log_path());
+                let middle = |name: &str| bias + p.at(name, p.functions[name].1 / 2);
+                log.samples(7, 0x100, &[middle("hot"), middle("warm"), middle("main")], 1);
+                let opts = ResolveOptions { lines: true, ..ResolveOptions::default() };
+                let profile = profile(&log, &opts);
+                let first_byte = first_byte_address(&p.path);
+                let expected: Vec<String> = ["hot", "warm", "main"]
+                    .iter()
+                    .map(|name| match stripped {
+                        false => format!("{name}@prog"),
+                        true => format!("prog+{:#x}@prog", p.functions[*name].0 - first_byte),
+                    })
+                    .collect();
+                assert_eq!(stacks(&profile), vec![(expected, 1)], "{case}");
+                // Each frame is at the function's link-time address, as `nm` prints it.
+                let (locations, _) = profile.pmcs()[0].location_stacks().next().unwrap();
+                for (location, name) in locations.iter().zip(["hot", "warm", "main"]) {
+                    let frame = profile.frame(location.frame);
+                    assert_eq!(frame.address, p.functions[name].0, "{case}: {name}");
+                    assert_eq!(location.address, middle(name) - bias, "{case}: {name}");
+                    if !stripped {
+                        let line = profile.source(location).first().map(|f| f.line);
+                        assert_eq!(line, Some(p.line_of(location.address)), "{case}: {name}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

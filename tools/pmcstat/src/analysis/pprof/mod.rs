@@ -234,7 +234,7 @@ impl<'p> Tables<'p> {
                     id: index as u64 + 1,
                     memory_start: info.map_or(0, |i| i.text.start),
                     memory_limit: info.map_or(0, |i| i.text.end),
-                    file_offset: info.map_or(0, |i| i.text.start.wrapping_sub(i.link_base)),
+                    file_offset: info.map_or(0, |i| i.text_offset),
                     filename: strings.id(image),
                     build_id: info
                         .and_then(|i| i.build_id.as_deref())
