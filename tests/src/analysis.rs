@@ -59,15 +59,7 @@ impl Program {
     /// the unstripped build). `None`, after saying why on standard error, if the linker is not
     /// installed (Debian packages `lld`, `mold`).
     pub fn build_linked(linker: &str, pie: bool, stripped: bool) -> Option<Program> {
-        let command = match linker {
-            "lld" => "ld.lld",
-            "bfd" => "ld.bfd",
-            other => other,
-        };
-        let found =
-            Command::new(command).arg("--version").output().is_ok_and(|o| o.status.success());
-        if !found {
-            eprintln!("skipped: {command} is not installed (apt-get install {linker})");
+        if linker != "bfd" && !crate::linker_installed(linker) {
             return None;
         }
         let use_linker = format!("-fuse-ld={linker}");
