@@ -380,6 +380,32 @@ mod tests {
     }
 
     #[test]
+    fn a_mapping_of_an_image_linked_by_lld_or_mold_gives_its_codes_file_offset() {
+        for linker in ["lld", "mold"] {
+            let Some(p) = Program::build_linked(linker, true, false) else { continue };
+            let bias = 0x7f00_0000_0000;
+            let mut log = LogBuilder::new();
+            let start = Program::map_in_start(&p.path, bias);
+            log.allocate(0x100, CPU_CLK_UNHALTED_CORE).map_in(1, start, p.log_path());
+            log.samples(1, 0x100, &[bias + p.at("hot", 2)], 1);
+            let profile = Profile::from_log(&log.bytes(), &ResolveOptions::default()).unwrap();
+            let msg = decode(&profile);
+            let data = std::fs::read(&p.path).unwrap();
+            let file = object::File::parse(&*data).unwrap();
+            let first_code = file
+                .sections()
+                .filter(|s| s.kind() == object::SectionKind::Text && s.size() > 0)
+                .min_by_key(|s| s.address())
+                .unwrap();
+            let (offset, _) = first_code.file_range().unwrap();
+            assert_ne!(offset, first_code.address(), "{linker}: a GNU ld layout");
+            let m = &msg.mapping[0];
+            assert_eq!((m.memory_start, m.file_offset), (first_code.address(), offset), "{linker}");
+            assert_eq!(msg.location[0].address, p.at("hot", 2), "{linker}");
+        }
+    }
+
+    #[test]
     fn pprof_has_one_value_column_per_pmc_name_when_there_are_several() {
         let p = Program::build(false);
         let mut log = hot_warm_main(&p);
