@@ -118,6 +118,11 @@ pub struct Location {
     /// image that could be read (then [`Profile::text_range`] of the frame's image is `Some`);
     /// otherwise the run-time address.
     pub address: u64,
+    /// Whether the program counter is a return address (a caller's frame, not the sampled
+    /// instruction): its source position is then that of the call, the byte before it (the
+    /// return address is the next instruction, often on the next line or in the next inlined
+    /// function).
+    pub return_address: bool,
 }
 
 /// The samples of one PMC.
@@ -391,7 +396,8 @@ impl Profile {
     /// then the line of the function it was inlined into); empty when the profile was read
     /// without [`ResolveOptions::lines`] or the image has no line information.
     pub fn source(&self, location: &Location) -> &[SourceFrame] {
-        self.source_in(&self.frame(location.frame).image, location.address)
+        let at = location.address.wrapping_sub(u64::from(location.return_address));
+        self.source_in(&self.frame(location.frame).image, at)
     }
 
     /// The source frames at `address` (a link-time address) of the image named `image`.
@@ -480,7 +486,7 @@ struct Builder<'a> {
     kernel: Vec<Mapping>,
     frames: Vec<Frame>,
     frame_ids: HashMap<FrameKey, FrameId>,
-    cache: HashMap<(i32, bool, u64), Location>,
+    cache: HashMap<(i32, bool, u64, bool), Location>,
     pmcs: Vec<PmcBuild>,
     pmc_index: HashMap<u32, usize>,
     dropped_notices: u64,
@@ -753,8 +759,16 @@ impl<'a> Builder<'a> {
             Some((lo, hi)) => (lo.min(tsc), hi.max(tsc)),
         });
         let user = cc.cpuflags.is_user();
-        let stack: Box<[Location]> =
-            pcs.iter().enumerate().map(|(i, &pc)| self.resolve(cc.pid, user, i, pc)).collect();
+        // Every program counter after the first is a return address, except the first user one
+        // after kernel frames: where the thread entered the kernel (a fault's or an interrupt's
+        // own instruction).
+        let entry = |i: usize| pcs[i - 1] >= KERNEL_HALF && pcs[i] < USER_END;
+        let calls: Vec<bool> = (0..pcs.len()).map(|i| i > 0 && !entry(i)).collect();
+        let stack: Box<[Location]> = pcs
+            .iter()
+            .enumerate()
+            .map(|(i, &pc)| self.resolve(cc.pid, user, i, pc, calls[i]))
+            .collect();
         let frames_only = self.opts.frames_only;
         let pmc = self.pmc(cc.pmcid);
         pmc.samples += 1;
@@ -807,8 +821,7 @@ impl<'a> Builder<'a> {
             let frame_stacks = std::mem::take(&mut pmc.frame_stacks);
             pmc.frame_stacks = budget::renumber(frame_stacks, |f| map(*f));
             let stacks = std::mem::take(&mut pmc.stacks);
-            pmc.stacks =
-                budget::renumber(stacks, |l| Location { frame: map(l.frame), address: l.address });
+            pmc.stacks = budget::renumber(stacks, |l| Location { frame: map(l.frame), ..*l });
         }
         // Its locations name frames by their old numbers.
         self.cache = HashMap::new();
@@ -831,8 +844,8 @@ impl<'a> Builder<'a> {
     /// `pid` taken in user (`user`) or kernel mode. Kernel-mode samples look in the kernel's
     /// mappings first and then in the process's (a chain that runs on into user space),
     /// user-mode ones only in the process's.
-    fn resolve(&mut self, pid: i32, user: bool, index: usize, pc: u64) -> Location {
-        if let Some(&location) = self.cache.get(&(pid, user, pc)) {
+    fn resolve(&mut self, pid: i32, user: bool, index: usize, pc: u64, call: bool) -> Location {
+        if let Some(&location) = self.cache.get(&(pid, user, pc, call)) {
             return location;
         }
         if !user {
@@ -858,9 +871,10 @@ impl<'a> Builder<'a> {
                         };
                         address = link;
                         if self.opts.lines {
+                            let at = link.wrapping_sub(u64::from(call));
                             self.sources
-                                .entry((image_name, link))
-                                .or_insert_with(|| image.source_at(link).into());
+                                .entry((image_name, at))
+                                .or_insert_with(|| image.source_at(at).into());
                         }
                         match image.symbol_at(link).filter(|_| !self.opts.raw_addresses) {
                             Some(sym) if self.opts.show_offsets => (
@@ -913,11 +927,11 @@ impl<'a> Builder<'a> {
                 id
             }
         };
-        let location = Location { frame: id, address };
+        let location = Location { frame: id, address, return_address: call };
         if self.cache.len() >= budget::CACHE_ENTRIES {
             self.cache.clear();
         }
-        self.cache.insert((pid, user, pc), location);
+        self.cache.insert((pid, user, pc, call), location);
         location
     }
 
@@ -969,7 +983,7 @@ impl<'a> Builder<'a> {
                     stacks.extend(other.map(|frame| (vec![frame], p.folded)));
                     stacks
                 } else {
-                    let at = |frame| Location { frame, address: 0 };
+                    let at = |frame| Location { frame, address: 0, return_address: false };
                     locations.extend(other.map(|frame| (vec![at(frame)], p.folded)));
                     let mut frames: HashMap<Vec<FrameId>, u64> = HashMap::new();
                     for (stack, count) in &locations {
@@ -1199,6 +1213,66 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A program whose `caller` calls `leaf` on line 5 and then, on line 6, runs code inlined
+    /// from `helper` (line 3): the return address of the call is in that inlined code.
+    const CALL_THEN_INLINED: &str = "volatile int sink;
+__attribute__((noinline)) int leaf(int x) { sink = x; return x; }
+static inline __attribute__((always_inline)) int helper(int x) { return x * 3 + sink; }
+__attribute__((noinline)) int caller(int x) {
+    leaf(x);
+    sink = helper(x);
+    return 0;
+}
+int main(int argc, char **argv) { (void)argv; return caller(argc); }
+";
+
+    /// The return address of the first `call rel32` in `function` to `callee`, read from the
+    /// code of the ELF file at `path`.
+    fn return_address_of_call(path: &Path, function: (u64, u64), callee: u64) -> u64 {
+        let data = std::fs::read(path).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        let text = file.section_by_name(".text").unwrap();
+        let code = text.data_range(function.0, function.1).unwrap().unwrap();
+        (0..code.len().saturating_sub(4))
+            .find_map(|i| {
+                let rel = i32::from_le_bytes(code.get(i + 1..i + 5)?.try_into().ok()?);
+                let next = function.0 + i as u64 + 5;
+                (code[i] == 0xe8 && next.wrapping_add(rel as i64 as u64) == callee).then_some(next)
+            })
+            .expect("a call to the callee")
+    }
+
+    #[test]
+    fn a_callers_source_position_is_its_calls_not_the_code_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (source, path) = (dir.path().join("calls.c"), dir.path().join("calls"));
+        std::fs::write(&source, CALL_THEN_INLINED).unwrap();
+        let status = std::process::Command::new("gcc")
+            .args(["-O1", "-g", "-fno-omit-frame-pointer", "-no-pie", "-o"])
+            .arg(&path)
+            .arg(&source)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let functions = crate::analysis::testutil::functions_of(&path);
+        let ret = return_address_of_call(&path, functions["caller"], functions["leaf"].0);
+        let name = path.to_str().unwrap();
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).exec(5, name, 0, 0);
+        log.samples(5, 0x100, &[functions["leaf"].0 + 1, ret], 1);
+        let profile = profile(&log, &ResolveOptions { lines: true, ..ResolveOptions::default() });
+        let (stack, _) = profile.pmcs()[0].location_stacks().next().unwrap();
+        assert!(!stack[0].return_address && stack[1].return_address);
+        assert_eq!(stack[1].address, ret, "the frame keeps the return address");
+        let position: Vec<(Option<&str>, u32)> =
+            profile.source(&stack[1]).iter().map(|f| (f.function.as_deref(), f.line)).collect();
+        assert_eq!(position, [(Some("caller"), 5)], "the call's line, no inlined frame");
+        // The return address itself is in `helper`'s code, on the next line.
+        let image = Image::load(&path).unwrap();
+        let after: Vec<u32> = image.source_at(ret).iter().map(|f| f.line).collect();
+        assert_ne!(after, [5], "the program does not test what it should");
     }
 
     #[test]
