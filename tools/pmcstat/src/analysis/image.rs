@@ -304,6 +304,7 @@ impl Image {
         if symbols.is_empty() {
             symbols = collect_symbols(file.dynamic_symbols());
         }
+        symbols.extend(plt_symbols(&file));
         finish_symbols(&mut symbols, high);
         let text = text_range(&file);
         let span = high.saturating_sub(link_base);
@@ -370,6 +371,8 @@ impl Image {
 
     /// Replaces dynamic symbols with a debug file's full symbol table.
     fn use_debug_symbols(&mut self, mut symbols: Vec<Symbol>, file: PathBuf) {
+        // The PLT stubs are the image's own (a debug file has no code to find them in).
+        symbols.extend(self.symbols.iter().filter(|s| s.name.ends_with(PLT_SUFFIX)).cloned());
         finish_symbols(&mut symbols, self.link_base.saturating_add(self.span));
         self.symbols = symbols;
         self.has_symbol_table = true;
@@ -607,6 +610,62 @@ where
         .collect()
 }
 
+/// What a PLT stub's name is its target's name followed by, as binutils' `objdump` names it.
+const PLT_SUFFIX: &str = "@plt";
+
+/// The x86-64 PLT stubs of an ELF file, named `func@plt` after the function whose GOT slot
+/// they jump through (no symbol covers them; they would be taken for the function before).
+///
+/// Every linker lays its stubs out in 16-byte entries (`sh_entsize` says otherwise, as GNU
+/// ld's 8-byte `.plt.got` entries) that jump through a GOT slot with `jmp *slot(%rip)`
+/// (`ff 25 rel32`), possibly after an `endbr64` or a `bnd` prefix; the slot's `JUMP_SLOT` (or,
+/// for `.plt.got`, `GLOB_DAT`) dynamic relocation names the function. The lazy-binding header
+/// jumps through a slot no relocation names, and stays unnamed.
+fn plt_symbols<'data, R: object::ReadRef<'data>>(file: &object::File<'data, R>) -> Vec<Symbol> {
+    use object::{ObjectSymbolTable, RelocationFlags, RelocationTarget};
+    if file.architecture() != object::Architecture::X86_64 {
+        return Vec::new();
+    }
+    let (Some(relocations), Some(dynamic)) =
+        (file.dynamic_relocations(), file.dynamic_symbol_table())
+    else {
+        return Vec::new();
+    };
+    let slots: std::collections::HashMap<u64, &str> = relocations
+        .filter_map(|(slot, relocation)| {
+            let RelocationFlags::Elf { r_type } = relocation.flags() else { return None };
+            if r_type != object::elf::R_X86_64_JUMP_SLOT && r_type != object::elf::R_X86_64_GLOB_DAT
+            {
+                return None;
+            }
+            let RelocationTarget::Symbol(index) = relocation.target() else { return None };
+            let name = dynamic.symbol_by_index(index).ok()?.name().ok()?;
+            (!name.is_empty()).then_some((slot, name))
+        })
+        .collect();
+    let mut stubs = Vec::new();
+    for section in file.sections() {
+        let name = section.name().unwrap_or_default();
+        if !matches!(name, ".plt" | ".plt.sec" | ".plt.got") {
+            continue;
+        }
+        let Ok(code) = section.data() else { continue };
+        let entry = if name == ".plt.got" && section.align() == 8 { 8 } else { 16 };
+        for at in 0..code.len().saturating_sub(5) {
+            if code[at..at + 2] != [0xff, 0x25] {
+                continue;
+            }
+            let rel = i32::from_le_bytes([code[at + 2], code[at + 3], code[at + 4], code[at + 5]]);
+            let next = section.address() + at as u64 + 6;
+            let Some(target) = slots.get(&next.wrapping_add(rel as i64 as u64)) else { continue };
+            let start = section.address() + (at as u64 / entry) * entry;
+            let name = Name::new(&format!("{target}{PLT_SUFFIX}"));
+            stubs.push(Symbol { start, end: start + entry, name });
+        }
+    }
+    stubs
+}
+
 /// Sorts the symbols, keeps one per start address (the sized, global-looking one), and gives
 /// zero-sized symbols the room up to the next symbol (or the end of the image).
 fn finish_symbols(symbols: &mut Vec<Symbol>, image_end: u64) {
@@ -632,6 +691,9 @@ fn finish_symbols(symbols: &mut Vec<Symbol>, image_end: u64) {
 /// A readable form of a symbol name: Rust (legacy and v0) and C++ (Itanium) names are demangled,
 /// anything else is returned as it is. Rust hashes are left out.
 pub(crate) fn demangle(name: &str) -> String {
+    if let Some(target) = name.strip_suffix(PLT_SUFFIX) {
+        return format!("{}{PLT_SUFFIX}", demangle(target));
+    }
     if name.starts_with("_R") || (name.starts_with("_ZN") && name.contains("17h")) {
         if let Ok(d) = rustc_demangle::try_demangle(name) {
             return format!("{d:#}");
@@ -658,6 +720,7 @@ mod tests {
         assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
         assert_eq!(demangle("_Z4workii"), "work(int, int)");
         assert_eq!(demangle("_Zbogus"), "_Zbogus");
+        assert_eq!(demangle("_Z4workii@plt"), "work(int, int)@plt");
     }
 
     #[test]
@@ -865,6 +928,84 @@ ffffffffc0001000 t mod_fn\t[ext4]
                     (&*symbol.name, symbol.start, symbol.end),
                     (&*expected, start, start + size)
                 );
+            }
+        }
+    }
+
+    /// A program calling two libc functions through the PLT.
+    const CALLS_LIBC: &str = "#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv) { return (int)strlen(argv[0]) + atoi(argv[argc - 1]); }
+";
+
+    /// The targets of the `call rel32` instructions of the function `name` of the ELF file.
+    fn call_targets(data: &[u8], name: &str) -> Vec<u64> {
+        let file = object::File::parse(data).unwrap();
+        let symbol = file.symbols().find(|s| s.name() == Ok(name)).unwrap();
+        let text = file.section_by_name(".text").unwrap();
+        let code = text.data_range(symbol.address(), symbol.size()).unwrap().unwrap();
+        (0..code.len().saturating_sub(4))
+            .filter(|&i| code[i] == 0xe8)
+            .map(|i| {
+                let rel = i32::from_le_bytes(code[i + 1..i + 5].try_into().unwrap());
+                (symbol.address() + i as u64 + 5).wrapping_add(rel as i64 as u64)
+            })
+            .collect()
+    }
+
+    /// binutils' `objdump -d` names of the PLT stubs it recognises: (address, `func@plt`).
+    fn objdump_plt_names(path: &Path) -> Vec<(u64, String)> {
+        let out = std::process::Command::new("objdump").arg("-d").arg(path).output().unwrap();
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .filter_map(|line| {
+                let (address, rest) = line.split_once(" <")?;
+                let name = rest.strip_suffix(">:")?.strip_suffix("@plt")?;
+                Some((u64::from_str_radix(address, 16).ok()?, format!("{name}@plt")))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn plt_stubs_are_named_after_the_functions_they_jump_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("calls.c");
+        std::fs::write(&source, CALLS_LIBC).unwrap();
+        let layouts: [&[&str]; 4] =
+            [&["-pie"], &["-no-pie"], &["-Wl,-z,now"], &["-fcf-protection=full", "-Wl,-z,ibtplt"]];
+        for linker in ["bfd", "lld", "mold"] {
+            let command = if linker == "lld" { "ld.lld" } else { linker };
+            if linker != "bfd"
+                && std::process::Command::new(command).arg("--version").output().is_err()
+            {
+                eprintln!("skipped: {command} is not installed (apt-get install {linker})");
+                continue;
+            }
+            for flags in layouts {
+                let case = format!("{linker} {flags:?}");
+                let path = dir.path().join(format!("calls-{linker}-{}", flags.join("")));
+                let status = std::process::Command::new("gcc")
+                    .arg(format!("-fuse-ld={linker}"))
+                    .args(flags)
+                    .arg("-o")
+                    .arg(&path)
+                    .arg(&source)
+                    .status()
+                    .unwrap();
+                assert!(status.success(), "{case}");
+                let image = Image::load(&path).unwrap();
+                let name = |address: u64| image.symbol_at(address).map(|s| s.name.to_string());
+                // Where binutils knows the layout, the same names at the same addresses.
+                for (address, plt_name) in objdump_plt_names(&path) {
+                    assert_eq!(name(address + 2).as_deref(), Some(&*plt_name), "{case}");
+                }
+                // Every linker's: main's calls go to strlen's and atoi's stubs.
+                let data = std::fs::read(&path).unwrap();
+                let mut called: Vec<String> =
+                    call_targets(&data, "main").into_iter().filter_map(name).collect();
+                called.sort();
+                assert_eq!(called, ["atoi@plt", "strlen@plt"], "{case}");
             }
         }
     }
