@@ -69,6 +69,7 @@ mod error;
 mod folded;
 mod gmon;
 mod image;
+mod jitmap;
 mod json;
 mod kallsyms;
 mod lines;

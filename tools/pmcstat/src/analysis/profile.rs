@@ -12,6 +12,7 @@ use super::budget;
 use super::debuginfo::DebugSearch;
 use super::error::AnalysisError;
 use super::image::{Image, demangle};
+use super::jitmap;
 use super::kallsyms;
 use super::lines::SourceFrame;
 
@@ -484,6 +485,9 @@ struct Builder<'a> {
     image_ids: HashMap<Arc<str>, u32>,
     processes: HashMap<i32, Vec<Mapping>>,
     kernel: Vec<Mapping>,
+    /// Per process: its JIT map file's functions (`/tmp/perf-PID.map`), read the first time a
+    /// program counter of the process is in no image.
+    jit_maps: HashMap<i32, Option<Arc<Image>>>,
     frames: Vec<Frame>,
     frame_ids: HashMap<FrameKey, FrameId>,
     cache: HashMap<(i32, bool, u64, bool), Location>,
@@ -515,6 +519,7 @@ impl<'a> Builder<'a> {
             image_ids: HashMap::new(),
             processes: HashMap::new(),
             kernel: Vec::new(),
+            jit_maps: HashMap::new(),
             frames: Vec::new(),
             frame_ids: HashMap::new(),
             cache: HashMap::new(),
@@ -859,6 +864,19 @@ impl<'a> Builder<'a> {
         } else {
             find_mapping(&self.kernel, pc, false).or_else(|| find_mapping(process, pc, true))
         };
+        // User code in no image (JIT compilers' code is in anonymous memory, which perf reports
+        // as `//anon`): named by the process's JIT map file, if it has one.
+        let in_no_image = pc < USER_END && pid > 0 && mapping.is_none_or(|m| m.image.is_none());
+        let jit = if in_no_image { self.jit_symbol(pid, pc) } else { None };
+        let empty = Vec::new();
+        let process = self.processes.get(&pid).unwrap_or(&empty);
+        let mapping = match jit {
+            Some(_) => None,
+            None if user => find_mapping(process, pc, true),
+            None => {
+                find_mapping(&self.kernel, pc, false).or_else(|| find_mapping(process, pc, true))
+            }
+        };
         let mut address = pc;
         let (image_name, key, symbol, offset) = match mapping {
             Some(m) => {
@@ -905,6 +923,23 @@ impl<'a> Builder<'a> {
                     ),
                 }
             }
+            None if jit.is_some() => {
+                let (image_name, sym) = jit.expect("matched");
+                match self.opts.show_offsets {
+                    true => (
+                        image_name,
+                        FrameKey { image: image_name, address: pc, kind: 2 },
+                        Some(sym.name.clone()),
+                        Some(pc - sym.start),
+                    ),
+                    false => (
+                        image_name,
+                        FrameKey { image: image_name, address: sym.start, kind: 1 },
+                        Some(sym.name.clone()),
+                        None,
+                    ),
+                }
+            }
             None => {
                 let kernel = pc >= KERNEL_HALF || (!user && (index == 0 || pc >= USER_END));
                 let name = self.image_name(if kernel { KERNEL_IMAGE } else { UNKNOWN_IMAGE });
@@ -946,6 +981,18 @@ impl<'a> Builder<'a> {
     /// Reads the images of the not-yet-read mappings that could cover `pc` (in `pid`'s
     /// mappings, or the kernel's for `None`), until the mapping that covers it, if any, is one
     /// whose image was read (or could not be): then the lookup sees the real extents.
+    /// The function of process `pid`'s JIT map file at `pc`, and the file's image name.
+    fn jit_symbol(&mut self, pid: i32, pc: u64) -> Option<(u32, super::image::Symbol)> {
+        let fsroot = self.opts.fsroot.as_deref();
+        let map = self
+            .jit_maps
+            .entry(pid)
+            .or_insert_with(|| jitmap::read(&jitmap::path(fsroot, pid)).map(Arc::new))
+            .clone()?;
+        let symbol = map.symbol_at(pc)?;
+        Some((self.image_name(&format!("/tmp/perf-{pid}.map")), symbol))
+    }
+
     fn settle(&mut self, pid: Option<i32>, pc: u64, user_space: bool) {
         for _ in 0..=OVERLAP_SCAN {
             let Some(maps) = self.maps_mut(pid) else { return };
@@ -1273,6 +1320,40 @@ int main(int argc, char **argv) { (void)argv; return caller(argc); }
         let image = Image::load(&path).unwrap();
         let after: Vec<u32> = image.source_at(ret).iter().map(|f| f.line).collect();
         assert_ne!(after, [5], "the program does not test what it should");
+    }
+
+    #[test]
+    fn code_in_no_image_is_named_by_the_processs_jit_map_file() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("tmp")).unwrap();
+        let map = "7f0000001000 40 jitted_hot_loop\n7f0000001040 20 jitted_helper\n";
+        std::fs::write(root.path().join("tmp/perf-42.map"), map).unwrap();
+        let p = Program::build(false);
+        // The program where `-r` looks for it.
+        let under_root = root.path().join(p.path.strip_prefix("/").unwrap());
+        std::fs::create_dir_all(under_root.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&p.path, &under_root).unwrap();
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).exec(42, p.log_path(), 0, 0);
+        // perf reports the JIT's executable anonymous memory as a mapping of `//anon`.
+        log.map_in(42, 0x7f00_0000_0000, "//anon");
+        log.samples(42, 0x100, &[0x7f00_0000_1010, 0x7f00_0000_1044, p.at("main", 4)], 3);
+        // Past the map file's functions, and a process without a map file: unresolved.
+        log.samples(42, 0x100, &[0x7f00_0000_2000], 1);
+        log.samples(43, 0x100, &[0x7f00_0000_1010], 1);
+        let opts = ResolveOptions { fsroot: Some(root.path().to_owned()), ..Default::default() };
+        let profile = profile(&log, &opts);
+        let jitted = ["jitted_hot_loop@perf-42.map", "jitted_helper@perf-42.map", "main@prog"];
+        assert_eq!(
+            stacks(&profile),
+            vec![
+                (vec!["0x7f0000001010@[unknown]".to_owned()], 1),
+                (vec!["0x7f0000002000@anon".to_owned()], 1),
+                (strings(&jitted), 3),
+            ]
+        );
+        let hot = profile.frames().iter().find(|f| f.name() == "jitted_hot_loop").unwrap();
+        assert_eq!((&*hot.image, hot.address), ("/tmp/perf-42.map", 0x7f00_0000_1000));
     }
 
     #[test]
