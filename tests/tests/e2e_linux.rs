@@ -340,6 +340,40 @@ fn a_rust_release_binary_linked_by_rust_lld_names_its_hot_function_and_callers()
 }
 
 #[test]
+fn code_a_program_generated_is_named_by_its_jit_map_file() {
+    let program = c_program("jit");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("jit.log");
+    let args = ["-P", "cpu-clock", "-O", arg(&log), "--", arg(&program), "1500000000"];
+    let run = pmcstat(Host::Linux, &args);
+    // The map file the program wrote, removed whatever the outcome.
+    let map = run.stdout.trim().to_owned();
+    let _remove = scopeguard(&map);
+    run.assert_status(0);
+    assert!(map.starts_with("/tmp/perf-") && map.ends_with(".map"), "{}", run.describe());
+    let report = pmcstat(Host::Linux, &["-R", arg(&log), "--top", "3"]);
+    report.assert_status(0);
+    let blocks = parse_top(&report.stdout);
+    let (_, samples, rows) = &blocks[0];
+    let top = (rows[0].function.as_str(), rows[0].image.as_str());
+    assert_eq!(top, ("jitted_hot_loop", map.as_str()), "{rows:?}");
+    assert!(rows[0].self_samples * 2 > *samples, "{rows:?}");
+}
+
+/// Removes the file at `path` when dropped.
+fn scopeguard(path: &str) -> impl Drop + '_ {
+    struct Remove<'a>(&'a str);
+    impl Drop for Remove<'_> {
+        fn drop(&mut self) {
+            if self.0.starts_with("/tmp/perf-") {
+                let _ = std::fs::remove_file(self.0);
+            }
+        }
+    }
+    Remove(path)
+}
+
+#[test]
 fn live_sampling_without_a_log_prints_the_flat_profile_and_keeps_the_exit_status() {
     let hot = c_program("hot");
     let run = pmcstat(Host::Linux, &["-q", "-P", "cpu-clock", "--", arg(&hot), "400000000", "7"]);
