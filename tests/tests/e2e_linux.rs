@@ -360,6 +360,27 @@ fn code_a_program_generated_is_named_by_its_jit_map_file() {
     assert!(rows[0].self_samples * 2 > *samples, "{rows:?}");
 }
 
+#[test]
+fn code_a_program_generated_is_named_by_its_jitdump_file() {
+    let program = c_program("jit");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("jit.log");
+    let jit_dir = dir.path().join("dumps");
+    std::fs::create_dir(&jit_dir).unwrap();
+    let args =
+        ["-P", "cpu-clock", "-O", arg(&log), "--", arg(&program), "1500000000", arg(&jit_dir)];
+    pmcstat(Host::Linux, &args).assert_status(0);
+    let dump = std::fs::read_dir(&jit_dir).unwrap().next().unwrap().unwrap().path();
+    let report = pmcstat(Host::Linux, &["-R", arg(&log), "--top", "3"]);
+    report.assert_status(0);
+    assert!(!report.stderr.contains("jit-"), "the dump is no image to warn of: {}", report.stderr);
+    let blocks = parse_top(&report.stdout);
+    let (_, samples, rows) = &blocks[0];
+    let top = (rows[0].function.as_str(), rows[0].image.as_str());
+    assert_eq!(top, ("jitted_dump_loop", arg(&dump)), "{rows:?}");
+    assert!(rows[0].self_samples * 2 > *samples, "{rows:?}");
+}
+
 /// Removes the file at `path` when dropped.
 fn scopeguard(path: &str) -> impl Drop + '_ {
     struct Remove<'a>(&'a str);

@@ -488,6 +488,8 @@ struct Builder<'a> {
     /// Per process: its JIT map file's functions (`/tmp/perf-PID.map`), read the first time a
     /// program counter of the process is in no image.
     jit_maps: HashMap<i32, Option<Arc<Image>>>,
+    /// Per process: the jitdump files (`jit-PID.dump`) its MAP_IN records name.
+    jit_dumps: HashMap<i32, Vec<PathBuf>>,
     frames: Vec<Frame>,
     frame_ids: HashMap<FrameKey, FrameId>,
     cache: HashMap<(i32, bool, u64, bool), Location>,
@@ -520,6 +522,7 @@ impl<'a> Builder<'a> {
             processes: HashMap::new(),
             kernel: Vec::new(),
             jit_maps: HashMap::new(),
+            jit_dumps: HashMap::new(),
             frames: Vec::new(),
             frame_ids: HashMap::new(),
             cache: HashMap::new(),
@@ -569,6 +572,12 @@ impl<'a> Builder<'a> {
             }
             Record::ProcExec(exec) => self.exec(exec.pid, exec.path, exec.base_addr, exec.dyn_addr),
             Record::MapIn(map) => {
+                if jitmap::is_dump(map.path) {
+                    let dump = file_path(self.opts.fsroot.as_deref(), map.path);
+                    self.jit_dumps.entry(map.pid).or_default().push(dump);
+                    // Read again with this file the next time the process's JIT code is named.
+                    self.jit_maps.remove(&map.pid);
+                }
                 let name = self.image_name(&String::from_utf8_lossy(map.path));
                 let pending = Some(Arc::from(map.path));
                 let place = Place::FileBase(map.start);
@@ -649,6 +658,11 @@ impl<'a> Builder<'a> {
             let image = image.map(Arc::new);
             self.images.insert(path.to_vec(), image.clone());
             return image;
+        }
+        if jitmap::is_dump(path) {
+            // A jitdump file is mapped only to tell profilers where it is: no ELF image.
+            self.images.insert(path.to_vec(), None);
+            return None;
         }
         let image = match Image::load_with(&file, self.opts.fsroot.as_deref(), &self.opts.debug) {
             Ok(image) => Some(Arc::new(image)),
@@ -984,13 +998,19 @@ impl<'a> Builder<'a> {
     /// The function of process `pid`'s JIT map file at `pc`, and the file's image name.
     fn jit_symbol(&mut self, pid: i32, pc: u64) -> Option<(u32, super::image::Symbol)> {
         let fsroot = self.opts.fsroot.as_deref();
+        let dumps = self.jit_dumps.get(&pid).map_or(&[][..], Vec::as_slice);
         let map = self
             .jit_maps
             .entry(pid)
-            .or_insert_with(|| jitmap::read(&jitmap::path(fsroot, pid)).map(Arc::new))
+            .or_insert_with(|| jitmap::read(&jitmap::path(fsroot, pid), dumps).map(Arc::new))
             .clone()?;
         let symbol = map.symbol_at(pc)?;
-        Some((self.image_name(&format!("/tmp/perf-{pid}.map")), symbol))
+        // Named after the file that names the code: the jitdump when there is one.
+        let name = match self.jit_dumps.get(&pid).and_then(|d| d.first()) {
+            Some(dump) => dump.to_string_lossy().into_owned(),
+            None => format!("/tmp/perf-{pid}.map"),
+        };
+        Some((self.image_name(&name), symbol))
     }
 
     fn settle(&mut self, pid: Option<i32>, pc: u64, user_space: bool) {
