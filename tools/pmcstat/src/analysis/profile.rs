@@ -1282,6 +1282,56 @@ mod tests {
         }
     }
 
+    #[test]
+    fn every_function_of_a_rust_release_binary_resolves_to_its_own_symbol() {
+        // rustc's default linker on x86_64 Linux is rust-lld: segments off their file offsets.
+        let dir = tempfile::tempdir().unwrap();
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/hot_rust.rs");
+        let path = dir.path().join("hot_rust");
+        let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+        let status = std::process::Command::new(rustc)
+            .args(["-O", "-g", "--edition", "2021", "-o"])
+            .arg(&path)
+            .arg(&source)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let functions = crate::analysis::testutil::functions_of(&path);
+        let mut sized: Vec<(String, u64, u64)> = functions
+            .into_iter()
+            .filter(|(_, (start, size))| *start != 0 && *size > 1)
+            .map(|(name, (start, size))| (name, start, size))
+            .collect();
+        sized.sort_by_key(|f| f.1);
+        assert!(sized.len() > 100, "{} functions", sized.len());
+        let bias = 0x5600_0000_0000;
+        let start = Program::map_in_start(&path, bias);
+        let name = path.to_str().unwrap();
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).map_in(8, start, name);
+        for (_, address, size) in &sized {
+            log.samples(8, 0x100, &[bias + address + size / 2], 1);
+        }
+        let profile = profile(&log, &ResolveOptions::default());
+        let mut resolved: Vec<(u64, Option<String>)> = profile.pmcs()[0]
+            .location_stacks()
+            .map(|(stack, _)| {
+                let frame = profile.frame(stack[0].frame);
+                (frame.address, frame.symbol.as_deref().map(str::to_owned))
+            })
+            .collect();
+        resolved.sort();
+        resolved.dedup_by_key(|(address, _)| *address);
+        let mut expected: Vec<u64> = sized.iter().map(|f| f.1).collect();
+        expected.dedup();
+        let addresses: Vec<u64> = resolved.iter().map(|(address, _)| *address).collect();
+        assert_eq!(addresses, expected, "each sample is in the function `nm` puts it in");
+        assert!(resolved.iter().all(|(_, symbol)| symbol.is_some()));
+        let hot = sized.iter().find(|f| f.0.contains("hot_function")).unwrap();
+        let named = resolved.iter().find(|(a, _)| *a == hot.1).unwrap();
+        assert_eq!(named.1.as_deref(), Some("hot_rust::hot_function"));
+    }
+
     /// A program whose `caller` calls `leaf` on line 5 and then, on line 6, runs code inlined
     /// from `helper` (line 3): the return address of the call is in that inlined code.
     const CALL_THEN_INLINED: &str = "volatile int sink;
