@@ -39,6 +39,8 @@ pub struct Program {
     pub functions: HashMap<String, (u64, u64)>,
     /// The C source it was built from.
     pub source: PathBuf,
+    /// Whether the executable was stripped after `functions` were read from it.
+    pub stripped: bool,
 }
 
 impl Program {
@@ -50,6 +52,43 @@ impl Program {
     /// Builds the test program with DWARF (`-g`): source files and lines.
     pub fn build_with_lines(pie: bool) -> Program {
         Program::build_with(pie, &["-g"])
+    }
+
+    /// Builds the test program with DWARF, linked by `linker` (`gcc -fuse-ld=LINKER`: `lld`,
+    /// `mold`, `bfd`), stripped of its symbol table if `stripped` (the functions stay those of
+    /// the unstripped build). `None`, after saying why on standard error, if the linker is not
+    /// installed (Debian packages `lld`, `mold`).
+    pub fn build_linked(linker: &str, pie: bool, stripped: bool) -> Option<Program> {
+        if linker != "bfd" && !crate::linker_installed(linker) {
+            return None;
+        }
+        let use_linker = format!("-fuse-ld={linker}");
+        let mut program = Program::build_with(pie, &["-g", &use_linker]);
+        if stripped {
+            let status = Command::new("strip")
+                .arg("--strip-all")
+                .arg(&program.path)
+                .status()
+                .expect("run strip");
+            assert!(status.success(), "strip failed");
+            program.stripped = true;
+        }
+        Some(program)
+    }
+
+    /// Where the Linux host says an image is when it is loaded `bias` bytes from its link-time
+    /// addresses: as perf's mmap record of its executable segment gives it, the mapping's start
+    /// minus its file offset (the address of file offset 0 if the file were mapped whole).
+    pub fn map_in_start(path: &Path, bias: u64) -> u64 {
+        use object::ObjectSegment;
+        let data = std::fs::read(path).expect("read the program");
+        let file = object::File::parse(&*data).expect("parse the program");
+        let code = file
+            .segments()
+            .find(|s| matches!(s.flags(), object::SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0))
+            .expect("an executable segment");
+        let page = |a: u64| a & !0xfff;
+        bias + page(code.address()) - page(code.file_range().0)
     }
 
     fn build_with(pie: bool, flags: &[&str]) -> Program {
@@ -69,7 +108,7 @@ impl Program {
             .expect("run gcc");
         assert!(status.success(), "gcc failed");
         let functions = functions_of(&path);
-        Program { _dir: dir, path, functions, source }
+        Program { _dir: dir, path, functions, source, stripped: false }
     }
 
     /// The source line of the link-time address `address`, as binutils' `addr2line` reads the

@@ -337,6 +337,50 @@ pub fn c_program_with(name: &str, output: &str, flags: &[&str]) -> PathBuf {
     path
 }
 
+/// Whether the linker `gcc -fuse-ld=NAME` runs is installed; if not, says so on standard error
+/// (the test that asked is then skipped: Debian packages `lld`, `mold`).
+pub fn linker_installed(name: &str) -> bool {
+    let command = if name == "lld" { "ld.lld" } else { name };
+    let found = Command::new(command).arg("--version").output().is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("skipped: {command} is not installed (apt-get install {name})");
+    }
+    found
+}
+
+/// The Rust program `programs/NAME.rs` of this package built once per test process as a
+/// release build with line tables (`rustc -O -g`, rustc's default linker: rust-lld on x86_64
+/// Linux), as [`c_program`] builds C.
+pub fn rust_program(name: &str) -> PathBuf {
+    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let mut built = BUILT.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(path) = built.get(name) {
+        return path.clone();
+    }
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("programs/{name}.rs"));
+    let dir = target_dir().join("pmcstat-e2e-programs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = dir.join(format!("{name}.{}", std::process::id()));
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let compiled = Command::new(rustc)
+        .args(["-O", "-g", "--edition", "2021", "-o"])
+        .arg(&scratch)
+        .arg(&source)
+        .output()
+        .expect("run rustc");
+    assert!(
+        compiled.status.success(),
+        "rustc {}: {}",
+        source.display(),
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+    let path = dir.join(name);
+    std::fs::rename(&scratch, &path).unwrap();
+    let path = path.canonicalize().unwrap();
+    built.insert(name.to_owned(), path.clone());
+    path
+}
+
 // ---------------------------------------------------------------------------------------------
 // Logs, read with the pmclog crate (independently of pmcstat's analysis).
 

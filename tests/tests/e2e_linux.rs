@@ -10,8 +10,9 @@ use pmc::events::pmu_table::PmuEventNames;
 use std::sync::OnceLock;
 
 use hwpmc_tests::{
-    Host, Json, Run, allocations, arg, c_program, c_program_with, one_line_error, parse_callgraph,
-    parse_folded, parse_top, pmcstat, pmcstat_as_nobody, sample_hot, samples_per_pmc, write_log,
+    Host, Json, Run, TopRow, allocations, arg, c_program, c_program_with, linker_installed,
+    one_line_error, parse_callgraph, parse_folded, parse_top, pmcstat, pmcstat_as_nobody,
+    rust_program, sample_hot, samples_per_pmc, write_log,
 };
 
 /// The values line of FreeBSD's counting output for 64-bit counters: 20 digits a column, the
@@ -243,6 +244,154 @@ fn top_lists_the_hot_function_first_with_the_program_path() {
     if let Some(main) = main {
         assert!(main.total_samples >= rows[0].self_samples, "main calls hot_function: {rows:?}");
     }
+}
+
+/// Samples `program` run with `args` with cpu-clock (`--call-graph METHOD`) and returns its
+/// flat profile: the samples and rows of `--top 100`.
+fn top_of(program: &std::path::Path, args: &[&str], method: &str) -> (u64, Vec<TopRow>) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("top.log");
+    let options = ["--call-graph", method, "-P", "cpu-clock", "-O", arg(&log), "--", arg(program)];
+    pmcstat(Host::Linux, &[&options[..], args].concat()).assert_status(0);
+    let report = pmcstat(Host::Linux, &["-R", arg(&log), "--top", "100"]);
+    report.assert_status(0);
+    let mut blocks = parse_top(&report.stdout);
+    assert_eq!(blocks.len(), 1, "{}", report.describe());
+    let (_, samples, rows) = blocks.remove(0);
+    (samples, rows)
+}
+
+/// Whether `program`'s segments are not all the same distance from their file offsets (as LLD
+/// and mold lay them out; GNU ld keeps the distance), which is what the tests of such binaries
+/// are about.
+fn segments_moved_from_their_offsets(program: &std::path::Path) -> bool {
+    let out = std::process::Command::new("readelf").arg("-lW").arg(program).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    let mut distances = text
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|fields| fields.first() == Some(&"LOAD"))
+        .map(|fields| hex(fields[2]).wrapping_sub(hex(fields[1])));
+    let first = distances.next().expect("PT_LOAD segments");
+    distances.any(|d| d != first)
+}
+
+#[test]
+fn programs_linked_by_lld_and_mold_name_their_hot_function_first() {
+    for linker in ["lld", "mold"] {
+        if !linker_installed(linker) {
+            continue;
+        }
+        for pie in ["-pie", "-no-pie"] {
+            let use_linker = format!("-fuse-ld={linker}");
+            let output = format!("hot-{linker}{pie}");
+            let flags = ["-O1", "-fno-omit-frame-pointer", &use_linker, pie];
+            let program = c_program_with("hot", &output, &flags);
+            assert!(segments_moved_from_their_offsets(&program), "{output}: GNU ld's layout");
+            let (samples, rows) = top_of(&program, &["400000000"], "fp");
+            let case = format!("{output}: {rows:?}");
+            let top = (rows[0].function.as_str(), rows[0].image.as_str());
+            assert_eq!(top, ("hot_function", arg(&program)), "{case}");
+            assert!(rows[0].self_samples * 2 > samples, "{case}");
+            let main = rows.iter().find(|r| r.function == "main").expect(&case);
+            assert!(main.total_samples >= rows[0].self_samples, "{case}");
+        }
+    }
+}
+
+#[test]
+fn code_linked_by_lld_and_mold_without_frame_pointers_unwinds_whole_with_cfi() {
+    for linker in ["lld", "mold"] {
+        if !linker_installed(linker) {
+            continue;
+        }
+        let use_linker = format!("-fuse-ld={linker}");
+        let output = format!("chain-O2-nofp-{linker}");
+        let flags = ["-O2", "-fomit-frame-pointer", &use_linker];
+        let program = c_program_with("chain", &output, &flags);
+        assert!(segments_moved_from_their_offsets(&program), "{output}: GNU ld's layout");
+        let dir = tempfile::tempdir().unwrap();
+        let (log, folded) = (dir.path().join("chain.log"), dir.path().join("chain.folded"));
+        let options = ["--call-graph", "dwarf", "-P", "cpu-clock", "-O", arg(&log), "--"];
+        let run = pmcstat(Host::Linux, &[&options[..], &[arg(&program), "1500000000"]].concat());
+        run.assert_status(0);
+        pmcstat(Host::Linux, &["-R", arg(&log), "--folded", arg(&folded)]).assert_status(0);
+        let stacks = parse_folded(&std::fs::read_to_string(&folded).unwrap());
+        let total: u64 = stacks.iter().map(|(_, n)| n).sum();
+        assert!(total >= 100, "{linker}: {total} samples of about a second: {stacks:?}");
+        let full = full_chain_samples(&stacks);
+        assert!(full * 10 >= total * 8, "{linker}: {full} of {total} are main;a;b;c: {stacks:?}");
+    }
+}
+
+#[test]
+fn a_rust_release_binary_linked_by_rust_lld_names_its_hot_function_and_callers() {
+    let program = rust_program("hot_rust");
+    if !segments_moved_from_their_offsets(&program) {
+        eprintln!("note: rustc linked {} with GNU ld's layout", program.display());
+    }
+    let (samples, rows) = top_of(&program, &["400000000"], "dwarf");
+    let case = format!("{rows:?}");
+    assert_eq!(rows[0].function, "hot_rust::hot_function", "{case}");
+    assert!(rows[0].self_samples * 2 > samples, "{case}");
+    let main = rows.iter().find(|r| r.function == "hot_rust::main").expect(&case);
+    assert!(main.total_samples >= rows[0].self_samples, "main calls hot_function: {case}");
+}
+
+#[test]
+fn code_a_program_generated_is_named_by_its_jit_map_file() {
+    let program = c_program("jit");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("jit.log");
+    let args = ["-P", "cpu-clock", "-O", arg(&log), "--", arg(&program), "1500000000"];
+    let run = pmcstat(Host::Linux, &args);
+    // The map file the program wrote, removed whatever the outcome.
+    let map = run.stdout.trim().to_owned();
+    let _remove = scopeguard(&map);
+    run.assert_status(0);
+    assert!(map.starts_with("/tmp/perf-") && map.ends_with(".map"), "{}", run.describe());
+    let report = pmcstat(Host::Linux, &["-R", arg(&log), "--top", "3"]);
+    report.assert_status(0);
+    let blocks = parse_top(&report.stdout);
+    let (_, samples, rows) = &blocks[0];
+    let top = (rows[0].function.as_str(), rows[0].image.as_str());
+    assert_eq!(top, ("jitted_hot_loop", map.as_str()), "{rows:?}");
+    assert!(rows[0].self_samples * 2 > *samples, "{rows:?}");
+}
+
+#[test]
+fn code_a_program_generated_is_named_by_its_jitdump_file() {
+    let program = c_program("jit");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("jit.log");
+    let jit_dir = dir.path().join("dumps");
+    std::fs::create_dir(&jit_dir).unwrap();
+    let args =
+        ["-P", "cpu-clock", "-O", arg(&log), "--", arg(&program), "1500000000", arg(&jit_dir)];
+    pmcstat(Host::Linux, &args).assert_status(0);
+    let dump = std::fs::read_dir(&jit_dir).unwrap().next().unwrap().unwrap().path();
+    let report = pmcstat(Host::Linux, &["-R", arg(&log), "--top", "3"]);
+    report.assert_status(0);
+    assert!(!report.stderr.contains("jit-"), "the dump is no image to warn of: {}", report.stderr);
+    let blocks = parse_top(&report.stdout);
+    let (_, samples, rows) = &blocks[0];
+    let top = (rows[0].function.as_str(), rows[0].image.as_str());
+    assert_eq!(top, ("jitted_dump_loop", arg(&dump)), "{rows:?}");
+    assert!(rows[0].self_samples * 2 > *samples, "{rows:?}");
+}
+
+/// Removes the file at `path` when dropped.
+fn scopeguard(path: &str) -> impl Drop + '_ {
+    struct Remove<'a>(&'a str);
+    impl Drop for Remove<'_> {
+        fn drop(&mut self) {
+            if self.0.starts_with("/tmp/perf-") {
+                let _ = std::fs::remove_file(self.0);
+            }
+        }
+    }
+    Remove(path)
 }
 
 #[test]

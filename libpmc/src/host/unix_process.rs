@@ -223,8 +223,10 @@ pub(crate) fn exe_path(pid: i32) -> Vec<u8> {
 }
 
 #[cfg(target_os = "linux")]
-/// The executable mappings of process `pid` (`/proc/PID/maps`, Linux) as (load base, path): for each file mapped
-/// executable, the address of its file offset 0.
+/// The executable mappings of process `pid` (`/proc/PID/maps`, Linux) as (MAP_IN start, path):
+/// for each file mapped executable, the mapping's address minus its file offset (where the
+/// file's offset 0 would be; the analysis makes offsets addresses through the image's
+/// `PT_LOAD` headers).
 pub(crate) fn executable_mappings(pid: i32) -> Vec<(u64, Vec<u8>)> {
     let Ok(maps) = std::fs::read(format!("/proc/{pid}/maps")) else { return Vec::new() };
     let mut out = Vec::new();

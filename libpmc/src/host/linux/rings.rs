@@ -78,8 +78,10 @@ pub(crate) enum Event {
         pcs: Vec<u64>,
         stack: Option<Box<UserStack>>,
     },
-    /// An executable file mapping: its load base (`start`), where it is and the file offset it
-    /// maps.
+    /// An executable file mapping: where it is and the file offset it maps, and `start`, the
+    /// MAP_IN start: the mapping's address minus its file offset (where the file's offset 0
+    /// would be; the image's load base only if, as GNU ld lays images out, its segments' addresses
+    /// are their file offsets plus one constant: not for LLD's and mold's).
     Map { pid: i32, start: u64, mapping: Mapping, path: Vec<u8> },
     /// A process executed a program.
     Exec { pid: i32 },

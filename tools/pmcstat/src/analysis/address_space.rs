@@ -24,8 +24,8 @@ pub(super) struct Mapping {
     /// `None` when the image could not be read (or is not read yet): it then reaches to the
     /// next mapping.
     pub(super) hi: Option<u64>,
-    /// Run-time address minus link-time address.
-    pub(super) bias: u64,
+    /// How its run-time addresses become the image's link-time addresses.
+    pub(super) place: Place,
     /// The image's name, as an index into the builder's names.
     pub(super) name: u32,
     pub(super) image: Option<Arc<Image>>,
@@ -33,6 +33,19 @@ pub(super) struct Mapping {
     /// and most are never sampled, so an image is read when a program counter first falls in
     /// its mapping.
     pub(super) pending: Option<Arc<[u8]>>,
+}
+
+/// Where an image is in an address space: how a run-time address in its mapping becomes one of
+/// the image's link-time addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Place {
+    /// Moved as a whole: the run-time address minus this bias (0 for an `ET_EXEC` image; a
+    /// PIE's `pl_dyn`, a run-time linker's `pl_base`).
+    Moved(u64),
+    /// Mapped from its file: the run-time address minus this base is a file offset (a MAP_IN
+    /// start, where the mapping's file offset 0 would be), made an address through the image's
+    /// `PT_LOAD` headers.
+    FileBase(u64),
 }
 
 /// The mappings of one address space by start address (one per start: a MAP_IN at the start
@@ -83,11 +96,15 @@ impl AddressSpace {
     }
 
     /// Takes the pending image path of the mapping that covers `pc`, if that mapping's image
-    /// was not read yet; with its start.
-    pub(super) fn take_pending(&mut self, pc: u64, user_space: bool) -> Option<(u64, Arc<[u8]>)> {
+    /// was not read yet; with its start and place.
+    pub(super) fn take_pending(
+        &mut self,
+        pc: u64,
+        user_space: bool,
+    ) -> Option<(u64, Place, Arc<[u8]>)> {
         let lo = self.find(pc, user_space).filter(|m| m.pending.is_some())?.lo;
         let mapping = Arc::make_mut(&mut self.maps).get_mut(&lo)?;
-        Some((lo, mapping.pending.take()?))
+        Some((lo, mapping.place, mapping.pending.take()?))
     }
 
     /// Replaces the mapping that starts at `lo` with `mapping` (which may start elsewhere: an
@@ -110,11 +127,18 @@ mod tests {
     use super::*;
 
     fn unread(lo: u64, name: u32) -> Mapping {
-        Mapping { lo, hi: None, bias: 0, name, image: None, pending: Some(Arc::from(&b"x"[..])) }
+        Mapping {
+            lo,
+            hi: None,
+            place: Place::FileBase(lo),
+            name,
+            image: None,
+            pending: Some(Arc::from(&b"x"[..])),
+        }
     }
 
     fn sized(lo: u64, hi: u64, name: u32) -> Mapping {
-        Mapping { lo, hi: Some(hi), bias: 0, name, image: None, pending: None }
+        Mapping { lo, hi: Some(hi), place: Place::Moved(0), name, image: None, pending: None }
     }
 
     fn name_at(space: &AddressSpace, pc: u64) -> Option<u32> {
@@ -187,8 +211,8 @@ mod tests {
     fn a_pending_image_is_taken_once_and_its_mapping_replaced() {
         let mut space = AddressSpace::default();
         space.insert(unread(0x1000, 1));
-        let (lo, path) = space.take_pending(0x1800, true).unwrap();
-        assert_eq!((lo, &*path), (0x1000, &b"x"[..]));
+        let (lo, place, path) = space.take_pending(0x1800, true).unwrap();
+        assert_eq!((lo, place, &*path), (0x1000, Place::FileBase(0x1000), &b"x"[..]));
         assert!(space.take_pending(0x1800, true).is_none());
         space.replace(lo, sized(0x400, 0x1400, 7));
         assert_eq!(space.len(), 1);

@@ -161,8 +161,9 @@ pub fn write_calltree(profile: &Profile, out: &mut dyn Write) -> io::Result<()> 
             }
         }
         if with_lines {
-            let sites = c.own.keys().chain(c.calls.keys().map(|(site, _)| site));
-            let file = sites.filter_map(|&a| position(a)?.file.clone()).next();
+            let sites =
+                c.own.keys().copied().chain(c.calls.keys().map(|(site, _)| site.wrapping_sub(1)));
+            let file = sites.filter_map(|a| position(a)?.file.clone()).next();
             let file = file.as_deref().unwrap_or("???");
             let _ = writeln!(text, "fl={}", files.name(file.to_owned(), file));
         }
@@ -185,7 +186,15 @@ pub fn write_calltree(profile: &Profile, out: &mut dyn Write) -> io::Result<()> 
             }
             let _ = writeln!(text, "cfn={}", function_names.name(callee.to_string(), callee_name));
             let _ = writeln!(text, "calls={calls} {callee_start:#x}");
-            let _ = writeln!(text, "{site:#x}{} {}", line(site), join(cost));
+            // A call site is a return address: its line is the call's, the byte before.
+            let call_line = match with_lines {
+                true => {
+                    let frame = position(site.wrapping_sub(1)).or_else(|| position(site));
+                    format!(" {}", frame.map_or(0, |frame| frame.line))
+                }
+                false => String::new(),
+            };
+            let _ = writeln!(text, "{site:#x}{call_line} {}", join(cost));
         }
     }
     out.write_all(text.as_bytes())

@@ -74,6 +74,11 @@ pub(crate) struct Image {
     pub(crate) link_base: u64,
     /// Bytes from `link_base` to the end of the highest `PT_LOAD` segment.
     pub(crate) span: u64,
+    /// The `PT_LOAD` segments, by file offset: how file offsets and link-time addresses
+    /// correspond. GNU ld keeps the two a constant distance apart; LLD and mold do not (a
+    /// segment's address is its offset plus a page or more per segment before it), so a file
+    /// offset is made an address through the segment holding it.
+    segments: Vec<LoadSegment>,
     /// The program interpreter (`PT_INTERP`, from `.interp`) of a dynamically linked executable.
     pub(crate) interp: Option<Vec<u8>>,
     /// `[start, end)` of the executable code in link-time addresses: from the lowest to the
@@ -103,6 +108,16 @@ pub(crate) struct Image {
     dwarf_file: Option<PathBuf>,
     /// Its DWARF, read the first time a source line is asked for.
     source_lines: std::sync::OnceLock<Option<SourceLines>>,
+}
+
+/// One `PT_LOAD` segment: the file bytes `[offset, offset + file_size)` are at the link-time
+/// addresses `[address, address + file_size)`, and the segment reaches `memory_size` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LoadSegment {
+    offset: u64,
+    file_size: u64,
+    address: u64,
+    memory_size: u64,
 }
 
 /// The first line of a kernel symbol table in the form the analysis searches without parsing
@@ -177,6 +192,7 @@ impl Image {
             fixed: true,
             link_base: low,
             span: high - low,
+            segments: Vec::new(),
             interp: None,
             text: Some((low, high)),
             symbols,
@@ -249,11 +265,15 @@ impl Image {
         let fixed = file.kind() == ObjectKind::Executable;
         let mut link_base = u64::MAX;
         let mut high = 0u64;
+        let mut segments = Vec::new();
         for segment in file.segments() {
-            let (offset, _) = segment.file_range();
+            let (offset, file_size) = segment.file_range();
             link_base = link_base.min(segment.address().saturating_sub(offset));
             high = high.max(segment.address().saturating_add(segment.size()));
+            let (address, memory_size) = (segment.address(), segment.size());
+            segments.push(LoadSegment { offset, file_size, address, memory_size });
         }
+        segments.sort_by_key(|s| s.offset);
         if link_base == u64::MAX {
             return Err("no loadable segments".to_owned());
         }
@@ -267,6 +287,7 @@ impl Image {
         if symbols.is_empty() {
             symbols = collect_symbols(file.dynamic_symbols());
         }
+        symbols.extend(plt_symbols(&file));
         finish_symbols(&mut symbols, high);
         let text = text_range(&file);
         let span = high.saturating_sub(link_base);
@@ -278,6 +299,7 @@ impl Image {
             fixed,
             link_base,
             span,
+            segments,
             interp,
             text,
             symbols,
@@ -294,8 +316,46 @@ impl Image {
         Ok((image, links))
     }
 
+    /// The link-time address of the file offset `offset`: through the `PT_LOAD` segment whose
+    /// file bytes hold it, else the last segment starting before it (its zero-filled tail),
+    /// else as if the file were laid out at `link_base`.
+    pub(crate) fn address_of_offset(&self, offset: u64) -> u64 {
+        let after = self.segments.partition_point(|s| s.offset <= offset);
+        let holding = self.segments[..after]
+            .iter()
+            .rev()
+            .find(|s| offset - s.offset < s.file_size.max(1))
+            .or_else(|| self.segments[..after].last());
+        match holding {
+            Some(s) => s.address.wrapping_add(offset - s.offset),
+            None => self.link_base.wrapping_add(offset),
+        }
+    }
+
+    /// The file offset of the link-time address `address` (the inverse of
+    /// [`Image::address_of_offset`]): through the `PT_LOAD` segment holding the address.
+    pub(crate) fn offset_of_address(&self, address: u64) -> u64 {
+        let holding = self
+            .segments
+            .iter()
+            .find(|s| address >= s.address && address - s.address < s.memory_size.max(s.file_size));
+        match holding {
+            Some(s) => s.offset + (address - s.address),
+            None => address.wrapping_sub(self.link_base),
+        }
+    }
+
+    /// Bytes of the file the segments reach (the highest segment end, in file offsets): how far
+    /// past a MAP_IN start a mapping of the image reaches.
+    pub(crate) fn file_span(&self) -> u64 {
+        let end = self.segments.iter().map(|s| s.offset.saturating_add(s.memory_size)).max();
+        end.unwrap_or(0).max(self.span)
+    }
+
     /// Replaces dynamic symbols with a debug file's full symbol table.
     fn use_debug_symbols(&mut self, mut symbols: Vec<Symbol>, file: PathBuf) {
+        // The PLT stubs are the image's own (a debug file has no code to find them in).
+        symbols.extend(self.symbols.iter().filter(|s| s.name.ends_with(PLT_SUFFIX)).cloned());
         finish_symbols(&mut symbols, self.link_base.saturating_add(self.span));
         self.symbols = symbols;
         self.has_symbol_table = true;
@@ -523,6 +583,62 @@ where
         .collect()
 }
 
+/// What a PLT stub's name is its target's name followed by, as binutils' `objdump` names it.
+const PLT_SUFFIX: &str = "@plt";
+
+/// The x86-64 PLT stubs of an ELF file, named `func@plt` after the function whose GOT slot
+/// they jump through (no symbol covers them; they would be taken for the function before).
+///
+/// Every linker lays its stubs out in 16-byte entries (`sh_entsize` says otherwise, as GNU
+/// ld's 8-byte `.plt.got` entries) that jump through a GOT slot with `jmp *slot(%rip)`
+/// (`ff 25 rel32`), possibly after an `endbr64` or a `bnd` prefix; the slot's `JUMP_SLOT` (or,
+/// for `.plt.got`, `GLOB_DAT`) dynamic relocation names the function. The lazy-binding header
+/// jumps through a slot no relocation names, and stays unnamed.
+fn plt_symbols<'data, R: object::ReadRef<'data>>(file: &object::File<'data, R>) -> Vec<Symbol> {
+    use object::{ObjectSymbolTable, RelocationFlags, RelocationTarget};
+    if file.architecture() != object::Architecture::X86_64 {
+        return Vec::new();
+    }
+    let (Some(relocations), Some(dynamic)) =
+        (file.dynamic_relocations(), file.dynamic_symbol_table())
+    else {
+        return Vec::new();
+    };
+    let slots: std::collections::HashMap<u64, &str> = relocations
+        .filter_map(|(slot, relocation)| {
+            let RelocationFlags::Elf { r_type } = relocation.flags() else { return None };
+            if r_type != object::elf::R_X86_64_JUMP_SLOT && r_type != object::elf::R_X86_64_GLOB_DAT
+            {
+                return None;
+            }
+            let RelocationTarget::Symbol(index) = relocation.target() else { return None };
+            let name = dynamic.symbol_by_index(index).ok()?.name().ok()?;
+            (!name.is_empty()).then_some((slot, name))
+        })
+        .collect();
+    let mut stubs = Vec::new();
+    for section in file.sections() {
+        let name = section.name().unwrap_or_default();
+        if !matches!(name, ".plt" | ".plt.sec" | ".plt.got") {
+            continue;
+        }
+        let Ok(code) = section.data() else { continue };
+        let entry = if name == ".plt.got" && section.align() == 8 { 8 } else { 16 };
+        for at in 0..code.len().saturating_sub(5) {
+            if code[at..at + 2] != [0xff, 0x25] {
+                continue;
+            }
+            let rel = i32::from_le_bytes([code[at + 2], code[at + 3], code[at + 4], code[at + 5]]);
+            let next = section.address() + at as u64 + 6;
+            let Some(target) = slots.get(&next.wrapping_add(rel as i64 as u64)) else { continue };
+            let start = section.address() + (at as u64 / entry) * entry;
+            let name = Name::new(&format!("{target}{PLT_SUFFIX}"));
+            stubs.push(Symbol { start, end: start + entry, name });
+        }
+    }
+    stubs
+}
+
 /// Sorts the symbols, keeps one per start address (the sized, global-looking one), and gives
 /// zero-sized symbols the room up to the next symbol (or the end of the image).
 fn finish_symbols(symbols: &mut Vec<Symbol>, image_end: u64) {
@@ -548,6 +664,9 @@ fn finish_symbols(symbols: &mut Vec<Symbol>, image_end: u64) {
 /// A readable form of a symbol name: Rust (legacy and v0) and C++ (Itanium) names are demangled,
 /// anything else is returned as it is. Rust hashes are left out.
 pub(crate) fn demangle(name: &str) -> String {
+    if let Some(target) = name.strip_suffix(PLT_SUFFIX) {
+        return format!("{}{PLT_SUFFIX}", demangle(target));
+    }
     if name.starts_with("_R") || (name.starts_with("_ZN") && name.contains("17h")) {
         if let Ok(d) = rustc_demangle::try_demangle(name) {
             return format!("{d:#}");
@@ -574,6 +693,7 @@ mod tests {
         assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
         assert_eq!(demangle("_Z4workii"), "work(int, int)");
         assert_eq!(demangle("_Zbogus"), "_Zbogus");
+        assert_eq!(demangle("_Z4workii@plt"), "work(int, int)@plt");
     }
 
     #[test]
@@ -781,6 +901,84 @@ ffffffffc0001000 t mod_fn\t[ext4]
                     (&*symbol.name, symbol.start, symbol.end),
                     (&*expected, start, start + size)
                 );
+            }
+        }
+    }
+
+    /// A program calling two libc functions through the PLT.
+    const CALLS_LIBC: &str = "#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv) { return (int)strlen(argv[0]) + atoi(argv[argc - 1]); }
+";
+
+    /// The targets of the `call rel32` instructions of the function `name` of the ELF file.
+    fn call_targets(data: &[u8], name: &str) -> Vec<u64> {
+        let file = object::File::parse(data).unwrap();
+        let symbol = file.symbols().find(|s| s.name() == Ok(name)).unwrap();
+        let text = file.section_by_name(".text").unwrap();
+        let code = text.data_range(symbol.address(), symbol.size()).unwrap().unwrap();
+        (0..code.len().saturating_sub(4))
+            .filter(|&i| code[i] == 0xe8)
+            .map(|i| {
+                let rel = i32::from_le_bytes(code[i + 1..i + 5].try_into().unwrap());
+                (symbol.address() + i as u64 + 5).wrapping_add(rel as i64 as u64)
+            })
+            .collect()
+    }
+
+    /// binutils' `objdump -d` names of the PLT stubs it recognises: (address, `func@plt`).
+    fn objdump_plt_names(path: &Path) -> Vec<(u64, String)> {
+        let out = std::process::Command::new("objdump").arg("-d").arg(path).output().unwrap();
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .filter_map(|line| {
+                let (address, rest) = line.split_once(" <")?;
+                let name = rest.strip_suffix(">:")?.strip_suffix("@plt")?;
+                Some((u64::from_str_radix(address, 16).ok()?, format!("{name}@plt")))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn plt_stubs_are_named_after_the_functions_they_jump_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("calls.c");
+        std::fs::write(&source, CALLS_LIBC).unwrap();
+        let layouts: [&[&str]; 4] =
+            [&["-pie"], &["-no-pie"], &["-Wl,-z,now"], &["-fcf-protection=full", "-Wl,-z,ibtplt"]];
+        for linker in ["bfd", "lld", "mold"] {
+            let command = if linker == "lld" { "ld.lld" } else { linker };
+            if linker != "bfd"
+                && std::process::Command::new(command).arg("--version").output().is_err()
+            {
+                eprintln!("skipped: {command} is not installed (apt-get install {linker})");
+                continue;
+            }
+            for flags in layouts {
+                let case = format!("{linker} {flags:?}");
+                let path = dir.path().join(format!("calls-{linker}-{}", flags.join("")));
+                let status = std::process::Command::new("gcc")
+                    .arg(format!("-fuse-ld={linker}"))
+                    .args(flags)
+                    .arg("-o")
+                    .arg(&path)
+                    .arg(&source)
+                    .status()
+                    .unwrap();
+                assert!(status.success(), "{case}");
+                let image = Image::load(&path).unwrap();
+                let name = |address: u64| image.symbol_at(address).map(|s| s.name.to_string());
+                // Where binutils knows the layout, the same names at the same addresses.
+                for (address, plt_name) in objdump_plt_names(&path) {
+                    assert_eq!(name(address + 2).as_deref(), Some(&*plt_name), "{case}");
+                }
+                // Every linker's: main's calls go to strlen's and atoi's stubs.
+                let data = std::fs::read(&path).unwrap();
+                let mut called: Vec<String> =
+                    call_targets(&data, "main").into_iter().filter_map(name).collect();
+                called.sort();
+                assert_eq!(called, ["atoi@plt", "strlen@plt"], "{case}");
             }
         }
     }

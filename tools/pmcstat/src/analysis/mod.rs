@@ -23,14 +23,21 @@
 //!
 //! # Where images are
 //!
-//! A MAP_IN record carries only a start address. It is taken as the load base of the image — the
-//! address where file offset 0 is mapped — so a program counter `pc` of an `ET_DYN` image (shared
-//! object or PIE) is at `pc - start + lowest PT_LOAD address` in the file's layout. `ET_EXEC`
-//! images run at their link-time addresses. A mapping reaches over the image's `PT_LOAD`
-//! segments; an image that cannot be read reaches to the next mapping. A PROCEXEC places the
-//! executable at its PIE load base (`pl_dyn`) and its run-time linker (`PT_INTERP`) at `pl_base`,
-//! as FreeBSD's pmcstat does. Producers on Linux must therefore write the load base (a mapping's
-//! start minus its file offset, from `/proc/PID/maps`), not the start of the executable mapping.
+//! A MAP_IN record carries only a start address. It is taken as the address where the mapping's
+//! file offset 0 would be (what the Linux host writes: an executable mapping's start minus its
+//! file offset, from perf's mmap records or `/proc/PID/maps`), so a program counter `pc` of an
+//! `ET_DYN` image (shared object or PIE) is at file offset `pc - start`, made a link-time
+//! address through the image's own `PT_LOAD` headers (the segment whose file bytes hold it).
+//! GNU ld keeps every segment's address and file offset a constant distance apart; LLD (and so
+//! every Rust binary rustc links with rust-lld) and mold do not, which is why the offset goes
+//! through the segments. FreeBSD's kernel writes the start of the executable mapping and its
+//! pmcstat takes that as the address of link-time address 0 (`pi_vaddr` is 0 for `ET_DYN`); the
+//! two readings agree for an image whose executable segment starts at file offset 0 and
+//! address 0, and FreeBSD's own pmcstat is right for no other. `ET_EXEC` images run at their link-time addresses. A mapping
+//! reaches over the image's `PT_LOAD` segments; an image that cannot be read reaches to the
+//! next mapping. A PROCEXEC places the executable at its PIE load base (`pl_dyn`: link-time
+//! address 0 at run time) and its run-time linker (`PT_INTERP`) at `pl_base`, as FreeBSD's
+//! pmcstat does.
 //!
 //! Program counters outside every mapping become unresolved frames of the image [`KERNEL_IMAGE`]
 //! (addresses in the upper half, and the sampled PC and kernel-half frames of a kernel-mode
@@ -64,6 +71,7 @@ mod folded;
 mod gmon;
 mod image;
 mod image_file;
+mod jitmap;
 mod json;
 mod kallsyms;
 mod lines;

@@ -9,11 +9,12 @@ use std::sync::Arc;
 
 use pmclog::{Callchain, EventNames, MultipartKind, Record, Records, StaticEventNames};
 
-use super::address_space::{AddressSpace, Mapping, USER_END};
+use super::address_space::{AddressSpace, Mapping, Place, USER_END};
 use super::budget;
 use super::debuginfo::DebugSearch;
 use super::error::AnalysisError;
 use super::image::{Image, demangle};
+use super::jitmap;
 use super::kallsyms;
 use super::lines::SourceFrame;
 
@@ -118,6 +119,11 @@ pub struct Location {
     /// image that could be read (then [`Profile::text_range`] of the frame's image is `Some`);
     /// otherwise the run-time address.
     pub address: u64,
+    /// Whether the program counter is a return address (a caller's frame, not the sampled
+    /// instruction): its source position is then that of the call, the byte before it (the
+    /// return address is the next instruction, often on the next line or in the next inlined
+    /// function).
+    pub return_address: bool,
 }
 
 /// The samples of one PMC.
@@ -249,8 +255,9 @@ pub struct Overflow {
 pub struct ImageInfo {
     /// The executable code, in link-time addresses (see [`Profile::text_range`]).
     pub text: Range<u64>,
-    /// The link-time address of file offset 0.
-    pub link_base: u64,
+    /// The file offset of `text.start`, from the image's `PT_LOAD` headers (LLD and mold place
+    /// segments at addresses that differ from their file offsets by more than a constant).
+    pub text_offset: u64,
     /// The build ID (`NT_GNU_BUILD_ID`), in hex.
     pub build_id: Option<String>,
 }
@@ -390,7 +397,8 @@ impl Profile {
     /// then the line of the function it was inlined into); empty when the profile was read
     /// without [`ResolveOptions::lines`] or the image has no line information.
     pub fn source(&self, location: &Location) -> &[SourceFrame] {
-        self.source_in(&self.frame(location.frame).image, location.address)
+        let at = location.address.wrapping_sub(u64::from(location.return_address));
+        self.source_in(&self.frame(location.frame).image, at)
     }
 
     /// The source frames at `address` (a link-time address) of the image named `image`.
@@ -447,10 +455,15 @@ struct Builder<'a> {
     image_ids: HashMap<Arc<str>, u32>,
     processes: HashMap<i32, AddressSpace>,
     kernel: AddressSpace,
+    /// Per process: its JIT map file's functions (`/tmp/perf-PID.map`), read the first time a
+    /// program counter of the process is in no image.
+    jit_maps: HashMap<i32, Option<Arc<Image>>>,
+    /// Per process: the jitdump files (`jit-PID.dump`) its MAP_IN records name.
+    jit_dumps: HashMap<i32, Vec<PathBuf>>,
     frames: Vec<Frame>,
     frame_ids: HashMap<FrameKey, FrameId>,
     /// Resolved program counters, valid while their generation is [`Builder::generation`].
-    cache: HashMap<(i32, bool, u64), (u64, Location)>,
+    cache: HashMap<(i32, bool, u64, bool), (u64, Location)>,
     /// Changed with every mapping, so that the cache forgets without being cleared (clearing
     /// a large table at each of a JIT's MAP_IN records costs more than the records).
     generation: u64,
@@ -482,6 +495,8 @@ impl<'a> Builder<'a> {
             image_ids: HashMap::new(),
             processes: HashMap::new(),
             kernel: AddressSpace::default(),
+            jit_maps: HashMap::new(),
+            jit_dumps: HashMap::new(),
             frames: Vec::new(),
             frame_ids: HashMap::new(),
             cache: HashMap::new(),
@@ -532,10 +547,17 @@ impl<'a> Builder<'a> {
             }
             Record::ProcExec(exec) => self.exec(exec.pid, exec.path, exec.base_addr, exec.dyn_addr),
             Record::MapIn(map) => {
+                if jitmap::is_dump(map.path) {
+                    let dump = file_path(self.opts.fsroot.as_deref(), map.path);
+                    self.jit_dumps.entry(map.pid).or_default().push(dump);
+                    // Read again with this file the next time the process's JIT code is named.
+                    self.jit_maps.remove(&map.pid);
+                }
                 let name = self.image_name(&String::from_utf8_lossy(map.path));
                 let pending = Some(Arc::from(map.path));
+                let place = Place::FileBase(map.start);
                 let mapping =
-                    Mapping { lo: map.start, hi: None, bias: 0, name, image: None, pending };
+                    Mapping { lo: map.start, hi: None, place, name, image: None, pending };
                 self.add_mapping(map.pid, mapping);
             }
             Record::MapOut(map) => {
@@ -612,6 +634,11 @@ impl<'a> Builder<'a> {
             self.images.insert(path.to_vec(), image.clone());
             return image;
         }
+        if jitmap::is_dump(path) {
+            // A jitdump file is mapped only to tell profilers where it is: no ELF image.
+            self.images.insert(path.to_vec(), None);
+            return None;
+        }
         let image = match Image::load_with(&file, self.opts.fsroot.as_deref(), &self.opts.debug) {
             Ok(image) => Some(Arc::new(image)),
             // A program of the simulated machine: no file, but libpmc knows its functions.
@@ -636,34 +663,24 @@ impl<'a> Builder<'a> {
         id
     }
 
-    /// The mapping of the image at `path` loaded with file offset 0 at `start` (or, for an
-    /// `ET_EXEC` image, at its link-time addresses).
-    fn mapping(&mut self, path: &[u8], start: u64) -> Mapping {
+    /// The mapping of the image at `path` placed at `place` (an `ET_EXEC` image is at its
+    /// link-time addresses wherever the record says it is).
+    fn mapping(&mut self, path: &[u8], place: Place) -> Mapping {
         let name = self.image_name(&String::from_utf8_lossy(path));
         let image = self.image(path);
-        match &image {
-            Some(img)
-                if img.fixed && start >= img.link_base && start < img.link_base + img.span =>
-            {
-                Mapping {
-                    lo: img.link_base,
-                    hi: Some(img.link_base + img.span),
-                    bias: 0,
-                    name,
-                    image,
-                    pending: None,
-                }
-            }
-            Some(img) => Mapping {
-                lo: start,
-                hi: Some(start.saturating_add(img.span)),
-                bias: start.wrapping_sub(img.link_base),
-                name,
-                image,
-                pending: None,
-            },
-            None => Mapping { lo: start, hi: None, bias: 0, name, image, pending: None },
+        let Some(img) = &image else {
+            let (Place::Moved(lo) | Place::FileBase(lo)) = place;
+            return Mapping { lo, hi: None, place, name, image, pending: None };
+        };
+        let (lo, reach) = match place {
+            Place::Moved(bias) => (bias.wrapping_add(img.link_base), img.span),
+            Place::FileBase(base) => (base, img.file_span()),
+        };
+        if img.fixed && lo >= img.link_base && lo < img.link_base + img.span {
+            let (lo, hi) = (img.link_base, Some(img.link_base + img.span));
+            return Mapping { lo, hi, place: Place::Moved(0), name, image, pending: None };
         }
+        Mapping { lo, hi: Some(lo.saturating_add(reach)), place, name, image, pending: None }
     }
 
     fn add_mapping(&mut self, pid: i32, mapping: Mapping) {
@@ -683,19 +700,18 @@ impl<'a> Builder<'a> {
         self.processes.insert(pid, AddressSpace::default());
         self.generation += 1;
         let image = self.image(path);
-        let start = match &image {
-            Some(img) if img.fixed => img.link_base,
+        let bias = match &image {
+            Some(img) if img.fixed => 0,
             // No PIE is loaded at 0: a zero `pl_dyn` (as Linux hosts write) leaves the placing
             // to the MAP_IN records that follow.
             _ if dyn_addr == 0 => return,
-            Some(img) => dyn_addr.wrapping_add(img.link_base),
-            None => dyn_addr,
+            _ => dyn_addr,
         };
-        let mapping = self.mapping(path, start);
+        let mapping = self.mapping(path, Place::Moved(bias));
         self.add_mapping(pid, mapping);
         if let Some(interp) = image.as_ref().and_then(|img| img.interp.clone()) {
             if base_addr != 0 {
-                let mapping = self.mapping(&interp, base_addr);
+                let mapping = self.mapping(&interp, Place::Moved(base_addr));
                 self.add_mapping(pid, mapping);
             }
         }
@@ -735,8 +751,16 @@ impl<'a> Builder<'a> {
             Some((lo, hi)) => (lo.min(tsc), hi.max(tsc)),
         });
         let user = cc.cpuflags.is_user();
-        let stack: Box<[Location]> =
-            pcs.iter().enumerate().map(|(i, &pc)| self.resolve(cc.pid, user, i, pc)).collect();
+        // Every program counter after the first is a return address, except the first user one
+        // after kernel frames: where the thread entered the kernel (a fault's or an interrupt's
+        // own instruction).
+        let entry = |i: usize| pcs[i - 1] >= KERNEL_HALF && pcs[i] < USER_END;
+        let calls: Vec<bool> = (0..pcs.len()).map(|i| i > 0 && !entry(i)).collect();
+        let stack: Box<[Location]> = pcs
+            .iter()
+            .enumerate()
+            .map(|(i, &pc)| self.resolve(cc.pid, user, i, pc, calls[i]))
+            .collect();
         let frames_only = self.opts.frames_only;
         let pmc = self.pmc(cc.pmcid);
         pmc.samples += 1;
@@ -789,8 +813,7 @@ impl<'a> Builder<'a> {
             let frame_stacks = std::mem::take(&mut pmc.frame_stacks);
             pmc.frame_stacks = budget::renumber(frame_stacks, |f| map(*f));
             let stacks = std::mem::take(&mut pmc.stacks);
-            pmc.stacks =
-                budget::renumber(stacks, |l| Location { frame: map(l.frame), address: l.address });
+            pmc.stacks = budget::renumber(stacks, |l| Location { frame: map(l.frame), ..*l });
         }
         // Its locations name frames by their old numbers.
         self.cache = HashMap::new();
@@ -828,8 +851,8 @@ impl<'a> Builder<'a> {
     /// `pid` taken in user (`user`) or kernel mode. Kernel-mode samples look in the kernel's
     /// mappings first and then in the process's (a chain that runs on into user space),
     /// user-mode ones only in the process's.
-    fn resolve(&mut self, pid: i32, user: bool, index: usize, pc: u64) -> Location {
-        match self.cache.get(&(pid, user, pc)) {
+    fn resolve(&mut self, pid: i32, user: bool, index: usize, pc: u64, call: bool) -> Location {
+        match self.cache.get(&(pid, user, pc, call)) {
             Some(&(generation, location)) if generation == self.generation => return location,
             _ => {}
         }
@@ -844,17 +867,32 @@ impl<'a> Builder<'a> {
         } else {
             self.kernel.find(pc, false).or_else(|| process.find(pc, true))
         };
+        // User code in no image (JIT compilers' code is in anonymous memory, which perf reports
+        // as `//anon`): named by the process's JIT map file, if it has one.
+        let in_no_image = pc < USER_END && pid > 0 && mapping.is_none_or(|m| m.image.is_none());
+        let jit = if in_no_image { self.jit_symbol(pid, pc) } else { None };
+        let empty = AddressSpace::default();
+        let process = self.processes.get(&pid).unwrap_or(&empty);
+        let mapping = match jit {
+            Some(_) => None,
+            None if user => process.find(pc, true),
+            None => self.kernel.find(pc, false).or_else(|| process.find(pc, true)),
+        };
         let mut address = pc;
         let (image_name, key, symbol, offset) = match mapping {
             Some(m) => {
                 let image_name = m.name;
                 match &m.image {
                     Some(image) => {
-                        let link = pc.wrapping_sub(m.bias);
+                        let link = match m.place {
+                            Place::Moved(bias) => pc.wrapping_sub(bias),
+                            Place::FileBase(base) => image.address_of_offset(pc.wrapping_sub(base)),
+                        };
                         address = link;
                         if self.opts.lines {
-                            if let Entry::Vacant(entry) = self.sources.entry((image_name, link)) {
-                                let frames: Arc<[SourceFrame]> = image.source_at(link).into();
+                            let at = link.wrapping_sub(u64::from(call));
+                            if let Entry::Vacant(entry) = self.sources.entry((image_name, at)) {
+                                let frames: Arc<[SourceFrame]> = image.source_at(at).into();
                                 self.table_bytes += budget::source_bytes(&frames);
                                 entry.insert(frames);
                             }
@@ -888,6 +926,23 @@ impl<'a> Builder<'a> {
                     ),
                 }
             }
+            None if jit.is_some() => {
+                let (image_name, sym) = jit.expect("matched");
+                match self.opts.show_offsets {
+                    true => (
+                        image_name,
+                        FrameKey { image: image_name, address: pc, kind: 2 },
+                        Some(sym.name.clone()),
+                        Some(pc - sym.start),
+                    ),
+                    false => (
+                        image_name,
+                        FrameKey { image: image_name, address: sym.start, kind: 1 },
+                        Some(sym.name.clone()),
+                        None,
+                    ),
+                }
+            }
             None => {
                 let kernel = pc >= KERNEL_HALF || (!user && (index == 0 || pc >= USER_END));
                 let name = self.image_name(if kernel { KERNEL_IMAGE } else { UNKNOWN_IMAGE });
@@ -910,11 +965,11 @@ impl<'a> Builder<'a> {
                 id
             }
         };
-        let location = Location { frame: id, address };
+        let location = Location { frame: id, address, return_address: call };
         if self.cache.len() >= budget::CACHE_ENTRIES {
             self.cache.clear();
         }
-        self.cache.insert((pid, user, pc), (self.generation, location));
+        self.cache.insert((pid, user, pc, call), (self.generation, location));
         location
     }
 
@@ -929,13 +984,31 @@ impl<'a> Builder<'a> {
     /// Reads the images of the not-yet-read mappings that could cover `pc` (in `pid`'s
     /// mappings, or the kernel's for `None`), until the mapping that covers it, if any, is one
     /// whose image was read (or could not be): then the lookup sees the real extents.
+    /// The function of process `pid`'s JIT map file at `pc`, and the file's image name.
+    fn jit_symbol(&mut self, pid: i32, pc: u64) -> Option<(u32, super::image::Symbol)> {
+        let fsroot = self.opts.fsroot.as_deref();
+        let dumps = self.jit_dumps.get(&pid).map_or(&[][..], Vec::as_slice);
+        let map = self
+            .jit_maps
+            .entry(pid)
+            .or_insert_with(|| jitmap::read(&jitmap::path(fsroot, pid), dumps).map(Arc::new))
+            .clone()?;
+        let symbol = map.symbol_at(pc)?;
+        // Named after the file that names the code: the jitdump when there is one.
+        let name = match self.jit_dumps.get(&pid).and_then(|d| d.first()) {
+            Some(dump) => dump.to_string_lossy().into_owned(),
+            None => format!("/tmp/perf-{pid}.map"),
+        };
+        Some((self.image_name(&name), symbol))
+    }
+
     fn settle(&mut self, pid: Option<i32>, pc: u64, user_space: bool) {
         // Each pass reads one image: a mapping read may turn out not to cover `pc`, and then
         // the one below it is tried (mappings rarely overlap, so a few passes do).
         for _ in 0..=8 {
             let Some(maps) = self.maps_mut(pid) else { return };
-            let Some((lo, path)) = maps.take_pending(pc, user_space) else { return };
-            let real = self.mapping(&path, lo);
+            let Some((lo, place, path)) = maps.take_pending(pc, user_space) else { return };
+            let real = self.mapping(&path, place);
             let Some(maps) = self.maps_mut(pid) else { return };
             maps.replace(lo, real);
             // Earlier look-ups may have resolved against the provisional extent.
@@ -964,7 +1037,7 @@ impl<'a> Builder<'a> {
                     stacks.extend(other.map(|frame| (vec![frame], p.folded)));
                     stacks
                 } else {
-                    let at = |frame| Location { frame, address: 0 };
+                    let at = |frame| Location { frame, address: 0, return_address: false };
                     locations.extend(other.map(|frame| (vec![at(frame)], p.folded)));
                     let mut frames: HashMap<Vec<FrameId>, u64> = HashMap::new();
                     for (stack, count) in &locations {
@@ -994,7 +1067,7 @@ impl<'a> Builder<'a> {
                 let (start, end) = image.text?;
                 let info = ImageInfo {
                     text: start..end,
-                    link_base: image.link_base,
+                    text_offset: image.offset_of_address(start),
                     build_id: image.build_id.as_deref().map(super::debuginfo::hex),
                 };
                 Some((Arc::from(String::from_utf8_lossy(path).as_ref()), info))
@@ -1118,6 +1191,197 @@ mod tests {
         // The link-time address of the function, as `nm` prints it.
         let hot = profile.frames().iter().find(|f| f.name() == "hot").unwrap();
         assert_eq!(hot.address, p.functions["hot"].0);
+    }
+
+    /// The lowest `PT_LOAD` address minus its file offset: what an image's `.eh_frame` functions
+    /// are named after when it has no symbols (`prog+0x…`).
+    fn first_byte_address(path: &Path) -> u64 {
+        use object::ObjectSegment;
+        let data = std::fs::read(path).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        file.segments().map(|s| s.address() - s.file_range().0).min().unwrap()
+    }
+
+    #[test]
+    fn lld_and_mold_links_resolve_through_their_load_segments() {
+        for linker in ["lld", "mold", "bfd"] {
+            for (pie, stripped) in [(true, false), (true, true), (false, false), (false, true)] {
+                let Some(p) = Program::build_linked(linker, pie, stripped) else { continue };
+                let case = format!("{linker}, pie {pie}, stripped {stripped}");
+                let bias = if pie { 0x5555_5555_0000 } else { 0 };
+                let mut log = LogBuilder::new();
+                let start = Program::map_in_start(&p.path, bias);
+                log.allocate(0x100, INSTR_RETIRED_ANY).map_in(7, start, p.log_path());
+                let middle = |name: &str| bias + p.at(name, p.functions[name].1 / 2);
+                log.samples(7, 0x100, &[middle("hot"), middle("warm"), middle("main")], 1);
+                let opts = ResolveOptions { lines: true, ..ResolveOptions::default() };
+                let profile = profile(&log, &opts);
+                let first_byte = first_byte_address(&p.path);
+                let expected: Vec<String> = ["hot", "warm", "main"]
+                    .iter()
+                    .map(|name| match stripped {
+                        false => format!("{name}@prog"),
+                        true => format!("prog+{:#x}@prog", p.functions[*name].0 - first_byte),
+                    })
+                    .collect();
+                assert_eq!(stacks(&profile), vec![(expected, 1)], "{case}");
+                // Each frame is at the function's link-time address, as `nm` prints it.
+                let (locations, _) = profile.pmcs()[0].location_stacks().next().unwrap();
+                for (location, name) in locations.iter().zip(["hot", "warm", "main"]) {
+                    let frame = profile.frame(location.frame);
+                    assert_eq!(frame.address, p.functions[name].0, "{case}: {name}");
+                    assert_eq!(location.address, middle(name) - bias, "{case}: {name}");
+                    if !stripped {
+                        let line = profile.source(location).first().map(|f| f.line);
+                        assert_eq!(line, Some(p.line_of(location.address)), "{case}: {name}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_function_of_a_rust_release_binary_resolves_to_its_own_symbol() {
+        // rustc's default linker on x86_64 Linux is rust-lld: segments off their file offsets.
+        let dir = tempfile::tempdir().unwrap();
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/hot_rust.rs");
+        let path = dir.path().join("hot_rust");
+        let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+        let status = std::process::Command::new(rustc)
+            .args(["-O", "-g", "--edition", "2021", "-o"])
+            .arg(&path)
+            .arg(&source)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let functions = crate::analysis::testutil::functions_of(&path);
+        let mut sized: Vec<(String, u64, u64)> = functions
+            .into_iter()
+            .filter(|(_, (start, size))| *start != 0 && *size > 1)
+            .map(|(name, (start, size))| (name, start, size))
+            .collect();
+        sized.sort_by_key(|f| f.1);
+        assert!(sized.len() > 100, "{} functions", sized.len());
+        let bias = 0x5600_0000_0000;
+        let start = Program::map_in_start(&path, bias);
+        let name = path.to_str().unwrap();
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).map_in(8, start, name);
+        for (_, address, size) in &sized {
+            log.samples(8, 0x100, &[bias + address + size / 2], 1);
+        }
+        let profile = profile(&log, &ResolveOptions::default());
+        let mut resolved: Vec<(u64, Option<String>)> = profile.pmcs()[0]
+            .location_stacks()
+            .map(|(stack, _)| {
+                let frame = profile.frame(stack[0].frame);
+                (frame.address, frame.symbol.as_deref().map(str::to_owned))
+            })
+            .collect();
+        resolved.sort();
+        resolved.dedup_by_key(|(address, _)| *address);
+        let mut expected: Vec<u64> = sized.iter().map(|f| f.1).collect();
+        expected.dedup();
+        let addresses: Vec<u64> = resolved.iter().map(|(address, _)| *address).collect();
+        assert_eq!(addresses, expected, "each sample is in the function `nm` puts it in");
+        assert!(resolved.iter().all(|(_, symbol)| symbol.is_some()));
+        let hot = sized.iter().find(|f| f.0.contains("hot_function")).unwrap();
+        let named = resolved.iter().find(|(a, _)| *a == hot.1).unwrap();
+        assert_eq!(named.1.as_deref(), Some("hot_rust::hot_function"));
+    }
+
+    /// A program whose `caller` calls `leaf` on line 5 and then, on line 6, runs code inlined
+    /// from `helper` (line 3): the return address of the call is in that inlined code.
+    const CALL_THEN_INLINED: &str = "volatile int sink;
+__attribute__((noinline)) int leaf(int x) { sink = x; return x; }
+static inline __attribute__((always_inline)) int helper(int x) { return x * 3 + sink; }
+__attribute__((noinline)) int caller(int x) {
+    leaf(x);
+    sink = helper(x);
+    return 0;
+}
+int main(int argc, char **argv) { (void)argv; return caller(argc); }
+";
+
+    /// The return address of the first `call rel32` in `function` to `callee`, read from the
+    /// code of the ELF file at `path`.
+    fn return_address_of_call(path: &Path, function: (u64, u64), callee: u64) -> u64 {
+        let data = std::fs::read(path).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        let text = file.section_by_name(".text").unwrap();
+        let code = text.data_range(function.0, function.1).unwrap().unwrap();
+        (0..code.len().saturating_sub(4))
+            .find_map(|i| {
+                let rel = i32::from_le_bytes(code.get(i + 1..i + 5)?.try_into().ok()?);
+                let next = function.0 + i as u64 + 5;
+                (code[i] == 0xe8 && next.wrapping_add(rel as i64 as u64) == callee).then_some(next)
+            })
+            .expect("a call to the callee")
+    }
+
+    #[test]
+    fn a_callers_source_position_is_its_calls_not_the_code_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (source, path) = (dir.path().join("calls.c"), dir.path().join("calls"));
+        std::fs::write(&source, CALL_THEN_INLINED).unwrap();
+        let status = std::process::Command::new("gcc")
+            .args(["-O1", "-g", "-fno-omit-frame-pointer", "-no-pie", "-o"])
+            .arg(&path)
+            .arg(&source)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let functions = crate::analysis::testutil::functions_of(&path);
+        let ret = return_address_of_call(&path, functions["caller"], functions["leaf"].0);
+        let name = path.to_str().unwrap();
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).exec(5, name, 0, 0);
+        log.samples(5, 0x100, &[functions["leaf"].0 + 1, ret], 1);
+        let profile = profile(&log, &ResolveOptions { lines: true, ..ResolveOptions::default() });
+        let (stack, _) = profile.pmcs()[0].location_stacks().next().unwrap();
+        assert!(!stack[0].return_address && stack[1].return_address);
+        assert_eq!(stack[1].address, ret, "the frame keeps the return address");
+        let position: Vec<(Option<&str>, u32)> =
+            profile.source(&stack[1]).iter().map(|f| (f.function.as_deref(), f.line)).collect();
+        assert_eq!(position, [(Some("caller"), 5)], "the call's line, no inlined frame");
+        // The return address itself is in `helper`'s code, on the next line.
+        let image = Image::load(&path).unwrap();
+        let after: Vec<u32> = image.source_at(ret).iter().map(|f| f.line).collect();
+        assert_ne!(after, [5], "the program does not test what it should");
+    }
+
+    #[test]
+    fn code_in_no_image_is_named_by_the_processs_jit_map_file() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("tmp")).unwrap();
+        let map = "7f0000001000 40 jitted_hot_loop\n7f0000001040 20 jitted_helper\n";
+        std::fs::write(root.path().join("tmp/perf-42.map"), map).unwrap();
+        let p = Program::build(false);
+        // The program where `-r` looks for it.
+        let under_root = root.path().join(p.path.strip_prefix("/").unwrap());
+        std::fs::create_dir_all(under_root.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&p.path, &under_root).unwrap();
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).exec(42, p.log_path(), 0, 0);
+        // perf reports the JIT's executable anonymous memory as a mapping of `//anon`.
+        log.map_in(42, 0x7f00_0000_0000, "//anon");
+        log.samples(42, 0x100, &[0x7f00_0000_1010, 0x7f00_0000_1044, p.at("main", 4)], 3);
+        // Past the map file's functions, and a process without a map file: unresolved.
+        log.samples(42, 0x100, &[0x7f00_0000_2000], 1);
+        log.samples(43, 0x100, &[0x7f00_0000_1010], 1);
+        let opts = ResolveOptions { fsroot: Some(root.path().to_owned()), ..Default::default() };
+        let profile = profile(&log, &opts);
+        let jitted = ["jitted_hot_loop@perf-42.map", "jitted_helper@perf-42.map", "main@prog"];
+        assert_eq!(
+            stacks(&profile),
+            vec![
+                (vec!["0x7f0000001010@[unknown]".to_owned()], 1),
+                (vec!["0x7f0000002000@anon".to_owned()], 1),
+                (strings(&jitted), 3),
+            ]
+        );
+        let hot = profile.frames().iter().find(|f| f.name() == "jitted_hot_loop").unwrap();
+        assert_eq!((&*hot.image, hot.address), ("/tmp/perf-42.map", 0x7f00_0000_1000));
     }
 
     #[test]

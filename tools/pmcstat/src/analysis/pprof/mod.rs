@@ -234,7 +234,7 @@ impl<'p> Tables<'p> {
                     id: index as u64 + 1,
                     memory_start: info.map_or(0, |i| i.text.start),
                     memory_limit: info.map_or(0, |i| i.text.end),
-                    file_offset: info.map_or(0, |i| i.text.start.wrapping_sub(i.link_base)),
+                    file_offset: info.map_or(0, |i| i.text_offset),
                     filename: strings.id(image),
                     build_id: info
                         .and_then(|i| i.build_id.as_deref())
@@ -377,6 +377,32 @@ mod tests {
         assert_eq!(msg.time_nanos, 1_000_000_000_005);
         // 13 records at 1000 TSC ticks each; samples are records 4 to 13; TSC at 1 GHz.
         assert_eq!(msg.duration_nanos, 9000);
+    }
+
+    #[test]
+    fn a_mapping_of_an_image_linked_by_lld_or_mold_gives_its_codes_file_offset() {
+        for linker in ["lld", "mold"] {
+            let Some(p) = Program::build_linked(linker, true, false) else { continue };
+            let bias = 0x7f00_0000_0000;
+            let mut log = LogBuilder::new();
+            let start = Program::map_in_start(&p.path, bias);
+            log.allocate(0x100, CPU_CLK_UNHALTED_CORE).map_in(1, start, p.log_path());
+            log.samples(1, 0x100, &[bias + p.at("hot", 2)], 1);
+            let profile = Profile::from_log(&log.bytes(), &ResolveOptions::default()).unwrap();
+            let msg = decode(&profile);
+            let data = std::fs::read(&p.path).unwrap();
+            let file = object::File::parse(&*data).unwrap();
+            let first_code = file
+                .sections()
+                .filter(|s| s.kind() == object::SectionKind::Text && s.size() > 0)
+                .min_by_key(|s| s.address())
+                .unwrap();
+            let (offset, _) = first_code.file_range().unwrap();
+            assert_ne!(offset, first_code.address(), "{linker}: a GNU ld layout");
+            let m = &msg.mapping[0];
+            assert_eq!((m.memory_start, m.file_offset), (first_code.address(), offset), "{linker}");
+            assert_eq!(msg.location[0].address, p.at("hot", 2), "{linker}");
+        }
     }
 
     #[test]
