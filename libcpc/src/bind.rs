@@ -95,6 +95,9 @@ pub struct Binding {
     /// Bound to a simulated process with a signalling request: its signals go to the thread
     /// that runs the machine, which may preset and restart it (see [`crate::ovf_sim`]).
     signals_controller: bool,
+    /// The process generation that bound it (see [`crate::fork`]): in a forked child the
+    /// parent's bindings act as unbound, their counters being the parent's.
+    generation: u64,
 }
 
 /// The CPU mask of a thread before `cpc_bind_cpu` pinned it (Linux).
@@ -338,6 +341,7 @@ impl Binding {
         multiplex: bool,
     ) -> Result<Binding> {
         check_set(op, platform, requests)?;
+        let generation = crate::fork::generation();
         let counting: Vec<usize> =
             (0..requests.len()).filter(|&i| !requests[i].is_smpl()).collect();
         let needs: Vec<Need> = counting
@@ -464,12 +468,18 @@ impl Binding {
             bind_tsc: tsc(),
             multiplex,
             armed_tsc,
+            generation,
         })
     }
 
-    /// Whether the binding still holds its counters.
+    /// Whether the binding still holds its counters (in this process).
     pub(crate) fn is_live(&self) -> bool {
-        self.live
+        self.live && !self.inherited()
+    }
+
+    /// Whether a parent process bound it: this forked child has none of its counters.
+    fn inherited(&self) -> bool {
+        self.generation != crate::fork::generation()
     }
 
     /// The ids of its overflow PMCs.
@@ -503,6 +513,19 @@ impl Binding {
 
     /// Releases the counters.
     fn release(&mut self) {
+        if self.inherited() {
+            // The parent's PMCs: their ids may be this child's own PMCs' ids, so nothing is
+            // released; the parent's memory copy is left as it is.
+            for counter in self.counters.drain(..) {
+                std::mem::forget(counter);
+            }
+            if let Scope::Cpu { previous, .. } = &mut self.scope {
+                std::mem::forget(previous.take());
+            }
+            self.frozen = None;
+            self.live = false;
+            return;
+        }
         crate::ovf::unwatch(&self.watched_pmcs());
         crate::ovf_sim::unwatch(&self.watched_pmcs());
         let sampling =
@@ -529,6 +552,9 @@ impl Binding {
     fn usable(&self, op: &'static str) -> Result<()> {
         if !self.live {
             return Err(Error::invalid(op, "the set is not bound (another set replaced it?)"));
+        }
+        if self.inherited() {
+            return Err(Error::invalid(op, "the set was bound in the parent process, not here"));
         }
         let me = std::thread::current().id();
         match &self.scope {

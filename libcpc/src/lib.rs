@@ -62,6 +62,9 @@
 //! * The subcodes `CPC_CONFLICTING_REQS`, `CPC_ATTR_REQUIRES_PRIVILEGE` (illumos: Intel's
 //!   `anythr`) and `CPC_HV_NO_ACCESS` are defined but never reported: no backend has conflicting
 //!   requests, the attribute `anythr` (libpmc refuses AnyThread counting) or hypervisor events.
+//! * After `fork`, the child's sets bound in the parent act as unbound (`EINVAL`; their
+//!   counters are the parent's, as on FreeBSD a child owns none of its parent's PMCs): the child
+//!   binds its own, and gets its own overflow watcher and sample log.
 //! * SMPL requests and overflow signals read the process's pmc log, which libcpc then owns
 //!   (a program configuring its own libpmc log at the same time gets `EBUSY` at bind).
 
@@ -71,6 +74,7 @@ pub mod buf;
 pub mod capi;
 pub mod consts;
 pub mod error;
+pub(crate) mod fork;
 pub mod generics;
 pub mod ovf;
 pub mod ovf_sim;
