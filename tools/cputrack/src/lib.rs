@@ -29,7 +29,7 @@ use clap::{Arg, ArgAction, Command};
 use cpc::tool::{columns, spec, strerror};
 use cpc::{Buf, Cpc, Pctx, PctxEvents, Set};
 
-const USAGE: &str = "Usage:\n\tcputrack [-T secs] [-N count] [-Defhnv] [-o file]\n\t\t-c events [command [args] | -p pid]\n\n\t-T secs\t  seconds between samples, default 1\n\t-N count  number of samples, default unlimited\n\t-D\t  enable debug mode\n\t-e\t  follow exec(2), and execve(2)\n\t-f\t  follow fork(2), fork1(2), and vfork(2)\n\t-h\t  print extended usage information\n\t-n\t  suppress titles\n\t-t\t  include virtualized %tick register\n\t-v\t  verbose mode\n\t-o file\t  write cpu statistics to this file\n\t-c events specify processor events to be monitored\n\t-p pid\t  pid of existing process to capture\n\n\tUse cpustat(8) to monitor system-wide statistics.\n";
+const USAGE: &str = "Usage:\n\tcputrack [-T secs] [-N count] [-Defhnv] [-o file]\n\t\t-c events [command [args] | -p pid]\n\n\t-T secs\t  seconds between samples, default 1\n\t-N count  number of samples, default unlimited\n\t-D\t  enable debug mode\n\t-e\t  follow exec(2), and execve(2)\n\t-f\t  follow fork(2), fork1(2), and vfork(2)\n\t-h\t  print extended usage information\n\t-n\t  suppress titles\n\t-t\t  include virtualized tsc register\n\t-v\t  verbose mode\n\t-o file\t  write cpu statistics to this file\n\t-c events specify processor events to be monitored\n\t-p pid\t  pid of existing process to capture\n\n\tUse cpustat(8) to monitor system-wide statistics.\n";
 
 /// What the tool says when it cannot open libcpc.
 const NO_ACCESS: &str = "cannot access performance counter library";

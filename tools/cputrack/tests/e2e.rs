@@ -526,3 +526,37 @@ fn a_descendants_exec_ends_only_its_own_tracking_with_follow_fork_on_linux() {
     assert!(exits.iter().any(|f| f[1] == root), "the shell's exit line: {text}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn help_names_the_tsc_as_illumos_does_on_x86() {
+    let out = cputrack("sim", &["-h"]);
+    let text = stdout(&out);
+    assert!(text.contains("\t-t\t  include virtualized tsc register\n"), "{text}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failed_write_of_the_output_is_reported_with_status_1() {
+    // A full device (`/dev/full`'s numbers, 1:7) made in a temporary directory, as the -o file
+    // and as standard output: the run ends with status 1 and says why.
+    let dir = temp_dir("full");
+    let full = dir.join("full");
+    let c_path = std::ffi::CString::new(full.to_str().unwrap()).unwrap();
+    // SAFETY: mknod with a NUL-terminated path; makes a character device node (root).
+    let made = unsafe { libc::mknod(c_path.as_ptr(), libc::S_IFCHR | 0o600, libc::makedev(1, 7)) };
+    assert_eq!(made, 0, "mknod: {}", std::io::Error::last_os_error());
+    let out = cputrack("sim", &["-o", full.to_str().unwrap(), "-c", "PAPI_tot_ins", "hot-cold"]);
+    assert_eq!(out.status.code(), Some(1));
+    let message = "cputrack: cannot write the output: No space left on device";
+    assert!(stderr(&out).starts_with(message), "{}", stderr(&out));
+    let out = Command::new(env!("CARGO_BIN_EXE_cputrack"))
+        .args(["-c", "PAPI_tot_ins", "hot-cold"])
+        .env("PMC_HOST", "sim")
+        .stdout(std::fs::OpenOptions::new().write(true).open(&full).unwrap())
+        .output()
+        .expect("run cputrack");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).starts_with(message), "{}", stderr(&out));
+    assert!(full.exists(), "the device is left where it was");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
