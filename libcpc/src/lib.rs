@@ -26,7 +26,11 @@
 //!   set counts the simulated thread standing for it, which retires nothing.
 //! * The exclusivity of CPU binds (one set per CPU; per-LWP binds `EAGAIN` while one exists; the
 //!   first invalidates per-LWP sets) holds within this process.
-//! * Binding another set to a thread marks the one it replaces unbound (`EINVAL` on its use).
+//! * Binding another set to a thread marks the one it replaces unbound (`EINVAL` on its use);
+//!   so does binding another set to an LWP of a process with `cpc_bind_pctx` (its counters go
+//!   back first), unless both are bound with `CPC_BIND_MULTIPLEX` to take turns. When libpctx
+//!   reports the end of an LWP or process, the sets bound to it give their counters back and
+//!   keep their final values: they stay bound, and `cpc_set_sample` reads those values.
 //! * `CPC_BIND_MULTIPLEX` (an extension, accepted by every bind) lets the set take turns on the
 //!   counters with other sets bound so: it is one event group of the driver (counted as a
 //!   whole), and its sampled values are scaled to the time it was bound.

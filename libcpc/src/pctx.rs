@@ -219,6 +219,7 @@ impl Pctx {
         };
         self.ended = true;
         events.exit(pid, lwp, status);
+        crate::bind::retire_process_binds(pid, None);
         Ok(())
     }
 
@@ -297,6 +298,7 @@ impl Pctx {
                     }
                     events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
                     events.lwp_exit(pid, lwp).map_err(|CallbackFailed| failed())?;
+                    crate::bind::retire_process_binds(pid, Some(lwp));
                 }
                 E::Exec { pid } => {
                     let Some(at) = lwps_of(&followed, pid) else { continue };
@@ -325,6 +327,7 @@ impl Pctx {
                         events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
                     }
                     events.exit(pid, 1, status);
+                    crate::bind::retire_process_binds(pid, None);
                 }
             }
         }
@@ -338,6 +341,7 @@ impl Pctx {
                     events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
                 }
                 events.exit(pid, 1, if pid == root { status } else { 0 });
+                crate::bind::retire_process_binds(pid, None);
             }
         }
         if self.released { Err(exec_refused()) } else { Ok(()) }

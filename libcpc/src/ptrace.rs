@@ -307,8 +307,9 @@ impl Tracer {
                 return self.process_end(pid, Some(shell_status(status)), events);
             }
             self.forget_thread(pid, tid);
-            events.fini_lwp(pid, tid)?;
-            return events.lwp_exit(pid, tid);
+            let result = events.fini_lwp(pid, tid).and_then(|()| events.lwp_exit(pid, tid));
+            crate::bind::retire_process_binds(pid, Some(tid));
+            return result;
         }
         if !libc::WIFSTOPPED(status) {
             return Ok(());
@@ -379,6 +380,7 @@ impl Tracer {
                 self.forget_thread(pid, tid);
                 self.departing.push(tid);
                 let result = events.fini_lwp(pid, tid).and_then(|()| events.lwp_exit(pid, tid));
+                crate::bind::retire_process_binds(pid, Some(tid));
                 resume(tid, 0);
                 result
             }
@@ -425,6 +427,7 @@ impl Tracer {
             status.unwrap_or(0)
         };
         events.exit(pid, pid, status);
+        crate::bind::retire_process_binds(pid, None);
         result
     }
 

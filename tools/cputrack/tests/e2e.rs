@@ -560,3 +560,19 @@ fn a_failed_write_of_the_output_is_reported_with_status_1() {
     assert!(full.exists(), "the device is left where it was");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn sixty_four_specs_take_turns_on_the_host_s_sixteen_counters_on_linux() {
+    // Each tick binds the next spec's set, which unbinds the one before (illumos): 64 specs
+    // cycle twice over on 16 counters. -N ends the run.
+    let mut args: Vec<&str> = vec!["-T", "0.005", "-N", "130"];
+    for _ in 0..64 {
+        args.extend(["-c", "task-clock"]);
+    }
+    args.extend(["sleep", "30"]);
+    let out = cputrack("linux", &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(lines_labelled(&text, "tick").len(), 130, "{text}");
+}
