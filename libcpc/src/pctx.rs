@@ -148,10 +148,17 @@ impl Pctx {
     /// reaps it: its status as a shell reports it; `None` if the process was not let go so, or
     /// not launched here. It runs on untraced, but it was launched to die with the thread that
     /// launched it (libpmc's launch: a measurer killed outright leaves no orphan), so that
-    /// thread must outlive it: a tool waits here before it exits.
+    /// thread must outlive it: a tool waits here before it exits. The flag of
+    /// [`Pctx::terminator`] ends the wait (`None`; the process is left to die with that thread).
     pub fn wait_released(&mut self) -> Option<i32> {
         if !(self.created && self.released && !self.ended) {
             return None;
+        }
+        while !self.ended_yet() {
+            if self.terminate.load(Ordering::Acquire) {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
         let status = pmc::api::wait(self.pid).ok()?;
         self.ended = true;
