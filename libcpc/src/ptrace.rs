@@ -7,7 +7,8 @@
 //! * a new thread (`clone` with `CLONE_THREAD`): `init_lwp` then `lwp_create`, before it runs;
 //! * a new process (`fork`, `vfork`, `clone` without `CLONE_THREAD`): `fork`, then, when forks
 //!   are followed, `init_lwp` of its main thread before it runs (its own events follow); a
-//!   child not followed is let go (detached);
+//!   child not followed is let go (detached), and so is one whose `init_lwp` or `tick` fails
+//!   (as illumos's tracker per child gives up alone: the run goes on);
 //! * an exec: `fini_lwp` of the process's threads, `exec` with the new command line (as
 //!   illumos's `pr_psargs`: arguments joined by spaces, at most 79 bytes), `init_lwp` of the
 //!   main thread (the one that executed takes its id); an `exec` callback that fails ends that
@@ -245,7 +246,21 @@ impl Tracer {
             let now = Instant::now();
             if msec > 0 && now >= next {
                 let pids: Vec<i32> = self.procs.keys().copied().collect();
-                if pids.iter().any(|&pid| events.tick(pid, pid).is_err()) {
+                let mut failed = false;
+                for pid in pids {
+                    if events.tick(pid, pid).is_ok() {
+                        continue;
+                    }
+                    if pid == self.root {
+                        failed = true;
+                        break;
+                    }
+                    // A forked process's failed tick ends its tracking alone; it runs on.
+                    for tid in self.procs.remove(&pid).unwrap_or_default() {
+                        let _ = detach_running(tid);
+                    }
+                }
+                if failed {
                     break Err(Error::invalid(OP, "a callback failed"));
                 }
                 samples += 1;
@@ -329,7 +344,13 @@ impl Tracer {
                     events.fork(pid, tid, new);
                     if self.follow_forks {
                         self.procs.insert(new, vec![new]);
-                        events.init_lwp(new, new)
+                        if events.init_lwp(new, new).is_err() {
+                            // As illumos's per-process trackers: only this child's tracking
+                            // ends; it runs on, let go.
+                            self.procs.remove(&new);
+                            let _ = ptrace(libc::PTRACE_DETACH, new, 0, 0);
+                        }
+                        Ok(())
                     } else {
                         let _ = ptrace(libc::PTRACE_DETACH, new, 0, 0);
                         Ok(())

@@ -20,6 +20,9 @@
 //! illumos's exits 1 (which leaves its forked children's trackers going on by themselves; the
 //! command is waited for here because it was launched to die with cputrack). `-e` fails (exit 1) on FreeBSD, where
 //! cputrack counts across an exec without noticing it. A set that never counted prints no line.
+//! A forked process that cannot be measured (its bind or sample fails: the Linux host's 16
+//! counters serve every live process at once) runs on unmeasured, with a note on standard
+//! error; the run goes on, as illumos's tracker of one child gives up alone.
 //! A failed write of the output is reported at the end, with exit status 1.
 
 use std::ffi::OsString;
@@ -208,8 +211,20 @@ impl Tracker {
         self.emit(&title);
     }
 
-    fn fail(&mut self, what: String) -> Result<(), cpc::pctx::CallbackFailed> {
-        self.failure = Some(what);
+    /// A failure measuring process `pid`: the command's ends the run (exit 1); a followed
+    /// process's ends only its own tracking, as in illumos's tracker per process: it runs on
+    /// unmeasured, and its counters go back.
+    fn fail(&mut self, pid: i32, what: String) -> Result<(), cpc::pctx::CallbackFailed> {
+        if pid == self.root {
+            self.failure = Some(what);
+        } else {
+            eprintln!("cputrack: {what}; process {pid} runs on unmeasured");
+            if let Some(mut m) = self.procs.remove(&pid) {
+                for set in &mut m.sets {
+                    let _ = set.unbind();
+                }
+            }
+        }
         Err(cpc::pctx::CallbackFailed)
     }
 
@@ -224,7 +239,7 @@ impl Tracker {
                 Ok(set) => sets.push(set),
                 Err(e) => {
                     let what = format!("cannot measure process {pid}: {e}");
-                    return self.fail(what);
+                    return self.fail(pid, what);
                 }
             }
         }
@@ -240,12 +255,12 @@ impl Tracker {
         let Some(m) = self.procs.get_mut(&pid) else { return Ok(()) };
         let i = m.current;
         if let Err(e) = m.sets[i].bind_process(&platform, pid, lwp, 0) {
-            return self.fail(format!("cannot bind lwp{lwp}: {e}"));
+            return self.fail(pid, format!("cannot bind lwp{lwp}: {e}"));
         }
         m.bound = true;
         m.last = Buf::new(self.specs[i].requests.len());
         if let Err(e) = m.sets[i].sample(&mut m.last) {
-            return self.fail(format!("cannot sample lwp{lwp}: {e}"));
+            return self.fail(pid, format!("cannot sample lwp{lwp}: {e}"));
         }
         Ok(())
     }
@@ -270,7 +285,7 @@ impl Tracker {
         let i = m.current;
         let mut now = Buf::new(self.specs[i].requests.len());
         if let Err(e) = m.sets[i].sample(&mut now) {
-            return self.fail(format!("cannot sample lwp{lwp}: {e}"));
+            return self.fail(pid, format!("cannot sample lwp{lwp}: {e}"));
         }
         let delta = Buf::sub(&now, &m.last).unwrap_or_default();
         m.totals[i] = Buf::add(&m.totals[i], &delta).unwrap_or_default();

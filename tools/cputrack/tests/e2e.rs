@@ -576,3 +576,28 @@ fn sixty_four_specs_take_turns_on_the_host_s_sixteen_counters_on_linux() {
     let text = stdout(&out);
     assert_eq!(lines_labelled(&text, "tick").len(), 130, "{text}");
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_fork_tree_of_300_live_processes_runs_to_its_end_with_follow_fork_on_linux() {
+    // 300 background jobs alive at once, each a forked shell that sleeps and then makes its
+    // file. The host's 16 counters measure the first few; each other process's tracking ends
+    // at its failed bind (as illumos's tracker per child gives up alone) and it runs on: the
+    // command and every job live to their end, and the run ends with the command's exit.
+    let dir = temp_dir("tree");
+    let script = format!(
+        "cd '{}' && for i in $(seq 300); do {{ sleep 0.3; touch f$i; }} & done; wait",
+        dir.display()
+    );
+    let out =
+        cputrack("linux", &["-f", "-T", "60", "-c", "task-clock,page-faults", "sh", "-c", &script]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let made = (1..=300).filter(|i| dir.join(format!("f{i}")).exists()).count();
+    assert_eq!(made, 300, "every job ran to its end");
+    let text = stdout(&out);
+    // The shell's 300 jobs and its `seq` (and the touches of the jobs measured).
+    assert!(pid_lines_labelled(&text, "fork").len() > 300, "{text}");
+    let root = pid_lines_labelled(&text, "fork")[0][1];
+    assert!(pid_lines_labelled(&text, "exit").iter().any(|f| f[1] == root), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
