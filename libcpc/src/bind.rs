@@ -612,7 +612,8 @@ impl Binding {
                 std::mem::forget(counter);
             }
             if let Scope::Cpu { previous, .. } = &mut self.scope {
-                std::mem::forget(previous.take());
+                // The parent's thread's mask: not this child's to restore.
+                *previous = None;
             }
             self.frozen = None;
             self.live = false;

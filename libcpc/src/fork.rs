@@ -48,8 +48,10 @@ unsafe impl Sync for Gate {}
 pub(crate) static GATE: Gate = Gate(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
 
 /// The gate held: released when dropped.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // The watcher runs on Linux.
 pub(crate) struct GateHeld(());
 
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // The watcher runs on Linux.
 impl Gate {
     /// Takes the gate (waiting for a fork under way).
     pub(crate) fn hold(&'static self) -> GateHeld {
