@@ -95,6 +95,9 @@ pub struct Binding {
     /// Bound to a simulated process with a signalling request: its signals go to the thread
     /// that runs the machine, which may preset and restart it (see [`crate::ovf_sim`]).
     signals_controller: bool,
+    /// The process generation that bound it (see [`crate::fork`]): in a forked child the
+    /// parent's bindings act as unbound, their counters being the parent's.
+    generation: u64,
 }
 
 /// The CPU mask of a thread before `cpc_bind_cpu` pinned it (Linux).
@@ -134,6 +137,62 @@ fn signals_overflow(platform: &Platform, scope: &Scope, request: &Request) -> bo
 static CPU_EPOCH: AtomicU64 = AtomicU64::new(0);
 /// The CPUs with a bound set in this process.
 static CPU_BOUND: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// A set bound to an LWP of another process (`cpc_bind_pctx`).
+struct ProcessBind {
+    pid: i32,
+    lwp: i32,
+    /// Bound with [`CPC_BIND_MULTIPLEX`]: it takes turns with the others bound so.
+    multiplex: bool,
+    binding: std::sync::Weak<Mutex<Binding>>,
+}
+
+/// The sets bound to LWPs of other processes.
+type ProcessBinds = Mutex<Vec<ProcessBind>>;
+
+/// The sets bound to LWPs of other processes, so that binding another set to an LWP unbinds
+/// the one bound there before (illumos: "binding another set automatically unbinds the most
+/// recently bound set"), and the end of an LWP or process gives its sets' counters back.
+static PROCESS_BINDS: crate::fork::PerProcess<ProcessBinds> = crate::fork::PerProcess::new();
+
+/// The table of sets bound to LWPs of other processes, locked.
+fn process_binds() -> MutexGuard<'static, Vec<ProcessBind>> {
+    let table = PROCESS_BINDS.get(|| Mutex::new(Vec::new()));
+    table.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Takes the sets that `which` selects out of the table (and forgets those gone).
+fn take_process_binds(which: impl Fn(&ProcessBind) -> bool) -> Vec<Arc<Mutex<Binding>>> {
+    let mut taken = Vec::new();
+    process_binds().retain(|bind| {
+        let matches = which(bind);
+        if matches {
+            taken.extend(bind.binding.upgrade());
+        }
+        !matches && bind.binding.strong_count() > 0
+    });
+    taken
+}
+
+/// Releases the counters of the sets bound to LWP `lwp` of process `pid` before a new bind
+/// there (`multiplex`: with [`CPC_BIND_MULTIPLEX`], which keeps the sets bound so). Their
+/// sets are unbound.
+fn release_process_binds(pid: i32, lwp: i32, multiplex: bool) {
+    let replaced = |b: &ProcessBind| b.pid == pid && b.lwp == lwp && !(multiplex && b.multiplex);
+    for binding in take_process_binds(replaced) {
+        lock(&binding).release();
+    }
+}
+
+/// Gives back the counters of the sets bound to LWP `lwp` of process `pid` (`None`: to any of
+/// its LWPs), which has ended (libpctx tells, after its callbacks): they stay bound, and sample
+/// their final values.
+pub(crate) fn retire_process_binds(pid: i32, lwp: Option<i32>) {
+    let ended = |b: &ProcessBind| b.pid == pid && lwp.is_none_or(|lwp| lwp == b.lwp);
+    for binding in take_process_binds(ended) {
+        lock(&binding).retire();
+    }
+}
 
 thread_local! {
     /// The set bound to this thread with `cpc_bind_curlwp`.
@@ -338,6 +397,7 @@ impl Binding {
         multiplex: bool,
     ) -> Result<Binding> {
         check_set(op, platform, requests)?;
+        let generation = crate::fork::generation();
         let counting: Vec<usize> =
             (0..requests.len()).filter(|&i| !requests[i].is_smpl()).collect();
         let needs: Vec<Need> = counting
@@ -464,12 +524,18 @@ impl Binding {
             bind_tsc: tsc(),
             multiplex,
             armed_tsc,
+            generation,
         })
     }
 
-    /// Whether the binding still holds its counters.
+    /// Whether the binding still holds its counters (in this process).
     pub(crate) fn is_live(&self) -> bool {
-        self.live
+        self.live && !self.inherited()
+    }
+
+    /// Whether a parent process bound it: this forked child has none of its counters.
+    fn inherited(&self) -> bool {
+        self.generation != crate::fork::generation()
     }
 
     /// The ids of its overflow PMCs.
@@ -501,17 +567,61 @@ impl Binding {
         samples.iter().find(|s| self.freeze_at_overflow(s.tsc)).map(|s| s.ip)
     }
 
-    /// Releases the counters.
-    fn release(&mut self) {
+    /// Keeps the values of a set whose process or LWP has ended, and gives its PMCs back: it
+    /// stays bound, and samples its final values.
+    fn retire(&mut self) {
+        if !self.is_live() {
+            return;
+        }
+        if self.frozen.is_none() {
+            let mut last = Buf::new(self.counters.len());
+            if self.sample(&mut last).is_err() {
+                // Unreadable: nothing to keep.
+                self.release();
+                return;
+            }
+            last.smpl = Vec::new();
+            self.frozen = Some(last);
+        }
         crate::ovf::unwatch(&self.watched_pmcs());
         crate::ovf_sim::unwatch(&self.watched_pmcs());
+        let sampling: Vec<u32> = self.sampling_pmcs();
+        smpl::forget(&sampling);
+        for counter in &mut self.counters {
+            counter.pmc = None;
+            counter.overflow = None;
+        }
+    }
+
+    /// The ids of the sampling PMCs (SMPL requests' and overflow PMCs).
+    fn sampling_pmcs(&self) -> Vec<u32> {
         let sampling =
             self.counters.iter().filter(|c| c.smpl.is_some()).filter_map(|c| c.pmc.as_ref());
-        let sampling: Vec<u32> = sampling
+        sampling
             .chain(self.counters.iter().filter_map(|c| c.overflow.as_ref()))
             .map(Pmc::id)
-            .collect();
-        smpl::forget(&sampling);
+            .collect()
+    }
+
+    /// Releases the counters.
+    fn release(&mut self) {
+        if self.inherited() {
+            // The parent's PMCs: their ids may be this child's own PMCs' ids, so nothing is
+            // released; the parent's memory copy is left as it is.
+            for counter in self.counters.drain(..) {
+                std::mem::forget(counter);
+            }
+            if let Scope::Cpu { previous, .. } = &mut self.scope {
+                // The parent's thread's mask: not this child's to restore.
+                *previous = None;
+            }
+            self.frozen = None;
+            self.live = false;
+            return;
+        }
+        crate::ovf::unwatch(&self.watched_pmcs());
+        crate::ovf_sim::unwatch(&self.watched_pmcs());
+        smpl::forget(&self.sampling_pmcs());
         self.counters.clear();
         self.frozen = None;
         if self.live {
@@ -529,6 +639,9 @@ impl Binding {
     fn usable(&self, op: &'static str) -> Result<()> {
         if !self.live {
             return Err(Error::invalid(op, "the set is not bound (another set replaced it?)"));
+        }
+        if self.inherited() {
+            return Err(Error::invalid(op, "the set was bound in the parent process, not here"));
         }
         let me = std::thread::current().id();
         match &self.scope {
@@ -558,12 +671,13 @@ impl Binding {
         self.usable(OP)?;
         // SMPL requests keep sampling while the counters are frozen.
         for (index, counter) in self.counters.iter_mut().enumerate() {
-            let (Some(records), Some(pmc)) = (counter.smpl.as_mut(), &counter.pmc) else {
-                continue;
-            };
-            let new = smpl::take_samples(OP, pmc.id())?;
-            let room = records.cap.saturating_sub(records.ips.len());
-            records.ips.extend(new.into_iter().take(room).map(|sample| sample.ip));
+            let Some(records) = counter.smpl.as_mut() else { continue };
+            // A retired set's PMC is gone: its records are all there are.
+            if let Some(pmc) = &counter.pmc {
+                let new = smpl::take_samples(OP, pmc.id())?;
+                let room = records.cap.saturating_sub(records.ips.len());
+                records.ips.extend(new.into_iter().take(room).map(|sample| sample.ip));
+            }
             if let Some(slot) = buf.smpl.get_mut(index) {
                 *slot = Some(records.ips.clone());
             }
@@ -884,7 +998,9 @@ impl Set {
     }
 
     /// Binds the set to the process `pctx` controls (`cpc_bind_pctx`): `EINVAL` for flags other
-    /// than 0, `ESRCH` if `lwp` is not one of its threads.
+    /// than 0, `ESRCH` if `lwp` is not one of its threads. The set bound to that LWP before is
+    /// unbound (unless both are bound with `CPC_BIND_MULTIPLEX`, to take turns); when libpctx reports the end of the LWP or of its process (after the
+    /// callbacks), the set's counters go back, and it samples its final values from then on.
     pub fn bind_pctx(
         &mut self,
         platform: &Platform,
@@ -931,10 +1047,19 @@ impl Set {
         }
         let _ = self.unbind();
         let multiplex = flags & CPC_BIND_MULTIPLEX != 0;
+        // The set bound to the LWP before is unbound (its counters go back first), unless both
+        // take turns on the counters (CPC_BIND_MULTIPLEX).
+        release_process_binds(pid, lwp, multiplex);
         let binding =
             Binding::new(OP, platform, &self.requests, Scope::Process { pid }, multiplex)?;
         let signalling = binding.watched_pmcs();
         let binding = self.attach(binding);
+        process_binds().push(ProcessBind {
+            pid,
+            lwp,
+            multiplex,
+            binding: Arc::downgrade(&binding),
+        });
         if !signalling.is_empty() {
             crate::ovf_sim::watch(signalling, &binding);
         }

@@ -26,7 +26,11 @@
 //!   set counts the simulated thread standing for it, which retires nothing.
 //! * The exclusivity of CPU binds (one set per CPU; per-LWP binds `EAGAIN` while one exists; the
 //!   first invalidates per-LWP sets) holds within this process.
-//! * Binding another set to a thread marks the one it replaces unbound (`EINVAL` on its use).
+//! * Binding another set to a thread marks the one it replaces unbound (`EINVAL` on its use);
+//!   so does binding another set to an LWP of a process with `cpc_bind_pctx` (its counters go
+//!   back first), unless both are bound with `CPC_BIND_MULTIPLEX` to take turns. When libpctx
+//!   reports the end of an LWP or process, the sets bound to it give their counters back and
+//!   keep their final values: they stay bound, and `cpc_set_sample` reads those values.
 //! * `CPC_BIND_MULTIPLEX` (an extension, accepted by every bind) lets the set take turns on the
 //!   counters with other sets bound so: it is one event group of the driver (counted as a
 //!   whole), and its sampled values are scaled to the time it was bound.
@@ -62,6 +66,9 @@
 //! * The subcodes `CPC_CONFLICTING_REQS`, `CPC_ATTR_REQUIRES_PRIVILEGE` (illumos: Intel's
 //!   `anythr`) and `CPC_HV_NO_ACCESS` are defined but never reported: no backend has conflicting
 //!   requests, the attribute `anythr` (libpmc refuses AnyThread counting) or hypervisor events.
+//! * After `fork`, the child's sets bound in the parent act as unbound (`EINVAL`; their
+//!   counters are the parent's, as on FreeBSD a child owns none of its parent's PMCs): the child
+//!   binds its own, and gets its own overflow watcher and sample log.
 //! * SMPL requests and overflow signals read the process's pmc log, which libcpc then owns
 //!   (a program configuring its own libpmc log at the same time gets `EBUSY` at bind).
 
@@ -71,6 +78,7 @@ pub mod buf;
 pub mod capi;
 pub mod consts;
 pub mod error;
+pub(crate) mod fork;
 pub mod generics;
 pub mod ovf;
 pub mod ovf_sim;

@@ -20,6 +20,10 @@
 //! Only sets bound with `cpc_bind_curlwp` signal: CPU-bound sets never do (as on illumos), and
 //! `cpc_bind_pctx` of a set with such a request fails `ENOTSUP` (the signal would be the
 //! controlled process's, which cannot be sent one carrying `EMT_CPCOVF` from another process).
+//! A forked child has its own watcher, started by its first bind of such a request, and the
+//! parent's sets act as unbound in it (their counters are the parent's). Each pass of the
+//! watcher holds a gate that an at-fork handler takes before a fork, so no lock the watcher
+//! takes is held in the child.
 //! The simulator's overflow signals are [`crate::ovf_sim`]'s.
 
 #[cfg(target_os = "linux")]
@@ -53,9 +57,27 @@ struct Watch {
 }
 
 #[cfg(target_os = "linux")]
-static WATCHES: Mutex<Vec<Watch>> = Mutex::new(Vec::new());
+/// A process's overflow PMCs to watch, and its watcher thread (made again in a forked child:
+/// see [`crate::fork`]).
+struct Watcher {
+    watches: Mutex<Vec<Watch>>,
+    started: Once,
+}
+
 #[cfg(target_os = "linux")]
-static WATCHER: Once = Once::new();
+static WATCHER: crate::fork::PerProcess<Watcher> = crate::fork::PerProcess::new();
+
+#[cfg(target_os = "linux")]
+/// This process's watcher state.
+fn watcher_state() -> &'static Watcher {
+    WATCHER.get(|| Watcher { watches: Mutex::new(Vec::new()), started: Once::new() })
+}
+
+#[cfg(target_os = "linux")]
+/// This process's watch list.
+fn watches() -> std::sync::MutexGuard<'static, Vec<Watch>> {
+    watcher_state().watches.lock().unwrap_or_else(PoisonError::into_inner)
+}
 static IN_USE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Whether this process has used overflow signals (the watcher runs).
@@ -73,8 +95,7 @@ pub(crate) fn current_tid() -> i32 {
 #[cfg(target_os = "linux")]
 /// Watches overflow PMCs `pmcs` of `binding`, signalling thread `tid` at an overflow.
 pub(crate) fn watch(pmcs: &[u32], binding: &Arc<Mutex<Binding>>, tid: i32) {
-    let mut watches = WATCHES.lock().unwrap_or_else(PoisonError::into_inner);
-    watches.extend(pmcs.iter().map(|&pmc| Watch { pmc, binding: Arc::downgrade(binding), tid }));
+    watches().extend(pmcs.iter().map(|&pmc| Watch { pmc, binding: Arc::downgrade(binding), tid }));
 }
 
 #[cfg(target_os = "linux")]
@@ -82,7 +103,7 @@ pub(crate) fn watch(pmcs: &[u32], binding: &Arc<Mutex<Binding>>, tid: i32) {
 /// steps (its stack, its allocator arena) are page faults of this process, which a
 /// process-scope PMC of page faults would count.
 pub(crate) fn start_watcher() {
-    WATCHER.call_once(|| {
+    watcher_state().started.call_once(|| {
         IN_USE.store(true, std::sync::atomic::Ordering::Release);
         install_trigger();
         let _ = std::thread::Builder::new().name("libcpc-overflow".into()).spawn(watcher);
@@ -92,18 +113,20 @@ pub(crate) fn start_watcher() {
 #[cfg(target_os = "linux")]
 /// Stops watching `pmcs`.
 pub(crate) fn unwatch(pmcs: &[u32]) {
-    WATCHES.lock().unwrap_or_else(PoisonError::into_inner).retain(|w| !pmcs.contains(&w.pmc));
+    watches().retain(|w| !pmcs.contains(&w.pmc));
 }
 
 #[cfg(target_os = "linux")]
 fn watcher() {
     loop {
-        let watches = WATCHES.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        if watches.is_empty() {
+        if watches().is_empty() {
             std::thread::sleep(POLL * 20);
             continue;
         }
         std::thread::sleep(POLL);
+        // A pass holds the gate: a fork waits for its end, so no lock it takes is held then.
+        let _gate = crate::fork::GATE.hold();
+        let watches = watches().clone();
         for watch in watches {
             let Ok(samples) = crate::smpl::take_samples("overflow", watch.pmc) else { continue };
             let Some(binding) = watch.binding.upgrade() else { continue };

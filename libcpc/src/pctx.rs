@@ -19,8 +19,11 @@
 //!   `init_lwp` of LWP 1; the process's end gets `fini_lwp` of each live LWP and `exit`. No
 //!   `tick` (the simulated time is not the caller's). A bound set's overflow signals are
 //!   delivered to the calling thread while it runs (see [`crate::ovf_sim`]).
-//! * A launched process still running when the handle is dropped is killed; a captured one
-//!   keeps running.
+//! * An `exec` callback that fails ends that process's tracking, as illumos's libpctx does: the
+//!   process runs on, let go (never killed), the other followed processes are still followed,
+//!   and `run` fails (`EINVAL`) if the process was the launched or captured one.
+//! * A launched process still running when the handle is dropped is killed (unless an exec let
+//!   it go); a captured one keeps running.
 
 use std::ffi::OsString;
 use std::sync::Arc;
@@ -62,7 +65,8 @@ pub trait PctxEvents {
     /// LWP `lwp` of process `pid` forked process `child` (before the child runs).
     fn fork(&mut self, _pid: i32, _lwp: i32, _child: i32) {}
     /// Process `pid` executed `command` (after `fini_lwp` of its LWPs of the old image, before
-    /// `init_lwp` of LWP 1 of the new one).
+    /// `init_lwp` of LWP 1 of the new one). `Err` ends the process's tracking: it runs on,
+    /// released (illumos).
     fn exec(
         &mut self,
         _pid: i32,
@@ -79,6 +83,8 @@ pub struct Pctx {
     pid: i32,
     created: bool,
     ended: bool,
+    /// Let go, running, at an exec its `exec` callback refused: never killed.
+    released: bool,
     follow_forks: bool,
     terminate: Arc<AtomicBool>,
 }
@@ -95,6 +101,7 @@ impl Pctx {
             pid,
             created: true,
             ended: false,
+            released: false,
             follow_forks: false,
             terminate: Arc::default(),
         })
@@ -115,6 +122,7 @@ impl Pctx {
             pid,
             created: false,
             ended: false,
+            released: false,
             follow_forks: false,
             terminate: Arc::default(),
         })
@@ -134,6 +142,27 @@ impl Pctx {
     /// FreeBSD does not see forks).
     pub fn follow_forks(&mut self, follow: bool) {
         self.follow_forks = follow;
+    }
+
+    /// Waits for a launched process that an exec let go (see [`PctxEvents::exec`]) to end, and
+    /// reaps it: its status as a shell reports it; `None` if the process was not let go so, or
+    /// not launched here. It runs on untraced, but it was launched to die with the thread that
+    /// launched it (libpmc's launch: a measurer killed outright leaves no orphan), so that
+    /// thread must outlive it: a tool waits here before it exits. The flag of
+    /// [`Pctx::terminator`] ends the wait (`None`; the process is left to die with that thread).
+    pub fn wait_released(&mut self) -> Option<i32> {
+        if !(self.created && self.released && !self.ended) {
+            return None;
+        }
+        while !self.ended_yet() {
+            if self.terminate.load(Ordering::Acquire) {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let status = pmc::api::wait(self.pid).ok()?;
+        self.ended = true;
+        Some(status)
     }
 
     /// A flag that makes a running [`Pctx::run`] return (`pctx_terminate`).
@@ -197,6 +226,7 @@ impl Pctx {
         };
         self.ended = true;
         events.exit(pid, lwp, status);
+        crate::bind::retire_process_binds(pid, None);
         Ok(())
     }
 
@@ -217,6 +247,10 @@ impl Pctx {
         }
         let result = tracer.run(msec, nsamples, &self.terminate, events);
         self.ended |= tracer.root_ended();
+        if tracer.root_released() {
+            self.released = true;
+            return result.and(Err(exec_refused()));
+        }
         result
     }
 
@@ -271,6 +305,7 @@ impl Pctx {
                     }
                     events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
                     events.lwp_exit(pid, lwp).map_err(|CallbackFailed| failed())?;
+                    crate::bind::retire_process_binds(pid, Some(lwp));
                 }
                 E::Exec { pid } => {
                     let Some(at) = lwps_of(&followed, pid) else { continue };
@@ -279,7 +314,12 @@ impl Pctx {
                     }
                     let command =
                         pmc::host::sim::process_program(pid).map_err(|e| Error::pmc(OP, &e))?;
-                    events.exec(pid, 1, &command).map_err(|CallbackFailed| failed())?;
+                    if events.exec(pid, 1, &command).is_err() {
+                        // Its tracking ends; the machine runs it on, unreported.
+                        followed.remove(at);
+                        self.released |= pid == root;
+                        continue;
+                    }
                     events.init_lwp(pid, 1).map_err(|CallbackFailed| failed())?;
                 }
                 E::Stopped => {
@@ -294,6 +334,7 @@ impl Pctx {
                         events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
                     }
                     events.exit(pid, 1, status);
+                    crate::bind::retire_process_binds(pid, None);
                 }
             }
         }
@@ -307,9 +348,10 @@ impl Pctx {
                     events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
                 }
                 events.exit(pid, 1, if pid == root { status } else { 0 });
+                crate::bind::retire_process_binds(pid, None);
             }
         }
-        Ok(())
+        if self.released { Err(exec_refused()) } else { Ok(()) }
     }
 
     /// Whether the process has ended (a launched child is left unreaped, so still readable).
@@ -331,6 +373,12 @@ impl Pctx {
         // SAFETY: waitid filled `info` (or left it zero: no state change).
         r != 0 || unsafe { info.si_pid() } == self.pid
     }
+}
+
+/// [`Pctx::run`]'s failure when the `exec` callback refused the launched or captured process's
+/// exec (illumos's `pctx_run` returns -1 then).
+fn exec_refused() -> Error {
+    Error::invalid("pctx_run", "the exec callback ended the tracking; the process runs on")
 }
 
 /// Whether [`Pctx::run`] sees forks and execs on this host (the simulator, and Linux with
@@ -374,7 +422,7 @@ fn process_exists(pid: i32) -> bool {
 
 impl Drop for Pctx {
     fn drop(&mut self) {
-        if self.created && !self.ended {
+        if self.created && !self.ended && !self.released {
             if host().ok() == Some(HostKind::Sim) {
                 let _ = pmc::api::wait(self.pid);
             } else {

@@ -7,9 +7,12 @@
 //! * a new thread (`clone` with `CLONE_THREAD`): `init_lwp` then `lwp_create`, before it runs;
 //! * a new process (`fork`, `vfork`, `clone` without `CLONE_THREAD`): `fork`, then, when forks
 //!   are followed, `init_lwp` of its main thread before it runs (its own events follow); a
-//!   child not followed is let go (detached);
-//! * an exec: `fini_lwp` of the process's threads, `exec` with the new program's path
-//!   (`/proc/PID/exe`), `init_lwp` of the main thread (the one that executed takes its id);
+//!   child not followed is let go (detached), and so is one whose `init_lwp` or `tick` fails
+//!   (as illumos's tracker per child gives up alone: the run goes on);
+//! * an exec: `fini_lwp` of the process's threads, `exec` with the new command line (as
+//!   illumos's `pr_psargs`: arguments joined by spaces, at most 79 bytes), `init_lwp` of the
+//!   main thread (the one that executed takes its id); an `exec` callback that fails ends that
+//!   process's tracking (it is let go and runs on; the others followed are still followed);
 //!   the launch of the command itself (its first exec) is not reported;
 //! * a thread's exit: `fini_lwp` then `lwp_exit`; the main thread's exit (the process's end):
 //!   `fini_lwp` of every thread, then `exit` with the status;
@@ -52,6 +55,8 @@ pub(crate) struct Tracer {
     departing: Vec<i32>,
     /// Whether the root's end was reported (a launched one is reaped then).
     root_ended: bool,
+    /// Whether the root was let go at an exec its `exec` callback refused.
+    root_released: bool,
 }
 
 /// A ptrace request on `tid`; the errno on failure.
@@ -82,6 +87,21 @@ fn event_message(tid: i32) -> u64 {
 /// Resumes `tid` from a ptrace stop, delivering `signal` (0: none).
 fn resume(tid: i32, signal: i32) {
     let _ = ptrace(libc::PTRACE_CONT, tid, 0, signal as usize);
+}
+
+/// Process `pid`'s command line as illumos's `pr_psargs` holds it (what libpctx passes to the
+/// `exec` callback): the arguments joined by spaces, cut to 79 bytes (PRARGSZ less its NUL).
+fn command_line(pid: i32) -> String {
+    const PRARGSZ: usize = 80;
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let mut joined: Vec<u8> = raw.strip_suffix(&[0]).unwrap_or(&raw).to_vec();
+    for byte in &mut joined {
+        if *byte == 0 {
+            *byte = b' ';
+        }
+    }
+    joined.truncate(PRARGSZ - 1);
+    String::from_utf8_lossy(&joined).into_owned()
 }
 
 /// The process (thread group) thread `tid` belongs to, from `/proc/TID/status`.
@@ -172,12 +192,19 @@ impl Tracer {
             procs,
             departing: Vec::new(),
             root_ended: false,
+            root_released: false,
         })
     }
 
     /// Whether the root process's end was reported (a launched one has been reaped).
     pub(crate) fn root_ended(&self) -> bool {
         self.root_ended
+    }
+
+    /// Whether the root was let go, running, at an exec its `exec` callback refused (illumos's
+    /// `pctx_run` fails then; the process runs on untraced).
+    pub(crate) fn root_released(&self) -> bool {
+        self.root_released
     }
 
     /// The threads of the root other than its main one (a captured process's), for their
@@ -219,7 +246,21 @@ impl Tracer {
             let now = Instant::now();
             if msec > 0 && now >= next {
                 let pids: Vec<i32> = self.procs.keys().copied().collect();
-                if pids.iter().any(|&pid| events.tick(pid, pid).is_err()) {
+                let mut failed = false;
+                for pid in pids {
+                    if events.tick(pid, pid).is_ok() {
+                        continue;
+                    }
+                    if pid == self.root {
+                        failed = true;
+                        break;
+                    }
+                    // A forked process's failed tick ends its tracking alone; it runs on.
+                    for tid in self.procs.remove(&pid).unwrap_or_default() {
+                        let _ = detach_running(tid);
+                    }
+                }
+                if failed {
                     break Err(Error::invalid(OP, "a callback failed"));
                 }
                 samples += 1;
@@ -281,8 +322,9 @@ impl Tracer {
                 return self.process_end(pid, Some(shell_status(status)), events);
             }
             self.forget_thread(pid, tid);
-            events.fini_lwp(pid, tid)?;
-            return events.lwp_exit(pid, tid);
+            let result = events.fini_lwp(pid, tid).and_then(|()| events.lwp_exit(pid, tid));
+            crate::bind::retire_process_binds(pid, Some(tid));
+            return result;
         }
         if !libc::WIFSTOPPED(status) {
             return Ok(());
@@ -302,7 +344,13 @@ impl Tracer {
                     events.fork(pid, tid, new);
                     if self.follow_forks {
                         self.procs.insert(new, vec![new]);
-                        events.init_lwp(new, new)
+                        if events.init_lwp(new, new).is_err() {
+                            // As illumos's per-process trackers: only this child's tracking
+                            // ends; it runs on, let go.
+                            self.procs.remove(&new);
+                            let _ = ptrace(libc::PTRACE_DETACH, new, 0, 0);
+                        }
+                        Ok(())
                     } else {
                         let _ = ptrace(libc::PTRACE_DETACH, new, 0, 0);
                         Ok(())
@@ -326,12 +374,19 @@ impl Tracer {
                 for lwp in old {
                     result = result.and_then(|()| events.fini_lwp(pid, lwp));
                 }
-                let path = std::fs::read_link(format!("/proc/{pid}/exe"))
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let result = result
-                    .and_then(|()| events.exec(pid, pid, &path))
-                    .and_then(|()| events.init_lwp(pid, pid));
+                if result.is_err() {
+                    resume(pid, 0);
+                    return result;
+                }
+                if events.exec(pid, pid, &command_line(pid)).is_err() {
+                    // As illumos's pctx: a refused exec ends this process's tracking, and the
+                    // process runs on, released (the others followed are still followed).
+                    self.procs.remove(&pid);
+                    self.root_released |= pid == self.root;
+                    let _ = ptrace(libc::PTRACE_DETACH, pid, 0, 0);
+                    return Ok(());
+                }
+                let result = events.init_lwp(pid, pid);
                 resume(pid, 0);
                 result
             }
@@ -346,6 +401,7 @@ impl Tracer {
                 self.forget_thread(pid, tid);
                 self.departing.push(tid);
                 let result = events.fini_lwp(pid, tid).and_then(|()| events.lwp_exit(pid, tid));
+                crate::bind::retire_process_binds(pid, Some(tid));
                 resume(tid, 0);
                 result
             }
@@ -392,6 +448,7 @@ impl Tracer {
             status.unwrap_or(0)
         };
         events.exit(pid, pid, status);
+        crate::bind::retire_process_binds(pid, None);
         result
     }
 

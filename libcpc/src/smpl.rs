@@ -51,7 +51,13 @@ struct SampleLog {
     pending: HashMap<u32, Vec<Sample>>,
 }
 
-static LOG: Mutex<Option<SampleLog>> = Mutex::new(None);
+/// The process's log (a forked child's is its own: see [`crate::fork`]).
+static LOG: crate::fork::PerProcess<Mutex<Option<SampleLog>>> = crate::fork::PerProcess::new();
+
+/// This process's log, locked.
+fn log() -> std::sync::MutexGuard<'static, Option<SampleLog>> {
+    LOG.get(|| Mutex::new(None)).lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// How many bytes of the log are read before their memory is given back.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // Linux gives the pages back.
@@ -59,7 +65,7 @@ const RELEASE_EVERY: u64 = 1 << 20;
 
 /// Makes sure the process's log goes to libcpc's memory file.
 pub(crate) fn ensure_log(op: &'static str) -> Result<()> {
-    let mut log = LOG.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut log = log();
     if log.is_some() {
         return Ok(());
     }
@@ -97,7 +103,7 @@ pub(crate) struct Sample {
 
 /// Reads the samples written since the last call and hands `pmc`'s over.
 pub(crate) fn take_samples(op: &'static str, pmc: u32) -> Result<Vec<Sample>> {
-    let mut guard = LOG.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut guard = log();
     let Some(log) = guard.as_mut() else { return Ok(Vec::new()) };
     pmc::api::flush_log().map_err(|e| Error::pmc(op, &e))?;
     loop {
@@ -151,7 +157,7 @@ pub(crate) fn take_samples(op: &'static str, pmc: u32) -> Result<Vec<Sample>> {
 
 /// Gives the samples of `pmcs` up (their PMCs are released).
 pub(crate) fn forget(pmcs: &[u32]) {
-    if let Some(log) = LOG.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+    if let Some(log) = log().as_mut() {
         log.pending.retain(|pmc, _| !pmcs.contains(pmc));
     }
 }

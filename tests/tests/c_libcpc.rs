@@ -312,7 +312,7 @@ fn pctx_reports_a_real_programs_thread_fork_exec_and_exit_on_the_linux_host() {
         assert_eq!(
             out,
             "init_lwp P M\ninit_lwp P T\nlwp_create P T\nfini_lwp P T\nlwp_exit P T\n\
-             fork P M\nchild new\nfini_lwp P M\nexec P M\ncommand self\ninit_lwp P M\n\
+             fork P M\nchild new\nfini_lwp P M\nexec P M\ncommand self stage2\ninit_lwp P M\n\
              fini_lwp P M\nexit P M\nstatus 5\nevents ok\n"
         );
     }

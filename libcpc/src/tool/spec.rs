@@ -109,7 +109,20 @@ pub fn parse(platform: &Platform, text: &str) -> Result<Spec, String> {
                 // A bare event: the first counter after the highest one used that counts it.
                 let after = pics.iter().rposition(|p| p.event.is_some()).map_or(0, |p| p + 1);
                 let pic = (after..npic).find(|&p| pic_takes(platform, p, token));
-                let pic = pic.ok_or(format!("bad token '{token}'"))?;
+                let pic = pic.ok_or_else(|| {
+                    // illumos says only "bad token"; an event that some counter could count
+                    // says why (more events than counters, or the order of the spec).
+                    let known = (0..npic).any(|p| pic_takes(platform, p, token));
+                    if known && after > 0 {
+                        format!(
+                            "bad token '{token}': no counter after pic{} is left for it ({npic} \
+                             counters)",
+                            after - 1
+                        )
+                    } else {
+                        format!("bad token '{token}'")
+                    }
+                })?;
                 pics[pic].event = Some(token.to_string());
             }
             _ => return Err(format!("bad token '{token}'")),

@@ -105,10 +105,15 @@ fork_(pctx_t *pctx, pid_t parent, id_t child, pid_t lwp, void *arg)
 static int
 exec_(pctx_t *pctx, pid_t pid, id_t lwp, char *cmd, void *arg)
 {
+	char psargs[PATH_MAX + 8];
+
 	(void)pctx;
 	EXPECT(arg == (void *)&cookie);
 	line("exec", pid, lwp);
-	printf("command %s\n", strcmp(cmd, self) == 0 ? "self" : cmd);
+	/* The new command line, as illumos's pr_psargs: cut to 79 bytes. */
+	(void) snprintf(psargs, sizeof (psargs), "%s stage2", self);
+	psargs[79] = '\0';
+	printf("command %s\n", strcmp(cmd, psargs) == 0 ? "self stage2" : cmd);
 	return (0);
 }
 

@@ -6,8 +6,9 @@
 //! cpustat -c spec [-c spec]... [-p period] [-T u|d] [-sntD] [interval [count]]
 //! ```
 //!
-//! Exit status: 0 success, 1 error, 2 usage. With several specs each CPU binds them in turn,
-//! one per interval. `-s` (a soaker thread per CPU while a system-only set is bound) is
+//! Exit status: 0 success, 1 error (a failed write of the output too: the run stops there), 2
+//! usage. With several specs each CPU binds them in turn, one per interval; `count` is the
+//! number of samples of each CPU over all the sets (with `-p`, of each set), as illumos's. `-s` (a soaker thread per CPU while a system-only set is bound) is
 //! accepted and does nothing: Linux's idle time is not counted as a running thread's.
 
 use std::ffi::OsString;
@@ -20,7 +21,7 @@ use clap::{Arg, ArgAction, Command};
 use cpc::tool::{columns, spec};
 use cpc::{Buf, Cpc};
 
-const USAGE: &str = "Usage:\n\tcpustat [-c events] [-p period] [-nstD] [-T d|u] [interval [count]]\n\n\t-c events specify processor events to be monitored\n\t-n\t  suppress titles\n\t-p period cycle through event list periodically\n\t-s\t  run user soaker thread for system-only events\n\t-t\t  include %tick register\n\t-T d|u\t  Display a timestamp in date (d) or unix time_t (u)\n\t-D\t  enable debug mode\n\t-h\t  print extended usage information\n\n\tUse cputrack(1) to monitor per-process statistics.\n";
+const USAGE: &str = "Usage:\n\tcpustat [-c events] [-p period] [-nstD] [-T d|u] [interval [count]]\n\n\t-c events specify processor events to be monitored\n\t-n\t  suppress titles\n\t-p period cycle through event list periodically\n\t-s\t  run user soaker thread for system-only events\n\t-t\t  include tsc register\n\t-T d|u\t  Display a timestamp in date (d) or unix time_t (u)\n\t-D\t  enable debug mode\n\t-h\t  print extended usage information\n\n\tUse cputrack(1) to monitor per-process statistics.\n";
 
 /// What the tool says when it cannot open libcpc.
 const NO_ACCESS: &str = "cannot access performance counters";
@@ -86,8 +87,13 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     };
     let options = Options {
         interval,
-        // With several sets, each sample of a cycle counts.
-        count: count.map(|c| c * u64::from(nsets.max(1))),
+        // As illumos: the count is of samples over all the sets, unless -p makes it a count of
+        // cycles through them.
+        count: if m.contains_id("p") {
+            count.map(|c| c.saturating_mul(u64::from(nsets.max(1))))
+        } else {
+            count
+        },
         rest,
         timestamp: m.get_one::<String>("T").cloned(),
         no_title: m.get_flag("n"),
@@ -101,11 +107,26 @@ fn help() -> i32 {
     cpc::tool::help("cpustat", USAGE, NO_ACCESS)
 }
 
-/// Writes `text` to standard output in one write, so lines of CPU threads do not mix.
-fn emit(text: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
+/// Standard output, shared by the CPU threads, its first write failure, and the flag that
+/// stops the run (set by a signal, a failed CPU or a failed write: the output is lost then).
+struct Output {
+    failure: Mutex<Option<std::io::Error>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Output {
+    /// Writes `text` in one write, so lines of CPU threads do not mix; after a failure, nothing.
+    fn emit(&self, text: &str) {
+        let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        if failure.is_some() {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+            *failure = Some(e);
+            self.stop.store(true, Ordering::Release);
+        }
+    }
 }
 
 /// The prefix of a sample or total line: time, cpu, label, and `-t`'s tick.
@@ -154,9 +175,10 @@ fn measure_cpu(
     specs: &[spec::Spec],
     options: &Options,
     start: i64,
-    stop: &AtomicBool,
     totals: &Mutex<Vec<Buf>>,
+    output: &Output,
 ) -> Result<(), String> {
+    let stop = &*output.stop;
     let mut sets = specs
         .iter()
         .map(|s| s.to_set(cpc.platform()))
@@ -191,7 +213,7 @@ fn measure_cpu(
         let mut line = prefix(options, secs, cpu, "tick", delta.tick());
         line.push_str(&columns::values(delta.values()));
         line.push_str(&columns::line_end(&specs[current].text, several));
-        emit(&line);
+        output.emit(&line);
         {
             let mut totals = totals.lock().unwrap_or_else(|e| e.into_inner());
             totals[current] = Buf::add(&totals[current], &delta).unwrap_or_default();
@@ -226,6 +248,8 @@ fn run(options: &Options, texts: &[String], debug: bool) -> i32 {
         eprintln!("cpustat: {}", if debug { e.to_string() } else { e.detail.unwrap_or_default() });
         return 1;
     }
+    let stop = Arc::new(AtomicBool::new(false));
+    let output = Output { failure: Mutex::new(None), stop: stop.clone() };
     if !options.no_title {
         let pics: Vec<usize> = specs[0].requests.iter().map(|r| r.pic).collect();
         let mut title = format!("{:>7} {:>3} {:>5} ", "time", "cpu", "event");
@@ -234,9 +258,8 @@ fn run(options: &Options, texts: &[String], debug: bool) -> i32 {
         }
         title.push_str(&columns::pic_headers(&pics));
         title.push('\n');
-        emit(&title);
+        output.emit(&title);
     }
-    let stop = Arc::new(AtomicBool::new(false));
     cpc::tool::stop_on_signals(stop.clone());
     let start = cpc::gethrtime();
     let totals = Mutex::new(specs.iter().map(|s| Buf::new(s.requests.len())).collect::<Vec<_>>());
@@ -244,11 +267,11 @@ fn run(options: &Options, texts: &[String], debug: bool) -> i32 {
     let failures: Vec<String> = std::thread::scope(|scope| {
         let threads: Vec<_> = (0..ncpu)
             .map(|cpu| {
-                let (cpc, specs, totals, stop) = (&cpc, &specs, &totals, &stop);
+                let (cpc, specs, totals, output) = (&cpc, &specs, &totals, &output);
                 scope.spawn(move || {
-                    let result = measure_cpu(cpc, cpu, specs, options, start, stop, totals);
+                    let result = measure_cpu(cpc, cpu, specs, options, start, totals, output);
                     if result.is_err() {
-                        stop.store(true, Ordering::Release);
+                        output.stop.store(true, Ordering::Release);
                     }
                     result
                 })
@@ -268,7 +291,11 @@ fn run(options: &Options, texts: &[String], debug: bool) -> i32 {
         let mut line = prefix(options, secs, ncpu, "total", total.tick());
         line.push_str(&columns::values(total.values()));
         line.push_str(&columns::line_end(&spec.text, specs.len() > 1));
-        emit(&line);
+        output.emit(&line);
+    }
+    if let Some(e) = output.failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        eprintln!("cpustat: cannot write the output: {e}");
+        return 1;
     }
     if failures.is_empty() { 0 } else { 1 }
 }

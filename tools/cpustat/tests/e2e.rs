@@ -59,7 +59,7 @@ fn amd_generic_events_and_raw_codes_count_on_every_cpu_of_the_simulator() {
 fn several_specs_take_turns_and_are_named_on_each_line() {
     let out = cpustat(
         "sim",
-        &["-n", "-t", "-c", "PAPI_tot_ins", "-c", "pic1=0xc4,umask1=0", "0.02", "1"],
+        &["-n", "-t", "-c", "PAPI_tot_ins", "-c", "pic1=0xc4,umask1=0", "0.02", "2"],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
@@ -113,4 +113,97 @@ fn cpu_clock_of_every_cpu_on_the_linux_host() {
     let clock: i64 = total[3].parse().unwrap();
     // Every CPU's clock runs whatever it runs: about 0.2 s each.
     assert!(clock > 100_000_000 * ncpu as i64, "{stdout}");
+}
+
+#[test]
+fn the_count_is_of_samples_over_all_sets_and_of_cycles_with_a_period() {
+    // As illumos: without -p, `count` samples per CPU whatever the number of sets; with -p,
+    // `count` cycles through them.
+    let specs = ["-c", "PAPI_tot_ins", "-c", "PAPI_br_ins", "-c", "PAPI_tot_cyc"];
+    let out = cpustat("sim", &[&specs[..], &["0.01", "4"]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(lines_labelled(&stdout, "tick").len(), 2 * 4, "two CPUs: {stdout}");
+    let out = cpustat("sim", &[&specs[..], &["-p", "0", "0.01", "2"]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(lines_labelled(&stdout, "tick").len(), 2 * 2 * 3, "{stdout}");
+}
+
+#[test]
+fn a_count_of_cycles_too_large_to_multiply_runs_until_interrupted() {
+    // 2^63 cycles of two sets is more samples than 64 bits hold: the run goes on (it did not
+    // start at all when the product wrapped to 0) until SIGINT ends it in order.
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cpustat"))
+        .args(["-c", "PAPI_tot_ins", "-c", "PAPI_br_ins", "-p", "0", "0.01"])
+        .arg("9223372036854775808")
+        .env("PMC_HOST", "sim")
+        .env_remove("PMC_SIM_CPUS")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run cpustat");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first_tick = lines.by_ref().map_while(Result::ok).find(|l| l.contains(" tick "));
+    // SAFETY: kill(2) of our own child, not yet reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    assert!(first_tick.is_some(), "a sample before the interrupt: {rest:?}");
+    assert!(status.success(), "{status:?}");
+    assert!(rest.iter().any(|l| l.contains(" total ")), "the totals at the end: {rest:?}");
+}
+
+#[test]
+fn help_names_the_tsc_as_illumos_does_on_x86() {
+    let out = cpustat("sim", &["-h"]);
+    assert!(text(&out.stdout).contains("\t-t\t  include tsc register\n"), "{}", text(&out.stdout));
+}
+
+#[test]
+fn seventeen_events_on_sixteen_counters_say_why_the_token_is_bad() {
+    let spec = vec!["page-faults"; 17].join(",");
+    let out = cpustat("linux", &["-c", &spec, "1", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).starts_with(
+            "cpustat: bad token 'page-faults': no counter after pic15 is left for it (16 counters)\n"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// A full device (`/dev/full`'s numbers, 1:7) made in a temporary directory of this test.
+#[cfg(target_os = "linux")]
+fn full_device(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("cpustat-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("full");
+    let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: mknod with a NUL-terminated path; makes a character device node (root).
+    let made = unsafe { libc::mknod(c_path.as_ptr(), libc::S_IFCHR | 0o600, libc::makedev(1, 7)) };
+    assert_eq!(made, 0, "mknod: {}", std::io::Error::last_os_error());
+    (dir, path)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failed_write_of_the_output_is_reported_with_status_1() {
+    let (dir, full) = full_device("full");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cpustat"))
+        .args(["-c", "PAPI_tot_ins", "0.01", "2"])
+        .env("PMC_HOST", "sim")
+        .stdout(std::fs::OpenOptions::new().write(true).open(&full).unwrap())
+        .output()
+        .expect("run cpustat");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).starts_with("cpustat: cannot write the output: No space left on device"),
+        "{}",
+        text(&out.stderr)
+    );
 }

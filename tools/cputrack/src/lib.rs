@@ -10,13 +10,20 @@
 //! the sets bound to its first LWP (its main thread id; 1 on the simulator, which runs a
 //! built-in program to its end with no `tick` lines). `-f` follows the processes the command
 //! forks where pctx sees forks (the simulator, and Linux with ptrace): each is measured with its
-//! own sets, a `pid` column labels the lines, and a `fork` line (`# <child pid>`) marks each
-//! fork; on FreeBSD, where pctx does not trace processes, `-f` fails (exit 1). An exec prints
-//! the old image's totals (`exec` lines) and an `exec` marker (`# '<program>'`); then cputrack
-//! stops, as illumos's does (on Linux the launched command is then killed, as `pctx_release`
-//! kills a created process), unless `-e` keeps it counting the new image (the set stays bound;
-//! the `exit` lines are the new image's totals). `-e` fails (exit 1) on FreeBSD, where cputrack
-//! counts across an exec without noticing it.
+//! own sets and a `pid` column labels the lines; a `fork` line (`# <child pid>`) marks each
+//! fork, with or without `-f` (illumos); on FreeBSD, where pctx does not trace processes, `-f`
+//! fails (exit 1). An exec prints the old image's totals (`exec` lines) and an `exec` marker
+//! (`# '<command line>'`); then, as illumos's cputrack, the tracking of that process ends and it
+//! runs on, released, unless `-e` keeps it counting the new image (the set stays bound; the
+//! `exit` lines are the new image's totals). When that process is the command (or `-p`
+//! process), cputrack exits 1 once no followed process is left and the command has ended, as
+//! illumos's exits 1 (which leaves its forked children's trackers going on by themselves; the
+//! command is waited for here because it was launched to die with cputrack). `-e` fails (exit 1) on FreeBSD, where
+//! cputrack counts across an exec without noticing it. A set that never counted prints no line.
+//! A forked process that cannot be measured (its bind or sample fails: the Linux host's 16
+//! counters serve every live process at once) runs on unmeasured, with a note on standard
+//! error; the run goes on, as illumos's tracker of one child gives up alone.
+//! A failed write of the output is reported at the end, with exit status 1.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -25,7 +32,7 @@ use clap::{Arg, ArgAction, Command};
 use cpc::tool::{columns, spec, strerror};
 use cpc::{Buf, Cpc, Pctx, PctxEvents, Set};
 
-const USAGE: &str = "Usage:\n\tcputrack [-T secs] [-N count] [-Defhnv] [-o file]\n\t\t-c events [command [args] | -p pid]\n\n\t-T secs\t  seconds between samples, default 1\n\t-N count  number of samples, default unlimited\n\t-D\t  enable debug mode\n\t-e\t  follow exec(2), and execve(2)\n\t-f\t  follow fork(2), fork1(2), and vfork(2)\n\t-h\t  print extended usage information\n\t-n\t  suppress titles\n\t-t\t  include virtualized %tick register\n\t-v\t  verbose mode\n\t-o file\t  write cpu statistics to this file\n\t-c events specify processor events to be monitored\n\t-p pid\t  pid of existing process to capture\n\n\tUse cpustat(8) to monitor system-wide statistics.\n";
+const USAGE: &str = "Usage:\n\tcputrack [-T secs] [-N count] [-Defhnv] [-o file]\n\t\t-c events [command [args] | -p pid]\n\n\t-T secs\t  seconds between samples, default 1\n\t-N count  number of samples, default unlimited\n\t-D\t  enable debug mode\n\t-e\t  follow exec(2), and execve(2)\n\t-f\t  follow fork(2), fork1(2), and vfork(2)\n\t-h\t  print extended usage information\n\t-n\t  suppress titles\n\t-t\t  include virtualized tsc register\n\t-v\t  verbose mode\n\t-o file\t  write cpu statistics to this file\n\t-c events specify processor events to be monitored\n\t-p pid\t  pid of existing process to capture\n\n\tUse cpustat(8) to monitor system-wide statistics.\n";
 
 /// What the tool says when it cannot open libcpc.
 const NO_ACCESS: &str = "cannot access performance counter library";
@@ -139,11 +146,13 @@ struct Tracker {
     start: i64,
     options: Options,
     out: Box<dyn Write>,
+    /// The first failed write of `out`.
+    write_error: Option<std::io::Error>,
     failure: Option<String>,
-    /// Makes pctx stop (at an exec without `-e`).
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// Stopping: no more binds or lines but the totals.
-    stopping: bool,
+    /// The process launched or captured.
+    root: i32,
+    /// Whether its exec (without `-e`) ended its tracking.
+    root_released: bool,
 }
 
 impl Tracker {
@@ -157,6 +166,15 @@ impl Tracker {
         head
     }
 
+    /// Writes `text` to the output, remembering the first failure.
+    fn emit(&mut self, text: &str) {
+        if self.write_error.is_none() {
+            if let Err(e) = self.out.write_all(text.as_bytes()) {
+                self.write_error = Some(e);
+            }
+        }
+    }
+
     fn line(&mut self, pid: i32, lwp: i32, label: &str, buf: &Buf, spec: usize) {
         let set = &self.specs[spec];
         let mut line = self.head(buf.hrtime(), pid, lwp, label);
@@ -165,7 +183,7 @@ impl Tracker {
         }
         line.push_str(&columns::values(buf.values()));
         line.push_str(&columns::line_end(&set.text, self.specs.len() > 1));
-        let _ = self.out.write_all(line.as_bytes());
+        self.emit(&line);
     }
 
     /// A marker line (`fork`): two empty columns, then `# what`.
@@ -175,7 +193,7 @@ impl Tracker {
             line.push_str(&format!("{:>9} ", ""));
         }
         line.push_str(&format!("{:>9} {:>9} # {what}\n", "", ""));
-        let _ = self.out.write_all(line.as_bytes());
+        self.emit(&line);
     }
 
     fn title(&mut self) {
@@ -190,11 +208,23 @@ impl Tracker {
         }
         title.push_str(&columns::pic_headers(&pics));
         title.push('\n');
-        let _ = self.out.write_all(title.as_bytes());
+        self.emit(&title);
     }
 
-    fn fail(&mut self, what: String) -> Result<(), cpc::pctx::CallbackFailed> {
-        self.failure = Some(what);
+    /// A failure measuring process `pid`: the command's ends the run (exit 1); a followed
+    /// process's ends only its own tracking, as in illumos's tracker per process: it runs on
+    /// unmeasured, and its counters go back.
+    fn fail(&mut self, pid: i32, what: String) -> Result<(), cpc::pctx::CallbackFailed> {
+        if pid == self.root {
+            self.failure = Some(what);
+        } else {
+            eprintln!("cputrack: {what}; process {pid} runs on unmeasured");
+            if let Some(mut m) = self.procs.remove(&pid) {
+                for set in &mut m.sets {
+                    let _ = set.unbind();
+                }
+            }
+        }
         Err(cpc::pctx::CallbackFailed)
     }
 
@@ -209,7 +239,7 @@ impl Tracker {
                 Ok(set) => sets.push(set),
                 Err(e) => {
                     let what = format!("cannot measure process {pid}: {e}");
-                    return self.fail(what);
+                    return self.fail(pid, what);
                 }
             }
         }
@@ -225,24 +255,27 @@ impl Tracker {
         let Some(m) = self.procs.get_mut(&pid) else { return Ok(()) };
         let i = m.current;
         if let Err(e) = m.sets[i].bind_process(&platform, pid, lwp, 0) {
-            return self.fail(format!("cannot bind lwp{lwp}: {e}"));
+            return self.fail(pid, format!("cannot bind lwp{lwp}: {e}"));
         }
         m.bound = true;
         m.last = Buf::new(self.specs[i].requests.len());
         if let Err(e) = m.sets[i].sample(&mut m.last) {
-            return self.fail(format!("cannot sample lwp{lwp}: {e}"));
+            return self.fail(pid, format!("cannot sample lwp{lwp}: {e}"));
         }
         Ok(())
     }
 
-    /// A line per spec with process `pid`'s totals, labelled `label`.
+    /// A line per spec with process `pid`'s totals, labelled `label`; none for a spec that
+    /// never counted (illumos skips a set whose time is 0: it would print a negative time).
     fn totals_lines(&mut self, pid: i32, lwp: i32, label: &str) {
         let totals = match self.procs.get(&pid) {
             Some(m) => m.totals.clone(),
-            None => self.specs.iter().map(|s| Buf::new(s.requests.len())).collect(),
+            None => return,
         };
         for (i, total) in totals.iter().enumerate() {
-            self.line(pid, lwp, label, total, i);
+            if total.hrtime() != 0 {
+                self.line(pid, lwp, label, total, i);
+            }
         }
     }
 
@@ -252,7 +285,7 @@ impl Tracker {
         let i = m.current;
         let mut now = Buf::new(self.specs[i].requests.len());
         if let Err(e) = m.sets[i].sample(&mut now) {
-            return self.fail(format!("cannot sample lwp{lwp}: {e}"));
+            return self.fail(pid, format!("cannot sample lwp{lwp}: {e}"));
         }
         let delta = Buf::sub(&now, &m.last).unwrap_or_default();
         m.totals[i] = Buf::add(&m.totals[i], &delta).unwrap_or_default();
@@ -268,9 +301,6 @@ impl PctxEvents for Tracker {
     fn init_lwp(&mut self, pid: i32, lwp: i32) -> Result<(), cpc::pctx::CallbackFailed> {
         if lwp != cpc::pctx::lwp_id(pid) {
             // Counting is per process: the set on the first LWP counts them all.
-            return Ok(());
-        }
-        if self.stopping {
             return Ok(());
         }
         if !self.procs.get(&pid).is_some_and(|m| m.bound) {
@@ -305,9 +335,8 @@ impl PctxEvents for Tracker {
     }
 
     fn fork(&mut self, pid: i32, lwp: i32, child: i32) {
-        if self.options.follow_forks {
-            self.marker(pid, lwp, "fork", &child.to_string());
-        }
+        // Printed with or without -f, as illumos's cputrack does.
+        self.marker(pid, lwp, "fork", &child.to_string());
     }
 
     fn exec(&mut self, pid: i32, lwp: i32, command: &str) -> Result<(), cpc::pctx::CallbackFailed> {
@@ -320,12 +349,18 @@ impl PctxEvents for Tracker {
             if let Some(m) = self.procs.get_mut(&pid) {
                 m.totals = fresh;
             }
+            Ok(())
         } else {
-            // As illumos's cputrack: without -e, the measuring ends at the exec.
-            self.stopping = true;
-            self.stop.store(true, std::sync::atomic::Ordering::Release);
+            // As illumos's cputrack: without -e, the process's tracking ends at the exec, and
+            // pctx lets it run on. Its counters go back to the pool.
+            if let Some(mut m) = self.procs.remove(&pid) {
+                for set in &mut m.sets {
+                    let _ = set.unbind();
+                }
+            }
+            self.root_released |= pid == self.root;
+            Err(cpc::pctx::CallbackFailed)
         }
-        Ok(())
     }
 
     fn exit(&mut self, pid: i32, lwp: i32, _status: i32) {
@@ -396,8 +431,7 @@ fn run(
             return 1;
         }
     };
-    let stop = process.terminator();
-    cpc::tool::stop_on_signals(stop.clone());
+    cpc::tool::stop_on_signals(process.terminator());
     process.follow_forks(options.follow_forks);
     let mut tracker = Tracker {
         cpc,
@@ -406,24 +440,39 @@ fn run(
         start: cpc::gethrtime(),
         options: options.clone(),
         out,
+        write_error: None,
         failure: None,
-        stop,
-        stopping: false,
+        root: process.pid(),
+        root_released: false,
     };
     if !options.no_title {
         tracker.title();
     }
     let result = process.run(options.interval_ms, options.samples, &mut tracker);
-    let _ = tracker.out.flush();
-    match (result, tracker.failure) {
+    // A command that an exec let go runs on to its end; its status is not cputrack's (illumos
+    // exits 1 then), but it is waited for: it would die with cputrack.
+    let _ = process.wait_released();
+    if tracker.write_error.is_none() {
+        if let Err(e) = tracker.out.flush() {
+            tracker.write_error = Some(e);
+        }
+    }
+    let mut status = match (result, tracker.failure) {
         (Ok(()), None) => 0,
         (_, Some(failure)) => {
             eprintln!("cputrack: {failure}");
             1
         }
+        // The command's exec ended the tracking (no -e): illumos's cputrack exits 1, silently.
+        (Err(_), None) if tracker.root_released => 1,
         (Err(e), None) => {
             eprintln!("cputrack: {e}");
             1
         }
+    };
+    if let Some(e) = tracker.write_error {
+        eprintln!("cputrack: cannot write the output: {e}");
+        status = 1;
     }
+    status
 }
