@@ -237,7 +237,13 @@ fn simple(driver: &ThreadDriver, op: Op, id: u32) -> Result<(), Errno> {
 
 /// A process issuing random operations on its PMCs until `stop`; then it releases them all
 /// and closes its log.
-fn process(driver: &ThreadDriver, index: usize, soft: u32, stop: &AtomicBool) -> u64 {
+fn process(
+    driver: &ThreadDriver,
+    index: usize,
+    soft: u32,
+    stop: &AtomicBool,
+    progress: &AtomicU64,
+) -> u64 {
     let model = *driver.hardware().cpuid.model();
     let pid = pid_of(index);
     CURRENT.set((index as Cpu % CPUS, pid));
@@ -247,6 +253,7 @@ fn process(driver: &ThreadDriver, index: usize, soft: u32, stop: &AtomicBool) ->
     let mut operations = 0;
     while !stop.load(Ordering::Relaxed) {
         operations += 1;
+        progress.store(operations, Ordering::Relaxed);
         let pick = ids.get(rng.below(ids.len().max(1) as u64) as usize).copied();
         match (rng.below(8), pick) {
             (0, _) | (_, None) if ids.len() < 4 => {
@@ -295,11 +302,12 @@ fn process(driver: &ThreadDriver, index: usize, soft: u32, stop: &AtomicBool) ->
 
 /// A CPU's scheduler: switches the processes in and out, with PMIs and software events while
 /// one runs, and drains its samples.
-fn cpu(driver: &ThreadDriver, cpu: Cpu, soft: u32, stop: &AtomicBool) -> u64 {
+fn cpu(driver: &ThreadDriver, cpu: Cpu, soft: u32, stop: &AtomicBool, progress: &AtomicU64) -> u64 {
     let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ u64::from(cpu + 1));
     let mut switches = 0;
     while !stop.load(Ordering::Relaxed) {
         switches += 1;
+        progress.store(switches, Ordering::Relaxed);
         let pid = pid_of(rng.below(PROCESSES as u64) as usize);
         driver.kernel().on_cpu(cpu, || {
             CURRENT.set((cpu, pid));
@@ -361,23 +369,44 @@ fn threads_issuing_operations_and_hooks_at_once_on_zen4_never_panic_deadlock_or_
     at_once(PmuModel::zen4());
 }
 
+/// The operations or switches each thread does at least before the threads are stopped.
+const MIN_WORK: u64 = 10;
+
 fn at_once(model: PmuModel) {
     let hardware = ThreadHardware { cpuid: CpuidModel::new(model, 0), tsc: AtomicU64::new(0) };
     let driver =
         Arc::new(Driver::load(ThreadKernel::new(), hardware, Tunables::default()).unwrap());
     let soft = driver.register_soft_event("CLOCK.HARD").unwrap();
     let stop = Arc::new(AtomicBool::new(false));
+    let threads = PROCESSES + CPUS as usize;
+    let progress: Arc<Vec<AtomicU64>> = Arc::new((0..threads).map(|_| AtomicU64::new(0)).collect());
     let (done, finished) = mpsc::channel();
     for index in 0..PROCESSES {
         let (driver, stop, done) = (Arc::clone(&driver), Arc::clone(&stop), done.clone());
-        std::thread::spawn(move || done.send(("process", process(&driver, index, soft, &stop))));
+        let progress = Arc::clone(&progress);
+        std::thread::spawn(move || {
+            done.send(("process", process(&driver, index, soft, &stop, &progress[index])))
+        });
     }
     for c in 0..CPUS {
         let (driver, stop, done) = (Arc::clone(&driver), Arc::clone(&stop), done.clone());
-        std::thread::spawn(move || done.send(("cpu", cpu(&driver, c, soft, &stop))));
+        let progress = Arc::clone(&progress);
+        let slot = PROCESSES + c as usize;
+        std::thread::spawn(move || {
+            done.send(("cpu", cpu(&driver, c, soft, &stop, &progress[slot])))
+        });
     }
     drop(done);
+    // The threads run together for a while, and on until each has done its share of work
+    // (on a loaded machine a thread may get little time at first): a thread that makes no
+    // progress for a minute is stuck (a deadlock) and fails the test below.
     std::thread::sleep(Duration::from_millis(1500));
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while progress.iter().any(|p| p.load(Ordering::Relaxed) <= MIN_WORK)
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     stop.store(true, Ordering::Relaxed);
     let mut work = Vec::new();
     for _ in 0..PROCESSES + CPUS as usize {
@@ -387,7 +416,10 @@ fn at_once(model: PmuModel) {
             .expect("every thread finishes in time (no deadlock, no panic)");
         work.push((who, count));
     }
-    assert!(work.iter().all(|&(_, count)| count > 10), "every thread did work: {work:?}");
+    assert!(
+        work.iter().all(|&(_, count)| count > MIN_WORK),
+        "every thread did work (none stuck for a minute): {work:?}"
+    );
     // Every row of every CPU is free again.
     CURRENT.set((0, pid_of(0)));
     for c in 0..CPUS {
