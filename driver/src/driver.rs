@@ -13,6 +13,7 @@ use crate::arch::Backend;
 use crate::backend::{CounterMask, CpuIdString, PmuBackend};
 use crate::class::{HwConfig, Layout};
 use crate::credits::{CreditCell, Credits};
+use crate::hosted_gate::HostedGate;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, LoadError, Pid, Tunables};
 use crate::loads::{ImageMap, LoadImage, LoadSpec, LoadTable};
@@ -70,6 +71,8 @@ pub struct Driver<K: Kernel, H: Hardware> {
     images: Lock<Vec<Arc<ImageMap>>>,
     /// Where switch-out hands back what PMCs counted (see [`crate::credits`]).
     credits: Arc<Credits>,
+    /// Keeps reads of host-counted PMCs whole while their counts move to the driver.
+    pub(crate) hosted_gate: HostedGate,
     /// Owners' logs (taken after `core` when both are needed).
     pub(crate) logs: Lock<Logs>,
     pub(crate) stats: Stats,
@@ -122,6 +125,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             flavors,
             flavor_cpus,
             credits,
+            hosted_gate: HostedGate::default(),
             logs: Lock::new(Logs::default()),
             layout,
             backend,

@@ -80,11 +80,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     pub(crate) fn hosted_stop(&self, handle: PmcHandle) {
         let Some(host) = self.kernel.host_counters() else { return };
         let mut counted = alloc::vec::Vec::new();
+        // A read meanwhile would find the count neither on the host nor credited.
+        self.hosted_gate.enter();
         host.stop(handle.raw(), &mut |pid, delta| counted.push((pid, delta)));
-        let mut core = self.core.lock(&self.kernel);
-        for (pid, delta) in counted {
-            core.credit(handle, pid, delta, 0);
+        {
+            let mut core = self.core.lock(&self.kernel);
+            for (pid, delta) in counted {
+                core.credit(handle, pid, delta, 0);
+            }
         }
+        self.hosted_gate.leave();
     }
 
     /// What a running host-counted PMC counted since it started.
@@ -92,11 +97,23 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.kernel.host_counters().map_or(0, |h| h.read(handle.raw()))
     }
 
+    /// The count of a host-counted PMC: what the driver was credited plus what the host counted
+    /// since, taken together while no stop or detach moves a part from one to the other (so
+    /// that successive reads never go back); `None` if the PMC is gone.
+    pub(crate) fn hosted_value(&self, handle: PmcHandle) -> Option<u64> {
+        self.hosted_gate.read(|| {
+            let credited = self.core.lock(&self.kernel).pmc(handle).map(|p| p.value)?;
+            Some(credited.wrapping_add(self.hosted_read(handle)))
+        })
+    }
+
     /// Stops counting target `pid` of a running host-counted PMC and credits what it counted.
     pub(crate) fn hosted_detach(&self, handle: PmcHandle, pid: Pid) {
         let Some(host) = self.kernel.host_counters() else { return };
+        self.hosted_gate.enter();
         let delta = host.detach(handle.raw(), pid);
         self.core.lock(&self.kernel).credit(handle, pid, delta, 0);
+        self.hosted_gate.leave();
     }
 
     /// A sample of the host-counted PMC `token` (from [`HostedPmc::token`]): logged as a

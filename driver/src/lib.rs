@@ -137,6 +137,7 @@ pub mod errno;
 mod hooks;
 mod host_counting;
 pub mod hosted;
+mod hosted_gate;
 mod loads;
 mod lock;
 // Declares the `unsafe` hardware-access methods that `arch` implements and calls.

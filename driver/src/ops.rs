@@ -975,9 +975,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             }
         }
         if pmc.running && pmc.hosted {
-            // The count as of the view, then what the host counted since the start: a stop in
-            // between makes the read late, never counts twice.
-            return Ok(pmc.value.wrapping_add(self.hosted_read(handle)));
+            // The count credited so far and what the host counted since, taken together.
+            return self.hosted_value(handle).ok_or(Errno::Inval);
         }
         // The count first, then what the CPUs hold: a PMC unloaded in between makes the read
         // late, never counts twice.
@@ -1101,18 +1100,11 @@ struct ValueView {
     running: bool,
     hosted: bool,
     reload: u64,
-    value: u64,
 }
 
 impl ValueView {
     fn of(pmc: &Pmc) -> ValueView {
-        ValueView {
-            id: pmc.id,
-            running: pmc.is_running(),
-            hosted: pmc.hosted,
-            reload: pmc.reload,
-            value: pmc.value,
-        }
+        ValueView { id: pmc.id, running: pmc.is_running(), hosted: pmc.hosted, reload: pmc.reload }
     }
 }
 
