@@ -131,11 +131,12 @@ fn reported_up_to_the_damage(
     intact: &[u8],
     words: &[&str],
 ) {
+    let stdout = hwpmc_tests::stdout_link(dir, "stdout");
     for analysis in [&["-G", "-"][..], &["--top", "3"][..], &["--folded", "-"][..]] {
         let mut args = vec!["-R", arg(damaged)];
         args.extend_from_slice(analysis);
         if analysis[0] == "--folded" {
-            args = vec!["-R", arg(damaged), "--folded", "/dev/stdout"];
+            args = vec!["-R", arg(damaged), "--folded", arg(&stdout)];
         }
         let run = pmcstat(Host::Sim, &args);
         let line = one_line_error(&run);
@@ -145,7 +146,7 @@ fn reported_up_to_the_damage(
         }
         assert!(line.contains("the reports cover the 9 records before it"), "{line}");
         let expected = if analysis[0] == "--folded" {
-            report_of(dir, intact, &["--folded", "/dev/stdout"])
+            report_of(dir, intact, &["--folded", arg(&stdout)])
         } else {
             report_of(dir, intact, analysis)
         };

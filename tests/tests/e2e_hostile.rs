@@ -76,11 +76,12 @@ fn a_fifo_named_in_a_log_is_not_opened_and_the_report_still_comes() {
     assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
     let log = dir.path().join("fifo.log");
     std::fs::write(&log, log_with("cpu-clock", arg(&fifo))).unwrap();
+    let null = hwpmc_tests::null_device(dir.path(), "null");
     for analysis in [&["--top", "5"][..], &["-G", "-"], &["--folded", "-"]] {
         let mut args = vec!["-R", arg(&log)];
         args.extend_from_slice(analysis);
         if analysis[0] == "--folded" {
-            args[3] = "/dev/null";
+            args[3] = arg(&null);
         }
         let run = start_pmcstat(Host::Linux, &args).finish_within(Duration::from_secs(60));
         run.assert_status(0);
@@ -140,12 +141,10 @@ fn a_log_larger_than_the_memory_bound_is_read_in_bounded_memory() {
     }
     log.flush().unwrap();
     drop(log);
-    for analysis in [
-        &["-o", "/dev/null"][..],
-        &["--top", "5"],
-        &["-G", "/dev/null"],
-        &["--folded", "/dev/null"],
-    ] {
+    let null = hwpmc_tests::null_device(dir.path(), "null");
+    for analysis in
+        [&["-o", arg(&null)][..], &["--top", "5"], &["-G", arg(&null)], &["--folded", arg(&null)]]
+    {
         let mut args = vec!["-q", "-R", arg(&path)];
         args.extend_from_slice(analysis);
         let (status, peak) = peak_memory(&args);

@@ -8,6 +8,7 @@ pub mod counts;
 pub mod failure;
 pub mod live;
 pub mod measure;
+pub mod outputs;
 pub mod report;
 pub mod signals;
 pub mod summary;

@@ -17,7 +17,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,7 @@ use crate::cli::{Options, PmcRequest};
 use crate::counts::{self, Column};
 use crate::failure::{Failure, io_failure};
 use crate::live::LiveProfile;
+use crate::outputs::Output;
 use crate::report;
 use crate::signals::{self, Interrupt};
 use crate::summary;
@@ -80,31 +81,25 @@ fn live_profile(o: &Options, log: &LogSink) -> Option<LiveProfile> {
     Some(LiveProfile::new(o, log.path(o)?.to_path_buf()))
 }
 
-/// The files a run creates. Until the measurement starts they hold nothing of value, so a run
-/// that fails before then removes them (no stub log or empty output is left behind); the
-/// temporary log is removed whenever the run ends.
+/// The files a run writes. The `-o` and `-O` files are written as temporary files until the
+/// measurement starts ([`crate::outputs`]): a run that fails before then leaves no stub log or
+/// empty output behind, and a file that was at the path keeps its content. The temporary log
+/// is removed whenever the run ends.
 #[derive(Default)]
 struct NewFiles {
-    /// Removed if the run fails before [`NewFiles::measuring`].
-    outputs: Vec<PathBuf>,
+    /// Put in place by [`NewFiles::measuring`]; dropped before, they leave nothing behind.
+    outputs: Vec<Output>,
     /// Removed at the end of the run, however it ends.
-    temporary: Vec<PathBuf>,
-    measuring: bool,
+    temporary: Vec<tempfile::TempPath>,
 }
 
 impl NewFiles {
-    /// The measurement started: the outputs stay, whatever happens next.
-    fn measuring(&mut self) {
-        self.measuring = true;
-    }
-}
-
-impl Drop for NewFiles {
-    fn drop(&mut self) {
-        let stubs = if self.measuring { &[][..] } else { &self.outputs[..] };
-        for path in stubs.iter().chain(&self.temporary) {
-            let _ = std::fs::remove_file(path);
+    /// The measurement starts: the outputs replace what their paths held.
+    fn measuring(&mut self) -> Result<(), Failure> {
+        for output in self.outputs.drain(..) {
+            output.commit().map_err(|e| io_failure("cannot put the output files in place", &e))?;
         }
+        Ok(())
     }
 }
 
@@ -116,22 +111,26 @@ fn open_log(o: &Options, files: &mut NewFiles) -> Result<LogSink, Failure> {
             Ok(LogSink::Socket(stream))
         }
         Some(path) => {
-            let file = File::create(path)
+            let output = Output::create(Path::new(path))
                 .map_err(|e| io_failure(&format!("cannot create log {path}"), &e))?;
-            files.outputs.push(PathBuf::from(path));
+            let file = output
+                .file()
+                .try_clone()
+                .map_err(|e| io_failure(&format!("cannot create log {path}"), &e))?;
+            files.outputs.push(output);
             Ok(LogSink::File(file))
         }
         None => {
-            let path = std::env::temp_dir().join(format!("pmcstat-{}.log", std::process::id()));
-            let file = File::options()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&path)
-                .map_err(|e| io_failure(&format!("cannot create {}", path.display()), &e))?;
-            files.temporary.push(path.clone());
-            Ok(LogSink::Temporary(file, path))
+            // A new file of a name no one can guess or take first (O_EXCL).
+            let (file, path) = tempfile::Builder::new()
+                .prefix(&format!("pmcstat-{}-", std::process::id()))
+                .suffix(".log")
+                .tempfile()
+                .map_err(|e| io_failure("cannot create the temporary log", &e))?
+                .into_parts();
+            let shown = path.to_path_buf();
+            files.temporary.push(path);
+            Ok(LogSink::Temporary(file, shown))
         }
     }
 }
@@ -348,6 +347,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             })?;
         }
     }
+    files.measuring()?;
     for a in &pmcs {
         a.pmc
             .start()
@@ -357,7 +357,6 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
         api::resume(pid).map_err(|e| Failure::pmc("cannot start the command", &e))?;
     }
     let started = Instant::now();
-    files.measuring();
 
     let counting: Vec<&Allocated> = pmcs.iter().filter(|a| !a.request.mode.is_sampling()).collect();
     // Each column is as wide as its class's counter (FreeBSD's pmc_width).
@@ -558,7 +557,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             Some(path) if live.is_some() || report::wants_analysis(o) => {
                 let file = File::open(path);
                 if temporary {
-                    let _ = std::fs::remove_file(path);
+                    files.temporary.clear();
                 }
                 let file = file.map_err(|e| io_failure("reading the log back", &e))?;
                 let name =
@@ -606,9 +605,11 @@ fn close_log() -> Result<(), String> {
 fn text_sink(o: &Options, files: &mut NewFiles) -> Result<Box<dyn Write>, Failure> {
     match &o.output {
         Some(path) => {
-            let file = File::create(path)
-                .map_err(|e| io_failure(&format!("cannot create {}", path.display()), &e))?;
-            files.outputs.push(path.clone());
+            let failed =
+                |e: &std::io::Error| io_failure(&format!("cannot create {}", path.display()), e);
+            let output = Output::create(path).map_err(|e| failed(&e))?;
+            let file = output.file().try_clone().map_err(|e| failed(&e))?;
+            files.outputs.push(output);
             Ok(Box::new(std::io::BufWriter::new(file)))
         }
         None if o.json => Ok(Box::new(std::io::stdout())),

@@ -2,7 +2,7 @@
 //! folded stacks, flame graphs, pprof profiles and flat profiles.
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use pmc::events::pmu_table::PmuEventNames;
@@ -10,6 +10,7 @@ use pmc::events::pmu_table::PmuEventNames;
 use crate::analysis::{self, Profile, ReadLog, ResolveOptions};
 use crate::cli::Options;
 use crate::failure::{Failure, io_failure};
+use crate::outputs::{self, Output};
 
 /// Whether the options ask for any analysis of a log (beyond the text dump).
 pub fn wants_analysis(o: &Options) -> bool {
@@ -23,15 +24,60 @@ pub fn wants_analysis(o: &Options) -> bool {
 }
 
 /// Where text goes: the `-o` file, else standard output.
-pub fn text_output(o: &Options) -> Result<Box<dyn Write>, Failure> {
-    match &o.output {
-        Some(path) => Ok(Box::new(BufWriter::new(create(path)?))),
-        None => Ok(Box::new(BufWriter::new(std::io::stdout()))),
+pub fn text_output(o: &Options) -> Result<TextOutput, Failure> {
+    let file = match &o.output {
+        Some(path) => Some(
+            Output::create(path)
+                .map_err(|e| io_failure(&format!("cannot create {}", path.display()), &e))?,
+        ),
+        None => None,
+    };
+    Ok(TextOutput { buffer: Vec::new(), file })
+}
+
+/// Text on its way to the `-o` file or standard output: [`TextOutput::finish`] writes it out
+/// and puts the `-o` file in place (dropped before, a new `-o` file is not created and an
+/// existing one keeps its content).
+pub struct TextOutput {
+    buffer: Vec<u8>,
+    file: Option<Output>,
+}
+
+/// How much text is held before it is written.
+const TEXT_BUFFER: usize = 64 * 1024;
+
+impl TextOutput {
+    /// Writes out what is held, and puts the `-o` file in place.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        self.flush()?;
+        match self.file.take() {
+            Some(file) => file.commit().map(drop),
+            None => Ok(()),
+        }
     }
 }
 
-fn create(path: &Path) -> Result<File, Failure> {
-    File::create(path).map_err(|e| io_failure(&format!("cannot create {}", path.display()), &e))
+impl Write for TextOutput {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.buffer.len() + bytes.len() > TEXT_BUFFER {
+            self.flush()?;
+        }
+        self.buffer.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match &self.file {
+            Some(file) => file.file().write_all(&self.buffer)?,
+            None => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(&self.buffer)?;
+                out.flush()?;
+            }
+        }
+        self.buffer.clear();
+        Ok(())
+    }
 }
 
 /// Opens the log `path` for reading; a directory is refused with a clear error.
@@ -53,7 +99,7 @@ pub fn run(o: &Options, log: &Path) -> Result<i32, Failure> {
         let mut out = text_output(o)?;
         let end = pmclog::dump_reader_with_names(file, PmuEventNames, &mut out)
             .map_err(|e| io_failure("writing the dump", &e))?;
-        out.flush().map_err(|e| io_failure("writing the dump", &e))?;
+        out.finish().map_err(|e| io_failure("writing the dump", &e))?;
         if let Some(message) = end.error_message() {
             return Err(Failure::data(format!("{name}: {message}")));
         }
@@ -155,13 +201,13 @@ pub fn write_analyses(o: &Options, profile: &Profile) -> Result<(), Failure> {
         let mut out = text_output(o)?;
         analysis::write_top(profile, rows, &mut out)
             .map_err(|e| io_failure("writing the profile", &e))?;
-        out.flush().map_err(|e| io_failure("writing the profile", &e))?;
+        out.finish().map_err(|e| io_failure("writing the profile", &e))?;
     }
     if json {
         let mut out = text_output(o)?;
         analysis::write_json(profile, o.top.unwrap_or(usize::MAX), &mut out)
             .map_err(|e| io_failure("writing the profile", &e))?;
-        out.flush().map_err(|e| io_failure("writing the profile", &e))?;
+        out.finish().map_err(|e| io_failure("writing the profile", &e))?;
     }
     Ok(())
 }
@@ -216,19 +262,14 @@ pub fn report_drops(drop_records: u64, lost_samples: u64) {
     );
 }
 
-/// Writes the file `path` with `f`; a file `f` fails to write is removed rather than left
-/// empty or cut short.
+/// Writes the file `path` with `f`, whole or not at all ([`outputs::write_whole`]): a file
+/// that cannot be written is neither left empty or cut short nor harmed if it was there.
 fn write_file(
     path: &Path,
     f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(), Failure> {
-    let mut out = BufWriter::new(create(path)?);
-    let written = f(&mut out).and_then(|()| out.flush());
-    written.map_err(|e| {
-        drop(out);
-        let _ = std::fs::remove_file(path);
-        io_failure(&format!("writing {}", path.display()), &e)
-    })
+    outputs::write_whole(path, f)
+        .map_err(|e| io_failure(&format!("writing {}", path.display()), &e))
 }
 
 /// Writes to `target`, where "-" means the `-o` output.
@@ -240,7 +281,7 @@ fn write_to(
     if target == "-" {
         let mut out = text_output(o)?;
         return f(&mut out)
-            .and_then(|()| out.flush())
+            .and_then(|()| out.finish())
             .map_err(|e| io_failure("writing output", &e));
     }
     write_file(Path::new(target), f)
