@@ -70,3 +70,12 @@ impl fmt::Display for Failure {
         f.write_str(&self.message)
     }
 }
+
+/// Prints `pmcstat: ` and `message` as one line on standard error. A closed or full standard
+/// error loses the line but never ends pmcstat (`eprintln!` would panic): what pmcstat was
+/// doing — finishing a log, returning the command's status — matters more than the message.
+pub fn tell(message: fmt::Arguments<'_>) {
+    use std::io::Write;
+    let line = format!("pmcstat: {message}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}

@@ -32,7 +32,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             };
         }
         Err(cli::CliError::Usage(message)) => {
-            eprintln!("pmcstat: {message}");
+            failure::tell(format_args!("{message}"));
             return failure::EX_USAGE;
         }
     };
@@ -40,7 +40,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         Ok(status) => status,
         Err(failure) => {
             if !failure.message.is_empty() {
-                eprintln!("pmcstat: {failure}");
+                failure::tell(format_args!("{failure}"));
             }
             failure.status
         }

@@ -324,7 +324,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     let mut files = NewFiles::default();
     let log =
         if needs_log || o.log_output.is_some() { Some(open_log(o, &mut files)?) } else { None };
-    let mut out = text_sink(o, &mut files)?;
+    let mut out = CountsOut { out: text_sink(o, &mut files)?, error: None };
     if let Some(log) = &log {
         api::configure_log(log.fd()).map_err(|e| Failure::pmc("cannot configure the log", &e))?;
     }
@@ -376,8 +376,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     let timed = for_people && o.interval.is_some() && o.output.is_none();
     let elapsed = || timed.then(|| started.elapsed());
     if print_counts {
-        counts::write_header(&columns, timed, &mut out)
-            .map_err(|e| io_failure("writing counts", &e))?;
+        out.write(|w| counts::write_header(&columns, timed, w));
     }
     // With --multiplex, each count with its times, scaled to the whole time enabled; else
     // FreeBSD's read.
@@ -400,6 +399,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
 
     let mut live = log.as_ref().and_then(|log| live_profile(o, log));
     let mut stdout = std::io::stdout();
+    let mut live_failure = None;
     let interval = Duration::from_secs_f64(o.interval.unwrap_or(DEFAULT_INTERVAL));
     let deadline = o.duration.map(|d| Instant::now() + Duration::from_secs_f64(d));
     let ending = if host == HostKind::Sim {
@@ -484,13 +484,20 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 break Ending::Done;
             }
             if let Some(view) = live.as_mut() {
-                let sink: &mut dyn Write = if o.output.is_some() { &mut out } else { &mut stdout };
-                view.show_current(o, sink)?;
+                let shown = match &o.output {
+                    Some(_) => out.sink().map(|sink| view.show_current(o, sink)),
+                    None => Some(view.show_current(o, &mut stdout)),
+                };
+                // A profile that cannot be shown (a closed pipe) is not a reason to throw the
+                // measurement away: the run goes on without it.
+                if let Some(Err(failure)) = shown {
+                    live_failure = Some(failure);
+                    live = None;
+                }
             }
             if print_counts {
                 let values = read_all()?;
-                counts::write_values(&mut columns, &values, elapsed(), &mut out)
-                    .map_err(|e| io_failure("writing counts", &e))?;
+                out.write(|w| counts::write_values(&mut columns, &values, elapsed(), w));
             }
         };
         // A signal from now on ends pmcstat at once.
@@ -506,19 +513,18 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     let log_error = log.as_ref().and_then(|_| close_log().err());
     let multiplexed = readings.iter().any(pmc::ScaledValue::multiplexed);
     if print_counts {
-        counts::write_values(&mut columns, &values, elapsed(), &mut out)
-            .map_err(|e| io_failure("writing counts", &e))?;
-        if multiplexed {
-            counts::write_counted(&columns, &readings, &mut out)
-                .map_err(|e| io_failure("writing counts", &e))?;
-        }
-        writeln!(out).map_err(|e| io_failure("writing counts", &e))?;
+        out.write(|w| {
+            counts::write_values(&mut columns, &values, elapsed(), w)?;
+            if multiplexed {
+                counts::write_counted(&columns, &readings, w)?;
+            }
+            writeln!(w)
+        });
     }
     if o.json {
-        write_json(&mut out, &counting, &readings, &ending, log_error.as_deref())
-            .map_err(|e| io_failure("writing counts", &e))?;
+        out.write(|w| write_json(w, &counting, &readings, &ending, log_error.as_deref()));
     }
-    out.flush().map_err(|e| io_failure("writing counts", &e))?;
+    out.write(|w| w.flush());
     if print_counts && child.is_some() && o.verbosity >= 0 && for_people {
         let (user, sys) = summary::children_cpu_time();
         let summary = summary::Summary {
@@ -540,11 +546,11 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 Vec::new()
             },
         };
-        summary::write_summary(&summary, &mut std::io::stderr())
-            .map_err(|e| io_failure("writing the summary", &e))?;
+        // For people, on standard error: if it cannot be written, no one reads it.
+        let _ = summary::write_summary(&summary, &mut std::io::stderr());
     }
     if let Some(why) = &log_error {
-        eprintln!("pmcstat: {LOG_WRITE_FAILED}: {why}");
+        crate::failure::tell(format_args!("{LOG_WRITE_FAILED}: {why}"));
     }
 
     let lost = api::driver_stats().map(|s| u64::from(s.pm_intr_bufferfull)).unwrap_or(0);
@@ -567,9 +573,13 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 let mut rest = o.clone();
                 if let Some(view) = live.as_mut() {
                     // The final profile, as text that stays on the terminal.
-                    let sink: &mut dyn Write =
-                        if o.output.is_some() { &mut out } else { &mut stdout };
-                    view.show_final(profile, sink)?;
+                    let shown = match &o.output {
+                        Some(_) => out.sink().map(|sink| view.show_final(profile, sink)),
+                        None => Some(view.show_final(profile, &mut stdout)),
+                    };
+                    if let Some(Err(failure)) = shown {
+                        live_failure = Some(failure);
+                    }
                     rest.top = None;
                 }
                 report::write_analyses(&rest, profile)?;
@@ -579,11 +589,44 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             _ => report::report_drops(0, lost),
         }
     }
-    Ok(match (&ending, &log_error) {
-        // Without a command's status to return, a log that could not be written is the status.
-        (Ending::Done | Ending::Interrupted(_), Some(_)) => crate::failure::EX_IOERR,
+    // The counts (or the live profile) that could not be written: said last, after the log was
+    // finished. A closed pipe (`2>&1 | head`) is not news to its reader.
+    let output_failure = out.error.as_ref().map(|e| io_failure("writing counts", e)).or(live_failure);
+    if let Some(failure) = output_failure.as_ref().filter(|f| !f.message.is_empty()) {
+        crate::failure::tell(format_args!("{failure}"));
+    }
+    Ok(match (&ending, &log_error, &output_failure) {
+        // Without a command's status to return, a log that could not be written is the status,
+        // else counts that could not be written.
+        (Ending::Done | Ending::Interrupted(_), Some(_), _) => crate::failure::EX_IOERR,
+        (Ending::Done, None, Some(failure)) => failure.status,
         _ => ending.status(),
     })
+}
+
+/// The counts output (the `-o` file, standard error, or standard output with `--json`). A
+/// write that fails — a closed pipe, a full device — does not end the measurement: the log is
+/// still finished; nothing more is written here, and the error is reported at the end.
+struct CountsOut {
+    out: Box<dyn Write>,
+    error: Option<std::io::Error>,
+}
+
+impl CountsOut {
+    /// Writes with `f`, unless an earlier write failed.
+    fn write(&mut self, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
+        if self.error.is_none() {
+            self.error = f(&mut self.out).err();
+        }
+    }
+
+    /// The output, unless an earlier write failed.
+    fn sink(&mut self) -> Option<&mut dyn Write> {
+        match self.error {
+            None => Some(&mut self.out),
+            Some(_) => None,
+        }
+    }
 }
 
 /// How pmcstat's message about a log it could not write starts (a script looks for it on

@@ -9,7 +9,7 @@ use pmc::events::pmu_table::PmuEventNames;
 
 use crate::analysis::{self, Profile, ReadLog, ResolveOptions};
 use crate::cli::Options;
-use crate::failure::{Failure, io_failure};
+use crate::failure::{Failure, io_failure, tell};
 use crate::outputs::{self, Output};
 
 /// Whether the options ask for any analysis of a log (beyond the text dump).
@@ -104,7 +104,7 @@ pub fn run(o: &Options, log: &Path) -> Result<i32, Failure> {
             return Err(Failure::data(format!("{name}: {message}")));
         }
         if let Some(warning) = end.warning() {
-            eprintln!("pmcstat: warning: {name}: {warning}");
+            tell(format_args!("warning: {name}: {warning}"));
         }
         return Ok(0);
     }
@@ -155,7 +155,7 @@ pub fn check_end(read: &ReadLog, name: &str) -> Result<(), Failure> {
     if !read.closed {
         let end =
             pmclog::DumpEnd::Unclosed { offset: read.end_offset, records: read.profile.records() };
-        eprintln!("pmcstat: warning: {name}: {}", end.warning().unwrap_or_default());
+        tell(format_args!("warning: {name}: {}", end.warning().unwrap_or_default()));
     }
     Ok(())
 }
@@ -229,20 +229,20 @@ fn write_gmon(o: &Options, profile: &Profile) -> Result<(), Failure> {
 pub fn report_profile_warnings(o: &Options, profile: &Profile) {
     for (image, why) in profile.unreadable_images() {
         if o.verbosity >= 0 {
-            eprintln!("pmcstat: warning: symbols of {image} unavailable: {why}");
+            tell(format_args!("warning: symbols of {image} unavailable: {why}"));
         }
     }
     report_drops(profile.dropped_notices(), 0);
     if let Some(overflow) = profile.overflow() {
-        eprintln!(
-            "pmcstat: warning: the analysis tables reached their {} MiB limit: {} samples of {} \
+        tell(format_args!(
+            "warning: the analysis tables reached their {} MiB limit: {} samples of {} \
              dropped stacks (those with the fewest samples) are counted as {} in the reports; \
              --analysis-memory MIB raises the limit",
             overflow.budget >> 20,
             overflow.samples,
             overflow.stacks,
             analysis::OTHER_FRAME
-        );
+        ));
     }
 }
 
@@ -256,10 +256,10 @@ pub fn report_drops(drop_records: u64, lost_samples: u64) {
     } else {
         format!("the log records {drop_records} losses (DROPNOTIFY)")
     };
-    eprintln!(
-        "pmcstat: {what}: the sample rings or log buffers filled up; sample less often (-n with a \
+    tell(format_args!(
+        "{what}: the sample rings or log buffers filled up; sample less often (-n with a \
          larger count) or enlarge kern.hwpmc.nsamples / kern.hwpmc.logbuffersize"
-    );
+    ));
 }
 
 /// Writes the file `path` with `f`, whole or not at all ([`outputs::write_whole`]): a file
