@@ -90,3 +90,131 @@ fn a_full_standard_error_never_panics_and_keeps_the_log_and_the_commands_status(
         .unwrap();
     assert_eq!(output.code(), Some(3));
 }
+
+/// A listener on 127.0.0.1 with a tiny receive buffer (set before listen(2), so its
+/// connections get it): a connection that is never read fills at once.
+fn tiny_listener() -> std::net::TcpListener {
+    use std::os::fd::AsRawFd;
+    // SAFETY: socket(2) takes no pointers; the result is checked and then owned.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    assert!(fd >= 0);
+    // SAFETY: `fd` was just made by socket(2) and is owned by nothing else.
+    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    let size: libc::c_int = 4096;
+    let address = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: 0,
+        sin_addr: libc::in_addr { s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be() },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: each call reads a valid local of the length it is given.
+    unsafe {
+        let len = std::mem::size_of_val(&size) as libc::socklen_t;
+        let option = (&raw const size).cast();
+        assert_eq!(libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, option, len), 0);
+        let len = std::mem::size_of_val(&address) as libc::socklen_t;
+        assert_eq!(libc::bind(fd, (&raw const address).cast(), len), 0);
+        assert_eq!(libc::listen(fd, 1), 0);
+    }
+    assert!(socket.as_raw_fd() >= 0);
+    std::net::TcpListener::from(socket)
+}
+
+/// The command of the network tests: a program 120 calls deep sampled every 50 µs (a log of
+/// about ten megabytes, more than the connection's buffers hold), then `marker` is written and
+/// the command exits 3.
+fn busy_marked(marker: &Path) -> String {
+    let deep = hwpmc_tests::c_program_with("deep", "deep", &["-O2", "-fomit-frame-pointer"]);
+    format!("{} 500000000 120; touch {}; exit 3", arg(&deep), arg(marker))
+}
+
+/// The network tests' options before the address: a count, and samples (of the command's
+/// descendants too) every 50 µs.
+const NETWORK_ARGS: [&str; 8] = ["-d", "-p", "task-clock", "-n", "50000", "-P", "cpu-clock", "-O"];
+
+/// Accepts one connection on `listener` and keeps it, never reading, until `done` is sent.
+fn never_reading(listener: std::net::TcpListener) -> std::sync::mpsc::Sender<()> {
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let (connection, _) = listener.accept().unwrap();
+        let _ = wait.recv();
+        drop(connection);
+    });
+    done
+}
+
+#[test]
+fn a_receiver_that_stops_reading_does_not_hang_pmcstat() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("done");
+    let listener = tiny_listener();
+    let address = listener.local_addr().unwrap().to_string();
+    let done = never_reading(listener);
+    let script = busy_marked(&marker);
+    let args = NETWORK_ARGS.iter().copied().chain([address.as_str(), "--", "sh", "-c", &script]);
+    let args: Vec<&str> = args.collect();
+    let run = hwpmc_tests::start_pmcstat(hwpmc_tests::Host::Linux, &args)
+        .finish_within(std::time::Duration::from_secs(120));
+    drop(done);
+    // The command's status, its counts, and the stall named last.
+    run.assert_status(3);
+    assert!(run.stderr.starts_with("#         p/task-clock"), "no counts\n{}", run.describe());
+    let last = run.stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("pmcstat: the log could not be written, it is incomplete: ")
+            && last.contains(&format!(
+                "({address} stopped reading: the log's writes made no progress for 10 s)"
+            )),
+        "{}",
+        run.describe()
+    );
+}
+
+/// Whether pmcstat's (libpmc's) log writer, the `hwpmc-worker` thread of process `pid`, waits
+/// in the kernel for room in the socket's send buffer (`sk_stream_wait_memory`, which shows as
+/// `wait_woken`; its idle wait is poll's).
+fn waits_on_a_full_socket(pid: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return false };
+    tasks.flatten().any(|task| {
+        let read = |name: &str| std::fs::read_to_string(task.path().join(name)).unwrap_or_default();
+        read("comm").trim() == "hwpmc-worker"
+            && ["wait_woken", "sk_stream_wait_memory"].contains(&read("wchan").trim())
+    })
+}
+
+#[test]
+fn the_first_signal_stops_waiting_for_a_receiver_that_stopped_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("done");
+    let listener = tiny_listener();
+    let address = listener.local_addr().unwrap().to_string();
+    let done = never_reading(listener);
+    let script = busy_marked(&marker);
+    let args = NETWORK_ARGS.iter().copied().chain([address.as_str(), "--", "sh", "-c", &script]);
+    let args: Vec<&str> = args.collect();
+    let pmcstat = hwpmc_tests::start_pmcstat(hwpmc_tests::Host::Linux, &args);
+    // The command ended and pmcstat, ending its run, is stuck sending the log.
+    hwpmc_tests::wait_for("the command's end", || marker.exists());
+    hwpmc_tests::wait_for("pmcstat to wait on the receiver", || {
+        waits_on_a_full_socket(pmcstat.pid())
+    });
+    // The first SIGINT stops the wait when pmcstat already knows the command ended; else it
+    // ends the measurement, and the next one stops the wait. Either way pmcstat then ends at
+    // once with the command's status: a SIGINT that would end pmcstat itself (status 130, the
+    // command's status lost) fails the test.
+    let pid = pmcstat.pid();
+    while !hwpmc_tests::process_ended(pid) {
+        pmcstat.signal(libc::SIGINT);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let run = pmcstat.finish_within(std::time::Duration::from_secs(120));
+    drop(done);
+    run.assert_status(3);
+    assert!(run.stderr.starts_with("#         p/task-clock"), "no counts\n{}", run.describe());
+    let last = run.stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&format!("(a signal stopped the wait for {address}, which was not reading)")),
+        "{}",
+        run.describe()
+    );
+}

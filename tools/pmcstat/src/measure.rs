@@ -60,6 +60,14 @@ impl LogSink {
         }
     }
 
+    /// The socket the log is sent on, if it is.
+    fn socket(&self) -> Option<i32> {
+        match self {
+            LogSink::Socket(stream) => Some(stream.as_raw_fd()),
+            _ => None,
+        }
+    }
+
     /// The file the log can be read back from.
     fn path<'a>(&'a self, o: &'a Options) -> Option<&'a Path> {
         match self {
@@ -108,6 +116,11 @@ fn open_log(o: &Options, files: &mut NewFiles) -> Result<LogSink, Failure> {
         Some(target) if !target.contains('/') && target.contains(':') => {
             let stream = std::net::TcpStream::connect(target.as_str())
                 .map_err(|e| io_failure(&format!("cannot connect to {target}"), &e))?;
+            // SO_SNDTIMEO: a receiver that stops reading fails the log's writes after a while
+            // instead of holding pmcstat (and the end of the run) for ever.
+            stream.set_write_timeout(Some(NETWORK_STALL)).map_err(|e| {
+                io_failure(&format!("cannot set up the connection to {target}"), &e)
+            })?;
             Ok(LogSink::Socket(stream))
         }
         Some(path) => {
@@ -134,6 +147,10 @@ fn open_log(o: &Options, files: &mut NewFiles) -> Result<LogSink, Failure> {
         }
     }
 }
+
+/// How long a write of the log to a network receiver may make no progress before the log is
+/// given up (the receiver stopped reading); the run itself goes on.
+pub const NETWORK_STALL: Duration = Duration::from_secs(10);
 
 /// The CPUs a system PMC goes on.
 fn cpus_of(request: &PmcRequest, ncpu: u32) -> Result<Vec<u32>, Failure> {
@@ -462,6 +479,9 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 Ok(Wake::Interrupted(interrupt)) => match child {
                     Some(pid) => {
                         interrupt.forward_to(pid);
+                        // The command's end may wait for the log's writes: a receiver that
+                        // stopped reading must not hold it (module signals).
+                        signals::shut_down_on_signal(log.as_ref().and_then(LogSink::socket));
                         break command_end(&rx)?;
                     }
                     None => break Ending::Interrupted(interrupt),
@@ -504,13 +524,20 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
         drop(rx);
         ending
     };
+    // A signal while the log is sent to a receiver that stopped reading stops that wait first
+    // (module signals).
+    signals::shut_down_on_signal(log.as_ref().and_then(LogSink::socket));
 
     for a in &pmcs {
         a.pmc.stop().map_err(|e| Failure::pmc(&format!("cannot stop {:?}", a.request.spec), &e))?;
     }
     let readings = read_readings()?;
     let values: Vec<u64> = readings.iter().map(|r| r.scaled().unwrap_or(0)).collect();
-    let log_error = log.as_ref().and_then(|_| close_log().err());
+    let log_error = log.as_ref().and_then(|_| close_log().err()).map(|why| match &log {
+        Some(LogSink::Socket(stream)) => network_log_error(o, stream, why),
+        _ => why,
+    });
+    signals::shut_down_on_signal(None);
     let multiplexed = readings.iter().any(pmc::ScaledValue::multiplexed);
     if print_counts {
         out.write(|w| {
@@ -591,7 +618,8 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     }
     // The counts (or the live profile) that could not be written: said last, after the log was
     // finished. A closed pipe (`2>&1 | head`) is not news to its reader.
-    let output_failure = out.error.as_ref().map(|e| io_failure("writing counts", e)).or(live_failure);
+    let output_failure =
+        out.error.as_ref().map(|e| io_failure("writing counts", e)).or(live_failure);
     if let Some(failure) = output_failure.as_ref().filter(|f| !f.message.is_empty()) {
         crate::failure::tell(format_args!("{failure}"));
     }
@@ -632,6 +660,26 @@ impl CountsOut {
 /// How pmcstat's message about a log it could not write starts (a script looks for it on
 /// standard error, or for `log_error` in `--json`: the exit status stays the command's).
 pub const LOG_WRITE_FAILED: &str = "the log could not be written, it is incomplete";
+
+/// `why` a log sent to `-O host:port` could not be written, with the reason in words when
+/// the receiver stopped reading: data still waits to be sent on `stream` after the writes made
+/// no progress for [`NETWORK_STALL`], or a signal stopped the wait.
+fn network_log_error(o: &Options, stream: &std::net::TcpStream, why: String) -> String {
+    let target = o.log_output.as_deref().unwrap_or_default();
+    let mut unsent: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ (SIOCOUTQ on a socket) writes one int, a valid local.
+    let queried = unsafe { libc::ioctl(stream.as_raw_fd(), libc::TIOCOUTQ, &mut unsent) } == 0;
+    if signals::socket_shut_down() {
+        format!("{why} (a signal stopped the wait for {target}, which was not reading)")
+    } else if queried && unsent > 0 {
+        format!(
+            "{why} ({target} stopped reading: the log's writes made no progress for {} s)",
+            NETWORK_STALL.as_secs()
+        )
+    } else {
+        why
+    }
+}
 
 /// Writes out and closes the log; why it could not be written, if it could not (the log is
 /// closed in any case).

@@ -3,7 +3,13 @@
 //! pmcstat at once, as the signal's default action would.
 //!
 //! The signals are caught by a thread that sleeps until one arrives (no periodic wake-up).
+//!
+//! Once the run ends (the command ended, or a first signal asked it to end), a log sent over
+//! the network (`-O host:port`) may be stuck on a receiver that stopped reading: a signal then
+//! stops that wait ([`shut_down_on_signal`]) instead of ending pmcstat, so that pmcstat still
+//! finishes at once with its counts and the command's status (later signals are ignored then).
 
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::mpsc::Sender;
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -55,6 +61,19 @@ pub fn catch<T: Send + 'static>(to: Sender<T>, wrap: fn(Interrupt) -> T) -> Resu
         .spawn(move || {
             let mut delivered = false;
             for origin in signals.forever() {
+                let socket = SOCKET_TO_SHUT.swap(-1, Ordering::SeqCst);
+                if socket >= 0 {
+                    // SAFETY: shutdown(2) of a socket the run keeps open until it has taken
+                    // it back from SOCKET_TO_SHUT; no memory is involved.
+                    unsafe { libc::shutdown(socket, libc::SHUT_RDWR) };
+                    SOCKET_SHUT.store(true, Ordering::SeqCst);
+                    continue;
+                }
+                if SOCKET_SHUT.load(Ordering::SeqCst) {
+                    // Nothing is left to wait for: the run ends at once by itself, with the
+                    // command's status, which ending pmcstat here would lose.
+                    continue;
+                }
                 let from_terminal = origin.cause == Cause::Kernel;
                 let interrupt = Interrupt { signal: origin.signal, from_terminal };
                 if delivered || to.send(wrap(interrupt)).is_err() {
@@ -65,6 +84,23 @@ pub fn catch<T: Send + 'static>(to: Sender<T>, wrap: fn(Interrupt) -> T) -> Resu
         })
         .map_err(|e| io_failure("cannot start the signal thread", &e))?;
     Ok(())
+}
+
+/// The socket the next signal shuts down (-1: none).
+static SOCKET_TO_SHUT: AtomicI32 = AtomicI32::new(-1);
+/// Whether a signal shut it down.
+static SOCKET_SHUT: AtomicBool = AtomicBool::new(false);
+
+/// From now on (`Some`) until `None`, the next signal shuts the socket `fd` down — a write
+/// blocked on it fails at once — instead of ending the measurement or pmcstat. The caller keeps
+/// `fd` open until it calls this with `None`.
+pub fn shut_down_on_signal(fd: Option<i32>) {
+    SOCKET_TO_SHUT.store(fd.unwrap_or(-1), Ordering::SeqCst);
+}
+
+/// Whether a signal shut down the socket of [`shut_down_on_signal`].
+pub fn socket_shut_down() -> bool {
+    SOCKET_SHUT.load(Ordering::SeqCst)
 }
 
 /// Ends pmcstat at once as `signal`'s default action does. Exit handlers are not run: they
