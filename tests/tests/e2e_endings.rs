@@ -218,3 +218,106 @@ fn the_first_signal_stops_waiting_for_a_receiver_that_stopped_reading() {
         run.describe()
     );
 }
+
+/// The pid a command wrote into `file` with `echo $$`, once it is there.
+fn pid_in(file: &Path) -> i32 {
+    let mut pid = 0;
+    hwpmc_tests::wait_for(&format!("a pid in {}", file.display()), || {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        pid = text.trim().parse().unwrap_or(0);
+        text.ends_with('\n') && pid > 0
+    });
+    pid
+}
+
+/// A shell command that writes its pid into `pidfile` after `setup`, then becomes the `hot`
+/// program spinning for far longer than any test (it keeps the pid and what `setup` ignored).
+fn endless_hot(setup: &str, pidfile: &Path) -> String {
+    let hot = hwpmc_tests::c_program("hot");
+    format!("{setup} echo $$ > {}; exec {} 1000000000000000", arg(pidfile), arg(&hot))
+}
+
+/// Whether the log file at `path` holds a sample already (whole records only: the last one
+/// may be partly written).
+fn has_a_sample(path: &Path) -> bool {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let whole = &bytes[..bytes.len() - bytes.len() % 4];
+    pmclog::Records::new(whole)
+        .any(|e| e.is_ok_and(|e| matches!(e.record, pmclog::Record::Callchain(_))))
+}
+
+#[test]
+fn samples_reach_the_log_file_without_waiting_for_a_full_buffer() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("slow.log");
+    let pidfile = dir.path().join("pid");
+    let script = endless_hot("", &pidfile);
+    // One sample a second: a 256 KiB buffer would take over twenty minutes to fill.
+    let args = ["-n", "1000000000", "-P", "cpu-clock", "-O", arg(&log), "--", "sh", "-c", &script];
+    let pmcstat = hwpmc_tests::start_pmcstat(hwpmc_tests::Host::Linux, &args);
+    pmcstat.wait_until_catching_signals();
+    let command = pid_in(&pidfile);
+    hwpmc_tests::wait_for("a sample in the log file", || has_a_sample(&log));
+    pmcstat.signal(libc::SIGINT);
+    let run = pmcstat.finish_within(std::time::Duration::from_secs(120));
+    run.assert_status(128 + libc::SIGINT);
+    assert!(hwpmc_tests::process_ended(command));
+    assert!(closed_with_samples(&log).0, "the log was not closed");
+}
+
+#[test]
+fn a_second_signal_closes_the_log_and_kills_a_command_that_ignores_the_first() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("run.log");
+        let pidfile = dir.path().join("pid");
+        let got = dir.path().join("got");
+        // A shell that notes each signal and carries on counting (sampled itself).
+        let script = format!(
+            "trap 'touch {}' INT TERM HUP; echo $$ > {}; i=0; while :; do i=$((i+1)); done",
+            arg(&got),
+            arg(&pidfile)
+        );
+        let args = ["-P", "cpu-clock", "-O", arg(&log), "--", "sh", "-c", &script];
+        let pmcstat = hwpmc_tests::start_pmcstat(hwpmc_tests::Host::Linux, &args);
+        pmcstat.wait_until_catching_signals();
+        let command = pid_in(&pidfile);
+        hwpmc_tests::wait_for("a sample in the log file", || has_a_sample(&log));
+        pmcstat.signal(signal);
+        // pmcstat passed it on, and waits for the command, which carries on.
+        hwpmc_tests::wait_for("the command to get the signal", || got.exists());
+        assert!(!hwpmc_tests::process_ended(command));
+        pmcstat.signal(signal);
+        let (run, killed_by) = pmcstat.finish();
+        // pmcstat ends as the signal ends a process (the shell's status 128 + signal).
+        assert_eq!(killed_by, Some(signal), "{}", run.describe());
+        hwpmc_tests::wait_for("the command to be killed", || hwpmc_tests::process_ended(command));
+        let (closed, samples) = closed_with_samples(&log);
+        assert!(closed && samples > 0, "signal {signal}: closed {closed}, {samples} samples");
+    }
+}
+
+/// The state letter of process `pid` in `/proc/PID/stat` (`T`: stopped).
+fn state_of(pid: i32) -> char {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()).unwrap_or('?')
+}
+
+#[test]
+fn sigint_ends_a_stopped_command_without_waiting_for_sigcont() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("run.log");
+    let pidfile = dir.path().join("pid");
+    let script = endless_hot("", &pidfile);
+    let args = ["-P", "cpu-clock", "-O", arg(&log), "--", "sh", "-c", &script];
+    let pmcstat = hwpmc_tests::start_pmcstat(hwpmc_tests::Host::Linux, &args);
+    pmcstat.wait_until_catching_signals();
+    let command = pid_in(&pidfile);
+    hwpmc_tests::send_signal(command, libc::SIGSTOP);
+    hwpmc_tests::wait_for("the command to stop", || state_of(command) == 'T');
+    pmcstat.signal(libc::SIGINT);
+    let run = pmcstat.finish_within(std::time::Duration::from_secs(120));
+    run.assert_status(128 + libc::SIGINT);
+    assert!(hwpmc_tests::process_ended(command));
+    assert!(closed_with_samples(&log).0, "the log was not closed");
+}

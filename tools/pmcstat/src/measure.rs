@@ -37,6 +37,9 @@ use crate::summary;
 /// FreeBSD's default printing interval.
 const DEFAULT_INTERVAL: f64 = 5.0;
 
+/// How often a log file gets what the driver holds, at the latest.
+const LOG_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
+
 /// One allocated PMC and how to show it.
 struct Allocated {
     pmc: Pmc,
@@ -355,6 +358,12 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 .map_err(|e| Failure::pmc(&format!("cannot run {:?}", o.command[0]), &e))?,
         )
     };
+    if let Some(pid) = child {
+        signals::launched(pid);
+    }
+    if host != HostKind::Sim {
+        signals::finish_log_at_once();
+    }
     let mut targets = resolve_targets(&o.targets, host)?;
     targets.extend(child);
     for a in pmcs.iter().filter(|a| a.request.mode.is_virtual()) {
@@ -438,7 +447,9 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     } else {
         if let Some(pid) = child {
             std::thread::spawn(move || {
-                let _ = tx.send(Wake::CommandEnded(api::wait(pid)));
+                let status = api::wait(pid);
+                signals::reaped();
+                let _ = tx.send(Wake::CommandEnded(status));
             });
         }
         // The command's end after it was asked to end (by a signal, or at the -l deadline).
@@ -459,10 +470,20 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
         // deadline, or attached processes to look for (a launched command's end and signals
         // wake the loop themselves).
         let periodic = print_counts || live.is_some() || (child.is_none() && !targets.is_empty());
+        let mut next_print = Instant::now() + interval;
+        // A log file gets what the driver holds at least every LOG_FLUSH_INTERVAL, not only
+        // when a buffer fills (minutes at a low rate): a run that ends abruptly keeps its
+        // samples. (Not a socket: a stalled receiver would hold this loop.)
+        let flushing = matches!(log, Some(LogSink::File(_) | LogSink::Temporary(..)));
+        let mut next_flush = flushing.then(|| Instant::now() + LOG_FLUSH_INTERVAL);
         let ending = loop {
-            let timeout = match deadline {
-                Some(d) => interval.min(d.saturating_duration_since(Instant::now())),
-                None if periodic => interval,
+            let wake_at =
+                [(deadline.is_some() || periodic).then_some(next_print), deadline, next_flush]
+                    .into_iter()
+                    .flatten()
+                    .min();
+            let timeout = match wake_at {
+                Some(at) => at.saturating_duration_since(Instant::now()),
                 None => Duration::MAX,
             };
             let woken = if timeout == Duration::MAX {
@@ -491,12 +512,21 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 if let Some(pid) = child {
-                    // SAFETY: kill(2) with a pid we launched; no memory is involved.
-                    unsafe { libc::kill(pid, libc::SIGINT) };
+                    // As a SIGINT pmcstat was sent (a stopped command acts on it too).
+                    Interrupt { signal: libc::SIGINT, from_terminal: false }.forward_to(pid);
                     break command_end(&rx)?;
                 }
                 break Ending::Done;
             }
+            if next_flush.is_some_and(|at| Instant::now() >= at) {
+                // An error stops the log; closing it at the end says why.
+                let _ = api::flush_log();
+                next_flush = Some(Instant::now() + LOG_FLUSH_INTERVAL);
+            }
+            if Instant::now() < next_print {
+                continue;
+            }
+            next_print = Instant::now() + interval;
             if child.is_none()
                 && !targets.is_empty()
                 && targets.iter().all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())

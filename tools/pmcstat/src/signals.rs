@@ -1,6 +1,8 @@
 //! SIGINT, SIGTERM and SIGHUP during a measurement: the first one ends the measurement cleanly
 //! (the measurement loop hears of it and stops, prints, closes the log); a second one ends
-//! pmcstat at once, as the signal's default action would.
+//! pmcstat at once, as the signal's default action would — after it wrote out and closed the
+//! log ([`finish_log_at_once`]) and killed the launched command ([`launched`]), which would
+//! otherwise run on unmeasured (one that ignores the signal, or is stopped).
 //!
 //! The signals are caught by a thread that sleeps until one arrives (no periodic wake-up).
 //!
@@ -40,12 +42,16 @@ impl Interrupt {
     }
 
     /// Passes the signal on to the launched command `pid`, unless the terminal already sent it
-    /// to the command's process group.
+    /// to the command's process group; then continues the command, so that a stopped command
+    /// (SIGSTOP, ^Z) acts on the signal now rather than at a SIGCONT that may never come.
     pub fn forward_to(&self, pid: i32) {
-        if !self.from_terminal {
-            // SAFETY: kill(2) of a child this process launched (and has not reaped); no memory
-            // is involved.
-            unsafe { libc::kill(pid, self.signal) };
+        // SAFETY: kill(2) of a child this process launched (and has not reaped); no memory is
+        // involved.
+        unsafe {
+            if !self.from_terminal {
+                libc::kill(pid, self.signal);
+            }
+            libc::kill(pid, libc::SIGCONT);
         }
     }
 }
@@ -86,6 +92,28 @@ pub fn catch<T: Send + 'static>(to: Sender<T>, wrap: fn(Interrupt) -> T) -> Resu
     Ok(())
 }
 
+/// The launched command (0: none), killed when a signal ends pmcstat at once.
+static COMMAND: AtomicI32 = AtomicI32::new(0);
+/// Whether a signal that ends pmcstat at once writes out and closes the log first.
+static FINISH_LOG: AtomicBool = AtomicBool::new(false);
+
+/// The measurement launched the command `pid`: a signal that ends pmcstat at once kills it.
+pub fn launched(pid: i32) {
+    COMMAND.store(pid, Ordering::SeqCst);
+}
+
+/// The command was reaped: its pid is no longer pmcstat's to signal.
+pub fn reaped() {
+    COMMAND.store(0, Ordering::SeqCst);
+}
+
+/// From now on a signal that ends pmcstat at once first writes out what the log holds and
+/// closes it (with CLOSELOG), from the signal thread: only where libpmc's calls may come from
+/// two threads at once (not the simulator, which runs inside one).
+pub fn finish_log_at_once() {
+    FINISH_LOG.store(true, Ordering::SeqCst);
+}
+
 /// The socket the next signal shuts down (-1: none).
 static SOCKET_TO_SHUT: AtomicI32 = AtomicI32::new(-1);
 /// Whether a signal shut it down.
@@ -108,6 +136,23 @@ pub fn socket_shut_down() -> bool {
 fn end_now(signal: i32) -> ! {
     // A live view must not leave the terminal on its alternate screen.
     crate::live::restore_terminal();
+    let command = COMMAND.swap(0, Ordering::SeqCst);
+    if command > 0 {
+        // SAFETY: kill(2) of the child pmcstat launched and has not reaped; no memory is
+        // involved.
+        unsafe { libc::kill(command, libc::SIGKILL) };
+    }
+    if FINISH_LOG.load(Ordering::SeqCst) {
+        let socket = SOCKET_TO_SHUT.swap(-1, Ordering::SeqCst);
+        if socket >= 0 {
+            // SAFETY: as in `catch`: a socket the run keeps open while it is registered.
+            unsafe { libc::shutdown(socket, libc::SHUT_RDWR) };
+        }
+        // The log ends with what the driver holds and CLOSELOG (errors: nothing more to do;
+        // a log the run closed already refuses this).
+        let _ = pmc::api::flush_log();
+        let _ = pmc::api::close_log();
+    }
     let _ = signal_hook::low_level::emulate_default_handler(signal);
     // SAFETY: _exit(2) takes no pointers; nothing after it runs.
     unsafe { libc::_exit(128 + signal) }
