@@ -115,9 +115,13 @@ impl NewFiles {
 }
 
 fn open_log(o: &Options, files: &mut NewFiles) -> Result<LogSink, Failure> {
-    match &o.log_output {
-        Some(target) if !target.contains('/') && target.contains(':') => {
-            let stream = std::net::TcpStream::connect(target.as_str())
+    let network = o.log_output.as_deref().and_then(|t| t.to_str()).filter(|t| {
+        // host:port, as FreeBSD tells them apart.
+        !t.contains('/') && t.contains(':')
+    });
+    match (network, &o.log_output) {
+        (Some(target), _) => {
+            let stream = std::net::TcpStream::connect(target)
                 .map_err(|e| io_failure(&format!("cannot connect to {target}"), &e))?;
             // SO_SNDTIMEO: a receiver that stops reading fails the log's writes after a while
             // instead of holding pmcstat (and the end of the run) for ever.
@@ -126,17 +130,17 @@ fn open_log(o: &Options, files: &mut NewFiles) -> Result<LogSink, Failure> {
             })?;
             Ok(LogSink::Socket(stream))
         }
-        Some(path) => {
-            let output = Output::create(Path::new(path))
-                .map_err(|e| io_failure(&format!("cannot create log {path}"), &e))?;
-            let file = output
-                .file()
-                .try_clone()
-                .map_err(|e| io_failure(&format!("cannot create log {path}"), &e))?;
+        (None, Some(path)) => {
+            let path = Path::new(path);
+            let failed = |e: &std::io::Error| {
+                io_failure(&format!("cannot create log {}", path.display()), e)
+            };
+            let output = Output::create(path).map_err(|e| failed(&e))?;
+            let file = output.file().try_clone().map_err(|e| failed(&e))?;
             files.outputs.push(output);
             Ok(LogSink::File(file))
         }
-        None => {
+        (None, None) => {
             // A new file of a name no one can guess or take first (O_EXCL).
             let (file, path) = tempfile::Builder::new()
                 .prefix(&format!("pmcstat-{}-", std::process::id()))
@@ -695,7 +699,7 @@ pub const LOG_WRITE_FAILED: &str = "the log could not be written, it is incomple
 /// the receiver stopped reading: data still waits to be sent on `stream` after the writes made
 /// no progress for [`NETWORK_STALL`], or a signal stopped the wait.
 fn network_log_error(o: &Options, stream: &std::net::TcpStream, why: String) -> String {
-    let target = o.log_output.as_deref().unwrap_or_default();
+    let target = o.log_output.as_deref().unwrap_or_default().to_string_lossy();
     let mut unsent: libc::c_int = 0;
     // SAFETY: TIOCOUTQ (SIOCOUTQ on a socket) writes one int, a valid local.
     let queried = unsafe { libc::ioctl(stream.as_raw_fd(), libc::TIOCOUTQ, &mut unsent) } == 0;

@@ -110,7 +110,15 @@ pub fn run(o: &Options, log: &Path) -> Result<i32, Failure> {
     }
     let read = read_log(o, file, &name)?;
     check_thread(o, &read.profile, &name)?;
-    write_analyses(o, &read.profile)?;
+    if let Err(failure) = write_analyses(o, &read.profile) {
+        // A damaged log with no sample before the damage: the damage is the news (65), not
+        // an empty flame graph.
+        let no_samples = read.profile.sample_counts().iter().all(|(_, n)| *n == 0);
+        if read.error.is_some() && no_samples {
+            check_end(&read, &name)?;
+        }
+        return Err(failure);
+    }
     report_profile_warnings(o, &read.profile);
     let status = check_end(&read, &name).map(|()| 0);
     // pmcstat exits next: freeing every symbol of every image (a kernel alone has ~100 000)
