@@ -152,3 +152,16 @@ fn a_log_larger_than_the_memory_bound_is_read_in_bounded_memory() {
         assert!(peak < BOUND, "{analysis:?}: {} MiB for a {} MiB log", peak >> 20, LOG_BYTES >> 20);
     }
 }
+
+#[test]
+fn a_newline_in_an_image_path_never_starts_a_line_of_its_own_on_standard_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = format!("{}/no\nforged line", dir.path().display());
+    let log = dir.path().join("newline.log");
+    std::fs::write(&log, log_with("cpu-clock", &image)).unwrap();
+    let run = start_pmcstat(Host::Linux, &["-R", arg(&log), "--top", "5"])
+        .finish_within(Duration::from_secs(60));
+    run.assert_status(0);
+    assert!(run.stderr.lines().all(|l| l.starts_with("pmcstat: ")), "{}", run.describe());
+    assert!(run.stderr.contains("no\\nforged line"), "{}", run.describe());
+}

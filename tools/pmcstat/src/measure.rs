@@ -647,6 +647,8 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 report::report_profile_warnings(o, profile);
                 report::check_end(&read, &name)?;
             }
+            // The recording run says what its log lost, as `-R` of it would.
+            Some(path) if log_error.is_none() => report::report_drops(drop_notices(path), lost),
             _ => report::report_drops(0, lost),
         }
     }
@@ -689,6 +691,24 @@ impl CountsOut {
             Some(_) => None,
         }
     }
+}
+
+/// How many DROPNOTIFY records (losses the driver wrote down) the log file at `path` holds:
+/// read back through a bounded window, up to its first damaged record; 0 for what is not a
+/// regular file (a device, a FIFO, which would block, is never opened).
+fn drop_notices(path: &Path) -> u64 {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return 0;
+    }
+    let Ok(file) = File::open(path) else { return 0 };
+    let mut reader = pmclog::LogReader::new(file);
+    let mut notices = 0;
+    while let Ok(Some(entry)) = reader.next_entry() {
+        if matches!(entry.record, pmclog::Record::DropNotify) {
+            notices += 1;
+        }
+    }
+    notices
 }
 
 /// How pmcstat's message about a log it could not write starts (a script looks for it on
@@ -791,4 +811,30 @@ fn write_json(
     };
     let log_error = log_error.map_or("null".to_owned(), json_string);
     writeln!(out, "],\"exit_status\":{status},\"log_error\":{log_error}}}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_drop_notices_of_a_log_file_are_counted_and_a_fifo_is_never_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("drops.log");
+        let mut bytes = Vec::new();
+        let mut buf = vec![0u8; pmclog::MAX_RECORD_LEN];
+        for record in [pmclog::Record::DropNotify, pmclog::Record::CloseLog] {
+            for _ in 0..2 {
+                let len = pmclog::encode(&record, 0, &mut buf).unwrap();
+                bytes.extend_from_slice(&buf[..len]);
+            }
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(drop_notices(&path), 2);
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads the NUL-terminated path, which lives across the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(drop_notices(&fifo), 0);
+    }
 }
