@@ -321,3 +321,36 @@ fn sigint_ends_a_stopped_command_without_waiting_for_sigcont() {
     assert!(hwpmc_tests::process_ended(command));
     assert!(closed_with_samples(&log).0, "the log was not closed");
 }
+
+#[test]
+fn a_second_signal_leaves_no_temporary_log_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let pidfile = dir.path().join("pid");
+    let got = dir.path().join("got");
+    let script = format!(
+        "trap 'touch {}' INT; echo $$ > {}; i=0; while :; do i=$((i+1)); done",
+        arg(&got),
+        arg(&pidfile)
+    );
+    // Sampling without -O: the log is a temporary file of pmcstat's, under TMPDIR.
+    let mut pmcstat = Command::new(pmcstat_binary())
+        .args(["-P", "cpu-clock", "--", "sh", "-c", &script])
+        .env("PMC_HOST", "linux")
+        .env("TMPDIR", &tmp)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = pmcstat.id() as i32;
+    let command = pid_in(&pidfile);
+    hwpmc_tests::wait_for("the temporary log", || std::fs::read_dir(&tmp).unwrap().count() == 1);
+    hwpmc_tests::send_signal(pid, libc::SIGINT);
+    hwpmc_tests::wait_for("the command to get the signal", || got.exists());
+    hwpmc_tests::send_signal(pid, libc::SIGINT);
+    pmcstat.wait().unwrap();
+    hwpmc_tests::wait_for("the command to be killed", || hwpmc_tests::process_ended(command));
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -36,7 +36,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             return failure::EX_USAGE;
         }
     };
-    match run(&options) {
+    let status = match run(&options) {
         Ok(status) => status,
         Err(failure) => {
             if !failure.message.is_empty() {
@@ -44,7 +44,9 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             }
             failure.status
         }
-    }
+    };
+    signals::hold_if_ending_at_once();
+    status
 }
 
 /// Writes `bytes` to standard output (a closed pipe is a quiet [`io_failure`]).

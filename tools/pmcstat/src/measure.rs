@@ -149,6 +149,7 @@ fn open_log(o: &Options, files: &mut NewFiles) -> Result<LogSink, Failure> {
                 .map_err(|e| io_failure("cannot create the temporary log", &e))?
                 .into_parts();
             let shown = path.to_path_buf();
+            signals::temporary_log(Some(shown.clone()));
             files.temporary.push(path);
             Ok(LogSink::Temporary(file, shown))
         }
@@ -624,6 +625,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             Some(path) if live.is_some() || report::wants_analysis(o) => {
                 let file = File::open(path);
                 if temporary {
+                    signals::temporary_log(None);
                     files.temporary.clear();
                 }
                 let file = file.map_err(|e| io_failure("reading the log back", &e))?;

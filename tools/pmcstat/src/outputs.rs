@@ -9,8 +9,8 @@
 //!   [`Output::commit`]: a report when it is written in full, a log or counts file when the
 //!   measurement starts. Until then the path keeps what it held, and a failure (a mistyped
 //!   event, a command not found, a full disk) removes the temporary file only. An existing
-//!   file is replaced as FreeBSD's pmcstat replaces it, keeping its permissions (and its owner,
-//!   when pmcstat may set it); a symbolic link stays a link, and the file it points to is
+//!   file is replaced as FreeBSD's pmcstat replaces it, keeping its permission bits (and its
+//!   owner, when pmcstat may set it); a symbolic link stays a link, and the file it points to is
 //!   replaced. A new file is created with the usual `0666` less the umask, and never replaces a
 //!   file that appeared at the path during the run.
 
@@ -49,10 +49,11 @@ impl Output {
                 let path = std::fs::canonicalize(path)?;
                 let temp = temporary_beside(&path)?;
                 let file = temp.as_file();
-                file.set_permissions(Permissions::from_mode(meta.mode() & 0o7777))?;
                 // Root replacing a user's file gives it back to the user; others cannot, and
                 // the file is then theirs, as a file they write anew would be.
                 let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), Some(meta.gid()));
+                // The permission bits only: a report is never made set-id.
+                file.set_permissions(Permissions::from_mode(meta.mode() & 0o777))?;
                 State::Pending { temp, path, replaces: true }
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {

@@ -92,6 +92,18 @@ pub fn catch<T: Send + 'static>(to: Sender<T>, wrap: fn(Interrupt) -> T) -> Resu
     Ok(())
 }
 
+/// Set when a signal ends pmcstat at once: the run must not end first by itself (the
+/// command killed here would let it), with another status ([`hold_if_ending_at_once`]).
+static ENDING_AT_ONCE: AtomicBool = AtomicBool::new(false);
+
+/// Waits for ever if a signal is ending pmcstat at once: the signal thread ends the process as
+/// the signal would, and a status returned here must not win the race.
+pub fn hold_if_ending_at_once() {
+    while ENDING_AT_ONCE.load(Ordering::SeqCst) {
+        std::thread::park();
+    }
+}
+
 /// The launched command (0: none), killed when a signal ends pmcstat at once.
 static COMMAND: AtomicI32 = AtomicI32::new(0);
 /// Whether a signal that ends pmcstat at once writes out and closes the log first.
@@ -114,6 +126,15 @@ pub fn finish_log_at_once() {
     FINISH_LOG.store(true, Ordering::SeqCst);
 }
 
+/// The temporary log, removed when a signal ends pmcstat at once (exit handlers do not run).
+static TEMPORARY_LOG: std::sync::Mutex<Option<std::path::PathBuf>> = std::sync::Mutex::new(None);
+
+/// The run writes its log to the temporary file `path` (`None`: no more): a signal that ends
+/// pmcstat at once removes it, as the end of the run would.
+pub fn temporary_log(path: Option<std::path::PathBuf>) {
+    *TEMPORARY_LOG.lock().unwrap_or_else(|e| e.into_inner()) = path;
+}
+
 /// The socket the next signal shuts down (-1: none).
 static SOCKET_TO_SHUT: AtomicI32 = AtomicI32::new(-1);
 /// Whether a signal shut it down.
@@ -134,6 +155,7 @@ pub fn socket_shut_down() -> bool {
 /// Ends pmcstat at once as `signal`'s default action does. Exit handlers are not run: they
 /// would wait for the measurement the signal interrupts.
 fn end_now(signal: i32) -> ! {
+    ENDING_AT_ONCE.store(true, Ordering::SeqCst);
     // A live view must not leave the terminal on its alternate screen.
     crate::live::restore_terminal();
     let command = COMMAND.swap(0, Ordering::SeqCst);
@@ -152,6 +174,9 @@ fn end_now(signal: i32) -> ! {
         // a log the run closed already refuses this).
         let _ = pmc::api::flush_log();
         let _ = pmc::api::close_log();
+    }
+    if let Some(path) = TEMPORARY_LOG.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let _ = std::fs::remove_file(path);
     }
     let _ = signal_hook::low_level::emulate_default_handler(signal);
     // SAFETY: _exit(2) takes no pointers; nothing after it runs.
