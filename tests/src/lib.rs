@@ -870,3 +870,37 @@ impl JsonParser<'_> {
         }
     }
 }
+
+/// A character device `major:minor` made with mknod(2) at `dir/name` (the tests run as root):
+/// a test writes to its own device node, never to a system path such as `/dev/null`, which a
+/// faulty pmcstat could remove or replace.
+pub fn char_device(dir: &Path, name: &str, major: u32, minor: u32) -> PathBuf {
+    let path = dir.join(name);
+    let c = std::ffi::CString::new(arg(&path)).unwrap();
+    // SAFETY: mknod reads the NUL-terminated path, which lives across the call.
+    let made =
+        unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(major, minor)) };
+    assert_eq!(made, 0, "mknod {}: {}", path.display(), std::io::Error::last_os_error());
+    path
+}
+
+/// A private null device (1:3) at `dir/name`: writes vanish.
+pub fn null_device(dir: &Path, name: &str) -> PathBuf {
+    char_device(dir, name, 1, 3)
+}
+
+/// A private full device (1:7) at `dir/name`: every write fails with ENOSPC.
+pub fn full_device(dir: &Path, name: &str) -> PathBuf {
+    char_device(dir, name, 1, 7)
+}
+
+/// A symbolic link at `dir/name` to the standard output of whoever opens it
+/// (`/proc/self/fd/1`), made here rather than the system's `/dev/stdout` (or the one made
+/// earlier).
+pub fn stdout_link(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    if std::fs::symlink_metadata(&path).is_err() {
+        std::os::unix::fs::symlink("/proc/self/fd/1", &path).unwrap();
+    }
+    path
+}

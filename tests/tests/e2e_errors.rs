@@ -131,11 +131,12 @@ fn reported_up_to_the_damage(
     intact: &[u8],
     words: &[&str],
 ) {
+    let stdout = hwpmc_tests::stdout_link(dir, "stdout");
     for analysis in [&["-G", "-"][..], &["--top", "3"][..], &["--folded", "-"][..]] {
         let mut args = vec!["-R", arg(damaged)];
         args.extend_from_slice(analysis);
         if analysis[0] == "--folded" {
-            args = vec!["-R", arg(damaged), "--folded", "/dev/stdout"];
+            args = vec!["-R", arg(damaged), "--folded", arg(&stdout)];
         }
         let run = pmcstat(Host::Sim, &args);
         let line = one_line_error(&run);
@@ -145,7 +146,7 @@ fn reported_up_to_the_damage(
         }
         assert!(line.contains("the reports cover the 9 records before it"), "{line}");
         let expected = if analysis[0] == "--folded" {
-            report_of(dir, intact, &["--folded", "/dev/stdout"])
+            report_of(dir, intact, &["--folded", arg(&stdout)])
         } else {
             report_of(dir, intact, analysis)
         };
@@ -359,4 +360,49 @@ fn an_unknown_host_or_simulated_machine_is_an_error_listing_the_valid_ones() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(EX_UNAVAILABLE), "{stderr}");
     assert!(stderr.contains("unknown host \"bogus\": use freebsd, linux or sim"), "{stderr}");
+}
+
+#[test]
+fn a_flame_graph_of_a_log_damaged_before_any_sample_reports_the_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes =
+        hwpmc_tests::encode_log(&[pmclog::Record::PmcAllocateDyn(pmclog::PmcAllocateDyn {
+            pmcid: 0x4000_0100,
+            event: 0x1000,
+            flags: 0,
+            rate: 1000,
+            name: b"cpu-clock",
+            layout: pmclog::DynLayout::Kernel,
+        })]);
+    bytes.extend_from_slice(&[0xff; 16]);
+    let log = dir.path().join("damaged.log");
+    std::fs::write(&log, &bytes).unwrap();
+    let svg = dir.path().join("flame.svg");
+    let run = pmcstat(Host::Linux, &["-R", arg(&log), "--flamegraph", arg(&svg)]);
+    let line = one_line_error(&run);
+    assert_eq!(run.status, EX_DATAERR, "{}", run.describe());
+    assert!(line.contains("corrupt log at byte offset"), "{line}");
+    assert!(!svg.exists());
+}
+
+#[test]
+fn log_paths_that_are_not_utf8_are_taken_as_freebsd_takes_any_bytes() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join(std::ffi::OsStr::from_bytes(b"run-\xff\xfe.log"));
+    let run = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(hwpmc_tests::pmcstat_binary())
+            .args(args)
+            .env("PMC_HOST", "linux")
+            .output()
+            .unwrap()
+    };
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    let recorded =
+        run(&[os("-P"), os("cpu-clock"), os("-O"), log.as_os_str(), os("--"), os("true")]);
+    assert_eq!(recorded.status.code(), Some(0), "{}", String::from_utf8_lossy(&recorded.stderr));
+    assert!(log.is_file());
+    let read = run(&[os("-R"), log.as_os_str()]);
+    assert_eq!(read.status.code(), Some(0), "{}", String::from_utf8_lossy(&read.stderr));
+    assert!(String::from_utf8_lossy(&read.stdout).starts_with("initlog "));
 }

@@ -76,11 +76,12 @@ fn a_fifo_named_in_a_log_is_not_opened_and_the_report_still_comes() {
     assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
     let log = dir.path().join("fifo.log");
     std::fs::write(&log, log_with("cpu-clock", arg(&fifo))).unwrap();
+    let null = hwpmc_tests::null_device(dir.path(), "null");
     for analysis in [&["--top", "5"][..], &["-G", "-"], &["--folded", "-"]] {
         let mut args = vec!["-R", arg(&log)];
         args.extend_from_slice(analysis);
         if analysis[0] == "--folded" {
-            args[3] = "/dev/null";
+            args[3] = arg(&null);
         }
         let run = start_pmcstat(Host::Linux, &args).finish_within(Duration::from_secs(60));
         run.assert_status(0);
@@ -140,16 +141,27 @@ fn a_log_larger_than_the_memory_bound_is_read_in_bounded_memory() {
     }
     log.flush().unwrap();
     drop(log);
-    for analysis in [
-        &["-o", "/dev/null"][..],
-        &["--top", "5"],
-        &["-G", "/dev/null"],
-        &["--folded", "/dev/null"],
-    ] {
+    let null = hwpmc_tests::null_device(dir.path(), "null");
+    for analysis in
+        [&["-o", arg(&null)][..], &["--top", "5"], &["-G", arg(&null)], &["--folded", arg(&null)]]
+    {
         let mut args = vec!["-q", "-R", arg(&path)];
         args.extend_from_slice(analysis);
         let (status, peak) = peak_memory(&args);
         assert_eq!(status, 0, "{analysis:?}");
         assert!(peak < BOUND, "{analysis:?}: {} MiB for a {} MiB log", peak >> 20, LOG_BYTES >> 20);
     }
+}
+
+#[test]
+fn a_newline_in_an_image_path_never_starts_a_line_of_its_own_on_standard_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = format!("{}/no\nforged line", dir.path().display());
+    let log = dir.path().join("newline.log");
+    std::fs::write(&log, log_with("cpu-clock", &image)).unwrap();
+    let run = start_pmcstat(Host::Linux, &["-R", arg(&log), "--top", "5"])
+        .finish_within(Duration::from_secs(60));
+    run.assert_status(0);
+    assert!(run.stderr.lines().all(|l| l.starts_with("pmcstat: ")), "{}", run.describe());
+    assert!(run.stderr.contains("no\\nforged line"), "{}", run.describe());
 }

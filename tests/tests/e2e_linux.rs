@@ -514,7 +514,9 @@ const LOG_WRITE_FAILED: &str = "pmcstat: the log could not be written, it is inc
 fn a_log_that_cannot_be_written_is_reported_and_the_commands_status_kept() {
     // A full disk.
     let busy = "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; exit 3";
-    let args = ["-P", "cpu-clock", "-p", "task-clock", "-O", "/dev/full", "--", "sh", "-c", busy];
+    let dir = tempfile::tempdir().unwrap();
+    let full = hwpmc_tests::full_device(dir.path(), "full");
+    let args = ["-P", "cpu-clock", "-p", "task-clock", "-O", arg(&full), "--", "sh", "-c", busy];
     let run = pmcstat(Host::Linux, &args);
     run.assert_status(3);
     let last = run.stderr.lines().last().unwrap_or_default();
@@ -541,7 +543,9 @@ fn a_log_that_cannot_be_written_is_reported_and_the_commands_status_kept() {
 
 #[test]
 fn without_a_command_a_log_that_cannot_be_written_is_the_exit_status() {
-    let run = pmcstat(Host::Linux, &["-S", "cpu-clock", "-O", "/dev/full", "-l", "0.3"]);
+    let dir = tempfile::tempdir().unwrap();
+    let full = hwpmc_tests::full_device(dir.path(), "full");
+    let run = pmcstat(Host::Linux, &["-S", "cpu-clock", "-O", arg(&full), "-l", "0.3"]);
     if run.stderr.contains("EPERM") || run.stderr.contains("EACCES") {
         eprintln!("skipped: system-wide sampling needs privilege here");
         return;
@@ -555,7 +559,9 @@ fn the_launched_command_gets_sigpipe_as_usual() {
     // pmcstat itself ignores SIGPIPE (Rust programs do); its command must not inherit that:
     // in `yes | head`, `yes` dies of SIGPIPE instead of failing to write ("Broken pipe").
     let script = "yes | head -n 1 >/dev/null; echo done";
-    let args = ["-p", "task-clock", "-o", "/dev/null", "--", "sh", "-c", script];
+    let dir = tempfile::tempdir().unwrap();
+    let null = hwpmc_tests::null_device(dir.path(), "null");
+    let args = ["-p", "task-clock", "-o", arg(&null), "--", "sh", "-c", script];
     let run = pmcstat(Host::Linux, &args);
     run.assert_status(0);
     assert_eq!((run.stdout.as_str(), run.stderr.as_str()), ("done\n", ""), "{}", run.describe());

@@ -40,7 +40,7 @@ pub struct Options {
     /// `-o`: where counts and reports go.
     pub output: Option<PathBuf>,
     /// `-O`: the raw log (a file or `host:port`).
-    pub log_output: Option<String>,
+    pub log_output: Option<OsString>,
     /// `-w`: printing interval in seconds.
     pub interval: Option<f64>,
     /// `-l`: how long to measure.
@@ -203,10 +203,11 @@ pub fn command() -> Command {
         .arg(toggle("W", 'W', "toggle per-context-switch counts in the log (PMC_F_LOG_PROCCSW)"))
         .arg(value("t", 't', "attach to a process: a pid or a regex on command names"))
         .arg(value("o", 'o', "text output file"))
-        .arg(value("O", 'O', "raw log output: a file or host:port"))
+        // Paths are any bytes, as on FreeBSD (not only UTF-8).
+        .arg(value("O", 'O', "raw log output: a file or host:port").value_parser(clap::value_parser!(OsString)))
         .arg(value("w", 'w', "printing interval in seconds (default 5)"))
         .arg(value("l", 'l', "measurement duration in seconds"))
-        .arg(value("R", 'R', "analyse a log file; alone, print it as text"))
+        .arg(value("R", 'R', "analyse a log file; alone, print it as text").value_parser(clap::value_parser!(OsString)))
         .arg(value("G", 'G', "write a call graph (text) to file (\"-\": the -o output)"))
         .arg(toggle("g", 'g', "write gprof-compatible gmon profiles per image"))
         .arg(value("D", 'D', "directory for gmon files (default .)"))
@@ -270,6 +271,11 @@ fn positioned<'a>(m: &'a ArgMatches, id: &str) -> Vec<(usize, &'a String)> {
 
 fn last<'a>(m: &'a ArgMatches, id: &str) -> Option<&'a String> {
     m.get_many::<String>(id).and_then(|mut v| v.next_back())
+}
+
+/// The last value of a path option read as any bytes.
+fn last_path(m: &ArgMatches, id: &str) -> Option<OsString> {
+    m.get_many::<OsString>(id).and_then(|mut v| v.next_back()).cloned()
 }
 
 fn number<T: std::str::FromStr>(option: &str, text: &str) -> Result<T, CliError> {
@@ -492,10 +498,10 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
             .unwrap_or_default(),
         targets: m.get_many::<String>("t").map(|v| v.cloned().collect()).unwrap_or_default(),
         output: last(m, "o").map(PathBuf::from),
-        log_output: last(m, "O").cloned(),
+        log_output: last_path(m, "O"),
         interval: seconds("w", "the printing interval", MIN_INTERVAL)?,
         duration: seconds("l", "the duration", MIN_DURATION)?,
-        read_log: last(m, "R").map(PathBuf::from),
+        read_log: last_path(m, "R").map(PathBuf::from),
         callgraph: last(m, "G").cloned(),
         gmon: count("g"),
         gmon_dir: last(m, "D").map(PathBuf::from),

@@ -8,6 +8,7 @@ pub mod counts;
 pub mod failure;
 pub mod live;
 pub mod measure;
+pub mod outputs;
 pub mod report;
 pub mod signals;
 pub mod summary;
@@ -31,19 +32,21 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             };
         }
         Err(cli::CliError::Usage(message)) => {
-            eprintln!("pmcstat: {message}");
+            failure::tell(format_args!("{message}"));
             return failure::EX_USAGE;
         }
     };
-    match run(&options) {
+    let status = match run(&options) {
         Ok(status) => status,
         Err(failure) => {
             if !failure.message.is_empty() {
-                eprintln!("pmcstat: {failure}");
+                failure::tell(format_args!("{failure}"));
             }
             failure.status
         }
-    }
+    };
+    signals::hold_if_ending_at_once();
+    status
 }
 
 /// Writes `bytes` to standard output (a closed pipe is a quiet [`io_failure`]).

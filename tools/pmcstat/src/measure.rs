@@ -17,7 +17,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -29,12 +29,16 @@ use crate::cli::{Options, PmcRequest};
 use crate::counts::{self, Column};
 use crate::failure::{Failure, io_failure};
 use crate::live::LiveProfile;
+use crate::outputs::Output;
 use crate::report;
 use crate::signals::{self, Interrupt};
 use crate::summary;
 
 /// FreeBSD's default printing interval.
 const DEFAULT_INTERVAL: f64 = 5.0;
+
+/// How often a log file gets what the driver holds, at the latest.
+const LOG_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 
 /// One allocated PMC and how to show it.
 struct Allocated {
@@ -59,6 +63,14 @@ impl LogSink {
         }
     }
 
+    /// The socket the log is sent on, if it is.
+    fn socket(&self) -> Option<i32> {
+        match self {
+            LogSink::Socket(stream) => Some(stream.as_raw_fd()),
+            _ => None,
+        }
+    }
+
     /// The file the log can be read back from.
     fn path<'a>(&'a self, o: &'a Options) -> Option<&'a Path> {
         match self {
@@ -80,61 +92,73 @@ fn live_profile(o: &Options, log: &LogSink) -> Option<LiveProfile> {
     Some(LiveProfile::new(o, log.path(o)?.to_path_buf()))
 }
 
-/// The files a run creates. Until the measurement starts they hold nothing of value, so a run
-/// that fails before then removes them (no stub log or empty output is left behind); the
-/// temporary log is removed whenever the run ends.
+/// The files a run writes. The `-o` and `-O` files are written as temporary files until the
+/// measurement starts ([`crate::outputs`]): a run that fails before then leaves no stub log or
+/// empty output behind, and a file that was at the path keeps its content. The temporary log
+/// is removed whenever the run ends.
 #[derive(Default)]
 struct NewFiles {
-    /// Removed if the run fails before [`NewFiles::measuring`].
-    outputs: Vec<PathBuf>,
+    /// Put in place by [`NewFiles::measuring`]; dropped before, they leave nothing behind.
+    outputs: Vec<Output>,
     /// Removed at the end of the run, however it ends.
-    temporary: Vec<PathBuf>,
-    measuring: bool,
+    temporary: Vec<tempfile::TempPath>,
 }
 
 impl NewFiles {
-    /// The measurement started: the outputs stay, whatever happens next.
-    fn measuring(&mut self) {
-        self.measuring = true;
-    }
-}
-
-impl Drop for NewFiles {
-    fn drop(&mut self) {
-        let stubs = if self.measuring { &[][..] } else { &self.outputs[..] };
-        for path in stubs.iter().chain(&self.temporary) {
-            let _ = std::fs::remove_file(path);
+    /// The measurement starts: the outputs replace what their paths held.
+    fn measuring(&mut self) -> Result<(), Failure> {
+        for output in self.outputs.drain(..) {
+            output.commit().map_err(|e| io_failure("cannot put the output files in place", &e))?;
         }
+        Ok(())
     }
 }
 
 fn open_log(o: &Options, files: &mut NewFiles) -> Result<LogSink, Failure> {
-    match &o.log_output {
-        Some(target) if !target.contains('/') && target.contains(':') => {
-            let stream = std::net::TcpStream::connect(target.as_str())
+    let network = o.log_output.as_deref().and_then(|t| t.to_str()).filter(|t| {
+        // host:port, as FreeBSD tells them apart.
+        !t.contains('/') && t.contains(':')
+    });
+    match (network, &o.log_output) {
+        (Some(target), _) => {
+            let stream = std::net::TcpStream::connect(target)
                 .map_err(|e| io_failure(&format!("cannot connect to {target}"), &e))?;
+            // SO_SNDTIMEO: a receiver that stops reading fails the log's writes after a while
+            // instead of holding pmcstat (and the end of the run) for ever.
+            stream.set_write_timeout(Some(NETWORK_STALL)).map_err(|e| {
+                io_failure(&format!("cannot set up the connection to {target}"), &e)
+            })?;
             Ok(LogSink::Socket(stream))
         }
-        Some(path) => {
-            let file = File::create(path)
-                .map_err(|e| io_failure(&format!("cannot create log {path}"), &e))?;
-            files.outputs.push(PathBuf::from(path));
+        (None, Some(path)) => {
+            let path = Path::new(path);
+            let failed = |e: &std::io::Error| {
+                io_failure(&format!("cannot create log {}", path.display()), e)
+            };
+            let output = Output::create(path).map_err(|e| failed(&e))?;
+            let file = output.file().try_clone().map_err(|e| failed(&e))?;
+            files.outputs.push(output);
             Ok(LogSink::File(file))
         }
-        None => {
-            let path = std::env::temp_dir().join(format!("pmcstat-{}.log", std::process::id()));
-            let file = File::options()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&path)
-                .map_err(|e| io_failure(&format!("cannot create {}", path.display()), &e))?;
-            files.temporary.push(path.clone());
-            Ok(LogSink::Temporary(file, path))
+        (None, None) => {
+            // A new file of a name no one can guess or take first (O_EXCL).
+            let (file, path) = tempfile::Builder::new()
+                .prefix(&format!("pmcstat-{}-", std::process::id()))
+                .suffix(".log")
+                .tempfile()
+                .map_err(|e| io_failure("cannot create the temporary log", &e))?
+                .into_parts();
+            let shown = path.to_path_buf();
+            signals::temporary_log(Some(shown.clone()));
+            files.temporary.push(path);
+            Ok(LogSink::Temporary(file, shown))
         }
     }
 }
+
+/// How long a write of the log to a network receiver may make no progress before the log is
+/// given up (the receiver stopped reading); the run itself goes on.
+pub const NETWORK_STALL: Duration = Duration::from_secs(10);
 
 /// The CPUs a system PMC goes on.
 fn cpus_of(request: &PmcRequest, ncpu: u32) -> Result<Vec<u32>, Failure> {
@@ -325,7 +349,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     let mut files = NewFiles::default();
     let log =
         if needs_log || o.log_output.is_some() { Some(open_log(o, &mut files)?) } else { None };
-    let mut out = text_sink(o, &mut files)?;
+    let mut out = CountsOut { out: text_sink(o, &mut files)?, error: None };
     if let Some(log) = &log {
         api::configure_log(log.fd()).map_err(|e| Failure::pmc("cannot configure the log", &e))?;
     }
@@ -339,6 +363,12 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 .map_err(|e| Failure::pmc(&format!("cannot run {:?}", o.command[0]), &e))?,
         )
     };
+    if let Some(pid) = child {
+        signals::launched(pid);
+    }
+    if host != HostKind::Sim {
+        signals::finish_log_at_once();
+    }
     let mut targets = resolve_targets(&o.targets, host)?;
     targets.extend(child);
     for a in pmcs.iter().filter(|a| a.request.mode.is_virtual()) {
@@ -348,6 +378,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             })?;
         }
     }
+    files.measuring()?;
     for a in &pmcs {
         a.pmc
             .start()
@@ -357,7 +388,6 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
         api::resume(pid).map_err(|e| Failure::pmc("cannot start the command", &e))?;
     }
     let started = Instant::now();
-    files.measuring();
 
     let counting: Vec<&Allocated> = pmcs.iter().filter(|a| !a.request.mode.is_sampling()).collect();
     // Each column is as wide as its class's counter (FreeBSD's pmc_width).
@@ -377,8 +407,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     let timed = for_people && o.interval.is_some() && o.output.is_none();
     let elapsed = || timed.then(|| started.elapsed());
     if print_counts {
-        counts::write_header(&columns, timed, &mut out)
-            .map_err(|e| io_failure("writing counts", &e))?;
+        out.write(|w| counts::write_header(&columns, timed, w));
     }
     // With --multiplex, each count with its times, scaled to the whole time enabled; else
     // FreeBSD's read.
@@ -401,6 +430,7 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
 
     let mut live = log.as_ref().and_then(|log| live_profile(o, log));
     let mut stdout = std::io::stdout();
+    let mut live_failure = None;
     let interval = Duration::from_secs_f64(o.interval.unwrap_or(DEFAULT_INTERVAL));
     let deadline = o.duration.map(|d| Instant::now() + Duration::from_secs_f64(d));
     let ending = if host == HostKind::Sim {
@@ -422,7 +452,9 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     } else {
         if let Some(pid) = child {
             std::thread::spawn(move || {
-                let _ = tx.send(Wake::CommandEnded(api::wait(pid)));
+                let status = api::wait(pid);
+                signals::reaped();
+                let _ = tx.send(Wake::CommandEnded(status));
             });
         }
         // The command's end after it was asked to end (by a signal, or at the -l deadline).
@@ -443,10 +475,20 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
         // deadline, or attached processes to look for (a launched command's end and signals
         // wake the loop themselves).
         let periodic = print_counts || live.is_some() || (child.is_none() && !targets.is_empty());
+        let mut next_print = Instant::now() + interval;
+        // A log file gets what the driver holds at least every LOG_FLUSH_INTERVAL, not only
+        // when a buffer fills (minutes at a low rate): a run that ends abruptly keeps its
+        // samples. (Not a socket: a stalled receiver would hold this loop.)
+        let flushing = matches!(log, Some(LogSink::File(_) | LogSink::Temporary(..)));
+        let mut next_flush = flushing.then(|| Instant::now() + LOG_FLUSH_INTERVAL);
         let ending = loop {
-            let timeout = match deadline {
-                Some(d) => interval.min(d.saturating_duration_since(Instant::now())),
-                None if periodic => interval,
+            let wake_at =
+                [(deadline.is_some() || periodic).then_some(next_print), deadline, next_flush]
+                    .into_iter()
+                    .flatten()
+                    .min();
+            let timeout = match wake_at {
+                Some(at) => at.saturating_duration_since(Instant::now()),
                 None => Duration::MAX,
             };
             let woken = if timeout == Duration::MAX {
@@ -463,6 +505,9 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 Ok(Wake::Interrupted(interrupt)) => match child {
                     Some(pid) => {
                         interrupt.forward_to(pid);
+                        // The command's end may wait for the log's writes: a receiver that
+                        // stopped reading must not hold it (module signals).
+                        signals::shut_down_on_signal(log.as_ref().and_then(LogSink::socket));
                         break command_end(&rx)?;
                     }
                     None => break Ending::Interrupted(interrupt),
@@ -472,12 +517,21 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 if let Some(pid) = child {
-                    // SAFETY: kill(2) with a pid we launched; no memory is involved.
-                    unsafe { libc::kill(pid, libc::SIGINT) };
+                    // As a SIGINT pmcstat was sent (a stopped command acts on it too).
+                    Interrupt { signal: libc::SIGINT, from_terminal: false }.forward_to(pid);
                     break command_end(&rx)?;
                 }
                 break Ending::Done;
             }
+            if next_flush.is_some_and(|at| Instant::now() >= at) {
+                // An error stops the log; closing it at the end says why.
+                let _ = api::flush_log();
+                next_flush = Some(Instant::now() + LOG_FLUSH_INTERVAL);
+            }
+            if Instant::now() < next_print {
+                continue;
+            }
+            next_print = Instant::now() + interval;
             if child.is_none()
                 && !targets.is_empty()
                 && targets.iter().all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
@@ -485,41 +539,54 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 break Ending::Done;
             }
             if let Some(view) = live.as_mut() {
-                let sink: &mut dyn Write = if o.output.is_some() { &mut out } else { &mut stdout };
-                view.show_current(o, sink)?;
+                let shown = match &o.output {
+                    Some(_) => out.sink().map(|sink| view.show_current(o, sink)),
+                    None => Some(view.show_current(o, &mut stdout)),
+                };
+                // A profile that cannot be shown (a closed pipe) is not a reason to throw the
+                // measurement away: the run goes on without it.
+                if let Some(Err(failure)) = shown {
+                    live_failure = Some(failure);
+                    live = None;
+                }
             }
             if print_counts {
                 let values = read_all()?;
-                counts::write_values(&mut columns, &values, elapsed(), &mut out)
-                    .map_err(|e| io_failure("writing counts", &e))?;
+                out.write(|w| counts::write_values(&mut columns, &values, elapsed(), w));
             }
         };
         // A signal from now on ends pmcstat at once.
         drop(rx);
         ending
     };
+    // A signal while the log is sent to a receiver that stopped reading stops that wait first
+    // (module signals).
+    signals::shut_down_on_signal(log.as_ref().and_then(LogSink::socket));
 
     for a in &pmcs {
         a.pmc.stop().map_err(|e| Failure::pmc(&format!("cannot stop {:?}", a.request.spec), &e))?;
     }
     let readings = read_readings()?;
     let values: Vec<u64> = readings.iter().map(|r| r.scaled().unwrap_or(0)).collect();
-    let log_error = log.as_ref().and_then(|_| close_log().err());
+    let log_error = log.as_ref().and_then(|_| close_log().err()).map(|why| match &log {
+        Some(LogSink::Socket(stream)) => network_log_error(o, stream, why),
+        _ => why,
+    });
+    signals::shut_down_on_signal(None);
     let multiplexed = readings.iter().any(pmc::ScaledValue::multiplexed);
     if print_counts {
-        counts::write_values(&mut columns, &values, elapsed(), &mut out)
-            .map_err(|e| io_failure("writing counts", &e))?;
-        if multiplexed {
-            counts::write_counted(&columns, &readings, &mut out)
-                .map_err(|e| io_failure("writing counts", &e))?;
-        }
-        writeln!(out).map_err(|e| io_failure("writing counts", &e))?;
+        out.write(|w| {
+            counts::write_values(&mut columns, &values, elapsed(), w)?;
+            if multiplexed {
+                counts::write_counted(&columns, &readings, w)?;
+            }
+            writeln!(w)
+        });
     }
     if o.json {
-        write_json(&mut out, &counting, &readings, &ending, log_error.as_deref())
-            .map_err(|e| io_failure("writing counts", &e))?;
+        out.write(|w| write_json(w, &counting, &readings, &ending, log_error.as_deref()));
     }
-    out.flush().map_err(|e| io_failure("writing counts", &e))?;
+    out.write(|w| w.flush());
     if print_counts && child.is_some() && o.verbosity >= 0 && for_people {
         let (user, sys) = summary::children_cpu_time();
         let summary = summary::Summary {
@@ -541,11 +608,11 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 Vec::new()
             },
         };
-        summary::write_summary(&summary, &mut std::io::stderr())
-            .map_err(|e| io_failure("writing the summary", &e))?;
+        // For people, on standard error: if it cannot be written, no one reads it.
+        let _ = summary::write_summary(&summary, &mut std::io::stderr());
     }
     if let Some(why) = &log_error {
-        eprintln!("pmcstat: {LOG_WRITE_FAILED}: {why}");
+        crate::failure::tell(format_args!("{LOG_WRITE_FAILED}: {why}"));
     }
 
     let lost = api::driver_stats().map(|s| u64::from(s.pm_intr_bufferfull)).unwrap_or(0);
@@ -558,7 +625,8 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
             Some(path) if live.is_some() || report::wants_analysis(o) => {
                 let file = File::open(path);
                 if temporary {
-                    let _ = std::fs::remove_file(path);
+                    signals::temporary_log(None);
+                    files.temporary.clear();
                 }
                 let file = file.map_err(|e| io_failure("reading the log back", &e))?;
                 let name =
@@ -568,28 +636,106 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 let mut rest = o.clone();
                 if let Some(view) = live.as_mut() {
                     // The final profile, as text that stays on the terminal.
-                    let sink: &mut dyn Write =
-                        if o.output.is_some() { &mut out } else { &mut stdout };
-                    view.show_final(profile, sink)?;
+                    let shown = match &o.output {
+                        Some(_) => out.sink().map(|sink| view.show_final(profile, sink)),
+                        None => Some(view.show_final(profile, &mut stdout)),
+                    };
+                    if let Some(Err(failure)) = shown {
+                        live_failure = Some(failure);
+                    }
                     rest.top = None;
                 }
                 report::write_analyses(&rest, profile)?;
                 report::report_profile_warnings(o, profile);
                 report::check_end(&read, &name)?;
             }
+            // The recording run says what its log lost, as `-R` of it would.
+            Some(path) if log_error.is_none() => report::report_drops(drop_notices(path), lost),
             _ => report::report_drops(0, lost),
         }
     }
-    Ok(match (&ending, &log_error) {
-        // Without a command's status to return, a log that could not be written is the status.
-        (Ending::Done | Ending::Interrupted(_), Some(_)) => crate::failure::EX_IOERR,
+    // The counts (or the live profile) that could not be written: said last, after the log was
+    // finished. A closed pipe (`2>&1 | head`) is not news to its reader.
+    let output_failure =
+        out.error.as_ref().map(|e| io_failure("writing counts", e)).or(live_failure);
+    if let Some(failure) = output_failure.as_ref().filter(|f| !f.message.is_empty()) {
+        crate::failure::tell(format_args!("{failure}"));
+    }
+    Ok(match (&ending, &log_error, &output_failure) {
+        // Without a command's status to return, a log that could not be written is the status,
+        // else counts that could not be written.
+        (Ending::Done | Ending::Interrupted(_), Some(_), _) => crate::failure::EX_IOERR,
+        (Ending::Done, None, Some(failure)) => failure.status,
         _ => ending.status(),
     })
+}
+
+/// The counts output (the `-o` file, standard error, or standard output with `--json`). A
+/// write that fails — a closed pipe, a full device — does not end the measurement: the log is
+/// still finished; nothing more is written here, and the error is reported at the end.
+struct CountsOut {
+    out: Box<dyn Write>,
+    error: Option<std::io::Error>,
+}
+
+impl CountsOut {
+    /// Writes with `f`, unless an earlier write failed.
+    fn write(&mut self, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
+        if self.error.is_none() {
+            self.error = f(&mut self.out).err();
+        }
+    }
+
+    /// The output, unless an earlier write failed.
+    fn sink(&mut self) -> Option<&mut dyn Write> {
+        match self.error {
+            None => Some(&mut self.out),
+            Some(_) => None,
+        }
+    }
+}
+
+/// How many DROPNOTIFY records (losses the driver wrote down) the log file at `path` holds:
+/// read back through a bounded window, up to its first damaged record; 0 for what is not a
+/// regular file (a device, a FIFO, which would block, is never opened).
+fn drop_notices(path: &Path) -> u64 {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return 0;
+    }
+    let Ok(file) = File::open(path) else { return 0 };
+    let mut reader = pmclog::LogReader::new(file);
+    let mut notices = 0;
+    while let Ok(Some(entry)) = reader.next_entry() {
+        if matches!(entry.record, pmclog::Record::DropNotify) {
+            notices += 1;
+        }
+    }
+    notices
 }
 
 /// How pmcstat's message about a log it could not write starts (a script looks for it on
 /// standard error, or for `log_error` in `--json`: the exit status stays the command's).
 pub const LOG_WRITE_FAILED: &str = "the log could not be written, it is incomplete";
+
+/// `why` a log sent to `-O host:port` could not be written, with the reason in words when
+/// the receiver stopped reading: data still waits to be sent on `stream` after the writes made
+/// no progress for [`NETWORK_STALL`], or a signal stopped the wait.
+fn network_log_error(o: &Options, stream: &std::net::TcpStream, why: String) -> String {
+    let target = o.log_output.as_deref().unwrap_or_default().to_string_lossy();
+    let mut unsent: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ (SIOCOUTQ on a socket) writes one int, a valid local.
+    let queried = unsafe { libc::ioctl(stream.as_raw_fd(), libc::TIOCOUTQ, &mut unsent) } == 0;
+    if signals::socket_shut_down() {
+        format!("{why} (a signal stopped the wait for {target}, which was not reading)")
+    } else if queried && unsent > 0 {
+        format!(
+            "{why} ({target} stopped reading: the log's writes made no progress for {} s)",
+            NETWORK_STALL.as_secs()
+        )
+    } else {
+        why
+    }
+}
 
 /// Writes out and closes the log; why it could not be written, if it could not (the log is
 /// closed in any case).
@@ -606,9 +752,11 @@ fn close_log() -> Result<(), String> {
 fn text_sink(o: &Options, files: &mut NewFiles) -> Result<Box<dyn Write>, Failure> {
     match &o.output {
         Some(path) => {
-            let file = File::create(path)
-                .map_err(|e| io_failure(&format!("cannot create {}", path.display()), &e))?;
-            files.outputs.push(path.clone());
+            let failed =
+                |e: &std::io::Error| io_failure(&format!("cannot create {}", path.display()), e);
+            let output = Output::create(path).map_err(|e| failed(&e))?;
+            let file = output.file().try_clone().map_err(|e| failed(&e))?;
+            files.outputs.push(output);
             Ok(Box::new(std::io::BufWriter::new(file)))
         }
         None if o.json => Ok(Box::new(std::io::stdout())),
@@ -665,4 +813,30 @@ fn write_json(
     };
     let log_error = log_error.map_or("null".to_owned(), json_string);
     writeln!(out, "],\"exit_status\":{status},\"log_error\":{log_error}}}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_drop_notices_of_a_log_file_are_counted_and_a_fifo_is_never_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("drops.log");
+        let mut bytes = Vec::new();
+        let mut buf = vec![0u8; pmclog::MAX_RECORD_LEN];
+        for record in [pmclog::Record::DropNotify, pmclog::Record::CloseLog] {
+            for _ in 0..2 {
+                let len = pmclog::encode(&record, 0, &mut buf).unwrap();
+                bytes.extend_from_slice(&buf[..len]);
+            }
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(drop_notices(&path), 2);
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads the NUL-terminated path, which lives across the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(drop_notices(&fifo), 0);
+    }
 }

@@ -2,14 +2,15 @@
 //! folded stacks, flame graphs, pprof profiles and flat profiles.
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use pmc::events::pmu_table::PmuEventNames;
 
 use crate::analysis::{self, Profile, ReadLog, ResolveOptions};
 use crate::cli::Options;
-use crate::failure::{Failure, io_failure};
+use crate::failure::{Failure, io_failure, tell};
+use crate::outputs::{self, Output};
 
 /// Whether the options ask for any analysis of a log (beyond the text dump).
 pub fn wants_analysis(o: &Options) -> bool {
@@ -23,15 +24,60 @@ pub fn wants_analysis(o: &Options) -> bool {
 }
 
 /// Where text goes: the `-o` file, else standard output.
-pub fn text_output(o: &Options) -> Result<Box<dyn Write>, Failure> {
-    match &o.output {
-        Some(path) => Ok(Box::new(BufWriter::new(create(path)?))),
-        None => Ok(Box::new(BufWriter::new(std::io::stdout()))),
+pub fn text_output(o: &Options) -> Result<TextOutput, Failure> {
+    let file = match &o.output {
+        Some(path) => Some(
+            Output::create(path)
+                .map_err(|e| io_failure(&format!("cannot create {}", path.display()), &e))?,
+        ),
+        None => None,
+    };
+    Ok(TextOutput { buffer: Vec::new(), file })
+}
+
+/// Text on its way to the `-o` file or standard output: [`TextOutput::finish`] writes it out
+/// and puts the `-o` file in place (dropped before, a new `-o` file is not created and an
+/// existing one keeps its content).
+pub struct TextOutput {
+    buffer: Vec<u8>,
+    file: Option<Output>,
+}
+
+/// How much text is held before it is written.
+const TEXT_BUFFER: usize = 64 * 1024;
+
+impl TextOutput {
+    /// Writes out what is held, and puts the `-o` file in place.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        self.flush()?;
+        match self.file.take() {
+            Some(file) => file.commit().map(drop),
+            None => Ok(()),
+        }
     }
 }
 
-fn create(path: &Path) -> Result<File, Failure> {
-    File::create(path).map_err(|e| io_failure(&format!("cannot create {}", path.display()), &e))
+impl Write for TextOutput {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.buffer.len() + bytes.len() > TEXT_BUFFER {
+            self.flush()?;
+        }
+        self.buffer.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match &self.file {
+            Some(file) => file.file().write_all(&self.buffer)?,
+            None => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(&self.buffer)?;
+                out.flush()?;
+            }
+        }
+        self.buffer.clear();
+        Ok(())
+    }
 }
 
 /// Opens the log `path` for reading; a directory is refused with a clear error.
@@ -53,18 +99,26 @@ pub fn run(o: &Options, log: &Path) -> Result<i32, Failure> {
         let mut out = text_output(o)?;
         let end = pmclog::dump_reader_with_names(file, PmuEventNames, &mut out)
             .map_err(|e| io_failure("writing the dump", &e))?;
-        out.flush().map_err(|e| io_failure("writing the dump", &e))?;
+        out.finish().map_err(|e| io_failure("writing the dump", &e))?;
         if let Some(message) = end.error_message() {
             return Err(Failure::data(format!("{name}: {message}")));
         }
         if let Some(warning) = end.warning() {
-            eprintln!("pmcstat: warning: {name}: {warning}");
+            tell(format_args!("warning: {name}: {warning}"));
         }
         return Ok(0);
     }
     let read = read_log(o, file, &name)?;
     check_thread(o, &read.profile, &name)?;
-    write_analyses(o, &read.profile)?;
+    if let Err(failure) = write_analyses(o, &read.profile) {
+        // A damaged log with no sample before the damage: the damage is the news (65), not
+        // an empty flame graph.
+        let no_samples = read.profile.sample_counts().iter().all(|(_, n)| *n == 0);
+        if read.error.is_some() && no_samples {
+            check_end(&read, &name)?;
+        }
+        return Err(failure);
+    }
     report_profile_warnings(o, &read.profile);
     let status = check_end(&read, &name).map(|()| 0);
     // pmcstat exits next: freeing every symbol of every image (a kernel alone has ~100 000)
@@ -109,7 +163,7 @@ pub fn check_end(read: &ReadLog, name: &str) -> Result<(), Failure> {
     if !read.closed {
         let end =
             pmclog::DumpEnd::Unclosed { offset: read.end_offset, records: read.profile.records() };
-        eprintln!("pmcstat: warning: {name}: {}", end.warning().unwrap_or_default());
+        tell(format_args!("warning: {name}: {}", end.warning().unwrap_or_default()));
     }
     Ok(())
 }
@@ -155,13 +209,13 @@ pub fn write_analyses(o: &Options, profile: &Profile) -> Result<(), Failure> {
         let mut out = text_output(o)?;
         analysis::write_top(profile, rows, &mut out)
             .map_err(|e| io_failure("writing the profile", &e))?;
-        out.flush().map_err(|e| io_failure("writing the profile", &e))?;
+        out.finish().map_err(|e| io_failure("writing the profile", &e))?;
     }
     if json {
         let mut out = text_output(o)?;
         analysis::write_json(profile, o.top.unwrap_or(usize::MAX), &mut out)
             .map_err(|e| io_failure("writing the profile", &e))?;
-        out.flush().map_err(|e| io_failure("writing the profile", &e))?;
+        out.finish().map_err(|e| io_failure("writing the profile", &e))?;
     }
     Ok(())
 }
@@ -183,20 +237,20 @@ fn write_gmon(o: &Options, profile: &Profile) -> Result<(), Failure> {
 pub fn report_profile_warnings(o: &Options, profile: &Profile) {
     for (image, why) in profile.unreadable_images() {
         if o.verbosity >= 0 {
-            eprintln!("pmcstat: warning: symbols of {image} unavailable: {why}");
+            tell(format_args!("warning: symbols of {image} unavailable: {why}"));
         }
     }
     report_drops(profile.dropped_notices(), 0);
     if let Some(overflow) = profile.overflow() {
-        eprintln!(
-            "pmcstat: warning: the analysis tables reached their {} MiB limit: {} samples of {} \
+        tell(format_args!(
+            "warning: the analysis tables reached their {} MiB limit: {} samples of {} \
              dropped stacks (those with the fewest samples) are counted as {} in the reports; \
              --analysis-memory MIB raises the limit",
             overflow.budget >> 20,
             overflow.samples,
             overflow.stacks,
             analysis::OTHER_FRAME
-        );
+        ));
     }
 }
 
@@ -210,25 +264,20 @@ pub fn report_drops(drop_records: u64, lost_samples: u64) {
     } else {
         format!("the log records {drop_records} losses (DROPNOTIFY)")
     };
-    eprintln!(
-        "pmcstat: {what}: the sample rings or log buffers filled up; sample less often (-n with a \
+    tell(format_args!(
+        "{what}: the sample rings or log buffers filled up; sample less often (-n with a \
          larger count) or enlarge kern.hwpmc.nsamples / kern.hwpmc.logbuffersize"
-    );
+    ));
 }
 
-/// Writes the file `path` with `f`; a file `f` fails to write is removed rather than left
-/// empty or cut short.
+/// Writes the file `path` with `f`, whole or not at all ([`outputs::write_whole`]): a file
+/// that cannot be written is neither left empty or cut short nor harmed if it was there.
 fn write_file(
     path: &Path,
     f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(), Failure> {
-    let mut out = BufWriter::new(create(path)?);
-    let written = f(&mut out).and_then(|()| out.flush());
-    written.map_err(|e| {
-        drop(out);
-        let _ = std::fs::remove_file(path);
-        io_failure(&format!("writing {}", path.display()), &e)
-    })
+    outputs::write_whole(path, f)
+        .map_err(|e| io_failure(&format!("writing {}", path.display()), &e))
 }
 
 /// Writes to `target`, where "-" means the `-o` output.
@@ -240,7 +289,7 @@ fn write_to(
     if target == "-" {
         let mut out = text_output(o)?;
         return f(&mut out)
-            .and_then(|()| out.flush())
+            .and_then(|()| out.finish())
             .map_err(|e| io_failure("writing output", &e));
     }
     write_file(Path::new(target), f)

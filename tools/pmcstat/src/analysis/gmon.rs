@@ -352,7 +352,9 @@ pub fn write_gmon_files(
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(with_path)?;
         }
-        std::fs::write(&path, gmon.to_bytes(header)?).map_err(with_path)?;
+        // Written whole or not at all: a failure leaves an existing file as it was.
+        let bytes = gmon.to_bytes(header)?;
+        crate::outputs::write_whole(&path, |out| out.write_all(&bytes)).map_err(with_path)?;
     }
     Ok(())
 }
