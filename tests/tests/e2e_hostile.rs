@@ -154,7 +154,7 @@ fn a_log_larger_than_the_memory_bound_is_read_in_bounded_memory() {
 }
 
 #[test]
-fn a_newline_in_an_image_path_never_starts_a_line_of_its_own_on_standard_error() {
+fn a_newline_in_an_image_path_never_starts_a_line_of_its_own() {
     let dir = tempfile::tempdir().unwrap();
     let image = format!("{}/no\nforged line", dir.path().display());
     let log = dir.path().join("newline.log");
@@ -164,4 +164,7 @@ fn a_newline_in_an_image_path_never_starts_a_line_of_its_own_on_standard_error()
     run.assert_status(0);
     assert!(run.stderr.lines().all(|l| l.starts_with("pmcstat: ")), "{}", run.describe());
     assert!(run.stderr.contains("no\\nforged line"), "{}", run.describe());
+    // The report on standard output names the image escaped too.
+    assert!(run.stdout.lines().all(|l| !l.starts_with("forged line")), "{}", run.describe());
+    assert!(run.stdout.contains("no\\nforged line"), "{}", run.describe());
 }

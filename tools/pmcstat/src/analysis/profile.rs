@@ -17,6 +17,7 @@ use super::image::{Image, demangle};
 use super::jitmap;
 use super::kallsyms;
 use super::lines::SourceFrame;
+use crate::failure::one_line;
 
 /// How program counters are turned into functions (pmcstat's `-r`, `-I` and `-A`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -653,11 +654,14 @@ impl<'a> Builder<'a> {
     }
 
     fn image_name(&mut self, name: &str) -> u32 {
-        if let Some(&id) = self.image_ids.get(name) {
+        // Names go into line-based reports: a control character (a newline in a path the log
+        // names) is written escaped, so that it cannot start a forged line.
+        let name = one_line(name);
+        if let Some(&id) = self.image_ids.get(name.as_ref()) {
             return id;
         }
         let id = self.image_names.len() as u32;
-        let name: Arc<str> = Arc::from(name);
+        let name: Arc<str> = Arc::from(name.as_ref());
         self.image_names.push(name.clone());
         self.image_ids.insert(name, id);
         id
@@ -955,7 +959,7 @@ impl<'a> Builder<'a> {
                 let id = FrameId(self.frames.len() as u32);
                 let frame = Frame {
                     image: self.image_names[image_name as usize].clone(),
-                    symbol: symbol.map(|s| Arc::from(demangle(&s))),
+                    symbol: symbol.map(|s| Arc::from(one_line(&demangle(&s)).as_ref())),
                     address: key.address,
                     offset,
                 };
@@ -1070,7 +1074,7 @@ impl<'a> Builder<'a> {
                     text_offset: image.offset_of_address(start),
                     build_id: image.build_id.as_deref().map(super::debuginfo::hex),
                 };
-                Some((Arc::from(String::from_utf8_lossy(path).as_ref()), info))
+                Some((Arc::from(one_line(&String::from_utf8_lossy(path)).as_ref()), info))
             })
             .collect();
         Profile {
@@ -1536,6 +1540,16 @@ int main(int argc, char **argv) { (void)argv; return caller(argc); }
         let (stack, _) = profile.pmcs()[0].location_stacks().find(|(_, n)| *n == 6).unwrap();
         let line = profile.source(&stack[0]).last().map(|f| f.line);
         assert_eq!(line, Some(p.line_of(stack[0].address)));
+    }
+
+    #[test]
+    fn control_characters_in_image_names_are_escaped_for_line_based_reports() {
+        let mut log = LogBuilder::new();
+        log.allocate(0x100, INSTR_RETIRED_ANY).map_in(9, 0x1000_0000, "/nonexistent/a\nforged");
+        log.samples(9, 0x100, &[0x1000_0042], 1);
+        let profile = profile(&log, &ResolveOptions::default());
+        let image = &profile.frame(profile.pmcs()[0].stacks().next().unwrap().0[0]).image;
+        assert_eq!(&**image, "/nonexistent/a\\nforged");
     }
 
     #[test]
