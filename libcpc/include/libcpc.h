@@ -24,21 +24,30 @@
 #ifndef _LIBCPC_H
 #define _LIBCPC_H
 
+/*
+ * What illumos's <libcpc.h> includes, so that programs relying on it (strerror, memcpy,
+ * siginfo_t, ucontext_t, processorid_t, pctx_t) build unchanged.
+ */
 #include <sys/types.h>
 #include <inttypes.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
-
 #include <libpctx.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <string.h>
+#include <ucontext.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #ifndef __sun
-/* uint_t comes with <libpctx.h>. */
+/* uint_t comes with <libpctx.h>.  __extension__: ISO C90 has no long long, GCC and Clang do. */
+#if defined(__GNUC__) && !defined(__cplusplus)
+__extension__ typedef long long hrtime_t;
+#else
 typedef long long hrtime_t;
+#endif
 typedef int processorid_t;
 #endif
 

@@ -662,6 +662,12 @@ pub fn write_log(data: u32) -> Result<()> {
 pub fn spawn(argv: &[OsString]) -> Result<i32> {
     host::with_host(|h| h.spawn(argv))
 }
+/// [`spawn`] executing `file` (a path, or a name looked up in `PATH` as `execvp` does) with the
+/// arguments `argv`, whose first is the name the program is given for itself; on the simulator
+/// `file` names the program.
+pub fn spawn_file(file: &std::ffi::OsStr, argv: &[OsString]) -> Result<i32> {
+    host::with_host(|h| h.spawn_file(file, argv))
+}
 /// Lets a child from [`spawn`] run.
 pub fn resume(pid: i32) -> Result<()> {
     host::with_host(|h| h.resume(pid))
