@@ -534,3 +534,11 @@ fn pctx_create_and_pctx_capture_report_failures_through_the_error_function_or_st
         );
     }
 }
+
+#[test]
+fn user_and_system_modes_select_what_software_events_count_on_the_linux_host() {
+    for linkage in [Linkage::Shared, Linkage::Static] {
+        let out = run("cpc_rings", linkage, "linux", &[]);
+        assert!(out.ends_with("rings ok\n"), "{out}");
+    }
+}

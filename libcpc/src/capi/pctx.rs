@@ -375,11 +375,11 @@ pub unsafe extern "C" fn cpc_bind_pctx(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_terminate(cpc: *mut cpc_t) {
-    // SAFETY: NULL or a live handle, by the caller's promise.
-    let Some(h) = (unsafe { cpc.as_ref() }) else { return };
+    // SAFETY: NULL, closed or a live handle, by the caller's promise.
+    let Ok(h) = (unsafe { handle("cpc_terminate", cpc) }) else { return };
     for &set in &h.lists().sets {
         // SAFETY: the handle's sets are live; only the terminate flag is read.
         if let Some(t) = unsafe { &(*(set as *const cpc_set_t)).terminator } {
