@@ -541,12 +541,12 @@ impl Binding {
         smpl::forget(&sampling);
         self.counters.clear();
         self.frozen = None;
-        if self.live {
-            if let Scope::Cpu { cpu, previous, .. } = &mut self.scope {
-                cpu_bound().retain(|c| c != cpu);
-                if let Some(mask) = previous.take() {
-                    restore_mask(&mask);
-                }
+        if self.live
+            && let Scope::Cpu { cpu, previous, .. } = &mut self.scope
+        {
+            cpu_bound().retain(|c| c != cpu);
+            if let Some(mask) = previous.take() {
+                restore_mask(&mask);
             }
         }
         self.live = false;
@@ -696,10 +696,10 @@ impl Binding {
                 if !was_frozen {
                     pmc.stop().map_err(|e| Error::pmc(OP, &e))?;
                 }
-                if period != old_period {
-                    if let Some(period) = period {
-                        pmc.set_count(period).map_err(|e| Error::pmc(OP, &e))?;
-                    }
+                if period != old_period
+                    && let Some(period) = period
+                {
+                    pmc.set_count(period).map_err(|e| Error::pmc(OP, &e))?;
                 }
                 if period.is_some() {
                     pmc.start().map_err(|e| Error::pmc(OP, &e))?;

@@ -176,6 +176,11 @@ pub extern "C" fn pctx_capture(
 /// [`libcpc_pctx_set_event`] per event. A jump, not a call: the caller's argument registers,
 /// stack and (on x86-64) `%al` reach the C function as the caller left them. It is a Rust
 /// item so that the shared library exports it.
+///
+/// # Safety
+///
+/// Called from C as `int pctx_set_events(pctx_t *pctx, ...)`: `pctx` NULL or a live handle,
+/// then (event, handler) pairs of matching types ended by `PCTX_NULL_EVENT`.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[unsafe(no_mangle)]
 #[unsafe(naked)]
