@@ -1,6 +1,7 @@
 /*
  * libcpc: the Solaris/illumos CPU performance counter library, API version 2 (cpc(3CPC)),
- * over hwpmc-rs's libpmc.  Link with -lcpc (libcpc.so) or libcpc.a.
+ * over hwpmc-rs's libpmc.  Link with -lcpc (libcpc.so) or libcpc.a (and -lpctx, which links to
+ * them, for libpctx's functions).
  *
  * Solaris programs compile unchanged: the Solaris types Linux lacks (uint_t, hrtime_t,
  * processorid_t) are defined here, and so is gethrtime(), the clock of cpc_buf_hrtime().

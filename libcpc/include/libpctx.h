@@ -2,6 +2,7 @@
  * libpctx: control a process for libcpc (the part cpc_bind_pctx and cputrack need).  Over
  * hwpmc-rs's libpmc: pctx_create launches a program held before it runs (a command on Linux and
  * FreeBSD, a built-in program on the simulator), pctx_capture follows a running process.
+ * Link with -lpctx (libpctx.so and libpctx.a are links to libcpc's) or -lcpc.
  */
 #ifndef _LIBPCTX_H
 #define _LIBPCTX_H
