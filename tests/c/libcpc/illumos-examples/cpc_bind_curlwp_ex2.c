@@ -12,7 +12,8 @@
  *  - the global `index` is renamed by a macro: glibc's <string.h> declares index(3) in the
  *    modes that also declare bzero, which the example uses;
  *  - main() opens the library and creates the set, takes the event from $EVENT (default
- *    PAPI_tot_ins), and its computation touches 4 000 new pages (one page fault each).
+ *    PAPI_tot_ins), and its computation touches 4 000 new 4 KiB pages of a static array (one
+ *    page fault each; no malloc, whose lock a signal handler calling libcpc could find held).
  * The handler prints a line per overflow and restarts the counters; the program ends with a
  * "signals N" line of the handler's count.
  */
@@ -54,6 +55,7 @@ _lwp_self(void)
 int ind1;
 uint64_t val1;
 volatile sig_atomic_t signals;
+static volatile char area[20 * 200 * 4096];
 
 cpc_t     *cpc;
 cpc_set_t *set;
@@ -139,15 +141,23 @@ main(void)
  
      for (iter = 1; iter <= 20; iter++) {
          /* ==> Computation to be measured goes here <== */
-         /* [assembly] 200 new pages (kept: freed ones would be reused): 200 page faults. */
-         size_t page = (size_t)sysconf(_SC_PAGESIZE), i;
-         char *p = malloc(200 * page + page);
+         /*
+          * [assembly] 200 pages of `area` touched for the first time: 200 page faults.
+          * No malloc here: the handler's libcpc calls allocate, and a signal arriving in the
+          * middle of malloc would find its lock held (see the report of issue 25).
+          */
+         size_t i;
 
-         if (p == NULL)
-             error("malloc: %s", strerror(errno));
          for (i = 0; i < 200; i++)
-             ((volatile char *)p)[i * page] = 1;
+             area[((size_t)(iter - 1) * 200 + i) * 4096] = 1;
      }
+ 
+     /*
+      * [assembly] The Linux host relays overflows from a watcher thread, about a millisecond
+      * late: wait for the first (up to 2 s), so that it comes before the set is unbound.
+      */
+     for (iter = 0; iter < 2000 && signals == 0; iter++)
+         usleep(1000);
  
      cpc_unbind(cpc, set);      /* done */
 	}
