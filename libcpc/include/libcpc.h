@@ -1,6 +1,7 @@
 /*
  * libcpc: the Solaris/illumos CPU performance counter library, API version 2 (cpc(3CPC)),
- * over hwpmc-rs's libpmc.  Link with -lcpc (libcpc.so) or libcpc.a.
+ * over hwpmc-rs's libpmc.  Link with -lcpc (libcpc.so) or libcpc.a (and -lpctx, which links to
+ * them, for libpctx's functions).
  *
  * Solaris programs compile unchanged: the Solaris types Linux lacks (uint_t, hrtime_t,
  * processorid_t) are defined here, and so is gethrtime(), the clock of cpc_buf_hrtime().
@@ -24,21 +25,30 @@
 #ifndef _LIBCPC_H
 #define _LIBCPC_H
 
+/*
+ * What illumos's <libcpc.h> includes, so that programs relying on it (strerror, memcpy,
+ * siginfo_t, ucontext_t, processorid_t, pctx_t) build unchanged.
+ */
 #include <sys/types.h>
 #include <inttypes.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
-
 #include <libpctx.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <string.h>
+#include <ucontext.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #ifndef __sun
-/* uint_t comes with <libpctx.h>. */
+/* uint_t comes with <libpctx.h>.  __extension__: ISO C90 has no long long, GCC and Clang do. */
+#if defined(__GNUC__) && !defined(__cplusplus)
+__extension__ typedef long long hrtime_t;
+#else
 typedef long long hrtime_t;
+#endif
 typedef int processorid_t;
 #endif
 

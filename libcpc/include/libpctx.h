@@ -2,11 +2,13 @@
  * libpctx: control a process for libcpc (the part cpc_bind_pctx and cputrack need).  Over
  * hwpmc-rs's libpmc: pctx_create launches a program held before it runs (a command on Linux and
  * FreeBSD, a built-in program on the simulator), pctx_capture follows a running process.
+ * Link with -lpctx (libpctx.so and libpctx.a are links to libcpc's) or -lcpc.
  */
 #ifndef _LIBPCTX_H
 #define _LIBPCTX_H
 
 #include <sys/types.h>
+#include <fcntl.h>
 #include <stdarg.h>
 
 #ifdef __cplusplus
@@ -61,24 +63,12 @@ extern pctx_t *pctx_create(const char *filename, char *const *argv, void *arg, i
     pctx_errfn_t *errfn);
 extern pctx_t *pctx_capture(pid_t pid, void *arg, int verbose, pctx_errfn_t *errfn);
 /*
- * pctx_set_events(pctx, event, handler, ..., PCTX_NULL_EVENT): sets the handler of each event.
- * Defined here, inline, because it is variadic; libcpc_pctx_set_event sets one (0, or -1 with
- * errno EINVAL for an unknown event).
+ * pctx_set_events(pctx, event, handler, ..., PCTX_NULL_EVENT): sets the handler of each event;
+ * 0, or -1 (errno EINVAL) for an unknown event, which the error function reports.
+ * libcpc_pctx_set_event (this library's) sets one.
  */
+extern int pctx_set_events(pctx_t *pctx, ...);
 extern int libcpc_pctx_set_event(pctx_t *pctx, int event, void (*handler)(void));
-
-static inline int
-pctx_set_events(pctx_t *pctx, ...)
-{
-	va_list ap;
-	int event, result = 0;
-
-	va_start(ap, pctx);
-	while (result == 0 && (event = va_arg(ap, int)) != PCTX_NULL_EVENT)
-		result = libcpc_pctx_set_event(pctx, event, va_arg(ap, void (*)(void)));
-	va_end(ap);
-	return (result);
-}
 extern int pctx_run(pctx_t *pctx, uint_t msec, uint_t nsamples,
     int (*tick)(pctx_t *, pid_t, id_t, void *));
 extern void pctx_release(pctx_t *pctx);

@@ -64,6 +64,24 @@ struct Counter {
     smpl: Option<Records>,
     /// For an overflow request bound to a thread: the sampling PMC that overflows with it.
     overflow: Option<Pmc>,
+    /// The shortest period its overflow PMC samples at (a clock's, in nanoseconds; else 1).
+    min_period: u64,
+}
+
+/// The period of the sampling PMC that signals the overflow of a counter starting at
+/// `preset`: the events it lacks to wrap, at least `min` (a clock's shortest period: an
+/// overflow "at the next event" comes at the clock's next tick). `None` for presets more than
+/// 2^63 events from wrapping (0, 1, …), which no host samples so rarely (perf refuses such
+/// periods) and which never overflow in practice (2^63 events take decades).
+fn overflow_period(preset: u64, min: u64) -> Option<u64> {
+    smpl::period(preset).filter(|&p| p <= i64::MAX as u64).map(|p| p.max(min))
+}
+
+/// The shortest sampling period of the libpmc event `spec`: perf's clocks sample at most every
+/// [`pmc::host::CLOCK_MIN_PERIOD_NS`] nanoseconds; other events every event.
+fn min_period(spec: &str) -> u64 {
+    let clock = ["task-clock", "cpu-clock"].iter().any(|c| spec.eq_ignore_ascii_case(c));
+    if clock { pmc::host::CLOCK_MIN_PERIOD_NS } else { 1 }
 }
 
 /// The records of an SMPL request.
@@ -129,7 +147,7 @@ fn signalling_scope(platform: &Platform, scope: &Scope) -> bool {
 fn signals_overflow(platform: &Platform, scope: &Scope, request: &Request) -> bool {
     signals(platform, scope, request)
         && !request.is_smpl()
-        && smpl::period(request.preset).is_some()
+        && overflow_period(request.preset, 1).is_some()
 }
 
 /// The number of CPU binds made in this process so far: a per-LWP set bound before the latest
@@ -443,9 +461,16 @@ impl Binding {
         let mut counters = Vec::with_capacity(requests.len());
         for (index, (request, spec)) in requests.iter().zip(&specs).enumerate() {
             let (usr, os) = rings(request);
-            let soft = pics[index].is_some_and(|p| platform.pics[p].class == Class::Soft);
-            let pmc = if usr || os || soft || request.is_smpl() {
-                let mut pmc_spec = PmcSpec::new(spec).cpu(cpu).flags(scoped);
+            // A software event's spec takes no ring qualifiers: its rings go with the request
+            // (perf's exclude_user / exclude_kernel on Linux). A request counting in neither
+            // mode counts nothing (illumos programs the counter with neither mode bit): it
+            // gets no PMC, as a hardware one.
+            let new_spec = |spec: &str| {
+                let pmc_spec = PmcSpec::new(spec);
+                if usr || os { pmc_spec.soft_rings(usr, os) } else { pmc_spec }
+            };
+            let pmc = if usr || os || request.is_smpl() {
+                let mut pmc_spec = new_spec(spec).cpu(cpu).flags(scoped);
                 pmc_spec = if request.is_smpl() {
                     let spec = pmc_spec.mode(sampling_mode);
                     match smpl::period(request.preset) {
@@ -476,9 +501,10 @@ impl Binding {
                 notify: signals(platform, &scope, request),
                 notified: false,
             });
-            let overflow = match smpl::period(request.preset) {
+            let min_period = min_period(spec);
+            let overflow = match overflow_period(request.preset, min_period) {
                 Some(period) if signals_overflow(platform, &scope, request) => {
-                    let pmc = PmcSpec::new(spec)
+                    let pmc = new_spec(spec)
                         .flags(scoped)
                         .mode(sampling_mode)
                         .rate(period)
@@ -496,6 +522,7 @@ impl Binding {
                 base: 0,
                 smpl,
                 overflow,
+                min_period,
             });
         }
         let armed_tsc = tsc();
@@ -624,12 +651,12 @@ impl Binding {
         smpl::forget(&self.sampling_pmcs());
         self.counters.clear();
         self.frozen = None;
-        if self.live {
-            if let Scope::Cpu { cpu, previous, .. } = &mut self.scope {
-                cpu_bound().retain(|c| c != cpu);
-                if let Some(mask) = previous.take() {
-                    restore_mask(&mask);
-                }
+        if self.live
+            && let Scope::Cpu { cpu, previous, .. } = &mut self.scope
+        {
+            cpu_bound().retain(|c| c != cpu);
+            if let Some(mask) = previous.take() {
+                restore_mask(&mask);
             }
         }
         self.live = false;
@@ -767,9 +794,9 @@ impl Binding {
         let was_frozen = self.frozen.take().is_some();
         self.armed_tsc = tsc();
         for counter in self.counters.iter_mut().filter(|c| c.smpl.is_none()) {
-            let old_period = smpl::period(counter.preset);
+            let old_period = overflow_period(counter.preset, counter.min_period);
             counter.preset = counter.next_preset;
-            let period = smpl::period(counter.preset);
+            let period = overflow_period(counter.preset, counter.min_period);
             if let Some(pmc) = &counter.pmc {
                 counter.base =
                     Self::count_of(self.multiplex, pmc).map_err(|e| Error::pmc(OP, &e))?;
@@ -783,10 +810,10 @@ impl Binding {
                 if !was_frozen {
                     pmc.stop().map_err(|e| Error::pmc(OP, &e))?;
                 }
-                if period != old_period {
-                    if let Some(period) = period {
-                        pmc.set_count(period).map_err(|e| Error::pmc(OP, &e))?;
-                    }
+                if period != old_period
+                    && let Some(period) = period
+                {
+                    pmc.set_count(period).map_err(|e| Error::pmc(OP, &e))?;
                 }
                 if period.is_some() {
                     pmc.start().map_err(|e| Error::pmc(OP, &e))?;

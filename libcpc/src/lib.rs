@@ -37,7 +37,22 @@
 //! * `cpc_buf_get`/`cpc_buf_set` refuse an index outside the buffer with `EINVAL`.
 //! * `cpc_buf_tick` counts TSC cycles elapsed since bind (wall time, not only on-CPU time).
 //! * The attributes `nouser` and `sys` are accepted in requests too (clearing `CPC_COUNT_USER`,
-//!   setting `CPC_COUNT_SYSTEM`), as the tools' spec tokens of the same names.
+//!   setting `CPC_COUNT_SYSTEM`), as the tools' spec tokens of the same names; `cpc_walk_attrs`
+//!   does not list them (they are flags). The modes apply to the Linux host's software events
+//!   too (perf's `exclude_user`/`exclude_kernel`); a request of neither mode counts nothing.
+//! * `cpc_set_add_request` refuses unknown flags (`CPC_REQ_INVALID_FLAGS`), an empty event name
+//!   (`CPC_INVALID_EVENT`) and an SMPL request's missing, 0 or too large `smpl_nrecs`
+//!   (`CPC_ATTRIBUTE_OUT_OF_RANGE`), all `EINVAL`: illumos lets these through to the bind (or,
+//!   for `""`, takes it for a raw code).
+//! * An overflow request (`CPC_OVF_NOTIFY_EMT`) binds with any preset: one more than 2^63
+//!   events from wrapping (1, …) never signals; a clock's overflow "at the next event"
+//!   (`UINT64_MAX`) comes at its shortest period (10 µs).
+//! * A closed `cpc_t` is refused with `EINVAL` (as destroyed sets and buffers are), without its
+//!   memory being read; the functions returning no status set `errno`.
+//! * `pctx_create(file, argv, …)` executes `file` as `execvp` would (a name without `/` is looked
+//!   up in `PATH`; on the simulator it names the program); `pctx_create` and `pctx_capture`
+//!   report failures through the error function, by default on standard error as
+//!   `libpctx: pctx_create: cannot find program '…'`.
 //! * `CPC_HW_SMPL` is 0x100; SMPL requests sample through libpmc's sampling PMCs (see [`smpl`]).
 //! * Overflow signals work on the Linux host for sets bound to a thread (see [`ovf`]: `SIGEMT`
 //!   is `SIGSTKFLT` there), and on the simulator for sets bound to a simulated program, whose

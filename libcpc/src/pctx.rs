@@ -94,9 +94,17 @@ fn host() -> Result<HostKind> {
 }
 
 impl Pctx {
-    /// Launches `argv` held before it runs (`pctx_create`).
+    /// Launches `argv` held before it runs (`argv[0]` found in `PATH`).
     pub fn create(argv: &[OsString]) -> Result<Pctx> {
-        let pid = pmc::api::spawn(argv).map_err(|e| Error::pmc("pctx_create", &e))?;
+        let program = argv.first().cloned().unwrap_or_default();
+        Pctx::create_file(&program, argv)
+    }
+
+    /// Launches `file` (a path, or a name found in `PATH`) held before it runs, with the
+    /// arguments `argv` (`pctx_create(file, argv)`: `argv[0]` is only the name the program
+    /// gets for itself).
+    pub fn create_file(file: &std::ffi::OsStr, argv: &[OsString]) -> Result<Pctx> {
+        let pid = pmc::api::spawn_file(file, argv).map_err(|e| Error::pmc("pctx_create", &e))?;
         Ok(Pctx {
             pid,
             created: true,

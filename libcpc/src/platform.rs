@@ -48,8 +48,12 @@ pub struct Pic {
 
 /// The request attributes of x86 counters (Intel's and AMD's event selects have the same
 /// fields), as illumos's x86 PCBEs accept them.
-const X86_ATTRS: [&str; 7] =
-    ["edge", "inv", "umask", "cmask", "nouser", "sys", crate::consts::PICNUM];
+const X86_ATTRS: [&str; 5] = ["edge", "inv", "umask", "cmask", crate::consts::PICNUM];
+
+/// Request flags that requests may also give as attributes (an extension, as the tools' spec
+/// tokens of the same names): `nouser` clears `CPC_COUNT_USER`, `sys` sets `CPC_COUNT_SYSTEM`.
+/// Not attributes to `cpc_walk_attrs` (illumos's tools add them to what it lists).
+pub const FLAG_ATTRS: [&str; 2] = ["nouser", "sys"];
 
 impl Pic {
     fn new(class: Class, events: Vec<String>, generics: Vec<(&'static str, &'static str)>) -> Pic {
@@ -139,7 +143,7 @@ pub struct Platform {
     pub cciname: String,
     /// `cpc_cpuref`.
     pub cpuref: String,
-    /// The attribute names, `picnum` last.
+    /// The attribute names, `picnum` last (not [`FLAG_ATTRS`], which requests accept too).
     pub attrs: Vec<&'static str>,
     /// The software events by code, for raw codes on the software backend.
     soft_codes: Vec<(String, u32)>,
@@ -244,7 +248,7 @@ impl Platform {
             cpuref: "See perf_event_open(2), PERF_TYPE_SOFTWARE, for what each software event \
                      counts"
                 .into(),
-            attrs: vec!["nouser", "sys", crate::consts::PICNUM],
+            attrs: vec![crate::consts::PICNUM],
             soft_codes: soft,
             ncpu: info.pm_ncpu,
             host,
@@ -261,9 +265,9 @@ impl Platform {
         self.pics.iter().any(|p| p.counts(event)) || parse_raw_code(event).is_some()
     }
 
-    /// Whether `name` is one of the platform's attributes.
+    /// Whether requests accept attribute `name`: one of the platform's, or of [`FLAG_ATTRS`].
     pub fn has_attr(&self, name: &str) -> bool {
-        self.attrs.contains(&name)
+        self.attrs.contains(&name) || FLAG_ATTRS.contains(&name)
     }
 
     /// The libpmc event (without ring qualifiers) that PIC `pic` counts for `event`: a platform

@@ -4,7 +4,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use crate::bind::Binding;
-use crate::consts::{CPC_MAX_ATTR_LEN, CPC_MAX_EVENT_LEN, PICNUM, Subcode};
+use crate::consts::{CPC_MAX_ATTR_LEN, CPC_MAX_EVENT_LEN, PICNUM, REQ_ALL_FLAGS, Subcode};
 use crate::error::{Error, Result};
 use crate::platform::Platform;
 
@@ -94,8 +94,11 @@ impl Set {
     /// unbound (`EINVAL`); the event must be known on some PIC or be a raw code (`EINVAL`,
     /// `CPC_INVALID_EVENT`); every attribute must be one of the platform's (`EINVAL`,
     /// `CPC_INVALID_ATTRIBUTE`), a `picnum` below `npic` (`CPC_INVALID_PICNUM`) naming a PIC
-    /// that counts the event (`CPC_PIC_NOT_CAPABLE`). Flags and attribute values are checked at
-    /// bind. Returns the request's index.
+    /// that counts the event (`CPC_PIC_NOT_CAPABLE`). Checked here where illumos checks them
+    /// later (at bind, with the same errno and subcode) or not at all: the flags
+    /// (`CPC_REQ_INVALID_FLAGS`), an SMPL request's `smpl_nrecs` (`CPC_ATTRIBUTE_OUT_OF_RANGE`)
+    /// and an empty event name (`CPC_INVALID_EVENT`; illumos's raw-code check lets it through).
+    /// The other attribute values are checked at bind. Returns the request's index.
     pub fn add_request(
         &mut self,
         platform: &Platform,
@@ -108,8 +111,16 @@ impl Set {
         if self.binding.is_some() {
             return Err(Error::invalid(OP, "requests are added only to an unbound set"));
         }
+        if flags & !REQ_ALL_FLAGS != 0 {
+            return Err(Error::sub(
+                OP,
+                libc::EINVAL,
+                Subcode::ReqInvalidFlags,
+                format!("unknown request flags {:#x}", flags & !REQ_ALL_FLAGS),
+            ));
+        }
         let event = truncated(event, CPC_MAX_EVENT_LEN);
-        if !platform.event_known(&event) {
+        if event.trim().is_empty() || !platform.event_known(&event) {
             return Err(Error::sub(
                 OP,
                 libc::EINVAL,
@@ -167,6 +178,22 @@ impl Set {
                 }
             }
             kept.push(Attr { name, value: attr.value });
+        }
+        if smpl {
+            let nrecs = kept.iter().rev().find(|a| a.name == crate::smpl::SMPL_NRECS);
+            let nrecs = nrecs.map(|a| a.value);
+            let max = u64::from(crate::smpl::MAX_RECORDS);
+            if !nrecs.is_some_and(|n| (1..=max).contains(&n)) {
+                return Err(Error::sub(
+                    OP,
+                    libc::EINVAL,
+                    Subcode::AttributeOutOfRange,
+                    match nrecs {
+                        Some(n) => format!("smpl_nrecs {n} is not in 1..={max}"),
+                        None => format!("an SMPL request needs smpl_nrecs (1..={max})"),
+                    },
+                ));
+            }
         }
         self.requests.push(Request { event, preset, flags, attrs: kept });
         Ok(self.requests.len() - 1)

@@ -121,13 +121,13 @@ pub(crate) fn take_samples(op: &'static str, pmc: u32) -> Result<Vec<Sample>> {
             rest = &rest[used..];
             match step {
                 pmclog::Step::Record(entry) => {
-                    if let pmclog::Record::Callchain(sample) = entry.record {
-                        if let Some(ip) = sample.pcs.get(0) {
-                            let kept = log.pending.entry(sample.pmcid).or_default();
-                            // No request keeps more; a PMC nobody samples cannot grow it.
-                            if kept.len() < MAX_RECORDS as usize {
-                                kept.push(Sample { tsc: entry.tsc, ip });
-                            }
+                    if let pmclog::Record::Callchain(sample) = entry.record
+                        && let Some(ip) = sample.pcs.get(0)
+                    {
+                        let kept = log.pending.entry(sample.pmcid).or_default();
+                        // No request keeps more; a PMC nobody samples cannot grow it.
+                        if kept.len() < MAX_RECORDS as usize {
+                            kept.push(Sample { tsc: entry.tsc, ip });
                         }
                     }
                 }

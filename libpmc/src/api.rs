@@ -249,6 +249,8 @@ pub struct PmcSpec {
     cpu: Option<u32>,
     flags: PmcFlags,
     rate: Option<u64>,
+    /// The modes a software event counts in (user, system); `None`: both.
+    soft_rings: Option<(bool, bool)>,
 }
 
 impl PmcSpec {
@@ -260,6 +262,7 @@ impl PmcSpec {
             cpu: None,
             flags: PmcFlags::empty(),
             rate: None,
+            soft_rings: None,
         }
     }
     /// In `mode`.
@@ -292,6 +295,15 @@ impl PmcSpec {
         self
     }
 
+    /// For a software event, which take no ring qualifiers in their spec: count in user mode
+    /// (`user`), in system mode (`system`), or both (at least one must be set), as
+    /// `PMC_CAP_USER` and `PMC_CAP_SYSTEM` ask (perf's `exclude_kernel` and `exclude_user` on
+    /// the Linux host). Hardware events keep the rings of their spec (`usr`, `os`).
+    pub fn soft_rings(mut self, user: bool, system: bool) -> Self {
+        self.soft_rings = Some((user, system));
+        self
+    }
+
     /// The PMCALLOCATE request for this spec on this host. A spec in perf's hybrid form,
     /// `cpu_core/EVENT/` or `cpu_atom/EVENT/`, names the event in the P-cores' or the E-cores'
     /// table and counts only on CPUs of that core type ([`PmcFlags::CORE_TYPE_CORE`],
@@ -319,6 +331,12 @@ impl PmcSpec {
         })?;
         if let Some(atom_evtsel) = atom_evtsel {
             request.pm_md.set_iap_config_atom(atom_evtsel);
+        }
+        if let (EventKind::Soft { .. }, Some((user, system))) = (&event.kind, self.soft_rings) {
+            let mut caps = Caps::from_bits_retain(request.pm_caps);
+            caps.set(Caps::USER, user);
+            caps.set(Caps::SYSTEM, system);
+            request.pm_caps = caps.bits();
         }
         Ok(request)
     }
@@ -661,6 +679,12 @@ pub fn write_log(data: u32) -> Result<()> {
 /// name on the simulator); attach PMCs to the pid, then [`resume`] it.
 pub fn spawn(argv: &[OsString]) -> Result<i32> {
     host::with_host(|h| h.spawn(argv))
+}
+/// [`spawn`] executing `file` (a path, or a name looked up in `PATH` as `execvp` does) with the
+/// arguments `argv`, whose first is the name the program is given for itself; on the simulator
+/// `file` names the program.
+pub fn spawn_file(file: &std::ffi::OsStr, argv: &[OsString]) -> Result<i32> {
+    host::with_host(|h| h.spawn_file(file, argv))
 }
 /// Lets a child from [`spawn`] run.
 pub fn resume(pid: i32) -> Result<()> {

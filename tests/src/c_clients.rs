@@ -126,11 +126,8 @@ pub fn build(library: Library, name: &str, linkage: Linkage) -> PathBuf {
 }
 
 /// Compiles `c/<package>/<name>.c` with the compiler options `language` (and `$CC`, or `cxx`
-/// if not empty, as the compiler) once per test process, linkage and language; returns the
-/// executable. Tests running at once share it: compiling it twice into one path would let one
-/// test run a file the other's linker is replacing. Each is compiled under a name of this
-/// process and renamed into place, so test processes running at the same time never run a
-/// half-written client.
+/// if not empty, as the compiler) once per test process, linkage and language, every warning
+/// an error; returns the executable.
 pub fn build_with(
     library: Library,
     name: &str,
@@ -138,9 +135,53 @@ pub fn build_with(
     language: &[&str],
     cxx: &str,
 ) -> PathBuf {
+    let mut options: Vec<&str> = language.to_vec();
+    options.extend(["-Wall", "-Wextra", "-Werror"]);
+    compile(library, name, linkage, &options, cxx, &[])
+}
+
+/// How a C program of the man pages is built: as its page says (`cc file -lcpc` and, for
+/// libpctx's functions, `-lpctx`), with only the warnings that are errors in C99 and later
+/// (an implicitly declared function, an implicit int) as errors: a man page's program is not
+/// written to this project's warning flags.
+pub fn build_man_page_program(
+    name: &str,
+    linkage: Linkage,
+    language: &[&str],
+    cxx: &str,
+    libraries: &[&str],
+) -> PathBuf {
+    let mut options: Vec<&str> = language.to_vec();
+    if cxx.is_empty() {
+        options.extend(["-Werror=implicit-function-declaration", "-Werror=implicit-int"]);
+    }
+    compile(Library::Cpc, name, linkage, &options, cxx, libraries)
+}
+
+/// Compiles `c/<package>/<name>.c` (`name` may hold a directory) with `options` and linked
+/// against `libraries` (`-l` names; the library's own when empty), once per test process,
+/// linkage and options. Tests running at once share it: compiling it twice into one path would
+/// let one test run a file the other's linker is replacing. Each is compiled under a name of
+/// this process and renamed into place, so test processes running at the same time never run a
+/// half-written client.
+fn compile(
+    library: Library,
+    name: &str,
+    linkage: Linkage,
+    options: &[&str],
+    cxx: &str,
+    libraries: &[&str],
+) -> PathBuf {
     static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
-    let flavour: String = language.concat().chars().filter(char::is_ascii_alphanumeric).collect();
-    let key = format!("{}-{name}-{linkage:?}-{flavour}", library.package()).to_lowercase();
+    let flavour: String = options
+        .iter()
+        .chain(libraries)
+        .chain([&cxx])
+        .flat_map(|o| o.chars())
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    let stem = name.replace('/', "-");
+    let key = format!("{}-{stem}-{linkage:?}-{flavour}", library.package()).to_lowercase();
     let mut built = BUILT.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
     if let Some(exe) = built.get(&key) {
         return exe.clone();
@@ -148,7 +189,7 @@ pub fn build_with(
     let source = library.source_dir().join(format!("{name}.c"));
     let out_dir = crate::target_dir().join("c-clients");
     std::fs::create_dir_all(&out_dir).expect("create the clients' directory");
-    // One path per client, linkage and language: each test run rebuilds it (once), so old ones
+    // One path per client, linkage and options: each test run rebuilds it (once), so old ones
     // do not pile up in the target directory.
     let exe = out_dir.join(&key);
     let scratch = out_dir.join(format!("{key}.{}", std::process::id()));
@@ -159,29 +200,33 @@ pub fn build_with(
         cxx.into()
     };
     let mut command = Command::new(&cc);
-    command
-        .args(language)
-        .args(["-Wall", "-Wextra", "-Werror", "-g", "-I"])
-        .arg(library.include_dir())
-        .arg(&source)
-        .arg("-o")
-        .arg(&scratch);
+    command.args(options).args(["-g", "-I"]).arg(library.include_dir());
+    if !cxx.is_empty() {
+        // A `.c` file is C to g++ unless told otherwise.
+        command.args(["-x", "c++"]);
+    }
+    command.arg(&source);
+    if !cxx.is_empty() {
+        command.args(["-x", "none"]);
+    }
+    command.arg("-o").arg(&scratch);
+    let own = [library.name()];
+    let libraries = if libraries.is_empty() { &own[..] } else { libraries };
     match linkage {
         Linkage::Shared => {
-            command
-                .arg("-L")
-                .arg(lib)
-                .arg(format!("-l{}", library.name()))
-                .arg(format!("-Wl,-rpath,{}", lib.display()));
+            command.arg("-L").arg(lib);
+            command.args(libraries.iter().map(|l| format!("-l{l}")));
+            command.arg(format!("-Wl,-rpath,{}", lib.display()));
         }
         Linkage::Static => {
-            command.arg(library.archive()).args(["-lpthread", "-ldl", "-lm"]);
+            command.args(libraries.iter().map(|l| lib.join(format!("lib{l}.a"))));
+            command.args(["-lpthread", "-ldl", "-lm"]);
         }
     }
     let output = command.output().unwrap_or_else(|e| panic!("run the C compiler {cc}: {e}"));
     assert!(
         output.status.success(),
-        "compiling {} ({linkage:?}) failed:\n{}",
+        "compiling {} ({linkage:?}, {options:?}) failed:\n{}",
         source.display(),
         String::from_utf8_lossy(&output.stderr)
     );

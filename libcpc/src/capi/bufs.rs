@@ -11,7 +11,7 @@ use crate::error::Error;
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_buf_create(cpc: *mut cpc_t, set: *mut cpc_set_t) -> *mut cpc_buf_t {
     const OP: &str = "cpc_buf_create";
@@ -30,7 +30,7 @@ pub unsafe extern "C" fn cpc_buf_create(cpc: *mut cpc_t, set: *mut cpc_set_t) ->
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle; `buf` is not used afterwards.
+/// `cpc` must be NULL, a closed handle or a live one; `buf` is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_buf_destroy(cpc: *mut cpc_t, buf: *mut cpc_buf_t) -> c_int {
     const OP: &str = "cpc_buf_destroy";
@@ -54,7 +54,7 @@ pub unsafe extern "C" fn cpc_buf_destroy(cpc: *mut cpc_t, buf: *mut cpc_buf_t) -
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_set_sample(
     cpc: *mut cpc_t,
@@ -75,7 +75,7 @@ pub unsafe extern "C" fn cpc_set_sample(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 unsafe fn operands(
     op: &'static str,
     cpc: *mut cpc_t,
@@ -93,7 +93,7 @@ unsafe fn operands(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 unsafe fn store(
     op: &'static str,
     cpc: *mut cpc_t,
@@ -115,7 +115,7 @@ unsafe fn store(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_buf_sub(
     cpc: *mut cpc_t,
@@ -136,7 +136,7 @@ pub unsafe extern "C" fn cpc_buf_sub(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_buf_add(
     cpc: *mut cpc_t,
@@ -157,7 +157,7 @@ pub unsafe extern "C" fn cpc_buf_add(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_buf_copy(cpc: *mut cpc_t, ds: *mut cpc_buf_t, src: *mut cpc_buf_t) {
     const OP: &str = "cpc_buf_copy";
@@ -173,7 +173,7 @@ pub unsafe extern "C" fn cpc_buf_copy(cpc: *mut cpc_t, ds: *mut cpc_buf_t, src: 
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_buf_zero(cpc: *mut cpc_t, buf: *mut cpc_buf_t) {
     const OP: &str = "cpc_buf_zero";
@@ -190,7 +190,7 @@ pub unsafe extern "C" fn cpc_buf_zero(cpc: *mut cpc_t, buf: *mut cpc_buf_t) {
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle; `val` NULL or writable.
+/// `cpc` must be NULL, a closed handle or a live one; `val` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_buf_get(
     cpc: *mut cpc_t,
@@ -220,7 +220,7 @@ pub unsafe extern "C" fn cpc_buf_get(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_buf_set(
     cpc: *mut cpc_t,
@@ -247,7 +247,7 @@ pub unsafe extern "C" fn cpc_buf_set(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_buf_hrtime(cpc: *mut cpc_t, buf: *mut cpc_buf_t) -> i64 {
     const OP: &str = "cpc_buf_hrtime";
@@ -263,7 +263,7 @@ pub unsafe extern "C" fn cpc_buf_hrtime(cpc: *mut cpc_t, buf: *mut cpc_buf_t) ->
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_buf_tick(cpc: *mut cpc_t, buf: *mut cpc_buf_t) -> u64 {
     const OP: &str = "cpc_buf_tick";

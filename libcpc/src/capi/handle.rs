@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::ffi::{CString, c_char, c_int, c_uint, c_void};
 use std::ptr;
 
-use super::{cpc_t, guard, handle, status};
+use super::{cpc_t, guard, handle, register, status, unregister};
 use crate::error::Error;
 use crate::{Buf, Cpc, Set};
 
@@ -20,7 +20,7 @@ pub extern "C" fn cpc_open(ver: c_int) -> *mut cpc_t {
     guard(None, ptr::null_mut(), || {
         let cpc = Cpc::open(ver)?;
         let text = |s: &str| CString::new(s.replace('\0', " ")).unwrap_or_default();
-        Ok(Box::into_raw(Box::new(cpc_t {
+        Ok(register(Box::new(cpc_t {
             cciname: text(cpc.cciname()),
             cpuref: text(cpc.cpuref()),
             cpc,
@@ -30,18 +30,16 @@ pub extern "C" fn cpc_open(ver: c_int) -> *mut cpc_t {
 }
 
 /// Closes the handle: unbinds and destroys its sets, destroys its buffers. Returns 0 (-1 with
-/// `EINVAL` for a NULL handle).
+/// `EINVAL` for a NULL or closed handle).
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a handle from [`cpc_open`]; nothing of it is used afterwards.
+/// No other thread may use `cpc` meanwhile; nothing of it is used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_close(cpc: *mut cpc_t) -> c_int {
     status(None, || {
-        // SAFETY: NULL or a live handle, by the caller's promise.
-        unsafe { handle("cpc_close", cpc)? };
-        // SAFETY: a handle from cpc_open, given back once.
-        let h = unsafe { Box::from_raw(cpc) };
+        // SAFETY: by the caller's promise, no other thread uses the handle.
+        let h = unsafe { unregister("cpc_close", cpc)? };
         let lists = std::mem::take(&mut *h.lists());
         for set in lists.sets {
             // SAFETY: every set on the list is a Box<Set> of this handle.
@@ -59,7 +57,7 @@ pub unsafe extern "C" fn cpc_close(cpc: *mut cpc_t) -> c_int {
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_npic(cpc: *mut cpc_t) -> c_uint {
     // SAFETY: NULL or a live handle, by the caller's promise.
@@ -70,7 +68,7 @@ pub unsafe extern "C" fn cpc_npic(cpc: *mut cpc_t) -> c_uint {
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_caps(cpc: *mut cpc_t) -> c_uint {
     // SAFETY: NULL or a live handle, by the caller's promise.
@@ -81,7 +79,7 @@ pub unsafe extern "C" fn cpc_caps(cpc: *mut cpc_t) -> c_uint {
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_cciname(cpc: *mut cpc_t) -> *const c_char {
     // SAFETY: NULL or a live handle, by the caller's promise.
@@ -92,7 +90,7 @@ pub unsafe extern "C" fn cpc_cciname(cpc: *mut cpc_t) -> *const c_char {
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_cpuref(cpc: *mut cpc_t) -> *const c_char {
     // SAFETY: NULL or a live handle, by the caller's promise.
@@ -103,7 +101,7 @@ pub unsafe extern "C" fn cpc_cpuref(cpc: *mut cpc_t) -> *const c_char {
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle; `fn_` NULL or a function of type `cpc_errhndlr_t`.
+/// `cpc` must be NULL, a closed handle or a live one; `fn_` NULL or a function of type `cpc_errhndlr_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_seterrhndlr(cpc: *mut cpc_t, fn_: Option<cpc_errhndlr_t>) -> c_int {
     status(None, || {
@@ -130,7 +128,7 @@ fn pic_names(cpc: &Cpc, pic: usize, generic: bool) -> Vec<String> {
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle; `action` a valid function.
+/// `cpc` must be NULL, a closed handle or a live one; `action` a valid function.
 pub(super) unsafe fn walk_all(
     op: &'static str,
     cpc: *mut cpc_t,
@@ -201,7 +199,7 @@ pub(super) unsafe fn walk_pic(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle; `action` NULL or a valid function.
+/// `cpc` must be NULL, a closed handle or a live one; `action` NULL or a valid function.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_walk_events_all(
     cpc: *mut cpc_t,

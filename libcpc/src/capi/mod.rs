@@ -14,6 +14,7 @@ mod pctx;
 mod sets;
 mod smpl;
 
+use std::collections::BTreeSet;
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -161,14 +162,49 @@ fn status(handle: Option<&cpc_t>, body: impl FnOnce() -> crate::Result<()>) -> c
     guard(handle, -1, || body().map(|()| 0))
 }
 
-/// The handle behind `cpc`, or `EINVAL`.
+/// The handles `cpc_open` gave and `cpc_close` has not taken back, by address: a closed (or
+/// never opened) handle is refused without reading its memory, as sets and buffers are by
+/// their handle's lists. Only live handles are kept.
+static LIVE_HANDLES: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
+
+/// The live handles, locked; SIGEMT is held meanwhile, as for [`cpc_t::lists`].
+fn live_handles() -> (MutexGuard<'static, BTreeSet<usize>>, Option<crate::ovf::SignalHeld>) {
+    let held = crate::ovf::SignalHeld::new(crate::ovf::in_use());
+    (LIVE_HANDLES.lock().unwrap_or_else(PoisonError::into_inner), held)
+}
+
+/// Gives out `handle` (`cpc_open`).
+fn register(handle: Box<cpc_t>) -> *mut cpc_t {
+    let raw = Box::into_raw(handle);
+    live_handles().0.insert(raw as usize);
+    raw
+}
+
+/// Takes `cpc` back (`cpc_close`): the handle, or `EINVAL` if it is not live (closed twice,
+/// or never opened).
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a handle from `cpc_open` not yet closed.
+/// A live `cpc` must not be in use by another thread.
+unsafe fn unregister(op: &'static str, cpc: *mut cpc_t) -> crate::Result<Box<cpc_t>> {
+    if cpc.is_null() || !live_handles().0.remove(&(cpc as usize)) {
+        return Err(Error::invalid(op, "the cpc handle is NULL, closed or not from cpc_open"));
+    }
+    // SAFETY: a handle from cpc_open (registered), taken off the live list once.
+    Ok(unsafe { Box::from_raw(cpc) })
+}
+
+/// The handle behind `cpc`, or `EINVAL` if it is NULL, closed or not one of `cpc_open`'s.
+///
+/// # Safety
+///
+/// A live `cpc` must not be closed while the result is used.
 unsafe fn handle<'a>(op: &'static str, cpc: *mut cpc_t) -> crate::Result<&'a cpc_t> {
-    // SAFETY: NULL or a live handle, by the caller's promise.
-    unsafe { cpc.as_ref() }.ok_or_else(|| Error::invalid(op, "the cpc handle is NULL"))
+    if cpc.is_null() || !live_handles().0.contains(&(cpc as usize)) {
+        return Err(Error::invalid(op, "the cpc handle is NULL, closed or not from cpc_open"));
+    }
+    // SAFETY: a live handle of cpc_open's, not closed meanwhile by the caller's promise.
+    Ok(unsafe { &*cpc })
 }
 
 /// The set `set` of handle `h`, or `EINVAL` if it is not one of its sets.

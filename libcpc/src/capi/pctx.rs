@@ -1,6 +1,6 @@
 //! libpctx's C ABI (`<libpctx.h>`) and `cpc_bind_pctx` / `cpc_terminate`.
 
-use std::ffi::{CStr, OsString, c_char, c_int, c_uint, c_void};
+use std::ffi::{CStr, CString, OsString, c_char, c_int, c_uint, c_void};
 use std::os::unix::ffi::OsStrExt;
 use std::ptr;
 use std::sync::Arc;
@@ -21,6 +21,8 @@ pub struct pctx_t {
     arg: *mut c_void,
     /// The handlers of `PCTX_*_EVENT` 1..=7, as set by `pctx_set_events`.
     handlers: [Option<unsafe extern "C" fn()>; 8],
+    /// The application's `pctx_errfn_t`, if it gave one.
+    errfn: Option<PctxErrFn>,
 }
 
 const EXEC_EVENT: usize = 1;
@@ -37,37 +39,85 @@ type ForkFn = unsafe extern "C" fn(*mut pctx_t, libc::pid_t, libc::pid_t, libc::
 type ExecFn =
     unsafe extern "C" fn(*mut pctx_t, libc::pid_t, libc::id_t, *mut c_char, *mut c_void) -> c_int;
 type ExitFn = unsafe extern "C" fn(*mut pctx_t, libc::pid_t, libc::id_t, c_int, *mut c_void);
+/// `pctx_errfn_t`: (function name without `pctx_`, format, `va_list`).
+type PctxErrFn = unsafe extern "C" fn(*const c_char, *const c_char, *mut c_void);
 
-fn make(pctx: Pctx, arg: *mut c_void) -> *mut pctx_t {
+unsafe extern "C" {
+    /// `variadic.c`: calls `handler(fn_name, fmt, <a va_list holding arg>)`.
+    fn libcpc_call_pctx_errfn(
+        handler: PctxErrFn,
+        fn_name: *const c_char,
+        fmt: *const c_char,
+        arg: *const c_char,
+    );
+    /// `variadic.c`: `pctx_set_events` itself, reached through the trampoline below.
+    fn libcpc_pctx_set_events_va(pctx: *mut c_void, ...) -> c_int;
+}
+
+/// Reports a failure of libpctx's function `pctx_<name>` as illumos's libpctx does: through
+/// the application's error function with `fmt` (a printf format with at most one `%s`, which
+/// `arg` fills), or on standard error as `libpctx: pctx_<name>: <message>`.
+fn report(errfn: Option<PctxErrFn>, name: &str, fmt: &str, arg: &str) {
+    match errfn {
+        Some(f) => {
+            let text = |s: &str| CString::new(s.replace('\0', "")).unwrap_or_default();
+            let (name, fmt, arg) = (text(name), text(fmt), text(arg));
+            // SAFETY: the application's pctx_errfn_t (pctx_create's promise); three
+            // NUL-terminated strings, `fmt` with at most the one conversion `arg` fills.
+            unsafe { libcpc_call_pctx_errfn(f, name.as_ptr(), fmt.as_ptr(), arg.as_ptr()) };
+        }
+        None => eprint!("libpctx: pctx_{name}: {}", fmt.replacen("%s", arg, 1).replace("%%", "%")),
+    }
+}
+
+/// `pctx_create`'s diagnostic for launching `file` failed with `errno` (illumos's texts).
+fn create_message(errno: i32) -> String {
+    match errno {
+        libc::ENOENT => "cannot find program '%s'\n".into(),
+        libc::EACCES | libc::ENOEXEC | libc::EPERM => "cannot execute program '%s'\n".into(),
+        libc::EAGAIN | libc::ENOMEM => "cannot fork, program '%s'\n".into(),
+        errno => {
+            let why = std::io::Error::from_raw_os_error(errno).to_string().replace('%', "%%");
+            format!("{why}, program '%s'\n")
+        }
+    }
+}
+
+fn make(pctx: Pctx, arg: *mut c_void, errfn: Option<PctxErrFn>) -> *mut pctx_t {
     Box::into_raw(Box::new(pctx_t {
         pid: pctx.pid(),
         terminate: pctx.terminator(),
         inner: Some(pctx),
         arg,
         handlers: [None; 8],
+        errfn,
     }))
 }
 
-/// Launches `argv` held before it runs (`filename` is ignored: `argv[0]` is looked up in
-/// `PATH`, or names a built-in program on the simulator). NULL with `errno` on failure.
+/// Launches `filename` (a path, or a name looked up in `PATH` as `execvp` does; on the
+/// simulator the built-in program it names) with the arguments `argv`, held before it runs.
+/// NULL with `errno` on failure, after the error function (default: standard error) says why.
+/// A NULL `filename` means `argv[0]`.
 ///
 /// # Safety
 ///
-/// `argv` must be NULL or a NULL-terminated array of C strings.
+/// `filename` must be NULL or a C string; `argv` NULL or a NULL-terminated array of C strings;
+/// `errfn` NULL or a `pctx_errfn_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pctx_create(
-    _filename: *const c_char,
+    filename: *const c_char,
     argv: *const *const c_char,
     arg: *mut c_void,
     _verbose: c_int,
-    _errfn: *const c_void,
+    errfn: Option<PctxErrFn>,
 ) -> *mut pctx_t {
     const OP: &str = "pctx_create";
-    guard(None, ptr::null_mut(), || {
-        if argv.is_null() {
-            return Err(Error::invalid(OP, "argv is NULL"));
-        }
-        let mut args = Vec::new();
+    let os = |p: *const c_char| {
+        // SAFETY: a C string by the caller's promise.
+        OsString::from(std::ffi::OsStr::from_bytes(unsafe { CStr::from_ptr(p) }.to_bytes()))
+    };
+    let mut args = Vec::new();
+    if !argv.is_null() {
         loop {
             // SAFETY: a NULL-terminated array by the caller's promise; every element before
             // this one was non-NULL.
@@ -75,31 +125,74 @@ pub unsafe extern "C" fn pctx_create(
             if a.is_null() {
                 break;
             }
-            // SAFETY: a C string by the caller's promise.
-            args.push(OsString::from(std::ffi::OsStr::from_bytes(
-                unsafe { CStr::from_ptr(a) }.to_bytes(),
-            )));
+            args.push(os(a));
         }
-        if args.is_empty() {
-            return Err(Error::invalid(OP, "argv is empty"));
+    }
+    let file = if filename.is_null() { args.first().cloned() } else { Some(os(filename)) };
+    let shown = file.as_ref().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    guard(None, ptr::null_mut(), || {
+        let Some(file) = file.filter(|_| !args.is_empty()) else {
+            report(errfn, "create", "no program to execute (argv is NULL or empty)\n", "");
+            return Err(Error::invalid(OP, "argv is NULL or empty"));
+        };
+        match Pctx::create_file(&file, &args) {
+            Ok(pctx) => Ok(make(pctx, arg, errfn)),
+            Err(e) => {
+                report(errfn, "create", &create_message(e.errno), &shown);
+                Err(e)
+            }
         }
-        Ok(make(Pctx::create(&args)?, arg))
     })
 }
 
-/// Follows running process `pid`; NULL with `ESRCH` if there is none.
+/// Follows running process `pid`; NULL with `ESRCH` if there is none, after the error
+/// function (default: standard error) says why.
 #[unsafe(no_mangle)]
 pub extern "C" fn pctx_capture(
     pid: libc::pid_t,
     arg: *mut c_void,
     _verbose: c_int,
-    _errfn: *const c_void,
+    errfn: Option<PctxErrFn>,
 ) -> *mut pctx_t {
-    guard(None, ptr::null_mut(), || Ok(make(Pctx::capture(pid)?, arg)))
+    guard(None, ptr::null_mut(), || match Pctx::capture(pid) {
+        Ok(pctx) => Ok(make(pctx, arg, errfn)),
+        Err(e) => {
+            let message = match e.errno {
+                libc::ESRCH => format!("pid {pid} doesn't exist\n"),
+                libc::EPERM | libc::EACCES => format!("pid {pid}: permission denied\n"),
+                errno => {
+                    let why = std::io::Error::from_raw_os_error(errno).to_string();
+                    format!("{}: pid {pid}\n", why.replace('%', "%%"))
+                }
+            };
+            report(errfn, "capture", &message, "");
+            Err(e)
+        }
+    })
 }
 
-/// Sets the handler of one event (called by the variadic `pctx_set_events`): 0, or -1 with
-/// `EINVAL` for an unknown event or a NULL handle.
+/// `pctx_set_events(pctx, event, handler, ..., PCTX_NULL_EVENT)`: a jump to the variadic C
+/// function `libcpc_pctx_set_events_va`, which reads the list and calls
+/// [`libcpc_pctx_set_event`] per event. A jump, not a call: the caller's argument registers,
+/// stack and (on x86-64) `%al` reach the C function as the caller left them. It is a Rust
+/// item so that the shared library exports it.
+///
+/// # Safety
+///
+/// Called from C as `int pctx_set_events(pctx_t *pctx, ...)`: `pctx` NULL or a live handle,
+/// then (event, handler) pairs of matching types ended by `PCTX_NULL_EVENT`.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn pctx_set_events() -> c_int {
+    #[cfg(target_arch = "x86_64")]
+    core::arch::naked_asm!("jmp {}", sym libcpc_pctx_set_events_va);
+    #[cfg(target_arch = "aarch64")]
+    core::arch::naked_asm!("b {}", sym libcpc_pctx_set_events_va);
+}
+
+/// Sets the handler of one event (called for each by `pctx_set_events`): 0, or -1 with
+/// `EINVAL` for an unknown event (reported through the error function) or a NULL handle.
 ///
 /// # Safety
 ///
@@ -115,7 +208,10 @@ pub unsafe extern "C" fn libcpc_pctx_set_event(
         // SAFETY: NULL or a live handle, by the caller's promise.
         let p = unsafe { pctx.as_mut() }.ok_or_else(|| Error::invalid(OP, "pctx is NULL"))?;
         let slot = usize::try_from(event).ok().filter(|e| (1..=7).contains(e));
-        let slot = slot.ok_or_else(|| Error::invalid(OP, format!("unknown event {event}")))?;
+        let Some(slot) = slot else {
+            report(p.errfn, "set_events", &format!("unknown event type {event:x}\n"), "");
+            return Err(Error::invalid(OP, format!("unknown event {event}")));
+        };
         p.handlers[slot] = handler;
         Ok(())
     })
@@ -284,11 +380,11 @@ pub unsafe extern "C" fn cpc_bind_pctx(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_terminate(cpc: *mut cpc_t) {
-    // SAFETY: NULL or a live handle, by the caller's promise.
-    let Some(h) = (unsafe { cpc.as_ref() }) else { return };
+    // SAFETY: NULL, closed or a live handle, by the caller's promise.
+    let Ok(h) = (unsafe { handle("cpc_terminate", cpc) }) else { return };
     for &set in &h.lists().sets {
         // SAFETY: the handle's sets are live; only the terminate flag is read.
         if let Some(t) = unsafe { &(*(set as *const cpc_set_t)).terminator } {

@@ -11,7 +11,7 @@ use crate::{Attr, Set};
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_set_create(cpc: *mut cpc_t) -> *mut cpc_set_t {
     guard(None, ptr::null_mut(), || {
@@ -28,7 +28,7 @@ pub unsafe extern "C" fn cpc_set_create(cpc: *mut cpc_t) -> *mut cpc_set_t {
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle; `set` is not used afterwards.
+/// `cpc` must be NULL, a closed handle or a live one; `set` is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_set_destroy(cpc: *mut cpc_t, set: *mut cpc_set_t) -> c_int {
     const OP: &str = "cpc_set_destroy";
@@ -52,7 +52,7 @@ pub unsafe extern "C" fn cpc_set_destroy(cpc: *mut cpc_t, set: *mut cpc_set_t) -
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle; `event` NULL or a C string; `attrs` NULL or `nattrs`
+/// `cpc` must be NULL, a closed handle or a live one; `event` NULL or a C string; `attrs` NULL or `nattrs`
 /// attributes whose names are NULL or C strings.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_set_add_request(
@@ -106,7 +106,7 @@ pub type cpc_walk_requests_fn =
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle; `action` NULL or a valid function that does not change
+/// `cpc` must be NULL, a closed handle or a live one; `action` NULL or a valid function that does not change
 /// the set.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_walk_requests(
@@ -156,7 +156,7 @@ pub unsafe extern "C" fn cpc_walk_requests(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 unsafe fn bind(
     op: &'static str,
     cpc: *mut cpc_t,
@@ -177,7 +177,7 @@ unsafe fn bind(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_bind_curlwp(
     cpc: *mut cpc_t,
@@ -193,7 +193,7 @@ pub unsafe extern "C" fn cpc_bind_curlwp(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_bind_cpu(
     cpc: *mut cpc_t,
@@ -209,7 +209,7 @@ pub unsafe extern "C" fn cpc_bind_cpu(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_unbind(cpc: *mut cpc_t, set: *mut cpc_set_t) -> c_int {
     // SAFETY: forwarded promise.
@@ -229,7 +229,7 @@ pub extern "C" fn cpc_request_preset(_cpc: *mut cpc_t, index: c_int, preset: u64
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_set_request_preset(
     cpc: *mut cpc_t,

@@ -19,7 +19,7 @@ pub const CPC_TARGET_SMPL: c_int = 1;
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_smpl_npic(cpc: *mut cpc_t) -> c_uint {
     // SAFETY: NULL or a live handle, by the caller's promise.
@@ -30,7 +30,7 @@ pub unsafe extern "C" fn cpc_smpl_npic(cpc: *mut cpc_t) -> c_uint {
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_smpl_iname(cpc: *mut cpc_t) -> *const c_char {
     const NAME: &std::ffi::CStr = c"libpmc sampling PMCs: the instruction pointer every n-th event";
@@ -67,7 +67,7 @@ fn walk_items(op: &'static str, arg: *mut c_void, action: Option<ItemFn>) -> cra
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle; `action` NULL or a valid function.
+/// `cpc` must be NULL, a closed handle or a live one; `action` NULL or a valid function.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_walk_smpl_recitems(
     cpc: *mut cpc_t,
@@ -114,7 +114,7 @@ pub unsafe extern "C" fn cpc_walk_smpl_recitems_req(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 unsafe fn records<'a>(
     op: &'static str,
     cpc: *mut cpc_t,
@@ -134,7 +134,7 @@ unsafe fn records<'a>(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle; `rec_count` NULL or writable.
+/// `cpc` must be NULL, a closed handle or a live one; `rec_count` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_buf_smpl_rec_count(
     cpc: *mut cpc_t,
@@ -160,7 +160,7 @@ pub unsafe extern "C" fn cpc_buf_smpl_rec_count(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle; `val` NULL or writable.
+/// `cpc` must be NULL, a closed handle or a live one; `val` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_buf_smpl_get_item(
     cpc: *mut cpc_t,
@@ -197,7 +197,7 @@ pub unsafe extern "C" fn cpc_buf_smpl_get_item(
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle.
+/// `cpc` must be NULL, a closed handle or a live one.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_buf_smpl_get_record(
     cpc: *mut cpc_t,
@@ -232,7 +232,7 @@ fn sampling(op: &'static str, target: c_int) -> crate::Result<bool> {
 ///
 /// # Safety
 ///
-/// `cpc` must be NULL or a live handle; `action` NULL or a valid function.
+/// `cpc` must be NULL, a closed handle or a live one; `action` NULL or a valid function.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cpc_walk_events_all_common(
     cpc: *mut cpc_t,

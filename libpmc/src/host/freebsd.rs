@@ -107,6 +107,10 @@ impl Host for FreeBsdHost {
         super::unix_process::spawn(argv)
     }
 
+    fn spawn_file(&self, file: &std::ffi::OsStr, argv: &[OsString]) -> Result<ChildPid> {
+        super::unix_process::spawn_file(file, argv)
+    }
+
     fn resume(&self, pid: ChildPid) -> Result<()> {
         super::unix_process::resume(pid)
     }

@@ -215,6 +215,15 @@ pub trait Host {
     /// simulator), held before it runs so PMCs can be attached first.
     fn spawn(&self, argv: &[OsString]) -> Result<ChildPid>;
 
+    /// [`Host::spawn`] executing `file` (found as `execvp` finds it) with the arguments `argv`,
+    /// whose first is the name the program gets for itself. By default `file` stands in for
+    /// `argv[0]` (the simulator's programs are known by the name `file` ends with).
+    fn spawn_file(&self, file: &std::ffi::OsStr, argv: &[OsString]) -> Result<ChildPid> {
+        let mut named = vec![file.to_os_string()];
+        named.extend(argv.iter().skip(1).cloned());
+        self.spawn(&named)
+    }
+
     /// Lets a child from [`Host::spawn`] run its program.
     fn resume(&self, pid: ChildPid) -> Result<()>;
 

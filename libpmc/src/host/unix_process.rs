@@ -102,6 +102,12 @@ pub(crate) fn spawn(argv: &[OsString]) -> Result<i32> {
     let program = argv
         .first()
         .ok_or_else(|| Error::with_detail("spawn", libc::EINVAL, "no command given"))?;
+    spawn_file(program, argv)
+}
+
+/// [`spawn`] executing `program` (found as `execvp` finds it) with the arguments `argv`, whose
+/// first is the name the program is given for itself (libpctx's `pctx_create(file, argv)`).
+pub(crate) fn spawn_file(program: &OsStr, argv: &[OsString]) -> Result<i32> {
     let path = resolve(program).ok_or_else(|| {
         Error::with_detail(
             "spawn",

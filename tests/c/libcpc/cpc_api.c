@@ -197,7 +197,7 @@ main(void)
 
 	/* Walkers. */
 	cpc_walk_attrs(cpc, NULL, count_attr);
-	EXPECT(names == (sim ? 7 : 3) && last_is_picnum);
+	EXPECT(names == (sim ? 5 : 1) && last_is_picnum);
 	cpc_walk_events_all(cpc, NULL, platform_all);
 	EXPECT(papi_in_platform == 0);
 	if (sim) {

@@ -62,6 +62,19 @@ handler(const char *fn, int subcode, const char *fmt, va_list ap)
 	} while (0)
 
 static int walked;
+static char attrs_seen[512];
+
+static void
+collect_attr(void *arg, const char *attr)
+{
+	(void)arg;
+	if (attrs_seen[0] == '\0')
+		strcat(attrs_seen, " ");
+	if (strlen(attrs_seen) + strlen(attr) + 2 < sizeof(attrs_seen)) {
+		strcat(attrs_seen, attr);
+		strcat(attrs_seen, " ");
+	}
+}
 
 static void
 count_event(void *arg, uint_t picno, const char *event)
@@ -138,9 +151,8 @@ main(void)
 	CHECK_PTR(buf = cpc_buf_create(cpc, set));
 	FAILS_WITH(cpc_buf_get(cpc, buf, 0, &value), EINVAL);
 	CHECK(cpc_buf_destroy(cpc, buf));
-	/* strtol's quirks: "" and "-1" are raw codes. */
-	EXPECT(cpc_set_add_request(cpc, set, "", 0, CPC_COUNT_USER, 0, NULL) == 0);
-	EXPECT(cpc_set_add_request(cpc, set, "-1", 0, CPC_COUNT_USER, 0, NULL) == 1);
+	/* strtol's quirks: "-1" is a raw code ("" is not: no event at all, refused below). */
+	EXPECT(cpc_set_add_request(cpc, set, "-1", 0, CPC_COUNT_USER, 0, NULL) == 0);
 	/* ...which need picnum at bind. */
 	FAILS_SUB(cpc_bind_curlwp(cpc, set, 0), EINVAL, "cpc_bind_curlwp", CPC_RESOURCE_UNAVAIL);
 	CHECK(cpc_set_destroy(cpc, set));
@@ -165,9 +177,20 @@ main(void)
 	FAILS_NOSUB(cpc_bind_curlwp(cpc, set, 0), EINVAL);
 	CHECK(cpc_set_destroy(cpc, set));
 
-	/* Request flags outside the known ones. */
-	set = one_request(cpc, event, CPC_COUNT_USER | 0x40, 0, NULL);
-	FAILS_SUB(cpc_bind_curlwp(cpc, set, 0), EINVAL, "cpc_bind_curlwp", CPC_REQ_INVALID_FLAGS);
+	/*
+	 * Request flags outside the known ones: refused when added (illumos refuses them at
+	 * bind, with the same errno and subcode).
+	 */
+	CHECK_PTR(set = cpc_set_create(cpc));
+	FAILS_SUB(cpc_set_add_request(cpc, set, event, 0, CPC_COUNT_USER | 0x40, 0, NULL), EINVAL,
+	    "cpc_set_add_request", CPC_REQ_INVALID_FLAGS);
+	FAILS_SUB(cpc_set_add_request(cpc, set, event, 0, 0xffffffffu, 0, NULL), EINVAL,
+	    "cpc_set_add_request", CPC_REQ_INVALID_FLAGS);
+	/* An empty event name is no event (illumos's strtol check lets it through). */
+	FAILS_SUB(cpc_set_add_request(cpc, set, "", 0, CPC_COUNT_USER, 0, NULL), EINVAL,
+	    "cpc_set_add_request", CPC_INVALID_EVENT);
+	/* Flags 0 (neither user nor system mode) are valid: the counter counts nothing. */
+	CHECK(cpc_set_add_request(cpc, set, event, 0, 0, 0, NULL));
 	CHECK(cpc_set_destroy(cpc, set));
 
 	/* The same explicit counter twice. */
@@ -194,16 +217,21 @@ main(void)
 
 	/* SMPL requests: smpl_nrecs is theirs alone, in 1..max, their picnum below smpl_npic. */
 	EXPECT(cpc_smpl_npic(cpc) == 1);
-	set = one_request(cpc, event, CPC_COUNT_USER | CPC_HW_SMPL, 0, NULL);
-	FAILS_SUB(cpc_bind_curlwp(cpc, set, 0), EINVAL, "cpc_bind_curlwp",
-	    CPC_ATTRIBUTE_OUT_OF_RANGE);
-	CHECK(cpc_set_destroy(cpc, set));
+	/* smpl_nrecs missing, 0 or over the maximum: refused when added. */
+	CHECK_PTR(set = cpc_set_create(cpc));
+	FAILS_SUB(cpc_set_add_request(cpc, set, event, 0, CPC_COUNT_USER | CPC_HW_SMPL, 0, NULL),
+	    EINVAL, "cpc_set_add_request", CPC_ATTRIBUTE_OUT_OF_RANGE);
 	attr.ca_name = "smpl_nrecs";
+	attr.ca_val = 0;
+	FAILS_SUB(cpc_set_add_request(cpc, set, event, 0, CPC_COUNT_USER | CPC_HW_SMPL, 1, &attr),
+	    EINVAL, "cpc_set_add_request", CPC_ATTRIBUTE_OUT_OF_RANGE);
 	attr.ca_val = cpc_get_smpl_max_rec_count(cpc) + 1;
 	EXPECT(cpc_get_max_smpl_rec_count(cpc) == cpc_get_smpl_max_rec_count(cpc));
-	set = one_request(cpc, event, CPC_COUNT_USER | CPC_HW_SMPL, 1, &attr);
-	FAILS_SUB(cpc_bind_curlwp(cpc, set, 0), EINVAL, "cpc_bind_curlwp",
-	    CPC_ATTRIBUTE_OUT_OF_RANGE);
+	FAILS_SUB(cpc_set_add_request(cpc, set, event, 0, CPC_COUNT_USER | CPC_HW_SMPL, 1, &attr),
+	    EINVAL, "cpc_set_add_request", CPC_ATTRIBUTE_OUT_OF_RANGE);
+	attr.ca_val = cpc_get_smpl_max_rec_count(cpc);
+	CHECK(cpc_set_add_request(cpc, set, event, 0, CPC_COUNT_USER | CPC_HW_SMPL, 1, &attr));
+	attr.ca_val = cpc_get_smpl_max_rec_count(cpc) + 1;
 	FAILS_SUB(cpc_set_add_request(cpc, set, event, 0, CPC_COUNT_USER, 1, &attr), EINVAL,
 	    "cpc_set_add_request", CPC_INVALID_ATTRIBUTE);
 	two[0] = attr;
@@ -374,7 +402,61 @@ main(void)
 	cpc_walk_events_pic(cpc, 0, NULL, count_event);
 	EXPECT(sim ? walked > 0 : walked == 9);
 
+	/*
+	 * CPC_OVF_NOTIFY_EMT with any preset binds: 1 (an overflow 2^64 - 1 events away) and
+	 * UINT64_MAX (an overflow at the next event), for a count and for a clock.
+	 */
+	if (!sim) {
+		static const char *const overflowing[] = { "page-faults", "task-clock" };
+		const uint64_t presets[] = { 1, UINT64_MAX };
+		struct sigaction quiet;
+		int e, p;
+
+		memset(&quiet, 0, sizeof(quiet));
+		quiet.sa_handler = SIG_IGN;
+		CHECK(sigaction(SIGEMT, &quiet, NULL));
+		for (e = 0; e < 2; e++) {
+			for (p = 0; p < 2; p++) {
+				CHECK_PTR(set = cpc_set_create(cpc));
+				CHECK(cpc_set_add_request(cpc, set, overflowing[e], presets[p],
+				    CPC_COUNT_USER | CPC_OVF_NOTIFY_EMT, 0, NULL));
+				CHECK(cpc_bind_curlwp(cpc, set, 0));
+				CHECK(cpc_unbind(cpc, set));
+				CHECK(cpc_set_destroy(cpc, set));
+			}
+		}
+	}
+
+	/* cpc_walk_attrs: the request attributes and picnum; nouser and sys are flags. */
+	attrs_seen[0] = '\0';
+	cpc_walk_attrs(cpc, NULL, collect_attr);
+	EXPECT(strstr(attrs_seen, " nouser ") == NULL && strstr(attrs_seen, " sys ") == NULL);
+	EXPECT(strcmp(attrs_seen, sim ? " edge inv umask cmask picnum " : " picnum ") == 0);
+
+	/*
+	 * A closed handle is refused like a destroyed set (EINVAL; the handle's memory is not
+	 * read): every function taking one.
+	 */
+	set = one_request(other, event, CPC_COUNT_USER, 0, NULL);
+	CHECK_PTR(buf = cpc_buf_create(other, set));
 	CHECK(cpc_close(other));
+	FAILS_WITH(cpc_close(other), EINVAL);
+	NULL_WITH(cpc_set_create(other), EINVAL);
+	NULL_WITH(cpc_buf_create(other, set), EINVAL);
+	FAILS_WITH(cpc_set_sample(other, set, buf), EINVAL);
+	FAILS_WITH(cpc_set_add_request(other, set, event, 0, CPC_COUNT_USER, 0, NULL), EINVAL);
+	FAILS_WITH(cpc_bind_curlwp(other, set, 0), EINVAL);
+	FAILS_WITH(cpc_seterrhndlr(other, handler), EINVAL);
+	errno = 0;
+	EXPECT(cpc_npic(other) == 0 && errno == EINVAL);
+	errno = 0;
+	EXPECT(cpc_caps(other) == 0 && errno == EINVAL);
+	errno = 0;
+	EXPECT(strcmp(cpc_cciname(other), "") == 0 && errno == EINVAL);
+	attrs_seen[0] = '\0';
+	cpc_walk_attrs(other, NULL, collect_attr);
+	EXPECT(attrs_seen[0] == '\0');
+
 	CHECK(cpc_close(cpc));
 	printf("errors ok\n");
 	return (0);
