@@ -105,10 +105,10 @@ impl<T: 'static> PerProcess<T> {
         loop {
             let current = self.made.load(Ordering::Acquire);
             // SAFETY: a non-null pointer was leaked from a Box below and is never freed.
-            if let Some((made, value)) = unsafe { current.as_ref() } {
-                if *made == generation {
-                    return value;
-                }
+            if let Some((made, value)) = unsafe { current.as_ref() }
+                && *made == generation
+            {
+                return value;
             }
             let fresh = Box::into_raw(Box::new((generation, make())));
             match self.made.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire) {

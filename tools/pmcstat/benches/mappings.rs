@@ -5,13 +5,12 @@
 //! grow in O(log n) per record.
 //!
 //! `cargo bench -p pmcstat --bench mappings` runs 10^4, 10^5 and 10^6 mappings; `cargo test
-//! --benches` runs 10^4 (a smoke run). Nothing is asserted.
+//! --benches` runs 10^4 (a smoke run). Only that every sample is kept is checked.
 
 use std::time::Instant;
 
-use pmclog::{
-    Callchain, CallchainFlags, Initialize, MapIn, MapOut, PmcAllocate, ProgramCounters, Record,
-};
+use hwpmc_tests::analysis::LogBuilder;
+use pmclog::{MapOut, Record};
 use pmcstat::analysis::{Profile, ResolveOptions};
 
 /// The log: `n` regions of 4 KiB, mapped in an order that is not the address order (a
@@ -19,21 +18,8 @@ use pmcstat::analysis::{Profile, ResolveOptions};
 /// Each region is its own file (`distinct`: the worst case, an image look-up per region) or
 /// all are one file (as a JIT's regions named after its perf map are).
 fn jit_log(n: u64, distinct: bool) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    let mut buf = vec![0u8; pmclog::MAX_RECORD_LEN];
-    let mut push = |record: &Record<'_>| {
-        let len = pmclog::encode(record, 0, &mut buf).expect("encode");
-        bytes.extend_from_slice(&buf[..len]);
-    };
-    push(&Record::Initialize(Initialize {
-        version: 0x0A00_0000,
-        cpu_type: 0x98,
-        tsc_freq: 1_000_000_000,
-        time_sec: 0,
-        time_nsec: 0,
-        cpuid: b"GenuineIntel-6-55",
-    }));
-    push(&Record::PmcAllocate(PmcAllocate { pmcid: 0x100, event: 0x10000, flags: 0x10, rate: 1 }));
+    let mut log = LogBuilder::new();
+    log.allocate(0x100, 0x10000);
     for i in 0..n {
         // 7919 is prime, so i ↦ i·7919 mod n is a permutation whenever n is not its multiple.
         let region = (i * 7919) % n;
@@ -43,19 +29,12 @@ fn jit_log(n: u64, distinct: bool) -> Vec<u8> {
         } else {
             "/nonexistent/jit.so".to_owned()
         };
-        push(&Record::MapIn(MapIn { pid: 7, start, path: path.as_bytes() }));
-        push(&Record::Callchain(Callchain {
-            pid: 7,
-            tid: 7,
-            pmcid: 0x100,
-            cpuflags: CallchainFlags::new(0, 1),
-            pcs: ProgramCounters::from_words(&[start + 0x10]),
-        }));
+        log.map_in(7, start, &path).samples(7, 0x100, &[start + 0x10], 1);
         if i % 2 == 1 {
-            push(&Record::MapOut(MapOut { pid: 7, start, end: start + 0x1000 }));
+            log.push(&Record::MapOut(MapOut { pid: 7, start, end: start + 0x1000 }));
         }
     }
-    bytes
+    log.bytes()
 }
 
 fn main() {
