@@ -569,7 +569,7 @@ pub unsafe extern "C" fn pmclog_read(cookie: *mut c_void, ev: *mut pmclog_ev) ->
 /// Frees a parser. NULL is ignored. The descriptor given to [`pmclog_open`] stays open.
 ///
 /// A cookie is a handle, not an address: a closed one is recognised for ever, in memory
-/// bounded by the parsers open at once (see [`crate::handles`]). FreeBSD frees the parser, and
+/// bounded by the parsers open at once (a slot and a generation number). FreeBSD frees the parser, and
 /// a second `pmclog_close` corrupts the heap; here `pmclog_close` on a closed cookie (or on any
 /// value `pmclog_open` did not return) does nothing and sets `errno` to `EINVAL`, and
 /// `pmclog_read` or `pmclog_feed` on it fail with `EINVAL`.
