@@ -619,6 +619,31 @@ fn the_summary_notes_processes_that_were_not_followed() {
 }
 
 #[test]
+fn a_sampling_run_notes_processes_that_were_not_followed() {
+    let hot = c_program("hot");
+    // The shell runs the program in a child (`; true` keeps it from exec'ing it in place).
+    let command = format!("{} 100000000; true", arg(&hot));
+    let sample = |follow: bool| {
+        let mut args = vec!["-P", "cpu-clock", "--top", "3"];
+        if follow {
+            args.insert(0, "-d");
+        }
+        args.extend(["--", "sh", "-c", &command]);
+        let run = pmcstat(Host::Linux, &args);
+        run.assert_status(0);
+        run
+    };
+    let without = sample(false);
+    let note = without.stderr.lines().find(|l| l.contains("were not followed"));
+    let note = note.unwrap_or_else(|| panic!("{}", without.describe()));
+    assert!(note.starts_with("pmcstat: note: the command's processes used "), "{note}");
+    assert!(note.ends_with("add -d to sample them too"), "{note}");
+    let with = sample(true);
+    assert!(!with.stderr.contains("add -d"), "{}", with.describe());
+    assert!(with.stdout.contains("hot_function"), "the child was sampled: {}", with.describe());
+}
+
+#[test]
 fn the_summary_is_left_out_for_scripts_and_with_q() {
     for args in [
         &["-p", "task-clock", "--", "true"][..],

@@ -616,6 +616,9 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     }
 
     let lost = api::driver_stats().map(|s| u64::from(s.pm_intr_bufferfull)).unwrap_or(0);
+    // Whether each sampling PMC followed the command's descendants (`-d`), for the note below.
+    let pmcs_flags: Vec<pmc::PmcFlags> =
+        pmcs.iter().filter(|a| a.request.mode.is_sampling()).map(|a| a.request.flags).collect();
     if let Some(log) = log {
         drop(pmcs);
         let temporary = matches!(log, LogSink::Temporary(..));
@@ -647,6 +650,9 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
                 }
                 report::write_analyses(&rest, profile)?;
                 report::report_profile_warnings(o, profile);
+                if child.is_some() && o.verbosity >= 0 && !samples_descendants(&pmcs_flags) {
+                    note_unfollowed_samples(profile);
+                }
                 report::check_end(&read, &name)?;
             }
             // The recording run says what its log lost, as `-R` of it would.
@@ -668,6 +674,36 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
         (Ending::Done, None, Some(failure)) => failure.status,
         _ => ending.status(),
     })
+}
+
+/// Whether any sampling PMC (of `flags`) followed the command's descendants (`-d`).
+fn samples_descendants(flags: &[pmc::PmcFlags]) -> bool {
+    flags.iter().any(|f| f.contains(pmc::PmcFlags::DESCENDANTS))
+}
+
+/// After a sampling run of a launched command without `-d`: when a clock event's samples cover
+/// less than half the CPU time the command and the processes it waited for used, the processes
+/// it started were not followed; say so, as the counting summary does.
+fn note_unfollowed_samples(profile: &crate::analysis::Profile) {
+    let (user, sys) = summary::children_cpu_time();
+    let cpu_ns = (user + sys).as_nanos();
+    // Only where the CPU time is worth ten samples or more: fewer is what rounding gives.
+    let sampled = profile
+        .pmcs()
+        .iter()
+        .filter_map(|p| p.clock_period_ns().map(|period| (p.samples(), period)))
+        .filter(|&(_, period)| cpu_ns >= 10 * u128::from(period))
+        .map(|(samples, period)| samples.saturating_mul(period))
+        .max();
+    if let Some(ns) = sampled.filter(|&ns| summary::unfollowed(ns, user + sys)) {
+        let ms = |ns: u128| ns / 1_000_000;
+        crate::failure::tell(format_args!(
+            "note: the command's processes used {} ms of CPU time and the samples cover \
+             {} ms: the processes it started were not followed; add -d to sample them too",
+            ms((user + sys).as_nanos()),
+            ms(u128::from(ns))
+        ));
+    }
 }
 
 /// The counts output (the `-o` file, standard error, or standard output with `--json`). A

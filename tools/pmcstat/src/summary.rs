@@ -144,11 +144,8 @@ pub fn write_summary(s: &Summary, out: &mut dyn Write) -> io::Result<()> {
     text.push_str(&format!("\n{:>18} seconds time elapsed\n", secs(s.elapsed)));
     text.push_str(&format!("{:>18} seconds user\n", secs(s.user)));
     text.push_str(&format!("{:>18} seconds sys\n", secs(s.sys)));
-    let children_ns = (s.user + s.sys).as_nanos();
     if let Some(ns) = clock_ns.filter(|_| !s.descendants) {
-        // The clock counted less than half the CPU time the command's processes used: the rest
-        // ran in processes it started, which only -d follows.
-        if children_ns > 10_000_000 && u128::from(ns) * 2 < children_ns {
+        if unfollowed(ns, s.user + s.sys) {
             text.push_str(
                 "\nNote: the command's processes used more CPU time than was counted: the \
                  processes it started were not followed; add -d to count them too.\n",
@@ -157,6 +154,14 @@ pub fn write_summary(s: &Summary, out: &mut dyn Write) -> io::Result<()> {
     }
     text.push('\n');
     out.write_all(text.as_bytes())
+}
+
+/// Whether a clock event that measured `measured_ns` of the command's CPU time missed processes
+/// it started: the command and the descendants it waited for used `cpu` (more than 10 ms),
+/// over twice what was measured. The rest ran in processes only `-d` follows.
+pub fn unfollowed(measured_ns: u64, cpu: Duration) -> bool {
+    let cpu_ns = cpu.as_nanos();
+    cpu_ns > 10_000_000 && u128::from(measured_ns) * 2 < cpu_ns
 }
 
 /// User and system CPU time of this process's waited-for children.
