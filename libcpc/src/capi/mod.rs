@@ -173,8 +173,35 @@ fn live_handles() -> (MutexGuard<'static, BTreeSet<usize>>, Option<crate::ovf::S
     (LIVE_HANDLES.lock().unwrap_or_else(PoisonError::into_inner), held)
 }
 
+thread_local! {
+    /// The live handles' lock, held by the forking thread across a `fork`.
+    static HELD_ACROSS_FORK: std::cell::RefCell<Option<MutexGuard<'static, BTreeSet<usize>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Every thread of a program may be in a libcpc call, holding the live handles' lock for a
+/// moment, when another thread forks: the child would find it held for ever (only the forking
+/// thread goes on in a child), and its first libcpc call would hang. The at-fork handlers take
+/// the lock before the fork and give it back after, in the parent and in the child.
+fn lock_handles_across_forks() {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    REGISTERED.call_once(|| {
+        extern "C" fn before_fork() {
+            let guard = LIVE_HANDLES.lock().unwrap_or_else(PoisonError::into_inner);
+            HELD_ACROSS_FORK.with(|held| *held.borrow_mut() = Some(guard));
+        }
+        extern "C" fn after_fork() {
+            HELD_ACROSS_FORK.with(|held| drop(held.borrow_mut().take()));
+        }
+        // SAFETY: the handlers only lock and unlock a mutex through this thread's own slot,
+        // POSIX's at-fork idiom; registering has no other precondition.
+        unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
+    });
+}
+
 /// Gives out `handle` (`cpc_open`).
 fn register(handle: Box<cpc_t>) -> *mut cpc_t {
+    lock_handles_across_forks();
     let raw = Box::into_raw(handle);
     live_handles().0.insert(raw as usize);
     raw
