@@ -168,14 +168,17 @@ fn status(handle: Option<&cpc_t>, body: impl FnOnce() -> crate::Result<()>) -> c
 static LIVE_HANDLES: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
 
 /// The live handles, locked; SIGEMT is held meanwhile, as for [`cpc_t::lists`].
-fn live_handles() -> (MutexGuard<'static, BTreeSet<usize>>, Option<crate::ovf::SignalHeld>) {
+fn live_handles() -> LiveHandlesHeld {
     let held = crate::ovf::SignalHeld::new(crate::ovf::in_use());
     (LIVE_HANDLES.lock().unwrap_or_else(PoisonError::into_inner), held)
 }
 
+/// The live handles' lock as [`live_handles`] holds it (with SIGEMT blocked).
+type LiveHandlesHeld = (MutexGuard<'static, BTreeSet<usize>>, Option<crate::ovf::SignalHeld>);
+
 thread_local! {
     /// The live handles' lock, held by the forking thread across a `fork`.
-    static HELD_ACROSS_FORK: std::cell::RefCell<Option<MutexGuard<'static, BTreeSet<usize>>>> =
+    static HELD_ACROSS_FORK: std::cell::RefCell<Option<LiveHandlesHeld>> =
         const { std::cell::RefCell::new(None) };
 }
 
@@ -187,8 +190,10 @@ fn lock_handles_across_forks() {
     static REGISTERED: std::sync::Once = std::sync::Once::new();
     REGISTERED.call_once(|| {
         extern "C" fn before_fork() {
-            let guard = LIVE_HANDLES.lock().unwrap_or_else(PoisonError::into_inner);
-            HELD_ACROSS_FORK.with(|held| *held.borrow_mut() = Some(guard));
+            // As any holder: with SIGEMT blocked, so that a handler's libcpc call cannot come
+            // in on this thread meanwhile.
+            let locked = live_handles();
+            HELD_ACROSS_FORK.with(|held| *held.borrow_mut() = Some(locked));
         }
         extern "C" fn after_fork() {
             HELD_ACROSS_FORK.with(|held| drop(held.borrow_mut().take()));
