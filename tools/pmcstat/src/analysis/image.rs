@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::debuginfo::{Check, DebugLinks, DebugSearch, debuglink_crc};
+use super::demangle::PLT_SUFFIX;
 use super::lines::{SourceFrame, SourceLines};
 
 use object::{
@@ -583,9 +584,6 @@ where
         .collect()
 }
 
-/// What a PLT stub's name is its target's name followed by, as binutils' `objdump` names it.
-const PLT_SUFFIX: &str = "@plt";
-
 /// The x86-64 PLT stubs of an ELF file, named `func@plt` after the function whose GOT slot
 /// they jump through (no symbol covers them; they would be taken for the function before).
 ///
@@ -661,40 +659,9 @@ fn finish_symbols(symbols: &mut Vec<Symbol>, image_end: u64) {
     }
 }
 
-/// A readable form of a symbol name: Rust (legacy and v0) and C++ (Itanium) names are demangled,
-/// anything else is returned as it is. Rust hashes are left out.
-pub(crate) fn demangle(name: &str) -> String {
-    if let Some(target) = name.strip_suffix(PLT_SUFFIX) {
-        return format!("{}{PLT_SUFFIX}", demangle(target));
-    }
-    if name.starts_with("_R") || (name.starts_with("_ZN") && name.contains("17h")) {
-        if let Ok(d) = rustc_demangle::try_demangle(name) {
-            return format!("{d:#}");
-        }
-    }
-    if name.starts_with("_Z") {
-        if let Ok(symbol) = cpp_demangle::Symbol::new(name) {
-            if let Ok(d) = symbol.demangle(&cpp_demangle::DemangleOptions::default()) {
-                return d;
-            }
-        }
-    }
-    name.to_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn demangle_handles_rust_cpp_and_c_names() {
-        assert_eq!(demangle("hot"), "hot");
-        assert_eq!(demangle("_ZN3std2rt10lang_start17h0123456789abcdefE"), "std::rt::lang_start");
-        assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
-        assert_eq!(demangle("_Z4workii"), "work(int, int)");
-        assert_eq!(demangle("_Zbogus"), "_Zbogus");
-        assert_eq!(demangle("_Z4workii@plt"), "work(int, int)@plt");
-    }
 
     #[test]
     fn a_kallsyms_table_gives_the_kernel_text_symbols_at_their_addresses() {

@@ -72,7 +72,7 @@ impl SourceLines {
                 .function
                 .as_ref()
                 .and_then(|name| name.raw_name().ok())
-                .map(|name| Arc::from(super::image::demangle(&name).as_str()));
+                .map(|name| Arc::from(super::demangle::demangle(&name).as_str()));
             let (file, line) = match &frame.location {
                 Some(location) => (location.file.map(Arc::from), location.line.unwrap_or(0)),
                 None => (None, 0),

@@ -66,6 +66,7 @@ mod budget;
 mod callgraph;
 mod calltree;
 mod debuginfo;
+mod demangle;
 mod error;
 mod folded;
 mod gmon;

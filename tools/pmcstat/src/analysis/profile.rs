@@ -12,8 +12,9 @@ use pmclog::{Callchain, EventNames, MultipartKind, Record, Records, StaticEventN
 use super::address_space::{AddressSpace, Mapping, Place, USER_END};
 use super::budget;
 use super::debuginfo::DebugSearch;
+use super::demangle::demangle;
 use super::error::AnalysisError;
-use super::image::{Image, demangle};
+use super::image::Image;
 use super::jitmap;
 use super::kallsyms;
 use super::lines::SourceFrame;
