@@ -67,7 +67,7 @@ pub fn init(bsp: bool) {
         let mode = if is_x2apic() { 3 << 10 } else { 1 << 11 };
         wrmsr(IA32_APIC_BASE, base | mode);
     }
-    write(SPURIOUS, 0x100 | u32::from(crate::trap::SPURIOUS));
+    write(SPURIOUS, 0x100 | u32::from(crate::vectors::SPURIOUS));
     write(LVT_TIMER, 1 << 16);
 }
 
@@ -128,7 +128,7 @@ pub fn calibrate_timer() {
 /// Starts this CPU's timer: periodic, `hz` interrupts a second on vector `TIMER`.
 pub fn start_timer(hz: u32) {
     write(TIMER_DIVIDE, 0x3);
-    write(LVT_TIMER, 1 << 17 | u32::from(crate::trap::TIMER));
+    write(LVT_TIMER, 1 << 17 | u32::from(crate::vectors::TIMER));
     let counts = COUNTS_PER_MS.load(Ordering::Relaxed) as u64 * 1000 / u64::from(hz);
     write(TIMER_INITIAL, counts.max(1) as u32);
 }

@@ -6,7 +6,7 @@ use core::fmt::{self, Write};
 use crate::port::{inb, outb, outsb};
 
 const COM1: u16 = 0x3F8;
-/// The log device: hwpmc's log file (CONFIGURELOG with [`crate::abi::LOG_FD`]) goes here.
+/// The log device: hwpmc's log file (CONFIGURELOG with [`ring0_abi::LOG_FD`]) goes here.
 const LOG_PORT: u16 = 0xE9;
 /// QEMU's `isa-debug-exit` device: writing `v` ends QEMU with status `v << 1 | 1`.
 const EXIT_PORT: u16 = 0xF4;

@@ -1,7 +1,8 @@
-//! The GDT (kernel and user segments, one TSS per CPU) and the TSS: the kernel stack ring 3 enters
-//! on (RSP0, set at each switch) and the NMI and double-fault stacks (IST1, IST2).
+//! The GDT (kernel and user segments, one TSS descriptor per CPU), and setting the kernel stack
+//! ring 3 enters on (the TSS's RSP0, at each switch; the TSS itself is in `tss.rs`).
 
 use crate::percpu::{Cpu, MAX_CPUS};
+use crate::tss::Tss;
 
 /// Kernel code selector.
 pub const KERNEL_CODE: u16 = 0x08;
@@ -13,32 +14,6 @@ pub const USER_DATA: u16 = 0x20 | 3;
 pub const USER_CODE: u16 = 0x28 | 3;
 /// The first TSS descriptor (two slots per CPU).
 const TSS_FIRST: usize = 6;
-
-/// The 64-bit task-state segment.
-#[repr(C, packed(4))]
-pub struct Tss {
-    _reserved0: u32,
-    pub rsp: [u64; 3],
-    _reserved1: u64,
-    pub ist: [u64; 7],
-    _reserved2: u64,
-    _reserved3: u16,
-    iomap_base: u16,
-}
-
-impl Tss {
-    pub const fn new() -> Self {
-        Tss {
-            _reserved0: 0,
-            rsp: [0; 3],
-            _reserved1: 0,
-            ist: [0; 7],
-            _reserved2: 0,
-            _reserved3: 0,
-            iomap_base: core::mem::size_of::<Tss>() as u16,
-        }
-    }
-}
 
 /// Null, kernel code (0x08), kernel data (0x10), 32-bit code (0x18, the AP trampoline's), user
 /// data (0x20), user code (0x28), then a 16-byte TSS descriptor per CPU.

@@ -5,31 +5,32 @@
 use core::sync::atomic::Ordering;
 
 use crate::console::{self, print_unlocked};
+use crate::frame::TrapFrame;
 use crate::percpu;
-use crate::trap::{self, TrapFrame};
+use crate::vectors;
 use crate::{pmc, sched, syscall};
 
 /// Called by every stub with interrupts disabled.
 pub fn dispatch(frame: &mut TrapFrame) {
     match frame.vector as u8 {
-        trap::NMI => {
+        vectors::NMI => {
             nmi(frame);
             // The NMI may have interrupted anything, even the kernel's return to ring 3: it
             // neither switches threads nor calls the return-to-user hook.
             return;
         }
-        trap::TIMER => timer(frame),
-        trap::CALL => {
+        vectors::TIMER => timer(frame),
+        vectors::CALL => {
             crate::apic::eoi();
             crate::ipi::serve(percpu::this());
         }
-        trap::SYSCALL => syscall::dispatch(frame),
-        trap::INVALID_OPCODE if syscall::is_int80(frame) => {
+        vectors::SYSCALL => syscall::dispatch(frame),
+        vectors::INVALID_OPCODE if syscall::is_int80(frame) => {
             // See `syscall::is_int80`: the system call arrived as #UD at its `int 0x80`.
             frame.rip += 2;
             syscall::dispatch(frame);
         }
-        trap::SPURIOUS => {}
+        vectors::SPURIOUS => {}
         _ => fault(frame),
     }
     if frame.is_user() {

@@ -27,7 +27,7 @@ pub fn run_on_cpu(target: u32, f: &mut dyn FnMut()) {
     let mut f: &'static mut dyn FnMut() =
         unsafe { core::mem::transmute::<&mut dyn FnMut(), &'static mut dyn FnMut()>(f) };
     cpu.call.request.store(&mut f, Ordering::Release);
-    crate::apic::send_ipi(cpu.apic_id.load(Ordering::Relaxed), crate::trap::CALL);
+    crate::apic::send_ipi(cpu.apic_id.load(Ordering::Relaxed), crate::vectors::CALL);
     while !cpu.call.request.load(Ordering::Acquire).is_null() {
         serve(me);
         core::hint::spin_loop();

@@ -10,14 +10,13 @@
 
 extern crate alloc;
 
-#[path = "../../abi.rs"]
-#[allow(dead_code)]
-mod abi;
 mod apic;
 mod boot;
 mod console;
 mod cpu;
+mod frame;
 mod gdt;
+mod hooks;
 mod interrupt;
 mod ipi;
 mod memory;
@@ -26,11 +25,16 @@ mod pmc;
 mod port;
 mod sched;
 mod syscall;
+mod thread;
 mod time;
 mod trap;
+mod tss;
 mod user;
+mod vectors;
 
 use core::sync::atomic::{AtomicU32, Ordering};
+
+use ring0_abi as abi;
 
 /// Timer interrupts a second on every CPU.
 const HZ: u32 = 1000;

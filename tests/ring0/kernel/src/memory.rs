@@ -1,8 +1,8 @@
 //! Memory: the boot page tables identity-map 4 GiB with 2 MiB pages; here ring 3 gets the user
 //! pages, the local APIC's page is made uncached, and the kernel heap is set up.
 
-use crate::abi;
 use crate::boot::BOOT_PAGE_TABLES;
+use ring0_abi as abi;
 
 const USER: u64 = 1 << 2;
 const WRITE_THROUGH: u64 = 1 << 3;

@@ -4,8 +4,8 @@
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
-use crate::gdt::Tss;
-use crate::sched::Thread;
+use crate::thread::Thread;
+use crate::tss::Tss;
 
 /// The most CPUs the kernel brings up.
 pub const MAX_CPUS: usize = 8;

@@ -15,9 +15,12 @@ use hwpmc::{
     Signal, Tid, Tunables, UserPtr,
 };
 
+use crate::frame::TrapFrame;
+use crate::hooks::{self, Hooks};
 use crate::percpu::{self, MAX_CPUS};
-use crate::trap::TrapFrame;
-use crate::{abi, console, memory, sched};
+use ring0_abi as abi;
+
+use crate::{console, memory, sched};
 
 /// The CPU the driver programs: MSRs, RDPMC and CPUID are `NativeCpu`'s; the performance-counter
 /// entry of the local APIC is the kernel's, which runs it in x2APIC mode when the CPU has it and
@@ -99,6 +102,7 @@ pub fn load() -> Result<(), hwpmc::LoadError> {
     CLOCK_EVENT.store(code, Ordering::Relaxed);
     DRIVER.call_once(|| driver);
     LOADED.store(true, Ordering::Release);
+    hooks::install(&HOOKS);
     Ok(())
 }
 
@@ -113,6 +117,7 @@ pub fn cpuid_string() -> alloc::string::String {
 /// Unloads the driver (every process has ended).
 pub fn unload() {
     if let Some(driver) = driver() {
+        hooks::remove();
         driver.unload();
         LOADED.store(false, Ordering::Release);
     }
@@ -123,22 +128,34 @@ pub fn syscall(op: u32, arg: u64) -> Result<(), Errno> {
     driver().ok_or(Errno::NoSys)?.syscall(op, UserPtr(arg))
 }
 
+/// The scheduler's and process code's way in (`hooks.rs`).
+static HOOKS: Hooks = Hooks {
+    switch_in,
+    switch_out,
+    process_fork,
+    process_exec,
+    process_exit,
+    thread_create,
+    thread_exit,
+    mmap,
+};
+
 fn hook(f: impl FnOnce(&Hwpmc)) {
     if let Some(driver) = driver() {
         f(driver);
     }
 }
 
-pub fn switch_in(cpu: Cpu, pid: Pid, tid: Tid) {
+fn switch_in(cpu: Cpu, pid: Pid, tid: Tid) {
     hook(|d| d.switch_in(cpu, pid, tid));
 }
-pub fn switch_out(cpu: Cpu, pid: Pid, tid: Tid) {
+fn switch_out(cpu: Cpu, pid: Pid, tid: Tid) {
     hook(|d| d.switch_out(cpu, pid, tid));
 }
-pub fn process_fork(parent: Pid, child: Pid) {
+fn process_fork(parent: Pid, child: Pid) {
     hook(|d| d.process_fork(parent, child));
 }
-pub fn process_exec(pid: Pid, path: &[u8]) {
+fn process_exec(pid: Pid, path: &[u8]) {
     hook(|d| {
         d.process_exec(
             pid,
@@ -146,16 +163,16 @@ pub fn process_exec(pid: Pid, path: &[u8]) {
         )
     });
 }
-pub fn process_exit(pid: Pid) {
+fn process_exit(pid: Pid) {
     hook(|d| d.process_exit(pid));
 }
-pub fn thread_create(pid: Pid, tid: Tid) {
+fn thread_create(pid: Pid, tid: Tid) {
     hook(|d| d.thread_create(pid, tid));
 }
-pub fn thread_exit(pid: Pid, tid: Tid) {
+fn thread_exit(pid: Pid, tid: Tid) {
     hook(|d| d.thread_exit(pid, tid));
 }
-pub fn mmap(pid: Pid, start: u64, end: u64, path: &[u8]) {
+fn mmap(pid: Pid, start: u64, end: u64, path: &[u8]) {
     hook(|d| d.mmap(pid, start, end, path));
 }
 

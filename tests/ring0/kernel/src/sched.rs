@@ -2,7 +2,7 @@
 //! CPU's own stack that switches to a thread and back (a thread gives the CPU up with [`leave`]),
 //! preemption at the end of a time slice when a thread is interrupted in ring 3.
 //!
-//! The context-switch hooks of the driver run here: `switch_in` on the CPU just before it
+//! The context-switch hooks of the driver run here (through `hooks.rs`): `switch_in` on the CPU just before it
 //! switches to a thread, `switch_out` on the thread's CPU just before it leaves. The kernel never
 //! calls the driver while it holds one of its own locks (the driver calls back into the kernel).
 
@@ -12,37 +12,17 @@ use alloc::vec::Vec;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU64, Ordering};
 
-use crate::abi;
+use crate::frame::{TrapFrame, trap_return};
 use crate::gdt;
+use crate::hooks;
 use crate::percpu::{self, Cpu};
-use crate::pmc;
-use crate::trap::TrapFrame;
+use crate::thread::{EXITED, RUNNABLE, RUNNING, Thread};
+use ring0_abi as abi;
 
 /// Bytes of each thread's kernel stack.
 const KSTACK: usize = 64 * 1024;
 /// Timer ticks a thread runs in ring 3 before it is preempted.
 pub const SLICE: u32 = 4;
-
-const RUNNING: u8 = 0;
-const RUNNABLE: u8 = 1;
-const EXITED: u8 = 2;
-
-/// A thread: its kernel stack and, while it does not run, its saved kernel stack pointer.
-pub struct Thread {
-    pub tid: i32,
-    pub pid: i32,
-    kstack: Box<[u128]>,
-    rsp: UnsafeCell<u64>,
-    state: AtomicU8,
-}
-
-impl Thread {
-    /// The lowest and one past the highest address of its kernel stack.
-    pub fn kstack_bounds(&self) -> (u64, u64) {
-        let lo = self.kstack.as_ptr() as u64;
-        (lo, lo + (self.kstack.len() * 16) as u64)
-    }
-}
 
 /// A thread on the run queue (owned by it).
 struct Queued(*mut Thread);
@@ -110,11 +90,11 @@ pub fn spawn_process(parent: i32, path: &'static [u8], role: u64) -> i32 {
     let pid = NEXT_PID.fetch_add(1, Ordering::Relaxed);
     with_processes(|p| p.push(Process { pid, parent, path, threads: 0, exited: false }));
     if parent > 0 {
-        pmc::process_fork(parent, pid);
+        hooks::process_fork(parent, pid);
     }
-    pmc::process_exec(pid, path);
+    hooks::process_exec(pid, path);
     let (start, end) = crate::user::image_range();
-    pmc::mmap(pid, start, end, path);
+    hooks::mmap(pid, start, end, path);
     spawn_thread(pid, crate::user::entry(), role);
     pid
 }
@@ -150,7 +130,7 @@ pub fn spawn_thread(pid: i32, entry: u64, arg: u64) -> i32 {
     // SAFETY: `rsp..top` lies within the new thread's kernel stack, which nothing else uses yet.
     unsafe {
         core::ptr::write(frame_at as *mut TrapFrame, frame);
-        core::ptr::write((frame_at - 8) as *mut u64, crate::trap::trap_return as *const () as u64);
+        core::ptr::write((frame_at - 8) as *mut u64, trap_return as *const () as u64);
         core::ptr::write_bytes(rsp as *mut u64, 0, 6);
         *thread.rsp.get() = rsp;
     }
@@ -159,7 +139,7 @@ pub fn spawn_thread(pid: i32, entry: u64, arg: u64) -> i32 {
             p.threads += 1;
         }
     });
-    pmc::thread_create(pid, tid);
+    hooks::thread_create(pid, tid);
     let saved = crate::cpu::disable_interrupts();
     RUN_QUEUE.lock().push_back(Queued(Box::into_raw(thread)));
     crate::cpu::restore_interrupts(saved);
@@ -179,7 +159,7 @@ pub fn current() -> &'static Thread {
 pub fn leave(exit: bool) {
     let cpu = percpu::this();
     let thread = current();
-    pmc::switch_out(cpu.index, thread.pid, thread.tid);
+    hooks::switch_out(cpu.index, thread.pid, thread.tid);
     cpu.kstack_lo.store(0, Ordering::Relaxed);
     cpu.kstack_hi.store(0, Ordering::Relaxed);
     thread.state.store(if exit { EXITED } else { RUNNABLE }, Ordering::Relaxed);
@@ -192,14 +172,14 @@ pub fn leave(exit: bool) {
 pub fn exit_thread() -> ! {
     let thread = current();
     let (pid, tid) = (thread.pid, thread.tid);
-    pmc::thread_exit(pid, tid);
+    hooks::thread_exit(pid, tid);
     let last = with_processes(|p| {
         let p = p.iter_mut().find(|p| p.pid == pid).expect("the process of a running thread");
         p.threads -= 1;
         p.threads == 0
     });
     if last {
-        pmc::process_exit(pid);
+        hooks::process_exit(pid);
         with_processes(|p| {
             if let Some(p) = p.iter_mut().find(|p| p.pid == pid) {
                 p.exited = true;
@@ -228,7 +208,7 @@ fn run_thread(cpu: &Cpu, thread: *mut Thread) {
     gdt::set_kernel_stack(cpu, hi);
     cpu.kstack_lo.store(lo, Ordering::Relaxed);
     cpu.kstack_hi.store(hi, Ordering::Relaxed);
-    pmc::switch_in(cpu.index, t.pid, t.tid);
+    hooks::switch_in(cpu.index, t.pid, t.tid);
     // SAFETY: the thread's saved RSP points at a frame `switch_context` (or `spawn_thread`) left.
     unsafe { switch_context(cpu.sched_rsp.get(), *t.rsp.get()) }
     cpu.current.store(core::ptr::null_mut(), Ordering::Relaxed);

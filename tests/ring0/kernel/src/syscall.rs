@@ -1,10 +1,12 @@
-//! The system calls of the ring-3 program (numbers in `tests/ring0/abi.rs`). They run with
+//! The system calls of the ring-3 program (numbers in `tests/ring0/abi` (crate `ring0-abi`)). They run with
 //! interrupts disabled (an interrupt gate), but for SYS_KWORK, which enables them on purpose.
 
 use core::sync::atomic::Ordering;
 
-use crate::trap::TrapFrame;
-use crate::{abi, memory, pmc, sched};
+use crate::frame::TrapFrame;
+use ring0_abi as abi;
+
+use crate::{memory, pmc, sched};
 
 /// Whether `frame` is a #UD raised in ring 3 by an `int 0x80` instruction (bytes CD 80 at RIP).
 ///

@@ -3,60 +3,13 @@
 //! Each stub pushes an error code (0 when the CPU pushes none) and its vector, `trap_common`
 //! pushes the general registers and calls [`crate::interrupt::dispatch`] with the frame, then
 //! restores them and returns with `iretq` (`trap_return`, also where a new thread first starts).
+//! The frame's layout is in `frame.rs`, the vector numbers in `vectors.rs`.
 
 use core::arch::global_asm;
 
+use crate::frame::TrapFrame;
 use crate::gdt::KERNEL_CODE;
-
-/// The registers saved at a trap, lowest address first.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TrapFrame {
-    pub r15: u64,
-    pub r14: u64,
-    pub r13: u64,
-    pub r12: u64,
-    pub r11: u64,
-    pub r10: u64,
-    pub r9: u64,
-    pub r8: u64,
-    pub rbp: u64,
-    pub rdi: u64,
-    pub rsi: u64,
-    pub rdx: u64,
-    pub rcx: u64,
-    pub rbx: u64,
-    pub rax: u64,
-    pub vector: u64,
-    pub error: u64,
-    pub rip: u64,
-    pub cs: u64,
-    pub rflags: u64,
-    pub rsp: u64,
-    pub ss: u64,
-}
-
-impl TrapFrame {
-    /// Whether the trap came from ring 3.
-    pub fn is_user(&self) -> bool {
-        self.cs & 3 == 3
-    }
-}
-
-/// Vector of the local APIC timer.
-pub const TIMER: u8 = 32;
-/// Vector of the "run this closure" IPI.
-pub const CALL: u8 = 0xF0;
-/// Vector of the system call (`int 0x80`, allowed from ring 3).
-pub const SYSCALL: u8 = 0x80;
-/// The local APIC's spurious vector.
-pub const SPURIOUS: u8 = 0xFF;
-/// The NMI (the PMI is delivered as one).
-pub const NMI: u8 = 2;
-/// Invalid opcode.
-pub const INVALID_OPCODE: u8 = 6;
-/// Double fault.
-pub const DOUBLE_FAULT: u8 = 8;
+use crate::vectors::{DOUBLE_FAULT, NMI, SYSCALL};
 
 global_asm!(
     r#"
@@ -130,8 +83,6 @@ trap_stubs_end:
 unsafe extern "C" {
     static trap_stubs: [u64; 0];
     static trap_stubs_end: [u64; 0];
-    /// The second half of `trap_common`: restores a trap frame at RSP and returns to it.
-    pub fn trap_return();
 }
 
 #[unsafe(no_mangle)]

@@ -3,7 +3,7 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use crate::abi;
+use ring0_abi as abi;
 
 static IMAGE: &[u8] = include_bytes!(env!("RING0_USER_ELF"));
 

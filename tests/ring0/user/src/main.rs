@@ -8,13 +8,12 @@
 #![no_std]
 #![no_main]
 
-#[path = "../../abi.rs"]
-#[allow(dead_code)]
-mod abi;
 mod pmc;
 mod sys;
 
 use core::sync::atomic::{AtomicU32, Ordering};
+
+use ring0_abi as abi;
 
 use hwpmc::abi::{Class, Mode, Op, PmcFlags, event};
 

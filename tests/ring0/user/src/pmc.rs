@@ -7,7 +7,9 @@ use hwpmc::abi::{
 };
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
-use crate::{abi, sys};
+use ring0_abi as abi;
+
+use crate::sys;
 
 /// A failed call's errno.
 #[derive(Debug, Clone, Copy)]

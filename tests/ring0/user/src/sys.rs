@@ -2,7 +2,7 @@
 
 use core::fmt::{self, Write};
 
-use crate::abi;
+use ring0_abi as abi;
 
 /// A system call with up to three arguments; a negative result is an errno.
 pub fn call(number: u64, a: u64, b: u64, c: u64) -> i64 {

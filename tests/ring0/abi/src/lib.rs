@@ -1,6 +1,8 @@
 //! The example kernel's system calls, shared by the kernel and its ring-3 program (`int 0x80`:
 //! the number in RAX, arguments in RDI, RSI, RDX; the result in RAX, a negative errno on failure).
 
+#![no_std]
+
 /// Writes `len` bytes at `ptr` to the console.
 pub const SYS_WRITE: u64 = 0;
 /// Ends the calling thread (its process ends with its last thread).
