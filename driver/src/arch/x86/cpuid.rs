@@ -19,6 +19,11 @@ pub struct CpuSignature {
 
 impl CpuSignature {
     /// Reads CPUID leaves 0 and 1.
+    ///
+    /// Decoded here rather than through raw-cpuid's `FeatureInfo`: that view adds the extended
+    /// family in a `u8`, which overflows (a panic in a debug build) when a hypervisor reports an
+    /// extended family above 0xF0, and it decodes unknown vendors differently from Intel and AMD.
+    /// The display family and model are defined the same way by both vendors' manuals.
     pub fn read<R: CpuIdReader>(cpuid: &R) -> Self {
         let leaf0 = cpuid.cpuid1(0);
         let mut vendor = [0; 12];
@@ -94,6 +99,16 @@ mod tests {
             1 => CpuIdResult { eax: 0x0005_06E3, ebx: 0, ecx: 0, edx: 0 },
             _ => CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 },
         }
+    }
+
+    #[test]
+    fn the_largest_extended_family_does_not_overflow() {
+        let reader = |eax: u32, ecx: u32| match eax {
+            1 => CpuIdResult { eax: 0x0FFF_0F00, ebx: 0, ecx: 0, edx: 0 },
+            _ => skylake(eax, ecx),
+        };
+        let signature = CpuSignature::read(&reader);
+        assert_eq!((signature.family, signature.model), (0xF + 0xFF, 0xF0));
     }
 
     #[test]

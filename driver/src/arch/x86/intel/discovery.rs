@@ -113,6 +113,10 @@ impl IntelPmu {
     /// Describes the PMU of the CPU whose CPUID `cpuid` answers for; reads PERF_CAPABILITIES
     /// through `msrs` when CPUID.1:ECX.PDCM says it exists. `None` when the CPU has no usable
     /// architectural PMU (not Intel, leaf 0xA absent, version 0, or no GP counters).
+    ///
+    /// Leaf 0xA is decoded by hand: raw-cpuid's `PerformanceMonitoringInfo` keeps neither ECX
+    /// (the fixed-counter bitmap of perfmon v5) nor EBX bits past the seven events it names (the
+    /// architectural events of newer parts), and both decide which counters the driver offers.
     pub fn discover<R: CpuIdReader, M: Msrs + ?Sized>(cpuid: &R, msrs: &M) -> Option<IntelPmu> {
         let signature = CpuSignature::read(cpuid);
         if !signature.is_intel() || cpuid.cpuid1(0).eax < 0xA {
