@@ -24,11 +24,12 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::machine::{GroundTruth, SplitMix64};
+use crate::ground_truth::GroundTruth;
 use crate::pmu::bits::{
     STATUS_COND_CHGD, STATUS_LBR_FRZ, STATUS_OVF_BUF, STATUS_OVF_UNCORE, STATUS_TRACE_TOPA_PMI,
 };
 use crate::pmu::{MaskedPmi, Ring, SimPmu, Work};
+use crate::prng::SplitMix64;
 
 /// How late PMIs are served and what else happens around the driver (see the module
 /// documentation). The default is the exact mode: none of it.
@@ -272,12 +273,14 @@ impl DriverWork {
 }
 
 /// Has the hardware retire the driver's work at its MSR accesses (with `work`'s chance), and
-/// serve a PMI pending then in the middle of the driver, with a kernel-mode frame at
-/// [`DRIVER_PC`](crate::machine::DRIVER_PC) (but not inside the PMI handler: NMIs do not nest).
+/// serve a PMI pending then in the middle of the driver, with a kernel-mode frame at `pc` (the
+/// machine's [`DRIVER_PC`](crate::machine::DRIVER_PC)) (but not inside the PMI handler: NMIs do
+/// not nest).
 pub(crate) fn install_driver_work(
-    driver: std::rc::Weak<crate::SimDriver>,
-    kernel: crate::SimKernel,
+    driver: std::rc::Weak<crate::client::SimDriver>,
+    kernel: crate::kernel::SimKernel,
     work: DriverWork,
+    pc: u64,
 ) {
     let hw = kernel.hardware().clone();
     hw.clone().after_each_access(Some(Rc::new(move || {
@@ -289,7 +292,6 @@ pub(crate) fn install_driver_work(
         if hw.pmu(cpu).take_pmi().is_none() {
             return;
         }
-        let pc = crate::machine::DRIVER_PC;
         let frame = hwpmc::TrapFrame { pc, fp: 0, sp: 0, user: false };
         kernel.in_interrupt(|| driver.interrupt(cpu as hwpmc::Cpu, &frame));
     })));
