@@ -21,8 +21,9 @@
 //!   DEBUGCTL's real bits, TSX, a KVM guest's and a Core 2's quirks, reference cycles at their
 //!   own clock.
 //! * [`timing`] — PMIs served late (skid, counters running or frozen meanwhile), the driver's
-//!   own ring-0 work at its MSR accesses, other users' status bits; and the test suites' modes
-//!   from the environment ([`timing::SimModes`]).
+//!   own ring-0 work at its MSR accesses, other users' status bits.
+//! * [`modes`] — the modes a test suite runs under, as one value ([`modes::SimModes`]): the
+//!   masked-PMI policy, freezing, the PMI timing and PMIs injected at the driver's accesses.
 //! * [`ground_truth`] — every event retired, split by ring ([`GroundTruth`]).
 //! * [`prng`] — the deterministic random numbers ([`prng::SplitMix64`]).
 //! * [`kernel`] — the simulated kernel's services to the driver ([`SimKernel`]): processes with
@@ -43,6 +44,7 @@ mod free_msrs;
 pub mod ground_truth;
 pub mod kernel;
 pub mod machine;
+pub mod modes;
 pub mod offcore;
 pub mod pmu;
 pub mod prng;

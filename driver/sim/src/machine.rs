@@ -87,9 +87,10 @@ use crate::client::{PmcClient, SimDriver, load_driver};
 use crate::cpuid::PmuModel;
 pub use crate::ground_truth::{GroundTruth, RingTruth};
 use crate::kernel::{Credentials, KERNEL_STACK_SIZE, SimKernel, kernel_stack_base};
+use crate::modes::{PmiInjection, SimModes};
 use crate::pmu::{MaskedPmi, Ring, SimHardware, Work};
 pub use crate::prng::SplitMix64;
-use crate::timing::{PmiDelays, PmiTiming, SimModes};
+use crate::timing::{PmiDelays, PmiTiming};
 use crate::workload::{Action, Flow, FunctionId, Program, ProgramBuilder};
 
 /// Size of each thread's user stack.
@@ -170,8 +171,8 @@ impl MachineConfig {
         self
     }
 
-    /// Under `modes` (typically [`SimModes::from_env`]): their masked-PMI policy and freeze
-    /// tunable where they name one, and their timing.
+    /// Under `modes` (a test suite's, see [`crate::modes`]): their masked-PMI policy and freeze
+    /// tunable where they name one, their timing and their PMI injection.
     pub fn modes(mut self, modes: &SimModes) -> Self {
         if let Some(policy) = modes.masked_pmi {
             self.masked_pmi = policy;
@@ -180,7 +181,12 @@ impl MachineConfig {
             self.tunables.freeze_on_pmi = freeze;
         }
         self.timing = modes.timing.clone();
-        self
+        let (every, seed) = match modes.pmi_injection {
+            PmiInjection::None => (false, None),
+            PmiInjection::EveryMsrAccess => (true, None),
+            PmiInjection::SeededAccesses(seed) => (false, Some(seed)),
+        };
+        self.pmi_at_every_msr_access(every).pmi_at_seeded_accesses(seed)
     }
 
     /// With every CPU's local APIC treating a PMI raised while its entry is masked so.
@@ -200,22 +206,6 @@ impl MachineConfig {
     pub fn pmi_at_seeded_accesses(mut self, seed: Option<u64>) -> Self {
         self.pmi_seed = seed;
         self
-    }
-
-    /// With the PMI injection the environment asks for: `HWPMC_SIM_PMI_AT_EVERY_MSR_ACCESS=1`
-    /// delivers one at every MSR and counter access the driver makes,
-    /// `HWPMC_SIM_PMI_SEED=<u64>` at the accesses that seed chooses. The scenario tests build
-    /// their machines with it, so the same assertions run with PMIs in the middle of the
-    /// driver's work.
-    ///
-    /// # Panics
-    /// If `HWPMC_SIM_PMI_SEED` is set but is not a number.
-    pub fn pmi_injection_from_env(self) -> Self {
-        let every = std::env::var_os("HWPMC_SIM_PMI_AT_EVERY_MSR_ACCESS").is_some_and(|v| v == "1");
-        let seed = std::env::var("HWPMC_SIM_PMI_SEED").ok().map(|v| {
-            v.trim().parse::<u64>().unwrap_or_else(|_| panic!("HWPMC_SIM_PMI_SEED={v}: not a u64"))
-        });
-        self.pmi_at_every_msr_access(every).pmi_at_seeded_accesses(seed)
     }
 
     /// With this scheduler seed.
