@@ -10,50 +10,35 @@
 //! assertion.
 
 use hwpmc::abi::Mode;
-use hwpmc::{Pid, Tid, TrapFrame, Tunables};
+use hwpmc::{Pid, TrapFrame, Tunables};
 use hwpmc_sim::machine::{KERNEL_IDLE_PC, MachineConfig};
 use hwpmc_sim::modes::SimModes;
 use hwpmc_sim::pmu::{Ring, Work};
-use hwpmc_sim::{
-    AllocateRequest, ArchEvent, Credentials, PmcClient, PmuModel, SimDriver, SinkId, SinkKind,
-    load_driver,
-};
+use hwpmc_sim::{AllocateRequest, ArchEvent, Credentials, PmuModel, SinkId, SinkKind};
+use hwpmc_test_support::world::World;
 use pmclog::{Record, Records};
 use std::ops::RangeInclusive;
 
 const BLOCK_PC: u64 = 0x40_1000;
 
-struct World {
-    driver: SimDriver,
-    pid: Pid,
-    tid: Tid,
-    sink: SinkId,
+/// The world of the sampling tests: a driver on one CPU of `model` with `tunables`, under the
+/// masked-PMI policy and freezing of `modes`, and a process logging to a file.
+fn world(model: PmuModel, tunables: Tunables, modes: &SimModes) -> World {
+    World::builder(model).tunables(tunables).modes(modes).logging().build()
 }
 
-impl World {
-    /// A driver on one CPU of `model` with `tunables`, under the masked-PMI policy and freezing
-    /// of `modes`.
-    fn new(model: PmuModel, tunables: Tunables, modes: &SimModes) -> Self {
-        let freeze_on_pmi = modes.freeze_on_pmi.unwrap_or(tunables.freeze_on_pmi);
-        let driver = load_driver(model, 1, Tunables { freeze_on_pmi, ..tunables });
-        let kernel = driver.kernel().clone();
-        if let Some(policy) = modes.masked_pmi {
-            kernel.hardware().pmu(0).set_masked_pmi(policy);
-        }
-        let pid = kernel.spawn(None, Credentials::user(1000));
-        let tid = kernel.threads(pid)[0];
-        let fd = kernel.open_sink(pid, SinkKind::Writable);
-        let sink = kernel.sink_of(pid, fd).unwrap();
-        PmcClient::new(&driver, pid).configure_log(fd).unwrap();
-        World { driver, pid, tid, sink }
-    }
-
-    fn client(&self) -> PmcClient<'_> {
-        PmcClient::new(&self.driver, self.pid)
-    }
-
+/// What the sampling tests do with their world.
+trait Sampling {
     /// Runs `blocks` blocks of 1000 user instructions on CPU 0, delivering every PMI, without
     /// draining the ring.
+    fn run(&self, blocks: u64);
+    /// The log so far, flushed.
+    fn flushed_records(&self) -> Vec<Record<'static>>;
+    /// The log so far.
+    fn records(&self) -> Vec<Record<'static>>;
+}
+
+impl Sampling for World {
     fn run(&self, blocks: u64) {
         let hw = self.driver.kernel().hardware().clone();
         hw.set_current_cpu(0);
@@ -67,14 +52,13 @@ impl World {
         }
     }
 
-    /// The log so far, flushed.
     fn flushed_records(&self) -> Vec<Record<'static>> {
         self.client().flush_log().unwrap();
         self.records()
     }
 
     fn records(&self) -> Vec<Record<'static>> {
-        let bytes: &'static [u8] = self.driver.kernel().sink_bytes(self.sink).leak();
+        let bytes: &'static [u8] = self.log_bytes().leak();
         Records::new(bytes).map(|e| e.expect("the log decodes").record).collect()
     }
 }
@@ -173,7 +157,7 @@ fn each_overflow_of_a_process_sampling_pmc_is_one_callchain_record(modes: &SimMo
                 continue; // perfmon v1 and AMD have no fixed counters
             }
             runs += 1;
-            let w = World::new(model, Tunables::default(), modes);
+            let w = world(model, Tunables::default(), modes);
             let request = counter.in_mode(Mode::ThreadSampling, None);
             let id = w.client().allocate(request.with_count(10_000)).unwrap();
             w.client().start(id).unwrap();
@@ -198,7 +182,7 @@ fn each_overflow_of_a_process_sampling_pmc_is_one_callchain_record(modes: &SimMo
 
 fn the_pmi_acknowledges_only_its_own_status_bits(modes: &SimModes) {
     use hwpmc_sim::pmu::msr::{IA32_PERF_GLOBAL_STATUS, IA32_PERF_GLOBAL_STATUS_SET};
-    let w = World::new(PmuModel::skylake(), Tunables::default(), modes);
+    let w = world(PmuModel::skylake(), Tunables::default(), modes);
     // Intel PT's ToPA PMI (bit 55) and the DS buffer's overflow (bit 62) are other users' news.
     let others = 1 << 55 | 1 << 62;
     let hw = w.driver.kernel().hardware().clone();
@@ -220,7 +204,7 @@ fn the_amd_pmi_acknowledges_only_its_own_status_bits(modes: &SimModes) {
     use hwpmc::arch::x86::amd::msr::{PERF_CNTR_GLOBAL_STATUS, PERF_CNTR_GLOBAL_STATUS_SET};
     use hwpmc_sim::pmu::AMD_STATUS_LBRS_FROZEN;
     let model = PmuModel::zen4();
-    let w = World::new(model, Tunables::default(), modes);
+    let w = world(model, Tunables::default(), modes);
     // The LBR stack's freeze indication is another user's news.
     let hw = w.driver.kernel().hardware().clone();
     hw.pmu(0).write_msr(PERF_CNTR_GLOBAL_STATUS_SET, AMD_STATUS_LBRS_FROZEN).unwrap();
@@ -238,7 +222,7 @@ fn the_amd_pmi_acknowledges_only_its_own_status_bits(modes: &SimModes) {
 }
 
 fn a_full_ring_drops_exactly_what_it_cannot_hold_and_says_so(model: PmuModel, modes: &SimModes) {
-    let w = World::new(model, Tunables { nsamples: 2, ..Tunables::default() }, modes);
+    let w = world(model, Tunables { nsamples: 2, ..Tunables::default() }, modes);
     let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let id = w.client().allocate(request.with_count(1000)).unwrap();
     w.client().start(id).unwrap();
@@ -264,7 +248,7 @@ fn a_full_ring_drops_exactly_what_it_cannot_hold_and_says_so(model: PmuModel, mo
 /// retires before the PMI is served is lost (measured in `pmi_latency.rs`); here every PMI is
 /// served at once, the simulator's exact mode.
 fn counting_pmcs_beside_a_sampling_one_still_count_exactly(model: PmuModel, modes: &SimModes) {
-    let w = World::new(model, Tunables::default(), modes);
+    let w = world(model, Tunables::default(), modes);
     let sampler = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let sampler = w.client().allocate(sampler.with_count(7_000)).unwrap();
     let counter =
@@ -344,7 +328,7 @@ fn a_counter_that_overflowed_unseen_before_switch_out_resumes_at_a_full_period(
     model: PmuModel,
     modes: &SimModes,
 ) {
-    let w = World::new(model, Tunables::default(), modes);
+    let w = world(model, Tunables::default(), modes);
     let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let id = w.client().allocate(request.with_count(10_000)).unwrap();
     w.client().start(id).unwrap();
@@ -495,7 +479,7 @@ fn user_callchains_stop_where_the_stack_cannot_be_read_or_is_not_a_chain(
     use hwpmc::abi::PmcFlags;
     use hwpmc_sim::kernel::SCRATCH_BASE;
 
-    let w = World::new(model, Tunables::default(), modes);
+    let w = world(model, Tunables::default(), modes);
     let kernel = w.driver.kernel().clone();
     let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let request = request.with_count(1000).with_flags(PmcFlags::CALLCHAIN);
@@ -537,7 +521,7 @@ fn a_user_sample_whose_thread_never_returns_is_logged_with_its_pc_after_two_tick
 ) {
     use hwpmc::abi::PmcFlags;
 
-    let w = World::new(model, Tunables::default(), modes);
+    let w = world(model, Tunables::default(), modes);
     let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let request = request.with_count(1000).with_flags(PmcFlags::CALLCHAIN);
     let id = w.client().allocate(request).unwrap();
@@ -555,7 +539,7 @@ fn a_user_sample_whose_thread_never_returns_is_logged_with_its_pc_after_two_tick
 }
 
 fn software_events_sample_every_reload_events(modes: &SimModes) {
-    let w = World::new(PmuModel::skylake(), Tunables::default(), modes);
+    let w = world(PmuModel::skylake(), Tunables::default(), modes);
     let faults = w.driver.register_soft_event("PAGE_FAULT.ALL").unwrap();
     let request = AllocateRequest::soft(faults).in_mode(Mode::ThreadSampling, None);
     let id = w.client().allocate(request.with_count(3)).unwrap();
@@ -574,7 +558,7 @@ fn software_events_sample_every_reload_events(modes: &SimModes) {
 }
 
 fn releasing_a_pmc_logs_its_samples_still_in_the_ring_first(model: PmuModel, modes: &SimModes) {
-    let w = World::new(model, Tunables::default(), modes);
+    let w = world(model, Tunables::default(), modes);
     let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let id = w.client().allocate(request.with_count(1000)).unwrap();
     w.client().start(id).unwrap();
@@ -592,7 +576,7 @@ fn hardware_sampling_rates_have_a_floor_of_mincount_and_software_ones_of_one(
     model: PmuModel,
     modes: &SimModes,
 ) {
-    let w = World::new(model, Tunables { min_count: 1000, ..Tunables::default() }, modes);
+    let w = world(model, Tunables { min_count: 1000, ..Tunables::default() }, modes);
     let c = w.client();
     let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let id = c.allocate(request.with_count(10)).unwrap();

@@ -80,18 +80,19 @@ pub fn all() -> Vec<(&'static str, SimModes)> {
 /// where `name` is the mode's name (an identifier, for the suite's module) and `modes` an
 /// expression of its [`SimModes`].
 ///
-/// ```ignore
+/// ```
 /// macro_rules! suite {
 ///     ($mode:ident, $modes:expr) => {
 ///         mod $mode {
-///             #[test]
-///             fn counts_are_exact() {
-///                 super::counts_are_exact(&$modes);
+///             pub fn modes() -> hwpmc_sim::modes::SimModes {
+///                 $modes
 ///             }
 ///         }
 ///     };
 /// }
 /// hwpmc_test_support::for_each_sim_mode!(suite);
+/// assert!(exact::modes().exact_counts());
+/// assert!(!driver_work_late::modes().exact_counts());
 /// ```
 #[macro_export]
 macro_rules! for_each_sim_mode {
