@@ -11,81 +11,12 @@
 //! 0x0C2 (branches) and `ex_ret_brn_misp` 0x0C3 (mispredicted branches); a [`Work::raw`] entry
 //! counts for the event select it names (events 0x000–0x0FF).
 
-use raw_cpuid::CpuIdResult;
-
-use crate::cpuid::{ArchEvent, PmuModel};
-#[cfg(doc)]
-use crate::pmu::Work;
+pub use crate::amd_features::{AUTHENTIC_AMD, AmdFeatures, PERF_CTR_EXT_CORE, PERFMON_V2};
+pub use crate::arch_event::{amd_event, arch_event_of};
+use crate::cpuid::PmuModel;
 use crate::quirks::Quirks;
-
-/// The vendor string of AMD CPUs.
-pub const AUTHENTIC_AMD: [u8; 12] = *b"AuthenticAMD";
-/// CPUID 8000_0001h ECX bit 23: PerfCtrExtCore.
-pub const PERF_CTR_EXT_CORE: u32 = 1 << 23;
-/// CPUID 8000_0022h EAX bit 0: PerfMonV2.
-pub const PERFMON_V2: u32 = 1 << 0;
-
-/// What an AMD CPU's CPUID says about its performance counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct AmdFeatures {
-    /// The highest extended leaf (8000_0000h EAX).
-    pub max_extended_leaf: u32,
-    /// 8000_0001h ECX: PerfCtrExtCore is bit 23 (also PerfCtrExtNB 24 and PerfCtrExtLLC 28,
-    /// whose counters are not modelled).
-    pub ext_features_ecx: u32,
-    /// 8000_0022h EAX (PerfMonV2 bit 0, LbrExtV2 bit 1) and EBX (NumPerfCtrCore 3:0,
-    /// LbrV2StackSz 9:4, NumPerfCtrNB 15:10), when the leaf exists.
-    pub leaf_8000_0022: (u32, u32),
-}
-
-impl AmdFeatures {
-    /// Whether the 6 core counters are at the extended addresses (PerfCtrExtCore).
-    pub const fn perf_ctr_ext_core(&self) -> bool {
-        self.ext_features_ecx & PERF_CTR_EXT_CORE != 0
-    }
-
-    /// Whether PerfCntrGlobalCtl, -Status, -StatusClr and -StatusSet exist (PerfMonV2).
-    pub const fn perfmon_v2(&self) -> bool {
-        self.max_extended_leaf >= 0x8000_0022 && self.leaf_8000_0022.0 & PERFMON_V2 != 0
-    }
-
-    /// The number of core counters the CPUID describes.
-    pub const fn core_counters(&self) -> u8 {
-        if self.perfmon_v2() {
-            (self.leaf_8000_0022.1 & 0xF) as u8
-        } else if self.perf_ctr_ext_core() {
-            6
-        } else {
-            4
-        }
-    }
-
-    /// Checks that `model` describes counters this simulator runs: AMD's vendor, family 0Fh or
-    /// later, the counters its CPUID describes (at most 6, PerfMonV2 only with the extended
-    /// layout), 48 bits wide, no Intel leaf 0xA.
-    pub fn validate(&self, model: &PmuModel) -> Result<(), String> {
-        if model.vendor != AUTHENTIC_AMD || model.family < 0xF {
-            return Err("an AMD model needs vendor AuthenticAMD and family 0Fh or later".into());
-        }
-        if model.version != 0 || model.fixed_counters != 0 || model.freeze_on_pmi {
-            return Err("an AMD model has no Intel leaf 0xA, fixed counters or freeze".into());
-        }
-        if self.perfmon_v2() && !self.perf_ctr_ext_core() {
-            return Err("PerfMonV2 needs PerfCtrExtCore".into());
-        }
-        let counters = self.core_counters();
-        if counters == 0 || counters > 6 || model.gp_counters != counters {
-            return Err(format!(
-                "{} core counters: CPUID describes {counters} (1 to 6 are modelled)",
-                model.gp_counters
-            ));
-        }
-        if model.gp_width != 48 {
-            return Err(format!("AMD core counters are 48 bits wide, not {}", model.gp_width));
-        }
-        Ok(())
-    }
-}
+#[cfg(doc)]
+use crate::work::Work;
 
 /// An AMD model: `signature` (family, model, stepping), `max_basic_leaf`, `amd` features and
 /// `counters` core counters; otherwise no Intel performance-monitoring feature.
@@ -179,58 +110,12 @@ impl PmuModel {
     }
 }
 
-/// The AMD event select (unit mask 0) that counts architectural event `event`, if an AMD CPU's
-/// core counters count it.
-pub const fn amd_event(event: ArchEvent) -> Option<u16> {
-    match event {
-        ArchEvent::CoreCycles => Some(0x076),
-        ArchEvent::Instructions => Some(0x0C0),
-        ArchEvent::Branches => Some(0x0C2),
-        ArchEvent::BranchMispredicts => Some(0x0C3),
-        _ => None,
-    }
-}
-
-/// The architectural event AMD event select `event` with unit mask `umask` counts, if any.
-pub fn arch_event_of(event: u16, umask: u8) -> Option<ArchEvent> {
-    if umask != 0 {
-        return None;
-    }
-    ArchEvent::ALL.into_iter().find(|&e| amd_event(e) == Some(event))
-}
-
-/// CPUID extended leaf `leaf` (8000_0000h and above) of AMD model `model`: the highest
-/// extended leaf and the vendor, the signature and feature bits, PerfMonV2's leaf; zero for
-/// every other leaf.
-pub const fn extended_leaf(model: &PmuModel, leaf: u32) -> CpuIdResult {
-    let zero = CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 };
-    let Some(amd) = model.amd else { return zero };
-    if leaf > amd.max_extended_leaf {
-        return zero;
-    }
-    let v = &model.vendor;
-    match leaf {
-        0x8000_0000 => CpuIdResult {
-            eax: amd.max_extended_leaf,
-            ebx: u32::from_le_bytes([v[0], v[1], v[2], v[3]]),
-            edx: u32::from_le_bytes([v[4], v[5], v[6], v[7]]),
-            ecx: u32::from_le_bytes([v[8], v[9], v[10], v[11]]),
-        },
-        0x8000_0001 => {
-            CpuIdResult { eax: model.signature(), ebx: 0, ecx: amd.ext_features_ecx, edx: 0 }
-        }
-        0x8000_0022 => {
-            CpuIdResult { eax: amd.leaf_8000_0022.0, ebx: amd.leaf_8000_0022.1, ecx: 0, edx: 0 }
-        }
-        _ => zero,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arch_event::ArchEvent;
     use crate::cpuid::CpuidModel;
-    use raw_cpuid::CpuIdReader;
+    use raw_cpuid::{CpuIdReader, CpuIdResult};
 
     #[test]
     fn presets_are_valid_and_report_real_signatures() {

@@ -13,7 +13,8 @@ use hwpmc::hw::Hardware;
 use hwpmc::{Driver, Errno, Pid, Tunables, UserPtr};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
-use crate::cpuid::{ArchEvent, PmuModel};
+use crate::arch_event::ArchEvent;
+use crate::cpuid::PmuModel;
 use crate::kernel::{SCRATCH_BASE, SCRATCH_LEN, SimKernel};
 use crate::pmu::SimHardware;
 
@@ -101,10 +102,11 @@ impl AllocateRequest {
     /// select split over bits 7:0 and 35:32), process counting.
     ///
     /// # Panics
-    /// If an AMD model's core counters do not count `event` ([`crate::amd::amd_event`]).
+    /// If an AMD model's core counters do not count `event` ([`crate::arch_event::amd_event`]).
     pub fn arch(model: &PmuModel, event: ArchEvent, usr_os: u32) -> Self {
         if model.is_amd() {
-            let select = crate::amd::amd_event(event).expect("an event AMD's core counters count");
+            let select =
+                crate::arch_event::amd_event(event).expect("an event AMD's core counters count");
             let select = u64::from(select);
             Self::k8(select & 0xFF | (select >> 8) << 32 | u64::from(usr_os))
         } else {

@@ -15,6 +15,9 @@
 //! bitmap), [`PmuModel::future_version`] (an unknown version above 5) and [`PmuModel::no_pmu_vm`]
 //! (a virtual machine without a vPMU, like the one this project is developed on).
 
+use crate::amd_features::{AUTHENTIC_AMD, AmdFeatures};
+pub use crate::arch_event::ArchEvent;
+use crate::arch_event::amd_event;
 use crate::quirks::Quirks;
 use raw_cpuid::{CpuIdReader, CpuIdResult};
 
@@ -24,75 +27,6 @@ pub const PERF_CAPABILITIES_FW_WRITE: u64 = 1 << 13;
 
 /// The vendor string of Intel CPUs (CPUID leaf 0, EBX:EDX:ECX).
 pub const GENUINE_INTEL: [u8; 12] = *b"GenuineIntel";
-
-/// An Intel architectural performance event (SDM Vol. 3B §21.2.1.2, "Pre-defined Architectural
-/// Performance Events", Table 21-1): its bit in CPUID leaf 0xA EBX and its event-select / unit-mask
-/// encoding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ArchEvent {
-    /// UnHalted Core Cycles, 0x3C / 0x00 (EBX bit 0).
-    CoreCycles,
-    /// Instructions Retired, 0xC0 / 0x00 (EBX bit 1).
-    Instructions,
-    /// UnHalted Reference Cycles, 0x3C / 0x01 (EBX bit 2).
-    RefCycles,
-    /// LLC References, 0x2E / 0x4F (EBX bit 3).
-    LlcReferences,
-    /// LLC Misses, 0x2E / 0x41 (EBX bit 4).
-    LlcMisses,
-    /// Branch Instructions Retired, 0xC4 / 0x00 (EBX bit 5).
-    Branches,
-    /// Branch Misses Retired, 0xC5 / 0x00 (EBX bit 6).
-    BranchMispredicts,
-    /// Topdown Slots, 0xA4 / 0x01 (EBX bit 7; perfmon v5 processors).
-    TopdownSlots,
-}
-
-impl ArchEvent {
-    /// Every architectural event this simulator models, in EBX bit order.
-    pub const ALL: [ArchEvent; 8] = [
-        ArchEvent::CoreCycles,
-        ArchEvent::Instructions,
-        ArchEvent::RefCycles,
-        ArchEvent::LlcReferences,
-        ArchEvent::LlcMisses,
-        ArchEvent::Branches,
-        ArchEvent::BranchMispredicts,
-        ArchEvent::TopdownSlots,
-    ];
-
-    /// The event's bit in CPUID leaf 0xA EBX (1 = not available).
-    pub const fn index(self) -> u8 {
-        self as u8
-    }
-
-    /// The event-select code (IA32_PERFEVTSELx bits 7:0).
-    pub const fn event_select(self) -> u8 {
-        match self {
-            ArchEvent::CoreCycles | ArchEvent::RefCycles => 0x3C,
-            ArchEvent::Instructions => 0xC0,
-            ArchEvent::LlcReferences | ArchEvent::LlcMisses => 0x2E,
-            ArchEvent::Branches => 0xC4,
-            ArchEvent::BranchMispredicts => 0xC5,
-            ArchEvent::TopdownSlots => 0xA4,
-        }
-    }
-
-    /// The unit mask (IA32_PERFEVTSELx bits 15:8).
-    pub const fn umask(self) -> u8 {
-        match self {
-            ArchEvent::RefCycles | ArchEvent::TopdownSlots => 0x01,
-            ArchEvent::LlcReferences => 0x4F,
-            ArchEvent::LlcMisses => 0x41,
-            _ => 0x00,
-        }
-    }
-
-    /// The architectural event with this encoding, if any.
-    pub fn from_encoding(event_select: u8, umask: u8) -> Option<ArchEvent> {
-        ArchEvent::ALL.into_iter().find(|e| e.event_select() == event_select && e.umask() == umask)
-    }
-}
 
 /// A CPU's identity and performance-monitoring unit, as CPUID and IA32_PERF_CAPABILITIES
 /// advertise it. The fields are the raw quantities the hardware reports; [`PmuModel::validate`]
@@ -146,7 +80,7 @@ pub struct PmuModel {
     pub hypervisor: bool,
     /// An AMD CPU's core counters ([`crate::amd`]); `None` for Intel CPUs. An AMD model reports
     /// no leaf 0xA (version 0) and has `gp_counters` core counters of `gp_width` bits.
-    pub amd: Option<crate::amd::AmdFeatures>,
+    pub amd: Option<AmdFeatures>,
     /// The defined bits of MSR_OFFCORE_RSP_0 and MSR_OFFCORE_RSP_1 (SDM Vol. 4 for the model);
     /// 0: the MSR does not exist (see [`crate::offcore`]).
     pub offcore_rsp_valid: [u64; 2],
@@ -491,7 +425,7 @@ impl PmuModel {
     /// EBX bit clear.
     pub const fn arch_event_available(&self, event: ArchEvent) -> bool {
         if self.amd.is_some() {
-            return crate::amd::amd_event(event).is_some();
+            return amd_event(event).is_some();
         }
         let index = event.index();
         self.has_pmu()
@@ -587,7 +521,7 @@ impl PmuModel {
             return Err(format!("model {:#x} does not fit family {:#x}", self.model, self.family));
         }
         if let Some(amd) = &self.amd {
-            return amd.validate(self);
+            return self.validate_amd(amd);
         }
         if !self.has_pmu() {
             if self.freeze_on_pmi {
@@ -613,6 +547,32 @@ impl PmuModel {
         }
         if self.freeze_on_pmi && self.version < 2 {
             return Err("freeze on PMI needs perfmon v2 or later".into());
+        }
+        Ok(())
+    }
+
+    /// Checks that this AMD model, with features `amd`, describes counters this simulator runs:
+    /// AMD's vendor, family 0Fh or later, the counters its CPUID describes (at most 6, PerfMonV2
+    /// only with the extended layout), 48 bits wide, no Intel leaf 0xA.
+    fn validate_amd(&self, amd: &AmdFeatures) -> Result<(), String> {
+        if self.vendor != AUTHENTIC_AMD || self.family < 0xF {
+            return Err("an AMD model needs vendor AuthenticAMD and family 0Fh or later".into());
+        }
+        if self.version != 0 || self.fixed_counters != 0 || self.freeze_on_pmi {
+            return Err("an AMD model has no Intel leaf 0xA, fixed counters or freeze".into());
+        }
+        if amd.perfmon_v2() && !amd.perf_ctr_ext_core() {
+            return Err("PerfMonV2 needs PerfCtrExtCore".into());
+        }
+        let counters = amd.core_counters();
+        if counters == 0 || counters > 6 || self.gp_counters != counters {
+            return Err(format!(
+                "{} core counters: CPUID describes {counters} (1 to 6 are modelled)",
+                self.gp_counters
+            ));
+        }
+        if self.gp_width != 48 {
+            return Err(format!("AMD core counters are 48 bits wide, not {}", self.gp_width));
         }
         Ok(())
     }
@@ -668,7 +628,10 @@ impl CpuidModel {
                 CpuIdResult { eax: m.signature(), ebx, ecx, edx }
             }
             0xA => m.leaf_0a(),
-            0x8000_0000.. if m.amd.is_some() => crate::amd::extended_leaf(m, leaf),
+            0x8000_0000.. => match &m.amd {
+                Some(amd) => amd.extended_leaf(leaf, &m.vendor, m.signature()),
+                None => zero,
+            },
             0x23 if m.has_leaf_23() => m.leaf_23(subleaf),
             // EAX[8]: leaf 23H exists.
             7 if m.max_basic_leaf >= 7 && subleaf == 1 => {

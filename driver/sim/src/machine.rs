@@ -78,16 +78,19 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
-use std::ops::{Add, AddAssign};
 use std::rc::Rc;
 
 use hwpmc::{Cpu, ExecInfo, Pid, Tid, TrapFrame, Tunables};
 
+use crate::arch_event::ArchEvent;
 use crate::client::{PmcClient, SimDriver, load_driver};
-use crate::cpuid::{ArchEvent, PmuModel};
+use crate::cpuid::PmuModel;
+pub use crate::ground_truth::{GroundTruth, RingTruth};
 use crate::kernel::{Credentials, KERNEL_STACK_SIZE, SimKernel, kernel_stack_base};
-use crate::pmu::{EventTotals, MaskedPmi, Ring, SimHardware, Work};
-use crate::timing::{PmiDelays, PmiTiming, SimModes};
+use crate::modes::{PmiInjection, SimModes};
+use crate::pmu::{MaskedPmi, Ring, SimHardware, Work};
+pub use crate::prng::SplitMix64;
+use crate::timing::{PmiDelays, PmiTiming};
 use crate::workload::{Action, Flow, FunctionId, Program, ProgramBuilder};
 
 /// Size of each thread's user stack.
@@ -168,8 +171,8 @@ impl MachineConfig {
         self
     }
 
-    /// Under `modes` (typically [`SimModes::from_env`]): their masked-PMI policy and freeze
-    /// tunable where they name one, and their timing.
+    /// Under `modes` (a test suite's, see [`crate::modes`]): their masked-PMI policy and freeze
+    /// tunable where they name one, their timing and their PMI injection.
     pub fn modes(mut self, modes: &SimModes) -> Self {
         if let Some(policy) = modes.masked_pmi {
             self.masked_pmi = policy;
@@ -178,7 +181,12 @@ impl MachineConfig {
             self.tunables.freeze_on_pmi = freeze;
         }
         self.timing = modes.timing.clone();
-        self
+        let (every, seed) = match modes.pmi_injection {
+            PmiInjection::None => (false, None),
+            PmiInjection::EveryMsrAccess => (true, None),
+            PmiInjection::SeededAccesses(seed) => (false, Some(seed)),
+        };
+        self.pmi_at_every_msr_access(every).pmi_at_seeded_accesses(seed)
     }
 
     /// With every CPU's local APIC treating a PMI raised while its entry is masked so.
@@ -198,22 +206,6 @@ impl MachineConfig {
     pub fn pmi_at_seeded_accesses(mut self, seed: Option<u64>) -> Self {
         self.pmi_seed = seed;
         self
-    }
-
-    /// With the PMI injection the environment asks for: `HWPMC_SIM_PMI_AT_EVERY_MSR_ACCESS=1`
-    /// delivers one at every MSR and counter access the driver makes,
-    /// `HWPMC_SIM_PMI_SEED=<u64>` at the accesses that seed chooses. The scenario tests build
-    /// their machines with it, so the same assertions run with PMIs in the middle of the
-    /// driver's work.
-    ///
-    /// # Panics
-    /// If `HWPMC_SIM_PMI_SEED` is set but is not a number.
-    pub fn pmi_injection_from_env(self) -> Self {
-        let every = std::env::var_os("HWPMC_SIM_PMI_AT_EVERY_MSR_ACCESS").is_some_and(|v| v == "1");
-        let seed = std::env::var("HWPMC_SIM_PMI_SEED").ok().map(|v| {
-            v.trim().parse::<u64>().unwrap_or_else(|_| panic!("HWPMC_SIM_PMI_SEED={v}: not a u64"))
-        });
-        self.pmi_at_every_msr_access(every).pmi_at_seeded_accesses(seed)
     }
 
     /// With this scheduler seed.
@@ -238,86 +230,6 @@ impl MachineConfig {
     pub fn idle_work(mut self, work: Work) -> Self {
         self.idle_work = Some(work);
         self
-    }
-}
-
-/// The events of one ring: the PMU's own [`EventTotals`].
-pub type RingTruth = EventTotals;
-
-/// Ground truth: every event retired, split by ring.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GroundTruth {
-    rings: [RingTruth; 2],
-}
-
-impl GroundTruth {
-    /// The events of one ring.
-    pub fn ring(&self, ring: Ring) -> &RingTruth {
-        &self.rings[ring.index()]
-    }
-
-    /// Occurrences of architectural event `event` in both rings.
-    pub fn arch(&self, event: ArchEvent) -> u128 {
-        self.rings.iter().map(|r| r.arch(event)).sum()
-    }
-
-    /// Occurrences of architectural event `event` in `ring`.
-    pub fn arch_in(&self, ring: Ring, event: ArchEvent) -> u128 {
-        self.ring(ring).arch(event)
-    }
-
-    /// Occurrences of raw event (`event_select`, `umask`) in both rings.
-    pub fn raw(&self, event_select: u8, umask: u8) -> u128 {
-        self.rings.iter().map(|r| r.raw(event_select, umask)).sum()
-    }
-
-    /// Block executions in both rings.
-    pub fn blocks(&self) -> u128 {
-        self.rings.iter().map(RingTruth::blocks).sum()
-    }
-
-    /// Adds `repeat` executions of `work` in `ring` (TOPDOWN.SLOTS at `slots_per_cycle` per core
-    /// cycle).
-    pub fn record(&mut self, ring: Ring, work: &Work, repeat: u64, slots_per_cycle: u8) {
-        self.rings[ring.index()].record(work, repeat, slots_per_cycle);
-    }
-
-    /// What happened since the snapshot `earlier` of the same totals.
-    ///
-    /// # Panics
-    /// If `earlier` has more of something than `self` (it is not an earlier snapshot).
-    pub fn since(&self, earlier: &GroundTruth) -> GroundTruth {
-        GroundTruth {
-            rings: [self.rings[0].since(&earlier.rings[0]), self.rings[1].since(&earlier.rings[1])],
-        }
-    }
-}
-
-impl AddAssign<&GroundTruth> for GroundTruth {
-    fn add_assign(&mut self, other: &GroundTruth) {
-        for (mine, theirs) in self.rings.iter_mut().zip(&other.rings) {
-            mine.merge(theirs);
-        }
-    }
-}
-
-impl Add<&GroundTruth> for GroundTruth {
-    type Output = GroundTruth;
-    fn add(mut self, other: &GroundTruth) -> GroundTruth {
-        self += other;
-        self
-    }
-}
-
-impl<'a> std::iter::Sum<&'a GroundTruth> for GroundTruth {
-    fn sum<I: Iterator<Item = &'a GroundTruth>>(iter: I) -> GroundTruth {
-        iter.fold(GroundTruth::default(), |sum, t| sum + t)
-    }
-}
-
-impl std::iter::Sum<GroundTruth> for GroundTruth {
-    fn sum<I: Iterator<Item = GroundTruth>>(iter: I) -> GroundTruth {
-        iter.fold(GroundTruth::default(), |sum, t| sum + &t)
     }
 }
 
@@ -580,38 +492,6 @@ impl<'a> HookContext<'a> {
     }
 }
 
-/// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", 2014):
-/// the simulator's deterministic random numbers, also for tests that want a seeded sequence.
-#[derive(Debug, Clone, Copy)]
-pub struct SplitMix64(pub u64);
-
-impl SplitMix64 {
-    /// The next number.
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number below `n` (`n` > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
-
-    /// One of `items` (not empty).
-    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
-
-    /// True `percent` times in a hundred.
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
-
 /// PMIs handled per poll at most (each handler may unmask the LVT entry and let a held PMI in).
 const MAX_PMIS_PER_POLL: usize = 8;
 /// [`Machine::run_until_idle`] gives up after this many ticks.
@@ -668,6 +548,7 @@ impl Machine {
                 Rc::downgrade(&machine.driver),
                 machine.kernel().clone(),
                 machine.delays.driver_work_hook(),
+                DRIVER_PC,
             );
         }
         for cpu in 0..config.cpus {

@@ -9,16 +9,8 @@
 //! That is enough for a test to see that the driver wrote the value it was given, to the MSR the
 //! event reads, while the counter counted.
 
-use crate::pmu::Work;
-
-/// Offcore requests of one execution of a block, selected by an exact response value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct OffcoreCount {
-    /// The MSR_OFFCORE_RSP_x value that selects these requests.
-    pub response: u64,
-    /// How many per execution.
-    pub count: u64,
-}
+pub use crate::work::OffcoreCount;
+use crate::work::Work;
 
 /// The (event select, unit mask) counting through MSR_OFFCORE_RSP_0 and _1.
 pub const EVENTS: [(u8, u8); 2] = [(0xB7, 0x01), (0xBB, 0x01)];

@@ -18,17 +18,22 @@
 //!   it alone.
 //!
 //! Every choice comes from a SplitMix64 seeded from the machine's seed, so a run is reproduced
-//! by its seed. [`SimModes::from_env`] reads the modes the test suites run under from the
-//! environment (see its documentation).
+//! by its seed. A test chooses its timing as a value, alone ([`MachineConfig::timing`]) or with
+//! the other modes of a suite ([`SimModes`], [`MachineConfig::modes`]).
+//!
+//! [`MachineConfig::timing`]: crate::machine::MachineConfig::timing
+//! [`MachineConfig::modes`]: crate::machine::MachineConfig::modes
+//! [`SimModes`]: crate::modes::SimModes
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::machine::{GroundTruth, SplitMix64};
+use crate::ground_truth::GroundTruth;
 use crate::pmu::bits::{
     STATUS_COND_CHGD, STATUS_LBR_FRZ, STATUS_OVF_BUF, STATUS_OVF_UNCORE, STATUS_TRACE_TOPA_PMI,
 };
-use crate::pmu::{MaskedPmi, Ring, SimPmu, Work};
+use crate::pmu::{Ring, SimPmu, Work};
+use crate::prng::SplitMix64;
 
 /// How late PMIs are served and what else happens around the driver (see the module
 /// documentation). The default is the exact mode: none of it.
@@ -75,61 +80,6 @@ impl PmiTiming {
     pub fn foreign_status(mut self, percent: u64) -> Self {
         self.foreign_status_percent = percent;
         self
-    }
-}
-
-/// The modes a test suite runs under, from the environment:
-///
-/// * `HWPMC_SIM_MASKED_PMI` = `held` | `dropped` | `level`: what the APIC does with a PMI raised
-///   while its entry is masked ([`MaskedPmi`]; the model's default otherwise);
-/// * `HWPMC_SIM_PMI_LATENCY` = N: PMIs served up to N block executions late;
-/// * `HWPMC_SIM_FREEZE` = `0` | `1`: the driver's `freeze_on_pmi` tunable (its default otherwise);
-/// * `HWPMC_SIM_DRIVER_WORK` = P: P% of the driver's MSR accesses retire ring-0 work;
-/// * `HWPMC_SIM_FOREIGN_STATUS` = P: P% of blocks set a foreign status bit.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SimModes {
-    /// The masked-PMI policy, if one is asked for.
-    pub masked_pmi: Option<MaskedPmi>,
-    /// The driver's freeze tunable, if one is asked for.
-    pub freeze_on_pmi: Option<bool>,
-    /// PMI timing.
-    pub timing: PmiTiming,
-}
-
-impl SimModes {
-    /// The modes the environment asks for (see the type's documentation).
-    ///
-    /// # Panics
-    /// On a value it does not understand (a typo must not silently test the exact mode).
-    pub fn from_env() -> Self {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        let number = |name: &str| {
-            var(name).map_or(0, |v| v.parse().unwrap_or_else(|_| panic!("{name}={v}: a number")))
-        };
-        let masked_pmi = var("HWPMC_SIM_MASKED_PMI").map(|v| match v.as_str() {
-            "held" => MaskedPmi::Held,
-            "dropped" => MaskedPmi::Dropped,
-            "level" => MaskedPmi::Level,
-            _ => panic!("HWPMC_SIM_MASKED_PMI={v}: held, dropped or level"),
-        });
-        let freeze_on_pmi = var("HWPMC_SIM_FREEZE").map(|v| match v.as_str() {
-            "1" => true,
-            "0" => false,
-            _ => panic!("HWPMC_SIM_FREEZE={v}: 0 or 1"),
-        });
-        let mut timing = PmiTiming::exact().latency(number("HWPMC_SIM_PMI_LATENCY"));
-        let driver_work = number("HWPMC_SIM_DRIVER_WORK");
-        if driver_work > 0 {
-            timing = timing.driver_work(driver_work);
-        }
-        timing = timing.foreign_status(number("HWPMC_SIM_FOREIGN_STATUS"));
-        SimModes { masked_pmi, freeze_on_pmi, timing }
-    }
-
-    /// Whether counts and samples are exact under these modes: no latency and no driver work
-    /// (the masked-PMI policy, freezing and foreign status bits change no count).
-    pub fn exact_counts(&self) -> bool {
-        self.timing.max_latency == 0 && self.timing.driver_work_percent == 0
     }
 }
 
@@ -272,12 +222,14 @@ impl DriverWork {
 }
 
 /// Has the hardware retire the driver's work at its MSR accesses (with `work`'s chance), and
-/// serve a PMI pending then in the middle of the driver, with a kernel-mode frame at
-/// [`DRIVER_PC`](crate::machine::DRIVER_PC) (but not inside the PMI handler: NMIs do not nest).
+/// serve a PMI pending then in the middle of the driver, with a kernel-mode frame at `pc` (the
+/// machine's [`DRIVER_PC`](crate::machine::DRIVER_PC)) (but not inside the PMI handler: NMIs do
+/// not nest).
 pub(crate) fn install_driver_work(
-    driver: std::rc::Weak<crate::SimDriver>,
-    kernel: crate::SimKernel,
+    driver: std::rc::Weak<crate::client::SimDriver>,
+    kernel: crate::kernel::SimKernel,
     work: DriverWork,
+    pc: u64,
 ) {
     let hw = kernel.hardware().clone();
     hw.clone().after_each_access(Some(Rc::new(move || {
@@ -289,7 +241,6 @@ pub(crate) fn install_driver_work(
         if hw.pmu(cpu).take_pmi().is_none() {
             return;
         }
-        let pc = crate::machine::DRIVER_PC;
         let frame = hwpmc::TrapFrame { pc, fp: 0, sp: 0, user: false };
         kernel.in_interrupt(|| driver.interrupt(cpu as hwpmc::Cpu, &frame));
     })));

@@ -7,34 +7,13 @@ use hwpmc::arch::x86::amd::msr::{
     PERF_CNTR_GLOBAL_CTL, PERF_CNTR_GLOBAL_STATUS, PERF_CNTR_GLOBAL_STATUS_CLR, PERF_CTL0,
     PERF_CTL0_LEGACY, PERF_CTR0,
 };
-use hwpmc::{Errno, Pid, Tid, TrapFrame, Tunables};
+use hwpmc::{Errno, TrapFrame};
 use hwpmc_sim::pmu::{FaultKind, Ring, Work};
-use hwpmc_sim::{
-    AllocateRequest, ArchEvent, Credentials, PmcClient, PmuModel, SimDriver, load_driver,
-};
+use hwpmc_sim::{AllocateRequest, ArchEvent, PmuModel};
+use hwpmc_test_support::world::World;
 
 /// Instructions retired (`ex_ret_instr`, 0x0C0), user mode only.
 const INSTRUCTIONS_USER: u64 = 0x1_00C0;
-
-struct World {
-    driver: SimDriver,
-    pid: Pid,
-    tid: Tid,
-}
-
-impl World {
-    fn new(model: PmuModel) -> Self {
-        let driver = load_driver(model, 1, Tunables::default());
-        let kernel = driver.kernel().clone();
-        let pid = kernel.spawn(None, Credentials::user(1000));
-        let tid = kernel.threads(pid)[0];
-        World { driver, pid, tid }
-    }
-
-    fn client(&self) -> PmcClient<'_> {
-        PmcClient::new(&self.driver, self.pid)
-    }
-}
 
 #[test]
 fn k8_refuses_reserved_bits_other_sub_classes_and_non_pmu_events_before_any_msr_access() {

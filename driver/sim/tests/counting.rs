@@ -2,13 +2,15 @@
 //!
 //! Every expected number comes from the workload definition or from the machine's ground truth
 //! (what the simulated CPUs retired, per thread, process and CPU), never from the driver. The
-//! suite runs under the modes of [`SimModes::from_env`] (masked-PMI policy, PMI latency, freezing,
-//! the driver's own work, other users' status bits): where they make an exact count impossible
+//! suite runs under each mode of `hwpmc_test_support::modes` (masked-PMI policy, PMI latency,
+//! freezing, the driver's own work, other users' status bits, PMIs injected at the driver's MSR
+//! accesses), in a module named after it: where they make an exact count impossible
 //! on hardware (a frozen PMU loses what retires before its PMI is served; an OS-mode counter
 //! counts the driver), a count is checked against the range hardware guarantees, and the exact
 //! mode keeps the exact assertion. Each
 //! scenario runs on every architectural perfmon version: v1 (Yonah), v2 (Core 2), v3 (Nehalem),
-//! v4 (Skylake) and v5 (Ice Lake), in the module named after the model; and each ends by checking
+//! v4 (Skylake) and v5 (Ice Lake), and on AMD's K10, Zen 2 and Zen 4, in the module named after the
+//! model (`exact::skylake::counter_wrap`); and each ends by checking
 //! that the driver never raised a simulated #GP.
 
 use std::cell::RefCell;
@@ -18,8 +20,8 @@ use std::rc::Rc;
 use hwpmc::abi::{Caps, Class, Disposition, Mode, PmcFlags, event};
 use hwpmc::{Errno, Pid, Signal};
 use hwpmc_sim::machine::Dispatch;
+use hwpmc_sim::modes::SimModes;
 use hwpmc_sim::pmu::{Ring, Work};
-use hwpmc_sim::timing::SimModes;
 use hwpmc_sim::{
     AllocateRequest, ArchEvent, Credentials, GroundTruth, Machine, MachineConfig, PmuModel,
     ProgramBuilder,
@@ -183,20 +185,24 @@ fn read(m: &Machine, pid: Pid, c: &Counter) -> u64 {
     m.client(pid).read(c.id).unwrap_or_else(|e| panic!("read {}: {e:?}", c.what))
 }
 
-/// Whether every count equals the ground truth under the environment's modes: unless PMIs are
-/// served late to a freezing PMU, or the driver's own work is counted.
-fn counts_are_exact() -> bool {
-    let modes = SimModes::from_env();
+/// Whether every count equals the ground truth under `modes`: unless PMIs are served late to a
+/// freezing PMU, or the driver's own work is counted.
+fn counts_are_exact(modes: &SimModes) -> bool {
     let frozen_late = modes.timing.max_latency > 0 && modes.freeze_on_pmi == Some(true);
     modes.timing.driver_work_percent == 0 && !frozen_late
 }
 
-/// The counts `c` may read on `m` for `truth`: exactly its expected count in the exact modes;
+/// The counts `c` may read on `m` (under `modes`) for `truth`: exactly its expected count in the
+/// exact modes;
 /// with PMIs served late to a freezing PMU, as little as that less everything that retired while
 /// a PMI waited; with the driver's work, in kernel mode, as much as that plus all of it.
-fn guaranteed(m: &Machine, c: &Counter, truth: &GroundTruth) -> RangeInclusive<u64> {
+fn guaranteed(
+    modes: &SimModes,
+    m: &Machine,
+    c: &Counter,
+    truth: &GroundTruth,
+) -> RangeInclusive<u64> {
     let expected = c.expected(truth);
-    let modes = SimModes::from_env();
     let of = |t: &GroundTruth| {
         let count = match c.ring {
             Some(ring) => t.arch_in(ring, c.event),
@@ -217,9 +223,10 @@ fn guaranteed(m: &Machine, c: &Counter, truth: &GroundTruth) -> RangeInclusive<u
 }
 
 /// Every counter of `owner` reads exactly what `truth` says, or within the range hardware
-/// guarantees under the environment's modes ([`guaranteed`]) (all mismatches are reported, with
+/// guarantees under `modes` ([`guaranteed`]) (all mismatches are reported, with
 /// the missing amount in hexadecimal, where lost counter wraps stand out).
 fn assert_counts(
+    modes: &SimModes,
     m: &Machine,
     owner: Pid,
     counters: &[Counter],
@@ -232,7 +239,7 @@ fn assert_counts(
         let expected = c.expected(truth);
         assert!(expected > 0, "{context}: {} should count something", c.what);
         let actual = read(m, owner, c);
-        let range = guaranteed(m, c, truth);
+        let range = guaranteed(modes, m, c, truth);
         if !range.contains(&actual) {
             let missing = i128::from(expected) - i128::from(actual);
             wrong.push(format!(
@@ -256,19 +263,17 @@ fn assert_all_rows_free(m: &Machine, viewer: Pid) {
     }
 }
 
-/// A machine for the scenarios; with `HWPMC_SIM_PMI_AT_EVERY_MSR_ACCESS=1` it delivers a PMI at
-/// every MSR access the driver makes, with `HWPMC_SIM_PMI_SEED=<u64>` at the accesses the seed
-/// chooses, and the same exact counts must come out; under the modes of [`SimModes::from_env`]
-/// otherwise.
-fn machine(model: PmuModel, cpus: usize, seed: u64, quantum: u64) -> Machine {
+/// A machine for the scenarios under `modes`: with PMIs injected at the driver's MSR accesses
+/// the same exact counts must come out.
+fn machine(modes: &SimModes, model: PmuModel, cpus: usize, seed: u64, quantum: u64) -> Machine {
     let config = MachineConfig::new(model, cpus).seed(seed).quantum(quantum);
-    Machine::new(config.modes(&SimModes::from_env()).pmi_injection_from_env())
+    Machine::new(config.modes(modes))
 }
 
 // ----- 1. One single-threaded process counting itself -----
 
-fn single_thread_self_attached(model: PmuModel) {
-    let mut m = machine(model, 2, 1, 16);
+fn single_thread_self_attached(model: PmuModel, modes: &SimModes) {
+    let mut m = machine(modes, model, 2, 1, 16);
     let program = ProgramBuilder::new("/bin/single")
         .function("main", |f| {
             f.repeat(Ring::User, user_work(), 50).call("sys").loop_to(0, 40).sleep().exit()
@@ -284,12 +289,12 @@ fn single_thread_self_attached(model: PmuModel) {
     assert_eq!(truth.arch(ArchEvent::Instructions), 40 * (50 * 1_000 + 7 * 300));
     assert_eq!(truth.arch(ArchEvent::Branches), 40 * (50 * 180 + 7 * 41));
     assert_eq!(truth.arch(ArchEvent::CoreCycles), 40 * (50 * 1_700 + 7 * 650));
-    assert_counts(&m, pid, &counters, &truth, "self-attached, asleep");
+    assert_counts(modes, &m, pid, &counters, &truth, "self-attached, asleep");
     // Stopped, nothing changes; started again while the thread is off-CPU, still exact.
     stop_all(&m, pid, &counters);
-    assert_counts(&m, pid, &counters, &truth, "self-attached, stopped");
+    assert_counts(modes, &m, pid, &counters, &truth, "self-attached, stopped");
     start_all(&m, pid, &counters);
-    assert_counts(&m, pid, &counters, &truth, "self-attached, restarted off-CPU");
+    assert_counts(modes, &m, pid, &counters, &truth, "self-attached, restarted off-CPU");
     let tid = m.threads_of(pid)[0];
     m.wake(tid);
     m.run_until_idle();
@@ -302,7 +307,7 @@ fn single_thread_self_attached(model: PmuModel) {
 
 /// The same, with the program measuring itself while it runs: a hook allocates and starts at
 /// the beginning (the thread is on its CPU), another stops and reads at the end.
-fn self_measuring_program(model: PmuModel) {
+fn self_measuring_program(model: PmuModel, modes: &SimModes) {
     #[derive(Default)]
     struct Shared {
         counters: Vec<Counter>,
@@ -335,14 +340,14 @@ fn self_measuring_program(model: PmuModel) {
                 .repeat(Ring::User, user_work(), 100)
         })
         .build();
-    let mut m = machine(model, 3, 5, 10);
+    let mut m = machine(modes, model, 3, 5, 10);
     m.spawn(&program, Credentials::user(1002));
     m.run_until_idle();
     let s = shared.borrow();
     let between = s.stop.since(&s.start);
     assert_eq!(between.arch(ArchEvent::Instructions), 17 * (33 * 1_000 + 5 * 300));
     for (c, &value) in s.counters.iter().zip(&s.reads) {
-        let range = guaranteed(&m, c, &between);
+        let range = guaranteed(modes, &m, c, &between);
         assert!(range.contains(&value), "{}: {value} not in {range:?}", c.what);
     }
     m.hardware().assert_no_faults();
@@ -350,8 +355,8 @@ fn self_measuring_program(model: PmuModel) {
 
 // ----- 2. Eight threads on four CPUs with a small quantum -----
 
-fn eight_threads_on_four_cpus(model: PmuModel) {
-    let mut m = machine(model, 4, 2, 3);
+fn eight_threads_on_four_cpus(model: PmuModel, modes: &SimModes) {
+    let mut m = machine(modes, model, 4, 2, 3);
     let program = ProgramBuilder::new("/bin/threads")
         .function("main", |f| {
             (0..7).fold(f, |f, _| f.spawn_thread("worker")).call("body").sleep().exit()
@@ -375,7 +380,7 @@ fn eight_threads_on_four_cpus(model: PmuModel) {
     assert_eq!(by_thread, truth);
     let stats = m.stats();
     assert!(stats.migrations >= 50, "many migrations: {stats:?}");
-    assert_counts(&m, pid, &counters, &truth, "8 threads on 4 CPUs");
+    assert_counts(modes, &m, pid, &counters, &truth, "8 threads on 4 CPUs");
     m.hardware().assert_no_faults();
 }
 
@@ -404,8 +409,8 @@ fn fork_tree() -> Rc<hwpmc_sim::Program> {
         .build()
 }
 
-fn descendants_over_a_fork_tree(model: PmuModel) {
-    let mut m = machine(model, 3, 3, 4);
+fn descendants_over_a_fork_tree(model: PmuModel, modes: &SimModes) {
+    let mut m = machine(modes, model, 3, 3, 4);
     let parent = m.spawn(&fork_tree(), Credentials::user(1004));
     let tool = m.spawn_tool(Credentials::user(1004));
     // The whole tree on every counter but the last GP one, which counts the parent alone.
@@ -435,8 +440,8 @@ fn descendants_over_a_fork_tree(model: PmuModel) {
         + 8 * 300 + 12 * 1_000 // child b
         + 25 * 1_000; // grandchild
     assert_eq!(whole.arch(ArchEvent::Instructions), expected_instructions);
-    assert_counts(&m, tool, &tree, &whole, "descendants");
-    assert_counts(&m, tool, &alone, &m.process_truth(parent), "parent only");
+    assert_counts(modes, &m, tool, &tree, &whole, "descendants");
+    assert_counts(modes, &m, tool, &alone, &m.process_truth(parent), "parent only");
     // Each PMC lost its last target once: one SIGIO each.
     let n = tree.len() + alone.len();
     assert_eq!(m.kernel().take_signals(), vec![(tool, Signal::Io); n]);
@@ -456,8 +461,8 @@ fn spinner(iterations: u64) -> Rc<hwpmc_sim::Program> {
         .build()
 }
 
-fn attach_to_a_running_process(model: PmuModel) {
-    let mut m = machine(model, 3, 4, 5);
+fn attach_to_a_running_process(model: PmuModel, modes: &SimModes) {
+    let mut m = machine(modes, model, 3, 4, 5);
     let target = m.spawn(&spinner(100_000), Credentials::user(1005));
     let tool = m.spawn_tool(Credentials::user(1005));
     m.run_for(10);
@@ -470,17 +475,17 @@ fn attach_to_a_running_process(model: PmuModel) {
     m.run_for(20);
     stop_all(&m, tool, &counters);
     let first = m.process_truth(target).since(&start);
-    assert_counts(&m, tool, &counters, &first, "first window");
+    assert_counts(modes, &m, tool, &counters, &first, "first window");
     // Stopped: the target keeps running, the counts do not move.
     m.run_for(10);
-    assert_counts(&m, tool, &counters, &first, "stopped");
+    assert_counts(modes, &m, tool, &counters, &first, "stopped");
     // Restarted: the second window adds up.
     start_all(&m, tool, &counters);
     let restart = m.process_truth(target);
     m.run_for(15);
     let second = m.process_truth(target).since(&restart);
     stop_all(&m, tool, &counters);
-    assert_counts(&m, tool, &counters, &(first + &second), "two windows");
+    assert_counts(modes, &m, tool, &counters, &(first + &second), "two windows");
     assert!(m.process_alive(target));
     m.kill(target);
     assert_eq!(m.kernel().take_signals(), vec![(tool, Signal::Io); counters.len()]);
@@ -489,8 +494,8 @@ fn attach_to_a_running_process(model: PmuModel) {
 
 // ----- 5. User-only and kernel-only counting -----
 
-fn user_only_and_kernel_only(model: PmuModel) {
-    let mut m = machine(model, 2, 6, 7);
+fn user_only_and_kernel_only(model: PmuModel, modes: &SimModes) {
+    let mut m = machine(modes, model, 2, 6, 7);
     let program = ProgramBuilder::new("/bin/rings")
         .function("main", |f| {
             f.repeat(Ring::User, user_work(), 11)
@@ -515,14 +520,14 @@ fn user_only_and_kernel_only(model: PmuModel) {
         let truth = m.process_truth(*pid);
         assert_eq!(truth.arch_in(Ring::User, ArchEvent::Instructions), 9 * 11 * 1_000);
         assert_eq!(truth.arch_in(Ring::Kernel, ArchEvent::Instructions), 9 * 13 * 300);
-        assert_counts(&m, *pid, set, &truth, "ring filter");
+        assert_counts(modes, &m, *pid, set, &truth, "ring filter");
     }
     m.hardware().assert_no_faults();
 }
 
 // ----- 6. System counting per CPU -----
 
-fn system_counting_per_cpu(model: PmuModel) {
+fn system_counting_per_cpu(model: PmuModel, modes: &SimModes) {
     let idle = Work { instructions: 17, core_cycles: 400, ref_cycles: 400, ..Work::default() };
     let mut m =
         Machine::new(MachineConfig::new(model, 4).seed(7).quantum(6).idle_work(idle.clone()));
@@ -586,13 +591,13 @@ fn system_counting_per_cpu(model: PmuModel) {
     for (cpu, c) in &counters {
         assert_eq!(read(&m, root, c), c.expected(&window[*cpu as usize]), "{}", c.what);
     }
-    assert_counts(&m, root, &[process], &m.process_truth(counted), "process PMC");
+    assert_counts(modes, &m, root, &[process], &m.process_truth(counted), "process PMC");
     m.hardware().assert_no_faults();
 }
 
 // ----- 7. Counter wrap -----
 
-fn counter_wrap(model: PmuModel) {
+fn counter_wrap(model: PmuModel, modes: &SimModes) {
     let fixed_width = if fixed_events(&model).is_empty() { 64 } else { model.fixed_width };
     let width = u32::from(model.gp_width.min(fixed_width));
     let block = Work {
@@ -618,7 +623,7 @@ fn counter_wrap(model: PmuModel) {
             f.repeat(Ring::User, block.clone(), repeat).repeat(Ring::Kernel, block.clone(), 1_000)
         })
         .build();
-    let mut m = machine(model, 2, 8, quantum);
+    let mut m = machine(modes, model, 2, 8, quantum);
     let pid = m.spawn(&program, Credentials::user(1010));
     let counters = allocate(&m, pid, None, PmcFlags::empty());
     start_all(&m, pid, &counters);
@@ -629,20 +634,20 @@ fn counter_wrap(model: PmuModel) {
     assert!(m.stats().migrations > 0, "{:?}", m.stats());
     let raised: u64 = (0..2).map(|cpu| m.hardware().pmu(cpu).pmi_stats().raised).sum();
     assert!(raised >= 3 * 2, "the counters wrapped while loaded: {raised} PMIs raised");
-    assert_counts(&m, pid, &counters, &truth, &format!("past 2^{width}"));
+    assert_counts(modes, &m, pid, &counters, &truth, &format!("past 2^{width}"));
     m.hardware().assert_no_faults();
 }
 
 /// The simplest wrap: one thread alone on one CPU retires 2^width + 2^20 instructions, so each
 /// counter wraps once, 2^20 instructions (at most) before the end.
-fn counter_wraps_once(model: PmuModel) {
+fn counter_wraps_once(model: PmuModel, modes: &SimModes) {
     let fixed_width = if fixed_events(&model).is_empty() { 64 } else { model.fixed_width };
     let width = u32::from(model.gp_width.min(fixed_width));
     let block = Work { instructions: 1 << 20, ..Work::default() };
     let program = ProgramBuilder::new("/bin/wraponce")
         .function("main", |f| f.repeat(Ring::User, block, (1 << (width - 20)) + 1).sleep())
         .build();
-    let mut m = machine(model, 1, 0, u64::MAX);
+    let mut m = machine(modes, model, 1, 0, u64::MAX);
     let pid = m.spawn(&program, Credentials::user(1015));
     let counters: Vec<Counter> = allocate(&m, pid, None, PmcFlags::empty())
         .into_iter()
@@ -652,69 +657,13 @@ fn counter_wraps_once(model: PmuModel) {
     m.run_until_idle();
     let truth = m.process_truth(pid);
     assert_eq!(truth.arch(ArchEvent::Instructions), (1u128 << width) + (1 << 20));
-    assert_counts(&m, pid, &counters, &truth, &format!("one wrap of 2^{width}"));
+    assert_counts(modes, &m, pid, &counters, &truth, &format!("one wrap of 2^{width}"));
     m.hardware().assert_no_faults();
 }
 
-macro_rules! on_every_model {
-    ($($model:ident),+) => {$(
-        mod $model {
-            use super::*;
-
-            #[test]
-            fn single_thread_self_attached() {
-                super::single_thread_self_attached(PmuModel::$model());
-            }
-
-            #[test]
-            fn self_measuring_program() {
-                super::self_measuring_program(PmuModel::$model());
-            }
-
-            #[test]
-            fn eight_threads_on_four_cpus() {
-                super::eight_threads_on_four_cpus(PmuModel::$model());
-            }
-
-            #[test]
-            fn descendants_over_a_fork_tree() {
-                super::descendants_over_a_fork_tree(PmuModel::$model());
-            }
-
-            #[test]
-            fn attach_to_a_running_process() {
-                super::attach_to_a_running_process(PmuModel::$model());
-            }
-
-            #[test]
-            fn user_only_and_kernel_only() {
-                super::user_only_and_kernel_only(PmuModel::$model());
-            }
-
-            #[test]
-            fn system_counting_per_cpu() {
-                super::system_counting_per_cpu(PmuModel::$model());
-            }
-
-            #[test]
-            fn counter_wrap() {
-                super::counter_wrap(PmuModel::$model());
-            }
-
-            #[test]
-            fn counter_wraps_once() {
-                super::counter_wraps_once(PmuModel::$model());
-            }
-        }
-    )+};
-}
-
-on_every_model!(yonah, core2, nehalem, skylake, icelake, k10, zen2, zen4);
-
 // ----- 8. What each model offers -----
 
-#[test]
-fn each_model_offers_its_classes() {
+fn each_model_offers_its_classes(modes: &SimModes) {
     let cases = [
         (PmuModel::yonah(), 2, 0),
         (PmuModel::core2(), 2, 3),
@@ -723,7 +672,7 @@ fn each_model_offers_its_classes() {
         (PmuModel::icelake(), 8, 4),
     ];
     for (model, gp, fixed) in cases {
-        let mut m = machine(model, 2, 0, 10);
+        let mut m = machine(modes, model, 2, 0, 10);
         let tool = m.spawn_tool(Credentials::user(1));
         let info = m.client(tool).cpu_info().unwrap();
         let classes: Vec<(u32, u32)> = info.pm_classes[..info.pm_nclass as usize]
@@ -743,10 +692,9 @@ fn each_model_offers_its_classes() {
     }
 }
 
-#[test]
-fn amd_models_offer_the_k8_class_with_their_core_counters() {
+fn amd_models_offer_the_k8_class_with_their_core_counters(modes: &SimModes) {
     for (model, rows) in [(PmuModel::k10(), 4), (PmuModel::zen2(), 6), (PmuModel::zen4(), 6)] {
-        let mut m = machine(model, 2, 0, 10);
+        let mut m = machine(modes, model, 2, 0, 10);
         let tool = m.spawn_tool(Credentials::user(1));
         let info = m.client(tool).cpu_info().unwrap();
         let classes: Vec<(u32, u32, u32, u32)> = info.pm_classes[..info.pm_nclass as usize]
@@ -762,9 +710,8 @@ fn amd_models_offer_the_k8_class_with_their_core_counters() {
     }
 }
 
-#[test]
-fn a_vm_without_a_pmu_offers_only_soft_and_tsc() {
-    let mut m = machine(PmuModel::no_pmu_vm(), 2, 0, 10);
+fn a_vm_without_a_pmu_offers_only_soft_and_tsc(modes: &SimModes) {
+    let mut m = machine(modes, PmuModel::no_pmu_vm(), 2, 0, 10);
     let root = m.spawn_tool(Credentials::root());
     let info = m.client(root).cpu_info().unwrap();
     assert_eq!(info.pm_nclass, 2);
@@ -790,9 +737,8 @@ fn a_vm_without_a_pmu_offers_only_soft_and_tsc() {
 
 // ----- 9. Target exit and owner exit -----
 
-#[test]
-fn a_target_that_exits_is_detached_and_its_count_stays_readable() {
-    let mut m = machine(PmuModel::skylake(), 3, 9, 4);
+fn a_target_that_exits_is_detached_and_its_count_stays_readable(modes: &SimModes) {
+    let mut m = machine(modes, PmuModel::skylake(), 3, 9, 4);
     let tool = m.spawn_tool(Credentials::user(1011));
     let short = m.spawn(&fork_tree(), Credentials::user(1011));
     let long = m.spawn(&spinner(1_000_000), Credentials::user(1011));
@@ -809,9 +755,9 @@ fn a_target_that_exits_is_detached_and_its_count_stays_readable() {
     // `short` exited: its PMC lost its last target, the owner was told once per PMC.
     assert_eq!(m.kernel().take_signals(), vec![(tool, Signal::Io); on_short.len()]);
     let truth = m.process_truth(short);
-    assert_counts(&m, tool, &on_short, &truth, "after the target's exit");
+    assert_counts(modes, &m, tool, &on_short, &truth, "after the target's exit");
     m.run_for(20);
-    assert_counts(&m, tool, &on_short, &truth, "still, later");
+    assert_counts(modes, &m, tool, &on_short, &truth, "still, later");
     // Still running (as on FreeBSD, PMCSTART of a running PMC succeeds); once stopped it cannot
     // be restarted (it has no target left), and detaching fails.
     assert_eq!(m.client(tool).start(on_short[0].id), Ok(()));
@@ -822,7 +768,7 @@ fn a_target_that_exits_is_detached_and_its_count_stays_readable() {
     assert!(m.process_alive(long));
     m.kill(long);
     assert_eq!(m.kernel().take_signals(), vec![(tool, Signal::Io); on_long.len()]);
-    assert_counts(&m, tool, &on_long, &m.process_truth(long).since(&long_start), "killed");
+    assert_counts(modes, &m, tool, &on_long, &m.process_truth(long).since(&long_start), "killed");
     for c in on_short.iter().chain(&on_long) {
         m.client(tool).release(c.id).unwrap();
     }
@@ -830,10 +776,9 @@ fn a_target_that_exits_is_detached_and_its_count_stays_readable() {
     m.hardware().assert_no_faults();
 }
 
-#[test]
-fn an_owner_that_exits_releases_everything() {
+fn an_owner_that_exits_releases_everything(modes: &SimModes) {
     let model = PmuModel::skylake();
-    let mut m = machine(model, 3, 10, 5);
+    let mut m = machine(modes, model, 3, 10, 5);
     let owner = m.spawn_tool(Credentials::root());
     let target = m.spawn(&spinner(1_000_000), Credentials::user(1012));
     let counters = allocate(&m, owner, None, PmcFlags::DESCENDANTS);
@@ -869,7 +814,7 @@ fn an_owner_that_exits_releases_everything() {
     let start = m.process_truth(target);
     m.run_for(10);
     stop_all(&m, other, &fresh);
-    assert_counts(&m, other, &fresh, &m.process_truth(target).since(&start), "new owner");
+    assert_counts(modes, &m, other, &fresh, &m.process_truth(target).since(&start), "new owner");
     assert!(m.kernel().take_signals().is_empty(), "no target was lost");
     m.hardware().assert_no_faults();
 }
@@ -883,8 +828,8 @@ struct Outcome {
     trace: Vec<Dispatch>,
 }
 
-fn mixed_run(seed: u64) -> Outcome {
-    let mut m = machine(PmuModel::skylake(), 4, seed, 7);
+fn mixed_run(modes: &SimModes, seed: u64) -> Outcome {
+    let mut m = machine(modes, PmuModel::skylake(), 4, seed, 7);
     let root = m.spawn_tool(Credentials::root());
     let tree = m.spawn(&fork_tree(), Credentials::user(1013));
     let threads = m.spawn(&spinner(500), Credentials::user(1014));
@@ -898,8 +843,8 @@ fn mixed_run(seed: u64) -> Outcome {
     m.run_until_idle();
     let tree_truth = m.tree_truth(tree);
     let threads_truth = m.process_truth(threads);
-    assert_counts(&m, root, &counters[..3], &tree_truth, "tree");
-    assert_counts(&m, root, &counters[3..], &threads_truth, "threads");
+    assert_counts(modes, &m, root, &counters[..3], &tree_truth, "tree");
+    assert_counts(modes, &m, root, &counters[3..], &threads_truth, "threads");
     m.hardware().assert_no_faults();
     Outcome {
         reads: counters.iter().map(|c| read(&m, root, c)).collect(),
@@ -909,18 +854,17 @@ fn mixed_run(seed: u64) -> Outcome {
     }
 }
 
-#[test]
-fn the_same_seed_gives_the_same_counts_and_another_seed_the_same_totals() {
-    let a = mixed_run(11);
-    let b = mixed_run(11);
-    let c = mixed_run(12);
+fn the_same_seed_gives_the_same_counts_and_another_seed_the_same_totals(modes: &SimModes) {
+    let a = mixed_run(modes, 11);
+    let b = mixed_run(modes, 11);
+    let c = mixed_run(modes, 12);
     assert_eq!(a.trace, b.trace);
     assert_eq!(a.reads, b.reads);
     assert_eq!(a.processes, b.processes);
     assert_eq!(a.cpus, b.cpus);
     assert_ne!(a.trace, c.trace, "another interleaving");
     assert_ne!(a.cpus, c.cpus, "the work lands on other CPUs");
-    if counts_are_exact() {
+    if counts_are_exact(modes) {
         assert_eq!(a.reads, c.reads);
     }
     assert_eq!(a.processes, c.processes);
@@ -930,9 +874,8 @@ fn the_same_seed_gives_the_same_counts_and_another_seed_the_same_totals() {
 
 // ----- Exec -----
 
-#[test]
-fn a_set_id_exec_detaches_owners_that_may_no_longer_debug_the_target() {
-    let mut m = machine(PmuModel::skylake(), 2, 13, 6);
+fn a_set_id_exec_detaches_owners_that_may_no_longer_debug_the_target(modes: &SimModes) {
+    let mut m = machine(modes, PmuModel::skylake(), 2, 13, 6);
     let su = ProgramBuilder::new("/usr/bin/su")
         .function("main", |f| {
             f.repeat(Ring::User, user_work(), 25).repeat(Ring::Kernel, kernel_work(), 5).sleep()
@@ -969,16 +912,15 @@ fn a_set_id_exec_detaches_owners_that_may_no_longer_debug_the_target() {
     assert_eq!(m.kernel().take_signals(), vec![(user_tool, Signal::Io); as_user.len()]);
     let mut before_exec = GroundTruth::default();
     before_exec.record(Ring::User, &user_work(), 40, 4);
-    assert_counts(&m, user_tool, &as_user, &before_exec, "detached at the set-id exec");
+    assert_counts(modes, &m, user_tool, &as_user, &before_exec, "detached at the set-id exec");
     let whole = m.process_truth(target);
     assert_eq!(whole.arch(ArchEvent::Instructions), 40 * 1_000 + 25 * 1_000 + 5 * 300);
-    assert_counts(&m, root_tool, &as_root, &whole, "root follows the exec");
+    assert_counts(modes, &m, root_tool, &as_root, &whole, "root follows the exec");
     m.hardware().assert_no_faults();
 }
 
-#[test]
-fn a_process_that_executes_loses_the_pmcs_it_owns() {
-    let mut m = machine(PmuModel::skylake(), 2, 14, 6);
+fn a_process_that_executes_loses_the_pmcs_it_owns(modes: &SimModes) {
+    let mut m = machine(modes, PmuModel::skylake(), 2, 14, 6);
     let next = ProgramBuilder::new("/bin/next")
         .function("main", |f| f.repeat(Ring::User, user_work(), 10).sleep())
         .build();
@@ -995,3 +937,128 @@ fn a_process_that_executes_loses_the_pmcs_it_owns() {
     assert_all_rows_free(&m, viewer);
     m.hardware().assert_no_faults();
 }
+
+/// The scenarios of sections 1 to 7 on each model, under the modes of the enclosing module; a
+/// model's attributes go to its `counter_wrap` test.
+macro_rules! on_every_model {
+    ($($(#[$wrap:meta])* $model:ident),+) => {$(
+        mod $model {
+            use hwpmc_sim::PmuModel;
+
+            #[test]
+            fn single_thread_self_attached() {
+                super::super::single_thread_self_attached(PmuModel::$model(), &super::modes());
+            }
+
+            #[test]
+            fn self_measuring_program() {
+                super::super::self_measuring_program(PmuModel::$model(), &super::modes());
+            }
+
+            #[test]
+            fn eight_threads_on_four_cpus() {
+                super::super::eight_threads_on_four_cpus(PmuModel::$model(), &super::modes());
+            }
+
+            #[test]
+            fn descendants_over_a_fork_tree() {
+                super::super::descendants_over_a_fork_tree(PmuModel::$model(), &super::modes());
+            }
+
+            #[test]
+            fn attach_to_a_running_process() {
+                super::super::attach_to_a_running_process(PmuModel::$model(), &super::modes());
+            }
+
+            #[test]
+            fn user_only_and_kernel_only() {
+                super::super::user_only_and_kernel_only(PmuModel::$model(), &super::modes());
+            }
+
+            #[test]
+            fn system_counting_per_cpu() {
+                super::super::system_counting_per_cpu(PmuModel::$model(), &super::modes());
+            }
+
+            #[test]
+            $(#[$wrap])*
+            fn counter_wrap() {
+                super::super::counter_wrap(PmuModel::$model(), &super::modes());
+            }
+
+            #[test]
+            fn counter_wraps_once() {
+                super::super::counter_wraps_once(PmuModel::$model(), &super::modes());
+            }
+        }
+    )+};
+}
+
+/// The suite under one mode of `hwpmc_test_support::modes`, in a module named after it.
+///
+/// Nehalem's `counter_wrap` takes about a minute (its 48-bit counters wrap in the slowest
+/// steps of all models): `cargo test` runs it in the exact mode, and `.ci/run` under the other
+/// modes too (`cargo test -p hwpmc-sim --test counting -- --ignored`).
+macro_rules! suite {
+    (exact, $modes:expr) => {
+        suite!(@with exact, $modes, nehalem);
+    };
+    ($mode:ident, $modes:expr) => {
+        suite!(@with $mode, $modes, #[ignore = "long: .ci/run runs it in every mode"] nehalem);
+    };
+    (@with $mode:ident, $modes:expr, $(#[$long:meta])* nehalem) => {
+        mod $mode {
+            use hwpmc_sim::modes::SimModes;
+
+            fn modes() -> SimModes {
+                $modes
+            }
+
+            on_every_model!(yonah, core2, $(#[$long])* nehalem, skylake, icelake, k10, zen2, zen4);
+
+            #[test]
+            fn each_model_offers_its_classes() {
+                super::each_model_offers_its_classes(&modes());
+            }
+
+            #[test]
+            fn amd_models_offer_the_k8_class_with_their_core_counters() {
+                super::amd_models_offer_the_k8_class_with_their_core_counters(&modes());
+            }
+
+            #[test]
+            fn a_vm_without_a_pmu_offers_only_soft_and_tsc() {
+                super::a_vm_without_a_pmu_offers_only_soft_and_tsc(&modes());
+            }
+
+            #[test]
+            fn a_target_that_exits_is_detached_and_its_count_stays_readable() {
+                super::a_target_that_exits_is_detached_and_its_count_stays_readable(&modes());
+            }
+
+            #[test]
+            fn an_owner_that_exits_releases_everything() {
+                super::an_owner_that_exits_releases_everything(&modes());
+            }
+
+            #[test]
+            fn the_same_seed_gives_the_same_counts_and_another_seed_the_same_totals() {
+                super::the_same_seed_gives_the_same_counts_and_another_seed_the_same_totals(
+                    &modes(),
+                );
+            }
+
+            #[test]
+            fn a_set_id_exec_detaches_owners_that_may_no_longer_debug_the_target() {
+                super::a_set_id_exec_detaches_owners_that_may_no_longer_debug_the_target(&modes());
+            }
+
+            #[test]
+            fn a_process_that_executes_loses_the_pmcs_it_owns() {
+                super::a_process_that_executes_loses_the_pmcs_it_owns(&modes());
+            }
+        }
+    };
+}
+
+hwpmc_test_support::for_each_sim_mode!(suite);

@@ -9,11 +9,9 @@ use std::rc::Rc;
 
 use hwpmc::abi::{Class, Mode, PmcFlags, event};
 use hwpmc::{Errno, HostCounters, HostedEvent, HostedPmc, HostedSample, Pid, Signal, Tunables};
-use hwpmc_sim::kernel::SimKernel;
 use hwpmc_sim::pmu::{Ring, Work};
-use hwpmc_sim::{
-    AllocateRequest, Credentials, PmcClient, PmuModel, SimDriver, SimHardware, SinkId, SinkKind,
-};
+use hwpmc_sim::{AllocateRequest, Credentials, PmuModel, SinkId, SinkKind};
+use hwpmc_test_support::world::World;
 use pmclog::{Record, Records};
 
 /// A running PMC on the host: its description and what each target counted.
@@ -94,45 +92,44 @@ impl HostCounters for ScriptedHost {
     }
 }
 
-struct World {
-    driver: SimDriver,
+/// The world of the hosted tests: a driver on two CPUs whose kernel counts PMCs through a
+/// scripted host, with a soft event registered, and the owner's process.
+struct Hosted {
+    world: World,
     host: Rc<ScriptedHost>,
-    owner: Pid,
     soft: u32,
 }
 
-impl World {
-    fn new() -> World {
-        World::with(Tunables::default())
+impl std::ops::Deref for Hosted {
+    type Target = World;
+
+    fn deref(&self) -> &World {
+        &self.world
+    }
+}
+
+impl Hosted {
+    fn new() -> Hosted {
+        Hosted::with(Tunables::default())
     }
 
-    fn with(tunables: Tunables) -> World {
-        World::on(PmuModel::skylake(), tunables)
+    fn with(tunables: Tunables) -> Hosted {
+        Hosted::on(PmuModel::skylake(), tunables)
     }
 
-    fn on(model: PmuModel, tunables: Tunables) -> World {
-        let hw = SimHardware::new(model, 2);
+    fn on(model: PmuModel, tunables: Tunables) -> Hosted {
         let host = Rc::new(ScriptedHost::default());
-        let kernel = SimKernel::new(hw.clone()).with_host_counters(host.clone());
-        let driver = SimDriver::load(kernel, hw, tunables).expect("load");
-        let soft = driver.register_soft_event("PAGE_FAULT.ALL").unwrap();
-        let owner = driver.kernel().spawn(None, Credentials::user(1000));
-        World { driver, host, owner, soft }
-    }
-
-    fn client(&self) -> PmcClient<'_> {
-        PmcClient::new(&self.driver, self.owner)
-    }
-
-    fn kernel(&self) -> &SimKernel {
-        self.driver.kernel()
+        let world =
+            World::builder(model).cpus(2).tunables(tunables).host_counters(host.clone()).build();
+        let soft = world.driver.register_soft_event("PAGE_FAULT.ALL").unwrap();
+        Hosted { world, host, soft }
     }
 
     /// A log for the owner; returns its file.
     fn log(&self) -> SinkId {
-        let fd = self.kernel().open_sink(self.owner, SinkKind::Writable);
+        let fd = self.kernel().open_sink(self.pid, SinkKind::Writable);
         self.client().configure_log(fd).unwrap();
-        self.kernel().sink_of(self.owner, fd).unwrap()
+        self.kernel().sink_of(self.pid, fd).unwrap()
     }
 
     fn records(&self, sink: SinkId) -> Vec<String> {
@@ -146,7 +143,7 @@ impl World {
 
 #[test]
 fn a_hosted_process_pmc_counts_what_the_host_counted_across_stop_and_start() {
-    let w = World::new();
+    let w = Hosted::new();
     let c = w.client();
     let id = c.allocate(AllocateRequest::soft(w.soft).with_count(5)).unwrap();
     c.start(id).unwrap();
@@ -154,15 +151,15 @@ fn a_hosted_process_pmc_counts_what_the_host_counted_across_stop_and_start() {
     assert_eq!(pmc.event, HostedEvent::Soft { event: w.soft });
     assert_eq!(pmc.id.to_u32(), id);
     assert_eq!((pmc.user, pmc.kernel, pmc.reload), (true, true, 0));
-    assert_eq!(w.host.calls(), [format!("start [{}]", w.owner)], "PMCSTART attached the owner");
+    assert_eq!(w.host.calls(), [format!("start [{}]", w.pid)], "PMCSTART attached the owner");
 
-    w.host.count(token, w.owner, 1000);
+    w.host.count(token, w.pid, 1000);
     assert_eq!(c.read(id).unwrap(), 1005, "the initial count plus the host's");
     c.stop(id).unwrap();
     assert_eq!(c.read(id).unwrap(), 1005, "stopped: the count stays");
     c.start(id).unwrap();
     let (token, _) = w.host.only();
-    w.host.count(token, w.owner, 20);
+    w.host.count(token, w.pid, 20);
     assert_eq!(c.read(id).unwrap(), 1025);
     assert_eq!(c.write(id, 0), Err(Errno::Busy), "a running PMC is not written");
     c.release(id).unwrap();
@@ -171,25 +168,25 @@ fn a_hosted_process_pmc_counts_what_the_host_counted_across_stop_and_start() {
 
 #[test]
 fn the_driver_never_counts_a_hosted_pmc_itself() {
-    let w = World::new();
+    let w = Hosted::new();
     let c = w.client();
     let id = c.allocate(AllocateRequest::soft(w.soft)).unwrap();
     c.start(id).unwrap();
-    let tid = w.kernel().threads(w.owner)[0];
+    let tid = w.kernel().threads(w.pid)[0];
     // The owner runs on CPU 0 and takes software events there: a PMC the driver counted would
     // move; this one counts only what the host says.
-    w.driver.switch_in(0, w.owner, tid);
+    w.driver.switch_in(0, w.pid, tid);
     for _ in 0..10 {
         w.driver.soft_event(0, w.soft, &hwpmc::TrapFrame::default());
     }
-    w.driver.switch_out(0, w.owner, tid);
+    w.driver.switch_out(0, w.pid, tid);
     assert_eq!(c.read(id).unwrap(), 0);
     assert_eq!(c.get_msr(id), Err(Errno::NoSys), "no RDPMC index for a counter the host owns");
 }
 
 #[test]
 fn a_hosted_pmu_event_reaches_the_host_with_its_checked_configuration() {
-    let w = World::new();
+    let w = Hosted::new();
     let c = w.client();
     // INST_RETIRED.ANY_P counted in user mode only (USR set, OS clear).
     let id = c.allocate(AllocateRequest::iap(0x0001_00C0)).unwrap();
@@ -207,7 +204,7 @@ fn a_hosted_pmu_event_reaches_the_host_with_its_checked_configuration() {
 
 #[test]
 fn on_an_amd_cpu_a_k8_pmc_reaches_the_host_with_its_perf_ctl_image() {
-    let w = World::on(PmuModel::zen4(), Tunables::default());
+    let w = Hosted::on(PmuModel::zen4(), Tunables::default());
     let c = w.client();
     // ex_ret_brn (0x0C2) with a 12-bit neighbour's high bits, user mode only, CMASK 2, EDGE.
     let image = 0x1_0000_0000 | 2 << 24 | 1 << 18 | 1 << 16 | 0xC2;
@@ -217,7 +214,7 @@ fn on_an_amd_cpu_a_k8_pmc_reaches_the_host_with_its_perf_ctl_image() {
     assert_eq!(pmc.id.class, Class::K8);
     assert_eq!(pmc.event, HostedEvent::Raw { class: Class::K8, config: image });
     assert_eq!((pmc.user, pmc.kernel), (true, false));
-    w.host.count(token, w.owner, 4321);
+    w.host.count(token, w.pid, 4321);
     assert_eq!(c.read(id), Ok(4321));
     c.release(id).unwrap();
     // Reserved bits never reach the host.
@@ -233,7 +230,7 @@ fn on_an_amd_cpu_a_k8_pmc_reaches_the_host_with_its_perf_ctl_image() {
 
 #[test]
 fn an_offcore_response_event_is_not_handed_to_a_host_that_gets_no_response_value() {
-    let w = World::new();
+    let w = Hosted::new();
     // OFFCORE_RESPONSE_0 (0xB7/0x01) with a response value Skylake defines: the host would be
     // given the event select only, and count with whatever its MSR holds.
     let request = AllocateRequest::iap(0x01B7).with_rsp(0x1_0001);
@@ -246,23 +243,23 @@ fn an_offcore_response_event_is_not_handed_to_a_host_that_gets_no_response_value
 
 #[test]
 fn fixed_counters_the_host_does_not_count_still_count_on_the_pmu() {
-    let w = World::new();
+    let w = Hosted::new();
     let kernel = w.kernel().clone();
     let c = w.client();
     let id = c.allocate(AllocateRequest::iaf(event::IAF_INSTR_RETIRED_ANY)).unwrap();
     c.start(id).unwrap();
     assert!(w.host.running.borrow().is_empty(), "IAF is not the host's");
-    let tid = kernel.threads(w.owner)[0];
+    let tid = kernel.threads(w.pid)[0];
     kernel.hardware().set_current_cpu(0);
-    w.driver.switch_in(0, w.owner, tid);
+    w.driver.switch_in(0, w.pid, tid);
     kernel.hardware().pmu(0).retire(Ring::User, &Work { instructions: 1234, ..Work::default() });
-    w.driver.switch_out(0, w.owner, tid);
+    w.driver.switch_out(0, w.pid, tid);
     assert_eq!(c.read(id).unwrap(), 1234);
 }
 
 #[test]
 fn a_refused_start_changes_nothing() {
-    let w = World::new();
+    let w = Hosted::new();
     let c = w.client();
     let id = c.allocate(AllocateRequest::soft(w.soft)).unwrap();
     *w.host.refuse.borrow_mut() = Some(Errno::Perm);
@@ -278,7 +275,7 @@ fn a_refused_start_changes_nothing() {
 
 #[test]
 fn a_target_that_exits_is_detached_from_the_host_with_its_share_logged() {
-    let w = World::new();
+    let w = Hosted::new();
     let sink = w.log();
     let c = w.client();
     let target = w.kernel().spawn(None, Credentials::user(1000));
@@ -295,12 +292,12 @@ fn a_target_that_exits_is_detached_from_the_host_with_its_share_logged() {
     assert_eq!(c.read(id).unwrap(), 77, "the exited target's events stay counted");
     let exit = format!("ProcExit(ProcExit {{ pmcid: {id}, pid: {target}, value: 77 }})");
     assert!(w.records(sink).contains(&exit), "PROCEXIT with the target's share");
-    assert!(w.kernel().take_signals().contains(&(w.owner, Signal::Io)), "lost its last target");
+    assert!(w.kernel().take_signals().contains(&(w.pid, Signal::Io)), "lost its last target");
 }
 
 #[test]
 fn a_hosted_system_pmc_starts_on_its_cpu() {
-    let w = World::new();
+    let w = Hosted::new();
     w.kernel().set_unprivileged_syspmcs(true);
     let c = w.client();
     let request = AllocateRequest::soft(w.soft).in_mode(Mode::SystemCounting, Some(1));
@@ -316,7 +313,7 @@ fn a_hosted_system_pmc_starts_on_its_cpu() {
 }
 
 /// A running sampling SOFT PMC with callchains, attached to its owner, with a log.
-fn sampling(w: &World) -> (u32, u64, SinkId) {
+fn sampling(w: &Hosted) -> (u32, u64, SinkId) {
     let sink = w.log();
     let c = w.client();
     let request = AllocateRequest::soft(w.soft)
@@ -333,11 +330,11 @@ fn sampling(w: &World) -> (u32, u64, SinkId) {
 
 #[test]
 fn hosted_samples_become_callchain_records_of_the_owners_log() {
-    let w = World::new();
+    let w = Hosted::new();
     let (id, token, sink) = sampling(&w);
-    let tid = w.kernel().threads(w.owner)[0];
+    let tid = w.kernel().threads(w.pid)[0];
     let pcs = [0x40_1000, 0x40_2000, 0x40_3000];
-    let sample = HostedSample { cpu: 1, pid: w.owner, tid, user: true, pcs: &pcs, tsc: None };
+    let sample = HostedSample { cpu: 1, pid: w.pid, tid, user: true, pcs: &pcs, tsc: None };
     w.driver.hosted_sample(token, &sample);
     w.driver.hosted_sample(token, &HostedSample { user: false, pcs: &pcs[..1], ..sample });
     let chains: Vec<String> =
@@ -346,7 +343,7 @@ fn hosted_samples_become_callchain_records_of_the_owners_log() {
     let expect = |flags: u32, pcs: &str| {
         format!(
             "Callchain(Callchain {{ pid: {}, tid: {tid}, pmcid: {id}, cpuflags: CallchainFlags({}), pcs: {pcs} }})",
-            w.owner,
+            w.pid,
             1 << 16 | flags
         )
     };
@@ -356,15 +353,14 @@ fn hosted_samples_become_callchain_records_of_the_owners_log() {
 
 #[test]
 fn hosted_samples_count_until_release_and_others_are_ignored() {
-    let w = World::new();
+    let w = Hosted::new();
     let (id, token, sink) = sampling(&w);
-    let tid = w.kernel().threads(w.owner)[0];
-    let sample =
-        HostedSample { cpu: 0, pid: w.owner, tid, user: true, pcs: &[0x40_1000], tsc: None };
+    let tid = w.kernel().threads(w.pid)[0];
+    let sample = HostedSample { cpu: 0, pid: w.pid, tid, user: true, pcs: &[0x40_1000], tsc: None };
     // Taken before the stop, delivered after it: still the PMC's.
     w.client().stop(id).unwrap();
     w.driver.hosted_sample(token, &sample);
-    let chains = |w: &World| w.records(sink).iter().filter(|r| r.starts_with("Callchain")).count();
+    let chains = |w: &Hosted| w.records(sink).iter().filter(|r| r.starts_with("Callchain")).count();
     assert_eq!(chains(&w), 1);
     w.client().release(id).unwrap();
     w.driver.hosted_sample(token, &sample);
@@ -376,7 +372,7 @@ fn hosted_samples_count_until_release_and_others_are_ignored() {
 
 #[test]
 fn the_host_may_refuse_a_pmc_at_allocation_and_nothing_is_allocated() {
-    let w = World::new();
+    let w = Hosted::new();
     *w.host.reject.borrow_mut() = Some(Errno::OpNotSupp);
     let c = w.client();
     let request = AllocateRequest::soft(w.soft).with_flags(PmcFlags::LOG_PROCEXIT);
@@ -394,7 +390,7 @@ fn the_host_may_refuse_a_pmc_at_allocation_and_nothing_is_allocated() {
 
 #[test]
 fn the_kernels_images_are_logged_once_at_the_first_sampling_start() {
-    let w = World::new();
+    let w = Hosted::new();
     w.kernel().set_kernel_image(0xffff_ffff_8000_0000, "/boot/kernel/kernel");
     let (id, _, sink) = sampling(&w);
     w.client().stop(id).unwrap();
@@ -412,11 +408,11 @@ fn the_kernels_images_are_logged_once_at_the_first_sampling_start() {
 
 #[test]
 fn a_hosted_sample_keeps_the_time_it_was_taken_at() {
-    let w = World::new();
+    let w = Hosted::new();
     let (_, token, sink) = sampling(&w);
-    let tid = w.kernel().threads(w.owner)[0];
+    let tid = w.kernel().threads(w.pid)[0];
     let pcs = [0x40_1000];
-    let taken = HostedSample { cpu: 0, pid: w.owner, tid, user: true, pcs: &pcs, tsc: Some(777) };
+    let taken = HostedSample { cpu: 0, pid: w.pid, tid, user: true, pcs: &pcs, tsc: Some(777) };
     w.driver.hosted_sample(token, &taken);
     w.client().flush_log().unwrap();
     let bytes = w.kernel().sink_bytes(sink);
@@ -430,13 +426,13 @@ fn a_hosted_sample_keeps_the_time_it_was_taken_at() {
 
 #[test]
 fn hosted_callchains_are_cut_at_the_callchain_depth() {
-    let w = World::with(Tunables { callchain_depth: 4, ..Tunables::default() });
+    let w = Hosted::with(Tunables { callchain_depth: 4, ..Tunables::default() });
     let (_, token, sink) = sampling(&w);
-    let tid = w.kernel().threads(w.owner)[0];
+    let tid = w.kernel().threads(w.pid)[0];
     let pcs: Vec<u64> = (1..=10).map(|i| i * 0x1000).collect();
     w.driver.hosted_sample(
         token,
-        &HostedSample { cpu: 0, pid: w.owner, tid, user: true, pcs: &pcs, tsc: None },
+        &HostedSample { cpu: 0, pid: w.pid, tid, user: true, pcs: &pcs, tsc: None },
     );
     let records = w.records(sink);
     let chain = records.iter().find(|r| r.starts_with("Callchain")).expect("a CALLCHAIN");
@@ -445,7 +441,7 @@ fn hosted_callchains_are_cut_at_the_callchain_depth() {
 
 #[test]
 fn samples_the_host_lost_are_reported_by_dropnotify_at_the_next_tick() {
-    let w = World::new();
+    let w = Hosted::new();
     let (_, token, sink) = sampling(&w);
     w.driver.hosted_lost(token, 3);
     assert!(!w.records(sink).iter().any(|r| r.contains("DropNotify")), "not before the tick");
@@ -459,7 +455,7 @@ fn samples_the_host_lost_are_reported_by_dropnotify_at_the_next_tick() {
 
 #[test]
 fn a_hosted_sampling_pmc_needs_a_log_only_for_another_process() {
-    let w = World::new();
+    let w = Hosted::new();
     let c = w.client();
     let target = w.kernel().spawn(None, Credentials::user(1000));
     let request = AllocateRequest::soft(w.soft).in_mode(Mode::ThreadSampling, None);
@@ -473,7 +469,7 @@ fn a_hosted_sampling_pmc_needs_a_log_only_for_another_process() {
 fn a_hosted_pmcs_core_type_is_the_hosts_to_take_or_refuse() {
     // The simulated Skylake has no hybrid cores: the driver alone would refuse a core type;
     // a host that counts the class knows its own core PMUs and decides.
-    let w = World::new();
+    let w = Hosted::new();
     let c = w.client();
     let atom = AllocateRequest::iap(0x0001_00C0).with_flags(PmcFlags::CORE_TYPE_ATOM);
     let id = c.allocate(atom).unwrap();

@@ -9,12 +9,13 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use hwpmc::abi::{Mode, PmcFlags};
-use hwpmc::{Pid, TrapFrame, Tunables};
+use hwpmc::{TrapFrame, Tunables};
 use hwpmc_sim::kernel::{KERNEL_STACK_SIZE, SCRATCH_BASE, kernel_stack_base};
 use hwpmc_sim::machine::{Machine, MachineConfig};
 use hwpmc_sim::pmu::{Ring, Work};
 use hwpmc_sim::workload::{KERNEL_TEXT_BASE, Program, ProgramBuilder};
-use hwpmc_sim::{AllocateRequest, Credentials, PmcClient, PmuModel, SinkKind, load_driver};
+use hwpmc_sim::{AllocateRequest, Credentials, PmuModel, SinkKind};
+use hwpmc_test_support::world::World;
 use pmclog::{Record, Records};
 
 /// Counts the allocations (and frees) of the current thread while it is armed, to show that
@@ -319,30 +320,22 @@ fn kernel_samples_without_callchain_carry_only_the_pc() {
 }
 
 /// A process on a bare driver (no machine) with a log, for driving the interrupt directly.
-struct Bare {
-    driver: hwpmc_sim::SimDriver,
-    pid: Pid,
-    tid: hwpmc::Tid,
-    sink: hwpmc_sim::SinkId,
+fn bare() -> World {
+    World::builder(PmuModel::skylake()).logging().build()
 }
 
-impl Bare {
-    fn new() -> Self {
-        let driver = load_driver(PmuModel::skylake(), 1, Tunables::default());
-        let kernel = driver.kernel().clone();
-        let pid = kernel.spawn(None, Credentials::user(1000));
-        let tid = kernel.threads(pid)[0];
-        let fd = kernel.open_sink(pid, SinkKind::Writable);
-        let sink = kernel.sink_of(pid, fd).unwrap();
-        PmcClient::new(&driver, pid).configure_log(fd).unwrap();
-        Bare { driver, pid, tid, sink }
-    }
-
-    fn client(&self) -> PmcClient<'_> {
-        PmcClient::new(&self.driver, self.pid)
-    }
-
+/// What the tests do with a bare driver.
+trait Bare {
     /// Starts a process-sampling PMC of instructions every 1000, with `flags`; its id.
+    fn start(&self, flags: PmcFlags) -> u32;
+    /// Retires 1000 instructions in `ring` and delivers the PMI with `frame`; returns how many
+    /// allocations the interrupt made.
+    fn interrupt(&self, ring: Ring, frame: &TrapFrame) -> u64;
+    /// The flushed log's callchains: (pmcid, PCs, user flag).
+    fn chains(&self) -> Vec<(u32, Vec<u64>, bool)>;
+}
+
+impl Bare for World {
     fn start(&self, flags: PmcFlags) -> u32 {
         let request = AllocateRequest::iap(0x00C0).in_mode(Mode::ThreadSampling, None);
         let id = self.client().allocate(request.with_count(1000).with_flags(flags)).unwrap();
@@ -350,8 +343,6 @@ impl Bare {
         id
     }
 
-    /// Retires 1000 instructions in `ring` and delivers the PMI with `frame`; returns how many
-    /// allocations the interrupt made.
     fn interrupt(&self, ring: Ring, frame: &TrapFrame) -> u64 {
         let hw = self.driver.kernel().hardware().clone();
         hw.set_current_cpu(0);
@@ -362,10 +353,9 @@ impl Bare {
         allocations
     }
 
-    /// The flushed log's callchains: (pmcid, PCs, user flag).
     fn chains(&self) -> Vec<(u32, Vec<u64>, bool)> {
         self.client().flush_log().unwrap();
-        let bytes = self.driver.kernel().sink_bytes(self.sink);
+        let bytes = self.log_bytes();
         Records::new(&bytes)
             .map(|e| e.expect("the log decodes").record)
             .filter_map(|r| match r {
@@ -380,7 +370,7 @@ impl Bare {
 
 /// Writes frame records at the top of `tid`'s kernel stack, innermost first, each returning to
 /// one of `returns` (the outermost record is two zeros); returns the innermost frame pointer.
-fn kernel_frames(bare: &Bare, returns: &[u64]) -> u64 {
+fn kernel_frames(bare: &World, returns: &[u64]) -> u64 {
     let kernel = bare.driver.kernel();
     let top = kernel_stack_base(bare.tid) + KERNEL_STACK_SIZE;
     let records = returns.len() as u64 + 1;
@@ -400,7 +390,7 @@ const USER_PC: u64 = 0x40_1000;
 const USER_RETURNS: [u64; 2] = [0x40_1111, 0x40_2222];
 
 /// Two user frame records in the process's memory; the innermost frame pointer.
-fn user_frames(bare: &Bare) -> u64 {
+fn user_frames(bare: &World) -> u64 {
     let (a, b) = (SCRATCH_BASE + 0x100, SCRATCH_BASE + 0x200);
     let record = |caller: u64, ret: u64| [caller.to_le_bytes(), ret.to_le_bytes()].concat();
     let kernel = bare.driver.kernel();
@@ -411,7 +401,7 @@ fn user_frames(bare: &Bare) -> u64 {
 
 #[test]
 fn the_interrupt_path_allocates_nothing_with_or_without_callchains() {
-    let bare = Bare::new();
+    let bare = bare();
     let kernel = bare.driver.kernel().clone();
     let plain = bare.start(PmcFlags::empty());
     let callchain = bare.start(PmcFlags::CALLCHAIN);
@@ -450,7 +440,7 @@ fn the_interrupt_path_allocates_nothing_with_or_without_callchains() {
 
 #[test]
 fn the_kernel_walk_reads_only_the_interrupted_thread_s_kernel_stack() {
-    let bare = Bare::new();
+    let bare = bare();
     let kernel = bare.driver.kernel().clone();
     let id = bare.start(PmcFlags::CALLCHAIN);
     let kfp = kernel_frames(&bare, &KERNEL_RETURNS);

@@ -1,8 +1,8 @@
 //! The machine's mode that delivers a PMI at every MSR and counter access the driver makes (in
 //! the middle of system calls, context switches, the drain): counts and samples come out
-//! exactly as without it. (`HWPMC_SIM_PMI_AT_EVERY_MSR_ACCESS=1 cargo test -p hwpmc-sim --test
-//! counting` runs every counting scenario in this mode), and the mode that delivers one at the
-//! accesses a seed chooses (`HWPMC_SIM_PMI_SEED=<u64>`).
+//! exactly as without it (the counting, sampling and thread-scope suites also run in this mode,
+//! in their `pmi_at_every_msr_access` modules), and the mode that delivers one at the accesses a
+//! seed chooses (their `pmi_at_seeded_accesses_1` and `_2` modules).
 
 use hwpmc::abi::Mode;
 use hwpmc_sim::machine::{Machine, MachineConfig};

@@ -1,57 +1,44 @@
 //! Process sampling: each overflow of a sampling PMC is one CALLCHAIN record in the owner's log,
 //! and samples lost to a full ring are counted and reported with DROPNOTIFY.
 //!
-//! The suite runs under the modes of [`SimModes::from_env`]: the masked-PMI policy and freezing
-//! everywhere; PMI latency, the driver's work and other users' status bits on the simulated
-//! machine. Where PMIs served late make an exact number impossible on hardware (a period runs on
-//! until its PMI is served, the sample lands where the PMI does), a test checks what hardware
-//! guarantees ([`guaranteed_samples`], a PC the thread executed), and the exact mode keeps the
-//! exact assertion.
+//! The suite runs under each mode of `hwpmc_test_support::modes`, in a module named after it
+//! (`exact::skylake::…`): the masked-PMI policy and freezing everywhere; PMI latency, the driver's
+//! work, other users' status bits and injected PMIs on the simulated machine. Where PMIs served
+//! late make an exact number impossible on hardware (a period runs on until its PMI is served, the
+//! sample lands where the PMI does), a test checks what hardware guarantees
+//! ([`guaranteed_samples`], a PC the thread executed), and the exact mode keeps the exact
+//! assertion.
 
 use hwpmc::abi::Mode;
-use hwpmc::{Pid, Tid, TrapFrame, Tunables};
+use hwpmc::{Pid, TrapFrame, Tunables};
 use hwpmc_sim::machine::{KERNEL_IDLE_PC, MachineConfig};
+use hwpmc_sim::modes::SimModes;
 use hwpmc_sim::pmu::{Ring, Work};
-use hwpmc_sim::timing::SimModes;
-use hwpmc_sim::{
-    AllocateRequest, ArchEvent, Credentials, PmcClient, PmuModel, SimDriver, SinkId, SinkKind,
-    load_driver,
-};
+use hwpmc_sim::{AllocateRequest, ArchEvent, Credentials, PmuModel, SinkId, SinkKind};
+use hwpmc_test_support::world::World;
 use pmclog::{Record, Records};
 use std::ops::RangeInclusive;
 
 const BLOCK_PC: u64 = 0x40_1000;
 
-struct World {
-    driver: SimDriver,
-    pid: Pid,
-    tid: Tid,
-    sink: SinkId,
+/// The world of the sampling tests: a driver on one CPU of `model` with `tunables`, under the
+/// masked-PMI policy and freezing of `modes`, and a process logging to a file.
+fn world(model: PmuModel, tunables: Tunables, modes: &SimModes) -> World {
+    World::builder(model).tunables(tunables).modes(modes).logging().build()
 }
 
-impl World {
-    fn new(model: PmuModel, tunables: Tunables) -> Self {
-        let modes = SimModes::from_env();
-        let freeze_on_pmi = modes.freeze_on_pmi.unwrap_or(tunables.freeze_on_pmi);
-        let driver = load_driver(model, 1, Tunables { freeze_on_pmi, ..tunables });
-        let kernel = driver.kernel().clone();
-        if let Some(policy) = modes.masked_pmi {
-            kernel.hardware().pmu(0).set_masked_pmi(policy);
-        }
-        let pid = kernel.spawn(None, Credentials::user(1000));
-        let tid = kernel.threads(pid)[0];
-        let fd = kernel.open_sink(pid, SinkKind::Writable);
-        let sink = kernel.sink_of(pid, fd).unwrap();
-        PmcClient::new(&driver, pid).configure_log(fd).unwrap();
-        World { driver, pid, tid, sink }
-    }
-
-    fn client(&self) -> PmcClient<'_> {
-        PmcClient::new(&self.driver, self.pid)
-    }
-
+/// What the sampling tests do with their world.
+trait Sampling {
     /// Runs `blocks` blocks of 1000 user instructions on CPU 0, delivering every PMI, without
     /// draining the ring.
+    fn run(&self, blocks: u64);
+    /// The log so far, flushed.
+    fn flushed_records(&self) -> Vec<Record<'static>>;
+    /// The log so far.
+    fn records(&self) -> Vec<Record<'static>>;
+}
+
+impl Sampling for World {
     fn run(&self, blocks: u64) {
         let hw = self.driver.kernel().hardware().clone();
         hw.set_current_cpu(0);
@@ -65,14 +52,13 @@ impl World {
         }
     }
 
-    /// The log so far, flushed.
     fn flushed_records(&self) -> Vec<Record<'static>> {
         self.client().flush_log().unwrap();
         self.records()
     }
 
     fn records(&self) -> Vec<Record<'static>> {
-        let bytes: &'static [u8] = self.driver.kernel().sink_bytes(self.sink).leak();
+        let bytes: &'static [u8] = self.log_bytes().leak();
         Records::new(bytes).map(|e| e.expect("the log decodes").record).collect()
     }
 }
@@ -114,28 +100,23 @@ fn sample_count(records: &[Record<'_>]) -> usize {
     records.iter().filter(|r| matches!(r, Record::Callchain(_))).count()
 }
 
-/// A simulated machine of `cpus` CPUs of `model` under the environment's modes.
-fn machine_config(model: PmuModel, cpus: usize) -> MachineConfig {
-    MachineConfig::new(model, cpus).modes(&SimModes::from_env()).pmi_injection_from_env()
+/// A simulated machine of `cpus` CPUs of `model` under `modes`.
+fn machine_config(modes: &SimModes, model: PmuModel, cpus: usize) -> MachineConfig {
+    MachineConfig::new(model, cpus).modes(modes)
 }
 
-/// Whether PMIs are served at once (the samples are exact): no latency, no driver work.
-fn exact_samples() -> bool {
-    SimModes::from_env().exact_counts()
-}
-
-/// The samples a sampling PMC of `period` takes over `events` events on `machine` (in blocks of
-/// at most `block` events), as hardware guarantees them: exactly `events / period` when every
-/// PMI is served at once. Served up to L block executions late, a period runs on by up to
-/// L × `block` events before the handler reloads it (or, frozen, loses what retired meanwhile):
-/// at least `(events − late) / (period + L × block)`, never more than `events / period`.
+/// The samples a sampling PMC of `period` takes over `events` events on `machine` under `modes` (in
+/// blocks of at most `block` events), as hardware guarantees them: exactly `events / period` when
+/// every PMI is served at once. Served up to L block executions late, a period runs on by up to L ×
+/// `block` events before the handler reloads it (or, frozen, loses what retired meanwhile): at
+/// least `(events − late) / (period + L × block)`, never more than `events / period`.
 fn guaranteed_samples(
+    modes: &SimModes,
     machine: &hwpmc_sim::machine::Machine,
     events: u128,
     period: u128,
     block: u128,
 ) -> RangeInclusive<usize> {
-    let modes = SimModes::from_env();
     let exact = (events / period) as usize;
     if modes.exact_counts() {
         return exact..=exact;
@@ -166,8 +147,7 @@ fn sampling_models() -> Vec<PmuModel> {
     ]
 }
 
-#[test]
-fn each_overflow_of_a_process_sampling_pmc_is_one_callchain_record() {
+fn each_overflow_of_a_process_sampling_pmc_is_one_callchain_record(modes: &SimModes) {
     use hwpmc::abi::event::IAF_INSTR_RETIRED_ANY;
     let mut runs = 0;
     for model in sampling_models() {
@@ -177,7 +157,7 @@ fn each_overflow_of_a_process_sampling_pmc_is_one_callchain_record() {
                 continue; // perfmon v1 and AMD have no fixed counters
             }
             runs += 1;
-            let w = World::new(model, Tunables::default());
+            let w = world(model, Tunables::default(), modes);
             let request = counter.in_mode(Mode::ThreadSampling, None);
             let id = w.client().allocate(request.with_count(10_000)).unwrap();
             w.client().start(id).unwrap();
@@ -200,10 +180,9 @@ fn each_overflow_of_a_process_sampling_pmc_is_one_callchain_record() {
     assert_eq!(runs, 12, "8 models × GP and fixed, but no fixed counter on v1 and AMD");
 }
 
-#[test]
-fn the_pmi_acknowledges_only_its_own_status_bits() {
+fn the_pmi_acknowledges_only_its_own_status_bits(modes: &SimModes) {
     use hwpmc_sim::pmu::msr::{IA32_PERF_GLOBAL_STATUS, IA32_PERF_GLOBAL_STATUS_SET};
-    let w = World::new(PmuModel::skylake(), Tunables::default());
+    let w = world(PmuModel::skylake(), Tunables::default(), modes);
     // Intel PT's ToPA PMI (bit 55) and the DS buffer's overflow (bit 62) are other users' news.
     let others = 1 << 55 | 1 << 62;
     let hw = w.driver.kernel().hardware().clone();
@@ -221,12 +200,11 @@ fn the_pmi_acknowledges_only_its_own_status_bits() {
     assert_eq!(status & !others, 0, "the driver's own bits (its counter, CTR_FRZ) are cleared");
 }
 
-#[test]
-fn the_amd_pmi_acknowledges_only_its_own_status_bits() {
+fn the_amd_pmi_acknowledges_only_its_own_status_bits(modes: &SimModes) {
     use hwpmc::arch::x86::amd::msr::{PERF_CNTR_GLOBAL_STATUS, PERF_CNTR_GLOBAL_STATUS_SET};
     use hwpmc_sim::pmu::AMD_STATUS_LBRS_FROZEN;
     let model = PmuModel::zen4();
-    let w = World::new(model, Tunables::default());
+    let w = world(model, Tunables::default(), modes);
     // The LBR stack's freeze indication is another user's news.
     let hw = w.driver.kernel().hardware().clone();
     hw.pmu(0).write_msr(PERF_CNTR_GLOBAL_STATUS_SET, AMD_STATUS_LBRS_FROZEN).unwrap();
@@ -243,8 +221,8 @@ fn the_amd_pmi_acknowledges_only_its_own_status_bits() {
     hw.assert_no_faults();
 }
 
-fn a_full_ring_drops_exactly_what_it_cannot_hold_and_says_so(model: PmuModel) {
-    let w = World::new(model, Tunables { nsamples: 2, ..Tunables::default() });
+fn a_full_ring_drops_exactly_what_it_cannot_hold_and_says_so(model: PmuModel, modes: &SimModes) {
+    let w = world(model, Tunables { nsamples: 2, ..Tunables::default() }, modes);
     let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let id = w.client().allocate(request.with_count(1000)).unwrap();
     w.client().start(id).unwrap();
@@ -269,8 +247,8 @@ fn a_full_ring_drops_exactly_what_it_cannot_hold_and_says_so(model: PmuModel) {
 /// Exact on hardware too as long as the PMU does not freeze (the default): with freezing, what
 /// retires before the PMI is served is lost (measured in `pmi_latency.rs`); here every PMI is
 /// served at once, the simulator's exact mode.
-fn counting_pmcs_beside_a_sampling_one_still_count_exactly(model: PmuModel) {
-    let w = World::new(model, Tunables::default());
+fn counting_pmcs_beside_a_sampling_one_still_count_exactly(model: PmuModel, modes: &SimModes) {
+    let w = world(model, Tunables::default(), modes);
     let sampler = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let sampler = w.client().allocate(sampler.with_count(7_000)).unwrap();
     let counter =
@@ -285,7 +263,10 @@ fn counting_pmcs_beside_a_sampling_one_still_count_exactly(model: PmuModel) {
     assert_eq!(sample_count(&w.flushed_records()), 10);
 }
 
-fn a_simulated_workload_sampled_by_another_process_fills_its_log(model: PmuModel) {
+fn a_simulated_workload_sampled_by_another_process_fills_its_log(
+    model: PmuModel,
+    modes: &SimModes,
+) {
     use hwpmc_sim::machine::Machine;
     use hwpmc_sim::workload::ProgramBuilder;
 
@@ -293,7 +274,7 @@ fn a_simulated_workload_sampled_by_another_process_fills_its_log(model: PmuModel
     let program = ProgramBuilder::new("/usr/bin/busy")
         .function("main", move |f| f.block(Ring::User, work.clone()).loop_to(0, 500))
         .build();
-    let mut machine = Machine::new(machine_config(model, 2));
+    let mut machine = Machine::new(machine_config(modes, model, 2));
     let tool = logging_tool(&mut machine);
     let target = machine.spawn(&program, Credentials::user(1000));
     let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
@@ -308,9 +289,9 @@ fn a_simulated_workload_sampled_by_another_process_fills_its_log(model: PmuModel
     // 500 blocks of 1000 instructions, one sample per 10 000: the machine's timer drained the
     // rings into the log and its writer wrote it.
     assert_eq!(machine.process_truth(target).arch(hwpmc_sim::ArchEvent::Instructions), 500_000);
-    let range = guaranteed_samples(&machine, 500_000, 10_000, 1000);
+    let range = guaranteed_samples(modes, &machine, 500_000, 10_000, 1000);
     assert!(range.contains(&samples.len()), "{} samples, not in {range:?}", samples.len());
-    if exact_samples() {
+    if modes.exact_counts() {
         assert_eq!(samples.len(), 50);
         assert!(samples.iter().all(|&s| s == (target, id, true)));
     } else {
@@ -319,7 +300,10 @@ fn a_simulated_workload_sampled_by_another_process_fills_its_log(model: PmuModel
     }
 }
 
-fn a_huge_repeated_block_is_sampled_at_every_overflow_not_once_per_time_slice(model: PmuModel) {
+fn a_huge_repeated_block_is_sampled_at_every_overflow_not_once_per_time_slice(
+    model: PmuModel,
+    modes: &SimModes,
+) {
     use hwpmc_sim::machine::Machine;
     use hwpmc_sim::workload::ProgramBuilder;
 
@@ -329,19 +313,22 @@ fn a_huge_repeated_block_is_sampled_at_every_overflow_not_once_per_time_slice(mo
     let program = ProgramBuilder::new("/usr/bin/hot")
         .function("main", move |f| f.repeat(Ring::User, work.clone(), 5000).exit())
         .build();
-    let mut machine = Machine::new(machine_config(model, 1));
+    let mut machine = Machine::new(machine_config(modes, model, 1));
     let tool = logging_tool(&mut machine);
     let target = machine.spawn(&program, Credentials::user(1000));
     let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let (_, records) = sample_until_idle(&mut machine, tool, target, request);
     assert_eq!(machine.process_truth(target).arch(hwpmc_sim::ArchEvent::Instructions), 5_000_000);
     // One sample per 10 000 of 5 000 000 instructions (500 in the exact mode).
-    let range = guaranteed_samples(&machine, 5_000_000, 10_000, 1000);
+    let range = guaranteed_samples(modes, &machine, 5_000_000, 10_000, 1000);
     assert!(range.contains(&sample_count(&records)), "{} not in {range:?}", sample_count(&records));
 }
 
-fn a_counter_that_overflowed_unseen_before_switch_out_resumes_at_a_full_period(model: PmuModel) {
-    let w = World::new(model, Tunables::default());
+fn a_counter_that_overflowed_unseen_before_switch_out_resumes_at_a_full_period(
+    model: PmuModel,
+    modes: &SimModes,
+) {
+    let w = world(model, Tunables::default(), modes);
     let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let id = w.client().allocate(request.with_count(10_000)).unwrap();
     w.client().start(id).unwrap();
@@ -376,6 +363,7 @@ fn a_counter_that_overflowed_unseen_before_switch_out_resumes_at_a_full_period(m
 /// Samples of a TS PMC (period 10 000) on `target`, which shares `cpus` CPUs with two busy
 /// processes under a 13-block quantum (13 000 instructions: every slice ends mid-period).
 fn samples_under_switching(
+    modes: &SimModes,
     model: PmuModel,
     cpus: usize,
     target_threads: u32,
@@ -395,7 +383,7 @@ fn samples_under_switching(
     let busy = ProgramBuilder::new("/usr/bin/busy")
         .function("main", move |f| f.repeat(Ring::User, w2.clone(), 120).exit())
         .build();
-    let mut machine = Machine::new(machine_config(model, cpus).quantum(13));
+    let mut machine = Machine::new(machine_config(modes, model, cpus).quantum(13));
     let tool = logging_tool(&mut machine);
     let target = machine.spawn(&target_program, Credentials::user(1000));
     machine.spawn(&busy, Credentials::user(1000));
@@ -405,25 +393,28 @@ fn samples_under_switching(
     let switches = machine.stats().switches;
     assert!(switches >= 10, "the target was switched often: {switches} switches");
     let instructions = machine.process_truth(target).arch(hwpmc_sim::ArchEvent::Instructions);
-    let range = guaranteed_samples(&machine, instructions, 10_000, 1000);
+    let range = guaranteed_samples(modes, &machine, instructions, 10_000, 1000);
     (sample_count(&records), range, instructions)
 }
 
-fn a_process_sampled_across_context_switches_resumes_its_period(model: PmuModel) {
+fn a_process_sampled_across_context_switches_resumes_its_period(model: PmuModel, modes: &SimModes) {
     // One thread, migrating between two CPUs among two busy processes.
-    let (samples, range, instructions) = samples_under_switching(model, 2, 1);
+    let (samples, range, instructions) = samples_under_switching(modes, model, 2, 1);
     assert_eq!(instructions, 95_000);
     assert!(range.contains(&samples), "95 000 instructions at one sample per 10 000: {samples}");
-    assert!(!exact_samples() || samples == 9);
+    assert!(!modes.exact_counts() || samples == 9);
     // Two threads of the process taking turns on one CPU share its period (the process ends
     // when its main thread exits, wherever the worker is).
-    let (samples, range, instructions) = samples_under_switching(model, 1, 2);
+    let (samples, range, instructions) = samples_under_switching(modes, model, 1, 2);
     assert!(instructions > 150_000, "both threads ran: {instructions}");
     assert!(range.contains(&samples), "one sample per 10 000 instructions: {samples} {range:?}");
-    assert!(!exact_samples() || samples as u128 == instructions / 10_000);
+    assert!(!modes.exact_counts() || samples as u128 == instructions / 10_000);
 }
 
-fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode(model: PmuModel) {
+fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode(
+    model: PmuModel,
+    modes: &SimModes,
+) {
     use hwpmc::abi::PmcFlags;
     use hwpmc_sim::machine::Machine;
     use hwpmc_sim::workload::ProgramBuilder;
@@ -446,7 +437,7 @@ fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode(mode
         })
         .build();
     let g_block = program.function(program.function_id("g").unwrap()).block(0).start;
-    let mut machine = Machine::new(machine_config(model, 1));
+    let mut machine = Machine::new(machine_config(modes, model, 1));
     let (tool, sink) = logging_tool(&mut machine);
     let kernel = machine.kernel().clone();
     let target = machine.spawn(&program, Credentials::user(1000));
@@ -469,9 +460,9 @@ fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode(mode
             _ => None,
         })
         .collect();
-    let range = guaranteed_samples(&machine, 300_000, 10_000, 1000);
+    let range = guaranteed_samples(modes, &machine, 300_000, 10_000, 1000);
     assert!(range.contains(&chains.len()), "300 000 instructions, one sample per 10 000");
-    if exact_samples() {
+    if modes.exact_counts() {
         assert!(chains.iter().all(|c| *c == expected), "{chains:x?} != {expected:x?}");
     } else {
         // Served late, a sample's PC is one the thread executed later, or the kernel's.
@@ -481,11 +472,14 @@ fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode(mode
     machine.hardware().assert_no_faults();
 }
 
-fn user_callchains_stop_where_the_stack_cannot_be_read_or_is_not_a_chain(model: PmuModel) {
+fn user_callchains_stop_where_the_stack_cannot_be_read_or_is_not_a_chain(
+    model: PmuModel,
+    modes: &SimModes,
+) {
     use hwpmc::abi::PmcFlags;
     use hwpmc_sim::kernel::SCRATCH_BASE;
 
-    let w = World::new(model, Tunables::default());
+    let w = world(model, Tunables::default(), modes);
     let kernel = w.driver.kernel().clone();
     let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let request = request.with_count(1000).with_flags(PmcFlags::CALLCHAIN);
@@ -521,10 +515,13 @@ fn user_callchains_stop_where_the_stack_cannot_be_read_or_is_not_a_chain(model: 
     assert_eq!(chains, [vec![BLOCK_PC, 0x111, 0x222], vec![BLOCK_PC]]);
 }
 
-fn a_user_sample_whose_thread_never_returns_is_logged_with_its_pc_after_two_ticks(model: PmuModel) {
+fn a_user_sample_whose_thread_never_returns_is_logged_with_its_pc_after_two_ticks(
+    model: PmuModel,
+    modes: &SimModes,
+) {
     use hwpmc::abi::PmcFlags;
 
-    let w = World::new(model, Tunables::default());
+    let w = world(model, Tunables::default(), modes);
     let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let request = request.with_count(1000).with_flags(PmcFlags::CALLCHAIN);
     let id = w.client().allocate(request).unwrap();
@@ -541,9 +538,8 @@ fn a_user_sample_whose_thread_never_returns_is_logged_with_its_pc_after_two_tick
     assert_eq!(callchains(&w), 1);
 }
 
-#[test]
-fn software_events_sample_every_reload_events() {
-    let w = World::new(PmuModel::skylake(), Tunables::default());
+fn software_events_sample_every_reload_events(modes: &SimModes) {
+    let w = world(PmuModel::skylake(), Tunables::default(), modes);
     let faults = w.driver.register_soft_event("PAGE_FAULT.ALL").unwrap();
     let request = AllocateRequest::soft(faults).in_mode(Mode::ThreadSampling, None);
     let id = w.client().allocate(request.with_count(3)).unwrap();
@@ -561,8 +557,8 @@ fn software_events_sample_every_reload_events() {
         if cc.pmcid != id || cc.cpuflags.is_user() || cc.pcs.iter().collect::<Vec<_>>() != [0x50_0000])));
 }
 
-fn releasing_a_pmc_logs_its_samples_still_in_the_ring_first(model: PmuModel) {
-    let w = World::new(model, Tunables::default());
+fn releasing_a_pmc_logs_its_samples_still_in_the_ring_first(model: PmuModel, modes: &SimModes) {
+    let w = world(model, Tunables::default(), modes);
     let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let id = w.client().allocate(request.with_count(1000)).unwrap();
     w.client().start(id).unwrap();
@@ -576,8 +572,11 @@ fn releasing_a_pmc_logs_its_samples_still_in_the_ring_first(model: PmuModel) {
     assert!(records.iter().all(|r| !matches!(r, Record::Callchain(cc) if cc.pmcid != id)));
 }
 
-fn hardware_sampling_rates_have_a_floor_of_mincount_and_software_ones_of_one(model: PmuModel) {
-    let w = World::new(model, Tunables { min_count: 1000, ..Tunables::default() });
+fn hardware_sampling_rates_have_a_floor_of_mincount_and_software_ones_of_one(
+    model: PmuModel,
+    modes: &SimModes,
+) {
+    let w = world(model, Tunables { min_count: 1000, ..Tunables::default() }, modes);
     let c = w.client();
     let request = instructions(&model).in_mode(Mode::ThreadSampling, None);
     let id = c.allocate(request.with_count(10)).unwrap();
@@ -593,67 +592,103 @@ fn hardware_sampling_rates_have_a_floor_of_mincount_and_software_ones_of_one(mod
 }
 
 /// The scenarios above on Intel (Skylake) and AMD (Zen 2 without PerfMonV2, Zen 4 with it).
+/// The scenarios on each model, under the modes of the enclosing module.
 macro_rules! on_every_model {
     ($($model:ident),+) => {$(
         mod $model {
-            use super::*;
+            use hwpmc_sim::PmuModel;
 
             #[test]
             fn a_full_ring_drops_exactly_what_it_cannot_hold_and_says_so() {
-                super::a_full_ring_drops_exactly_what_it_cannot_hold_and_says_so(PmuModel::$model());
+                super::super::a_full_ring_drops_exactly_what_it_cannot_hold_and_says_so(PmuModel::$model(), &super::modes());
             }
 
             #[test]
             fn counting_pmcs_beside_a_sampling_one_still_count_exactly() {
-                super::counting_pmcs_beside_a_sampling_one_still_count_exactly(PmuModel::$model());
+                super::super::counting_pmcs_beside_a_sampling_one_still_count_exactly(PmuModel::$model(), &super::modes());
             }
 
             #[test]
             fn a_simulated_workload_sampled_by_another_process_fills_its_log() {
-                super::a_simulated_workload_sampled_by_another_process_fills_its_log(PmuModel::$model());
+                super::super::a_simulated_workload_sampled_by_another_process_fills_its_log(PmuModel::$model(), &super::modes());
             }
 
             #[test]
             fn a_huge_repeated_block_is_sampled_at_every_overflow_not_once_per_time_slice() {
-                super::a_huge_repeated_block_is_sampled_at_every_overflow_not_once_per_time_slice(PmuModel::$model());
+                super::super::a_huge_repeated_block_is_sampled_at_every_overflow_not_once_per_time_slice(PmuModel::$model(), &super::modes());
             }
 
             #[test]
             fn a_counter_that_overflowed_unseen_before_switch_out_resumes_at_a_full_period() {
-                super::a_counter_that_overflowed_unseen_before_switch_out_resumes_at_a_full_period(PmuModel::$model());
+                super::super::a_counter_that_overflowed_unseen_before_switch_out_resumes_at_a_full_period(PmuModel::$model(), &super::modes());
             }
 
             #[test]
             fn a_process_sampled_across_context_switches_resumes_its_period() {
-                super::a_process_sampled_across_context_switches_resumes_its_period(PmuModel::$model());
+                super::super::a_process_sampled_across_context_switches_resumes_its_period(PmuModel::$model(), &super::modes());
             }
 
             #[test]
             fn user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode() {
-                super::user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode(PmuModel::$model());
+                super::super::user_mode_samples_carry_the_user_callchain_walked_at_return_to_user_mode(PmuModel::$model(), &super::modes());
             }
 
             #[test]
             fn user_callchains_stop_where_the_stack_cannot_be_read_or_is_not_a_chain() {
-                super::user_callchains_stop_where_the_stack_cannot_be_read_or_is_not_a_chain(PmuModel::$model());
+                super::super::user_callchains_stop_where_the_stack_cannot_be_read_or_is_not_a_chain(PmuModel::$model(), &super::modes());
             }
 
             #[test]
             fn a_user_sample_whose_thread_never_returns_is_logged_with_its_pc_after_two_ticks() {
-                super::a_user_sample_whose_thread_never_returns_is_logged_with_its_pc_after_two_ticks(PmuModel::$model());
+                super::super::a_user_sample_whose_thread_never_returns_is_logged_with_its_pc_after_two_ticks(PmuModel::$model(), &super::modes());
             }
 
             #[test]
             fn releasing_a_pmc_logs_its_samples_still_in_the_ring_first() {
-                super::releasing_a_pmc_logs_its_samples_still_in_the_ring_first(PmuModel::$model());
+                super::super::releasing_a_pmc_logs_its_samples_still_in_the_ring_first(PmuModel::$model(), &super::modes());
             }
 
             #[test]
             fn hardware_sampling_rates_have_a_floor_of_mincount_and_software_ones_of_one() {
-                super::hardware_sampling_rates_have_a_floor_of_mincount_and_software_ones_of_one(PmuModel::$model());
+                super::super::hardware_sampling_rates_have_a_floor_of_mincount_and_software_ones_of_one(PmuModel::$model(), &super::modes());
             }
         }
     )+};
 }
 
-on_every_model!(skylake, zen2, zen4);
+/// The suite under one mode of `hwpmc_test_support::modes`, in a module named after it.
+macro_rules! suite {
+    ($mode:ident, $modes:expr) => {
+        mod $mode {
+            use hwpmc_sim::modes::SimModes;
+
+            fn modes() -> SimModes {
+                $modes
+            }
+
+            on_every_model!(skylake, zen2, zen4);
+
+            #[test]
+            fn each_overflow_of_a_process_sampling_pmc_is_one_callchain_record() {
+                super::each_overflow_of_a_process_sampling_pmc_is_one_callchain_record(&modes());
+            }
+
+            #[test]
+            fn the_pmi_acknowledges_only_its_own_status_bits() {
+                super::the_pmi_acknowledges_only_its_own_status_bits(&modes());
+            }
+
+            #[test]
+            fn the_amd_pmi_acknowledges_only_its_own_status_bits() {
+                super::the_amd_pmi_acknowledges_only_its_own_status_bits(&modes());
+            }
+
+            #[test]
+            fn software_events_sample_every_reload_events() {
+                super::software_events_sample_every_reload_events(&modes());
+            }
+        }
+    };
+}
+
+hwpmc_test_support::for_each_sim_mode!(suite);

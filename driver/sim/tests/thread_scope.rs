@@ -2,17 +2,18 @@
 //! that attaches it, with `PMC_F_THREAD_INHERIT` the threads that thread creates afterwards too.
 //!
 //! Each PMC counts user-mode instructions, which the driver's own ring-0 work, late PMIs and
-//! the injected PMIs (`HWPMC_SIM_PMI_AT_EVERY_MSR_ACCESS=1`) leave untouched, so every count is
-//! exact: it is compared with the machine's ground truth of the threads it must count, from the
-//! instant the thread started its PMC (a hook, run as the thread on its CPU).
+//! the injected PMIs leave untouched, so every count is exact under each mode of
+//! `hwpmc_test_support::modes` (the suite runs once per mode, in a module named after it): it
+//! is compared with the machine's ground truth of the threads it must count, from the instant
+//! the thread started its PMC (a hook, run as the thread on its CPU).
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use hwpmc::abi::{Mode, PmcFlags};
 use hwpmc::{Errno, Pid, Tid};
+use hwpmc_sim::modes::SimModes;
 use hwpmc_sim::pmu::{Ring, Work};
-use hwpmc_sim::timing::SimModes;
 use hwpmc_sim::{
     AllocateRequest, ArchEvent, Credentials, GroundTruth, Machine, MachineConfig, PmuModel,
     ProgramBuilder,
@@ -21,9 +22,9 @@ use hwpmc_sim::{
 /// PERFEVTSEL / PERF_CTL's USR bit.
 const USR: u32 = 1 << 16;
 
-fn machine(model: PmuModel, cpus: usize, seed: u64) -> Machine {
+fn machine(modes: &SimModes, model: PmuModel, cpus: usize, seed: u64) -> Machine {
     let config = MachineConfig::new(model, cpus).seed(seed).quantum(3);
-    Machine::new(config.modes(&SimModes::from_env()).pmi_injection_from_env())
+    Machine::new(config.modes(modes))
 }
 
 /// User-mode instructions, as a process-counting request with `flags`.
@@ -79,8 +80,8 @@ fn read(m: &Machine, pid: Pid, id: u32) -> u64 {
 
 /// Two threads of one process each count themselves, on CPUs they share with the other
 /// threads; one thread exits before the end.
-fn two_threads_count_their_own(model: PmuModel) {
-    let mut m = machine(model, 2, 7);
+fn two_threads_count_their_own(model: PmuModel, modes: &SimModes) {
+    let mut m = machine(modes, model, 2, 7);
     let log: Log = Rc::default();
     let program = ProgramBuilder::new("/bin/lwps")
         .function("main", |f| {
@@ -126,8 +127,8 @@ fn two_threads_count_their_own(model: PmuModel) {
 /// With PMC_F_THREAD_INHERIT, the thread and the threads it creates afterwards (and theirs)
 /// are counted, in one value; a thread created before the start, and a thread created by it,
 /// are not.
-fn inheriting_thread_pmc_counts_later_threads(model: PmuModel) {
-    let mut m = machine(model, 3, 11);
+fn inheriting_thread_pmc_counts_later_threads(model: PmuModel, modes: &SimModes) {
+    let mut m = machine(modes, model, 3, 11);
     let log: Log = Rc::default();
     let program = ProgramBuilder::new("/bin/lwps")
         .function("main", |f| {
@@ -169,8 +170,8 @@ fn inheriting_thread_pmc_counts_later_threads(model: PmuModel) {
 }
 
 /// Without PMC_F_THREAD_INHERIT, a thread created by the counted thread is not counted.
-fn thread_pmc_without_inherit_skips_new_threads(model: PmuModel) {
-    let mut m = machine(model, 2, 3);
+fn thread_pmc_without_inherit_skips_new_threads(model: PmuModel, modes: &SimModes) {
+    let mut m = machine(modes, model, 2, 3);
     let log: Log = Rc::default();
     let program = ProgramBuilder::new("/bin/lwps")
         .function("main", |f| {
@@ -192,8 +193,8 @@ fn thread_pmc_without_inherit_skips_new_threads(model: PmuModel) {
 
 /// The errno of the thread scope: EINVAL for another process, and for the flags it cannot
 /// go with.
-fn thread_scope_errors(model: PmuModel) {
-    let mut m = machine(model, 2, 5);
+fn thread_scope_errors(model: PmuModel, modes: &SimModes) {
+    let mut m = machine(modes, model, 2, 5);
     let program = ProgramBuilder::new("/bin/idle")
         .function("main", |f| f.repeat(Ring::User, Work::every_event_distinct(), 3).sleep())
         .build();
@@ -221,31 +222,47 @@ fn thread_scope_errors(model: PmuModel) {
     m.hardware().assert_no_faults();
 }
 
+/// The scenarios on each model, under the modes of the enclosing module.
 macro_rules! on_models {
     ($($model:ident),*) => {$(
         mod $model {
-            use super::*;
+            use hwpmc_sim::PmuModel;
             fn model() -> PmuModel {
                 PmuModel::$model()
             }
             #[test]
             fn two_threads_count_their_own() {
-                super::two_threads_count_their_own(model());
+                super::super::two_threads_count_their_own(model(), &super::modes());
             }
             #[test]
             fn inheriting_thread_pmc_counts_later_threads() {
-                super::inheriting_thread_pmc_counts_later_threads(model());
+                super::super::inheriting_thread_pmc_counts_later_threads(model(), &super::modes());
             }
             #[test]
             fn thread_pmc_without_inherit_skips_new_threads() {
-                super::thread_pmc_without_inherit_skips_new_threads(model());
+                super::super::thread_pmc_without_inherit_skips_new_threads(model(), &super::modes());
             }
             #[test]
             fn thread_scope_errors() {
-                super::thread_scope_errors(model());
+                super::super::thread_scope_errors(model(), &super::modes());
             }
         }
     )*};
 }
 
-on_models!(skylake, zen4);
+/// The suite under one mode of `hwpmc_test_support::modes`, in a module named after it.
+macro_rules! suite {
+    ($mode:ident, $modes:expr) => {
+        mod $mode {
+            use hwpmc_sim::modes::SimModes;
+
+            fn modes() -> SimModes {
+                $modes
+            }
+
+            on_models!(skylake, zen4);
+        }
+    };
+}
+
+hwpmc_test_support::for_each_sim_mode!(suite);

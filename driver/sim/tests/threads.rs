@@ -21,6 +21,7 @@ use hwpmc::{
     TrapFrame, Tunables, UserPtr,
 };
 use hwpmc_sim::{AllocateRequest, ArchEvent, CpuidModel, PmuModel};
+use hwpmc_test_support::prng::XorShift64;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 const CPUS: u32 = 2;
@@ -206,18 +207,6 @@ impl Hardware for ThreadHardware {
 
 type ThreadDriver = Driver<ThreadKernel, ThreadHardware>;
 
-/// A small generator per thread.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 /// The system call `op` with argument `arg` as the calling thread's process.
 fn call<T: IntoBytes + FromBytes + Immutable + KnownLayout>(
     driver: &ThreadDriver,
@@ -247,7 +236,7 @@ fn process(
     let model = *driver.hardware().cpuid.model();
     let pid = pid_of(index);
     CURRENT.set((index as Cpu % CPUS, pid));
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1));
+    let mut rng = XorShift64(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1));
     call(driver, Op::ConfigureLog, &mut PmcOpConfigureLog { pm_flags: 0, pm_logfd: 3 }).unwrap();
     let mut ids: Vec<u32> = Vec::new();
     let mut operations = 0;
@@ -303,7 +292,7 @@ fn process(
 /// A CPU's scheduler: switches the processes in and out, with PMIs and software events while
 /// one runs, and drains its samples.
 fn cpu(driver: &ThreadDriver, cpu: Cpu, soft: u32, stop: &AtomicBool, progress: &AtomicU64) -> u64 {
-    let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ u64::from(cpu + 1));
+    let mut rng = XorShift64(0xD1B5_4A32_D192_ED03 ^ u64::from(cpu + 1));
     let mut switches = 0;
     while !stop.load(Ordering::Relaxed) {
         switches += 1;
