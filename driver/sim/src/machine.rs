@@ -86,6 +86,7 @@ use crate::arch_event::ArchEvent;
 use crate::client::{PmcClient, SimDriver, load_driver};
 use crate::cpuid::PmuModel;
 pub use crate::ground_truth::{GroundTruth, RingTruth};
+use crate::hook::HookContext;
 use crate::kernel::{Credentials, KERNEL_STACK_SIZE, SimKernel, kernel_stack_base};
 use crate::modes::{PmiInjection, SimModes};
 use crate::pmu::{MaskedPmi, Ring, SimHardware, Work};
@@ -451,44 +452,27 @@ pub struct MachineStats {
     pub exits: u64,
 }
 
-/// A hook's view of the machine: the thread calling it and where it runs.
-#[derive(Clone, Copy)]
-pub struct HookContext<'a> {
-    machine: &'a Machine,
-    pid: Pid,
-    tid: Tid,
-    cpu: Cpu,
-}
-
+/// What a hook sees of the machine that runs it (the context itself is in `hook.rs`, so that
+/// programs are described without the machine).
 impl<'a> HookContext<'a> {
+    fn on(machine: &'a Machine, pid: Pid, tid: Tid, cpu: Cpu) -> Self {
+        HookContext { machine, pid, tid, cpu }
+    }
+
     /// The machine (read-only).
     pub fn machine(&self) -> &'a Machine {
-        self.machine
-    }
-
-    /// The calling process.
-    pub fn pid(&self) -> Pid {
-        self.pid
-    }
-
-    /// The calling thread.
-    pub fn tid(&self) -> Tid {
-        self.tid
-    }
-
-    /// The CPU it runs on.
-    pub fn cpu(&self) -> Cpu {
-        self.cpu
+        // Only `HookContext::on` above makes a context, always from a `Machine`.
+        self.machine.downcast_ref().expect("a hook context is made from a Machine")
     }
 
     /// The hwpmc system call as the calling process.
     pub fn client(&self) -> PmcClient<'a> {
-        self.machine.client(self.pid)
+        self.machine().client(self.pid)
     }
 
     /// The calling thread.
     pub fn thread(&self) -> &'a Thread {
-        &self.machine.threads[&self.tid]
+        &self.machine().threads[&self.tid]
     }
 }
 
@@ -1255,7 +1239,7 @@ impl Machine {
             }
             Action::Hook(hook) => {
                 self.hardware().set_current_cpu(cpu as usize);
-                hook(&HookContext { machine: self, pid, tid, cpu });
+                hook(&HookContext::on(self, pid, tid, cpu));
             }
         }
     }

@@ -59,8 +59,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::rc::Rc;
 
+use crate::hook::HookContext;
 use crate::kernel::Credentials;
-use crate::machine::HookContext;
 use crate::pmu::{Ring, Work};
 
 /// The index of a function in its [`Program`].

@@ -54,7 +54,7 @@ fn start_thread_pmc(
     name: &'static str,
     flags: PmcFlags,
     explicit: bool,
-) -> impl Fn(&hwpmc_sim::machine::HookContext<'_>) + 'static {
+) -> impl Fn(&hwpmc_sim::HookContext<'_>) + 'static {
     let log = Rc::clone(log);
     move |ctx| {
         let model = *ctx.machine().hardware().pmu(0).model();
