@@ -176,8 +176,9 @@ mod tests {
 #[cfg(all(test, loom))]
 mod loom_models {
     use super::CreditCell;
-    use crate::percpu::{PmcHandle, SampleFlags, Slot};
+    use crate::percpu::Slot;
     use crate::sync::{AtomicU64, Ordering};
+    use crate::types::{PmcHandle, SampleFlags};
     use loom::sync::Arc;
     use loom::thread;
 

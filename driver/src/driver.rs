@@ -18,9 +18,10 @@ use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, LoadError, Pid, Tunables};
 use crate::loads::{ImageMap, LoadImage, LoadSpec, LoadTable};
 use crate::log::Logs;
-use crate::percpu::{self, CpuStats, PerCpu, PmcHandle, SampleFlags, Slot};
+use crate::percpu::{self, CpuStats, PerCpu, Slot};
 use crate::sample::SampleRing;
 use crate::state::{Core, Pmc, running_pid_bit};
+use crate::types::{PmcHandle, SampleFlags};
 
 /// What a kernel tells the driver about an `execve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

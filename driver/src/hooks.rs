@@ -14,9 +14,10 @@ use crate::kernel::{Cpu, Kernel, Pid, Tid, TrapFrame};
 use crate::loads::{ImageEntry, LoadImage, LoadSpec};
 use crate::logging::record_path;
 use crate::mux::NOT_MULTIPLEXED;
-use crate::percpu::{self, PerCpu, PmcHandle, SampleFlags, Slot, UNDO_PMCS, UNDO_RDPMC};
+use crate::percpu::{self, PerCpu, Slot, UNDO_PMCS, UNDO_RDPMC};
 use crate::sample::{FrameWriter, PendingView, SampleHeader, SampleRing, UserStack};
 use crate::state::Core;
+use crate::types::{PmcHandle, SampleFlags};
 use core::fmt::Write;
 
 use pmclog::{

@@ -15,8 +15,8 @@ use crate::errno::Errno;
 use crate::hosted::{HostedEvent, HostedPmc, HostedSample};
 use crate::hw::Hardware;
 use crate::kernel::{Kernel, Pid};
-use crate::percpu::PmcHandle;
 use crate::state::Pmc;
+use crate::types::PmcHandle;
 
 impl HostedPmc {
     /// The description of `pmc` (`handle`) for the host.

@@ -26,8 +26,8 @@ use crate::backend::{CounterMask, PmuBackend};
 use crate::class::{HwConfig, RowCounter};
 use crate::kernel::{Pid, Tid};
 use crate::mux::NOT_MULTIPLEXED;
-use crate::percpu::{PmcHandle, SampleFlags};
 use crate::sync::{AtomicU64, Ordering};
+use crate::types::{PmcHandle, SampleFlags};
 
 /// How to load one PMC on its row: all the context-switch hook needs, without looking the PMC
 /// up.
@@ -389,7 +389,7 @@ impl LoadTable {
 mod tests {
     use super::{ImageMap, LoadImage, LoadMap, LoadSpec, LoadTable, NO_CELL};
     use crate::class::{HwConfig, RowCounter};
-    use crate::percpu::{PmcHandle, SampleFlags};
+    use crate::types::{PmcHandle, SampleFlags};
     use alloc::sync::Arc;
 
     fn spec(row: u32, armed: HwConfig) -> LoadSpec {

@@ -21,10 +21,11 @@ use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, Privilege, ProcessState, Signal, Tid, UserPtr};
 use crate::loads::{ALL_THREADS, NO_CELL};
 use crate::mux::{MuxPmc, NOT_MULTIPLEXED};
-use crate::percpu::{CpuStats, PmcHandle};
+use crate::percpu::CpuStats;
 use crate::state::{Core, Pmc, SecondEncoding};
 use crate::sync::AtomicU64;
 use crate::text::FixedText;
+use crate::types::PmcHandle;
 use core::fmt::Write;
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {

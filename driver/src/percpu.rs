@@ -41,102 +41,7 @@ use crate::class::{HwConfig, Layout, RowCounter};
 use crate::hw::Hardware;
 use crate::kernel::{Pid, Tid};
 use crate::sample::{PendingTable, SampleRing};
-
-/// A PMC in the driver's table: index and generation, so a stale reference never matches a
-/// reused entry. Zero means "none".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct PmcHandle(u64);
-
-impl PmcHandle {
-    #[inline]
-    pub(crate) fn new(index: usize, generation: u32) -> Self {
-        PmcHandle(u64::from(generation) << 32 | (index as u64 + 1))
-    }
-    #[inline]
-    pub(crate) fn index(self) -> usize {
-        (self.0 as u32 as usize).wrapping_sub(1)
-    }
-    /// The raw value (what samples carry).
-    #[inline]
-    pub(crate) fn raw(self) -> u64 {
-        self.0
-    }
-    #[inline]
-    pub(crate) fn from_raw(raw: u64) -> Option<Self> {
-        (raw != 0).then_some(PmcHandle(raw))
-    }
-}
-
-/// How a loaded PMC samples, as its slot keeps it (one word, stored at once when loading).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct SampleFlags(u8);
-
-impl SampleFlags {
-    /// The PMC samples, and its samples are the interrupted PC alone (the common sample: one
-    /// bit to test on the interrupt path).
-    pub(crate) const PC_ALONE: u8 = 1;
-    /// It samples, and its samples carry callchains (never set with [`Self::PC_ALONE`]).
-    pub(crate) const CALLCHAIN: u8 = 2;
-    /// Its kernel-mode samples of user threads get the user stack too (PMC_F_USERCALLCHAIN).
-    pub(crate) const USER_STACK: u8 = 4;
-    /// It logs a PROCCSW record at every switch-out (PMC_F_LOG_PROCCSW).
-    pub(crate) const LOG_CSW: u8 = 8;
-
-    pub(crate) const fn new(sampling: bool, callchain: bool, user_stack: bool) -> Self {
-        SampleFlags(
-            if sampling && !callchain { Self::PC_ALONE } else { 0 }
-                | if sampling && callchain { Self::CALLCHAIN } else { 0 }
-                | if user_stack { Self::USER_STACK } else { 0 },
-        )
-    }
-
-    /// These flags, logging context switches or not.
-    pub(crate) const fn logging_context_switches(self, on: bool) -> Self {
-        SampleFlags(if on { self.0 | Self::LOG_CSW } else { self.0 & !Self::LOG_CSW })
-    }
-
-    /// Whether the PMC samples.
-    #[inline]
-    pub(crate) const fn is_sampling(self) -> bool {
-        self.0 & (Self::PC_ALONE | Self::CALLCHAIN) != 0
-    }
-
-    /// Whether the PMC samples the interrupted PC alone.
-    #[inline]
-    pub(crate) const fn samples_pc_alone(self) -> bool {
-        self.contains(Self::PC_ALONE)
-    }
-
-    /// Whether the PMC counts and logs nothing at switch-out (its switch-out only hands back
-    /// its count).
-    #[inline]
-    pub(crate) const fn is_plain_counting(self) -> bool {
-        self.0 == 0
-    }
-
-    /// Whether the PMC logs a PROCCSW record at every switch-out.
-    #[inline]
-    pub(crate) const fn logs_context_switches(self) -> bool {
-        self.contains(Self::LOG_CSW)
-    }
-
-    /// Whether its samples carry callchains.
-    #[inline]
-    pub(crate) const fn records_callchains(self) -> bool {
-        self.contains(Self::CALLCHAIN)
-    }
-
-    /// Whether its kernel-mode samples of user threads get the user stack too.
-    #[inline]
-    pub(crate) const fn appends_user_stack(self) -> bool {
-        self.contains(Self::USER_STACK)
-    }
-
-    #[inline]
-    const fn contains(self, flag: u8) -> bool {
-        self.0 & flag != 0
-    }
-}
+use crate::types::{PmcHandle, SampleFlags};
 
 /// One row of one CPU, on cache lines of its own: the slots of a CPU are written only there,
 /// and an array of them never shares a line with another CPU's.
@@ -211,7 +116,7 @@ impl Slot {
     ) {
         self.cell.store(cell, Ordering::Relaxed);
         self.start.store(start, Ordering::Relaxed);
-        self.sample_flags.store(sample_flags.0, Ordering::Relaxed);
+        self.sample_flags.store(sample_flags.bits(), Ordering::Relaxed);
         self.last.store(load, Ordering::Relaxed);
         self.pid.store(pid, Ordering::Relaxed);
         self.handle.store(handle.raw(), Ordering::Release);
@@ -232,7 +137,7 @@ impl Slot {
     /// How the PMC in the slot samples (one load, for the interrupt path's several tests).
     #[inline]
     pub(crate) fn sample_flags(&self) -> SampleFlags {
-        SampleFlags(self.sample_flags.load(Ordering::Relaxed))
+        SampleFlags::from_bits(self.sample_flags.load(Ordering::Relaxed))
     }
 
     /// Whether the PMC in the slot samples.
@@ -657,6 +562,21 @@ impl PerCpu {
         self.undo.load(Ordering::Relaxed) & UNDO_MUX != 0
     }
 
+    /// Whether the tick has something to rotate or account here. (Whether the running
+    /// process's times run here is one of the bits the switch-out looks at, so that threads
+    /// without PMCs pay nothing for it.)
+    #[inline]
+    pub(crate) fn mux_wants_tick(&self) -> bool {
+        self.mux.has_system_pmcs() || self.mux_process_active()
+    }
+
+    /// The process switching in has multiplexed PMCs: its times count from `now`.
+    #[inline]
+    pub(crate) fn begin_mux_process(&self, now: u64) {
+        self.mux.mark_process(now);
+        self.set_mux_process_active(true);
+    }
+
     /// Marks (or clears) [`PerCpu::mux_process_active`].
     #[inline]
     pub(crate) fn set_mux_process_active(&self, active: bool) {
@@ -864,9 +784,10 @@ pub(crate) fn read(backend: &Backend, hw: &impl Hardware, slot: &Slot) -> u64 {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{PmcHandle, PublishedCounters, SampleFlags, Slot};
+    use super::{PublishedCounters, Slot};
     use crate::backend::CounterMask;
     use crate::sync::{AtomicU64, Ordering};
+    use crate::types::{PmcHandle, SampleFlags};
     use core::cell::Cell;
 
     /// A slot of an 8-bit counter loaded with a period of 16 (start 0xF0).
@@ -962,9 +883,10 @@ mod tests {
 /// and reading a running counter against an overflow's fold and reload.
 #[cfg(all(test, loom))]
 mod loom_models {
-    use super::{PmcHandle, PublishedCounters, SampleFlags, Slot};
+    use super::{PublishedCounters, Slot};
     use crate::backend::CounterMask;
     use crate::sync::{AtomicU64, Ordering};
+    use crate::types::{PmcHandle, SampleFlags};
     use loom::sync::Arc;
     use loom::thread;
 

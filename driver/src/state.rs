@@ -17,7 +17,7 @@ use crate::errno::Errno;
 use crate::kernel::{Cpu, Pid, Tid};
 use crate::loads::{ALL_THREADS, LoadMap, LoadSpec};
 use crate::mux::{MuxPmc, NOT_MULTIPLEXED, TargetTurns};
-use crate::percpu::{PmcHandle, SampleFlags};
+use crate::types::{PmcHandle, SampleFlags};
 
 /// One allocated PMC.
 #[derive(Debug, Clone)]
@@ -682,7 +682,7 @@ impl Core {
         // PMCs that are not multiplexed first: the switch-in loads them before any multiplexed
         // one could take their counter.
         running.sort_by_key(|s| s.turn != NOT_MULTIPLEXED);
-        target.turns = TargetTurns::of(&running, target.turns);
+        target.turns = TargetTurns::of(running.iter().map(|s| s.turn), target.turns);
         target.running = Arc::from(running);
         self.publish_running_pids();
     }

@@ -1,205 +1,21 @@
-//! Counter multiplexing: more PMCs than a CPU has counters, rotated at the tick, each keeping the
-//! time it was enabled and the time it was on a counter, so its count can be scaled (an
-//! extension of FreeBSD's hwpmc, asked for per PMC).
-//!
-//! # What the owner asks for
-//!
-//! FreeBSD's behaviour stays the default: a PMC allocated without the extension's flags gets a
-//! row of its own or fails when the rows run out. A counting PMC allocated with
-//! [`PmcFlags::MULTIPLEX`] may share its row's counter with other multiplexed PMCs:
-//!
-//! * **Turns.** Rows are the counters; a multiplexed PMC gets a *virtual row*: a counter's row
-//!   and a turn (`row + turn × rows`, so the PMC id stays FreeBSD's 32-bit `cpu:mode:class:row`).
-//!   Turns fill in order, so 32 events on 8 counters take 4 turns. Every tick, the driver
-//!   moves each CPU (system PMCs) and each process running there (process PMCs) to its next
-//!   turn that has PMCs: it unloads the PMCs of the turn that ends, adding what they counted,
-//!   and loads those of the turn that begins. A PMC that is not multiplexed is never unloaded
-//!   for one that is: allocation and PMCATTACH refuse a multiplexed PMC on a counter a
-//!   non-multiplexed one of the same CPU (or process) holds, and the other way round.
-//! * **Groups.** A PMC with [`PmcFlags::GROUP_LEADER`] takes a turn where its CPU (system PMCs)
-//!   or owner (process PMCs) has nothing; PMCs with [`PmcFlags::GROUP_MEMBER`] join the turn
-//!   of the owner's last group PMC of the same mode and CPU. A turn is loaded whole or not at
-//!   all, so a group is always counted together (perf's groups, libcpc's sets); EBUSY when a
-//!   member does not fit its group's turn.
-//! * **Times.** Each multiplexed PMC keeps the time it was enabled (running, and for a process
-//!   PMC, one of its target's threads on a CPU) and the time it was loaded, in reference cycles
-//!   (the TSC), read with [`PMC_OP_PMCREADTIMES`](crate::abi::PMC_OP_PMCREADTIMES). Both are
-//!   exact: they are accounted on the CPU, from one TSC reading to the next, at each event that
-//!   changes what runs there (switch-in, switch-out, the tick's rotation, and the start, stop
-//!   and time read of a multiplexed PMC). The scaled count is `value × enabled / running`.
-//!
-//! Sampling PMCs are not multiplexed (EINVAL): a sample's period would restart at every turn.
-//! PMCs a host kernel counts itself ([`crate::hosted`]) are allocated as without the flag: the
-//! host schedules its own counters.
-//!
-//! # Logs
-//!
-//! The times are not in any log record: FreeBSD's records have fixed sizes that pmcstat and
-//! other readers check (PROCEXIT, PROCCSW and PMCALLOCATE have no spare field), so a longer
-//! record would break existing readers. A tool that logs multiplexed counts reads the times with
-//! the extension op and may write them as USERDATA.
+//! The multiplexing at run time: placing a new multiplexed PMC in a turn, and on each CPU
+//! accounting the times and loading the turn due (at the tick, at context switches, and when a
+//! multiplexed PMC starts or stops).
 
 use alloc::vec::Vec;
 
+use super::model::{Geometry, nth_turn};
 use crate::abi::{Mode, PmcFlags, State};
 use crate::driver::Driver;
 use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid};
-use crate::loads::{LoadSpec, NO_CELL};
-use crate::percpu::{PerCpu, PmcHandle};
-use crate::state::{Core, Pmc};
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
-
-/// The most turns: PMC ids have 8 bits of row, so `rows × turns` stays below 256.
-pub(crate) const MAX_TURNS: u32 = 8;
-
-/// The turn of a PMC that is not multiplexed.
-pub(crate) const NOT_MULTIPLEXED: u8 = u8::MAX;
-
-/// How virtual rows map onto the counters' rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Geometry {
-    /// The rows of the layout (counters, SOFT and TSC).
-    rows: u32,
-    turns: u32,
-}
-
-impl Geometry {
-    /// The geometry of a layout of `rows` rows.
-    pub(crate) fn new(rows: u32) -> Self {
-        let rows = rows.max(1);
-        Geometry { rows, turns: (256 / rows).clamp(1, MAX_TURNS) }
-    }
-    /// Every row, virtual ones included (the size of the per-row bookkeeping).
-    pub(crate) fn total_rows(self) -> u32 {
-        self.rows * self.turns
-    }
-    pub(crate) fn turns(self) -> u32 {
-        self.turns
-    }
-    /// The row whose counter (slot) virtual row `row` uses.
-    pub(crate) fn slot_row(self, row: u32) -> u32 {
-        row % self.rows
-    }
-    /// The virtual row of `slot_row` in `turn`.
-    pub(crate) fn row(self, slot_row: u32, turn: u32) -> u32 {
-        turn * self.rows + slot_row
-    }
-    /// The virtual rows of every turn on `slot_row`'s counter.
-    pub(crate) fn rows_on(self, slot_row: u32) -> impl Iterator<Item = u32> + Clone {
-        (0..self.turns).map(move |turn| self.row(slot_row, turn))
-    }
-}
-
-/// A PMC's multiplexing state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct MuxPmc {
-    /// Its turn, or [`NOT_MULTIPLEXED`].
-    pub(crate) turn: u8,
-    /// Allocated as a group leader or member.
-    pub(crate) grouped: bool,
-    /// Reference cycles it was enabled.
-    pub(crate) enabled: u64,
-    /// Reference cycles it was loaded.
-    pub(crate) running: u64,
-}
-
-impl Default for MuxPmc {
-    fn default() -> Self {
-        MuxPmc { turn: NOT_MULTIPLEXED, grouped: false, enabled: 0, running: 0 }
-    }
-}
-
-impl MuxPmc {
-    pub(crate) fn is_multiplexed(&self) -> bool {
-        self.turn != NOT_MULTIPLEXED
-    }
-}
-
-/// The turns of a process's multiplexed PMCs, and which one is loaded.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct TargetTurns {
-    /// The turns that have running PMCs (bit per turn).
-    used: u32,
-    /// Rotations so far.
-    rotations: u32,
-    /// The turn loaded now.
-    current: u8,
-}
-
-impl TargetTurns {
-    /// The turns of the running PMCs `running`, continuing after `previous` rotations.
-    pub(crate) fn of(running: &[LoadSpec], previous: TargetTurns) -> Self {
-        let used = running
-            .iter()
-            .filter(|s| s.turn != NOT_MULTIPLEXED)
-            .fold(0u32, |used, s| used | 1 << (s.turn & 31));
-        TargetTurns {
-            used,
-            rotations: previous.rotations,
-            current: nth_turn(used, previous.rotations),
-        }
-    }
-    /// Whether the process has multiplexed PMCs running.
-    #[inline]
-    pub(crate) fn is_active(&self) -> bool {
-        self.used != 0
-    }
-    /// Moves to the next used turn.
-    fn rotate(&mut self) {
-        self.rotations = self.rotations.wrapping_add(1);
-        self.current = nth_turn(self.used, self.rotations);
-    }
-}
-
-/// The turn loaded after `rotations` rotations among the turns of `used`.
-fn nth_turn(used: u32, rotations: u32) -> u8 {
-    let count = used.count_ones();
-    if count == 0 {
-        return 0;
-    }
-    let mut n = rotations % count;
-    let mut bits = used;
-    loop {
-        let turn = bits.trailing_zeros();
-        if n == 0 {
-            return turn as u8;
-        }
-        n -= 1;
-        bits &= bits - 1;
-    }
-}
-
-/// One CPU's multiplexing state. Changed under the bookkeeping lock, except the flag the
-/// switch-out reads (atomics, so the lock-free paths may look).
-#[derive(Debug, Default)]
-pub(crate) struct MuxCpu {
-    /// Running multiplexed system PMCs here (the tick has work when not 0).
-    system_pmcs: AtomicU32,
-    /// Rotations of the system PMCs here.
-    system_rotations: AtomicU32,
-    /// TSC when the system PMCs' times were last accounted.
-    system_mark: AtomicU64,
-    /// TSC when that process's times were last accounted here.
-    process_mark: AtomicU64,
-}
-
-// Whether the running process's times run here is one of the per-CPU bits the switch-out
-// looks at ([`PerCpu::mux_process_active`]), so that threads without PMCs pay nothing for it.
-impl PerCpu {
-    /// Whether the tick has something to rotate or account here.
-    #[inline]
-    pub(crate) fn mux_wants_tick(&self) -> bool {
-        self.mux.system_pmcs.load(Ordering::Relaxed) != 0 || self.mux_process_active()
-    }
-    /// The process switching in has multiplexed PMCs: its times count from `now`.
-    #[inline]
-    pub(crate) fn begin_mux_process(&self, now: u64) {
-        self.mux.process_mark.store(now, Ordering::Relaxed);
-        self.set_mux_process_active(true);
-    }
-}
+use crate::loads::NO_CELL;
+use crate::mux::model::NOT_MULTIPLEXED;
+use crate::percpu::PerCpu;
+use crate::state::{Core, Pmc, Target};
+use crate::sync::Ordering;
+use crate::types::PmcHandle;
 
 /// A multiplexed PMC's scope: what must be rotated together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -496,7 +312,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 }
 
 /// The running multiplexed PMCs of a process (one allocation).
-fn multiplexed_of(target: &crate::state::Target) -> Vec<PmcHandle> {
+fn multiplexed_of(target: &Target) -> Vec<PmcHandle> {
     let mut handles = Vec::with_capacity(target.running.len());
     handles.extend(target.running.iter().filter(|s| s.turn != NOT_MULTIPLEXED).map(|s| s.handle));
     // A PMC with an encoding per core type has two specs, next to each other.
@@ -533,28 +349,4 @@ fn turn_used(core: &Core, scope: Scope, turn: u32) -> bool {
         };
         in_scope && p.mux.is_multiplexed() && u32::from(p.mux.turn) == turn
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{Geometry, nth_turn};
-
-    #[test]
-    fn virtual_rows_name_a_counter_row_and_a_turn() {
-        let g = Geometry::new(29);
-        assert_eq!(g.turns(), 8);
-        assert_eq!(g.total_rows(), 232);
-        let row = g.row(20, 3);
-        assert_eq!((g.slot_row(row), row / 29), (20, 3));
-        assert_eq!(g.rows_on(5).collect::<Vec<_>>(), [5, 34, 63, 92, 121, 150, 179, 208]);
-        assert_eq!(Geometry::new(200).turns(), 1, "no room for virtual rows in 8 bits");
-    }
-
-    #[test]
-    fn rotation_visits_the_used_turns_in_order_and_skips_empty_ones() {
-        let used = 0b1011; // turns 0, 1 and 3
-        let turns: Vec<u8> = (0..6).map(|n| nth_turn(used, n)).collect();
-        assert_eq!(turns, [0, 1, 3, 0, 1, 3]);
-        assert_eq!(nth_turn(0, 5), 0);
-    }
 }
