@@ -47,38 +47,44 @@ impl PmcHandle {
     }
 }
 
-/// How a loaded PMC samples, as its slot keeps it (one word, stored at once when loading).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct SampleFlags(u8);
+bitflags::bitflags! {
+    /// How a loaded PMC samples, as its slot keeps it (one word, stored at once when loading).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub(crate) struct SampleFlags: u8 {
+        /// The PMC samples, and its samples are the interrupted PC alone (the common sample:
+        /// one bit to test on the interrupt path).
+        const PC_ALONE = 1;
+        /// It samples, and its samples carry callchains (never set with [`Self::PC_ALONE`]).
+        const CALLCHAIN = 2;
+        /// Its kernel-mode samples of user threads get the user stack too
+        /// (PMC_F_USERCALLCHAIN).
+        const USER_STACK = 4;
+        /// It logs a PROCCSW record at every switch-out (PMC_F_LOG_PROCCSW).
+        const LOG_CSW = 8;
+    }
+}
 
 impl SampleFlags {
-    /// The PMC samples, and its samples are the interrupted PC alone (the common sample: one
-    /// bit to test on the interrupt path).
-    pub(crate) const PC_ALONE: u8 = 1;
-    /// It samples, and its samples carry callchains (never set with [`Self::PC_ALONE`]).
-    pub(crate) const CALLCHAIN: u8 = 2;
-    /// Its kernel-mode samples of user threads get the user stack too (PMC_F_USERCALLCHAIN).
-    pub(crate) const USER_STACK: u8 = 4;
-    /// It logs a PROCCSW record at every switch-out (PMC_F_LOG_PROCCSW).
-    pub(crate) const LOG_CSW: u8 = 8;
-
     pub(crate) const fn new(sampling: bool, callchain: bool, user_stack: bool) -> Self {
-        SampleFlags(
-            if sampling && !callchain { Self::PC_ALONE } else { 0 }
-                | if sampling && callchain { Self::CALLCHAIN } else { 0 }
-                | if user_stack { Self::USER_STACK } else { 0 },
-        )
+        let mut flags = SampleFlags::empty();
+        if sampling {
+            flags = flags.union(if callchain { Self::CALLCHAIN } else { Self::PC_ALONE });
+        }
+        if user_stack {
+            flags = flags.union(Self::USER_STACK);
+        }
+        flags
     }
 
     /// These flags, logging context switches or not.
     pub(crate) const fn logging_context_switches(self, on: bool) -> Self {
-        SampleFlags(if on { self.0 | Self::LOG_CSW } else { self.0 & !Self::LOG_CSW })
+        if on { self.union(Self::LOG_CSW) } else { self.difference(Self::LOG_CSW) }
     }
 
     /// Whether the PMC samples.
     #[inline]
     pub(crate) const fn is_sampling(self) -> bool {
-        self.0 & (Self::PC_ALONE | Self::CALLCHAIN) != 0
+        self.intersects(Self::PC_ALONE.union(Self::CALLCHAIN))
     }
 
     /// Whether the PMC samples the interrupted PC alone.
@@ -91,7 +97,7 @@ impl SampleFlags {
     /// its count).
     #[inline]
     pub(crate) const fn is_plain_counting(self) -> bool {
-        self.0 == 0
+        self.is_empty()
     }
 
     /// Whether the PMC logs a PROCCSW record at every switch-out.
@@ -111,21 +117,37 @@ impl SampleFlags {
     pub(crate) const fn appends_user_stack(self) -> bool {
         self.contains(Self::USER_STACK)
     }
+}
 
-    /// The flags as one byte (what a slot stores).
-    #[inline]
-    pub(crate) const fn bits(self) -> u8 {
-        self.0
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::SampleFlags;
+
+    #[test]
+    fn only_a_sampling_pmc_records_callchains() {
+        assert!(SampleFlags::new(true, true, false).records_callchains());
+        assert!(!SampleFlags::new(false, true, true).records_callchains());
+        assert!(!SampleFlags::new(true, false, false).records_callchains());
+        assert!(SampleFlags::new(true, true, true).appends_user_stack());
     }
 
-    /// The flags a slot stored with [`SampleFlags::bits`].
-    #[inline]
-    pub(crate) const fn from_bits(bits: u8) -> Self {
-        SampleFlags(bits)
+    #[test]
+    fn a_sampling_pmc_samples_the_pc_alone_or_callchains_and_a_counting_one_neither() {
+        let pc_alone = SampleFlags::new(true, false, true);
+        assert!(pc_alone.is_sampling() && pc_alone.samples_pc_alone());
+        let callchains = SampleFlags::new(true, true, false);
+        assert!(callchains.is_sampling() && !callchains.samples_pc_alone());
+        let counting = SampleFlags::new(false, true, true).logging_context_switches(true);
+        assert!(!counting.is_sampling() && !counting.samples_pc_alone());
     }
 
-    #[inline]
-    const fn contains(self, flag: u8) -> bool {
-        self.0 & flag != 0
+    #[test]
+    fn only_a_counting_pmc_that_logs_nothing_takes_the_plain_switch_out() {
+        assert!(SampleFlags::default().is_plain_counting());
+        assert!(!SampleFlags::new(true, false, false).is_plain_counting(), "sampling");
+        assert!(
+            !SampleFlags::default().logging_context_switches(true).is_plain_counting(),
+            "PROCCSW"
+        );
     }
 }

@@ -38,6 +38,10 @@
 //! other readers check (PROCEXIT, PROCCSW and PMCALLOCATE have no spare field), so a longer
 //! record would break existing readers. A tool that logs multiplexed counts reads the times with
 //! the extension op and may write them as USERDATA.
+//!
+//! [`PmcFlags::MULTIPLEX`]: crate::abi::PmcFlags::MULTIPLEX
+//! [`PmcFlags::GROUP_LEADER`]: crate::abi::PmcFlags::GROUP_LEADER
+//! [`PmcFlags::GROUP_MEMBER`]: crate::abi::PmcFlags::GROUP_MEMBER
 
 mod model;
 mod rotate;
