@@ -1,5 +1,6 @@
-//! The driver object: load and unload, and the per-CPU operations the system calls and hooks
-//! share (loading a PMC on a row, folding and unloading it).
+//! The driver object: the subsystems it holds and wires together (the per-CPU runtime, the
+//! bookkeeping, what the bookkeeping publishes for the hooks, the logs), load and unload; the
+//! per-CPU operations the system calls and hooks share are in `on_cpu.rs`.
 
 mod on_cpu;
 

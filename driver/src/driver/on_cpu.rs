@@ -82,7 +82,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             return None;
         }
         let counters = slot.counter().mask();
-        state.current_counters.fetch_and(!counters.bits(), Ordering::Relaxed);
+        state.remove_current_counters(counters);
         state.remove_current_row(row);
         state.published.unpublish(counters);
         slot.unpublish();

@@ -92,7 +92,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         if !image.counters().is_empty() {
             state.loaded_pmcs();
-            state.current_counters.store(image.counters().bits(), Ordering::Relaxed);
+            state.set_current_counters(image.counters());
             state.published.publish(image.counters());
         }
         self.backend.program_and_start(&self.hw, &state.pmu, image.regs());

@@ -67,7 +67,7 @@ pub(crate) struct PerCpu {
     undo: AtomicU8,
     /// The hardware counters loaded here for the process running now (a [`CounterMask`]), so
     /// switching out stops and unpublishes them together.
-    pub(crate) current_counters: AtomicU64,
+    current_counters: AtomicU64,
     /// The hardware counters whose slots the interrupt path may fold.
     pub(crate) published: PublishedCounters,
     /// The process whose PMCs the last switch-out here parked (see `hooks/parking.rs`), or
@@ -303,6 +303,19 @@ impl PerCpu {
         self.core_type == other.core_type
             && self.slots.len() == other.slots.len()
             && self.slots.iter().zip(other.slots.iter()).all(|(a, b)| a.counter() == b.counter())
+    }
+
+    /// Records that `counters` are the hardware counters loaded for the thread running here
+    /// (a switch-in that loads an image).
+    #[inline]
+    pub(crate) fn set_current_counters(&self, counters: CounterMask) {
+        self.current_counters.store(counters.bits(), Ordering::Relaxed);
+    }
+
+    /// Records that `counters` no longer hold PMCs of the thread running here.
+    #[inline]
+    pub(crate) fn remove_current_counters(&self, counters: CounterMask) {
+        self.current_counters.fetch_and(!counters.bits(), Ordering::Relaxed);
     }
 
     /// The hardware counters loaded for the process running now, taken (the set is empty
