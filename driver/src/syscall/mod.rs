@@ -1,6 +1,12 @@
 //! The hwpmc system call: decoding each `PMC_OP_*` request, checking it, doing it, and encoding
 //! the reply, with the errno hwpmc(4) documents for every failure. A request that fails changes
 //! nothing: checks come first, and a reply that cannot be copied out undoes the request.
+//!
+//! This file decodes and dispatches; each group of operations has a file: `info.rs` (the
+//! GET* queries), `admin.rs` (PMCADMIN), `allocate.rs`, `attach.rs` (attach and detach),
+//! `start.rs` (start and stop), `value.rs` (PMCRW, PMCSETCOUNT, PMCGETMSR, PMCREADTIMES),
+//! `release.rs` and `log.rs` (the log operations); `shared_regs.rs` claims the registers a PMC
+//! shares with other counters.
 
 mod admin;
 mod allocate;
