@@ -271,8 +271,8 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
     fn stop<H: Hardware>(&self, hw: &H, cpu: &Self::Cpu, counters: CounterMask);
     /// Whether [`PmuBackend::stop`] stops a CPU's counters and leaves them programmed, so that
     /// [`PmuBackend::start`] alone starts them again (a switch-out may then park them: see
-    /// `parking.rs`). Not so where a counter runs while it is programmed (Intel's perfmon v1,
-    /// whose `stop` leaves that to `unprogram`).
+    /// `hooks/parking.rs`). Not so where a counter runs while it is programmed (Intel's perfmon
+    /// v1, whose `stop` leaves that to `unprogram`).
     fn stop_keeps_program(&self, cpu: &Self::Cpu) -> bool;
     /// [`PmuBackend::stop`] then [`PmuBackend::unprogram`] of `counters`, in one call (a
     /// switch-out's).

@@ -7,13 +7,27 @@
 //!
 //! # Layers
 //!
-//! Leaf types ([`abi`], [`errno`], [`text`]), the host-kernel interface ([`kernel`]), the
-//! hardware traits ([`hw`]) and the PMU backend trait (`backend.rs`), the machine-dependent
-//! backends ([`arch`]: MSRs, native access, `x86/intel/`), the classes (`class/`), the
-//! bookkeeping (`state.rs`) with what it hands the context-switch hooks (`credits.rs`,
-//! `loads.rs`), the per-CPU runtime (`percpu.rs`, `sample.rs`, multiplexing in `mux.rs`), then
-//! the entry points (system calls in `ops.rs`, hooks in `hooks.rs`, the log in `log.rs` and
-//! `logging.rs`).
+//! One folder per layer, arrows pointing down:
+//!
+//! * leaf types: [`abi`], [`errno`], [`text`], and `types.rs` (processes, threads, CPUs, user
+//!   addresses, PMC handles, sampling flags);
+//! * the host-kernel interface ([`kernel`], and [`hosted`] for a kernel that counts PMCs
+//!   itself), the hardware traits ([`hw`]), the PMU backend trait (`backend.rs`), the
+//!   machine-dependent backends ([`arch`]: MSRs, native access, `x86/intel/`, `x86/amd/`) and
+//!   the classes (`class/`);
+//! * `mux/model.rs`: the multiplexing data (virtual rows, turns, times), below the two that keep
+//!   it;
+//! * `machine/`: the per-CPU runtime — each CPU's slots, sample rings, samples pending a user
+//!   callchain, statistics and what its switch-out undoes;
+//! * `book/`: the bookkeeping — PMCs, owners, targets, row dispositions — under one lock;
+//! * `publish/`: what the bookkeeping publishes for the lock-free hooks — load lists and the
+//!   image maps made of them, the running pids, the credit cells the hooks hand counts back to;
+//! * `log/`: owners' log buffers, the records the driver emits, and the writer;
+//! * the entry points, `impl Driver` blocks: `driver/` (the object, load and unload, and
+//!   loading one PMC on a CPU), `hooks/` (context switches and parking, processes, threads,
+//!   the PMI, the tick, callchains), `syscall/` (one file per group of operations),
+//!   `mux/rotate.rs` (the rotation of multiplexed PMCs) and `hosted/handover.rs` (PMCs handed
+//!   to the host).
 //!
 //! # Counter multiplexing (extension)
 //!
@@ -23,7 +37,7 @@
 //! counter, read with the extension op [`abi::PMC_OP_PMCREADTIMES`]. `PMC_F_GROUP_LEADER` and
 //! `PMC_F_GROUP_MEMBER` make event groups that are always counted together. Without these
 //! flags nothing changes: allocation fails when the rows run out, as FreeBSD's. The details are
-//! in `mux.rs`.
+//! in `mux/`.
 //!
 //! # Concurrency contract
 //!
@@ -72,7 +86,7 @@
 //!   (still no lock, nothing allocated).
 //!   A switch-out whose thread had only counting PMCs loaded (on hardware counters or
 //!   software events, logging nothing, without multiplexing or RDPMC) *parks* them instead
-//!   (`parking.rs`): it stops the counters and hides the slots, and leaves them claimed and
+//!   (`hooks/parking.rs`): it stops the counters and hides the slots, and leaves them claimed and
 //!   programmed. A switch-in of the same process on that CPU under the same image map only
 //!   publishes and starts them again; anything else that loads PMCs there evicts them first
 //!   (their counts go to the credit cells as at a switch-out), and a system call finds a parked
@@ -130,30 +144,23 @@ pub mod abi;
 #[allow(unsafe_code)]
 pub mod arch;
 mod backend;
+mod book;
 mod class;
-mod credits;
 mod driver;
 pub mod errno;
 mod hooks;
-mod host_counting;
 pub mod hosted;
-mod hosted_gate;
-mod loads;
 mod lock;
 // Declares the `unsafe` hardware-access methods that `arch` implements and calls.
 #[allow(unsafe_code)]
 pub mod hw;
 pub mod kernel;
 mod log;
-mod logging;
+mod machine;
 mod mux;
-mod ops;
-mod parking;
-mod percpu;
-mod sample;
-mod shared_regs;
-mod state;
+mod publish;
 mod sync;
+mod syscall;
 pub mod text;
 mod types;
 

@@ -5,7 +5,7 @@
 //! the hardware classes of the machine's PMU backend ([`crate::backend`]), in its order. A
 //! hardware class has as many rows as the CPU with the fewest counters has, so a process PMC can
 //! run on any CPU; what is behind a row on a given CPU is the backend's to say. Loading a
-//! configuration on a row's counter is the per-CPU runtime's (`percpu.rs`).
+//! configuration on a row's counter is the per-CPU runtime's (`machine/`).
 
 pub(crate) mod soft;
 pub(crate) mod tsc;

@@ -7,7 +7,7 @@
 //! read and write and a control register cleared and written again, beside the driver's own
 //! work. So a switch-out whose thread had only a *parkable* image loaded (counting PMCs on
 //! hardware counters or software events that log nothing at context switches, no multiplexing,
-//! no RDPMC, no thread PMCs: see [`LoadImage::parkable`](crate::loads::LoadImage::parkable)),
+//! no RDPMC, no thread PMCs: see [`LoadImage::parkable`](crate::publish::LoadImage::parkable)),
 //! of a process that came back to this CPU with no other process's PMCs loaded here in between
 //! (the last switch-out here that unloaded PMCs was its own), stops the counters and hides them
 //! from the interrupt path, and leaves the slots claimed and the control registers programmed:
@@ -39,7 +39,7 @@
 use crate::driver::Driver;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid};
-use crate::percpu::PerCpu;
+use crate::machine::PerCpu;
 
 use crate::backend::PmuBackend;
 
@@ -62,7 +62,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// caller otherwise evicts what is parked and loads the image).
     #[inline]
     pub(crate) fn restart_parked(&self, cpu: Cpu, state: &PerCpu, pid: Pid) -> bool {
-        let Some(table) = self.load_table(cpu) else { return false };
+        let Some(table) = self.published.load_table(cpu) else { return false };
         let Some(counters) = state.unpark(pid, table.version()) else { return false };
         state.published.publish(counters);
         Self::show_rows(state, true);
@@ -106,7 +106,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// last switch-out, with preemption disabled. What it parked hands its counts back, so that
     /// no count waits on a CPU that no longer runs the driver's closures.
     pub fn cpu_offline(&self, cpu: Cpu) {
-        if let Some(state) = self.cpus.get(cpu as usize) {
+        if let Some(state) = self.machine.cpu(cpu) {
             self.evict_parked(state);
         }
     }

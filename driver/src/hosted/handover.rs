@@ -9,14 +9,14 @@ use pmclog::{Callchain, CallchainFlags, ProgramCounters, Record};
 use crate::abi::Class;
 use crate::arch::Backend;
 use crate::backend::{PmuBackend, rings};
+use crate::book::Pmc;
 use crate::class::HwConfig;
 use crate::driver::Driver;
 use crate::errno::Errno;
 use crate::hosted::{HostedEvent, HostedPmc, HostedSample};
 use crate::hw::Hardware;
 use crate::kernel::{Kernel, Pid};
-use crate::percpu::PmcHandle;
-use crate::state::Pmc;
+use crate::types::PmcHandle;
 
 impl HostedPmc {
     /// The description of `pmc` (`handle`) for the host.
@@ -71,7 +71,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// Starts a host-counted PMC on `targets`.
     pub(crate) fn hosted_start(&self, handle: PmcHandle, targets: &[Pid]) -> Result<(), Errno> {
         let host = self.kernel.host_counters().ok_or(Errno::Doofus)?;
-        let pmc = self.core.lock(&self.kernel).pmc(handle).map(|p| HostedPmc::of(handle, p));
+        let pmc = self.book.lock(&self.kernel).pmc(handle).map(|p| HostedPmc::of(handle, p));
         host.start(&pmc.ok_or(Errno::Inval)?, targets)
     }
 
@@ -84,9 +84,9 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.hosted_gate.enter();
         host.stop(handle.raw(), &mut |pid, delta| counted.push((pid, delta)));
         {
-            let mut core = self.core.lock(&self.kernel);
+            let mut book = self.book.lock(&self.kernel);
             for (pid, delta) in counted {
-                core.credit(handle, pid, delta, 0);
+                book.credit(handle, pid, delta, 0);
             }
         }
         self.hosted_gate.leave();
@@ -102,7 +102,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// that successive reads never go back); `None` if the PMC is gone.
     pub(crate) fn hosted_value(&self, handle: PmcHandle) -> Option<u64> {
         self.hosted_gate.read(|| {
-            let credited = self.core.lock(&self.kernel).pmc(handle).map(|p| p.value)?;
+            let credited = self.book.lock(&self.kernel).pmc(handle).map(|p| p.value)?;
             Some(credited.wrapping_add(self.hosted_read(handle)))
         })
     }
@@ -112,7 +112,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let Some(host) = self.kernel.host_counters() else { return };
         self.hosted_gate.enter();
         let delta = host.detach(handle.raw(), pid);
-        self.core.lock(&self.kernel).credit(handle, pid, delta, 0);
+        self.book.lock(&self.kernel).credit(handle, pid, delta, 0);
         self.hosted_gate.leave();
     }
 
@@ -125,8 +125,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let depth = self.tunables.callchain_depth as usize;
         let pcs = &sample.pcs[..sample.pcs.len().min(depth)];
         let owner_and_id = {
-            let core = self.core.lock(&self.kernel);
-            let pmc = PmcHandle::from_raw(token).and_then(|h| core.pmc(h));
+            let book = self.book.lock(&self.kernel);
+            let pmc = PmcHandle::from_raw(token).and_then(|h| book.pmc(h));
             pmc.filter(|p| p.hosted && p.mode().is_sampling()).map(|p| (p.owner, p.id.to_u32()))
         };
         let Some((owner, pmcid)) = owner_and_id else {
@@ -161,8 +161,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// driver (the host's buffer overflowed): the owner's log gets a DROPNOTIFY record at the
     /// next [`Driver::tick`], which a host that counts PMCs calls periodically. Thread context.
     pub fn hosted_lost(&self, token: u64, count: u64) {
-        let mut core = self.core.lock(&self.kernel);
-        let pmc = PmcHandle::from_raw(token).and_then(|h| core.pmc_mut(h));
+        let mut book = self.book.lock(&self.kernel);
+        let pmc = PmcHandle::from_raw(token).and_then(|h| book.pmc_mut(h));
         if let Some(pmc) = pmc.filter(|p| p.hosted && count > 0) {
             pmc.dropped += count;
             self.stats.unreported_drops.store(true, Ordering::Relaxed);

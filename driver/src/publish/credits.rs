@@ -7,7 +7,7 @@
 //! reference count, and no memory is ever freed under a reader. The bookkeeping gives a cell to a
 //! link when a PMC is attached to a process and takes it back when the PMC is freed — after it
 //! has been unloaded from every CPU, so no hook can still add to it — and moves what the cells
-//! hold into the PMC's count under its lock ([`Core::settle`](crate::state::Core::settle)).
+//! hold into the PMC's count under its lock ([`Book::settle`](crate::book::Book::settle)).
 //!
 //! The protocol between a switch-out and a system call that settles or frees the cells: the
 //! switch-out adds to the cell *before* it empties the slot (Release), so a system call that sees
@@ -176,8 +176,9 @@ mod tests {
 #[cfg(all(test, loom))]
 mod loom_models {
     use super::CreditCell;
-    use crate::percpu::{PmcHandle, SampleFlags, Slot};
+    use crate::machine::Slot;
     use crate::sync::{AtomicU64, Ordering};
+    use crate::types::{PmcHandle, SampleFlags};
     use loom::sync::Arc;
     use loom::thread;
 

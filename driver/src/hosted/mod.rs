@@ -9,6 +9,11 @@
 //! release, and turns the samples the host delivers ([`Driver::hosted_sample`](crate::Driver::hosted_sample)) into CALLCHAIN
 //! records of the owner's log, with losses ([`Driver::hosted_lost`](crate::Driver::hosted_lost)) reported by DROPNOTIFY.
 
+mod gate;
+mod handover;
+
+pub(crate) use self::gate::HostedGate;
+
 use crate::abi::{Class, PmcFlags, PmcId};
 use crate::errno::Errno;
 use crate::types::{Cpu, Pid, Tid};

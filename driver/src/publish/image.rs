@@ -1,139 +1,17 @@
-//! What the context-switch hooks load: for every process with running PMCs, the immutable list
-//! the bookkeeping built for it ([`LoadSpec`]s), gathered in an immutable, versioned map, and
-//! worked out for each kind of CPU into a [`LoadImage`] that a switch-in loads in one pass.
-//!
-//! The bookkeeping builds a new map under its lock whenever a list changes (copy on write:
-//! unchanged lists are shared). The driver then images it, in thread context, once for each
-//! flavor of CPU (CPUs of one core type whose rows have the same counters share one
-//! [`ImageMap`]; an image of an unchanged list is shared too) and gives each CPU its flavor's.
-//! Each CPU keeps its own reference to the image map its hooks read; it is replaced only on that
-//! CPU, by a closure the driver runs there through
-//! [`Kernel::run_on_cpu`](crate::Kernel::run_on_cpu) (`Driver::publish_loads`), and read only
-//! there, by the switch hooks. Both run with preemption disabled, so they never overlap and the
-//! hooks take no lock shared with system calls (the mutex only proves that to the compiler: the
-//! hooks `try_lock` it, and nobody else holds it when they do). This is RCU by rendezvous, as
-//! FreeBSD updates per-CPU data: once the closure has run on every CPU, no hook anywhere loads
-//! from an older map — the writer waits for that before it unloads a PMC that left its list. The
-//! closure only swaps two references: the map it replaces goes back to the writer, which drops it
-//! in thread context, so nothing is allocated or freed on the CPU it runs on, and never by a hook.
+//! The image maps: each process's load list worked out, in thread context, for each flavor of
+//! CPU into what a switch-in loads in one pass, and each CPU's reference to the map its hooks
+//! read.
 
-use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use super::load_map::{ImageEntry, LoadMap, LoadSpec};
 use crate::arch::Backend;
 use crate::backend::{CounterMask, PmuBackend};
 use crate::class::{HwConfig, RowCounter};
-use crate::kernel::{Pid, Tid};
+use crate::kernel::Pid;
 use crate::mux::NOT_MULTIPLEXED;
-use crate::percpu::{PmcHandle, SampleFlags};
 use crate::sync::{AtomicU64, Ordering};
-
-/// How to load one PMC on its row: all the context-switch hook needs, without looking the PMC
-/// up.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct LoadSpec {
-    /// The row of the slot (counter) it is loaded on.
-    pub(crate) row: u32,
-    /// Its multiplexing turn, or [`crate::mux::NOT_MULTIPLEXED`].
-    pub(crate) turn: u8,
-    /// The only core type it is loaded on (leaf 0x1A numbering), or 0 for every CPU.
-    pub(crate) core_type: u8,
-    /// The only thread it is loaded for (a thread PMC's, see `PmcFlags::THREAD`), or
-    /// [`ALL_THREADS`].
-    pub(crate) tid: Tid,
-    pub(crate) handle: PmcHandle,
-    /// The PMC's configuration as loading writes it ([`HwConfig::armed`]).
-    pub(crate) armed: HwConfig,
-    /// The value the counter is reloaded with after an overflow.
-    pub(crate) start: u64,
-    /// The link's credit cell: where switch-out hands back what the PMC counted, and where a
-    /// sampling PMC's period stands between two switches of the process (the counter is
-    /// loaded with its resume value, so that every `reload` events of the process give one
-    /// sample however often it is switched). [`NO_CELL`] for a system PMC.
-    pub(crate) cell: u32,
-    /// Whether the owner may read the counter with RDPMC.
-    pub(crate) user_rdpmc: bool,
-    /// How the PMC samples.
-    pub(crate) sample_flags: SampleFlags,
-}
-
-impl LoadSpec {
-    /// Whether it is loaded on a CPU of core type `core_type` (see
-    /// [`crate::state::core_type_of`]).
-    #[inline]
-    pub(crate) fn runs_on(&self, core_type: u8) -> bool {
-        self.core_type == 0 || self.core_type == core_type
-    }
-
-    /// What a switch-in claims its slot with.
-    #[inline]
-    pub(crate) fn image_entry(&self) -> ImageEntry {
-        ImageEntry {
-            row: self.row,
-            handle: self.handle,
-            start: self.start,
-            cell: self.cell,
-            sample_flags: self.sample_flags,
-        }
-    }
-
-    /// Whether it is loaded when thread `tid` of its process switches in.
-    #[inline]
-    pub(crate) fn counts_thread(&self, tid: Tid) -> bool {
-        self.tid == ALL_THREADS || self.tid == tid
-    }
-}
-
-/// The [`LoadSpec::tid`] of a PMC loaded for every thread of its process.
-pub(crate) const ALL_THREADS: Tid = 0;
-
-/// The cell of a PMC no hook hands anything back for (a system PMC).
-pub(crate) const NO_CELL: u32 = u32::MAX;
-
-/// The processes switch-in loads PMCs for, as of one version of the bookkeeping.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct LoadMap {
-    /// Increases with every map the bookkeeping builds: a CPU never goes back to an older one.
-    version: u64,
-    processes: BTreeMap<Pid, Arc<[LoadSpec]>>,
-}
-
-impl LoadMap {
-    /// What to load for process `pid`.
-    #[cfg(all(test, not(loom)))]
-    pub(crate) fn get(&self, pid: Pid) -> Option<&[LoadSpec]> {
-        self.processes.get(&pid).map(|list| &**list)
-    }
-
-    /// The next version of this map, with `list` as what process `pid` loads (`None`: nothing).
-    pub(crate) fn with(
-        &self,
-        changes: impl IntoIterator<Item = (Pid, Option<Arc<[LoadSpec]>>)>,
-    ) -> Self {
-        let mut next = LoadMap { version: self.version + 1, processes: self.processes.clone() };
-        for (pid, list) in changes {
-            match list {
-                Some(list) => next.processes.insert(pid, list),
-                None => next.processes.remove(&pid),
-            };
-        }
-        next
-    }
-}
-
-/// One PMC as a switch-in loads it: what its slot is claimed with.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ImageEntry {
-    /// The row of the slot.
-    pub(crate) row: u32,
-    pub(crate) handle: PmcHandle,
-    /// The value the counter is reloaded with after an overflow.
-    pub(crate) start: u64,
-    /// The link's credit cell (see [`LoadSpec::cell`]).
-    pub(crate) cell: u32,
-    pub(crate) sample_flags: SampleFlags,
-}
 
 /// What a switch-in loads for one process on CPUs of one flavor, worked out from the process's
 /// [`LoadSpec`]s in thread context: the PMCs not multiplexed that run on the flavor's core type,
@@ -157,7 +35,7 @@ pub(crate) struct LoadImage {
     /// Whether the process has thread PMCs: it has no image then (the rest is empty), and a
     /// switch-in loads its specs one by one for the thread that switches in.
     by_thread: bool,
-    /// Whether a switch-out may park it (see [`crate::parking`]): counting PMCs on hardware
+    /// Whether a switch-out may park it (see `hooks/parking.rs`): counting PMCs on hardware
     /// counters or software events only, that log nothing, with no RDPMC, multiplexing or
     /// thread PMCs.
     parkable: bool,
@@ -180,7 +58,7 @@ impl LoadImage {
             counters: CounterMask::EMPTY,
             user_rdpmc: false,
             multiplexed: specs.iter().any(|s| s.turn != NOT_MULTIPLEXED),
-            by_thread: specs.iter().any(|s| s.tid != ALL_THREADS),
+            by_thread: specs.iter().any(|s| s.tid.is_some()),
             parkable: false,
             specs: Arc::clone(specs),
         };
@@ -188,7 +66,7 @@ impl LoadImage {
             return image;
         }
         for spec in specs.iter() {
-            // A multiplexed PMC waits for its turn, which the bookkeeping keeps (see `mux.rs`);
+            // A multiplexed PMC waits for its turn, which the bookkeeping keeps (see `crate::mux`);
             // a PMC of one core type runs only on CPUs of that type.
             if spec.turn != NOT_MULTIPLEXED {
                 continue;
@@ -258,7 +136,7 @@ impl LoadImage {
         self.multiplexed
     }
 
-    /// Whether a switch-out may park it (see [`crate::parking`]).
+    /// Whether a switch-out may park it (see `hooks/parking.rs`).
     #[inline]
     pub(crate) fn parkable(&self) -> bool {
         self.parkable
@@ -387,9 +265,10 @@ impl LoadTable {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{ImageMap, LoadImage, LoadMap, LoadSpec, LoadTable, NO_CELL};
+    use super::super::load_map::{LoadMap, LoadSpec, NO_CELL};
+    use super::{ImageMap, LoadImage, LoadTable};
     use crate::class::{HwConfig, RowCounter};
-    use crate::percpu::{PmcHandle, SampleFlags};
+    use crate::types::{PmcHandle, SampleFlags};
     use alloc::sync::Arc;
 
     fn spec(row: u32, armed: HwConfig) -> LoadSpec {
@@ -397,7 +276,7 @@ mod tests {
             row,
             turn: crate::mux::NOT_MULTIPLEXED,
             core_type: 0,
-            tid: super::ALL_THREADS,
+            tid: None,
             handle: PmcHandle::new(row as usize, 0),
             armed,
             start: 0,
