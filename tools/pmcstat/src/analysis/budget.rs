@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::mem::size_of;
 
+use super::frame::{Frame, FrameId};
 use super::lines::SourceFrame;
-use super::profile::{Frame, FrameId};
 
 /// The most entries the program-counter cache keeps before it starts again (about 40 MiB).
 pub(super) const CACHE_ENTRIES: usize = 1 << 20;

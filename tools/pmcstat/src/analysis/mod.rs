@@ -69,6 +69,7 @@ mod debuginfo;
 mod demangle;
 mod error;
 mod folded;
+mod frame;
 mod gmon;
 mod image;
 mod image_file;
@@ -88,6 +89,7 @@ pub use calltree::write_calltree;
 pub use debuginfo::{DebugSearch, SYSTEM_DEBUG_DIR};
 pub use error::AnalysisError;
 pub use folded::{write_flamegraph, write_folded, write_folded_pmc};
+pub use frame::{Frame, FrameId, Location};
 pub use gmon::{
     CallArc, FUNCTION_ALIGNMENT, GMONVERSION, GmonHeader, GmonProfile, gmon_profiles,
     write_gmon_files, write_gmon_map,
@@ -96,7 +98,7 @@ pub use json::write_json;
 pub use lines::SourceFrame;
 pub use pprof::write_pprof;
 pub use profile::{
-    DEFAULT_TABLE_BUDGET, Frame, FrameId, ImageInfo, KERNEL_IMAGE, Location, LogInfo, OTHER_FRAME,
-    Overflow, PmcProfile, Profile, ReadLog, ResolveOptions, UNKNOWN_IMAGE,
+    DEFAULT_TABLE_BUDGET, ImageInfo, KERNEL_IMAGE, LogInfo, OTHER_FRAME, Overflow, PmcProfile,
+    Profile, ReadLog, ResolveOptions, UNKNOWN_IMAGE,
 };
 pub use top::{FlatRow, flat_rows, write_top};

@@ -14,6 +14,7 @@ use super::budget;
 use super::debuginfo::DebugSearch;
 use super::demangle::demangle;
 use super::error::AnalysisError;
+use super::frame::{Frame, FrameId, Location};
 use super::image::Image;
 use super::jitmap;
 use super::kallsyms;
@@ -63,70 +64,6 @@ const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
 pub const KERNEL_IMAGE: &str = "kernel";
 /// The image name of frames in user addresses that no mapping covers.
 pub const UNKNOWN_IMAGE: &str = "[unknown]";
-
-/// An index into [`Profile::frames`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FrameId(u32);
-
-impl FrameId {
-    /// The index of the frame in [`Profile::frames`].
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
-
-/// A function (or, where it cannot be resolved, an address) in an image.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Frame {
-    /// The image as the log names it (`/usr/lib/libc.so.7`), or [`KERNEL_IMAGE`] /
-    /// [`UNKNOWN_IMAGE`] for addresses that no mapping covers.
-    pub image: Arc<str>,
-    /// The function's name, demangled; `None` when unresolved.
-    pub symbol: Option<Arc<str>>,
-    /// The address in the image's link-time addresses (what `nm` prints): the function's start
-    /// when resolved (unless [`ResolveOptions::show_offsets`]), otherwise the exact address. For
-    /// images that could not be read, and for addresses no mapping covers, the run-time address.
-    pub address: u64,
-    /// With [`ResolveOptions::show_offsets`], the offset of the address inside the function.
-    pub offset: Option<u64>,
-}
-
-impl Frame {
-    /// The frame as pmcstat prints it: the symbol (`hot`), the symbol and offset (`hot+0x1a`)
-    /// with `-I`, or the address as `%p` does (`0x401136`).
-    pub fn name(&self) -> String {
-        match (&self.symbol, self.offset) {
-            (Some(symbol), Some(offset)) => format!("{symbol}+{offset:#x}"),
-            (Some(symbol), None) => symbol.to_string(),
-            (None, _) => format!("{:#x}", self.address),
-        }
-    }
-
-    /// The last component of the image's path (`libc.so.7`).
-    pub fn image_basename(&self) -> &str {
-        self.image.rsplit('/').next().unwrap_or(&self.image)
-    }
-}
-
-/// One program counter of a sample: the frame it resolved to, and the exact address.
-///
-/// Frames merge program counters (all the addresses in a function are one frame); a location
-/// keeps the address itself, for outputs that work at instruction level (`-g` histograms and
-/// arcs, `-F` positions).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Location {
-    /// The frame the program counter belongs to.
-    pub frame: FrameId,
-    /// The program counter in the image's link-time addresses when it lies in a mapping of an
-    /// image that could be read (then [`Profile::text_range`] of the frame's image is `Some`);
-    /// otherwise the run-time address.
-    pub address: u64,
-    /// Whether the program counter is a return address (a caller's frame, not the sampled
-    /// instruction): its source position is then that of the call, the byte before it (the
-    /// return address is the next instruction, often on the next line or in the next inlined
-    /// function).
-    pub return_address: bool,
-}
 
 /// The samples of one PMC.
 #[derive(Debug, Clone)]
@@ -808,12 +745,13 @@ impl<'a> Builder<'a> {
             kept[old - 1]
         });
         self.frame_ids.retain(|_, id| {
-            id.0 = renumber[id.index()];
-            id.0 != u32::MAX
+            let new = renumber[id.index()];
+            *id = FrameId::new(new);
+            new != u32::MAX
         });
         self.frame_ids.shrink_to_fit();
         self.frames.shrink_to_fit();
-        let map = |id: FrameId| FrameId(renumber[id.index()]);
+        let map = |id: FrameId| FrameId::new(renumber[id.index()]);
         for pmc in &mut self.pmcs {
             let frame_stacks = std::mem::take(&mut pmc.frame_stacks);
             pmc.frame_stacks = budget::renumber(frame_stacks, |f| map(*f));
@@ -957,7 +895,7 @@ impl<'a> Builder<'a> {
         let id = match self.frame_ids.get(&key) {
             Some(&id) => id,
             None => {
-                let id = FrameId(self.frames.len() as u32);
+                let id = FrameId::new(self.frames.len() as u32);
                 let frame = Frame {
                     image: self.image_names[image_name as usize].clone(),
                     symbol: symbol.map(|s| Arc::from(one_line(&demangle(&s)).as_ref())),
@@ -1027,7 +965,7 @@ impl<'a> Builder<'a> {
             let name: Arc<str> = Arc::from(OTHER_FRAME);
             let frame = Frame { image: name.clone(), symbol: Some(name), address: 0, offset: None };
             self.frames.push(frame);
-            FrameId(self.frames.len() as u32 - 1)
+            FrameId::new(self.frames.len() as u32 - 1)
         });
         let pmcs = self
             .pmcs

@@ -21,7 +21,8 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
-use super::profile::{FrameId, Profile};
+use super::frame::FrameId;
+use super::profile::Profile;
 
 /// Writes the flat profile, at most `rows` functions per PMC (`usize::MAX` for all).
 pub fn write_top(profile: &Profile, rows: usize, out: &mut dyn Write) -> io::Result<()> {

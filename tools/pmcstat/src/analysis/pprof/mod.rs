@@ -30,7 +30,8 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use prost::Message as _;
 
-use super::profile::{Location, PmcProfile, Profile};
+use super::frame::Location;
+use super::profile::{PmcProfile, Profile};
 
 /// The messages of `profile.proto` (package `perftools.profiles`), as prost generates them.
 #[allow(missing_docs, unreachable_pub, clippy::all, clippy::pedantic)]
