@@ -684,7 +684,7 @@ fn samples_descendants(flags: &[pmc::PmcFlags]) -> bool {
 /// After a sampling run of a launched command without `-d`: when a clock event's samples cover
 /// less than half the CPU time the command and the processes it waited for used, the processes
 /// it started were not followed; say so, as the counting summary does.
-fn note_unfollowed_samples(profile: &crate::analysis::Profile) {
+fn note_unfollowed_samples(profile: &pmcprof::Profile) {
     let (user, sys) = summary::children_cpu_time();
     let cpu_ns = (user + sys).as_nanos();
     // Only where the CPU time is worth ten samples or more: fewer is what rounding gives.

@@ -125,8 +125,8 @@ pub(super) fn renumber<T: Eq + Hash>(
 
 #[cfg(test)]
 mod tests {
-    use crate::analysis::testutil::{LogBuilder, Program, hot_warm_main};
-    use crate::analysis::{OTHER_FRAME, Profile, ResolveOptions, write_folded};
+    use crate::{OTHER_FRAME, Profile, ResolveOptions, write_folded};
+    use pmcprof_fixtures::{LogBuilder, Program, hot_warm_main};
 
     /// [`hot_warm_main`] with 50 more samples of `hot ← main` (51 in all), then `distinct`
     /// stacks of eight unresolved addresses each,
@@ -147,7 +147,7 @@ mod tests {
 
     fn named_stacks(profile: &Profile) -> Vec<(Vec<String>, u64)> {
         let pmc = &profile.pmcs()[0];
-        let name = |f: &crate::analysis::FrameId| profile.frame(*f).name();
+        let name = |f: &crate::FrameId| profile.frame(*f).name();
         pmc.stacks().map(|(s, n)| (s.iter().map(name).collect(), n)).collect()
     }
 

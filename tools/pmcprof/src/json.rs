@@ -73,8 +73,8 @@ pub fn write_json(profile: &Profile, rows: usize, out: &mut dyn Write) -> io::Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::ResolveOptions;
-    use crate::analysis::testutil::{Program, hot_warm_main};
+    use crate::ResolveOptions;
+    use pmcprof_fixtures::{Program, hot_warm_main};
 
     #[test]
     fn the_json_profile_has_every_pmcs_functions_with_their_samples() {
@@ -123,7 +123,7 @@ mod tests {
 
     #[test]
     fn the_streamed_document_is_valid_json_with_several_pmcs_and_unreadable_images() {
-        use hwpmc_tests::analysis::LogBuilder;
+        use pmcprof_fixtures::LogBuilder;
         let mut log = LogBuilder::new();
         log.allocate(0x100, 0x10000).allocate(0x200, 0x10001);
         log.map_in(9, 0x1000_0000, "/nonexistent/a\"quoted\".so");

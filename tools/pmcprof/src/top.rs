@@ -120,8 +120,8 @@ pub fn flat_rows(profile: &Profile, pmc_name: &str, rows: usize) -> Vec<FlatRow>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::ResolveOptions;
-    use crate::analysis::testutil::{CPU_CLK_UNHALTED_CORE, Program, hot_warm_main};
+    use crate::ResolveOptions;
+    use pmcprof_fixtures::{CPU_CLK_UNHALTED_CORE, Program, hot_warm_main};
 
     #[test]
     fn top_rows_are_sorted_by_self_samples() {

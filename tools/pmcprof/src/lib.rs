@@ -1,4 +1,7 @@
-//! Offline analysis of pmclog files: `pmcstat -R file` with `-G` and beyond.
+//! The profile engine: offline analysis of pmclog files, what `pmcstat -R file` does with `-G`
+//! and beyond. pmcstat parses its command line and calls this crate; nothing here knows the
+//! command line, and the outputs that write files take the function that creates them from the
+//! caller (pmcstat's rule: a file is written whole or not at all).
 //!
 //! [`Profile::from_log`] reads a log once. It follows each process's address space (PROCEXEC,
 //! MAP_IN, MAP_OUT, PROCFORK; MAP_IN records of pid -1 are the kernel's), names the PMCs
@@ -79,10 +82,8 @@ mod kallsyms;
 mod lines;
 mod pprof;
 mod profile;
+mod text;
 mod top;
-
-#[cfg(test)]
-pub(crate) mod testutil;
 
 pub use callgraph::{DEFAULT_CALLGRAPH_DEPTH, write_callgraph, write_callgraph_depth};
 pub use calltree::write_calltree;
@@ -101,4 +102,5 @@ pub use profile::{
     DEFAULT_TABLE_BUDGET, ImageInfo, KERNEL_IMAGE, LogInfo, OTHER_FRAME, Overflow, PmcProfile,
     Profile, ReadLog, ResolveOptions, UNKNOWN_IMAGE,
 };
+pub use text::one_line;
 pub use top::{FlatRow, flat_rows, write_top};

@@ -19,7 +19,7 @@ use super::image::Image;
 use super::jitmap;
 use super::kallsyms;
 use super::lines::SourceFrame;
-use crate::failure::one_line;
+use crate::text::one_line;
 
 /// How program counters are turned into functions (pmcstat's `-r`, `-I` and `-A`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -1051,11 +1051,11 @@ fn file_path(fsroot: Option<&Path>, path: &[u8]) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::testutil::{
-        CPU_CLK_UNHALTED_CORE, INSTR_RETIRED_ANY, LogBuilder, Program, hot_warm_main,
-    };
     use object::{Object, ObjectSection, ObjectSymbol};
     use pmclog::{MapOut, PmcAllocateDyn, ProcFork};
+    use pmcprof_fixtures::{
+        CPU_CLK_UNHALTED_CORE, INSTR_RETIRED_ANY, LogBuilder, Program, hot_warm_main,
+    };
 
     fn profile(log: &LogBuilder, opts: &ResolveOptions) -> Profile {
         Profile::from_log(&log.bytes(), opts).unwrap()
@@ -1197,7 +1197,7 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success());
-        let functions = crate::analysis::testutil::functions_of(&path);
+        let functions = pmcprof_fixtures::functions_of(&path);
         let mut sized: Vec<(String, u64, u64)> = functions
             .into_iter()
             .filter(|(_, (start, size))| *start != 0 && *size > 1)
@@ -1274,7 +1274,7 @@ int main(int argc, char **argv) { (void)argv; return caller(argc); }
             .status()
             .unwrap();
         assert!(status.success());
-        let functions = crate::analysis::testutil::functions_of(&path);
+        let functions = pmcprof_fixtures::functions_of(&path);
         let ret = return_address_of_call(&path, functions["caller"], functions["leaf"].0);
         let name = path.to_str().unwrap();
         let mut log = LogBuilder::new();

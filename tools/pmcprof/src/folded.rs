@@ -132,8 +132,8 @@ fn folded_name(frame: &Frame) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::ResolveOptions;
-    use crate::analysis::testutil::{CPU_CLK_UNHALTED_CORE, LogBuilder, Program, hot_warm_main};
+    use crate::ResolveOptions;
+    use pmcprof_fixtures::{CPU_CLK_UNHALTED_CORE, LogBuilder, Program, hot_warm_main};
 
     fn text(f: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> String {
         let mut out = Vec::new();
