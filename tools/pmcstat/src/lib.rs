@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod counts;
+pub mod counts_json;
 pub mod failure;
 pub mod live;
 pub mod measure;

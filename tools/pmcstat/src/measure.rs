@@ -27,6 +27,7 @@ use pmc::{Mode, Pmc, PmcSpec};
 
 use crate::cli::{Options, PmcRequest};
 use crate::counts::{self, Column};
+use crate::counts_json::{self, CountsDocument, Multiplexed, PmcCount};
 use crate::failure::{Failure, io_failure};
 use crate::live::LiveProfile;
 use crate::outputs::Output;
@@ -800,20 +801,7 @@ fn text_sink(o: &Options, files: &mut NewFiles) -> Result<Box<dyn Write>, Failur
     }
 }
 
-fn json_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
+/// `--json`: the counts, the command's exit status and what became of the log.
 fn write_json(
     out: &mut dyn Write,
     pmcs: &[&Allocated],
@@ -821,34 +809,26 @@ fn write_json(
     ending: &Ending,
     log_error: Option<&str>,
 ) -> std::io::Result<()> {
-    write!(out, "{{\"pmcs\":[")?;
-    for (i, (a, r)) in pmcs.iter().zip(readings).enumerate() {
-        let v = r.scaled().unwrap_or(0);
-        let sep = if i > 0 { "," } else { "" };
-        let mode = if a.request.mode == Mode::SystemCounting { "system" } else { "process" };
-        let cpu = a.cpu.map_or("null".to_string(), |c| c.to_string());
-        write!(
-            out,
-            "{sep}{{\"event\":{},\"mode\":\"{mode}\",\"cpu\":{cpu},\"value\":{v}",
-            json_string(&a.request.spec)
-        )?;
-        if r.multiplexed() {
-            // The count as read and the times it was scaled with (the driver's reference
-            // cycles; perf's nanoseconds on Linux).
-            write!(
-                out,
-                ",\"raw_value\":{},\"time_enabled\":{},\"time_running\":{}",
-                r.value, r.enabled, r.running
-            )?;
-        }
-        write!(out, "}}")?;
-    }
-    let status = match ending {
-        Ending::Command(s) => s.to_string(),
-        Ending::Done | Ending::Interrupted(_) => "null".into(),
+    let pmcs = pmcs
+        .iter()
+        .zip(readings)
+        .map(|(a, r)| PmcCount {
+            event: &a.request.spec,
+            mode: if a.request.mode == Mode::SystemCounting { "system" } else { "process" },
+            cpu: a.cpu,
+            value: r.scaled().unwrap_or(0),
+            multiplexed: r.multiplexed().then_some(Multiplexed {
+                raw_value: r.value,
+                time_enabled: r.enabled,
+                time_running: r.running,
+            }),
+        })
+        .collect();
+    let exit_status = match ending {
+        Ending::Command(s) => Some(*s),
+        Ending::Done | Ending::Interrupted(_) => None,
     };
-    let log_error = log_error.map_or("null".to_owned(), json_string);
-    writeln!(out, "],\"exit_status\":{status},\"log_error\":{log_error}}}")
+    counts_json::write(&CountsDocument { pmcs, exit_status, log_error }, out)
 }
 
 #[cfg(test)]
