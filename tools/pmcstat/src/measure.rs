@@ -332,30 +332,116 @@ enum Wake {
     Interrupted(Interrupt),
 }
 
-/// Runs the measurement and returns pmcstat's exit status.
+/// Runs the measurement and returns pmcstat's exit status, in stages: connect to the driver,
+/// open the outputs, allocate the PMCs, launch or find the targets and start, wait for the end
+/// (printing every interval), stop and read, print the final counts, finish the log, and choose
+/// the status.
 pub fn run(o: &Options) -> Result<i32, Failure> {
+    let (host, ncpu) = connect(o)?;
+    // From here on SIGINT, SIGTERM and SIGHUP end the measurement cleanly (module signals).
+    let (tx, rx) = mpsc::channel();
+    signals::catch(tx.clone(), Wake::Interrupted)?;
+    let mut files = NewFiles::default();
+    let (log, out) = open_outputs(o, &mut files)?;
+    let pmcs = allocate(o, ncpu)?;
+    let targets = launch_and_attach(o, host, &pmcs)?;
+    let started = start(&mut files, &pmcs, targets.child)?;
+
+    let counting: Vec<&Allocated> = pmcs.iter().filter(|a| !a.request.mode.is_sampling()).collect();
+    let mut progress = Progress::new(o, out, &counting, started);
+    progress.live = log.as_ref().and_then(|log| live_profile(o, log));
+    let ending = if host == HostKind::Sim {
+        wait_simulated(rx, targets.child)?
+    } else {
+        wait_for_end(o, (tx, rx), &targets, log.as_ref(), &counting, &mut progress)?
+    };
+    // A signal while the log is sent to a receiver that stopped reading stops that wait first
+    // (module signals).
+    signals::shut_down_on_signal(log.as_ref().and_then(LogSink::socket));
+    for a in &pmcs {
+        a.pmc.stop().map_err(|e| Failure::pmc(&format!("cannot stop {:?}", a.request.spec), &e))?;
+    }
+    let readings = read_readings(o, &counting)?;
+    let log_error = log.as_ref().and_then(|_| close_log().err()).map(|why| match &log {
+        Some(LogSink::Socket(stream)) => network_log_error(o, stream, why),
+        _ => why,
+    });
+    signals::shut_down_on_signal(None);
+    let end = RunEnd {
+        ending,
+        log_error,
+        launched: targets.child.is_some(),
+        // Whether each sampling PMC followed the command's descendants (`-d`), for the note
+        // after the analyses.
+        sampled_descendants: samples_descendants(
+            &pmcs
+                .iter()
+                .filter(|a| a.request.mode.is_sampling())
+                .map(|a| a.request.flags)
+                .collect::<Vec<_>>(),
+        ),
+    };
+    progress.write_final(o, &counting, &readings, &end);
+    if let Some(why) = &end.log_error {
+        crate::failure::tell(format_args!("{LOG_WRITE_FAILED}: {why}"));
+    }
+
+    let lost = api::driver_stats().map(|s| u64::from(s.pm_intr_bufferfull)).unwrap_or(0);
+    if let Some(log) = log {
+        drop(pmcs);
+        finish_log(o, log, lost, &end, &mut files, &mut progress)?;
+    }
+    // The counts (or the live profile) that could not be written: said last, after the log was
+    // finished. A closed pipe (`2>&1 | head`) is not news to its reader.
+    let output_failure = progress.failure();
+    if let Some(failure) = output_failure.as_ref().filter(|f| !f.message.is_empty()) {
+        crate::failure::tell(format_args!("{failure}"));
+    }
+    Ok(end.status(output_failure.as_ref()))
+}
+
+/// The first stage: the call-graph method, the driver, and what it says of the machine (the
+/// host and the number of CPUs).
+fn connect(o: &Options) -> Result<(HostKind, u32), Failure> {
     if let Some(method) = o.call_graph {
         pmc::host::set_call_graph(method);
     }
     api::init().map_err(|e| Failure::pmc("cannot use the PMC driver", &e))?;
     let host = api::host_kind().map_err(|e| Failure::pmc("PMC_HOST", &e))?;
     let ncpu = api::cpu_info().map_err(|e| Failure::pmc("GETCPUINFO", &e))?.pm_ncpu;
+    Ok((host, ncpu))
+}
+
+/// The log (when a PMC logs, or `-O` asks for one) and the counts output, and the driver's log
+/// configured to the log.
+fn open_outputs(
+    o: &Options,
+    files: &mut NewFiles,
+) -> Result<(Option<LogSink>, CountsOut), Failure> {
     let needs_log = o.pmcs.iter().any(|p| {
         p.mode.is_sampling()
             || p.flags.intersects(pmc::PmcFlags::LOG_PROCEXIT | pmc::PmcFlags::LOG_PROCCSW)
     });
-    // From here on SIGINT, SIGTERM and SIGHUP end the measurement cleanly (module signals).
-    let (tx, rx) = mpsc::channel();
-    signals::catch(tx.clone(), Wake::Interrupted)?;
-    let mut files = NewFiles::default();
-    let log =
-        if needs_log || o.log_output.is_some() { Some(open_log(o, &mut files)?) } else { None };
-    let mut out = CountsOut { out: text_sink(o, &mut files)?, error: None };
+    let log = if needs_log || o.log_output.is_some() { Some(open_log(o, files)?) } else { None };
+    let out = CountsOut { out: text_sink(o, files)?, error: None };
     if let Some(log) = &log {
         api::configure_log(log.fd()).map_err(|e| Failure::pmc("cannot configure the log", &e))?;
     }
-    let pmcs = allocate(o, ncpu)?;
+    Ok((log, out))
+}
 
+/// The processes a run measures: the command it launched, if any, and every process it
+/// attached to (the command included).
+struct Targets {
+    /// The launched command, stopped until [`start`] resumes it.
+    child: Option<i32>,
+    /// `-t`'s processes and the command.
+    pids: Vec<i32>,
+}
+
+/// Launches the command (stopped before it runs), finds `-t`'s processes, and attaches every
+/// process PMC to them all.
+fn launch_and_attach(o: &Options, host: HostKind, pmcs: &[Allocated]) -> Result<Targets, Failure> {
     let child = if o.command.is_empty() {
         None
     } else {
@@ -370,17 +456,22 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     if host != HostKind::Sim {
         signals::finish_log_at_once();
     }
-    let mut targets = resolve_targets(&o.targets, host)?;
-    targets.extend(child);
+    let mut pids = resolve_targets(&o.targets, host)?;
+    pids.extend(child);
     for a in pmcs.iter().filter(|a| a.request.mode.is_virtual()) {
-        for &pid in &targets {
+        for &pid in &pids {
             a.pmc.attach(pid).map_err(|e| {
                 Failure::pmc(&format!("cannot attach {:?} to process {pid}", a.request.spec), &e)
             })?;
         }
     }
+    Ok(Targets { child, pids })
+}
+
+/// Puts the outputs in place, starts the PMCs and lets the command run; when that was.
+fn start(files: &mut NewFiles, pmcs: &[Allocated], child: Option<i32>) -> Result<Instant, Failure> {
     files.measuring()?;
-    for a in &pmcs {
+    for a in pmcs {
         a.pmc
             .start()
             .map_err(|e| Failure::pmc(&format!("cannot start {:?}", a.request.spec), &e))?;
@@ -388,293 +479,369 @@ pub fn run(o: &Options) -> Result<i32, Failure> {
     if let Some(pid) = child {
         api::resume(pid).map_err(|e| Failure::pmc("cannot start the command", &e))?;
     }
-    let started = Instant::now();
+    Ok(Instant::now())
+}
 
-    let counting: Vec<&Allocated> = pmcs.iter().filter(|a| !a.request.mode.is_sampling()).collect();
-    // Each column is as wide as its class's counter (FreeBSD's pmc_width).
-    let classes = api::classes().unwrap_or_default();
-    let width_of = |a: &Allocated| {
-        let class = pmc::PmcId::from_u32(a.pmc.id()).map(|id| id.class.as_u32());
-        classes.iter().find(|c| Some(c.pm_class) == class).map_or(64, |c| c.pm_width)
-    };
-    let mut columns: Vec<Column> = counting
+/// The counting PMCs' counts. With --multiplex, each count with its times, scaled to the whole
+/// time enabled; else FreeBSD's read.
+fn read_readings(o: &Options, counting: &[&Allocated]) -> Result<Vec<pmc::ScaledValue>, Failure> {
+    counting
         .iter()
-        .map(|a| Column::new(&a.request.spec, a.cpu, width_of(a), a.request.cumulative))
-        .collect();
-    let print_counts = !o.json && !columns.is_empty();
-    // For people (a terminal, or when asked; scripts that read standard error get FreeBSD's
-    // layout alone): the summary at the end, and with -w a time column.
-    let for_people = o.summary || std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let timed = for_people && o.interval.is_some() && o.output.is_none();
-    let elapsed = || timed.then(|| started.elapsed());
-    if print_counts {
-        out.write(|w| counts::write_header(&columns, timed, w));
-    }
-    // With --multiplex, each count with its times, scaled to the whole time enabled; else
-    // FreeBSD's read.
-    let read_readings = || -> Result<Vec<pmc::ScaledValue>, Failure> {
-        counting
-            .iter()
-            .map(|a| {
-                let read = if o.multiplex {
-                    a.pmc.read_scaled()
-                } else {
-                    a.pmc.read().map(|value| pmc::ScaledValue { value, ..Default::default() })
-                };
-                read.map_err(|e| Failure::pmc(&format!("cannot read {:?}", a.request.spec), &e))
-            })
-            .collect()
-    };
-    let read_all = || -> Result<Vec<u64>, Failure> {
-        Ok(read_readings()?.iter().map(|r| r.scaled().unwrap_or(0)).collect())
-    };
+        .map(|a| {
+            let read = if o.multiplex {
+                a.pmc.read_scaled()
+            } else {
+                a.pmc.read().map(|value| pmc::ScaledValue { value, ..Default::default() })
+            };
+            read.map_err(|e| Failure::pmc(&format!("cannot read {:?}", a.request.spec), &e))
+        })
+        .collect()
+}
 
-    let mut live = log.as_ref().and_then(|log| live_profile(o, log));
-    let mut stdout = std::io::stdout();
-    let mut live_failure = None;
-    let interval = Duration::from_secs_f64(o.interval.unwrap_or(DEFAULT_INTERVAL));
-    let deadline = o.duration.map(|d| Instant::now() + Duration::from_secs_f64(d));
-    let ending = if host == HostKind::Sim {
-        // The simulated machine runs in this thread, to the command's end: a signal reaches it
-        // through the simulator, which then ends the command as the signal would.
-        std::thread::spawn(move || {
-            while let Ok(wake) = rx.recv() {
-                if let Wake::Interrupted(interrupt) = wake {
-                    pmc::host::sim::interrupt(interrupt.signal);
-                }
-            }
-        });
-        match child {
-            Some(pid) => Ending::Command(
-                api::wait(pid).map_err(|e| Failure::pmc("waiting for the command", &e))?,
-            ),
-            None => Ending::Done,
+/// The counts as printed: scaled, 0 for a PMC that never ran.
+fn scaled_values(readings: &[pmc::ScaledValue]) -> Vec<u64> {
+    readings.iter().map(|r| r.scaled().unwrap_or(0)).collect()
+}
+
+/// What a run prints while it measures and at its end: the counts and the live profile.
+struct Progress {
+    out: CountsOut,
+    columns: Vec<Column>,
+    /// Whether counts are printed as columns (not with --json, nor without counting PMCs).
+    print_counts: bool,
+    /// For people (a terminal, or when asked; scripts that read standard error get FreeBSD's
+    /// layout alone): the summary at the end, and with -w a time column.
+    for_people: bool,
+    timed: bool,
+    started: Instant,
+    live: Option<LiveProfile>,
+    /// Why the live profile could not be shown, if it could not.
+    live_failure: Option<Failure>,
+}
+
+impl Progress {
+    /// The counts' columns, and their header printed.
+    fn new(o: &Options, out: CountsOut, counting: &[&Allocated], started: Instant) -> Progress {
+        // Each column is as wide as its class's counter (FreeBSD's pmc_width).
+        let classes = api::classes().unwrap_or_default();
+        let width_of = |a: &Allocated| {
+            let class = pmc::PmcId::from_u32(a.pmc.id()).map(|id| id.class.as_u32());
+            classes.iter().find(|c| Some(c.pm_class) == class).map_or(64, |c| c.pm_width)
+        };
+        let columns: Vec<Column> = counting
+            .iter()
+            .map(|a| Column::new(&a.request.spec, a.cpu, width_of(a), a.request.cumulative))
+            .collect();
+        let print_counts = !o.json && !columns.is_empty();
+        let for_people = o.summary || std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let timed = for_people && o.interval.is_some() && o.output.is_none();
+        let mut progress = Progress {
+            out,
+            columns,
+            print_counts,
+            for_people,
+            timed,
+            started,
+            live: None,
+            live_failure: None,
+        };
+        if progress.print_counts {
+            progress.out.write(|w| counts::write_header(&progress.columns, timed, w));
         }
-    } else {
-        if let Some(pid) = child {
-            std::thread::spawn(move || {
-                let status = api::wait(pid);
-                signals::reaped();
-                let _ = tx.send(Wake::CommandEnded(status));
+        progress
+    }
+
+    /// The time column's value, when there is one.
+    fn elapsed(&self) -> Option<Duration> {
+        self.timed.then(|| self.started.elapsed())
+    }
+
+    /// Every interval: the live profile so far, and the counts.
+    fn write_interval(&mut self, o: &Options, counting: &[&Allocated]) -> Result<(), Failure> {
+        if let Some(view) = self.live.as_mut() {
+            let shown = match &o.output {
+                Some(_) => self.out.sink().map(|sink| view.show_current(o, sink)),
+                None => Some(view.show_current(o, &mut std::io::stdout())),
+            };
+            // A profile that cannot be shown (a closed pipe) is not a reason to throw the
+            // measurement away: the run goes on without it.
+            if let Some(Err(failure)) = shown {
+                self.live_failure = Some(failure);
+                self.live = None;
+            }
+        }
+        if self.print_counts {
+            let values = scaled_values(&read_readings(o, counting)?);
+            let elapsed = self.elapsed();
+            self.out.write(|w| counts::write_values(&mut self.columns, &values, elapsed, w));
+        }
+        Ok(())
+    }
+
+    /// At the end: the final counts (with what multiplexed PMCs counted), or `--json`, and for
+    /// people the summary.
+    fn write_final(
+        &mut self,
+        o: &Options,
+        counting: &[&Allocated],
+        readings: &[pmc::ScaledValue],
+        end: &RunEnd,
+    ) {
+        let values = scaled_values(readings);
+        let multiplexed = readings.iter().any(pmc::ScaledValue::multiplexed);
+        if self.print_counts {
+            let elapsed = self.elapsed();
+            self.out.write(|w| {
+                counts::write_values(&mut self.columns, &values, elapsed, w)?;
+                if multiplexed {
+                    counts::write_counted(&self.columns, readings, w)?;
+                }
+                writeln!(w)
             });
         }
-        // The command's end after it was asked to end (by a signal, or at the -l deadline).
-        let command_end = |rx: &mpsc::Receiver<Wake>| -> Result<Ending, Failure> {
-            loop {
-                match rx.recv() {
-                    Ok(Wake::CommandEnded(status)) => {
-                        let status =
-                            status.map_err(|e| Failure::pmc("waiting for the command", &e))?;
-                        return Ok(Ending::Command(status));
-                    }
-                    Ok(Wake::Interrupted(_)) => {}
-                    Err(_) => return Ok(Ending::Done),
-                }
-            }
-        };
-        // Woken every interval only for something to do then: counts or a profile to print, a
-        // deadline, or attached processes to look for (a launched command's end and signals
-        // wake the loop themselves).
-        let periodic = print_counts || live.is_some() || (child.is_none() && !targets.is_empty());
-        let mut next_print = Instant::now() + interval;
-        // A log file gets what the driver holds at least every LOG_FLUSH_INTERVAL, not only
-        // when a buffer fills (minutes at a low rate): a run that ends abruptly keeps its
-        // samples. (Not a socket: a stalled receiver would hold this loop.)
-        let flushing = matches!(log, Some(LogSink::File(_) | LogSink::Temporary(..)));
-        let mut next_flush = flushing.then(|| Instant::now() + LOG_FLUSH_INTERVAL);
-        let ending = loop {
-            let wake_at =
-                [(deadline.is_some() || periodic).then_some(next_print), deadline, next_flush]
-                    .into_iter()
-                    .flatten()
-                    .min();
-            let timeout = match wake_at {
-                Some(at) => at.saturating_duration_since(Instant::now()),
-                None => Duration::MAX,
-            };
-            let woken = if timeout == Duration::MAX {
-                rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected)
-            } else {
-                rx.recv_timeout(timeout)
-            };
-            match woken {
-                Ok(Wake::CommandEnded(status)) => {
-                    break Ending::Command(
-                        status.map_err(|e| Failure::pmc("waiting for the command", &e))?,
-                    );
-                }
-                Ok(Wake::Interrupted(interrupt)) => match child {
-                    Some(pid) => {
-                        interrupt.forward_to(pid);
-                        // The command's end may wait for the log's writes: a receiver that
-                        // stopped reading must not hold it (module signals).
-                        signals::shut_down_on_signal(log.as_ref().and_then(LogSink::socket));
-                        break command_end(&rx)?;
-                    }
-                    None => break Ending::Interrupted(interrupt),
+        if o.json {
+            let log_error = end.log_error.as_deref();
+            self.out.write(|w| write_json(w, counting, readings, &end.ending, log_error));
+        }
+        self.out.write(|w| w.flush());
+        if self.print_counts && end.launched && o.verbosity >= 0 && self.for_people {
+            let (user, sys) = summary::children_cpu_time();
+            let summary = summary::Summary {
+                command: o
+                    .command
+                    .iter()
+                    .map(|a| a.to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                counts: counting
+                    .iter()
+                    .map(|a| a.request.spec.clone())
+                    .zip(values.iter().copied())
+                    .collect(),
+                elapsed: self.started.elapsed(),
+                user,
+                sys,
+                descendants: counting
+                    .iter()
+                    .any(|a| a.request.flags.contains(pmc::PmcFlags::DESCENDANTS)),
+                counted: if multiplexed {
+                    readings.iter().map(|r| (r.running > 0).then(|| r.fraction_counted())).collect()
+                } else {
+                    Vec::new()
                 },
-                Err(mpsc::RecvTimeoutError::Disconnected) if child.is_some() => break Ending::Done,
-                Err(_) => {}
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                if let Some(pid) = child {
-                    // As a SIGINT pmcstat was sent (a stopped command acts on it too).
-                    Interrupt { signal: libc::SIGINT, from_terminal: false }.forward_to(pid);
-                    break command_end(&rx)?;
-                }
-                break Ending::Done;
-            }
-            if next_flush.is_some_and(|at| Instant::now() >= at) {
-                // An error stops the log; closing it at the end says why.
-                let _ = api::flush_log();
-                next_flush = Some(Instant::now() + LOG_FLUSH_INTERVAL);
-            }
-            if Instant::now() < next_print {
-                continue;
-            }
-            next_print = Instant::now() + interval;
-            if child.is_none()
-                && !targets.is_empty()
-                && targets.iter().all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
-            {
-                break Ending::Done;
-            }
-            if let Some(view) = live.as_mut() {
-                let shown = match &o.output {
-                    Some(_) => out.sink().map(|sink| view.show_current(o, sink)),
-                    None => Some(view.show_current(o, &mut stdout)),
-                };
-                // A profile that cannot be shown (a closed pipe) is not a reason to throw the
-                // measurement away: the run goes on without it.
-                if let Some(Err(failure)) = shown {
-                    live_failure = Some(failure);
-                    live = None;
-                }
-            }
-            if print_counts {
-                let values = read_all()?;
-                out.write(|w| counts::write_values(&mut columns, &values, elapsed(), w));
-            }
-        };
-        // A signal from now on ends pmcstat at once.
-        drop(rx);
-        ending
-    };
-    // A signal while the log is sent to a receiver that stopped reading stops that wait first
-    // (module signals).
-    signals::shut_down_on_signal(log.as_ref().and_then(LogSink::socket));
-
-    for a in &pmcs {
-        a.pmc.stop().map_err(|e| Failure::pmc(&format!("cannot stop {:?}", a.request.spec), &e))?;
-    }
-    let readings = read_readings()?;
-    let values: Vec<u64> = readings.iter().map(|r| r.scaled().unwrap_or(0)).collect();
-    let log_error = log.as_ref().and_then(|_| close_log().err()).map(|why| match &log {
-        Some(LogSink::Socket(stream)) => network_log_error(o, stream, why),
-        _ => why,
-    });
-    signals::shut_down_on_signal(None);
-    let multiplexed = readings.iter().any(pmc::ScaledValue::multiplexed);
-    if print_counts {
-        out.write(|w| {
-            counts::write_values(&mut columns, &values, elapsed(), w)?;
-            if multiplexed {
-                counts::write_counted(&columns, &readings, w)?;
-            }
-            writeln!(w)
-        });
-    }
-    if o.json {
-        out.write(|w| write_json(w, &counting, &readings, &ending, log_error.as_deref()));
-    }
-    out.write(|w| w.flush());
-    if print_counts && child.is_some() && o.verbosity >= 0 && for_people {
-        let (user, sys) = summary::children_cpu_time();
-        let summary = summary::Summary {
-            command: o.command.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" "),
-            counts: counting
-                .iter()
-                .map(|a| a.request.spec.clone())
-                .zip(values.iter().copied())
-                .collect(),
-            elapsed: started.elapsed(),
-            user,
-            sys,
-            descendants: counting
-                .iter()
-                .any(|a| a.request.flags.contains(pmc::PmcFlags::DESCENDANTS)),
-            counted: if multiplexed {
-                readings.iter().map(|r| (r.running > 0).then(|| r.fraction_counted())).collect()
-            } else {
-                Vec::new()
-            },
-        };
-        // For people, on standard error: if it cannot be written, no one reads it.
-        let _ = summary::write_summary(&summary, &mut std::io::stderr());
-    }
-    if let Some(why) = &log_error {
-        crate::failure::tell(format_args!("{LOG_WRITE_FAILED}: {why}"));
-    }
-
-    let lost = api::driver_stats().map(|s| u64::from(s.pm_intr_bufferfull)).unwrap_or(0);
-    // Whether each sampling PMC followed the command's descendants (`-d`), for the note below.
-    let pmcs_flags: Vec<pmc::PmcFlags> =
-        pmcs.iter().filter(|a| a.request.mode.is_sampling()).map(|a| a.request.flags).collect();
-    if let Some(log) = log {
-        drop(pmcs);
-        let temporary = matches!(log, LogSink::Temporary(..));
-        match log.path(o) {
-            // A log that could not be written is not analysed: what it holds is cut short.
-            _ if log_error.is_some() => {}
-            Some(path) if live.is_some() || report::wants_analysis(o) => {
-                let file = File::open(path);
-                if temporary {
-                    signals::temporary_log(None);
-                    files.temporary.clear();
-                }
-                let file = file.map_err(|e| io_failure("reading the log back", &e))?;
-                let name =
-                    if temporary { "the log".to_owned() } else { path.display().to_string() };
-                let read = report::read_log(o, file, &name)?;
-                let profile = &read.profile;
-                let mut rest = o.clone();
-                if let Some(view) = live.as_mut() {
-                    // The final profile, as text that stays on the terminal.
-                    let shown = match &o.output {
-                        Some(_) => out.sink().map(|sink| view.show_final(profile, sink)),
-                        None => Some(view.show_final(profile, &mut stdout)),
-                    };
-                    if let Some(Err(failure)) = shown {
-                        live_failure = Some(failure);
-                    }
-                    rest.top = None;
-                }
-                report::write_analyses(&rest, profile)?;
-                report::report_profile_warnings(o, profile);
-                if child.is_some() && o.verbosity >= 0 && !samples_descendants(&pmcs_flags) {
-                    note_unfollowed_samples(profile);
-                }
-                report::check_end(&read, &name)?;
-            }
-            // The recording run says what its log lost, as `-R` of it would.
-            Some(path) if log_error.is_none() => report::report_drops(drop_notices(path), lost),
-            _ => report::report_drops(0, lost),
+            };
+            // For people, on standard error: if it cannot be written, no one reads it.
+            let _ = summary::write_summary(&summary, &mut std::io::stderr());
         }
     }
-    // The counts (or the live profile) that could not be written: said last, after the log was
-    // finished. A closed pipe (`2>&1 | head`) is not news to its reader.
-    let output_failure =
-        out.error.as_ref().map(|e| io_failure("writing counts", e)).or(live_failure);
-    if let Some(failure) = output_failure.as_ref().filter(|f| !f.message.is_empty()) {
-        crate::failure::tell(format_args!("{failure}"));
+
+    /// Why the counts (or the live profile) could not be written, if they could not.
+    fn failure(self) -> Option<Failure> {
+        self.out.error.as_ref().map(|e| io_failure("writing counts", e)).or(self.live_failure)
     }
-    Ok(match (&ending, &log_error, &output_failure) {
-        // Without a command's status to return, a log that could not be written is the status,
-        // else counts that could not be written.
-        (Ending::Done | Ending::Interrupted(_), Some(_), _) => crate::failure::EX_IOERR,
-        (Ending::Done, None, Some(failure)) => failure.status,
-        _ => ending.status(),
+}
+
+/// On the simulator: the simulated machine runs in this thread, to the command's end. A signal
+/// reaches it through the simulator, which then ends the command as the signal would.
+fn wait_simulated(rx: mpsc::Receiver<Wake>, child: Option<i32>) -> Result<Ending, Failure> {
+    std::thread::spawn(move || {
+        while let Ok(wake) = rx.recv() {
+            if let Wake::Interrupted(interrupt) = wake {
+                pmc::host::sim::interrupt(interrupt.signal);
+            }
+        }
+    });
+    Ok(match child {
+        Some(pid) => Ending::Command(
+            api::wait(pid).map_err(|e| Failure::pmc("waiting for the command", &e))?,
+        ),
+        None => Ending::Done,
     })
+}
+
+/// The command's end after it was asked to end (by a signal, or at the -l deadline).
+fn command_end(rx: &mpsc::Receiver<Wake>) -> Result<Ending, Failure> {
+    loop {
+        match rx.recv() {
+            Ok(Wake::CommandEnded(status)) => {
+                let status = status.map_err(|e| Failure::pmc("waiting for the command", &e))?;
+                return Ok(Ending::Command(status));
+            }
+            Ok(Wake::Interrupted(_)) => {}
+            Err(_) => return Ok(Ending::Done),
+        }
+    }
+}
+
+/// On a real host: waits for the command's end, a signal, the `-l` deadline or the attached
+/// processes' end, printing every interval and flushing the log file meanwhile.
+fn wait_for_end(
+    o: &Options,
+    (tx, rx): (mpsc::Sender<Wake>, mpsc::Receiver<Wake>),
+    targets: &Targets,
+    log: Option<&LogSink>,
+    counting: &[&Allocated],
+    progress: &mut Progress,
+) -> Result<Ending, Failure> {
+    let child = targets.child;
+    if let Some(pid) = child {
+        std::thread::spawn(move || {
+            let status = api::wait(pid);
+            signals::reaped();
+            let _ = tx.send(Wake::CommandEnded(status));
+        });
+    }
+    let interval = Duration::from_secs_f64(o.interval.unwrap_or(DEFAULT_INTERVAL));
+    let deadline = o.duration.map(|d| Instant::now() + Duration::from_secs_f64(d));
+    // Woken every interval only for something to do then: counts or a profile to print, a
+    // deadline, or attached processes to look for (a launched command's end and signals
+    // wake the loop themselves).
+    let periodic = progress.print_counts
+        || progress.live.is_some()
+        || (child.is_none() && !targets.pids.is_empty());
+    let mut next_print = Instant::now() + interval;
+    // A log file gets what the driver holds at least every LOG_FLUSH_INTERVAL, not only
+    // when a buffer fills (minutes at a low rate): a run that ends abruptly keeps its
+    // samples. (Not a socket: a stalled receiver would hold this loop.)
+    let flushing = matches!(log, Some(LogSink::File(_) | LogSink::Temporary(..)));
+    let mut next_flush = flushing.then(|| Instant::now() + LOG_FLUSH_INTERVAL);
+    let ending = loop {
+        let wake_at =
+            [(deadline.is_some() || periodic).then_some(next_print), deadline, next_flush]
+                .into_iter()
+                .flatten()
+                .min();
+        let timeout = match wake_at {
+            Some(at) => at.saturating_duration_since(Instant::now()),
+            None => Duration::MAX,
+        };
+        let woken = if timeout == Duration::MAX {
+            rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected)
+        } else {
+            rx.recv_timeout(timeout)
+        };
+        match woken {
+            Ok(Wake::CommandEnded(status)) => {
+                break Ending::Command(
+                    status.map_err(|e| Failure::pmc("waiting for the command", &e))?,
+                );
+            }
+            Ok(Wake::Interrupted(interrupt)) => match child {
+                Some(pid) => {
+                    interrupt.forward_to(pid);
+                    // The command's end may wait for the log's writes: a receiver that
+                    // stopped reading must not hold it (module signals).
+                    signals::shut_down_on_signal(log.and_then(LogSink::socket));
+                    break command_end(&rx)?;
+                }
+                None => break Ending::Interrupted(interrupt),
+            },
+            Err(mpsc::RecvTimeoutError::Disconnected) if child.is_some() => break Ending::Done,
+            Err(_) => {}
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            if let Some(pid) = child {
+                // As a SIGINT pmcstat was sent (a stopped command acts on it too).
+                Interrupt { signal: libc::SIGINT, from_terminal: false }.forward_to(pid);
+                break command_end(&rx)?;
+            }
+            break Ending::Done;
+        }
+        if next_flush.is_some_and(|at| Instant::now() >= at) {
+            // An error stops the log; closing it at the end says why.
+            let _ = api::flush_log();
+            next_flush = Some(Instant::now() + LOG_FLUSH_INTERVAL);
+        }
+        if Instant::now() < next_print {
+            continue;
+        }
+        next_print = Instant::now() + interval;
+        if child.is_none()
+            && !targets.pids.is_empty()
+            && targets.pids.iter().all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+        {
+            break Ending::Done;
+        }
+        progress.write_interval(o, counting)?;
+    };
+    // A signal from now on ends pmcstat at once.
+    drop(rx);
+    Ok(ending)
+}
+
+/// How the run ended, and what the stages after it need to know of it.
+struct RunEnd {
+    ending: Ending,
+    /// Why the log could not be written, if it could not.
+    log_error: Option<String>,
+    /// Whether pmcstat launched the command.
+    launched: bool,
+    /// Whether any sampling PMC followed the command's descendants (`-d`).
+    sampled_descendants: bool,
+}
+
+impl RunEnd {
+    /// pmcstat's exit status, given why the counts could not be written, if they could not.
+    fn status(&self, output_failure: Option<&Failure>) -> i32 {
+        match (&self.ending, &self.log_error, output_failure) {
+            // Without a command's status to return, a log that could not be written is the
+            // status, else counts that could not be written.
+            (Ending::Done | Ending::Interrupted(_), Some(_), _) => crate::failure::EX_IOERR,
+            (Ending::Done, None, Some(failure)) => failure.status,
+            _ => self.ending.status(),
+        }
+    }
+}
+
+/// The last stage of a run with a log: the log read back for the analyses and the live
+/// profile's final view, or what a recording run's log lost (`lost`: samples the driver could
+/// not log).
+fn finish_log(
+    o: &Options,
+    log: LogSink,
+    lost: u64,
+    end: &RunEnd,
+    files: &mut NewFiles,
+    progress: &mut Progress,
+) -> Result<(), Failure> {
+    let temporary = matches!(log, LogSink::Temporary(..));
+    match log.path(o) {
+        // A log that could not be written is not analysed: what it holds is cut short.
+        _ if end.log_error.is_some() => {}
+        Some(path) if progress.live.is_some() || report::wants_analysis(o) => {
+            let file = File::open(path);
+            if temporary {
+                signals::temporary_log(None);
+                files.temporary.clear();
+            }
+            let file = file.map_err(|e| io_failure("reading the log back", &e))?;
+            let name = if temporary { "the log".to_owned() } else { path.display().to_string() };
+            let read = report::read_log(o, file, &name)?;
+            let profile = &read.profile;
+            let mut rest = o.clone();
+            if let Some(view) = progress.live.as_mut() {
+                // The final profile, as text that stays on the terminal.
+                let shown = match &o.output {
+                    Some(_) => progress.out.sink().map(|sink| view.show_final(profile, sink)),
+                    None => Some(view.show_final(profile, &mut std::io::stdout())),
+                };
+                if let Some(Err(failure)) = shown {
+                    progress.live_failure = Some(failure);
+                }
+                rest.top = None;
+            }
+            report::write_analyses(&rest, profile)?;
+            report::report_profile_warnings(o, profile);
+            if end.launched && o.verbosity >= 0 && !end.sampled_descendants {
+                note_unfollowed_samples(profile);
+            }
+            report::check_end(&read, &name)?;
+        }
+        // The recording run says what its log lost, as `-R` of it would.
+        Some(path) if end.log_error.is_none() => report::report_drops(drop_notices(path), lost),
+        _ => report::report_drops(0, lost),
+    }
+    Ok(())
 }
 
 /// Whether any sampling PMC (of `flags`) followed the command's descendants (`-d`).
