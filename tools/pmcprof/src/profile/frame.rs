@@ -5,20 +5,17 @@
 
 use std::sync::Arc;
 
-#[cfg(doc)]
-use super::{KERNEL_IMAGE, Profile, ResolveOptions, UNKNOWN_IMAGE};
-
-/// An index into [`Profile::frames`].
+/// An index into [`Profile::frames`](crate::Profile::frames).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FrameId(u32);
 
 impl FrameId {
-    /// The id of the frame at `index` in [`Profile::frames`].
-    pub(super) fn new(index: u32) -> FrameId {
+    /// The id of the frame at `index` in [`Profile::frames`](crate::Profile::frames).
+    pub(crate) fn new(index: u32) -> FrameId {
         FrameId(index)
     }
 
-    /// The index of the frame in [`Profile::frames`].
+    /// The index of the frame in [`Profile::frames`](crate::Profile::frames).
     pub fn index(self) -> usize {
         self.0 as usize
     }
@@ -27,16 +24,16 @@ impl FrameId {
 /// A function (or, where it cannot be resolved, an address) in an image.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Frame {
-    /// The image as the log names it (`/usr/lib/libc.so.7`), or [`KERNEL_IMAGE`] /
-    /// [`UNKNOWN_IMAGE`] for addresses that no mapping covers.
+    /// The image as the log names it (`/usr/lib/libc.so.7`), or [`KERNEL_IMAGE`](crate::KERNEL_IMAGE) /
+    /// [`UNKNOWN_IMAGE`](crate::UNKNOWN_IMAGE) for addresses that no mapping covers.
     pub image: Arc<str>,
     /// The function's name, demangled; `None` when unresolved.
     pub symbol: Option<Arc<str>>,
     /// The address in the image's link-time addresses (what `nm` prints): the function's start
-    /// when resolved (unless [`ResolveOptions::show_offsets`]), otherwise the exact address. For
+    /// when resolved (unless [`ResolveOptions::show_offsets`](crate::ResolveOptions::show_offsets)), otherwise the exact address. For
     /// images that could not be read, and for addresses no mapping covers, the run-time address.
     pub address: u64,
-    /// With [`ResolveOptions::show_offsets`], the offset of the address inside the function.
+    /// With [`ResolveOptions::show_offsets`](crate::ResolveOptions::show_offsets), the offset of the address inside the function.
     pub offset: Option<u64>,
 }
 
@@ -67,7 +64,7 @@ pub struct Location {
     /// The frame the program counter belongs to.
     pub frame: FrameId,
     /// The program counter in the image's link-time addresses when it lies in a mapping of an
-    /// image that could be read (then [`Profile::text_range`] of the frame's image is `Some`);
+    /// image that could be read (then [`Profile::text_range`](crate::Profile::text_range) of the frame's image is `Some`);
     /// otherwise the run-time address.
     pub address: u64,
     /// Whether the program counter is a return address (a caller's frame, not the sampled

@@ -9,15 +9,15 @@
 //! ```
 //!
 //! One entry per PMC name (as [`Profile::sample_counts`]), its functions sorted as
-//! [`super::write_top`] prints them, at most `rows` of them; `address` is the function's
+//! [`crate::write_top`] prints them, at most `rows` of them; `address` is the function's
 //! link-time start (an unresolved frame's own address), as a hex string.
 
 use std::io::{self, Write};
 
 use serde::ser::{Serialize, Serializer};
 
-use super::profile::Profile;
 use super::top::flat_rows;
+use crate::profile::Profile;
 
 /// Writes the profile as JSON, at most `rows` functions per PMC, and a newline.
 ///

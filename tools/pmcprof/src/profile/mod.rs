@@ -1,6 +1,9 @@
 //! Reading a log into a [`Profile`]: which images each process has mapped where, which PMC each
 //! sample belongs to, and each sample's call chain resolved to functions.
 
+mod budget;
+pub(crate) mod frame;
+
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::ops::Range;
@@ -9,16 +12,15 @@ use std::sync::Arc;
 
 use pmclog::{Callchain, EventNames, MultipartKind, Record, Records, StaticEventNames};
 
-use super::address_space::{AddressSpace, Mapping, Place, USER_END};
-use super::budget;
-use super::debuginfo::DebugSearch;
-use super::demangle::demangle;
-use super::error::AnalysisError;
-use super::frame::{Frame, FrameId, Location};
-use super::image::Image;
-use super::jitmap;
-use super::kallsyms;
-use super::lines::SourceFrame;
+use self::frame::{Frame, FrameId, Location};
+use crate::error::AnalysisError;
+use crate::symbols::address_space::{AddressSpace, Mapping, Place, USER_END};
+use crate::symbols::debuginfo::DebugSearch;
+use crate::symbols::demangle::demangle;
+use crate::symbols::image::Image;
+use crate::symbols::jitmap;
+use crate::symbols::kallsyms;
+use crate::symbols::lines::SourceFrame;
 use crate::text::one_line;
 
 /// How program counters are turned into functions (pmcstat's `-r`, `-I` and `-A`).
@@ -928,7 +930,7 @@ impl<'a> Builder<'a> {
     /// mappings, or the kernel's for `None`), until the mapping that covers it, if any, is one
     /// whose image was read (or could not be): then the lookup sees the real extents.
     /// The function of process `pid`'s JIT map file at `pc`, and the file's image name.
-    fn jit_symbol(&mut self, pid: i32, pc: u64) -> Option<(u32, super::image::Symbol)> {
+    fn jit_symbol(&mut self, pid: i32, pc: u64) -> Option<(u32, crate::symbols::image::Symbol)> {
         let fsroot = self.opts.fsroot.as_deref();
         let dumps = self.jit_dumps.get(&pid).map_or(&[][..], Vec::as_slice);
         let map = self
@@ -1011,7 +1013,7 @@ impl<'a> Builder<'a> {
                 let info = ImageInfo {
                     text: start..end,
                     text_offset: image.offset_of_address(start),
-                    build_id: image.build_id.as_deref().map(super::debuginfo::hex),
+                    build_id: image.build_id.as_deref().map(crate::symbols::debuginfo::hex),
                 };
                 Some((Arc::from(one_line(&String::from_utf8_lossy(path)).as_ref()), info))
             })

@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use super::frame::{Frame, FrameId};
-use super::profile::{PmcProfile, Profile};
+use crate::profile::frame::{Frame, FrameId};
+use crate::profile::{PmcProfile, Profile};
 
 /// Writes the folded stacks of every PMC, merged.
 pub fn write_folded(profile: &Profile, out: &mut dyn Write) -> io::Result<()> {

@@ -49,8 +49,8 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::sync::Arc;
 
-use super::frame::Location;
-use super::profile::Profile;
+use crate::profile::Profile;
+use crate::profile::frame::Location;
 
 /// A function: image, start address, name.
 type Function = (Arc<str>, u64, String);

@@ -30,8 +30,8 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use prost::Message as _;
 
-use super::frame::Location;
-use super::profile::{PmcProfile, Profile};
+use crate::profile::frame::Location;
+use crate::profile::{PmcProfile, Profile};
 
 /// The messages of `profile.proto` (package `perftools.profiles`), as prost generates them.
 #[allow(missing_docs, unreachable_pub, clippy::all, clippy::pedantic)]
@@ -544,7 +544,7 @@ mod tests {
         let committed = include_str!("perftools.profiles.rs");
         assert!(
             generated == committed,
-            "regenerate src/pprof/perftools.profiles.rs from proto/profile.proto"
+            "regenerate src/output/pprof/perftools.profiles.rs from proto/profile.proto"
         );
     }
 }

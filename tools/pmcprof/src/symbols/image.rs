@@ -784,7 +784,7 @@ ffffffffc0001000 t mod_fn\t[ext4]
 
     /// `root/.build-id/ab/cdef….debug` for the build ID `id`, its directory created.
     fn build_id_path(root: &Path, id: &[u8]) -> PathBuf {
-        let hex = crate::debuginfo::hex(id);
+        let hex = crate::symbols::debuginfo::hex(id);
         let path = root.join(".build-id").join(&hex[..2]).join(format!("{}.debug", &hex[2..]));
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         path

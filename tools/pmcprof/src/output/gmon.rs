@@ -39,8 +39,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::frame::Location;
-use super::profile::{PmcProfile, Profile};
+use crate::profile::frame::Location;
+use crate::profile::{PmcProfile, Profile};
 
 /// `GMONVERSION`: the version word of a 4.4BSD gmon header.
 pub const GMONVERSION: u32 = 0x0005_1879;

@@ -21,8 +21,8 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
-use super::frame::FrameId;
-use super::profile::Profile;
+use crate::profile::Profile;
+use crate::profile::frame::FrameId;
 
 /// Writes the flat profile, at most `rows` functions per PMC (`usize::MAX` for all).
 pub fn write_top(profile: &Profile, rows: usize, out: &mut dyn Write) -> io::Result<()> {

@@ -18,8 +18,8 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::sync::Arc;
 
-use super::frame::FrameId;
-use super::profile::{PmcProfile, Profile};
+use crate::profile::frame::FrameId;
+use crate::profile::{PmcProfile, Profile};
 
 /// pmcstat's default `-z` depth: frames per chain shown in the call graph, the sampled function
 /// included.
