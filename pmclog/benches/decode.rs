@@ -131,6 +131,8 @@ fn file_paths(log: &[u8], records: u64, runs: usize, full: bool) {
     });
     std::fs::write(&path, log).expect("writing the benchmark log");
     type FilePath = (&'static str, f64, fn(&std::path::Path) -> u64);
+    // Without `capi` nothing is pushed below.
+    #[cfg_attr(not(feature = "capi"), allow(unused_mut))]
     let mut file_paths: Vec<FilePath> =
         vec![("(f) text dump, pmcstat -R's loop", 400.0 * MIB, dump_file)];
     #[cfg(feature = "capi")]

@@ -3,10 +3,9 @@
 
 use crate::bytes::{c_string, fixed_string, read_i32, read_u32, read_u64};
 use crate::error::DecodeError;
-use crate::layout::{
-    CALLCHAIN_DEPTH_MAX, CALLCHAIN_FIXED_LEN, COMM_LEN, CPUID_LEN, HEADER_MAGIC, NAME_MAX,
-    PATH_MAX, PMCALLOCATEDYN_LEN, RecordType, Size,
-};
+use crate::fields;
+use crate::layout::{CALLCHAIN_FIXED_LEN, RecordType, Size};
+use crate::limits::{CALLCHAIN_DEPTH_MAX, COMM_LEN, CPUID_LEN, HEADER_MAGIC, NAME_MAX, PATH_MAX};
 use crate::record::{
     Callchain, CallchainFlags, DynLayout, Initialize, MapIn, MapOut, PmcAllocate, PmcAllocateDyn,
     PmcAttach, PmcDetach, ProcCreate, ProcCsw, ProcExec, ProcExit, ProcFork, ProgramCounters,
@@ -54,11 +53,11 @@ pub fn decode_record(bytes: &[u8], offset: u64) -> Result<(Record<'_>, u64, usiz
     if bytes.len() < 4 {
         return Err(DecodeError::Truncated { offset, have: bytes.len(), need: 4 });
     }
-    let (record_type, length) = parse_header_word(read_u32(bytes, 0), offset)?;
+    let (record_type, length) = parse_header_word(read_u32(bytes, fields::header::WORD), offset)?;
     let Some(record) = bytes.get(..length) else {
         return Err(DecodeError::Truncated { offset, have: bytes.len(), need: length });
     };
-    Ok((decode_body(record_type, record, offset)?, read_u64(record, 8), length))
+    Ok((decode_body(record_type, record, offset)?, read_u64(record, fields::header::TSC), length))
 }
 
 /// Decodes a record whose header was checked by [`parse_header_word`] and whose bytes are all
@@ -78,102 +77,134 @@ pub(crate) fn decode_body(
     Ok(match record_type {
         RecordType::CloseLog => Record::CloseLog,
         RecordType::DropNotify => Record::DropNotify,
-        RecordType::Initialize => Record::Initialize(Initialize {
-            version: u32_at(16),
-            cpu_type: u32_at(20),
-            tsc_freq: u64_at(24),
-            time_sec: u64_at(32) as i64,
-            time_nsec: u64_at(40) as i64,
-            cpuid: fixed_string(&record[48..48 + CPUID_LEN]),
-        }),
-        RecordType::PmcAllocate => Record::PmcAllocate(PmcAllocate {
-            pmcid: u32_at(16),
-            event: u32_at(20),
-            flags: u32_at(24),
-            rate: u64_at(32),
-        }),
+        RecordType::Initialize => {
+            use fields::initialize::*;
+            Record::Initialize(Initialize {
+                version: u32_at(VERSION),
+                cpu_type: u32_at(CPU_TYPE),
+                tsc_freq: u64_at(TSC_FREQ),
+                time_sec: u64_at(TIME_SEC) as i64,
+                time_nsec: u64_at(TIME_NSEC) as i64,
+                cpuid: fixed_string(&record[CPUID..CPUID + CPUID_LEN]),
+            })
+        }
+        RecordType::PmcAllocate => {
+            use fields::pmc_allocate::*;
+            Record::PmcAllocate(PmcAllocate {
+                pmcid: u32_at(PMCID),
+                event: u32_at(EVENT),
+                flags: u32_at(FLAGS),
+                rate: u64_at(RATE),
+            })
+        }
         RecordType::PmcAttach => {
-            Record::PmcAttach(PmcAttach { pmcid: u32_at(16), pid: i32_at(20), path: path_at(24)? })
+            use fields::pmc_attach::*;
+            Record::PmcAttach(PmcAttach {
+                pmcid: u32_at(PMCID),
+                pid: i32_at(PID),
+                path: path_at(PATH)?,
+            })
         }
         RecordType::PmcDetach => {
-            Record::PmcDetach(PmcDetach { pmcid: u32_at(16), pid: i32_at(20) })
+            use fields::pmc_detach::*;
+            Record::PmcDetach(PmcDetach { pmcid: u32_at(PMCID), pid: i32_at(PID) })
         }
-        RecordType::ProcCsw => Record::ProcCsw(ProcCsw {
-            value: u64_at(16),
-            pmcid: u32_at(24),
-            pid: i32_at(28),
-            tid: i32_at(32),
-        }),
-        RecordType::ProcExec => Record::ProcExec(ProcExec {
-            pid: i32_at(16),
-            pmcid: u32_at(20),
-            base_addr: u64_at(24),
-            dyn_addr: u64_at(32),
-            path: path_at(40)?,
-        }),
+        RecordType::ProcCsw => {
+            use fields::proc_csw::*;
+            Record::ProcCsw(ProcCsw {
+                value: u64_at(VALUE),
+                pmcid: u32_at(PMCID),
+                pid: i32_at(PID),
+                tid: i32_at(TID),
+            })
+        }
+        RecordType::ProcExec => {
+            use fields::proc_exec::*;
+            Record::ProcExec(ProcExec {
+                pid: i32_at(PID),
+                pmcid: u32_at(PMCID),
+                base_addr: u64_at(BASE_ADDR),
+                dyn_addr: u64_at(DYN_ADDR),
+                path: path_at(PATH)?,
+            })
+        }
         RecordType::ProcExit => {
-            Record::ProcExit(ProcExit { pmcid: u32_at(16), pid: i32_at(20), value: u64_at(24) })
+            use fields::proc_exit::*;
+            Record::ProcExit(ProcExit {
+                pmcid: u32_at(PMCID),
+                pid: i32_at(PID),
+                value: u64_at(VALUE),
+            })
         }
         RecordType::ProcFork => {
-            Record::ProcFork(ProcFork { old_pid: i32_at(16), new_pid: i32_at(20) })
+            use fields::proc_fork::*;
+            Record::ProcFork(ProcFork { old_pid: i32_at(OLD_PID), new_pid: i32_at(NEW_PID) })
         }
-        RecordType::SysExit => Record::SysExit(SysExit { pid: i32_at(16) }),
-        RecordType::UserData => Record::UserData(UserData { data: u32_at(16) }),
+        RecordType::SysExit => Record::SysExit(SysExit { pid: i32_at(fields::sys_exit::PID) }),
+        RecordType::UserData => {
+            Record::UserData(UserData { data: u32_at(fields::user_data::DATA) })
+        }
         RecordType::MapIn => {
-            Record::MapIn(MapIn { pid: i32_at(16), start: u64_at(24), path: path_at(32)? })
+            use fields::map_in::*;
+            Record::MapIn(MapIn { pid: i32_at(PID), start: u64_at(START), path: path_at(PATH)? })
         }
         RecordType::MapOut => {
-            Record::MapOut(MapOut { pid: i32_at(16), start: u64_at(24), end: u64_at(32) })
+            use fields::map_out::*;
+            Record::MapOut(MapOut { pid: i32_at(PID), start: u64_at(START), end: u64_at(END) })
         }
-        RecordType::Callchain => Record::Callchain(Callchain {
-            pid: i32_at(16),
-            tid: i32_at(20),
-            pmcid: u32_at(24),
-            cpuflags: CallchainFlags(u32_at(28)),
-            pcs: ProgramCounters::from_le_bytes(&record[CALLCHAIN_FIXED_LEN..]),
-        }),
+        RecordType::Callchain => {
+            use fields::callchain::*;
+            Record::Callchain(Callchain {
+                pid: i32_at(PID),
+                tid: i32_at(TID),
+                pmcid: u32_at(PMCID),
+                cpuflags: CallchainFlags(u32_at(CPUFLAGS)),
+                pcs: ProgramCounters::from_le_bytes(&record[PCS..]),
+            })
+        }
         RecordType::PmcAllocateDyn => Record::PmcAllocateDyn(decode_allocate_dyn(record)),
-        RecordType::ThrCreate => Record::ThrCreate(ThrCreate {
-            tid: i32_at(16),
-            pid: i32_at(20),
-            flags: u32_at(24),
-            name: fixed_string(&record[32..32 + COMM_LEN]),
-        }),
-        RecordType::ThrExit => Record::ThrExit(ThrExit { tid: i32_at(16) }),
-        RecordType::ProcCreate => Record::ProcCreate(ProcCreate {
-            pid: i32_at(16),
-            flags: u32_at(20),
-            comm: fixed_string(&record[24..24 + COMM_LEN]),
-        }),
+        RecordType::ThrCreate => {
+            use fields::thr_create::*;
+            Record::ThrCreate(ThrCreate {
+                tid: i32_at(TID),
+                pid: i32_at(PID),
+                flags: u32_at(FLAGS),
+                name: fixed_string(&record[NAME..NAME + COMM_LEN]),
+            })
+        }
+        RecordType::ThrExit => Record::ThrExit(ThrExit { tid: i32_at(fields::thr_exit::TID) }),
+        RecordType::ProcCreate => {
+            use fields::proc_create::*;
+            Record::ProcCreate(ProcCreate {
+                pid: i32_at(PID),
+                flags: u32_at(FLAGS),
+                comm: fixed_string(&record[COMM..COMM + COMM_LEN]),
+            })
+        }
     })
 }
-
-/// Offset of the name in FreeBSD's kernel layout of PMCALLOCATEDYN (after a u64 rate).
-const DYN_KERNEL_NAME_AT: usize = 40;
-/// Offset of the name in the documented layout (`struct pmclog_pmcallocatedyn`).
-const DYN_DOCUMENTED_NAME_AT: usize = 32;
 
 /// PMCALLOCATEDYN comes in two layouts (see [`DynLayout`]). Real kernels write a u64 rate at 32 and
 /// the name at 40; the documented struct has the name at 32. The documented layout is chosen only
 /// when offset 32 holds text and either that text runs past offset 40 (no sane rate has eight
 /// printable bytes) or offset 40 holds no text; otherwise the record is read as the kernel wrote it.
 fn decode_allocate_dyn(record: &[u8]) -> PmcAllocateDyn<'_> {
-    let kernel_name = fixed_string(&record[DYN_KERNEL_NAME_AT..PMCALLOCATEDYN_LEN]);
-    let documented_name = &record[DYN_DOCUMENTED_NAME_AT..DYN_DOCUMENTED_NAME_AT + NAME_MAX];
+    use fields::pmc_allocate_dyn::{DOCUMENTED_NAME, EVENT, FLAGS, KERNEL_NAME, LEN, PMCID, RATE};
+    let kernel_name = fixed_string(&record[KERNEL_NAME..LEN]);
+    let documented_name = &record[DOCUMENTED_NAME..DOCUMENTED_NAME + NAME_MAX];
     let documented_text = c_string(documented_name).filter(|name| is_event_name(name));
     let (name, rate, layout) = match documented_text {
         Some(name)
-            if name.len() >= DYN_KERNEL_NAME_AT - DYN_DOCUMENTED_NAME_AT
-                || !is_event_name(kernel_name) =>
+            if name.len() >= KERNEL_NAME - DOCUMENTED_NAME || !is_event_name(kernel_name) =>
         {
             (name, 0, DynLayout::Documented)
         }
-        _ => (kernel_name, read_u64(record, DYN_DOCUMENTED_NAME_AT), DynLayout::Kernel),
+        _ => (kernel_name, read_u64(record, RATE), DynLayout::Kernel),
     };
     PmcAllocateDyn {
-        pmcid: read_u32(record, 16),
-        event: read_u32(record, 20),
-        flags: read_u32(record, 24),
+        pmcid: read_u32(record, PMCID),
+        event: read_u32(record, EVENT),
+        flags: read_u32(record, FLAGS),
         rate,
         name,
         layout,

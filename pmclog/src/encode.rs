@@ -4,10 +4,9 @@
 //! NUL-terminated string are zero, where FreeBSD's kernel leaves whatever the buffer held before.
 
 use crate::bytes::{write_u32, write_u64};
-use crate::layout::{
-    CALLCHAIN_DEPTH_MAX, CALLCHAIN_FIXED_LEN, COMM_LEN, CPUID_LEN, NAME_MAX, PATH_MAX,
-    PMCALLOCATEDYN_LEN, Size, header_word, round_up_4,
-};
+use crate::fields;
+use crate::layout::{CALLCHAIN_FIXED_LEN, Size, header_word, round_up_4};
+use crate::limits::{CALLCHAIN_DEPTH_MAX, COMM_LEN, CPUID_LEN, NAME_MAX, PATH_MAX};
 use crate::record::{DynLayout, ProgramCounters, Record};
 
 /// Why a record could not be written.
@@ -85,98 +84,112 @@ pub fn encode(record: &Record<'_>, tsc: u64, buf: &mut [u8]) -> Result<usize, En
         return Err(EncodeError::BufferTooSmall { needed: length, available });
     };
     out.fill(0);
-    write_u32(out, 0, header_word(record.record_type(), length));
-    write_u64(out, 8, tsc);
+    write_u32(out, fields::header::WORD, header_word(record.record_type(), length));
+    write_u64(out, fields::header::TSC, tsc);
     match record {
         Record::CloseLog | Record::DropNotify => {}
         Record::Initialize(r) => {
-            write_u32(out, 16, r.version);
-            write_u32(out, 20, r.cpu_type);
-            write_u64(out, 24, r.tsc_freq);
-            write_u64(out, 32, r.time_sec as u64);
-            write_u64(out, 40, r.time_nsec as u64);
-            out[48..48 + r.cpuid.len()].copy_from_slice(r.cpuid);
+            use fields::initialize::*;
+            write_u32(out, VERSION, r.version);
+            write_u32(out, CPU_TYPE, r.cpu_type);
+            write_u64(out, TSC_FREQ, r.tsc_freq);
+            write_u64(out, TIME_SEC, r.time_sec as u64);
+            write_u64(out, TIME_NSEC, r.time_nsec as u64);
+            out[CPUID..CPUID + r.cpuid.len()].copy_from_slice(r.cpuid);
         }
         Record::PmcAllocate(r) => {
-            write_u32(out, 16, r.pmcid);
-            write_u32(out, 20, r.event);
-            write_u32(out, 24, r.flags);
-            write_u64(out, 32, r.rate);
+            use fields::pmc_allocate::*;
+            write_u32(out, PMCID, r.pmcid);
+            write_u32(out, EVENT, r.event);
+            write_u32(out, FLAGS, r.flags);
+            write_u64(out, RATE, r.rate);
         }
         Record::PmcAttach(r) => {
-            write_u32(out, 16, r.pmcid);
-            write_u32(out, 20, r.pid as u32);
-            out[24..24 + r.path.len()].copy_from_slice(r.path);
+            use fields::pmc_attach::*;
+            write_u32(out, PMCID, r.pmcid);
+            write_u32(out, PID, r.pid as u32);
+            out[PATH..PATH + r.path.len()].copy_from_slice(r.path);
         }
         Record::PmcDetach(r) => {
-            write_u32(out, 16, r.pmcid);
-            write_u32(out, 20, r.pid as u32);
+            use fields::pmc_detach::*;
+            write_u32(out, PMCID, r.pmcid);
+            write_u32(out, PID, r.pid as u32);
         }
         Record::ProcCsw(r) => {
-            write_u64(out, 16, r.value);
-            write_u32(out, 24, r.pmcid);
-            write_u32(out, 28, r.pid as u32);
-            write_u32(out, 32, r.tid as u32);
+            use fields::proc_csw::*;
+            write_u64(out, VALUE, r.value);
+            write_u32(out, PMCID, r.pmcid);
+            write_u32(out, PID, r.pid as u32);
+            write_u32(out, TID, r.tid as u32);
         }
         Record::ProcExec(r) => {
-            write_u32(out, 16, r.pid as u32);
-            write_u32(out, 20, r.pmcid);
-            write_u64(out, 24, r.base_addr);
-            write_u64(out, 32, r.dyn_addr);
-            out[40..40 + r.path.len()].copy_from_slice(r.path);
+            use fields::proc_exec::*;
+            write_u32(out, PID, r.pid as u32);
+            write_u32(out, PMCID, r.pmcid);
+            write_u64(out, BASE_ADDR, r.base_addr);
+            write_u64(out, DYN_ADDR, r.dyn_addr);
+            out[PATH..PATH + r.path.len()].copy_from_slice(r.path);
         }
         Record::ProcExit(r) => {
-            write_u32(out, 16, r.pmcid);
-            write_u32(out, 20, r.pid as u32);
-            write_u64(out, 24, r.value);
+            use fields::proc_exit::*;
+            write_u32(out, PMCID, r.pmcid);
+            write_u32(out, PID, r.pid as u32);
+            write_u64(out, VALUE, r.value);
         }
         Record::ProcFork(r) => {
-            write_u32(out, 16, r.old_pid as u32);
-            write_u32(out, 20, r.new_pid as u32);
+            use fields::proc_fork::*;
+            write_u32(out, OLD_PID, r.old_pid as u32);
+            write_u32(out, NEW_PID, r.new_pid as u32);
         }
-        Record::SysExit(r) => write_u32(out, 16, r.pid as u32),
-        Record::UserData(r) => write_u32(out, 16, r.data),
+        Record::SysExit(r) => write_u32(out, fields::sys_exit::PID, r.pid as u32),
+        Record::UserData(r) => write_u32(out, fields::user_data::DATA, r.data),
         Record::MapIn(r) => {
-            write_u32(out, 16, r.pid as u32);
-            write_u64(out, 24, r.start);
-            out[32..32 + r.path.len()].copy_from_slice(r.path);
+            use fields::map_in::*;
+            write_u32(out, PID, r.pid as u32);
+            write_u64(out, START, r.start);
+            out[PATH..PATH + r.path.len()].copy_from_slice(r.path);
         }
         Record::MapOut(r) => {
-            write_u32(out, 16, r.pid as u32);
-            write_u64(out, 24, r.start);
-            write_u64(out, 32, r.end);
+            use fields::map_out::*;
+            write_u32(out, PID, r.pid as u32);
+            write_u64(out, START, r.start);
+            write_u64(out, END, r.end);
         }
         Record::Callchain(r) => {
-            write_u32(out, 16, r.pid as u32);
-            write_u32(out, 20, r.tid as u32);
-            write_u32(out, 24, r.pmcid);
-            write_u32(out, 28, r.cpuflags.0);
-            write_pcs(&mut out[CALLCHAIN_FIXED_LEN..], r.pcs);
+            use fields::callchain::*;
+            write_u32(out, PID, r.pid as u32);
+            write_u32(out, TID, r.tid as u32);
+            write_u32(out, PMCID, r.pmcid);
+            write_u32(out, CPUFLAGS, r.cpuflags.0);
+            write_pcs(&mut out[PCS..], r.pcs);
         }
         Record::PmcAllocateDyn(r) => {
-            write_u32(out, 16, r.pmcid);
-            write_u32(out, 20, r.event);
-            write_u32(out, 24, r.flags);
+            use fields::pmc_allocate_dyn::*;
+            write_u32(out, PMCID, r.pmcid);
+            write_u32(out, EVENT, r.event);
+            write_u32(out, FLAGS, r.flags);
             let name_at = match r.layout {
                 DynLayout::Kernel => {
-                    write_u64(out, 32, r.rate);
-                    40
+                    write_u64(out, RATE, r.rate);
+                    KERNEL_NAME
                 }
-                DynLayout::Documented => 32,
+                DynLayout::Documented => DOCUMENTED_NAME,
             };
             out[name_at..name_at + r.name.len()].copy_from_slice(r.name);
         }
         Record::ThrCreate(r) => {
-            write_u32(out, 16, r.tid as u32);
-            write_u32(out, 20, r.pid as u32);
-            write_u32(out, 24, r.flags);
-            out[32..32 + r.name.len()].copy_from_slice(r.name);
+            use fields::thr_create::*;
+            write_u32(out, TID, r.tid as u32);
+            write_u32(out, PID, r.pid as u32);
+            write_u32(out, FLAGS, r.flags);
+            out[NAME..NAME + r.name.len()].copy_from_slice(r.name);
         }
-        Record::ThrExit(r) => write_u32(out, 16, r.tid as u32),
+        Record::ThrExit(r) => write_u32(out, fields::thr_exit::TID, r.tid as u32),
         Record::ProcCreate(r) => {
-            write_u32(out, 16, r.pid as u32);
-            write_u32(out, 20, r.flags);
-            out[24..24 + r.comm.len()].copy_from_slice(r.comm);
+            use fields::proc_create::*;
+            write_u32(out, PID, r.pid as u32);
+            write_u32(out, FLAGS, r.flags);
+            out[COMM..COMM + r.comm.len()].copy_from_slice(r.comm);
         }
     }
     Ok(length)
@@ -201,7 +214,9 @@ fn check_strings(record: &Record<'_>) -> Result<(), EncodeError> {
             // and lets the next record overwrite the last 8. A name that fills the room is kept
             // without its NUL, as FreeBSD readers see it.
             let room = match r.layout {
-                DynLayout::Kernel => PMCALLOCATEDYN_LEN - 40,
+                DynLayout::Kernel => {
+                    fields::pmc_allocate_dyn::LEN - fields::pmc_allocate_dyn::KERNEL_NAME
+                }
                 DynLayout::Documented => NAME_MAX - 1,
             };
             check_string("event name", r.name, room)

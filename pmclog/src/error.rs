@@ -84,7 +84,8 @@ struct LengthRule(RecordType);
 
 impl core::fmt::Display for LengthRule {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        use crate::layout::{PATH_MAX, Size};
+        use crate::layout::Size;
+        use crate::limits::PATH_MAX;
         match self.0.size() {
             Size::Fixed(len) => write!(f, "{len}"),
             Size::Path { fixed } => write!(

@@ -1,28 +1,15 @@
-//! Record types, sizes and the limits of the format (`freebsd-abi.md` §3.2–3.4).
+//! Record types and their sizes (`freebsd-abi.md` §3.2–3.4). The offsets of the fields inside
+//! each record are in `fields.rs`, the sizes of the fields in `limits.rs`.
 
-/// The magic byte in bits 31..24 of every record header (`PMCLOG_HEADER_MAGIC`).
-pub const HEADER_MAGIC: u8 = 0xEE;
-/// Length of the record header: header word, spare word, 64-bit TSC.
-pub const HEADER_LEN: usize = 16;
-/// Most program counters a CALLCHAIN record may carry (`PMC_CALLCHAIN_DEPTH_MAX`).
-pub const CALLCHAIN_DEPTH_MAX: usize = 512;
-/// Longest path name, including its NUL (`PATH_MAX`).
-pub const PATH_MAX: usize = 1024;
-/// Size of the command and thread name fields, including the NUL (`MAXCOMLEN + 1`).
-pub const COMM_LEN: usize = 20;
-/// Size of the cpuid string field of INITIALIZE (`PMC_CPUID_LEN`).
-pub const CPUID_LEN: usize = 64;
-/// Size of the event name field of PMCALLOCATEDYN (`PMC_NAME_MAX`).
-pub const NAME_MAX: usize = 64;
+use crate::fields;
+use crate::limits::{CALLCHAIN_DEPTH_MAX, HEADER_LEN, HEADER_MAGIC};
+
 /// The longest legal record: a CALLCHAIN with [`CALLCHAIN_DEPTH_MAX`] frames. FreeBSD's parser
 /// rejects anything longer than its `union pmclog_entry`, which has exactly this size.
 pub const MAX_RECORD_LEN: usize = CALLCHAIN_FIXED_LEN + 8 * CALLCHAIN_DEPTH_MAX;
 
-pub(crate) const CALLCHAIN_FIXED_LEN: usize = 32;
-pub(crate) const INITIALIZE_LEN: usize = 112;
-pub(crate) const PMCALLOCATEDYN_LEN: usize = 96;
-pub(crate) const THR_CREATE_LEN: usize = 52;
-pub(crate) const PROC_CREATE_LEN: usize = 44;
+/// Length of a CALLCHAIN record before its program counters.
+pub(crate) const CALLCHAIN_FIXED_LEN: usize = fields::callchain::PCS;
 
 /// The type of a record (`enum pmclog_type`). Value 4 is a retired slot and is not a type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -162,23 +149,23 @@ impl RecordType {
     pub(crate) const fn size(self) -> Size {
         match self {
             RecordType::CloseLog | RecordType::DropNotify => Size::Fixed(HEADER_LEN),
-            RecordType::Initialize => Size::Fixed(INITIALIZE_LEN),
-            RecordType::PmcAllocate => Size::Fixed(40),
-            RecordType::PmcAttach => Size::Path { fixed: 24 },
-            RecordType::PmcDetach => Size::Fixed(24),
-            RecordType::ProcCsw => Size::Fixed(40),
-            RecordType::ProcExec => Size::Path { fixed: 40 },
-            RecordType::ProcExit => Size::Fixed(32),
-            RecordType::ProcFork => Size::Fixed(24),
-            RecordType::SysExit => Size::Fixed(24),
-            RecordType::UserData => Size::Fixed(24),
-            RecordType::MapIn => Size::Path { fixed: 32 },
-            RecordType::MapOut => Size::Fixed(40),
+            RecordType::Initialize => Size::Fixed(fields::initialize::LEN),
+            RecordType::PmcAllocate => Size::Fixed(fields::pmc_allocate::LEN),
+            RecordType::PmcAttach => Size::Path { fixed: fields::pmc_attach::PATH },
+            RecordType::PmcDetach => Size::Fixed(fields::pmc_detach::LEN),
+            RecordType::ProcCsw => Size::Fixed(fields::proc_csw::LEN),
+            RecordType::ProcExec => Size::Path { fixed: fields::proc_exec::PATH },
+            RecordType::ProcExit => Size::Fixed(fields::proc_exit::LEN),
+            RecordType::ProcFork => Size::Fixed(fields::proc_fork::LEN),
+            RecordType::SysExit => Size::Fixed(fields::sys_exit::LEN),
+            RecordType::UserData => Size::Fixed(fields::user_data::LEN),
+            RecordType::MapIn => Size::Path { fixed: fields::map_in::PATH },
+            RecordType::MapOut => Size::Fixed(fields::map_out::LEN),
             RecordType::Callchain => Size::Callchain,
-            RecordType::PmcAllocateDyn => Size::Fixed(PMCALLOCATEDYN_LEN),
-            RecordType::ThrCreate => Size::Fixed(THR_CREATE_LEN),
-            RecordType::ThrExit => Size::Fixed(24),
-            RecordType::ProcCreate => Size::Fixed(PROC_CREATE_LEN),
+            RecordType::PmcAllocateDyn => Size::Fixed(fields::pmc_allocate_dyn::LEN),
+            RecordType::ThrCreate => Size::Fixed(fields::thr_create::LEN),
+            RecordType::ThrExit => Size::Fixed(fields::thr_exit::LEN),
+            RecordType::ProcCreate => Size::Fixed(fields::proc_create::LEN),
         }
     }
 }

@@ -23,7 +23,9 @@ mod bytes;
 mod decode;
 mod encode;
 mod error;
+mod fields;
 mod layout;
+mod limits;
 pub mod names;
 mod record;
 mod slice;
@@ -43,9 +45,9 @@ mod handles;
 pub use decode::{decode_record, parse_header_word};
 pub use encode::{EncodeError, encode, encoded_len};
 pub use error::DecodeError;
-pub use layout::{
-    CALLCHAIN_DEPTH_MAX, COMM_LEN, CPUID_LEN, HEADER_LEN, HEADER_MAGIC, MAX_RECORD_LEN, NAME_MAX,
-    PATH_MAX, RecordType,
+pub use layout::{MAX_RECORD_LEN, RecordType};
+pub use limits::{
+    CALLCHAIN_DEPTH_MAX, COMM_LEN, CPUID_LEN, HEADER_LEN, HEADER_MAGIC, NAME_MAX, PATH_MAX,
 };
 pub use record::{
     Callchain, CallchainFlags, DynLayout, Entry, Initialize, MapIn, MapOut, Multipart,

@@ -5,6 +5,7 @@ use std::io::{self, ErrorKind, Read};
 use crate::bytes::read_u32;
 use crate::decode::{decode_body, parse_header_word};
 use crate::error::DecodeError;
+use crate::fields;
 use crate::layout::MAX_RECORD_LEN;
 use crate::record::{Entry, Record};
 
@@ -88,7 +89,10 @@ impl<R: Read> LogReader<R> {
         if !self.fill(4)? {
             return self.end_of_input(4);
         }
-        let header = parse_header_word(read_u32(&self.buffer[self.start..], 0), self.offset);
+        let header = parse_header_word(
+            read_u32(&self.buffer[self.start..], fields::header::WORD),
+            self.offset,
+        );
         let (record_type, length) = header.inspect_err(|e| self.state = State::Failed(*e))?;
         if !self.fill(length)? {
             return self.end_of_input(length);
@@ -108,7 +112,7 @@ impl<R: Read> LogReader<R> {
         if matches!(decoded, Record::CloseLog) {
             self.state = State::Finished;
         }
-        let tsc = crate::bytes::read_u64(record, 8);
+        let tsc = crate::bytes::read_u64(record, fields::header::TSC);
         Ok(Some(Entry { offset, count: self.count, tsc, raw: record, record: decoded }))
     }
 

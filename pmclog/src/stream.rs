@@ -8,6 +8,7 @@
 use crate::bytes::read_u32;
 use crate::decode::{decode_body, parse_header_word};
 use crate::error::DecodeError;
+use crate::fields;
 use crate::layout::{MAX_RECORD_LEN, RecordType};
 use crate::record::{Entry, Record};
 
@@ -157,10 +158,11 @@ impl StreamDecoder {
         if input.len() < 4 {
             return (self.save(input), Step::NeedData);
         }
-        let (record_type, length) = match parse_header_word(read_u32(input, 0), self.offset) {
-            Ok(header) => header,
-            Err(e) => return (0, self.fail(e)),
-        };
+        let (record_type, length) =
+            match parse_header_word(read_u32(input, fields::header::WORD), self.offset) {
+                Ok(header) => header,
+                Err(e) => return (0, self.fail(e)),
+            };
         match input.get(..length) {
             Some(record) => (length, self.complete(record_type, record)),
             None => {
@@ -178,7 +180,7 @@ impl StreamDecoder {
             if self.saved_len < 4 {
                 return (used, Step::NeedData);
             }
-            match parse_header_word(read_u32(&self.saved, 0), self.offset) {
+            match parse_header_word(read_u32(&self.saved, fields::header::WORD), self.offset) {
                 Ok(header) => self.pending = Some(header),
                 Err(e) => return (used, self.fail(e)),
             }
@@ -231,7 +233,7 @@ fn finish<'a>(
             let entry = Entry {
                 offset: *offset,
                 count: *count,
-                tsc: crate::bytes::read_u64(record, 8),
+                tsc: crate::bytes::read_u64(record, fields::header::TSC),
                 raw: record,
                 record: decoded,
             };

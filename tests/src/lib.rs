@@ -7,8 +7,10 @@
 //!
 //! The parsers are strict: a line that does not have the documented layout fails the test.
 
-pub mod analysis;
 pub mod c_clients;
+
+/// Shared with pmcprof's and pmcstat's unit tests, which build programs with several linkers.
+pub use pmcprof_fixtures::linker_installed;
 
 use pmc::events::pmu_table::PmuEventNames;
 use std::collections::HashMap;
@@ -335,17 +337,6 @@ pub fn c_program_with(name: &str, output: &str, flags: &[&str]) -> PathBuf {
     let path = path.canonicalize().unwrap();
     built.insert(output.to_owned(), path.clone());
     path
-}
-
-/// Whether the linker `gcc -fuse-ld=NAME` runs is installed; if not, says so on standard error
-/// (the test that asked is then skipped: Debian packages `lld`, `mold`).
-pub fn linker_installed(name: &str) -> bool {
-    let command = if name == "lld" { "ld.lld" } else { name };
-    let found = Command::new(command).arg("--version").output().is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("skipped: {command} is not installed (apt-get install {name})");
-    }
-    found
 }
 
 /// The Rust program `programs/NAME.rs` of this package built once per test process as a

@@ -1,10 +1,10 @@
 //! pmcstat(8) as a library: the command line ([`cli`]), measurements over libpmc ([`measure`]),
 //! the signals that end them ([`signals`]), counting output ([`counts`]), and the offline
-//! analysis of pmclog files ([`analysis`], [`report`]).
+//! analysis of pmclog files ([`report`], over the profile engine of the `pmcprof` crate).
 
-pub mod analysis;
 pub mod cli;
 pub mod counts;
+pub mod counts_json;
 pub mod failure;
 pub mod live;
 pub mod measure;

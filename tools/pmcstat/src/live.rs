@@ -20,10 +20,10 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
 
-use crate::analysis::{self, Profile, flat_rows};
 use crate::cli::Options;
 use crate::failure::{Failure, io_failure};
 use crate::report;
+use pmcprof::{Profile, flat_rows};
 
 /// Functions in the live profile unless `--top N` says otherwise.
 pub const LIVE_ROWS: usize = 20;
@@ -170,7 +170,7 @@ fn print_text(
     out: &mut dyn Write,
 ) -> Result<bool, Failure> {
     let mut text = Vec::new();
-    analysis::write_top(profile, rows, &mut text)
+    pmcprof::write_top(profile, rows, &mut text)
         .map_err(|e| io_failure("writing the profile", &e))?;
     if text.is_empty() {
         return Ok(false);
@@ -245,8 +245,8 @@ mod tests {
     use ratatui::backend::TestBackend;
 
     use super::*;
-    use crate::analysis::ResolveOptions;
-    use crate::analysis::testutil::{CPU_CLK_UNHALTED_CORE, Program, hot_warm_main};
+    use pmcprof::ResolveOptions;
+    use pmcprof_fixtures::{CPU_CLK_UNHALTED_CORE, Program, hot_warm_main};
 
     /// The screen's lines as text.
     fn screen(profile: &Profile, width: u16, height: u16) -> Vec<String> {

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use pmc::events::pmu_table::PmuEventNames;
 
-use crate::analysis::{self, Profile, ReadLog, ResolveOptions};
 use crate::cli::Options;
 use crate::failure::{Failure, io_failure, tell};
 use crate::outputs::{self, Output};
+use pmcprof::{Profile, ReadLog, ResolveOptions};
 
 /// Whether the options ask for any analysis of a log (beyond the text dump).
 pub fn wants_analysis(o: &Options) -> bool {
@@ -184,36 +184,36 @@ fn check_thread(o: &Options, profile: &Profile, name: &str) -> Result<(), Failur
 
 /// Writes the analyses the options ask for.
 pub fn write_analyses(o: &Options, profile: &Profile) -> Result<(), Failure> {
-    let depth = o.depth.unwrap_or(analysis::DEFAULT_CALLGRAPH_DEPTH);
+    let depth = o.depth.unwrap_or(pmcprof::DEFAULT_CALLGRAPH_DEPTH);
     if let Some(target) = &o.callgraph {
-        write_to(o, target, |out| analysis::write_callgraph_depth(profile, depth, out))?;
+        write_to(o, target, |out| pmcprof::write_callgraph_depth(profile, depth, out))?;
     }
     if let Some(target) = &o.calltree {
-        write_to(o, target, |out| analysis::write_calltree(profile, out))?;
+        write_to(o, target, |out| pmcprof::write_calltree(profile, out))?;
     }
     if o.gmon {
         write_gmon(o, profile)?;
     }
     if let Some(path) = &o.folded {
-        write_file(path, |out| analysis::write_folded(profile, out))?;
+        write_file(path, |out| pmcprof::write_folded(profile, out))?;
     }
     if let Some(path) = &o.flamegraph {
-        write_file(path, |out| analysis::write_flamegraph(profile, out))?;
+        write_file(path, |out| pmcprof::write_flamegraph(profile, out))?;
     }
     if let Some(path) = &o.pprof {
-        write_file(path, |out| analysis::write_pprof(profile, out))?;
+        write_file(path, |out| pmcprof::write_pprof(profile, out))?;
     }
     // With -R, --json is the flat profile (in a measurement it is the counts).
     let json = o.json && o.read_log.is_some();
     if let Some(rows) = o.top.filter(|_| !json) {
         let mut out = text_output(o)?;
-        analysis::write_top(profile, rows, &mut out)
+        pmcprof::write_top(profile, rows, &mut out)
             .map_err(|e| io_failure("writing the profile", &e))?;
         out.finish().map_err(|e| io_failure("writing the profile", &e))?;
     }
     if json {
         let mut out = text_output(o)?;
-        analysis::write_json(profile, o.top.unwrap_or(usize::MAX), &mut out)
+        pmcprof::write_json(profile, o.top.unwrap_or(usize::MAX), &mut out)
             .map_err(|e| io_failure("writing the profile", &e))?;
         out.finish().map_err(|e| io_failure("writing the profile", &e))?;
     }
@@ -221,14 +221,15 @@ pub fn write_analyses(o: &Options, profile: &Profile) -> Result<(), Failure> {
 }
 
 /// `-g`: the gmon files under the `-D` directory (default `.`), in the layout of the gprof of
-/// this system ([`analysis::GmonHeader::native`]); `-M`: the mapping of images to them.
+/// this system ([`pmcprof::GmonHeader::native`]); `-M`: the mapping of images to them.
 fn write_gmon(o: &Options, profile: &Profile) -> Result<(), Failure> {
-    let gmons = analysis::gmon_profiles(profile, o.gmon_kernel);
+    let gmons = pmcprof::gmon_profiles(profile, o.gmon_kernel);
     let dir = o.gmon_dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    analysis::write_gmon_files(&gmons, &dir, analysis::GmonHeader::native())
+    let whole = |path: &Path, bytes: &[u8]| outputs::write_whole(path, |out| out.write_all(bytes));
+    pmcprof::write_gmon_files(&gmons, &dir, pmcprof::GmonHeader::native(), whole)
         .map_err(|e| io_failure("writing gmon files", &e))?;
     if let Some(path) = &o.gmon_map {
-        write_file(path, |out| analysis::write_gmon_map(&gmons, out))?;
+        write_file(path, |out| pmcprof::write_gmon_map(&gmons, out))?;
     }
     Ok(())
 }
@@ -249,7 +250,7 @@ pub fn report_profile_warnings(o: &Options, profile: &Profile) {
             overflow.budget >> 20,
             overflow.samples,
             overflow.stacks,
-            analysis::OTHER_FRAME
+            pmcprof::OTHER_FRAME
         ));
     }
 }

@@ -9,11 +9,11 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::mem::size_of;
 
-use super::lines::SourceFrame;
-use super::profile::{Frame, FrameId};
+use super::frame::{Frame, FrameId};
+use crate::symbols::lines::SourceFrame;
 
 /// The most entries the program-counter cache keeps before it starts again (about 40 MiB).
-pub(super) const CACHE_ENTRIES: usize = 1 << 20;
+pub(crate) const CACHE_ENTRIES: usize = 1 << 20;
 
 /// A hash table entry's cost: the entry and its control byte, at a load factor of 7/8, and as
 /// much again for the table being at most half full after it grew.
@@ -22,14 +22,14 @@ fn slot_bytes<T>() -> u64 {
 }
 
 /// What a frame costs: itself, its entry in the frame index, and its symbol's name.
-pub(super) fn frame_bytes(frame: &Frame) -> u64 {
+pub(crate) fn frame_bytes(frame: &Frame) -> u64 {
     let symbol = frame.symbol.as_ref().map_or(0, |s| s.len() as u64 + 16);
     size_of::<Frame>() as u64 * 2 + slot_bytes::<(u64, u64, u64, u32)>() + symbol
 }
 
 /// What the source positions of one address cost: the entry in the table of positions, the
 /// shared slice, and the names (counted as if not shared with other addresses).
-pub(super) fn source_bytes(frames: &[SourceFrame]) -> u64 {
+pub(crate) fn source_bytes(frames: &[SourceFrame]) -> u64 {
     let names: usize = frames
         .iter()
         .map(|f| {
@@ -49,12 +49,12 @@ fn stack_bytes<T>(len: usize) -> u64 {
 }
 
 /// What the stacks of `table` cost.
-pub(super) fn table_bytes<T>(table: &HashMap<Box<[T]>, u64>) -> u64 {
+pub(crate) fn table_bytes<T>(table: &HashMap<Box<[T]>, u64>) -> u64 {
     table.keys().map(|stack| stack_bytes::<T>(stack.len())).sum()
 }
 
 /// Counts a sample of `stack` in `table`; returns the bytes it added (0 for a known stack).
-pub(super) fn count_stack<T: Eq + Hash>(
+pub(crate) fn count_stack<T: Eq + Hash>(
     table: &mut HashMap<Box<[T]>, u64>,
     stack: Box<[T]>,
 ) -> u64 {
@@ -72,7 +72,7 @@ pub(super) fn count_stack<T: Eq + Hash>(
 /// `frames` frames take now; ties are broken by the stacks' elements, so that the stacks kept
 /// do not depend on hashing. Returns which frames the kept stacks use (`frame_of` names an
 /// element's frame) and how many stacks were dropped.
-pub(super) fn prune<'t, T: Ord + Hash + 't>(
+pub(crate) fn prune<'t, T: Ord + Hash + 't>(
     tables: impl Iterator<Item = (&'t mut HashMap<Box<[T]>, u64>, &'t mut u64)>,
     total: u64,
     target: u64,
@@ -111,7 +111,7 @@ pub(super) fn prune<'t, T: Ord + Hash + 't>(
 
 /// `table` with every element of every stack replaced by `map` of it (stacks that become equal
 /// are merged).
-pub(super) fn renumber<T: Eq + Hash>(
+pub(crate) fn renumber<T: Eq + Hash>(
     table: HashMap<Box<[T]>, u64>,
     map: impl Fn(&T) -> T,
 ) -> HashMap<Box<[T]>, u64> {
@@ -125,8 +125,8 @@ pub(super) fn renumber<T: Eq + Hash>(
 
 #[cfg(test)]
 mod tests {
-    use crate::analysis::testutil::{LogBuilder, Program, hot_warm_main};
-    use crate::analysis::{OTHER_FRAME, Profile, ResolveOptions, write_folded};
+    use crate::{OTHER_FRAME, Profile, ResolveOptions, write_folded};
+    use pmcprof_fixtures::{LogBuilder, Program, hot_warm_main};
 
     /// [`hot_warm_main`] with 50 more samples of `hot ← main` (51 in all), then `distinct`
     /// stacks of eight unresolved addresses each,
@@ -147,7 +147,7 @@ mod tests {
 
     fn named_stacks(profile: &Profile) -> Vec<(Vec<String>, u64)> {
         let pmc = &profile.pmcs()[0];
-        let name = |f: &crate::analysis::FrameId| profile.frame(*f).name();
+        let name = |f: &crate::FrameId| profile.frame(*f).name();
         pmc.stacks().map(|(s, n)| (s.iter().map(name).collect(), n)).collect()
     }
 

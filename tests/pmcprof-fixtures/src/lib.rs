@@ -1,6 +1,8 @@
-//! Helpers of pmcstat's analysis unit tests (a dev-dependency of pmcstat, so that they live
-//! with the other shared test helpers): a small C program built with gcc, whose functions and
-//! source lines the tests know, and logs written with pmclog's encoder that sample it.
+//! Fixtures of the profile engine's tests and benchmarks (`tools/pmcprof`) and of pmcstat's: a
+//! small C program built with gcc, whose functions and source lines the tests know, and logs
+//! written with pmclog's encoder that sample it. A crate of its own that depends on nothing of
+//! the workspace but pmclog, so that pmcprof and pmcstat can dev-depend on it without a cycle
+//! (the end-to-end test crate depends on pmcstat).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -59,7 +61,7 @@ impl Program {
     /// the unstripped build). `None`, after saying why on standard error, if the linker is not
     /// installed (Debian packages `lld`, `mold`).
     pub fn build_linked(linker: &str, pie: bool, stripped: bool) -> Option<Program> {
-        if linker != "bfd" && !crate::linker_installed(linker) {
+        if linker != "bfd" && !linker_installed(linker) {
             return None;
         }
         let use_linker = format!("-fuse-ld={linker}");
@@ -252,4 +254,15 @@ pub fn hot_warm_main(p: &Program) -> LogBuilder {
     log.samples(100, 0x100, &[p.at("warm", 4), p.at("main", 20)], 3);
     log.samples(100, 0x100, &[p.at("hot", 8), p.at("main", 30)], 1);
     log
+}
+
+/// Whether the linker `gcc -fuse-ld=NAME` runs is installed; if not, says so on standard error
+/// (the test that asked is then skipped: Debian packages `lld`, `mold`).
+pub fn linker_installed(name: &str) -> bool {
+    let command = if name == "lld" { "ld.lld" } else { name };
+    let found = Command::new(command).arg("--version").output().is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("skipped: {command} is not installed (apt-get install {name})");
+    }
+    found
 }

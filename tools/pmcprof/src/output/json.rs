@@ -9,72 +9,124 @@
 //! ```
 //!
 //! One entry per PMC name (as [`Profile::sample_counts`]), its functions sorted as
-//! [`super::write_top`] prints them, at most `rows` of them; `address` is the function's
+//! [`crate::write_top`] prints them, at most `rows` of them; `address` is the function's
 //! link-time start (an unresolved frame's own address), as a hex string.
 
 use std::io::{self, Write};
 
-use serde_json::{Value, json};
+use serde::ser::{Serialize, Serializer};
 
-use super::profile::Profile;
 use super::top::flat_rows;
+use crate::profile::Profile;
 
 /// Writes the profile as JSON, at most `rows` functions per PMC, and a newline.
 ///
 /// The document is written as it is made, one function at a time: a profile of millions of
 /// functions (a log of unreadable images, each address its own frame) would otherwise take a
 /// tree of JSON values several times the size of the profile's own tables, which are what the
-/// memory budget bounds. Keys come in sorted order, as `serde_json`'s maps put them.
+/// memory budget bounds. Keys come in sorted order (the fields below are declared so), as
+/// `serde_json`'s maps put them.
 pub fn write_json(profile: &Profile, rows: usize, out: &mut dyn Write) -> io::Result<()> {
-    write!(
-        out,
-        "{{\"dropped_notices\":{},\"empty_samples\":{},\"pmcs\":[",
-        profile.dropped_notices(),
-        profile.empty_samples()
-    )?;
-    for (i, (name, samples)) in profile.sample_counts().into_iter().enumerate() {
-        if i > 0 {
-            out.write_all(b",")?;
-        }
-        out.write_all(b"{\"event\":")?;
-        serde_json::to_writer(&mut *out, &name)?;
-        out.write_all(b",\"functions\":[")?;
-        for (j, row) in flat_rows(profile, &name, rows).into_iter().enumerate() {
-            if j > 0 {
-                out.write_all(b",")?;
-            }
-            let frame = profile.frame(row.frame);
-            let function = json!({
-                "function": frame.name(),
-                "image": &*frame.image,
-                "address": format!("{:#x}", frame.address),
-                "self": row.self_samples,
-                "total": row.total_samples,
-            });
-            serde_json::to_writer(&mut *out, &function)?;
-        }
-        write!(out, "],\"samples\":{samples}}}")?;
+    let document = Document {
+        dropped_notices: profile.dropped_notices(),
+        empty_samples: profile.empty_samples(),
+        pmcs: Pmcs { profile, rows },
+        records: profile.records(),
+        samples: profile.total_samples(),
+        unreadable_images: profile
+            .unreadable_images()
+            .iter()
+            .map(|(image, reason)| Unreadable { image, reason })
+            .collect(),
+    };
+    serde_json::to_writer(&mut *out, &document)?;
+    out.write_all(b"\n")
+}
+
+/// The whole document.
+#[derive(serde::Serialize)]
+struct Document<'a> {
+    dropped_notices: u64,
+    empty_samples: u64,
+    pmcs: Pmcs<'a>,
+    records: u64,
+    samples: u64,
+    unreadable_images: Vec<Unreadable<'a>>,
+}
+
+/// The PMCs, one per name, each made when it is written.
+struct Pmcs<'a> {
+    profile: &'a Profile,
+    rows: usize,
+}
+
+impl Serialize for Pmcs<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Pmcs { profile, rows } = *self;
+        let counts = profile.sample_counts();
+        serializer.collect_seq(counts.iter().map(|(event, samples)| Pmc {
+            event,
+            functions: Functions { profile, event, rows },
+            samples: *samples,
+        }))
     }
-    let unreadable: Vec<Value> = profile
-        .unreadable_images()
-        .iter()
-        .map(|(image, reason)| json!({"image": image, "reason": reason}))
-        .collect();
-    write!(
-        out,
-        "],\"records\":{},\"samples\":{},\"unreadable_images\":",
-        profile.records(),
-        profile.total_samples()
-    )?;
-    serde_json::to_writer(&mut *out, &unreadable)?;
-    out.write_all(b"}\n")
+}
+
+/// One PMC name's samples.
+#[derive(serde::Serialize)]
+struct Pmc<'a> {
+    event: &'a str,
+    functions: Functions<'a>,
+    samples: u64,
+}
+
+/// The flat profile of one PMC name, made when it is written.
+struct Functions<'a> {
+    profile: &'a Profile,
+    event: &'a str,
+    rows: usize,
+}
+
+impl Serialize for Functions<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let profile = self.profile;
+        serializer.collect_seq(flat_rows(profile, self.event, self.rows).into_iter().map(|row| {
+            let frame = profile.frame(row.frame);
+            Function {
+                address: format!("{:#x}", frame.address),
+                function: frame.name(),
+                image: &frame.image,
+                self_samples: row.self_samples,
+                total: row.total_samples,
+            }
+        }))
+    }
+}
+
+/// One function of a flat profile.
+#[derive(serde::Serialize)]
+struct Function<'a> {
+    address: String,
+    function: String,
+    image: &'a str,
+    #[serde(rename = "self")]
+    self_samples: u64,
+    total: u64,
+}
+
+/// An image whose symbols could not be read, and why.
+#[derive(serde::Serialize)]
+struct Unreadable<'a> {
+    image: &'a str,
+    reason: &'a str,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::ResolveOptions;
-    use crate::analysis::testutil::{Program, hot_warm_main};
+    use crate::ResolveOptions;
+    use pmcprof_fixtures::{Program, hot_warm_main};
+    use serde_json::Value;
 
     #[test]
     fn the_json_profile_has_every_pmcs_functions_with_their_samples() {
@@ -123,7 +175,7 @@ mod tests {
 
     #[test]
     fn the_streamed_document_is_valid_json_with_several_pmcs_and_unreadable_images() {
-        use hwpmc_tests::analysis::LogBuilder;
+        use pmcprof_fixtures::LogBuilder;
         let mut log = LogBuilder::new();
         log.allocate(0x100, 0x10000).allocate(0x200, 0x10001);
         log.map_in(9, 0x1000_0000, "/nonexistent/a\"quoted\".so");

@@ -1,6 +1,9 @@
 //! Reading a log into a [`Profile`]: which images each process has mapped where, which PMC each
 //! sample belongs to, and each sample's call chain resolved to functions.
 
+mod budget;
+pub(crate) mod frame;
+
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::ops::Range;
@@ -9,16 +12,16 @@ use std::sync::Arc;
 
 use pmclog::{Callchain, EventNames, MultipartKind, Record, Records, StaticEventNames};
 
-use super::address_space::{AddressSpace, Mapping, Place, USER_END};
-use super::budget;
-use super::debuginfo::DebugSearch;
-use super::demangle::demangle;
-use super::error::AnalysisError;
-use super::image::Image;
-use super::jitmap;
-use super::kallsyms;
-use super::lines::SourceFrame;
-use crate::failure::one_line;
+use self::frame::{Frame, FrameId, Location};
+use crate::error::AnalysisError;
+use crate::symbols::address_space::{AddressSpace, Mapping, Place, USER_END};
+use crate::symbols::debuginfo::DebugSearch;
+use crate::symbols::demangle::demangle;
+use crate::symbols::image::Image;
+use crate::symbols::jitmap;
+use crate::symbols::kallsyms;
+use crate::symbols::lines::SourceFrame;
+use crate::text::one_line;
 
 /// How program counters are turned into functions (pmcstat's `-r`, `-I` and `-A`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -63,70 +66,6 @@ const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
 pub const KERNEL_IMAGE: &str = "kernel";
 /// The image name of frames in user addresses that no mapping covers.
 pub const UNKNOWN_IMAGE: &str = "[unknown]";
-
-/// An index into [`Profile::frames`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FrameId(u32);
-
-impl FrameId {
-    /// The index of the frame in [`Profile::frames`].
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
-
-/// A function (or, where it cannot be resolved, an address) in an image.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Frame {
-    /// The image as the log names it (`/usr/lib/libc.so.7`), or [`KERNEL_IMAGE`] /
-    /// [`UNKNOWN_IMAGE`] for addresses that no mapping covers.
-    pub image: Arc<str>,
-    /// The function's name, demangled; `None` when unresolved.
-    pub symbol: Option<Arc<str>>,
-    /// The address in the image's link-time addresses (what `nm` prints): the function's start
-    /// when resolved (unless [`ResolveOptions::show_offsets`]), otherwise the exact address. For
-    /// images that could not be read, and for addresses no mapping covers, the run-time address.
-    pub address: u64,
-    /// With [`ResolveOptions::show_offsets`], the offset of the address inside the function.
-    pub offset: Option<u64>,
-}
-
-impl Frame {
-    /// The frame as pmcstat prints it: the symbol (`hot`), the symbol and offset (`hot+0x1a`)
-    /// with `-I`, or the address as `%p` does (`0x401136`).
-    pub fn name(&self) -> String {
-        match (&self.symbol, self.offset) {
-            (Some(symbol), Some(offset)) => format!("{symbol}+{offset:#x}"),
-            (Some(symbol), None) => symbol.to_string(),
-            (None, _) => format!("{:#x}", self.address),
-        }
-    }
-
-    /// The last component of the image's path (`libc.so.7`).
-    pub fn image_basename(&self) -> &str {
-        self.image.rsplit('/').next().unwrap_or(&self.image)
-    }
-}
-
-/// One program counter of a sample: the frame it resolved to, and the exact address.
-///
-/// Frames merge program counters (all the addresses in a function are one frame); a location
-/// keeps the address itself, for outputs that work at instruction level (`-g` histograms and
-/// arcs, `-F` positions).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Location {
-    /// The frame the program counter belongs to.
-    pub frame: FrameId,
-    /// The program counter in the image's link-time addresses when it lies in a mapping of an
-    /// image that could be read (then [`Profile::text_range`] of the frame's image is `Some`);
-    /// otherwise the run-time address.
-    pub address: u64,
-    /// Whether the program counter is a return address (a caller's frame, not the sampled
-    /// instruction): its source position is then that of the call, the byte before it (the
-    /// return address is the next instruction, often on the next line or in the next inlined
-    /// function).
-    pub return_address: bool,
-}
 
 /// The samples of one PMC.
 #[derive(Debug, Clone)]
@@ -808,12 +747,13 @@ impl<'a> Builder<'a> {
             kept[old - 1]
         });
         self.frame_ids.retain(|_, id| {
-            id.0 = renumber[id.index()];
-            id.0 != u32::MAX
+            let new = renumber[id.index()];
+            *id = FrameId::new(new);
+            new != u32::MAX
         });
         self.frame_ids.shrink_to_fit();
         self.frames.shrink_to_fit();
-        let map = |id: FrameId| FrameId(renumber[id.index()]);
+        let map = |id: FrameId| FrameId::new(renumber[id.index()]);
         for pmc in &mut self.pmcs {
             let frame_stacks = std::mem::take(&mut pmc.frame_stacks);
             pmc.frame_stacks = budget::renumber(frame_stacks, |f| map(*f));
@@ -957,7 +897,7 @@ impl<'a> Builder<'a> {
         let id = match self.frame_ids.get(&key) {
             Some(&id) => id,
             None => {
-                let id = FrameId(self.frames.len() as u32);
+                let id = FrameId::new(self.frames.len() as u32);
                 let frame = Frame {
                     image: self.image_names[image_name as usize].clone(),
                     symbol: symbol.map(|s| Arc::from(one_line(&demangle(&s)).as_ref())),
@@ -990,7 +930,7 @@ impl<'a> Builder<'a> {
     /// mappings, or the kernel's for `None`), until the mapping that covers it, if any, is one
     /// whose image was read (or could not be): then the lookup sees the real extents.
     /// The function of process `pid`'s JIT map file at `pc`, and the file's image name.
-    fn jit_symbol(&mut self, pid: i32, pc: u64) -> Option<(u32, super::image::Symbol)> {
+    fn jit_symbol(&mut self, pid: i32, pc: u64) -> Option<(u32, crate::symbols::image::Symbol)> {
         let fsroot = self.opts.fsroot.as_deref();
         let dumps = self.jit_dumps.get(&pid).map_or(&[][..], Vec::as_slice);
         let map = self
@@ -1027,7 +967,7 @@ impl<'a> Builder<'a> {
             let name: Arc<str> = Arc::from(OTHER_FRAME);
             let frame = Frame { image: name.clone(), symbol: Some(name), address: 0, offset: None };
             self.frames.push(frame);
-            FrameId(self.frames.len() as u32 - 1)
+            FrameId::new(self.frames.len() as u32 - 1)
         });
         let pmcs = self
             .pmcs
@@ -1073,7 +1013,7 @@ impl<'a> Builder<'a> {
                 let info = ImageInfo {
                     text: start..end,
                     text_offset: image.offset_of_address(start),
-                    build_id: image.build_id.as_deref().map(super::debuginfo::hex),
+                    build_id: image.build_id.as_deref().map(crate::symbols::debuginfo::hex),
                 };
                 Some((Arc::from(one_line(&String::from_utf8_lossy(path)).as_ref()), info))
             })
@@ -1113,11 +1053,11 @@ fn file_path(fsroot: Option<&Path>, path: &[u8]) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::testutil::{
-        CPU_CLK_UNHALTED_CORE, INSTR_RETIRED_ANY, LogBuilder, Program, hot_warm_main,
-    };
     use object::{Object, ObjectSection, ObjectSymbol};
     use pmclog::{MapOut, PmcAllocateDyn, ProcFork};
+    use pmcprof_fixtures::{
+        CPU_CLK_UNHALTED_CORE, INSTR_RETIRED_ANY, LogBuilder, Program, hot_warm_main,
+    };
 
     fn profile(log: &LogBuilder, opts: &ResolveOptions) -> Profile {
         Profile::from_log(&log.bytes(), opts).unwrap()
@@ -1259,7 +1199,7 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success());
-        let functions = crate::analysis::testutil::functions_of(&path);
+        let functions = pmcprof_fixtures::functions_of(&path);
         let mut sized: Vec<(String, u64, u64)> = functions
             .into_iter()
             .filter(|(_, (start, size))| *start != 0 && *size > 1)
@@ -1336,7 +1276,7 @@ int main(int argc, char **argv) { (void)argv; return caller(argc); }
             .status()
             .unwrap();
         assert!(status.success());
-        let functions = crate::analysis::testutil::functions_of(&path);
+        let functions = pmcprof_fixtures::functions_of(&path);
         let ret = return_address_of_call(&path, functions["caller"], functions["leaf"].0);
         let name = path.to_str().unwrap();
         let mut log = LogBuilder::new();

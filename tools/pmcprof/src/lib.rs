@@ -1,4 +1,12 @@
-//! Offline analysis of pmclog files: `pmcstat -R file` with `-G` and beyond.
+//! The profile engine: offline analysis of pmclog files, what `pmcstat -R file` does with `-G`
+//! and beyond. pmcstat parses its command line and calls this crate; nothing here knows the
+//! command line, and the outputs that write files take the function that creates them from the
+//! caller (pmcstat's rule: a file is written whole or not at all).
+//!
+//! The crate's folders: `profile/` builds the [`Profile`] (its frames and the memory budget of
+//! its tables), `symbols/` turns program counters into functions and source lines (address
+//! spaces, ELF images and debug files, JIT maps, the kernel's symbols, demangling), and
+//! `output/` holds the writers.
 //!
 //! [`Profile::from_log`] reads a log once. It follows each process's address space (PROCEXEC,
 //! MAP_IN, MAP_OUT, PROCFORK; MAP_IN records of pid -1 are the kernel's), names the PMCs
@@ -61,42 +69,28 @@
 //! PMC is one PMC per CPU). [`write_folded`] and [`write_flamegraph`] merge all PMCs
 //! ([`write_folded_pmc`] selects one event); [`write_pprof`] has a value column per event.
 
-mod address_space;
-mod budget;
-mod callgraph;
-mod calltree;
-mod debuginfo;
-mod demangle;
 mod error;
-mod folded;
-mod gmon;
-mod image;
-mod image_file;
-mod jitmap;
-mod json;
-mod kallsyms;
-mod lines;
-mod pprof;
+mod output;
 mod profile;
-mod top;
+mod symbols;
+mod text;
 
-#[cfg(test)]
-pub(crate) mod testutil;
-
-pub use callgraph::{DEFAULT_CALLGRAPH_DEPTH, write_callgraph, write_callgraph_depth};
-pub use calltree::write_calltree;
-pub use debuginfo::{DebugSearch, SYSTEM_DEBUG_DIR};
 pub use error::AnalysisError;
-pub use folded::{write_flamegraph, write_folded, write_folded_pmc};
-pub use gmon::{
+pub use output::callgraph::{DEFAULT_CALLGRAPH_DEPTH, write_callgraph, write_callgraph_depth};
+pub use output::calltree::write_calltree;
+pub use output::folded::{write_flamegraph, write_folded, write_folded_pmc};
+pub use output::gmon::{
     CallArc, FUNCTION_ALIGNMENT, GMONVERSION, GmonHeader, GmonProfile, gmon_profiles,
     write_gmon_files, write_gmon_map,
 };
-pub use json::write_json;
-pub use lines::SourceFrame;
-pub use pprof::write_pprof;
+pub use output::json::write_json;
+pub use output::pprof::write_pprof;
+pub use output::top::{FlatRow, flat_rows, write_top};
+pub use profile::frame::{Frame, FrameId, Location};
 pub use profile::{
-    DEFAULT_TABLE_BUDGET, Frame, FrameId, ImageInfo, KERNEL_IMAGE, Location, LogInfo, OTHER_FRAME,
-    Overflow, PmcProfile, Profile, ReadLog, ResolveOptions, UNKNOWN_IMAGE,
+    DEFAULT_TABLE_BUDGET, ImageInfo, KERNEL_IMAGE, LogInfo, OTHER_FRAME, Overflow, PmcProfile,
+    Profile, ReadLog, ResolveOptions, UNKNOWN_IMAGE,
 };
-pub use top::{FlatRow, flat_rows, write_top};
+pub use symbols::debuginfo::{DebugSearch, SYSTEM_DEBUG_DIR};
+pub use symbols::lines::SourceFrame;
+pub use text::one_line;

@@ -14,7 +14,8 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use super::profile::{Frame, FrameId, PmcProfile, Profile};
+use crate::profile::frame::{Frame, FrameId};
+use crate::profile::{PmcProfile, Profile};
 
 /// Writes the folded stacks of every PMC, merged.
 pub fn write_folded(profile: &Profile, out: &mut dyn Write) -> io::Result<()> {
@@ -131,8 +132,8 @@ fn folded_name(frame: &Frame) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::ResolveOptions;
-    use crate::analysis::testutil::{CPU_CLK_UNHALTED_CORE, LogBuilder, Program, hot_warm_main};
+    use crate::ResolveOptions;
+    use pmcprof_fixtures::{CPU_CLK_UNHALTED_CORE, LogBuilder, Program, hot_warm_main};
 
     fn text(f: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> String {
         let mut out = Vec::new();

@@ -4,14 +4,14 @@
 //! Printed: the time per log size and per record, which stays flat when the mapping tables
 //! grow in O(log n) per record.
 //!
-//! `cargo bench -p pmcstat --bench mappings` runs 10^4, 10^5 and 10^6 mappings; `cargo test
+//! `cargo bench -p pmcprof --bench mappings` runs 10^4, 10^5 and 10^6 mappings; `cargo test
 //! --benches` runs 10^4 (a smoke run). Only that every sample is kept is checked.
 
 use std::time::Instant;
 
-use hwpmc_tests::analysis::LogBuilder;
 use pmclog::{MapOut, Record};
-use pmcstat::analysis::{Profile, ResolveOptions};
+use pmcprof::{Profile, ResolveOptions};
+use pmcprof_fixtures::LogBuilder;
 
 /// The log: `n` regions of 4 KiB, mapped in an order that is not the address order (a
 /// multiplicative permutation), each sampled once; every other one unmapped after its sample.

@@ -1,15 +1,15 @@
-//! How long pmcstat's analysis takes to name the samples of a large binary with DWARF: the
+//! How long the profile engine takes to name the samples of a large binary with DWARF: the
 //! benchmark binary itself (built with debug information), sampled at addresses spread over its
 //! code, read into a profile with and without source lines (`-F` and `--pprof` read lines).
 //!
-//! `cargo bench -p pmcstat --bench symbolize` prints the binary's size and the time of each
+//! `cargo bench -p pmcprof --bench symbolize` prints the binary's size and the time of each
 //! read; `cargo test --benches` runs it on fewer samples (a smoke run).
 
 use std::time::Instant;
 
 use object::{Object, ObjectSection};
 use pmclog::{Callchain, CallchainFlags, Initialize, MapIn, PmcAllocate, ProgramCounters, Record};
-use pmcstat::analysis::{Profile, ResolveOptions};
+use pmcprof::{Profile, ResolveOptions};
 
 /// A log of `samples` one-frame samples of pid 1, whose only mapping is `path` at `base`, at
 /// the link-time addresses `addresses` (cycled).

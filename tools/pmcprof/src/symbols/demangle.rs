@@ -1,7 +1,7 @@
 //! Symbol names as people read them: Rust and C++ names demangled, PLT stubs kept apart.
 
 /// What a PLT stub's name is its target's name followed by, as binutils' `objdump` names it.
-pub(super) const PLT_SUFFIX: &str = "@plt";
+pub(crate) const PLT_SUFFIX: &str = "@plt";
 
 /// A readable form of a symbol name: Rust (legacy and v0) and C++ (Itanium) names are demangled,
 /// anything else is returned as it is. Rust hashes are left out.

@@ -49,7 +49,8 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::sync::Arc;
 
-use super::profile::{Location, Profile};
+use crate::profile::Profile;
+use crate::profile::frame::Location;
 
 /// A function: image, start address, name.
 type Function = (Arc<str>, u64, String);
@@ -251,8 +252,8 @@ fn event_identifiers(names: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::ResolveOptions;
-    use crate::analysis::testutil::{
+    use crate::ResolveOptions;
+    use pmcprof_fixtures::{
         CPU_CLK_UNHALTED_CORE, INSTR_RETIRED_ANY, LogBuilder, Program, hot_warm_main,
     };
 
@@ -343,8 +344,7 @@ mod tests {
         assert!(text.contains(&expected), "{text}\nwanted:\n{expected}");
         // hot's loop and warm's call are on the lines the C source has them on.
         let line_of = |needle: &str| {
-            1 + crate::analysis::testutil::SOURCE.lines().position(|l| l.contains(needle)).unwrap()
-                as u32
+            1 + pmcprof_fixtures::SOURCE.lines().position(|l| l.contains(needle)).unwrap() as u32
         };
         assert_eq!(p.line_of(p.at("warm", 10)), line_of("return hot(x) + 1"));
         assert!(p.line_of(p.at("hot", 8)) >= line_of("int hot(int x)"));

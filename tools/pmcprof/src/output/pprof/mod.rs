@@ -1,6 +1,6 @@
 //! A gzipped pprof profile (`profile.proto`, as `go tool pprof` and other pprof readers take
 //! it), built with the types prost generates from google/pprof's `proto/profile.proto`
-//! (`tools/pmcstat/proto/`; a test checks that `perftools.profiles.rs` is what prost makes of it).
+//! (`tools/pmcprof/proto/`; a test checks that `perftools.profiles.rs` is what prost makes of it).
 //!
 //! - `sample_type[0]` is `samples`/`count`: every sample of every PMC. When the log has more than
 //!   one PMC name, one `NAME`/`count` column per name follows (in the order of
@@ -30,7 +30,8 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use prost::Message as _;
 
-use super::profile::{Location, PmcProfile, Profile};
+use crate::profile::frame::Location;
+use crate::profile::{PmcProfile, Profile};
 
 /// The messages of `profile.proto` (package `perftools.profiles`), as prost generates them.
 #[allow(missing_docs, unreachable_pub, clippy::all, clippy::pedantic)]
@@ -280,8 +281,8 @@ mod tests {
     use object::{Object, ObjectSection};
 
     use super::*;
-    use crate::analysis::ResolveOptions;
-    use crate::analysis::testutil::{CPU_CLK_UNHALTED_CORE, LogBuilder, Program, hot_warm_main};
+    use crate::ResolveOptions;
+    use pmcprof_fixtures::{CPU_CLK_UNHALTED_CORE, LogBuilder, Program, hot_warm_main};
 
     /// The profile written by [`write_pprof`], gunzipped and decoded with the generated types.
     fn decode(profile: &Profile) -> proto::Profile {
@@ -474,7 +475,7 @@ mod tests {
         let p = Program::build(false);
         let lib = Program::build(true);
         let mut log = LogBuilder::new();
-        log.allocate(0x100, crate::analysis::testutil::INSTR_RETIRED_ANY);
+        log.allocate(0x100, pmcprof_fixtures::INSTR_RETIRED_ANY);
         log.exec(1, p.log_path(), 0, 0);
         log.map_in(1, 0x7f00_0000_0000, lib.log_path());
         log.samples(1, 0x100, &[0x7f00_0000_0000 + lib.at("cold", 1)], 2);
@@ -543,7 +544,7 @@ mod tests {
         let committed = include_str!("perftools.profiles.rs");
         assert!(
             generated == committed,
-            "regenerate src/analysis/pprof/perftools.profiles.rs from proto/profile.proto"
+            "regenerate src/output/pprof/perftools.profiles.rs from proto/profile.proto"
         );
     }
 }

@@ -744,7 +744,7 @@ ffffffffc0001000 t mod_fn\t[ext4]
 
     #[test]
     fn the_text_range_spans_the_executable_sections() {
-        let p = crate::analysis::testutil::Program::build(true);
+        let p = pmcprof_fixtures::Program::build(true);
         let image = Image::load(&p.path).unwrap();
         let data = std::fs::read(&p.path).unwrap();
         let file = object::File::parse(&*data).unwrap();
@@ -764,8 +764,8 @@ ffffffffc0001000 t mod_fn\t[ext4]
 
     /// The test program with its debug information split off into `prog.debug` beside it and
     /// the executable stripped (as distributions ship binaries), with or without a debuglink.
-    fn split_program(debuglink: bool) -> (crate::analysis::testutil::Program, PathBuf) {
-        let p = crate::analysis::testutil::Program::build(true);
+    fn split_program(debuglink: bool) -> (pmcprof_fixtures::Program, PathBuf) {
+        let p = pmcprof_fixtures::Program::build(true);
         let debug = p.path.with_extension("debug");
         binutils("objcopy", &["--only-keep-debug".as_ref(), p.path.as_os_str(), debug.as_os_str()]);
         binutils("strip", &["--strip-all".as_ref(), p.path.as_os_str()]);
@@ -784,7 +784,7 @@ ffffffffc0001000 t mod_fn\t[ext4]
 
     /// `root/.build-id/ab/cdef….debug` for the build ID `id`, its directory created.
     fn build_id_path(root: &Path, id: &[u8]) -> PathBuf {
-        let hex = crate::analysis::debuginfo::hex(id);
+        let hex = crate::symbols::debuginfo::hex(id);
         let path = root.join(".build-id").join(&hex[..2]).join(format!("{}.debug", &hex[2..]));
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         path

@@ -39,7 +39,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::profile::{Location, PmcProfile, Profile};
+use crate::profile::frame::Location;
+use crate::profile::{PmcProfile, Profile};
 
 /// `GMONVERSION`: the version word of a 4.4BSD gmon header.
 pub const GMONVERSION: u32 = 0x0005_1879;
@@ -333,11 +334,14 @@ pub(crate) fn file_name(name: &str) -> String {
     safe
 }
 
-/// Writes every profile under `dir` (creating `dir/<event>/`) with the header `header`.
+/// Writes every profile under `dir` (creating `dir/<event>/`) with the header `header`. Each
+/// file's bytes go through `write_file(path, bytes)`, which the caller makes write the file whole
+/// or not at all (pmcstat's output rules: a failure leaves an existing file as it was).
 pub fn write_gmon_files(
     profiles: &[GmonProfile],
     dir: &Path,
     header: GmonHeader,
+    mut write_file: impl FnMut(&Path, &[u8]) -> io::Result<()>,
 ) -> io::Result<()> {
     for gmon in profiles {
         let relative = gmon.relative_path();
@@ -354,7 +358,7 @@ pub fn write_gmon_files(
         }
         // Written whole or not at all: a failure leaves an existing file as it was.
         let bytes = gmon.to_bytes(header)?;
-        crate::outputs::write_whole(&path, |out| out.write_all(&bytes)).map_err(with_path)?;
+        write_file(&path, &bytes).map_err(with_path)?;
     }
     Ok(())
 }
@@ -392,11 +396,11 @@ pub fn write_gmon_map(profiles: &[GmonProfile], out: &mut dyn Write) -> io::Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::ResolveOptions;
-    use crate::analysis::testutil::{
+    use crate::ResolveOptions;
+    use object::{Object, ObjectSection, SectionKind};
+    use pmcprof_fixtures::{
         CPU_CLK_UNHALTED_CORE, INSTR_RETIRED_ANY, LogBuilder, Program, hot_warm_main,
     };
-    use object::{Object, ObjectSection, SectionKind};
 
     fn profiles(log: &LogBuilder) -> Vec<GmonProfile> {
         gmon_profiles(&Profile::from_log(&log.bytes(), &ResolveOptions::default()).unwrap(), false)
@@ -652,7 +656,10 @@ mod tests {
             )
         );
         let dir = tempfile::tempdir().unwrap();
-        write_gmon_files(&gmons, dir.path(), GmonHeader::Gnu).unwrap();
+        write_gmon_files(&gmons, dir.path(), GmonHeader::Gnu, |path, bytes| {
+            std::fs::write(path, bytes)
+        })
+        .unwrap();
         for g in &gmons {
             let bytes = std::fs::read(dir.path().join(g.relative_path())).unwrap();
             assert_eq!(bytes, g.to_bytes(GmonHeader::Gnu).unwrap());

@@ -21,7 +21,8 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
-use super::profile::{FrameId, Profile};
+use crate::profile::Profile;
+use crate::profile::frame::FrameId;
 
 /// Writes the flat profile, at most `rows` functions per PMC (`usize::MAX` for all).
 pub fn write_top(profile: &Profile, rows: usize, out: &mut dyn Write) -> io::Result<()> {
@@ -119,8 +120,8 @@ pub fn flat_rows(profile: &Profile, pmc_name: &str, rows: usize) -> Vec<FlatRow>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::ResolveOptions;
-    use crate::analysis::testutil::{CPU_CLK_UNHALTED_CORE, Program, hot_warm_main};
+    use crate::ResolveOptions;
+    use pmcprof_fixtures::{CPU_CLK_UNHALTED_CORE, Program, hot_warm_main};
 
     #[test]
     fn top_rows_are_sorted_by_self_samples() {

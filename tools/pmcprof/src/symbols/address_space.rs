@@ -12,33 +12,33 @@ use std::sync::Arc;
 use super::image::Image;
 
 /// User-space addresses end here on x86-64 (the canonical lower half).
-pub(super) const USER_END: u64 = 0x0000_8000_0000_0000;
+pub(crate) const USER_END: u64 = 0x0000_8000_0000_0000;
 
 /// How many mappings below a program counter are tried (mappings rarely overlap).
 const OVERLAP_SCAN: usize = 8;
 
 /// One executable mapping of a process: `[lo, hi)` in run-time addresses.
 #[derive(Debug, Clone)]
-pub(super) struct Mapping {
-    pub(super) lo: u64,
+pub(crate) struct Mapping {
+    pub(crate) lo: u64,
     /// `None` when the image could not be read (or is not read yet): it then reaches to the
     /// next mapping.
-    pub(super) hi: Option<u64>,
+    pub(crate) hi: Option<u64>,
     /// How its run-time addresses become the image's link-time addresses.
-    pub(super) place: Place,
+    pub(crate) place: Place,
     /// The image's name, as an index into the builder's names.
-    pub(super) name: u32,
-    pub(super) image: Option<Arc<Image>>,
+    pub(crate) name: u32,
+    pub(crate) image: Option<Arc<Image>>,
     /// The path of an image not read yet: MAP_IN records name every mapping of a process,
     /// and most are never sampled, so an image is read when a program counter first falls in
     /// its mapping.
-    pub(super) pending: Option<Arc<[u8]>>,
+    pub(crate) pending: Option<Arc<[u8]>>,
 }
 
 /// Where an image is in an address space: how a run-time address in its mapping becomes one of
 /// the image's link-time addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Place {
+pub(crate) enum Place {
     /// Moved as a whole: the run-time address minus this bias (0 for an `ET_EXEC` image; a
     /// PIE's `pl_dyn`, a run-time linker's `pl_base`).
     Moved(u64),
@@ -51,18 +51,18 @@ pub(super) enum Place {
 /// The mappings of one address space by start address (one per start: a MAP_IN at the start
 /// of another replaces it). Cloning shares the table until either copy changes.
 #[derive(Debug, Clone, Default)]
-pub(super) struct AddressSpace {
+pub(crate) struct AddressSpace {
     maps: Arc<BTreeMap<u64, Mapping>>,
 }
 
 impl AddressSpace {
     /// Adds `mapping`, replacing the one that starts where it does.
-    pub(super) fn insert(&mut self, mapping: Mapping) {
+    pub(crate) fn insert(&mut self, mapping: Mapping) {
         Arc::make_mut(&mut self.maps).insert(mapping.lo, mapping);
     }
 
     /// MAP_OUT: removes the mappings that start in `[start, end)`.
-    pub(super) fn unmap(&mut self, start: u64, end: u64) {
+    pub(crate) fn unmap(&mut self, start: u64, end: u64) {
         if start >= end {
             return;
         }
@@ -78,7 +78,7 @@ impl AddressSpace {
 
     /// The mapping that covers `pc`. A mapping of an unreadable image reaches to the next
     /// mapping (and, in a process (`user_space`), not past the user half of the address space).
-    pub(super) fn find(&self, pc: u64, user_space: bool) -> Option<&Mapping> {
+    pub(crate) fn find(&self, pc: u64, user_space: bool) -> Option<&Mapping> {
         for (&lo, m) in self.maps.range(..=pc).rev().take(OVERLAP_SCAN) {
             let hi = match m.hi {
                 Some(hi) => hi,
@@ -97,7 +97,7 @@ impl AddressSpace {
 
     /// Takes the pending image path of the mapping that covers `pc`, if that mapping's image
     /// was not read yet; with its start and place.
-    pub(super) fn take_pending(
+    pub(crate) fn take_pending(
         &mut self,
         pc: u64,
         user_space: bool,
@@ -109,7 +109,7 @@ impl AddressSpace {
 
     /// Replaces the mapping that starts at `lo` with `mapping` (which may start elsewhere: an
     /// `ET_EXEC` image moves to its link-time address once read).
-    pub(super) fn replace(&mut self, lo: u64, mapping: Mapping) {
+    pub(crate) fn replace(&mut self, lo: u64, mapping: Mapping) {
         let maps = Arc::make_mut(&mut self.maps);
         maps.remove(&lo);
         maps.insert(mapping.lo, mapping);
@@ -117,7 +117,7 @@ impl AddressSpace {
 
     /// The number of mappings.
     #[cfg(test)]
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.maps.len()
     }
 }

@@ -18,7 +18,8 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::sync::Arc;
 
-use super::profile::{FrameId, PmcProfile, Profile};
+use crate::profile::frame::FrameId;
+use crate::profile::{PmcProfile, Profile};
 
 /// pmcstat's default `-z` depth: frames per chain shown in the call graph, the sampled function
 /// included.
@@ -156,8 +157,8 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::ResolveOptions;
-    use crate::analysis::testutil::{CPU_CLK_UNHALTED_CORE, LogBuilder, Program, hot_warm_main};
+    use crate::ResolveOptions;
+    use pmcprof_fixtures::{CPU_CLK_UNHALTED_CORE, LogBuilder, Program, hot_warm_main};
 
     fn callgraph(log: &LogBuilder, depth: usize) -> String {
         let profile = Profile::from_log(&log.bytes(), &ResolveOptions::default()).unwrap();
@@ -270,8 +271,8 @@ mod tests {
         let path = p.log_path();
         let mut log = LogBuilder::new();
         log.allocate(0x200, CPU_CLK_UNHALTED_CORE)
-            .allocate(0x100, crate::analysis::testutil::INSTR_RETIRED_ANY)
-            .allocate(0x300, crate::analysis::testutil::INSTR_RETIRED_ANY)
+            .allocate(0x100, pmcprof_fixtures::INSTR_RETIRED_ANY)
+            .allocate(0x300, pmcprof_fixtures::INSTR_RETIRED_ANY)
             .exec(7, path, 0, 0);
         log.samples(7, 0x100, &[p.at("hot", 1)], 1);
         log.samples(7, 0x200, &[p.at("warm", 1)], 2);

@@ -113,7 +113,7 @@ int main(int argc, char **argv) { (void)argv; return outer(argc); }
             .status()
             .unwrap();
         assert!(status.success());
-        let functions = crate::analysis::testutil::functions_of(&binary);
+        let functions = pmcprof_fixtures::functions_of(&binary);
         let lines = SourceLines::load(&binary).expect("DWARF with lines");
         let (start, size) = functions["outer"];
         let file = source.to_str().unwrap();
@@ -155,7 +155,7 @@ int main(int argc, char **argv) { (void)argv; return outer(argc); }
 
     #[test]
     fn a_file_without_dwarf_has_no_source_lines() {
-        let p = crate::analysis::testutil::Program::build(false);
+        let p = pmcprof_fixtures::Program::build(false);
         assert!(SourceLines::load(&p.path).is_none());
     }
 }
