@@ -20,6 +20,8 @@ use hwpmc::abi::Op;
 
 use crate::error::{Error, Result};
 
+#[cfg(unix)]
+pub(crate) mod current_pid;
 #[cfg(target_os = "freebsd")]
 mod freebsd;
 #[cfg(target_os = "linux")]

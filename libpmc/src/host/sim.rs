@@ -333,7 +333,7 @@ thread_local! {
 pub(crate) fn with<R>(f: impl FnOnce(&SimHost) -> Result<R>) -> Result<R> {
     // Cached (a getpid system call would double the cost of a read); the child's after a fork.
     #[cfg(unix)]
-    let me = super::unix_process::current_pid() as u32;
+    let me = super::current_pid::current_pid() as u32;
     #[cfg(not(unix))]
     let me = std::process::id();
     let host = SIM.with(|cell| -> Result<Rc<SimHost>> {
