@@ -4,7 +4,7 @@
 //!
 //! Over libpmc's hosts (design choices):
 //! * On Linux the process is traced with ptrace while [`Pctx::run`] runs (see
-//!   [`crate::ptrace`]): every event is reported, LWP ids are thread ids (the main LWP's is
+//!   [`ptrace`]): every event is reported, LWP ids are thread ids (the main LWP's is
 //!   the pid), and with [`Pctx::follow_forks`] the forked processes are followed too. A
 //!   process another tracer holds cannot be run (`EPERM`).
 //! * On FreeBSD the process is one "LWP" to the callbacks (counting is per process, see
@@ -18,12 +18,18 @@
 //!   its exit); an exec gets `fini_lwp` of each LWP, `exec` (with the new program's path) and
 //!   `init_lwp` of LWP 1; the process's end gets `fini_lwp` of each live LWP and `exit`. No
 //!   `tick` (the simulated time is not the caller's). A bound set's overflow signals are
-//!   delivered to the calling thread while it runs (see [`crate::ovf_sim`]).
+//!   delivered to the calling thread while it runs (see [`crate::overflow::sim`]).
 //! * An `exec` callback that fails ends that process's tracking, as illumos's libpctx does: the
 //!   process runs on, let go (never killed), the other followed processes are still followed,
 //!   and `run` fails (`EINVAL`) if the process was the launched or captured one.
 //! * A launched process still running when the handle is dropped is killed (unless an exec let
 //!   it go); a captured one keeps running.
+//!
+//! [`events`] holds the callbacks' trait, [`ptrace`] the Linux tracer.
+
+pub mod events;
+#[cfg(target_os = "linux")]
+pub mod ptrace;
 
 use std::ffi::OsString;
 use std::sync::Arc;
@@ -32,50 +38,10 @@ use std::time::{Duration, Instant};
 
 use pmc::host::HostKind;
 
+use crate::bind::process_binds::retire_process_binds;
 use crate::error::{Error, Result};
 
-/// A callback of [`PctxEvents`] failed: [`Pctx::run`] stops and fails with `EINVAL`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CallbackFailed;
-
-/// What [`Pctx::run`] calls; a callback returning `Err` makes `run` fail with `EINVAL`.
-pub trait PctxEvents {
-    /// The process is about to be measured (before it runs, for a launched one).
-    fn init_lwp(&mut self, _pid: i32, _lwp: i32) -> std::result::Result<(), CallbackFailed> {
-        Ok(())
-    }
-    /// Every `msec` milliseconds while it runs.
-    fn tick(&mut self, _pid: i32, _lwp: i32) -> std::result::Result<(), CallbackFailed> {
-        Ok(())
-    }
-    /// It has ended (still readable).
-    fn fini_lwp(&mut self, _pid: i32, _lwp: i32) -> std::result::Result<(), CallbackFailed> {
-        Ok(())
-    }
-    /// Its exit status (as a shell reports it; 0 for a captured process).
-    fn exit(&mut self, _pid: i32, _lwp: i32, _status: i32) {}
-    /// LWP `lwp` was created (after its `init_lwp`, before it runs).
-    fn lwp_create(&mut self, _pid: i32, _lwp: i32) -> std::result::Result<(), CallbackFailed> {
-        Ok(())
-    }
-    /// LWP `lwp` is exiting (after its `fini_lwp`; the process goes on).
-    fn lwp_exit(&mut self, _pid: i32, _lwp: i32) -> std::result::Result<(), CallbackFailed> {
-        Ok(())
-    }
-    /// LWP `lwp` of process `pid` forked process `child` (before the child runs).
-    fn fork(&mut self, _pid: i32, _lwp: i32, _child: i32) {}
-    /// Process `pid` executed `command` (after `fini_lwp` of its LWPs of the old image, before
-    /// `init_lwp` of LWP 1 of the new one). `Err` ends the process's tracking: it runs on,
-    /// released (illumos).
-    fn exec(
-        &mut self,
-        _pid: i32,
-        _lwp: i32,
-        _command: &str,
-    ) -> std::result::Result<(), CallbackFailed> {
-        Ok(())
-    }
-}
+pub use events::{CallbackFailed, PctxEvents};
 
 /// A controlled process.
 #[derive(Debug)]
@@ -234,17 +200,17 @@ impl Pctx {
         };
         self.ended = true;
         events.exit(pid, lwp, status);
-        crate::bind::retire_process_binds(pid, None);
+        retire_process_binds(pid, None);
         Ok(())
     }
 
-    /// [`Pctx::run`] on the Linux host, the process traced (see [`crate::ptrace`]); its main
+    /// [`Pctx::run`] on the Linux host, the process traced (see [`ptrace`]); its main
     /// LWP's `init_lwp` is done, the process not resumed yet.
     #[cfg(target_os = "linux")]
     fn run_traced(&mut self, msec: u32, nsamples: u32, events: &mut dyn PctxEvents) -> Result<()> {
         const OP: &str = "pctx_run";
         let pid = self.pid;
-        let mut tracer = crate::ptrace::Tracer::seize(pid, self.created, self.follow_forks)?;
+        let mut tracer = ptrace::Tracer::seize(pid, self.created, self.follow_forks)?;
         for lwp in tracer.other_threads() {
             events
                 .init_lwp(pid, lwp)
@@ -276,10 +242,10 @@ impl Pctx {
             }
             let pids: Vec<i32> = followed.iter().map(|(pid, _)| *pid).collect();
             let mut overflow = None;
-            let event = if crate::ovf_sim::watching() {
+            let event = if crate::overflow::sim::watching() {
                 // A bound set signals its overflows: the machine stops at each.
                 let mut stop = || {
-                    overflow = crate::ovf_sim::check();
+                    overflow = crate::overflow::sim::check();
                     overflow.is_some()
                 };
                 pmc::host::sim::next_process_event_until(&pids, &mut stop)
@@ -313,7 +279,7 @@ impl Pctx {
                     }
                     events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
                     events.lwp_exit(pid, lwp).map_err(|CallbackFailed| failed())?;
-                    crate::bind::retire_process_binds(pid, Some(lwp));
+                    retire_process_binds(pid, Some(lwp));
                 }
                 E::Exec { pid } => {
                     let Some(at) = lwps_of(&followed, pid) else { continue };
@@ -332,7 +298,7 @@ impl Pctx {
                 }
                 E::Stopped => {
                     if let Some(overflow) = overflow {
-                        crate::ovf_sim::deliver(overflow);
+                        crate::overflow::sim::deliver(overflow);
                     }
                 }
                 E::Exit { pid, status } => {
@@ -342,7 +308,7 @@ impl Pctx {
                         events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
                     }
                     events.exit(pid, 1, status);
-                    crate::bind::retire_process_binds(pid, None);
+                    retire_process_binds(pid, None);
                 }
             }
         }
@@ -356,7 +322,7 @@ impl Pctx {
                     events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
                 }
                 events.exit(pid, 1, if pid == root { status } else { 0 });
-                crate::bind::retire_process_binds(pid, None);
+                retire_process_binds(pid, None);
             }
         }
         if self.released { Err(exec_refused()) } else { Ok(()) }
