@@ -142,8 +142,11 @@ fn report(handle: Option<&cpc_t>, error: &Error) {
 }
 
 /// Runs an entry point's body: its value, or `fail` with `errno` set (and the handler called)
-/// when it returns an error or panics (`EIO`).
+/// when it returns an error or panics (`EIO`). The first entry of the process reads libpmc's
+/// settings from the environment (`PMC_HOST`, `PMC_SIM_MODEL`, …): C programs configure the
+/// library with these variables.
 fn guard<T>(handle: Option<&cpc_t>, fail: T, body: impl FnOnce() -> crate::Result<T>) -> T {
+    pmc::config::install_once(pmc::config::Config::from_env);
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(value)) => value,
         Ok(Err(error)) => {

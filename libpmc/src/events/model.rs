@@ -9,8 +9,8 @@ use super::table::Table;
 use super::table_rows::ModelRow;
 pub use super::table_rows::{Hybrid, Vendor};
 
-/// The environment variable that makes the catalog answer for another CPU.
-pub const PMC_CPUID_VAR: &str = "PMC_CPUID";
+/// The setting (and environment variable) that makes the catalog answer for another CPU.
+pub use crate::config::PMC_CPUID_VAR;
 
 /// A CPU as FreeBSD's `pmc_cpuid` names it: vendor, family (decimal), model and stepping (hex).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,15 +147,15 @@ pub fn current_core_type() -> Option<u8> {
     None
 }
 
-/// The CPU named by `PMC_CPUID`, if it is set.
+/// The CPU named by the `PMC_CPUID` setting (see [`crate::config`]), if it is set.
 pub fn cpuid_override() -> Result<Option<CpuId>, CpuIdError> {
-    match std::env::var(PMC_CPUID_VAR) {
-        Ok(text) => CpuId::parse(&text).map(Some).map_err(|mut e| {
+    match crate::config::with(|config| config.cpuid.clone()).map(|text| text.into_string()) {
+        Some(Ok(text)) => CpuId::parse(&text).map(Some).map_err(|mut e| {
             e.problem = format!("{} (from {PMC_CPUID_VAR})", e.problem);
             e
         }),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => Err(CpuIdError {
+        None => Ok(None),
+        Some(Err(_)) => Err(CpuIdError {
             text: "<not UTF-8>".into(),
             problem: format!("{PMC_CPUID_VAR} is not valid UTF-8"),
         }),
