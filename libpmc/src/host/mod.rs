@@ -9,7 +9,7 @@
 //!   sampling for it: this process, the children it launches and other processes perf lets it
 //!   measure.
 //! * `sim` — the `hwpmc` driver itself, embedded, on the simulated machine of `hwpmc-sim`: exact
-//!   numbers for built-in simulated programs.
+//!   numbers for built-in simulated programs. Built with the cargo feature `sim` (on by default).
 //!
 //! The host is chosen once per process: by [`select`], else by the `PMC_HOST` setting of
 //! [`crate::config`] (`freebsd|linux|sim`), else automatically (FreeBSD's module if present,
@@ -30,6 +30,7 @@ mod freebsd;
 pub mod linux;
 #[cfg(unix)]
 pub(crate) mod per_process;
+#[cfg(feature = "sim")]
 pub mod sim;
 #[cfg(unix)]
 mod unix_process;
@@ -240,7 +241,14 @@ pub trait Host {
 /// Runs `f` with this process's host (made on first use).
 pub fn with_host<R>(f: impl FnOnce(&dyn Host) -> Result<R>) -> Result<R> {
     match selected()? {
+        #[cfg(feature = "sim")]
         HostKind::Sim => sim::with(|host| f(host)),
+        #[cfg(not(feature = "sim"))]
+        HostKind::Sim => Err(Error::with_detail(
+            "host",
+            libc::ENOSYS,
+            "the sim host is not built into this libpmc (its cargo feature `sim` is off)",
+        )),
         #[cfg(target_os = "linux")]
         HostKind::Linux => f(linux::get()?),
         #[cfg(target_os = "freebsd")]
