@@ -94,6 +94,7 @@ pub(crate) fn install_trigger() {
 /// (the simulator's overflows, see [`super::sim`]): Linux delivers it before the system
 /// call returns.
 #[cfg(target_os = "linux")]
+#[cfg_attr(not(feature = "sim"), allow(dead_code))] // The simulator's overflows.
 pub(crate) fn signal_self(ip: u64) {
     queue(current_tid(), SIGEMT, EMT_CPCOVF, SI_ADDR_OFFSET, ip);
 }
@@ -101,6 +102,7 @@ pub(crate) fn signal_self(ip: u64) {
 /// Sends the calling thread [`SIGEMT`] (elsewhere a thread cannot give its own signal a
 /// `si_code`: it is `SI_USER`).
 #[cfg(not(target_os = "linux"))]
+#[cfg_attr(not(feature = "sim"), allow(dead_code))] // The simulator's overflows.
 pub(crate) fn signal_self(_ip: u64) {
     // SAFETY: raise sends a signal to the calling thread.
     unsafe { libc::raise(SIGEMT) };
