@@ -11,6 +11,7 @@
 //!   thread is also pinned to the CPU until unbind.
 //! * process (`cpc_bind_pctx`): process-counting PMCs attached to the controlled process.
 //!
+//! This module holds the binds of a [`Set`] and the calling thread's current set; its parts:
 //! * `binding` — a bound set's counters: the bind itself, sampling, presets, restarts;
 //! * `scope` — where a set is bound, and the CPU pinning of a CPU bind;
 //! * `requests` — the checks of a set and the libpmc spec of each request;
