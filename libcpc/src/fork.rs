@@ -2,7 +2,7 @@
 //!
 //! A child of `fork` gets a copy of the parent's memory but only the forking thread, so:
 //! * a lock another thread held at the fork stays held in the child for ever. The overflow
-//!   watcher (see [`crate::ovf`]) is such a thread: it holds its watch list, the sample log
+//!   watcher (see [`crate::overflow::linux`]) is such a thread: it holds its watch list, the sample log
 //!   and a set's lock while it reads an overflow. It therefore does each pass holding
 //!   [`Gate`], which an at-fork handler takes before the fork: no pass is under way at the
 //!   fork, so the watcher holds none of them then. (A lock the application's own threads hold

@@ -54,9 +54,9 @@
 //!   report failures through the error function, by default on standard error as
 //!   `libpctx: pctx_create: cannot find program '…'`.
 //! * `CPC_HW_SMPL` is 0x100; SMPL requests sample through libpmc's sampling PMCs (see [`smpl`]).
-//! * Overflow signals work on the Linux host for sets bound to a thread (see [`ovf`]: `SIGEMT`
-//!   is `SIGSTKFLT` there), and on the simulator for sets bound to a simulated program, whose
-//!   signals go to the thread running `pctx_run` (see [`ovf_sim`]). The other binds of a
+//! * Overflow signals work on the Linux host for sets bound to a thread (see [`overflow::linux`]:
+//!   `SIGEMT` is `SIGSTKFLT` there), and on the simulator for sets bound to a simulated program,
+//!   whose signals go to the thread running `pctx_run` (see [`overflow::sim`]). The other binds of a
 //!   request with `CPC_OVF_NOTIFY_EMT` fail `ENOTSUP` (on the simulator the calling thread runs
 //!   no simulated code; on Linux another process cannot be sent the signal); CPU-bound sets
 //!   never signal (illumos). A preset set with `cpc_request_preset` gives the overflow period
@@ -95,12 +95,10 @@ pub mod consts;
 pub mod error;
 pub(crate) mod fork;
 pub mod generics;
-pub mod ovf;
-pub mod ovf_sim;
+pub mod overflow;
 pub mod pctx;
 pub mod platform;
-#[cfg(target_os = "linux")]
-pub mod ptrace;
+pub mod request;
 pub mod set;
 pub mod smpl;
 pub mod tool;
@@ -110,6 +108,8 @@ use std::sync::Arc;
 pub use bind::{disable, enable, request_preset, set_restart};
 pub use buf::{Buf, gethrtime};
 pub use error::{Error, Result};
+/// [`overflow`] under its former name (`cpc::ovf::SIGEMT`).
+pub use overflow as ovf;
 pub use pctx::{Pctx, PctxEvents};
 pub use platform::Platform;
 pub use set::{Attr, Request, Set};

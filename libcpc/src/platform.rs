@@ -167,7 +167,8 @@ impl Platform {
                 .unwrap_or(0)
         };
         let host = pmc::api::host_kind().map_err(|e| Error::pmc(OP, &e))?;
-        // Overflow signals: the Linux host (see crate::ovf) and the simulator (crate::ovf_sim).
+        // Overflow signals: the Linux host (see crate::overflow::linux) and the simulator
+        // (crate::overflow::sim).
         let caps = if matches!(host, pmc::host::HostKind::Linux | pmc::host::HostKind::Sim) {
             crate::consts::CPC_CAP_OVERFLOW_INTERRUPT | crate::consts::CPC_CAP_OVERFLOW_PRECISE
         } else {
@@ -223,7 +224,7 @@ impl Platform {
                 .collect();
             let generics = generics::amd(family).to_vec();
             let pics = (0..amd).map(|_| Pic::new(Class::K8, names.clone(), generics.clone()));
-            // Overflow signals: the Linux host (see crate::ovf), not precise on AMD (illumos).
+            // Overflow signals: the Linux host (see crate::overflow::linux), not precise on AMD (illumos).
             let caps = caps & crate::consts::CPC_CAP_OVERFLOW_INTERRUPT;
             return Ok(Platform {
                 backend: Backend::Amd,

@@ -3,56 +3,11 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-use crate::bind::Binding;
+use crate::bind::binding::{Binding, lock};
 use crate::consts::{CPC_MAX_ATTR_LEN, CPC_MAX_EVENT_LEN, PICNUM, REQ_ALL_FLAGS, Subcode};
 use crate::error::{Error, Result};
 use crate::platform::Platform;
-
-/// One attribute of a request: a name and a 64-bit value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attr {
-    /// The name (`picnum`, `umask`, …), at most 31 bytes.
-    pub name: String,
-    /// The value.
-    pub value: u64,
-}
-
-impl Attr {
-    /// An attribute `name` = `value`.
-    pub fn new(name: &str, value: u64) -> Attr {
-        Attr { name: name.to_string(), value }
-    }
-}
-
-/// One counter configuration of a set.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Request {
-    /// The event: a platform name, a `PAPI_*` generic or a raw code.
-    pub event: String,
-    /// The value the counter starts from.
-    pub preset: u64,
-    /// `CPC_COUNT_USER`, `CPC_COUNT_SYSTEM`, `CPC_OVF_NOTIFY_EMT`, …
-    pub flags: u32,
-    /// The attributes, in the order given.
-    pub attrs: Vec<Attr>,
-}
-
-impl Request {
-    /// The explicit counter (`picnum`; the last one given wins).
-    pub fn picnum(&self) -> Option<u64> {
-        self.attrs.iter().rev().find(|a| a.name == PICNUM).map(|a| a.value)
-    }
-
-    /// Whether it is an SMPL (hardware sampling) request.
-    pub fn is_smpl(&self) -> bool {
-        self.flags & crate::consts::CPC_HW_SMPL != 0
-    }
-
-    /// The value of attribute `name` (the last one given wins).
-    pub fn attr(&self, name: &str) -> Option<u64> {
-        self.attrs.iter().rev().find(|a| a.name == name).map(|a| a.value)
-    }
-}
+pub use crate::request::{Attr, Request};
 
 /// A set of requests, unbound or bound (`cpc_set_t`).
 #[derive(Debug, Default)]
@@ -87,7 +42,7 @@ impl Set {
 
     /// Whether the set is bound (and has not been superseded by another bind of its LWP).
     pub fn is_bound(&self) -> bool {
-        self.binding.as_ref().is_some_and(|b| crate::bind::lock(b).is_live())
+        self.binding.as_ref().is_some_and(|b| lock(b).is_live())
     }
 
     /// Adds a request, checked as `cpc_set_add_request` does (reference §2.5): the set must be

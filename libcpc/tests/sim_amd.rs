@@ -1,10 +1,11 @@
 //! libcpc on the simulator's AMD models: the PICs are AMD's core counters, the generic events
 //! count what AMD's event data (through libpmc's catalog) says they count, raw codes take
 //! AMD's 12-bit event selects, and a `umask` attribute is ORed into a named event's unit mask.
-//! One test, as the simulated model is chosen through the process-wide environment.
+//! One test, as the simulated model is chosen through libpmc's process-wide settings.
 
 use cpc::platform::Backend;
 use cpc::{Cpc, consts::CPC_VER_CURRENT};
+use pmc::config::{self, Config, SimConfig};
 use pmc::events::EventKind;
 use pmc::host::{self, HostKind};
 
@@ -16,12 +17,13 @@ fn perf_ctl(spec: &str) -> u64 {
     }
 }
 
-/// Runs `check` on a fresh thread (whose simulated machine is made from the environment) with
-/// `PMC_SIM_MODEL` = `model`.
+/// Runs `check` on a fresh thread (whose simulated machine is made from libpmc's settings) with
+/// the `PMC_SIM_MODEL` setting = `model`.
 fn on_model(model: &str, check: impl FnOnce(Cpc) + Send + 'static) {
-    // SAFETY: this test binary has one test, and no other thread runs while the variable
-    // changes (each model's thread is joined before the next one is set).
-    unsafe { std::env::set_var("PMC_SIM_MODEL", model) };
+    // No other thread runs while the setting changes (each model's thread is joined before the
+    // next one is set).
+    let sim = SimConfig { model: Some(model.into()), ..SimConfig::default() };
+    config::install(Config { sim, ..Config::default() });
     std::thread::spawn(move || check(Cpc::open(CPC_VER_CURRENT).expect("cpc_open")))
         .join()
         .unwrap_or_else(|_| panic!("on {model}"));

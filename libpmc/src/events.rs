@@ -65,6 +65,7 @@ use hwpmc::abi::event as abi_event;
 use hwpmc::regs::PerfEvtSel;
 
 mod catalog;
+mod encoding;
 mod freebsd_alias;
 mod hybrid;
 mod offcore;
@@ -74,14 +75,14 @@ pub mod model;
 pub mod pmu_table;
 mod suggest;
 pub mod table;
+mod table_rows;
 #[cfg(test)]
 mod tests;
 mod vendor;
 
-use catalog::{Offcore, Programmable};
+use encoding::{AmdCore, Offcore, Programmable};
 pub use hybrid::HybridEvent;
 use model::{CpuId, ModelTable, Vendor};
-use vendor::AmdCore;
 
 pub use hwpmc::abi::Class;
 

@@ -8,11 +8,14 @@
 //!   counting with perf_event_open), the simulator.
 //! * [`capi`] — the C ABI of `libpmc.so` / `libpmc.a` (headers in `libpmc/include`).
 //! * [`error`] — [`Error`]: the operation, the errno and the reason.
+//! * [`config`] — the settings (host, simulated machine, call graph, CPU): passed in, read from
+//!   the environment only by the tools and the C ABI's entry points.
 //!
 //! Logs are read with the `pmclog` crate (re-exported as [`log`]).
 
 pub mod api;
 pub mod capi;
+pub mod config;
 pub mod error;
 pub mod events;
 pub mod host;

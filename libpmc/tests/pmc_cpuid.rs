@@ -2,6 +2,7 @@
 //! EINVAL error that shows the expected format. One test, as the variable is process-wide.
 
 use pmc::api;
+use pmc::config::{self, Config};
 use pmc::events::EventKind;
 
 #[test]
@@ -11,6 +12,9 @@ fn pmc_cpuid_selects_the_model_of_the_rust_and_c_apis() {
         std::env::set_var("PMC_HOST", "sim");
         std::env::set_var("PMC_CPUID", "Genuine-Intel-6");
     }
+    // The environment reaches the Rust API as a program's edge passes it in (the tools' `main`,
+    // the C ABI's entry points).
+    config::install(Config::from_env());
     let error = api::lookup_event("instructions").expect_err("malformed PMC_CPUID");
     assert_eq!(error.errno, libc::EINVAL);
     let detail = error.detail.unwrap_or_default();
@@ -21,6 +25,7 @@ fn pmc_cpuid_selects_the_model_of_the_rust_and_c_apis() {
 
     // SAFETY: as above.
     unsafe { std::env::set_var("PMC_CPUID", "AuthenticAMD-25-11-1") };
+    config::install(Config::from_env());
     // The simulated CPU has no AMD counters: the event is known, unavailable, and encodable.
     let error = api::lookup_event("ex_ret_instr").expect_err("no K8 class on the simulator");
     assert!(error.detail.unwrap_or_default().contains("class K8"));

@@ -444,9 +444,9 @@ fn cpc_bind_curlwp_example_2_gets_overflow_signals_and_restarts_on_the_linux_hos
     for exe in man_page_builds("cpc_bind_curlwp_ex2", &gnu, false, &[]) {
         // 4 000 page faults counted from UINT64_MAX - 999: an overflow every 1 000.
         let (status, out, err) = run_status(&exe, "linux", &[], &[("EVENT", "page-faults")]);
-        // Known race of the Linux host's overflow relay (libcpc/src/ovf.rs, issue 25 item 6):
-        // a signal the watcher queued just before the program's cpc_unbind arrives after it,
-        // and the example's handler then fails to sample ("cannot sample: Invalid argument",
+        // Known race of the Linux host's overflow relay (libcpc/src/overflow/linux.rs, issue 25
+        // item 6): a signal the watcher queued just before the program's cpc_unbind arrives after
+        // it, and the example's handler then fails to sample ("cannot sample: Invalid argument",
         // error()'s status 2). Everything before must still be right.
         let relayed_late = status == Some(2) && err == "cannot sample: Invalid argument\n";
         if relayed_late {

@@ -70,7 +70,7 @@ impl cpc_t {
     /// illumos does), so that a handler calling libcpc cannot find them locked by the code it
     /// interrupted.
     fn lists(&self) -> ListsGuard<'_> {
-        let held = crate::ovf::SignalHeld::new(crate::ovf::in_use());
+        let held = crate::overflow::signal::SignalHeld::new(crate::overflow::linux::in_use());
         ListsGuard { guard: self.lists.lock().unwrap_or_else(PoisonError::into_inner), _held: held }
     }
 }
@@ -79,7 +79,7 @@ impl cpc_t {
 /// drop in order).
 struct ListsGuard<'a> {
     guard: MutexGuard<'a, Lists>,
-    _held: Option<crate::ovf::SignalHeld>,
+    _held: Option<crate::overflow::signal::SignalHeld>,
 }
 
 impl std::ops::Deref for ListsGuard<'_> {
@@ -142,8 +142,11 @@ fn report(handle: Option<&cpc_t>, error: &Error) {
 }
 
 /// Runs an entry point's body: its value, or `fail` with `errno` set (and the handler called)
-/// when it returns an error or panics (`EIO`).
+/// when it returns an error or panics (`EIO`). The first entry of the process reads libpmc's
+/// settings from the environment (`PMC_HOST`, `PMC_SIM_MODEL`, …): C programs configure the
+/// library with these variables.
 fn guard<T>(handle: Option<&cpc_t>, fail: T, body: impl FnOnce() -> crate::Result<T>) -> T {
+    pmc::config::install_once(pmc::config::Config::from_env);
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(value)) => value,
         Ok(Err(error)) => {
@@ -169,12 +172,13 @@ static LIVE_HANDLES: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
 
 /// The live handles, locked; SIGEMT is held meanwhile, as for [`cpc_t::lists`].
 fn live_handles() -> LiveHandlesHeld {
-    let held = crate::ovf::SignalHeld::new(crate::ovf::in_use());
+    let held = crate::overflow::signal::SignalHeld::new(crate::overflow::linux::in_use());
     (LIVE_HANDLES.lock().unwrap_or_else(PoisonError::into_inner), held)
 }
 
 /// The live handles' lock as [`live_handles`] holds it (with SIGEMT blocked).
-type LiveHandlesHeld = (MutexGuard<'static, BTreeSet<usize>>, Option<crate::ovf::SignalHeld>);
+type LiveHandlesHeld =
+    (MutexGuard<'static, BTreeSet<usize>>, Option<crate::overflow::signal::SignalHeld>);
 
 thread_local! {
     /// The live handles' lock, held by the forking thread across a `fork`.

@@ -33,9 +33,17 @@ pub(super) fn report(error: &Error) {
     set_errno(error.errno);
 }
 
+/// Reads libpmc's settings from the environment (`PMC_HOST`, `PMC_CPUID`, …) at the first
+/// entry of the process into the C ABI, unless the program installed its own: C programs
+/// configure libpmc with these variables, and the library below reads only [`crate::config`].
+pub(super) fn configure() {
+    crate::config::install_once(crate::config::Config::from_env);
+}
+
 /// Runs the body of an entry point: its value, or `fail` with `errno` set when it returns an
 /// error (`errno` of the error) or panics (`EIO`).
 pub(super) fn guard<T>(fail: T, body: impl FnOnce() -> Result<T>) -> T {
+    configure();
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(value)) => value,
         Ok(Err(error)) => {

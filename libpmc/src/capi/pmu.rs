@@ -14,7 +14,7 @@ use std::ptr;
 
 use hwpmc::abi::{Caps, Class, Mode, PmcFlags};
 
-use super::boundary::{c_str, guard, intern, invalid, non_null, report};
+use super::boundary::{c_str, configure, guard, intern, invalid, non_null, report};
 use super::pmc_op_pmcallocate;
 use crate::api;
 use crate::error::{Error, Result};
@@ -95,6 +95,7 @@ pub unsafe extern "C" fn pmc_pmu_pmcallocate(
     pm: *mut pmc_op_pmcallocate,
 ) -> c_int {
     const OP: &str = "pmc_pmu_pmcallocate";
+    configure();
     let body = || -> Result<()> {
         // SAFETY: NULL or NUL-terminated by the caller's promise.
         let name = unsafe { c_str(OP, "event_name", event_name) }?;

@@ -1,57 +1,7 @@
 //! The static part of the catalog: FreeBSD's aliases, the fixed-counter names, the architectural
 //! events of CPUID leaf 0xA and the software event names.
 
-/// A general-purpose counter encoding (the parts of IA32_PERFEVTSELx an event defines), with the
-/// CPUID 0xA EBX bit that says whether the CPU supports it, if it is an architectural event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Programmable {
-    /// Event select, IA32_PERFEVTSELx bits 7:0.
-    pub(super) event: u8,
-    /// Unit mask, bits 15:8.
-    pub(super) umask: u8,
-    /// Counter mask, bits 31:24.
-    pub(super) cmask: u8,
-    /// Invert the counter-mask comparison, bit 23.
-    pub(super) invert: bool,
-    /// Edge detect, bit 18.
-    pub(super) edge: bool,
-    /// The CPUID.0AH:EBX bit that must be clear for the CPU to support this encoding.
-    pub(super) arch_bit: Option<u8>,
-    /// The default sampling rate.
-    pub(super) rate: u64,
-    /// The offcore-response value it reads, if it is an offcore-response event.
-    pub(super) offcore: Offcore,
-    /// The second unit mask, IA32_PERFEVTSELx bits 47:40 (0: none).
-    pub(super) umask2: u8,
-}
-
-/// What an encoding puts in MSR_OFFCORE_RSP_0/1 (1A6h/1A7h), through `pm_iap_rsp`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Offcore {
-    /// Nothing: not an offcore-response event.
-    No,
-    /// The vendor's request/response value (`offcore_rsp=` replaces it).
-    Value(u64),
-    /// The generic offcore-response event: `offcore_rsp=` gives the value.
-    Needed,
-}
-
-impl Programmable {
-    /// An architectural event: `event`/`umask`, no cmask/inv/edge, availability by `arch_bit`.
-    const fn architectural(event: u8, umask: u8, arch_bit: u8) -> Self {
-        Programmable {
-            event,
-            umask,
-            cmask: 0,
-            invert: false,
-            edge: false,
-            arch_bit: Some(arch_bit),
-            rate: super::DEFAULT_SAMPLE_RATE,
-            offcore: Offcore::No,
-            umask2: 0,
-        }
-    }
-}
+use super::encoding::{AmdCore, Programmable};
 
 /// A FreeBSD alias (`pmc_alias` tables of libpmc for Intel CPUs, with and without IAF): the fixed
 /// counter it prefers, if any, and the programmable encoding used otherwise.
@@ -108,7 +58,7 @@ pub(super) const ALIASES: &[Alias] = &[
 /// The AMD core event that counts what the architectural `programmable` event counts (the
 /// events FreeBSD's AMD alias table names: `ex_ret_instr` 0x0C0, `ls_not_halted_cyc` 0x076,
 /// `ex_ret_brn` 0x0C2, `ex_ret_brn_misp` 0x0C3), if AMD's core counters count it.
-pub(super) fn amd_equivalent(programmable: &Programmable) -> Option<super::vendor::AmdCore> {
+pub(super) fn amd_equivalent(programmable: &Programmable) -> Option<AmdCore> {
     let code = match (programmable.event, programmable.umask) {
         (0xC0, 0x00) => 0x0C0,
         (0x3C, 0x00) => 0x076,
@@ -116,7 +66,7 @@ pub(super) fn amd_equivalent(programmable: &Programmable) -> Option<super::vendo
         (0xC5, 0x00) => 0x0C3,
         _ => return None,
     };
-    Some(super::vendor::AmdCore { code, umask: 0 })
+    Some(AmdCore { code, umask: 0 })
 }
 
 /// The names of the fixed counters: FreeBSD's IAF names and Intel's (the JSON tables') names.

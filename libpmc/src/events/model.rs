@@ -3,65 +3,14 @@
 //! parts have one table per core type (CPUID leaf 1AH).
 
 use std::fmt;
-use std::ops::RangeInclusive;
 
 use super::generated::MODELS;
 use super::table::Table;
+use super::table_rows::ModelRow;
+pub use super::table_rows::{Hybrid, Vendor};
 
-/// The environment variable that makes the catalog answer for another CPU.
-pub const PMC_CPUID_VAR: &str = "PMC_CPUID";
-
-/// A CPU vendor with event tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Vendor {
-    /// `GenuineIntel`.
-    Intel,
-    /// `AuthenticAMD`.
-    Amd,
-}
-
-impl Vendor {
-    /// The CPUID vendor string.
-    pub const fn id(self) -> &'static str {
-        match self {
-            Vendor::Intel => "GenuineIntel",
-            Vendor::Amd => "AuthenticAMD",
-        }
-    }
-}
-
-/// The core type of a hybrid part's table (CPUID.1AH:EAX: core type in bits 31:24, native
-/// model id in bits 23:0).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Hybrid {
-    /// 0x20 Atom (E-core), 0x40 Core (P-core).
-    pub core_type: u8,
-    /// The native model id.
-    pub native_model: u32,
-}
-
-impl Hybrid {
-    /// `Core`, `Atom` or the number, for listings.
-    pub fn core_type_name(&self) -> String {
-        match self.core_type {
-            0x20 => "Atom".into(),
-            0x40 => "Core".into(),
-            other => format!("core type {other:#x}"),
-        }
-    }
-}
-
-/// A mapfile line as a model range (generated).
-#[derive(Debug)]
-pub(crate) struct ModelRow {
-    pub(crate) vendor: Vendor,
-    pub(crate) family: u32,
-    pub(crate) models: RangeInclusive<u32>,
-    /// Bit s set: stepping s matches.
-    pub(crate) steppings: u16,
-    pub(crate) table: usize,
-    pub(crate) hybrid: Option<Hybrid>,
-}
+/// The setting (and environment variable) that makes the catalog answer for another CPU.
+pub use crate::config::PMC_CPUID_VAR;
 
 /// A CPU as FreeBSD's `pmc_cpuid` names it: vendor, family (decimal), model and stepping (hex).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,15 +147,15 @@ pub fn current_core_type() -> Option<u8> {
     None
 }
 
-/// The CPU named by `PMC_CPUID`, if it is set.
+/// The CPU named by the `PMC_CPUID` setting (see [`crate::config`]), if it is set.
 pub fn cpuid_override() -> Result<Option<CpuId>, CpuIdError> {
-    match std::env::var(PMC_CPUID_VAR) {
-        Ok(text) => CpuId::parse(&text).map(Some).map_err(|mut e| {
+    match crate::config::with(|config| config.cpuid.clone()).map(|text| text.into_string()) {
+        Some(Ok(text)) => CpuId::parse(&text).map(Some).map_err(|mut e| {
             e.problem = format!("{} (from {PMC_CPUID_VAR})", e.problem);
             e
         }),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => Err(CpuIdError {
+        None => Ok(None),
+        Some(Err(_)) => Err(CpuIdError {
             text: "<not UTF-8>".into(),
             problem: format!("{PMC_CPUID_VAR} is not valid UTF-8"),
         }),

@@ -5,19 +5,8 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::generated::TABLES;
-use super::model::Vendor;
 use super::suggest::normalize;
-
-/// A generated table: its name, vendor and the text of its `.tsv` file.
-#[derive(Debug)]
-pub(crate) struct TableSource {
-    /// The table name (`skylake`, `alderlake_gracemont`, `amdzen4`).
-    pub(crate) name: &'static str,
-    /// Whose events these are.
-    pub(crate) vendor: Vendor,
-    /// One line per event (see `generated/mod.rs`).
-    pub(crate) events: &'static str,
-}
+use super::table_rows::{TableSource, Vendor};
 
 /// Which counters may count an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,18 +4,9 @@
 use hwpmc::abi::Class;
 
 use super::Target;
-use super::catalog::{Offcore, Programmable};
+use super::encoding::{AmdCore, Offcore, Programmable};
 use super::model::Vendor;
 use super::table::{Counters, Unit, VendorEvent};
-
-/// An AMD core event: the parts of PERF_CTL it defines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct AmdCore {
-    /// The 12-bit event select (PERF_CTL bits 7:0 and 35:32).
-    pub(super) code: u16,
-    /// Unit mask, bits 15:8.
-    pub(super) umask: u8,
-}
 
 /// The class and target of `event` from a `vendor` table.
 pub(super) fn target(vendor: Vendor, event: &VendorEvent) -> (Class, Target) {

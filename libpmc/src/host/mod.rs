@@ -9,23 +9,28 @@
 //!   sampling for it: this process, the children it launches and other processes perf lets it
 //!   measure.
 //! * `sim` — the `hwpmc` driver itself, embedded, on the simulated machine of `hwpmc-sim`: exact
-//!   numbers for built-in simulated programs.
+//!   numbers for built-in simulated programs. Built with the cargo feature `sim` (on by default).
 //!
-//! The host is chosen once per process: `PMC_HOST=freebsd|linux|sim`, or automatically (FreeBSD's
-//! module if present, else Linux).
+//! The host is chosen once per process: by [`select`], else by the `PMC_HOST` setting of
+//! [`crate::config`] (`freebsd|linux|sim`), else automatically (FreeBSD's module if present,
+//! else Linux).
 
 use std::ffi::OsString;
 
 use hwpmc::abi::Op;
 
+use crate::config::{self, Config};
 use crate::error::{Error, Result};
 
+#[cfg(unix)]
+pub(crate) mod current_pid;
 #[cfg(target_os = "freebsd")]
 mod freebsd;
 #[cfg(target_os = "linux")]
 pub mod linux;
 #[cfg(unix)]
 pub(crate) mod per_process;
+#[cfg(feature = "sim")]
 pub mod sim;
 #[cfg(unix)]
 mod unix_process;
@@ -55,8 +60,8 @@ pub fn is_clock_event(host_name: &str) -> bool {
 /// Chosen per process, not per PMC: a PMC's flags are FreeBSD's `PMC_F_*` word, shared with
 /// FreeBSD's kernel, and how stacks are walked is a matter of the host (FreeBSD's kernel walks
 /// frame pointers and the FreeBSD host ignores this setting). It is read when a PMC starts:
-/// [`set_call_graph`] (pmcstat's `--call-graph`), else the environment variable
-/// `PMC_CALL_GRAPH=dwarf|fp` (for C programs), else [`CallGraph::Dwarf`].
+/// [`set_call_graph`] (pmcstat's `--call-graph`), else the `PMC_CALL_GRAPH=dwarf|fp` setting of
+/// [`crate::config`] (the environment variable of C programs), else [`CallGraph::Dwarf`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CallGraph {
     /// Each sample carries the user registers and a copy of the top of the user stack
@@ -111,16 +116,16 @@ pub fn set_call_graph(method: CallGraph) {
     CALL_GRAPH.store(code, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// How the Linux host walks user stacks: [`set_call_graph`]'s choice, else `PMC_CALL_GRAPH`'s,
-/// else [`CallGraph::Dwarf`]. An unknown `PMC_CALL_GRAPH` is EINVAL.
+/// How the Linux host walks user stacks: [`set_call_graph`]'s choice, else the
+/// `PMC_CALL_GRAPH` setting's, else [`CallGraph::Dwarf`]. An unknown `PMC_CALL_GRAPH` is EINVAL.
 pub fn call_graph() -> Result<CallGraph> {
     match CALL_GRAPH.load(std::sync::atomic::Ordering::Relaxed) {
         1 => Ok(CallGraph::Dwarf),
         2 => Ok(CallGraph::FramePointers),
-        _ => match std::env::var("PMC_CALL_GRAPH").ok().as_deref() {
+        _ => config::with(|config| match config.call_graph.as_deref() {
             None | Some("") => Ok(CallGraph::Dwarf),
-            Some(name) => CallGraph::parse(name, "PMC_CALL_GRAPH"),
-        },
+            Some(name) => CallGraph::parse(name, config::PMC_CALL_GRAPH_VAR),
+        }),
     }
 }
 
@@ -145,9 +150,10 @@ impl HostKind {
         }
     }
 
-    /// The host named by `PMC_HOST`, or the automatic choice when it is unset or empty.
-    pub fn from_env() -> Result<HostKind> {
-        match std::env::var("PMC_HOST").ok().as_deref() {
+    /// The host `config` names (its `PMC_HOST` setting), or the automatic choice when it names
+    /// none.
+    pub fn from_config(config: &Config) -> Result<HostKind> {
+        match config.host.as_deref() {
             None | Some("") => Ok(Self::automatic()),
             Some("freebsd") => Ok(HostKind::FreeBsd),
             Some("linux") => Ok(HostKind::Linux),
@@ -235,7 +241,14 @@ pub trait Host {
 /// Runs `f` with this process's host (made on first use).
 pub fn with_host<R>(f: impl FnOnce(&dyn Host) -> Result<R>) -> Result<R> {
     match selected()? {
+        #[cfg(feature = "sim")]
         HostKind::Sim => sim::with(|host| f(host)),
+        #[cfg(not(feature = "sim"))]
+        HostKind::Sim => Err(Error::with_detail(
+            "host",
+            libc::ENOSYS,
+            "the sim host is not built into this libpmc (its cargo feature `sim` is off)",
+        )),
         #[cfg(target_os = "linux")]
         HostKind::Linux => f(linux::get()?),
         #[cfg(target_os = "freebsd")]
@@ -251,10 +264,10 @@ pub fn with_host<R>(f: impl FnOnce(&dyn Host) -> Result<R>) -> Result<R> {
 
 static KIND: std::sync::OnceLock<Result<HostKind>> = std::sync::OnceLock::new();
 
-/// The host this process uses: the one [`select`] chose, else `PMC_HOST`'s, else the automatic
-/// choice.
+/// The host this process uses: the one [`select`] chose, else the `PMC_HOST` setting's (see
+/// [`crate::config`]), else the automatic choice.
 pub fn selected() -> Result<HostKind> {
-    KIND.get_or_init(HostKind::from_env).clone()
+    KIND.get_or_init(|| config::with(HostKind::from_config)).clone()
 }
 
 /// Chooses this process's host before its first use (as `PMC_HOST` would); EBUSY if another

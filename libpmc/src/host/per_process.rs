@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 
-use super::unix_process::current_pid;
+use super::current_pid::current_pid;
 
 /// One value per process, made on first use in each process (see the module documentation).
 pub(crate) struct PerProcess<T: 'static> {

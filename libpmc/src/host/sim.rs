@@ -3,7 +3,8 @@
 //! measures are the built-in simulated programs below, launched with [`Host::spawn`] by name and
 //! run to their end by [`Host::wait`]. Counts and samples are exact.
 //!
-//! Configuration, read once per thread from the environment:
+//! Configuration, read once per thread from libpmc's settings ([`crate::config::SimConfig`],
+//! from the environment variables of the same names for the tools and C programs):
 //! * `PMC_SIM_CPUS` — CPUs of the machine, 1 to 64 (default 2);
 //! * `PMC_SIM_MODEL` — `skylake` (default), `icelake`, `nehalem`, `core2`, `vm` (no PMU),
 //!   `arrowlake` (its P-core: UMASK2, fixed counter 3), the hybrid `alderlake` and `meteorlake`
@@ -11,7 +12,7 @@
 //!   (PerfMonV2), `zen2` and `k10` (the 4 legacy counters);
 //! * `PMC_SIM_SEED` — the scheduler's seed (default 1).
 //!
-//! A value that is none of these is an error (`EINVAL`) that says what the variable may be.
+//! A value that is none of these is an error (`EINVAL`) that says what the setting may be.
 //!
 //! The machine is single-threaded by construction, so each thread of the calling process has
 //! its own; a program drives it from one thread.
@@ -34,6 +35,7 @@ use hwpmc_sim::{Credentials, PmuModel, SinkId, SinkKind};
 use zerocopy::FromBytes;
 
 use super::{ChildPid, Host, HostKind, op_name};
+use crate::config::{PMC_SIM_CPUS_VAR, PMC_SIM_MODEL_VAR, PMC_SIM_SEED_VAR, SimConfig};
 use crate::error::{Error, Result};
 
 /// Work of one block of the built-in programs: 10 000 instructions.
@@ -149,13 +151,20 @@ pub fn symbols(path: &str) -> Option<Vec<(u64, u64, String)>> {
     Some(program.functions().iter().map(|f| (f.start(), f.end(), f.name().to_string())).collect())
 }
 
-/// The number in variable `name`, `default` when it is unset or empty; `what` and the range
-/// `min..=max` name it in the error for anything else.
-fn env_number<T>(name: &'static str, what: &str, default: T, min: T, max: T) -> Result<T>
+/// The number in setting `name` (whose text is `value`), `default` when it is unset or empty;
+/// `what` and the range `min..=max` name it in the error for anything else.
+fn setting_number<T>(
+    name: &'static str,
+    value: Option<&str>,
+    what: &str,
+    default: T,
+    min: T,
+    max: T,
+) -> Result<T>
 where
     T: std::str::FromStr + PartialOrd + std::fmt::Display,
 {
-    match std::env::var(name).ok().filter(|v| !v.is_empty()) {
+    match value.filter(|v| !v.is_empty()) {
         None => Ok(default),
         Some(text) => match text.parse::<T>() {
             Ok(v) if v >= min && v <= max => Ok(v),
@@ -195,17 +204,17 @@ fn e_core_of(p_core: &PmuModel) -> Option<PmuModel> {
     parts.into_iter().find(|(p, _)| p == p_core).map(|(_, e)| e)
 }
 
-/// The model `PMC_SIM_MODEL` names (Skylake when it is unset or empty); an unknown name is an
-/// error that lists the known ones.
-fn model_from_env() -> Result<PmuModel> {
-    let name = std::env::var("PMC_SIM_MODEL").ok().filter(|v| !v.is_empty());
+/// The model the `PMC_SIM_MODEL` setting `name` names (Skylake when it is unset or empty); an
+/// unknown name is an error that lists the known ones.
+fn model_named(name: Option<&str>) -> Result<PmuModel> {
+    let name = name.filter(|v| !v.is_empty());
     let Some(name) = name else { return Ok(PmuModel::skylake()) };
     match MODELS.iter().find(|(known, _)| *known == name) {
         Some((_, model)) => Ok(model()),
         None => {
             let known: Vec<&str> = MODELS.iter().map(|(n, _)| *n).collect();
             Err(Error::with_detail(
-                "PMC_SIM_MODEL",
+                PMC_SIM_MODEL_VAR,
                 libc::EINVAL,
                 format!("unknown simulated CPU {name:?}: use {}", known.join(", ")),
             ))
@@ -333,27 +342,32 @@ thread_local! {
 pub(crate) fn with<R>(f: impl FnOnce(&SimHost) -> Result<R>) -> Result<R> {
     // Cached (a getpid system call would double the cost of a read); the child's after a fork.
     #[cfg(unix)]
-    let me = super::unix_process::current_pid() as u32;
+    let me = super::current_pid::current_pid() as u32;
     #[cfg(not(unix))]
     let me = std::process::id();
     let host = SIM.with(|cell| -> Result<Rc<SimHost>> {
         let mut cell = cell.borrow_mut();
         Ok(match cell.as_ref() {
             Some((owner, host)) if *owner == me => host.clone(),
-            _ => cell.insert((me, Rc::new(SimHost::from_env()?))).1.clone(),
+            _ => {
+                let config = crate::config::with(|config| config.sim.clone());
+                cell.insert((me, Rc::new(SimHost::from_config(&config)?))).1.clone()
+            }
         })
     })?;
     f(&host)
 }
 
 impl SimHost {
-    /// A machine configured from the environment (see the module documentation); `EINVAL`
-    /// naming the variable and what it may be for a value that is not.
-    pub fn from_env() -> Result<SimHost> {
+    /// A machine configured by `config` (see the module documentation); `EINVAL` naming the
+    /// setting and what it may be for a value that is not.
+    pub fn from_config(config: &SimConfig) -> Result<SimHost> {
+        let cpus = config.cpus.as_deref();
+        let seed = config.seed.as_deref();
         Ok(SimHost::new(
-            model_from_env()?,
-            env_number("PMC_SIM_CPUS", "a number of CPUs", 2usize, 1, 64)?,
-            env_number("PMC_SIM_SEED", "a seed", 1u64, 0, u64::MAX)?,
+            model_named(config.model.as_deref())?,
+            setting_number(PMC_SIM_CPUS_VAR, cpus, "a number of CPUs", 2usize, 1, 64)?,
+            setting_number(PMC_SIM_SEED_VAR, seed, "a seed", 1u64, 0, u64::MAX)?,
         ))
     }
 

@@ -74,8 +74,7 @@ fn module(tables: &[Table], models: &[ModelRow], sources: &Sources) -> String {
          //! Each `.tsv` line is one event: name, event codes, unit mask, counters (`fixedN` or a\n\
          //! hex mask of general counters; empty: any), sample-after value, category, attributes.\n\
          \n\
-         use super::model::{{Hybrid, ModelRow, Vendor}};\n\
-         use super::table::TableSource;\n\
+         use super::table_rows::{{Hybrid, ModelRow, TableSource, Vendor}};\n\
          \n\
          /// The Intel perfmon commit the Intel tables come from.\n\
          pub(crate) const INTEL_PERFMON_COMMIT: &str = \"{}\";\n",

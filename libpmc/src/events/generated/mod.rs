@@ -5,8 +5,7 @@
 //! Each `.tsv` line is one event: name, event codes, unit mask, counters (`fixedN` or a
 //! hex mask of general counters; empty: any), sample-after value, category, attributes.
 
-use super::model::{Hybrid, ModelRow, Vendor};
-use super::table::TableSource;
+use super::table_rows::{Hybrid, ModelRow, TableSource, Vendor};
 
 /// The Intel perfmon commit the Intel tables come from.
 pub(crate) const INTEL_PERFMON_COMMIT: &str = "6dadedf3aa483393943e044ba5ec88a4507cd040";

@@ -25,16 +25,17 @@ use hwpmc::{Errno, HostCounters, HostedEvent, HostedPmc, Pid};
 use perf_event::Counter;
 use perf_event::events::Hardware;
 
+use super::call_detail::explain;
 use super::hybrid::{self, Placement};
-use super::kernel::{explain, not_allowed, numbered_entries};
 use super::lock;
 use super::perf::{
     self, CounterRequest, CountingEvent, CountingEvents, EventAttr, Reading, Rings, Sampling,
     Scope, Source,
 };
 use super::pmus::{CorePmus, CoreType};
+use super::procfs::{not_allowed, numbered_entries};
 use super::rings::{Event, Ring, RingMeta};
-use super::worker::{PROCESS_KEY, Watched};
+use super::watched::{PROCESS_KEY, Watched};
 
 /// `kern.hwpmc.callchaindepth`'s default, the depth the driver keeps.
 const CALLCHAIN_DEPTH: usize = 128;
@@ -375,7 +376,7 @@ impl Plan {
         perf: &dyn CountingEvents,
     ) -> Result<Target, Errno> {
         let mut target = Target::default();
-        if !super::kernel::process_running(pid) {
+        if !super::procfs::process_running(pid) {
             // It ended while the PMC was stopped and nobody saw it go: nothing to count, and
             // the worker tells the driver it ended (which detaches it).
             return Ok(target);
@@ -582,7 +583,7 @@ impl PerfCounters {
     /// Whether a running PMC needs the worker: one that samples (its rings need reading) or
     /// counts another process (whose end must be noticed). A process counting itself does not.
     pub(crate) fn needs_worker(&self) -> bool {
-        let me = super::kernel::getpid();
+        let me = crate::host::current_pid::current_pid();
         lock(&self.running).values().any(|r| {
             r.pmc.id.mode.is_sampling()
                 || r.pmc.id.cpu.is_some()
@@ -606,7 +607,7 @@ impl PerfCounters {
     /// watermark) and a pidfd of every other process a PMC counts (readable when it ends).
     /// Duplicated descriptors: a ring closed meanwhile only makes the worker wake once more.
     pub(crate) fn watched(&self) -> Vec<Watched> {
-        let me = super::kernel::getpid();
+        let me = crate::host::current_pid::current_pid();
         let mut out = Vec::new();
         let mut processes = Vec::new();
         for running in lock(&self.running).values() {
@@ -836,7 +837,7 @@ mod tests {
         };
         let min = crate::host::CLOCK_MIN_PERIOD_NS;
         assert_eq!(counters.check(&pmc(min - 1)), Err(Errno::Inval));
-        let why = super::super::kernel::explanation(Errno::Inval).unwrap();
+        let why = super::super::call_detail::explanation(Errno::Inval).unwrap();
         assert!(why.contains("10000 ns"), "{why}");
         assert_eq!(counters.check(&pmc(min)), Ok(()));
         // A counting PMC's reload is its initial count, not a period.

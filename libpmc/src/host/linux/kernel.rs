@@ -26,16 +26,18 @@ use hwpmc::{
     Signal, UserPtr,
 };
 
+use super::call_detail::{self, explain};
 use super::counters::PerfCounters;
 use super::critical;
 use super::lock;
 use super::perf::{CounterRequest, CountingEvents, Perf, Rings, Scope, Source};
 use super::pmus::CorePmus;
+use super::procfs::{not_allowed, numbered_entries, process_state_letter};
 use super::worker::Worker;
 use crate::host::KERNEL_SYMBOLS;
+use crate::host::current_pid::current_pid as getpid;
 use crate::host::per_process::PerProcess;
 use crate::host::unix_process;
-pub(crate) use crate::host::unix_process::current_pid as getpid;
 
 /// Where the caller's argument struct lives for the driver.
 pub(crate) const ARG_BASE: u64 = 0x1000;
@@ -43,8 +45,6 @@ pub(crate) const ARG_BASE: u64 = 0x1000;
 thread_local! {
     /// The argument of the system call this thread is making.
     static ARG: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    /// Why the current system call failed, in words, with the errno it explains.
-    static DETAIL: RefCell<Option<(Errno, String)>> = const { RefCell::new(None) };
 }
 
 /// Runs `call` with `arg` as the caller's memory at [`ARG_BASE`], and copies back what the
@@ -55,7 +55,7 @@ pub(crate) fn with_argument<R>(arg: &mut [u8], call: impl FnOnce(UserPtr) -> R) 
         a.clear();
         a.extend_from_slice(arg);
     });
-    DETAIL.with(|d| d.borrow_mut().take());
+    call_detail::forget();
     let result = call(UserPtr(ARG_BASE));
     ARG.with(|a| {
         let a = a.borrow();
@@ -63,18 +63,6 @@ pub(crate) fn with_argument<R>(arg: &mut [u8], call: impl FnOnce(UserPtr) -> R) 
         arg[..n].copy_from_slice(&a[..n]);
     });
     result
-}
-
-/// Says why the current call fails with `errno` (shown with it if the call fails with it).
-pub(crate) fn explain(errno: Errno, why: impl Into<String>) -> Errno {
-    // At exit the thread's locals may be gone already: the reason goes with them.
-    let _ = DETAIL.try_with(|d| *d.borrow_mut() = Some((errno, why.into())));
-    errno
-}
-
-/// The reason given for `errno` during the current call, if any.
-pub(crate) fn explanation(errno: Errno) -> Option<String> {
-    DETAIL.with(|d| d.borrow_mut().take().filter(|(e, _)| *e == errno).map(|(_, why)| why))
 }
 
 /// The byte range `ptr..ptr + len` of the argument buffer, if it lies within it.
@@ -92,44 +80,6 @@ fn euid() -> u32 {
 fn egid() -> u32 {
     // SAFETY: getegid has no preconditions.
     unsafe { libc::getegid() }
-}
-
-/// `kernel.perf_event_paranoid`, as text for messages.
-pub(crate) fn paranoid_setting() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into())
-}
-
-/// Why perf refuses `what` to this process, in words.
-pub(crate) fn not_allowed(what: &str) -> String {
-    format!(
-        "perf does not allow {what} (kernel.perf_event_paranoid is {}; measuring other users' \
-         processes or whole CPUs needs root or CAP_PERFMON)",
-        paranoid_setting()
-    )
-}
-
-/// The numeric entries of directory `dir` (`/proc`'s processes, a task directory's threads),
-/// in order.
-pub(crate) fn numbered_entries(dir: &str) -> Vec<Pid> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut ids: Vec<Pid> =
-        entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
-    ids.sort_unstable();
-    ids
-}
-
-/// The state letter of process `pid` (`R`, `S`, `Z`, …), if it exists.
-fn process_state_letter(pid: Pid) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // "pid (comm) S ...": the state follows the last ')' (comm may contain parentheses).
-    stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next())
-}
-
-/// Whether process `pid` exists and has not ended (a zombie has: it only waits to be reaped).
-pub(crate) fn process_running(pid: Pid) -> bool {
-    !matches!(process_state_letter(pid), Some('Z' | 'X') | None)
 }
 
 /// The ids (real, effective, saved, filesystem) on line `key` of `/proc/pid/status`.
@@ -601,6 +551,7 @@ mod tests {
 
     #[test]
     fn an_explanation_goes_with_its_errno_only() {
+        use super::call_detail::explanation;
         let mut arg = [0u8; 1];
         with_argument(&mut arg, |_| {
             explain(Errno::Perm, "why");

@@ -13,18 +13,21 @@
 //! walks it with the images' CFI before the sample is posted, and joins it to the kernel frames
 //! of a kernel-mode sample.
 
+mod call_detail;
 mod counters;
 mod critical;
 mod hybrid;
 mod kernel;
 mod perf;
 mod pmus;
+mod procfs;
 mod rings;
 #[cfg(test)]
 mod scripted_host;
 #[cfg(test)]
 mod scripted_perf;
 pub mod unwind;
+mod watched;
 mod worker;
 
 use std::collections::VecDeque;
@@ -163,7 +166,7 @@ impl LinuxHost {
         let _one_at_a_time = lock(&self.servicing);
         post_to(self, self.kernel().counters.drain());
         for pid in self.kernel().counters.live_targets() {
-            if !kernel::process_running(pid) {
+            if !procfs::process_running(pid) {
                 self.ended(pid);
             }
         }
@@ -334,7 +337,7 @@ extern "C" fn owner_exits() {
     let _ = std::panic::catch_unwind(|| {
         if let Some(host) = instance() {
             host.service();
-            host.driver.process_exit(kernel::getpid());
+            host.driver.process_exit(crate::host::current_pid::current_pid());
         }
     });
 }
@@ -385,7 +388,7 @@ impl Host for LinuxHost {
             self.service();
         }
         let result = kernel::with_argument(arg, |ptr| {
-            self.driver.syscall(op.as_u32(), ptr).map_err(|e| (e, kernel::explanation(e)))
+            self.driver.syscall(op.as_u32(), ptr).map_err(|e| (e, call_detail::explanation(e)))
         });
         match result {
             Ok(()) => {

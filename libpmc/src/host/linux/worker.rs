@@ -11,14 +11,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use hwpmc::Pid;
 
-use super::kernel::getpid;
-
-/// A descriptor the worker waits on, with a key that names what it watches for as long as
-/// that lives (a ring, a process).
-pub(crate) type Watched = (u64, OwnedFd);
-
-/// The key of a process's pidfd (`PROCESS_KEY | pid`); other keys are rings'.
-pub(crate) const PROCESS_KEY: u64 = 1 << 63;
+use super::watched::{PROCESS_KEY, Watched};
+use crate::host::current_pid::current_pid as getpid;
 
 /// The worker's wake-up line: an eventfd, and the process whose worker thread runs.
 pub(crate) struct Worker {

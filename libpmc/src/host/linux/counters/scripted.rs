@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use hwpmc::abi::{Class, Mode, PmcFlags, PmcId};
 use hwpmc::{Errno, HostCounters, HostedEvent, HostedPmc, Pid};
 
-use super::super::kernel::explanation;
+use super::super::call_detail::explanation;
 use super::super::lock;
 use super::super::perf::{CounterRequest, EventAttr, PERF_TYPE_HARDWARE, Reading, Scope};
 use super::super::pmus::{discover, fake::FakeSysfs};

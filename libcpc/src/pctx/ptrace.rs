@@ -28,8 +28,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::events::{CallbackFailed, PctxEvents};
+use crate::bind::process_binds::retire_process_binds;
 use crate::error::{Error, Result};
-use crate::pctx::{CallbackFailed, PctxEvents};
 
 const OP: &str = "pctx_run";
 
@@ -323,7 +324,7 @@ impl Tracer {
             }
             self.forget_thread(pid, tid);
             let result = events.fini_lwp(pid, tid).and_then(|()| events.lwp_exit(pid, tid));
-            crate::bind::retire_process_binds(pid, Some(tid));
+            retire_process_binds(pid, Some(tid));
             return result;
         }
         if !libc::WIFSTOPPED(status) {
@@ -401,7 +402,7 @@ impl Tracer {
                 self.forget_thread(pid, tid);
                 self.departing.push(tid);
                 let result = events.fini_lwp(pid, tid).and_then(|()| events.lwp_exit(pid, tid));
-                crate::bind::retire_process_binds(pid, Some(tid));
+                retire_process_binds(pid, Some(tid));
                 resume(tid, 0);
                 result
             }
@@ -448,7 +449,7 @@ impl Tracer {
             status.unwrap_or(0)
         };
         events.exit(pid, pid, status);
-        crate::bind::retire_process_binds(pid, None);
+        retire_process_binds(pid, None);
         result
     }
 

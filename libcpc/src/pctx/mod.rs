@@ -4,7 +4,7 @@
 //!
 //! Over libpmc's hosts (design choices):
 //! * On Linux the process is traced with ptrace while [`Pctx::run`] runs (see
-//!   [`crate::ptrace`]): every event is reported, LWP ids are thread ids (the main LWP's is
+//!   [`ptrace`]): every event is reported, LWP ids are thread ids (the main LWP's is
 //!   the pid), and with [`Pctx::follow_forks`] the forked processes are followed too. A
 //!   process another tracer holds cannot be run (`EPERM`).
 //! * On FreeBSD the process is one "LWP" to the callbacks (counting is per process, see
@@ -18,12 +18,21 @@
 //!   its exit); an exec gets `fini_lwp` of each LWP, `exec` (with the new program's path) and
 //!   `init_lwp` of LWP 1; the process's end gets `fini_lwp` of each live LWP and `exit`. No
 //!   `tick` (the simulated time is not the caller's). A bound set's overflow signals are
-//!   delivered to the calling thread while it runs (see [`crate::ovf_sim`]).
+//!   delivered to the calling thread while it runs (see [`crate::overflow::sim`]).
 //! * An `exec` callback that fails ends that process's tracking, as illumos's libpctx does: the
 //!   process runs on, let go (never killed), the other followed processes are still followed,
 //!   and `run` fails (`EINVAL`) if the process was the launched or captured one.
 //! * A launched process still running when the handle is dropped is killed (unless an exec let
 //!   it go); a captured one keeps running.
+//!
+//! [`events`] holds the callbacks' trait, [`ptrace`] the Linux tracer, `sim` the run on the
+//! simulator (the cargo feature `sim`, on by default).
+
+pub mod events;
+#[cfg(target_os = "linux")]
+pub mod ptrace;
+#[cfg(feature = "sim")]
+mod sim;
 
 use std::ffi::OsString;
 use std::sync::Arc;
@@ -32,50 +41,10 @@ use std::time::{Duration, Instant};
 
 use pmc::host::HostKind;
 
+use crate::bind::process_binds::retire_process_binds;
 use crate::error::{Error, Result};
 
-/// A callback of [`PctxEvents`] failed: [`Pctx::run`] stops and fails with `EINVAL`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CallbackFailed;
-
-/// What [`Pctx::run`] calls; a callback returning `Err` makes `run` fail with `EINVAL`.
-pub trait PctxEvents {
-    /// The process is about to be measured (before it runs, for a launched one).
-    fn init_lwp(&mut self, _pid: i32, _lwp: i32) -> std::result::Result<(), CallbackFailed> {
-        Ok(())
-    }
-    /// Every `msec` milliseconds while it runs.
-    fn tick(&mut self, _pid: i32, _lwp: i32) -> std::result::Result<(), CallbackFailed> {
-        Ok(())
-    }
-    /// It has ended (still readable).
-    fn fini_lwp(&mut self, _pid: i32, _lwp: i32) -> std::result::Result<(), CallbackFailed> {
-        Ok(())
-    }
-    /// Its exit status (as a shell reports it; 0 for a captured process).
-    fn exit(&mut self, _pid: i32, _lwp: i32, _status: i32) {}
-    /// LWP `lwp` was created (after its `init_lwp`, before it runs).
-    fn lwp_create(&mut self, _pid: i32, _lwp: i32) -> std::result::Result<(), CallbackFailed> {
-        Ok(())
-    }
-    /// LWP `lwp` is exiting (after its `fini_lwp`; the process goes on).
-    fn lwp_exit(&mut self, _pid: i32, _lwp: i32) -> std::result::Result<(), CallbackFailed> {
-        Ok(())
-    }
-    /// LWP `lwp` of process `pid` forked process `child` (before the child runs).
-    fn fork(&mut self, _pid: i32, _lwp: i32, _child: i32) {}
-    /// Process `pid` executed `command` (after `fini_lwp` of its LWPs of the old image, before
-    /// `init_lwp` of LWP 1 of the new one). `Err` ends the process's tracking: it runs on,
-    /// released (illumos).
-    fn exec(
-        &mut self,
-        _pid: i32,
-        _lwp: i32,
-        _command: &str,
-    ) -> std::result::Result<(), CallbackFailed> {
-        Ok(())
-    }
-}
+pub use events::{CallbackFailed, PctxEvents};
 
 /// A controlled process.
 #[derive(Debug)]
@@ -194,6 +163,7 @@ impl Pctx {
         if self.created {
             pmc::api::resume(pid).map_err(|e| Error::pmc(OP, &e))?;
         }
+        #[cfg(feature = "sim")]
         if host()? == HostKind::Sim && self.created {
             return self.run_sim(events);
         }
@@ -234,17 +204,17 @@ impl Pctx {
         };
         self.ended = true;
         events.exit(pid, lwp, status);
-        crate::bind::retire_process_binds(pid, None);
+        retire_process_binds(pid, None);
         Ok(())
     }
 
-    /// [`Pctx::run`] on the Linux host, the process traced (see [`crate::ptrace`]); its main
+    /// [`Pctx::run`] on the Linux host, the process traced (see [`ptrace`]); its main
     /// LWP's `init_lwp` is done, the process not resumed yet.
     #[cfg(target_os = "linux")]
     fn run_traced(&mut self, msec: u32, nsamples: u32, events: &mut dyn PctxEvents) -> Result<()> {
         const OP: &str = "pctx_run";
         let pid = self.pid;
-        let mut tracer = crate::ptrace::Tracer::seize(pid, self.created, self.follow_forks)?;
+        let mut tracer = ptrace::Tracer::seize(pid, self.created, self.follow_forks)?;
         for lwp in tracer.other_threads() {
             events
                 .init_lwp(pid, lwp)
@@ -260,106 +230,6 @@ impl Pctx {
             return result.and(Err(exec_refused()));
         }
         result
-    }
-
-    /// [`Pctx::run`] on the simulator: the machine runs from one event of the followed
-    /// processes to the next (`init_lwp` of the first LWP is done).
-    fn run_sim(&mut self, events: &mut dyn PctxEvents) -> Result<()> {
-        const OP: &str = "pctx_run";
-        let failed = || Error::invalid(OP, "a callback failed");
-        let root = self.pid;
-        // The followed processes and their live LWPs.
-        let mut followed: Vec<(i32, Vec<i32>)> = vec![(root, vec![1])];
-        while !followed.is_empty() {
-            if self.terminate.load(Ordering::Acquire) {
-                return Ok(());
-            }
-            let pids: Vec<i32> = followed.iter().map(|(pid, _)| *pid).collect();
-            let mut overflow = None;
-            let event = if crate::ovf_sim::watching() {
-                // A bound set signals its overflows: the machine stops at each.
-                let mut stop = || {
-                    overflow = crate::ovf_sim::check();
-                    overflow.is_some()
-                };
-                pmc::host::sim::next_process_event_until(&pids, &mut stop)
-            } else {
-                pmc::host::sim::next_process_event(&pids)
-            };
-            let event = event.map_err(|e| Error::pmc(OP, &e))?;
-            use pmc::host::sim::ProcessEvent as E;
-            let Some(event) = event else { break };
-            let lwps_of = |followed: &[(i32, Vec<i32>)], pid| {
-                followed.iter().position(|(p, _): &(i32, Vec<i32>)| *p == pid)
-            };
-            match event {
-                E::Fork { parent, child } => {
-                    events.fork(parent, 1, child);
-                    if self.follow_forks {
-                        followed.push((child, vec![1]));
-                        events.init_lwp(child, 1).map_err(|CallbackFailed| failed())?;
-                    }
-                }
-                E::LwpCreate { pid, lwp } => {
-                    if let Some(at) = lwps_of(&followed, pid) {
-                        followed[at].1.push(lwp);
-                    }
-                    events.init_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
-                    events.lwp_create(pid, lwp).map_err(|CallbackFailed| failed())?;
-                }
-                E::LwpExit { pid, lwp } => {
-                    if let Some(at) = lwps_of(&followed, pid) {
-                        followed[at].1.retain(|&l| l != lwp);
-                    }
-                    events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
-                    events.lwp_exit(pid, lwp).map_err(|CallbackFailed| failed())?;
-                    crate::bind::retire_process_binds(pid, Some(lwp));
-                }
-                E::Exec { pid } => {
-                    let Some(at) = lwps_of(&followed, pid) else { continue };
-                    for lwp in std::mem::replace(&mut followed[at].1, vec![1]) {
-                        events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
-                    }
-                    let command =
-                        pmc::host::sim::process_program(pid).map_err(|e| Error::pmc(OP, &e))?;
-                    if events.exec(pid, 1, &command).is_err() {
-                        // Its tracking ends; the machine runs it on, unreported.
-                        followed.remove(at);
-                        self.released |= pid == root;
-                        continue;
-                    }
-                    events.init_lwp(pid, 1).map_err(|CallbackFailed| failed())?;
-                }
-                E::Stopped => {
-                    if let Some(overflow) = overflow {
-                        crate::ovf_sim::deliver(overflow);
-                    }
-                }
-                E::Exit { pid, status } => {
-                    let Some(at) = lwps_of(&followed, pid) else { continue };
-                    let (_, lwps) = followed.remove(at);
-                    for lwp in lwps {
-                        events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
-                    }
-                    events.exit(pid, 1, status);
-                    crate::bind::retire_process_binds(pid, None);
-                }
-            }
-        }
-        // Reaps the program (the processes it forked and nobody followed run to their end).
-        self.ended = true;
-        let status = pmc::api::wait(root).map_err(|e| Error::pmc(OP, &e))?;
-        if !followed.is_empty() {
-            // The machine went idle with the program still there: report its end as wait saw it.
-            for (pid, lwps) in followed {
-                for lwp in lwps {
-                    events.fini_lwp(pid, lwp).map_err(|CallbackFailed| failed())?;
-                }
-                events.exit(pid, 1, if pid == root { status } else { 0 });
-                crate::bind::retire_process_binds(pid, None);
-            }
-        }
-        if self.released { Err(exec_refused()) } else { Ok(()) }
     }
 
     /// Whether the process has ended (a launched child is left unreaped, so still readable).
