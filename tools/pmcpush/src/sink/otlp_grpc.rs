@@ -1,0 +1,51 @@
+//! OTLP profiles over gRPC: `opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export`,
+//! through the client `opentelemetry-proto` generates.
+
+use opentelemetry_proto::tonic::collector::profiles::v1development::profiles_service_client::ProfilesServiceClient;
+use prost::Message as _;
+use tonic::metadata::MetadataMap;
+use tonic::transport::Channel;
+
+use super::{Connection, SendError, SinkError, grpc};
+use crate::otlp::{self, ConvertOptions};
+use crate::target::Target;
+use crate::window::Window;
+
+/// A client of an OTLP gRPC receiver (a collector, or a backend that speaks OTLP).
+#[derive(Debug)]
+pub struct OtlpGrpcSink {
+    client: ProfilesServiceClient<Channel>,
+    metadata: MetadataMap,
+    options: ConvertOptions,
+}
+
+impl OtlpGrpcSink {
+    /// A client of `target` (`http://host:4317`).
+    pub fn new(
+        target: &Target,
+        connection: &Connection,
+        options: ConvertOptions,
+    ) -> Result<Self, SinkError> {
+        Ok(OtlpGrpcSink {
+            client: ProfilesServiceClient::new(grpc::channel(target, connection)?),
+            metadata: grpc::metadata(connection)?,
+            options,
+        })
+    }
+
+    /// Exports one window; the request's size in bytes.
+    ///
+    /// A partial success (the receiver dropped some profiles) still counts as sent: sending the
+    /// window again would duplicate the profiles it kept.
+    pub async fn send(&self, window: &Window) -> Result<u64, SendError> {
+        let request = otlp::to_otlp(window, self.options)?;
+        let len = request.encoded_len() as u64;
+        // Clones of a tonic client share the channel.
+        let mut client = self.client.clone();
+        client
+            .export(grpc::request(request, &self.metadata))
+            .await
+            .map_err(|s| grpc::classify(&s))?;
+        Ok(len)
+    }
+}
