@@ -28,8 +28,18 @@ pub const LIBC_BUILD_ID: &str = "c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00";
 /// libc) 25, `main` 5.
 pub fn sample_pprof() -> Vec<u8> {
     let strings = [
-        "", "samples", "count", "instructions", "main", "compute", "memcpy", "/usr/bin/app",
-        "/lib/x86_64-linux-gnu/libc.so.6", "app.c", APP_BUILD_ID, LIBC_BUILD_ID,
+        "",
+        "samples",
+        "count",
+        "instructions",
+        "main",
+        "compute",
+        "memcpy",
+        "/usr/bin/app",
+        "/lib/x86_64-linux-gnu/libc.so.6",
+        "app.c",
+        APP_BUILD_ID,
+        LIBC_BUILD_ID,
     ];
     let s = |name: &str| strings.iter().position(|x| *x == name).unwrap() as i64;
     let line = |function_id, line| proto::Line { function_id, line };
@@ -75,9 +85,27 @@ pub fn sample_pprof() -> Vec<u8> {
             location(3, 2, 0x2a1f0, vec![line(3, 0)]),
         ],
         function: vec![
-            proto::Function { id: 1, name: s("main"), system_name: s("main"), filename: s("app.c"), start_line: 10 },
-            proto::Function { id: 2, name: s("compute"), system_name: s("compute"), filename: s("app.c"), start_line: 25 },
-            proto::Function { id: 3, name: s("memcpy"), system_name: s("memcpy"), filename: 0, start_line: 0 },
+            proto::Function {
+                id: 1,
+                name: s("main"),
+                system_name: s("main"),
+                filename: s("app.c"),
+                start_line: 10,
+            },
+            proto::Function {
+                id: 2,
+                name: s("compute"),
+                system_name: s("compute"),
+                filename: s("app.c"),
+                start_line: 25,
+            },
+            proto::Function {
+                id: 3,
+                name: s("memcpy"),
+                system_name: s("memcpy"),
+                filename: 0,
+                start_line: 0,
+            },
         ],
         string_table: strings.iter().map(|s| s.to_string()).collect(),
         period_type: Some(proto::ValueType { r#type: s("instructions"), unit: s("count") }),
@@ -267,7 +295,9 @@ impl collector::profiles_service_server::ProfilesService for OtlpGrpcService {
     }
 }
 
-pub fn otlp_grpc_receiver(port: u16) -> Receiver<GrpcRequest<collector::ExportProfilesServiceRequest>> {
+pub fn otlp_grpc_receiver(
+    port: u16,
+) -> Receiver<GrpcRequest<collector::ExportProfilesServiceRequest>> {
     let received = Arc::default();
     let script = Arc::new(Script::default());
     let service = OtlpGrpcService { received: Arc::clone(&received), script: Arc::clone(&script) };
@@ -367,7 +397,8 @@ pub fn http_receiver(port: u16, path: &'static str) -> Receiver<HttpRequest> {
             .query_pairs()
             .map(|(k, v)| (k.into_owned(), v.into_owned()))
             .collect();
-        let request = HttpRequest { path: uri.path().to_owned(), query, headers, body: body.to_vec() };
+        let request =
+            HttpRequest { path: uri.path().to_owned(), query, headers, body: body.to_vec() };
         received.lock().unwrap().push(request);
         StatusCode::OK
     }
@@ -390,4 +421,132 @@ pub fn http_receiver(port: u16, path: &'static str) -> Receiver<HttpRequest> {
             .unwrap();
     });
     Receiver { addr, received, script, stop: Some(stop), runtime: Some(runtime) }
+}
+
+/// What the tests check of an OTLP request, read back through its dictionary.
+#[derive(Debug, PartialEq)]
+pub struct OtlpSummary {
+    /// Per profile: (sample type, unit) and the samples as `root;…;leaf` → value.
+    pub profiles: Vec<((String, String), std::collections::BTreeMap<String, i64>)>,
+    /// (file, start, limit, file offset, build ID) per mapping, the zero mapping left out.
+    pub mappings: Vec<(String, u64, u64, u64, String)>,
+    /// The resource attributes, as text.
+    pub resource: std::collections::BTreeMap<String, String>,
+    /// Per profile: start, duration, period type, period.
+    pub times: Vec<(u64, u64, String, i64)>,
+    /// The first profile's attributes (the window's labels).
+    pub attributes: Vec<(String, String)>,
+}
+
+fn any_text(value: &Option<pmcpush::opentelemetry_proto::tonic::common::v1::AnyValue>) -> String {
+    use pmcpush::opentelemetry_proto::tonic::common::v1::any_value::Value;
+    match value.as_ref().and_then(|v| v.value.as_ref()) {
+        Some(Value::StringValue(s)) => s.clone(),
+        Some(Value::IntValue(n)) => n.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+pub fn summarize(request: &collector::ExportProfilesServiceRequest) -> OtlpSummary {
+    let dict = request.dictionary.as_ref().expect("a dictionary");
+    let s = |i: i32| dict.string_table[i as usize].clone();
+    let rp = &request.resource_profiles[0];
+    let resource = rp
+        .resource
+        .as_ref()
+        .unwrap()
+        .attributes
+        .iter()
+        .map(|kv| (kv.key.clone(), any_text(&kv.value)))
+        .collect();
+    let profiles = &rp.scope_profiles[0].profiles;
+    let summary = profiles
+        .iter()
+        .map(|p| {
+            let t = p.sample_type.unwrap();
+            let mut samples = std::collections::BTreeMap::new();
+            for sample in &p.samples {
+                let stack = &dict.stack_table[sample.stack_index as usize];
+                let mut names: Vec<String> = stack
+                    .location_indices
+                    .iter()
+                    .map(|&l| {
+                        let location = &dict.location_table[l as usize];
+                        s(dict.function_table[location.lines[0].function_index as usize]
+                            .name_strindex)
+                    })
+                    .collect();
+                names.reverse();
+                *samples.entry(names.join(";")).or_insert(0) += sample.values[0];
+            }
+            ((s(t.type_strindex), s(t.unit_strindex)), samples)
+        })
+        .collect();
+    let mappings = dict.mapping_table[1..]
+        .iter()
+        .map(|m| {
+            let build_id = m
+                .attribute_indices
+                .iter()
+                .map(|&i| &dict.attribute_table[i as usize])
+                .find(|a| s(a.key_strindex) == pmcpush::otlp::BUILD_ID_ATTRIBUTE)
+                .map(|a| any_text(&a.value))
+                .unwrap_or_default();
+            (s(m.filename_strindex), m.memory_start, m.memory_limit, m.file_offset, build_id)
+        })
+        .collect();
+    let times = profiles
+        .iter()
+        .map(|p| {
+            let pt = p.period_type.unwrap();
+            (p.time_unix_nano, p.duration_nano, s(pt.type_strindex), p.period)
+        })
+        .collect();
+    let attributes = profiles[0]
+        .attribute_indices
+        .iter()
+        .map(|&i| {
+            let a = &dict.attribute_table[i as usize];
+            (s(a.key_strindex), any_text(&a.value))
+        })
+        .collect();
+    OtlpSummary { profiles: summary, mappings, resource, times, attributes }
+}
+
+/// What the sample window must read as, once converted to OTLP, for window `n`.
+pub fn expected_summary(n: u64) -> OtlpSummary {
+    let start = window_start(n).duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let samples = [("main", 5), ("main;compute", 70), ("main;compute;memcpy", 25)]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+    let resource = [
+        ("service.name", "db"),
+        ("host.name", "h1"),
+        ("host.id", "0f1e2d3c4b5a69788796a5b4c3d2e1f0"),
+        ("process.pid", "4242"),
+        ("process.executable.name", "app"),
+        ("thread.id", "4243"),
+        ("thread.name", "worker"),
+        ("container.id", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    OtlpSummary {
+        profiles: vec![(("samples".into(), "count".into()), samples)],
+        mappings: vec![
+            ("/usr/bin/app".into(), 0x401000, 0x402000, 0x1000, APP_BUILD_ID.into()),
+            (
+                "/lib/x86_64-linux-gnu/libc.so.6".into(),
+                0x28000,
+                0x1bd000,
+                0x28000,
+                LIBC_BUILD_ID.into(),
+            ),
+        ],
+        resource,
+        times: vec![(start, 10_000_000_000, "instructions".into(), 65536)],
+        attributes: vec![("env".into(), "test".into())],
+    }
 }

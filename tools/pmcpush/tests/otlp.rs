@@ -1,0 +1,53 @@
+//! OTLP profiles over gRPC and HTTP/protobuf, against receivers built from the generated
+//! definitions of `opentelemetry-proto` (a tonic server, and an HTTP server decoding the body
+//! with prost): the decoded profiles, resource attributes, window times and credentials.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use pmcpush::opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
+use pmcpush::{Auth, Backend, Pusher, Target};
+use prost::Message as _;
+
+#[test]
+fn grpc_windows_arrive_with_their_samples_mappings_resource_and_times() {
+    let receiver = otlp_grpc_receiver(0);
+    let mut config = quick_config(Target::new(Backend::OtlpGrpc, &receiver.url()));
+    config.connection.auth = Auth::Bearer("s3cret".into());
+    config.connection.headers.push(("X-Tenant".into(), "team-a".into()));
+    let pusher = Pusher::start(config).unwrap();
+    assert!(pusher.offer(window(0)));
+    assert!(pusher.offer(window(1)));
+    let status = pusher.shutdown(Duration::from_secs(30));
+    assert_eq!((status.windows_sent, status.dropped.total()), (2, 0), "{status}");
+    assert!(status.bytes_sent > 0);
+
+    let received = receiver.received.lock().unwrap();
+    assert_eq!(received.len(), 2);
+    for (n, request) in received.iter().enumerate() {
+        assert_eq!(summarize(&request.message), expected_summary(n as u64));
+        assert_eq!(request.metadata.get("authorization").unwrap(), "Bearer s3cret");
+        assert_eq!(request.metadata.get("x-tenant").unwrap(), "team-a");
+    }
+}
+
+#[test]
+fn http_windows_arrive_as_protobuf_on_the_profiles_path() {
+    let receiver = http_receiver(0, "/v1development/profiles");
+    let mut config = quick_config(Target::new(Backend::OtlpHttp, &receiver.url()));
+    config.connection.auth = Auth::Basic { user: "agent".into(), password: "pw".into() };
+    let pusher = Pusher::start(config).unwrap();
+    assert!(pusher.offer(window(3)));
+    let status = pusher.shutdown(Duration::from_secs(30));
+    assert_eq!((status.windows_sent, status.dropped.total()), (1, 0), "{status}");
+
+    let received = receiver.received.lock().unwrap();
+    let request = &received[0];
+    assert_eq!(request.headers["content-type"], "application/x-protobuf");
+    assert_eq!(request.headers["authorization"], "Basic YWdlbnQ6cHc=");
+    assert_eq!(status.bytes_sent, request.body.len() as u64);
+    let message = ExportProfilesServiceRequest::decode(request.body.as_slice()).unwrap();
+    assert_eq!(summarize(&message), expected_summary(3));
+}
