@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::{Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -80,7 +80,9 @@ pub struct Pusher {
     shared: Arc<Shared>,
     shutdown: watch::Sender<Option<Instant>>,
     worker: Option<JoinHandle<()>>,
-    finished: mpsc::Receiver<()>,
+    /// Told when the worker ends. In a mutex only to make the pusher `Sync` (the sampler may
+    /// offer from any thread); only `stop`, which has `&mut self`, uses it.
+    finished: Mutex<mpsc::Receiver<()>>,
 }
 
 /// What the sampler's side and the worker share.
@@ -153,7 +155,7 @@ impl Pusher {
                 let _ = finished_tx.send(());
             })
             .map_err(StartError::Thread)?;
-        Ok(Pusher { shared, shutdown, worker: Some(worker), finished })
+        Ok(Pusher { shared, shutdown, worker: Some(worker), finished: Mutex::new(finished) })
     }
 
     /// Queues a window to be sent. Never blocks on the network: when the queue is full, the
@@ -207,7 +209,8 @@ impl Pusher {
         self.shared.stopping.store(true, Ordering::Release);
         self.shutdown.send_replace(Some(at));
         self.shared.wake.notify_one();
-        if self.finished.recv_timeout(deadline + Duration::from_secs(1)).is_ok() {
+        let finished = self.finished.get_mut().unwrap_or_else(|e| e.into_inner());
+        if finished.recv_timeout(deadline + Duration::from_secs(1)).is_ok() {
             // The worker has finished; joining only collects it (a panic in it was already
             // counted as nothing sent, so its payload is not needed).
             let _ = worker.join();
@@ -263,6 +266,8 @@ impl Worker {
                     }
                 },
             };
+            let in_flight = &self.shared.counters.in_flight;
+            in_flight.store(u64::from(spooled.is_none()), Ordering::Relaxed);
             let outcome = self.deliver(window).await;
             let counters = &self.shared.counters;
             match (outcome, spooled) {
@@ -288,6 +293,7 @@ impl Worker {
                     self.shared.set_aside(window, cause);
                 }
             }
+            self.shared.counters.in_flight.store(0, Ordering::Relaxed);
         }
         let at_shutdown = &self.shared.counters.dropped_at_shutdown;
         while self.shared.queue.pop().is_some() {
@@ -330,18 +336,14 @@ impl Worker {
     /// Sends one window, retrying what may be retried, until it is sent, refused, out of
     /// attempts, or the shutdown deadline passes.
     async fn deliver(&mut self, window: Window) -> Outcome {
-        let counters = &self.shared.counters;
+        // The counters are shared, not the worker's: a handle of their own leaves `self` free.
+        let shared = Arc::clone(&self.shared);
+        let counters = &shared.counters;
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let result = match self.deadline() {
-                Some(deadline) => {
-                    match tokio::time::timeout_at(deadline, self.sink.send(&window)).await {
-                        Ok(result) => result,
-                        Err(_) => return Outcome::Failed(window, Failure::AtShutdown),
-                    }
-                }
-                None => self.sink.send(&window).await,
+            let Some(result) = self.attempt(&window).await else {
+                return Outcome::Failed(window, Failure::AtShutdown);
             };
             let error = match result {
                 Ok(bytes) => {
@@ -384,6 +386,25 @@ impl Worker {
         }
     }
 
+    /// One attempt; `None` when the shutdown deadline passed first. A shutdown asked for
+    /// during the attempt bounds it by the deadline from then on.
+    async fn attempt(&mut self, window: &Window) -> Option<Result<u64, SendError>> {
+        let send = self.sink.send(window);
+        tokio::pin!(send);
+        if self.shutdown.borrow().is_none() {
+            tokio::select! {
+                result = &mut send => return Some(result),
+                _ = self.shutdown.changed() => {}
+            }
+        }
+        let deadline = *self.shutdown.borrow();
+        match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, send).await.ok(),
+            // The pusher is gone without a deadline (it cannot be: `stop` sets one first).
+            None => Some(send.await),
+        }
+    }
+
     fn sink_name(&self) -> &'static str {
         match self.sink {
             Sink::OtlpGrpc(_) => "otlp-grpc",
@@ -391,5 +412,16 @@ impl Worker {
             Sink::Pyroscope(_) => "pyroscope",
             Sink::Parca(_) => "parca",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pusher_can_be_shared_with_the_sampling_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Pusher>();
     }
 }

@@ -18,6 +18,8 @@ pub(crate) struct Counters {
     pub(crate) dropped_unreadable: AtomicU64,
     pub(crate) spooled: AtomicU64,
     pub(crate) unspooled: AtomicU64,
+    /// 1 while the worker holds a window taken from the queue, else 0.
+    pub(crate) in_flight: AtomicU64,
     pub(crate) last_error: Mutex<Option<String>>,
 }
 
@@ -49,6 +51,7 @@ impl Counters {
             windows_spooled: get(&self.spooled),
             windows_unspooled: get(&self.unspooled),
             queued: queued as u64,
+            in_flight: get(&self.in_flight),
             in_spool: spooled_now as u64,
             last_error: self.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         }
@@ -57,8 +60,11 @@ impl Counters {
 
 /// A snapshot of what a pusher did since it started.
 ///
-/// Every window offered is, at any time, in exactly one of: sent, dropped (by cause), queued,
-/// in the spool, or in flight (being sent).
+/// Every window offered is in exactly one of: sent, dropped (by cause), queued, in the spool,
+/// or in flight (being sent). The counters are read one by one, so a snapshot taken while the
+/// worker moves a window may see it in two places or none; one taken while the worker waits
+/// (or after shutdown) adds up:
+/// `windows_offered == windows_sent + dropped.total() + queued + in_spool + in_flight`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Status {
     /// Windows given to [`Pusher::offer`](crate::Pusher::offer).
@@ -79,6 +85,8 @@ pub struct Status {
     pub queued: u64,
     /// Windows in the spool directory now.
     pub in_spool: u64,
+    /// Windows from the queue being sent now (0 or 1).
+    pub in_flight: u64,
     /// The last error the backend or the network gave, for a person to read.
     pub last_error: Option<String>,
 }
