@@ -234,12 +234,21 @@ struct Worker {
     shutdown: watch::Receiver<Option<Instant>>,
 }
 
-/// How one window ended.
+/// How one window ended. The run loop counts it, after the window left the queue or spool
+/// and "in flight", so that a status taken meanwhile never sees it in two places.
 enum Outcome {
-    Sent,
-    /// Not sent; the window is handed back with the counter it goes to if it is dropped.
+    /// Sent, with the request's size in bytes.
+    Sent(u64),
+    /// Not sent and handed back: spooled, or dropped for this cause.
     Failed(Window, Failure),
-    Dropped,
+    /// Refused for good (or unreadable): dropped for this cause.
+    Dropped(Refusal),
+}
+
+#[derive(Clone, Copy)]
+enum Refusal {
+    Rejected,
+    Unreadable,
 }
 
 #[derive(Clone, Copy)]
@@ -266,17 +275,28 @@ impl Worker {
                     }
                 },
             };
-            let in_flight = &self.shared.counters.in_flight;
+            let shared = Arc::clone(&self.shared);
+            let in_flight = &shared.counters.in_flight;
             in_flight.store(u64::from(spooled.is_none()), Ordering::Relaxed);
             let outcome = self.deliver(window).await;
+            in_flight.store(0, Ordering::Relaxed);
             let counters = &self.shared.counters;
+            if let (Outcome::Sent(_) | Outcome::Dropped(_), Some(id), Some(spool)) =
+                (&outcome, spooled, &self.shared.spool)
+            {
+                spool.remove(id);
+            }
             match (outcome, spooled) {
-                (Outcome::Sent | Outcome::Dropped, Some(id)) => {
-                    if let Some(spool) = &self.shared.spool {
-                        spool.remove(id);
-                    }
+                (Outcome::Sent(bytes), _) => {
+                    Counters::add(&counters.sent, 1);
+                    Counters::add(&counters.bytes_sent, bytes);
                 }
-                (Outcome::Sent | Outcome::Dropped, None) => {}
+                (Outcome::Dropped(Refusal::Rejected), _) => {
+                    Counters::add(&counters.dropped_rejected, 1);
+                }
+                (Outcome::Dropped(Refusal::Unreadable), _) => {
+                    Counters::add(&counters.dropped_unreadable, 1);
+                }
                 (Outcome::Failed(..), Some(_)) => {
                     // Still in the spool, where it stays until the backend is back: wait
                     // before the next try, so a dead backend costs one attempt per interval.
@@ -293,7 +313,6 @@ impl Worker {
                     self.shared.set_aside(window, cause);
                 }
             }
-            self.shared.counters.in_flight.store(0, Ordering::Relaxed);
         }
         let at_shutdown = &self.shared.counters.dropped_at_shutdown;
         while self.shared.queue.pop().is_some() {
@@ -346,24 +365,14 @@ impl Worker {
                 return Outcome::Failed(window, Failure::AtShutdown);
             };
             let error = match result {
-                Ok(bytes) => {
-                    Counters::add(&counters.sent, 1);
-                    Counters::add(&counters.bytes_sent, bytes);
-                    return Outcome::Sent;
-                }
+                Ok(bytes) => return Outcome::Sent(bytes),
                 Err(error) => error,
             };
             Counters::add(&counters.failed_attempts, 1);
             counters.set_last_error(format!("{}: {error}", self.sink_name()));
             match error {
-                SendError::Rejected(_) => {
-                    Counters::add(&counters.dropped_rejected, 1);
-                    return Outcome::Dropped;
-                }
-                SendError::Unreadable(_) => {
-                    Counters::add(&counters.dropped_unreadable, 1);
-                    return Outcome::Dropped;
-                }
+                SendError::Rejected(_) => return Outcome::Dropped(Refusal::Rejected),
+                SendError::Unreadable(_) => return Outcome::Dropped(Refusal::Unreadable),
                 SendError::Retryable(_) if !self.backoff.may_retry(attempts) => {
                     return Outcome::Failed(window, Failure::RetriesExhausted);
                 }
