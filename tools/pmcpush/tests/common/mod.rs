@@ -298,11 +298,19 @@ impl collector::profiles_service_server::ProfilesService for OtlpGrpcService {
 pub fn otlp_grpc_receiver(
     port: u16,
 ) -> Receiver<GrpcRequest<collector::ExportProfilesServiceRequest>> {
+    otlp_grpc_receiver_with(port, None)
+}
+
+/// [`otlp_grpc_receiver`], over TLS when `tls` is given.
+pub fn otlp_grpc_receiver_with(
+    port: u16,
+    tls: Option<Identity>,
+) -> Receiver<GrpcRequest<collector::ExportProfilesServiceRequest>> {
     let received = Arc::default();
     let script = Arc::new(Script::default());
     let service = OtlpGrpcService { received: Arc::clone(&received), script: Arc::clone(&script) };
     let server = collector::profiles_service_server::ProfilesServiceServer::new(service);
-    serve_grpc(port, received, script, tonic::service::Routes::new(server))
+    serve_grpc(port, received, script, tonic::service::Routes::new(server), tls)
 }
 
 /// A Parca `WriteRaw` receiver, from the service generated from Parca's definition.
@@ -332,7 +340,7 @@ pub fn parca_receiver(port: u16) -> Receiver<GrpcRequest<parca::WriteRawRequest>
     let script = Arc::new(Script::default());
     let service = ParcaService { received: Arc::clone(&received), script: Arc::clone(&script) };
     let server = parca::profile_store_service_server::ProfileStoreServiceServer::new(service);
-    serve_grpc(port, received, script, tonic::service::Routes::new(server))
+    serve_grpc(port, received, script, tonic::service::Routes::new(server), None)
 }
 
 fn serve_grpc<T>(
@@ -340,13 +348,21 @@ fn serve_grpc<T>(
     received: Arc<Mutex<Vec<T>>>,
     script: Arc<Script>,
     routes: tonic::service::Routes,
+    tls: Option<Identity>,
 ) -> Receiver<T> {
     let runtime = runtime();
     let listener = runtime.block_on(listen(port));
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(identity) = tls {
+        let identity = tonic::transport::Identity::from_pem(identity.cert_pem, identity.key_pem);
+        builder = builder
+            .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
+            .unwrap();
+    }
     runtime.spawn(async move {
-        tonic::transport::Server::builder()
+        builder
             .add_routes(routes)
             .serve_with_incoming_shutdown(
                 tonic::transport::server::TcpIncoming::from(listener),
@@ -377,6 +393,22 @@ impl HttpRequest {
 
 /// An HTTP receiver taking POSTs on `path` (axum), answering as scripted.
 pub fn http_receiver(port: u16, path: &'static str) -> Receiver<HttpRequest> {
+    http_receiver_with(port, path, None)
+}
+
+/// A server's certificate chain and key, PEM.
+#[derive(Clone)]
+pub struct Identity {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+/// [`http_receiver`], over TLS when `tls` is given.
+pub fn http_receiver_with(
+    port: u16,
+    path: &'static str,
+    tls: Option<Identity>,
+) -> Receiver<HttpRequest> {
     use axum::extract::{RawQuery, State};
     use axum::http::{HeaderMap, StatusCode, Uri};
 
@@ -412,15 +444,64 @@ pub fn http_receiver(port: u16, path: &'static str) -> Receiver<HttpRequest> {
     let listener = runtime.block_on(listen(port));
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    runtime.spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = stopped.await;
-            })
-            .await
-            .unwrap();
-    });
+    let stopped = async {
+        let _ = stopped.await;
+    };
+    match tls {
+        None => runtime.spawn(async move {
+            axum::serve(listener, app).with_graceful_shutdown(stopped).await.unwrap();
+        }),
+        Some(identity) => runtime.spawn(async move {
+            let listener = TlsListener { tcp: listener, acceptor: tls_acceptor(&identity) };
+            axum::serve(listener, app).with_graceful_shutdown(stopped).await.unwrap();
+        }),
+    };
     Receiver { addr, received, script, stop: Some(stop), runtime: Some(runtime) }
+}
+
+/// A TLS acceptor (rustls, ring) presenting `identity`.
+fn tls_acceptor(identity: &Identity) -> tokio_rustls::TlsAcceptor {
+    use tokio_rustls::rustls;
+    use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+    let certs = rustls::pki_types::CertificateDer::pem_slice_iter(identity.cert_pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key =
+        rustls::pki_types::PrivateKeyDer::from_pem_slice(identity.key_pem.as_bytes()).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
+}
+
+/// A TCP listener whose connections are TLS: what axum serves HTTPS on.
+struct TlsListener {
+    tcp: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Ok((tcp, addr)) = self.tcp.accept().await else { continue };
+            // A client that does not trust the certificate fails its handshake: next one.
+            if let Ok(tls) = self.acceptor.accept(tcp).await {
+                return (tls, addr);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
+    }
 }
 
 /// What the tests check of an OTLP request, read back through its dictionary.
