@@ -71,7 +71,9 @@ pub struct Status {
     pub windows_offered: u64,
     /// Windows the backend accepted.
     pub windows_sent: u64,
-    /// Request body bytes of the accepted windows (what went over the wire, before TLS).
+    /// Request body bytes of the accepted windows: the pprof bytes for Pyroscope and Parca,
+    /// the OTLP body over HTTP (gzipped when it is), the OTLP message over gRPC (before
+    /// gRPC's own compression).
     pub bytes_sent: u64,
     /// Attempts that failed (each retry that failed counts once).
     pub failed_attempts: u64,

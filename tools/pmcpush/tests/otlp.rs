@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::io::Read as _;
 use std::time::Duration;
 
 use common::*;
@@ -13,8 +14,18 @@ use prost::Message as _;
 
 #[test]
 fn grpc_windows_arrive_with_their_samples_mappings_resource_and_times() {
+    grpc_windows_arrive(false);
+}
+
+#[test]
+fn grpc_windows_arrive_gzipped() {
+    grpc_windows_arrive(true);
+}
+
+fn grpc_windows_arrive(gzip: bool) {
     let receiver = otlp_grpc_receiver(0);
     let mut config = quick_config(Target::new(Backend::OtlpGrpc, &receiver.url()));
+    config.convert.gzip = gzip;
     config.connection.auth = Auth::Bearer("s3cret".into());
     config.connection.headers.push(("X-Tenant".into(), "team-a".into()));
     let pusher = Pusher::start(config).unwrap();
@@ -30,13 +41,25 @@ fn grpc_windows_arrive_with_their_samples_mappings_resource_and_times() {
         assert_eq!(summarize(&request.message), expected_summary(n as u64));
         assert_eq!(request.metadata.get("authorization").unwrap(), "Bearer s3cret");
         assert_eq!(request.metadata.get("x-tenant").unwrap(), "team-a");
+        let encoding = request.metadata.get("grpc-encoding").map(|v| v.to_str().unwrap());
+        assert_eq!(encoding, gzip.then_some("gzip"));
     }
 }
 
 #[test]
 fn http_windows_arrive_as_protobuf_on_the_profiles_path() {
+    http_windows_arrive(false);
+}
+
+#[test]
+fn http_windows_arrive_gzipped() {
+    http_windows_arrive(true);
+}
+
+fn http_windows_arrive(gzip: bool) {
     let receiver = http_receiver(0, "/v1development/profiles");
     let mut config = quick_config(Target::new(Backend::OtlpHttp, &receiver.url()));
+    config.convert.gzip = gzip;
     config.connection.auth = Auth::Basic { user: "agent".into(), password: "pw".into() };
     let pusher = Pusher::start(config).unwrap();
     assert!(pusher.offer(window(3)));
@@ -48,6 +71,15 @@ fn http_windows_arrive_as_protobuf_on_the_profiles_path() {
     assert_eq!(request.headers["content-type"], "application/x-protobuf");
     assert_eq!(request.headers["authorization"], "Basic YWdlbnQ6cHc=");
     assert_eq!(status.bytes_sent, request.body.len() as u64);
-    let message = ExportProfilesServiceRequest::decode(request.body.as_slice()).unwrap();
+    let body = if gzip {
+        assert_eq!(request.headers["content-encoding"], "gzip");
+        let mut body = Vec::new();
+        flate2::read::GzDecoder::new(request.body.as_slice()).read_to_end(&mut body).unwrap();
+        body
+    } else {
+        assert!(!request.headers.contains_key("content-encoding"));
+        request.body.clone()
+    };
+    let message = ExportProfilesServiceRequest::decode(body.as_slice()).unwrap();
     assert_eq!(summarize(&message), expected_summary(3));
 }

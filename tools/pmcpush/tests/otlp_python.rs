@@ -100,7 +100,10 @@ fn expected_lines(n: u64) -> Vec<String> {
 fn python_reads_what_rust_reads(backend: Backend, protocol: &str) {
     let Some(receiver) = python_receiver(protocol, 2) else { return };
     let target = Target::new(backend, &format!("http://127.0.0.1:{}", receiver.port));
-    let pusher = Pusher::start(quick_config(target)).unwrap();
+    let mut config = quick_config(target);
+    // Gzipped, as a fleet would send it (grpcio and the HTTP receiver both decompress).
+    config.convert.gzip = true;
+    let pusher = Pusher::start(config).unwrap();
     pusher.offer(window(0));
     pusher.offer(window(1));
     let status = pusher.shutdown(Duration::from_secs(30));

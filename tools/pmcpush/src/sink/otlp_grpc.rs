@@ -26,14 +26,14 @@ impl OtlpGrpcSink {
         connection: &Connection,
         options: ConvertOptions,
     ) -> Result<Self, SinkError> {
-        Ok(OtlpGrpcSink {
-            client: ProfilesServiceClient::new(grpc::channel(target, connection)?),
-            metadata: grpc::metadata(connection)?,
-            options,
-        })
+        let mut client = ProfilesServiceClient::new(grpc::channel(target, connection)?);
+        if options.gzip {
+            client = client.send_compressed(tonic::codec::CompressionEncoding::Gzip);
+        }
+        Ok(OtlpGrpcSink { client, metadata: grpc::metadata(connection)?, options })
     }
 
-    /// Exports one window; the request's size in bytes.
+    /// Exports one window; the request's size in bytes (before gRPC's compression).
     ///
     /// A partial success (the receiver dropped some profiles) still counts as sent: sending the
     /// window again would duplicate the profiles it kept.

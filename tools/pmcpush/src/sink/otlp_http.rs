@@ -43,17 +43,27 @@ impl OtlpHttpSink {
         })
     }
 
-    /// Exports one window; the request body's size in bytes.
+    /// Exports one window; the request body's size in bytes (gzipped when it is).
     pub async fn send(&self, window: &Window) -> Result<u64, SendError> {
         let body = otlp::to_otlp(window, self.options)?.encode_to_vec();
-        let (len, _response) = http::post(
-            &self.client,
-            self.url.clone(),
-            &self.headers,
-            "application/x-protobuf",
-            body,
-        )
-        .await?;
+        let mut headers = self.headers.clone();
+        let body = if self.options.gzip {
+            headers.push(("content-encoding".to_owned(), "gzip".to_owned()));
+            gzip(&body)
+        } else {
+            body
+        };
+        let (len, _response) =
+            http::post(&self.client, self.url.clone(), &headers, "application/x-protobuf", body)
+                .await?;
         Ok(len)
     }
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    // Writing into a Vec cannot fail, so neither can this.
+    let _ = encoder.write_all(bytes);
+    encoder.finish().unwrap_or_default()
 }

@@ -309,7 +309,8 @@ pub fn otlp_grpc_receiver_with(
     let received = Arc::default();
     let script = Arc::new(Script::default());
     let service = OtlpGrpcService { received: Arc::clone(&received), script: Arc::clone(&script) };
-    let server = collector::profiles_service_server::ProfilesServiceServer::new(service);
+    let server = collector::profiles_service_server::ProfilesServiceServer::new(service)
+        .accept_compressed(tonic::codec::CompressionEncoding::Gzip);
     serve_grpc(port, received, script, tonic::service::Routes::new(server), tls)
 }
 

@@ -11,6 +11,7 @@ prints what each holds, one fact a line, then `end`, and exits. Exits 3 with `mi
 when a package is not installed, and by itself after 60 s whatever happens.
 """
 
+import gzip
 import sys
 import threading
 
@@ -129,6 +130,8 @@ def serve_http(collector):
                 self.end_headers()
                 return
             body = self.rfile.read(int(self.headers["content-length"]))
+            if self.headers.get("content-encoding") == "gzip":
+                body = gzip.decompress(body)
             request = service.ExportProfilesServiceRequest()
             request.ParseFromString(body)
             reply = service.ExportProfilesServiceResponse().SerializeToString()
