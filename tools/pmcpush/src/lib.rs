@@ -25,7 +25,9 @@
 //! # How pmcstat uses it
 //!
 //! One pusher per `--push KIND=URL`, started before sampling; one [`Window`] per window, from
-//! the live sampler or from `-R log`; the status printed on `SIGINFO`/`SIGUSR1` and at exit:
+//! the live sampler or from `-R log` (a replay also calls [`Pusher::flush`] after each offer, so
+//! that windows made faster than real time wait for the backend instead of being dropped); the
+//! status printed on `SIGINFO`/`SIGUSR1` and at exit:
 //!
 //! ```no_run
 //! use std::time::{Duration, SystemTime};

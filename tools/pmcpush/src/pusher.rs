@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, mpsc};
+use std::sync::{Condvar, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -96,9 +96,23 @@ struct Shared {
     /// Set once shutdown is asked for: from then on nothing more is spooled (the spool is
     /// emptied when the worker ends).
     stopping: AtomicBool,
+    /// Signalled each time a window lands (sent, dropped or set aside): what
+    /// [`Pusher::flush`] waits on. The worker takes the lock to signal, so a flush that
+    /// checked and is about to wait cannot miss it.
+    landed: (Mutex<()>, Condvar),
 }
 
 impl Shared {
+    /// Nothing queued, in flight or spooled.
+    fn is_drained(&self) -> bool {
+        self.queue.is_drained() && self.spooled_now() == 0
+    }
+
+    fn signal_landed(&self) {
+        let _guard = self.landed.0.lock().unwrap_or_else(|e| e.into_inner());
+        self.landed.1.notify_all();
+    }
+
     /// A window that will not be sent now: into the spool if there is room, else dropped and
     /// counted under `cause`.
     fn set_aside(&self, window: Window, cause: &AtomicU64) {
@@ -140,6 +154,7 @@ impl Pusher {
             wake: Notify::new(),
             spool,
             stopping: AtomicBool::new(false),
+            landed: (Mutex::new(()), Condvar::new()),
         });
         let (shutdown, shutdown_rx) = watch::channel(None);
         let (finished_tx, finished) = mpsc::channel();
@@ -186,9 +201,37 @@ impl Pusher {
         queued
     }
 
+    /// Waits until every window offered so far has landed: sent or dropped, nothing queued,
+    /// in flight or spooled. Gives up after `timeout`; returns whether it got there.
+    ///
+    /// A replay (`pmcstat -R`) makes windows faster than real time; calling `flush` after each
+    /// offer turns the queue into a hand-off, so no window is dropped for want of room. A live
+    /// sampler does not call it.
+    pub fn flush(&self, timeout: Duration) -> bool {
+        let shared = &self.shared;
+        let deadline = std::time::Instant::now() + timeout;
+        let mut guard = shared.landed.0.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if shared.is_drained() {
+                return true;
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            guard = shared
+                .landed
+                .1
+                .wait_timeout(guard, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
     /// What the pusher did so far. Never waits on the worker.
     pub fn status(&self) -> Status {
-        self.shared.counters.snapshot(self.shared.queue.len(), self.shared.spooled_now())
+        let queue = &self.shared.queue;
+        self.shared.counters.snapshot(queue.len(), queue.in_flight(), self.shared.spooled_now())
     }
 
     /// Sends what is queued (the last window included) until `deadline` from now, then stops
@@ -264,7 +307,7 @@ impl Worker {
 
     async fn run(mut self) {
         loop {
-            let (window, spooled) = match self.shared.queue.pop() {
+            let (window, spooled) = match self.shared.queue.take() {
                 Some(w) => (w, None),
                 None => match self.next_spooled() {
                     Some((id, w)) => (w, Some(id)),
@@ -275,11 +318,10 @@ impl Worker {
                     }
                 },
             };
-            let shared = Arc::clone(&self.shared);
-            let in_flight = &shared.counters.in_flight;
-            in_flight.store(u64::from(spooled.is_none()), Ordering::Relaxed);
             let outcome = self.deliver(window).await;
-            in_flight.store(0, Ordering::Relaxed);
+            if spooled.is_none() {
+                self.shared.queue.landed();
+            }
             let counters = &self.shared.counters;
             if let (Outcome::Sent(_) | Outcome::Dropped(_), Some(id), Some(spool)) =
                 (&outcome, spooled, &self.shared.spool)
@@ -313,6 +355,7 @@ impl Worker {
                     self.shared.set_aside(window, cause);
                 }
             }
+            self.shared.signal_landed();
         }
         let at_shutdown = &self.shared.counters.dropped_at_shutdown;
         while self.shared.queue.pop().is_some() {
@@ -321,6 +364,7 @@ impl Worker {
         if let Some(spool) = &self.shared.spool {
             Counters::add(at_shutdown, spool.clear());
         }
+        self.shared.signal_landed();
     }
 
     fn next_spooled(&self) -> Option<(u64, Window)> {

@@ -23,6 +23,9 @@ pub struct WindowQueue {
 struct Inner {
     windows: VecDeque<Window>,
     bytes: usize,
+    /// A window was taken to be sent and its outcome is not known yet. Kept under the same
+    /// lock as the windows, so that "nothing queued and nothing in flight" is one fact.
+    in_flight: bool,
 }
 
 /// What [`WindowQueue::offer`] did.
@@ -75,6 +78,31 @@ impl WindowQueue {
         let window = inner.windows.pop_front()?;
         inner.bytes -= window.size_bytes();
         Some(window)
+    }
+
+    /// The oldest window, marked in flight until [`landed`](WindowQueue::landed) is called.
+    pub fn take(&self) -> Option<Window> {
+        let mut inner = self.lock();
+        let window = inner.windows.pop_front()?;
+        inner.bytes -= window.size_bytes();
+        inner.in_flight = true;
+        Some(window)
+    }
+
+    /// The window [`take`](WindowQueue::take) gave is sent, dropped or set aside.
+    pub fn landed(&self) {
+        self.lock().in_flight = false;
+    }
+
+    /// Whether a window taken is not landed yet.
+    pub fn in_flight(&self) -> bool {
+        self.lock().in_flight
+    }
+
+    /// Whether nothing is queued and nothing in flight.
+    pub fn is_drained(&self) -> bool {
+        let inner = self.lock();
+        inner.windows.is_empty() && !inner.in_flight
     }
 
     /// Windows queued now.

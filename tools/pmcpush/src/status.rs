@@ -18,8 +18,6 @@ pub(crate) struct Counters {
     pub(crate) dropped_unreadable: AtomicU64,
     pub(crate) spooled: AtomicU64,
     pub(crate) unspooled: AtomicU64,
-    /// 1 while the worker holds a window taken from the queue, else 0.
-    pub(crate) in_flight: AtomicU64,
     pub(crate) last_error: Mutex<Option<String>>,
 }
 
@@ -34,7 +32,7 @@ impl Counters {
         *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error);
     }
 
-    pub(crate) fn snapshot(&self, queued: usize, spooled_now: usize) -> Status {
+    pub(crate) fn snapshot(&self, queued: usize, in_flight: bool, spooled_now: usize) -> Status {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         Status {
             windows_offered: get(&self.offered),
@@ -51,7 +49,7 @@ impl Counters {
             windows_spooled: get(&self.spooled),
             windows_unspooled: get(&self.unspooled),
             queued: queued as u64,
-            in_flight: get(&self.in_flight),
+            in_flight: u64::from(in_flight),
             in_spool: spooled_now as u64,
             last_error: self.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         }
@@ -160,7 +158,7 @@ mod tests {
         Counters::add(&c.dropped_queue_full, 1);
         Counters::add(&c.dropped_rejected, 1);
         c.set_last_error("HTTP 503".into());
-        let s = c.snapshot(1, 0);
+        let s = c.snapshot(1, false, 0);
         assert_eq!((s.windows_offered, s.windows_sent, s.dropped.total(), s.queued), (5, 2, 2, 1));
         assert!(s.to_string().contains("last error: HTTP 503"), "{s}");
     }

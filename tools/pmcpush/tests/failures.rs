@@ -302,3 +302,41 @@ fn the_spool_keeps_windows_through_an_outage_and_touches_nothing_else() {
     assert_eq!(left, std::slice::from_ref(&theirs));
     assert_eq!(std::fs::read(&theirs).unwrap(), b"someone else's");
 }
+
+#[test]
+fn a_replay_that_flushes_after_each_offer_loses_no_window() {
+    let receiver = parca_receiver(0);
+    let mut config = quick_config(Target::new(Backend::Parca, &receiver.url()));
+    // One window of room: without flush, a replay faster than the backend would drop.
+    config.queue_windows = 1;
+    let pusher = start(config);
+    for n in 0..20 {
+        assert_eq!(offer_from_sampler(&pusher, vec![window(n)]), [true]);
+        assert!(pusher.flush(Duration::from_secs(30)), "window {n} landed");
+        assert_eq!(pusher.status().windows_sent, n + 1);
+    }
+    let status = shutdown(pusher, Duration::from_secs(30));
+    assert_eq!((status.windows_sent, status.dropped.total()), (20, 0), "{status}");
+    assert_eq!(receiver.count(), 20);
+}
+
+#[test]
+fn flush_says_so_when_windows_are_still_waiting() {
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = quick_config(Target::new(Backend::Parca, &format!("http://127.0.0.1:{port}")));
+    config.backoff.max_attempts = 1;
+    config.spool =
+        Some(SpoolConfig { dir: dir.path().join("spool"), max_windows: 4, max_bytes: 1 << 20 });
+    let pusher = start(config);
+    offer_from_sampler(&pusher, vec![window(0)]);
+    // The backend is down: the window ends in the spool, never sent.
+    assert!(!pusher.flush(Duration::from_millis(300)));
+    wait_until("the window in the spool", || pusher.status().in_spool == 1);
+    let status = shutdown(pusher, Duration::from_millis(100));
+    assert_eq!(
+        (status.windows_sent, status.dropped.at_shutdown, status.in_spool),
+        (0, 1, 0),
+        "{status}"
+    );
+}

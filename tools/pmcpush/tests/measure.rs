@@ -1,7 +1,8 @@
 //! Measurements, not checks (ignored by default; numbers vary with the machine):
-//! `cargo test -p pmcpush --release --test measure -- --ignored --nocapture` prints the request
-//! bytes a window costs for each backend (OTLP over gRPC: before gRPC's gzip) and the time from `offer` to the backend's answer
-//! on loopback, for a window the size of a busy process's 10 s (2000 distinct stacks).
+//! `cargo test -p pmcpush --release --test measure -- --ignored --nocapture` prints the
+//! request bytes a window costs for each backend (OTLP over gRPC: before gRPC's gzip) and the
+//! time from `offer` to the backend's answer on loopback, for the tests' small window and for
+//! one the size of a busy process's 10 s (2000 distinct stacks).
 
 mod common;
 
