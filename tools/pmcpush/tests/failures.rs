@@ -23,6 +23,8 @@ fn offer_from_sampler(pusher: &Arc<Pusher>, windows: Vec<Window>) -> Vec<bool> {
     let pusher = Arc::clone(pusher);
     std::thread::spawn(move || {
         let queued: Vec<bool> = windows.into_iter().map(|w| pusher.offer(w)).collect();
+        // The handle goes before the answer, so the test owns the only one once answered.
+        drop(pusher);
         let _ = tx.send(queued);
     });
     rx.recv_timeout(Duration::from_secs(30)).expect("an offer blocked")
