@@ -175,15 +175,11 @@ impl Pusher {
 
     /// Queues a window to be sent. Never blocks on the network: when the queue is full, the
     /// oldest queued window is spooled or dropped (and counted) to make room. Returns whether
-    /// this window was queued (false only when it alone is larger than the queue's byte bound,
-    /// or the pusher is shutting down).
+    /// this window was queued (false only when it alone is larger than the queue's byte bound:
+    /// then it is spooled or dropped).
     pub fn offer(&self, window: Window) -> bool {
         let shared = &self.shared;
         Counters::add(&shared.counters.offered, 1);
-        if shared.stopping.load(Ordering::Acquire) {
-            shared.set_aside(window, &shared.counters.dropped_at_shutdown);
-            return false;
-        }
         let queued = match shared.queue.offer(window) {
             Offered::Queued => true,
             Offered::Evicted(old) => {
@@ -413,7 +409,7 @@ impl Worker {
                 Err(error) => error,
             };
             Counters::add(&counters.failed_attempts, 1);
-            counters.set_last_error(format!("{}: {error}", self.sink_name()));
+            counters.set_last_error(format!("{}: {error}", self.sink.backend()));
             match error {
                 SendError::Rejected(_) => return Outcome::Dropped(Refusal::Rejected),
                 SendError::Unreadable(_) => return Outcome::Dropped(Refusal::Unreadable),
@@ -455,15 +451,6 @@ impl Worker {
             Some(deadline) => tokio::time::timeout_at(deadline, send).await.ok(),
             // The pusher is gone without a deadline (it cannot be: `stop` sets one first).
             None => Some(send.await),
-        }
-    }
-
-    fn sink_name(&self) -> &'static str {
-        match self.sink {
-            Sink::OtlpGrpc(_) => "otlp-grpc",
-            Sink::OtlpHttp(_) => "otlp-http",
-            Sink::Pyroscope(_) => "pyroscope",
-            Sink::Parca(_) => "parca",
         }
     }
 }

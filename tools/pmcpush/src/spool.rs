@@ -140,7 +140,9 @@ impl Spool {
             OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
         let created = Created { dev: meta.dev(), ino: meta.ino(), size };
-        if let Err(e) = file.write_all(&bytes).and_then(|()| file.sync_data()) {
+        // No fsync: the spool lives as long as the pusher (nothing is read back after a
+        // crash), and a window may be spooled from the sampler's thread, which must not wait.
+        if let Err(e) = file.write_all(&bytes) {
             drop(file);
             // The file is the one just created: remove the partial window.
             self.remove_created(id, created);

@@ -95,7 +95,8 @@ pub struct Status {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Drops {
     /// The queue was full (the backend is slower than the sampler, or down) and the spool was
-    /// full or absent: the oldest window was dropped to make room.
+    /// full or absent: the oldest window was dropped to make room. Also a window larger, alone,
+    /// than the queue's byte bound.
     pub queue_full: u64,
     /// The backend refused the window for good (a 4xx other than 408/429, a gRPC status that
     /// says the request is wrong); it is not retried.

@@ -126,6 +126,16 @@ impl Sink {
         })
     }
 
+    /// The kind of backend this sink speaks to.
+    pub fn backend(&self) -> Backend {
+        match self {
+            Sink::OtlpGrpc(_) => Backend::OtlpGrpc,
+            Sink::OtlpHttp(_) => Backend::OtlpHttp,
+            Sink::Pyroscope(_) => Backend::Pyroscope,
+            Sink::Parca(_) => Backend::Parca,
+        }
+    }
+
     /// Sends one window; on success, the request body's size in bytes.
     pub async fn send(&self, window: &Window) -> Result<u64, SendError> {
         match self {
