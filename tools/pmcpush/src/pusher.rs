@@ -315,15 +315,8 @@ impl Worker {
                 },
             };
             let outcome = self.deliver(window).await;
-            if spooled.is_none() {
-                self.shared.queue.landed();
-            }
             let counters = &self.shared.counters;
-            if let (Outcome::Sent(_) | Outcome::Dropped(_), Some(id), Some(spool)) =
-                (&outcome, spooled, &self.shared.spool)
-            {
-                spool.remove(id);
-            }
+            let landed = !matches!(outcome, Outcome::Failed(..));
             match (outcome, spooled) {
                 (Outcome::Sent(bytes), _) => {
                     Counters::add(&counters.sent, 1);
@@ -350,6 +343,13 @@ impl Worker {
                     };
                     self.shared.set_aside(window, cause);
                 }
+            }
+            // Only now, with the window counted or spooled, does it leave the queue's "in
+            // flight" or the spool: a flush that sees both drained sees the outcome too.
+            match (spooled, &self.shared.spool) {
+                (None, _) => self.shared.queue.landed(),
+                (Some(id), Some(spool)) if landed => spool.remove(id),
+                (Some(_), _) => {}
             }
             self.shared.signal_landed();
         }

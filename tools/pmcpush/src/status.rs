@@ -60,8 +60,9 @@ impl Counters {
 ///
 /// Every window offered is in exactly one of: sent, dropped (by cause), queued, in the spool,
 /// or in flight (being sent). The counters are read one by one, so a snapshot taken while the
-/// worker moves a window may see it in two places or none; one taken while the worker waits
-/// (or after shutdown) adds up:
+/// worker moves a window may see it in two places (a window just counted as sent or spooled
+/// is still in flight for a moment); one taken while the worker waits (or after shutdown) adds
+/// up:
 /// `windows_offered == windows_sent + dropped.total() + queued + in_spool + in_flight`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Status {

@@ -284,7 +284,10 @@ fn the_spool_keeps_windows_through_an_outage_and_touches_nothing_else() {
         Some(SpoolConfig { dir: spool_dir.clone(), max_windows: 10, max_bytes: 1 << 20 });
     let pusher = start(config);
     offer_from_sampler(&pusher, (0..4).map(window).collect());
-    wait_until("every window in the spool", || pusher.status().in_spool == 4);
+    wait_until("every window in the spool, none in flight", || {
+        let status = pusher.status();
+        status.in_spool == 4 && status.in_flight == 0
+    });
     let status = pusher.status();
     assert_eq!((status.dropped.total(), status.windows_sent), (0, 0), "{status}");
     assert_accounted(&status);
