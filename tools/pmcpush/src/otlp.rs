@@ -16,7 +16,9 @@
 
 use std::collections::HashMap;
 
-use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
+use opentelemetry_proto::tonic::collector::profiles::v1development::{
+    ExportProfilesServiceRequest, ExportProfilesServiceResponse,
+};
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
 use opentelemetry_proto::tonic::profiles::v1development as otlp;
 use opentelemetry_proto::tonic::resource::v1::Resource as OtlpResource;
@@ -217,6 +219,18 @@ pub fn convert(
         }],
         dictionary: Some(dict.table),
     }
+}
+
+/// What an export response's partial success says, when the receiver refused part of the
+/// request.
+pub fn partial_rejection(response: &ExportProfilesServiceResponse) -> Option<String> {
+    let partial = response.partial_success.as_ref()?;
+    (partial.rejected_profiles != 0 || !partial.error_message.is_empty()).then(|| {
+        format!(
+            "the backend kept the window but rejected {} profile(s): {}",
+            partial.rejected_profiles, partial.error_message
+        )
+    })
 }
 
 /// The OTLP resource of `resource`'s attributes.

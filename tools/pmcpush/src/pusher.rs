@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use crate::otlp::ConvertOptions;
 use crate::queue::{Offered, WindowQueue};
 use crate::retry::Backoff;
-use crate::sink::{Connection, SendError, Sink, SinkError};
+use crate::sink::{Connection, Delivered, SendError, Sink, SinkError};
 use crate::spool::{Spool, SpoolConfig, SpoolError};
 use crate::status::{Counters, Status};
 use crate::target::Target;
@@ -276,8 +276,8 @@ struct Worker {
 /// How one window ended. The run loop counts it, after the window left the queue or spool
 /// and "in flight", so that a status taken meanwhile never sees it in two places.
 enum Outcome {
-    /// Sent, with the request's size in bytes.
-    Sent(u64),
+    /// Sent, with what the backend said.
+    Sent(Delivered),
     /// Not sent and handed back: spooled, or dropped for this cause.
     Failed(Window, Failure),
     /// Refused for good (or unreadable): dropped for this cause.
@@ -318,9 +318,13 @@ impl Worker {
             let counters = &self.shared.counters;
             let landed = !matches!(outcome, Outcome::Failed(..));
             match (outcome, spooled) {
-                (Outcome::Sent(bytes), _) => {
+                (Outcome::Sent(delivered), _) => {
                     Counters::add(&counters.sent, 1);
-                    Counters::add(&counters.bytes_sent, bytes);
+                    Counters::add(&counters.bytes_sent, delivered.bytes);
+                    if let Some(said) = delivered.partial_rejection {
+                        Counters::add(&counters.partially_rejected, 1);
+                        counters.set_last_error(format!("{}: {said}", self.sink.backend()));
+                    }
                 }
                 (Outcome::Dropped(Refusal::Rejected), _) => {
                     Counters::add(&counters.dropped_rejected, 1);
@@ -405,7 +409,7 @@ impl Worker {
                 return Outcome::Failed(window, Failure::AtShutdown);
             };
             let error = match result {
-                Ok(bytes) => return Outcome::Sent(bytes),
+                Ok(delivered) => return Outcome::Sent(delivered),
                 Err(error) => error,
             };
             Counters::add(&counters.failed_attempts, 1);
@@ -437,7 +441,7 @@ impl Worker {
 
     /// One attempt; `None` when the shutdown deadline passed first. A shutdown asked for
     /// during the attempt bounds it by the deadline from then on.
-    async fn attempt(&mut self, window: &Window) -> Option<Result<u64, SendError>> {
+    async fn attempt(&mut self, window: &Window) -> Option<Result<Delivered, SendError>> {
         let send = self.sink.send(window);
         tokio::pin!(send);
         if self.shutdown.borrow().is_none() {

@@ -10,6 +10,7 @@ pub(crate) struct Counters {
     pub(crate) offered: AtomicU64,
     pub(crate) sent: AtomicU64,
     pub(crate) bytes_sent: AtomicU64,
+    pub(crate) partially_rejected: AtomicU64,
     pub(crate) failed_attempts: AtomicU64,
     pub(crate) dropped_queue_full: AtomicU64,
     pub(crate) dropped_rejected: AtomicU64,
@@ -38,6 +39,7 @@ impl Counters {
             windows_offered: get(&self.offered),
             windows_sent: get(&self.sent),
             bytes_sent: get(&self.bytes_sent),
+            windows_partially_rejected: get(&self.partially_rejected),
             failed_attempts: get(&self.failed_attempts),
             dropped: Drops {
                 queue_full: get(&self.dropped_queue_full),
@@ -74,6 +76,9 @@ pub struct Status {
     /// the OTLP body over HTTP (gzipped when it is), the OTLP message over gRPC (before
     /// gRPC's own compression).
     pub bytes_sent: u64,
+    /// Windows sent that the backend took only in part (OTLP partial success: some profiles
+    /// refused); counted in `windows_sent` too, the backend's words in `last_error`.
+    pub windows_partially_rejected: u64,
     /// Attempts that failed (each retry that failed counts once).
     pub failed_attempts: u64,
     /// Windows given up, by cause.
@@ -125,12 +130,13 @@ impl std::fmt::Display for Status {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "windows: {} offered, {} sent ({} bytes), {} dropped (queue full {}, rejected {}, \
+            "windows: {} offered, {} sent ({} bytes, {} in part), {} dropped (queue full {}, rejected {}, \
              retries exhausted {}, at shutdown {}, unreadable {}), {} queued, {} in spool; \
              {} failed attempts",
             self.windows_offered,
             self.windows_sent,
             self.bytes_sent,
+            self.windows_partially_rejected,
             self.dropped.total(),
             self.dropped.queue_full,
             self.dropped.rejected,

@@ -83,3 +83,43 @@ fn http_windows_arrive(gzip: bool) {
     let message = ExportProfilesServiceRequest::decode(body.as_slice()).unwrap();
     assert_eq!(summarize(&message), expected_summary(3));
 }
+
+/// The receiver keeps the window but refuses a profile of it: counted as sent, counted as
+/// partly rejected, its words reported, and not sent again.
+fn partial_success_is_reported(backend: Backend) {
+    let (url, script, received): (String, _, Box<dyn Fn() -> usize>) = match backend {
+        Backend::OtlpGrpc => {
+            let r = otlp_grpc_receiver(0);
+            (r.url(), std::sync::Arc::clone(&r.script), Box::new(move || r.count()))
+        }
+        _ => {
+            let r = http_receiver(0, "/v1development/profiles");
+            (r.url(), std::sync::Arc::clone(&r.script), Box::new(move || r.count()))
+        }
+    };
+    script.push(&[Answer::Partial(1)]);
+    let pusher = Pusher::start(quick_config(Target::new(backend, &url))).unwrap();
+    pusher.offer(window(0));
+    let status = pusher.shutdown(Duration::from_secs(30));
+    assert_eq!(
+        (status.windows_sent, status.windows_partially_rejected, status.failed_attempts),
+        (1, 1, 0),
+        "{backend}: {status}"
+    );
+    let said = status.last_error.unwrap_or_default();
+    assert!(
+        said.contains("rejected 1 profile(s): sample type not supported by the test"),
+        "{said}"
+    );
+    assert_eq!(received(), 1);
+}
+
+#[test]
+fn a_grpc_partial_success_is_counted_and_reported() {
+    partial_success_is_reported(Backend::OtlpGrpc);
+}
+
+#[test]
+fn an_http_partial_success_is_counted_and_reported() {
+    partial_success_is_reported(Backend::OtlpHttp);
+}

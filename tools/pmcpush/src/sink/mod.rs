@@ -53,6 +53,24 @@ impl Connection {
     }
 }
 
+/// What a backend said of a window it took.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Delivered {
+    /// The request's size in bytes (see [`Status::bytes_sent`](crate::Status::bytes_sent)).
+    pub bytes: u64,
+    /// The backend kept the window but refused part of it (OTLP's partial success), and said
+    /// this. Sending it again would duplicate what it kept, so it is not retried; it is
+    /// counted and reported.
+    pub partial_rejection: Option<String>,
+}
+
+impl Delivered {
+    /// `bytes` taken whole.
+    pub fn whole(bytes: u64) -> Self {
+        Delivered { bytes, partial_rejection: None }
+    }
+}
+
 /// Why a window was not delivered.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -137,7 +155,7 @@ impl Sink {
     }
 
     /// Sends one window; on success, the request body's size in bytes.
-    pub async fn send(&self, window: &Window) -> Result<u64, SendError> {
+    pub async fn send(&self, window: &Window) -> Result<Delivered, SendError> {
         match self {
             Sink::OtlpGrpc(sink) => sink.send(window).await,
             Sink::OtlpHttp(sink) => sink.send(window).await,

@@ -6,7 +6,7 @@ use prost::Message as _;
 use tonic::metadata::MetadataMap;
 use tonic::transport::Channel;
 
-use super::{Connection, SendError, SinkError, grpc};
+use super::{Connection, Delivered, SendError, SinkError, grpc};
 use crate::otlp::{self, ConvertOptions};
 use crate::target::Target;
 use crate::window::Window;
@@ -35,17 +35,16 @@ impl OtlpGrpcSink {
 
     /// Exports one window; the request's size in bytes (before gRPC's compression).
     ///
-    /// A partial success (the receiver dropped some profiles) still counts as sent: sending the
-    /// window again would duplicate the profiles it kept.
-    pub async fn send(&self, window: &Window) -> Result<u64, SendError> {
+    /// A partial success (the receiver dropped some profiles) is reported in the answer.
+    pub async fn send(&self, window: &Window) -> Result<Delivered, SendError> {
         let request = otlp::to_otlp(window, self.options)?;
         let len = request.encoded_len() as u64;
         // Clones of a tonic client share the channel.
         let mut client = self.client.clone();
-        client
+        let response = client
             .export(grpc::request(request, &self.metadata))
             .await
             .map_err(|s| grpc::classify(&s))?;
-        Ok(len)
+        Ok(Delivered { bytes: len, partial_rejection: otlp::partial_rejection(response.get_ref()) })
     }
 }

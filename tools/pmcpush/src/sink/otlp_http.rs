@@ -3,7 +3,9 @@
 
 use prost::Message as _;
 
-use super::{Connection, SendError, SinkError, http};
+use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceResponse;
+
+use super::{Connection, Delivered, SendError, SinkError, http};
 use crate::otlp::{self, ConvertOptions};
 use crate::target::Target;
 use crate::window::Window;
@@ -44,7 +46,7 @@ impl OtlpHttpSink {
     }
 
     /// Exports one window; the request body's size in bytes (gzipped when it is).
-    pub async fn send(&self, window: &Window) -> Result<u64, SendError> {
+    pub async fn send(&self, window: &Window) -> Result<Delivered, SendError> {
         let body = otlp::to_otlp(window, self.options)?.encode_to_vec();
         let mut headers = self.headers.clone();
         let body = if self.options.gzip {
@@ -53,10 +55,13 @@ impl OtlpHttpSink {
         } else {
             body
         };
-        let (len, _response) =
+        let (len, response) =
             http::post(&self.client, self.url.clone(), &headers, "application/x-protobuf", body)
                 .await?;
-        Ok(len)
+        // An empty body is an empty response message, which is a whole success.
+        let response =
+            ExportProfilesServiceResponse::decode(response.as_slice()).unwrap_or_default();
+        Ok(Delivered { bytes: len, partial_rejection: otlp::partial_rejection(&response) })
     }
 }
 

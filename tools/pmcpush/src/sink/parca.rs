@@ -4,7 +4,7 @@
 use tonic::metadata::MetadataMap;
 use tonic::transport::Channel;
 
-use super::{Connection, SendError, SinkError, grpc, series_labels};
+use super::{Connection, Delivered, SendError, SinkError, grpc, series_labels};
 use crate::target::Target;
 use crate::window::{Window, WindowMeta};
 
@@ -34,7 +34,7 @@ impl ParcaSink {
     }
 
     /// Writes one window; the profile's size in bytes.
-    pub async fn send(&self, window: &Window) -> Result<u64, SendError> {
+    pub async fn send(&self, window: &Window) -> Result<Delivered, SendError> {
         let request = proto::WriteRawRequest {
             tenant: String::new(),
             series: vec![proto::RawProfileSeries {
@@ -54,7 +54,7 @@ impl ParcaSink {
             .write_raw(grpc::request(request, &self.metadata))
             .await
             .map_err(|s| grpc::classify(&s))?;
-        Ok(window.profile.len() as u64)
+        Ok(Delivered::whole(window.profile.len() as u64))
     }
 }
 

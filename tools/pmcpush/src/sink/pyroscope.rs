@@ -1,7 +1,7 @@
 //! Pyroscope's ingest API: `POST /ingest?name=APP{LABELS}&from=&until=&format=pprof&…` with the
 //! pprof profile as the body (Pyroscope reads the sample types and period from it).
 
-use super::{Connection, SendError, SinkError, http, series_labels};
+use super::{Connection, Delivered, SendError, SinkError, http, series_labels};
 use crate::target::Target;
 use crate::window::{Window, WindowMeta};
 
@@ -34,7 +34,7 @@ impl PyroscopeSink {
     }
 
     /// Ingests one window; the body's size in bytes.
-    pub async fn send(&self, window: &Window) -> Result<u64, SendError> {
+    pub async fn send(&self, window: &Window) -> Result<Delivered, SendError> {
         let meta = &window.meta;
         let mut url = self.url.clone();
         url.query_pairs_mut()
@@ -52,7 +52,7 @@ impl PyroscopeSink {
             window.profile.to_vec(),
         )
         .await?;
-        Ok(len)
+        Ok(Delivered::whole(len))
     }
 }
 

@@ -179,6 +179,8 @@ pub enum Answer {
     Status(u16),
     /// Waits until the test releases the receiver's gate, then takes the request.
     Stall,
+    /// Takes the request but says (OTLP partial success) it refused this many profiles.
+    Partial(i64),
 }
 
 /// The scripted answers and the gate of a receiver, shared with its handlers.
@@ -273,6 +275,18 @@ fn grpc_status(code: u16) -> tonic::Status {
     }
 }
 
+/// The OTLP export response for `answer`: a partial success when it says so.
+fn export_response(answer: Answer) -> collector::ExportProfilesServiceResponse {
+    let partial_success = match answer {
+        Answer::Partial(rejected) => Some(collector::ExportProfilesPartialSuccess {
+            rejected_profiles: rejected,
+            error_message: "sample type not supported by the test".into(),
+        }),
+        _ => None,
+    };
+    collector::ExportProfilesServiceResponse { partial_success }
+}
+
 /// An OTLP profiles gRPC receiver: the server `opentelemetry-proto` generates.
 pub struct OtlpGrpcService {
     received: Arc<Mutex<Vec<GrpcRequest<collector::ExportProfilesServiceRequest>>>>,
@@ -285,13 +299,13 @@ impl collector::profiles_service_server::ProfilesService for OtlpGrpcService {
         &self,
         request: tonic::Request<collector::ExportProfilesServiceRequest>,
     ) -> Result<tonic::Response<collector::ExportProfilesServiceResponse>, tonic::Status> {
-        match self.script.next().await {
-            Answer::Status(code) => return Err(grpc_status(code)),
-            Answer::Accept | Answer::Stall => {}
+        let answer = self.script.next().await;
+        if let Answer::Status(code) = answer {
+            return Err(grpc_status(code));
         }
         let metadata = request.metadata().clone();
         self.received.lock().unwrap().push(GrpcRequest { metadata, message: request.into_inner() });
-        Ok(tonic::Response::new(collector::ExportProfilesServiceResponse::default()))
+        Ok(tonic::Response::new(export_response(answer)))
     }
 }
 
@@ -326,9 +340,8 @@ impl parca::profile_store_service_server::ProfileStoreService for ParcaService {
         &self,
         request: tonic::Request<parca::WriteRawRequest>,
     ) -> Result<tonic::Response<parca::WriteRawResponse>, tonic::Status> {
-        match self.script.next().await {
-            Answer::Status(code) => return Err(grpc_status(code)),
-            Answer::Accept | Answer::Stall => {}
+        if let Answer::Status(code) = self.script.next().await {
+            return Err(grpc_status(code));
         }
         let metadata = request.metadata().clone();
         self.received.lock().unwrap().push(GrpcRequest { metadata, message: request.into_inner() });
@@ -420,9 +433,10 @@ pub fn http_receiver_with(
         RawQuery(query): RawQuery,
         headers: HeaderMap,
         body: axum::body::Bytes,
-    ) -> StatusCode {
-        if let Answer::Status(code) = script.next().await {
-            return StatusCode::from_u16(code).unwrap();
+    ) -> (StatusCode, Vec<u8>) {
+        let answer = script.next().await;
+        if let Answer::Status(code) = answer {
+            return (StatusCode::from_u16(code).unwrap(), Vec::new());
         }
         // The url crate's form decoding, as a server would read the query.
         let query = reqwest::Url::parse(&format!("http://receiver/?{}", query.unwrap_or_default()))
@@ -433,7 +447,9 @@ pub fn http_receiver_with(
         let request =
             HttpRequest { path: uri.path().to_owned(), query, headers, body: body.to_vec() };
         received.lock().unwrap().push(request);
-        StatusCode::OK
+        // OTLP's answer; an HTTP receiver of another protocol answers with the same bytes,
+        // which its clients do not read.
+        (StatusCode::OK, export_response(answer).encode_to_vec())
     }
 
     let received: Arc<Mutex<Vec<HttpRequest>>> = Arc::default();
