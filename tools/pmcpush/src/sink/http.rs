@@ -4,7 +4,11 @@ use reqwest::StatusCode;
 
 use super::SendError;
 
-/// Posts `body` to `url` with `headers`; the body's length on a 2xx.
+/// The most of a response the pusher reads.
+const MAX_RESPONSE_BYTES: usize = 64 << 10;
+
+/// Posts `body` to `url` with `headers`; on a 2xx, the body's length and (up to
+/// [`MAX_RESPONSE_BYTES`]) the response.
 pub(super) async fn post(
     client: &reqwest::Client,
     url: reqwest::Url,
@@ -17,12 +21,22 @@ pub(super) async fn post(
     for (name, value) in headers {
         request = request.header(name, value);
     }
-    let response = request.send().await.map_err(|e| SendError::Retryable(describe(&e)))?;
+    let mut response = request.send().await.map_err(|e| SendError::Retryable(describe(&e)))?;
     let status = response.status();
-    // The body of an error says why; a large one is cut (its memory is the backend's choice).
-    let body = response.bytes().await.map_err(|e| SendError::Retryable(describe(&e)))?;
+    // The answer (an OTLP response, or an error's text) is read up to a bound: its size is the
+    // backend's choice, the pusher's memory is not. The rest is left unread.
+    let mut body = Vec::new();
+    while body.len() < MAX_RESPONSE_BYTES {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            Ok(None) => break,
+            Err(e) if status.is_success() => return Err(SendError::Retryable(describe(&e))),
+            Err(_) => break,
+        }
+    }
+    body.truncate(MAX_RESPONSE_BYTES);
     if status.is_success() {
-        return Ok((len, body.to_vec()));
+        return Ok((len, body));
     }
     let text = String::from_utf8_lossy(&body[..body.len().min(512)]).trim().to_owned();
     let message = format!("HTTP {status}: {text}");
