@@ -88,4 +88,15 @@ mod tests {
         meta.labels.push(("env".into(), "prod,eu".into()));
         assert_eq!(series_name(&meta), "db_1_{host_name=h1,pmc_event=cycles,env=prod_eu}");
     }
+
+    #[test]
+    fn a_clock_event_gives_its_sample_rate_others_pyroscopes_default() {
+        let mut meta = WindowMeta::new(UNIX_EPOCH, UNIX_EPOCH, "cpu-clock", "svc");
+        meta.sample_type = crate::SampleType::new("cpu", "nanoseconds");
+        meta.period = Some(1_000_000);
+        assert_eq!(sample_rate(&meta), 1000);
+        meta.sample_type = crate::SampleType::new("samples", "count");
+        meta.period = Some(65536);
+        assert_eq!(sample_rate(&meta), DEFAULT_SAMPLE_RATE);
+    }
 }
