@@ -1,0 +1,16 @@
+//! Generates the pprof messages (`perftools.profiles`) and Parca's `WriteRaw` service from the
+//! `.proto` files in `proto/`, with protox (a Rust protobuf compiler: no protoc needed).
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let protos = ["proto/profile.proto", "proto/parca_profilestore.proto"];
+    for proto in protos {
+        println!("cargo:rerun-if-changed={proto}");
+    }
+    let descriptors = protox::compile(protos, ["proto"])?;
+    tonic_prost_build::configure()
+        .build_client(true)
+        // The server is for the tests' receiver; it costs nothing to a build that does not use it.
+        .build_server(true)
+        .compile_fds(descriptors)?;
+    Ok(())
+}
