@@ -180,13 +180,16 @@ fn texts_are_per_thread() {
     assert_eq!(other.error_text(), "", "another thread's is its own");
 }
 
+/// A call that is expected to fail.
+type Call<'a> = dyn Fn() -> Result<(), Errno> + 'a;
+
 #[test]
 fn every_driver_refusal_has_a_text() {
     let (w, code) = soft_world(PmuModel::skylake(), 2);
     let c = w.client();
     let id = c.allocate(AllocateRequest::soft(code)).unwrap();
     // A refusal or two of each group of operations: each names its cause.
-    let calls: [(&str, &dyn Fn() -> Result<(), Errno>); 7] = [
+    let calls: [(&str, &Call); 7] = [
         ("start of an unknown id", &|| c.start(id ^ 1)),
         ("unknown operation", &|| c.call_raw(0x99, UserPtr(0))),
         ("set count while running", &|| c.start(id).and_then(|()| c.set_count(id, 5))),
