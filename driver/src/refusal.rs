@@ -201,6 +201,7 @@ impl Cause {
             InvalidEventConfig => "PMC event config not accepted by its class",
             AnyThreadPrivilege => "AnyThread counting requires privilege",
             AmdNeedsEvPmu => "AMD PMCs require PMC_F_EV_PMU", // FreeBSD
+            // FreeBSD's tests look for "AMD subclass".
             AmdSubClass => "Unsupported AMD subclass",
             AmdConfigBits => "AMD PMU config has unsupported bits", // FreeBSD
             HostedTwoEncodings => "The host counts one core type's encoding only",
@@ -221,7 +222,8 @@ impl Cause {
             NotStartable => "PMC cannot be started in its state",
             NeedsLog => "PMC requires a configured log",
             TargetsGone => "PMC targets have exited",
-            RwNeedsFlags => "PMCRW requires OLDVALUE or NEWVALUE", // FreeBSD
+            // FreeBSD's tests look for "PMCRW requires OLDVALUE".
+            RwNeedsFlags => "PMCRW requires OLDVALUE or NEWVALUE",
             InvalidRwFlags => "Invalid PMCRW flags",
             WriteRunning => "Cannot write a PMC while it is running", // FreeBSD
             SetCountRunning => "Cannot set the count of a running PMC",

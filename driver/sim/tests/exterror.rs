@@ -204,3 +204,16 @@ fn every_driver_refusal_has_a_text() {
         assert!(!c.error_text().is_empty(), "{what}: {result:?} without a text");
     }
 }
+
+/// A host that calls the driver on the caller's thread reads the text with the errno.
+#[test]
+fn the_text_comes_with_the_errno_for_hosted_callers() {
+    let w = World::new(PmuModel::skylake());
+    w.kernel().set_caller(w.pid);
+    let unknown = w.driver.syscall_explained(0x99, UserPtr(0));
+    assert_eq!(unknown, Err((Errno::Inval, "Unknown PMC operation")));
+    assert_eq!(w.client().error_text(), "Unknown PMC operation", "the kernel has it too");
+    // An errno of the kernel's services carries no text.
+    let fault = w.driver.syscall_explained(Op::PmcRw.as_u32(), UserPtr(0x10));
+    assert_eq!(fault, Err((Errno::Fault, "")));
+}
