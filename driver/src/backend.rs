@@ -23,6 +23,7 @@ use core::ops::Range;
 use crate::abi::{Caps, Class, PmcFlags, PmcOpPmcAllocate};
 use crate::errno::Errno;
 use crate::hw::Hardware;
+use crate::refusal::Refusal;
 pub(crate) use crate::text::CpuIdString;
 
 /// A set of a CPU's hardware counters, one bit per counter; what each bit means is the backend's
@@ -192,13 +193,15 @@ pub(crate) trait PmuBackend: Sized + core::fmt::Debug {
 
     /// Checks an allocation request for `class` and returns its configuration and the rows of
     /// the class (indexes within it) that may hold it: EINVAL for a bad event or a reserved
-    /// bit, EPERM for AnyThread without the privilege. Nothing reaches a register before this.
+    /// bit, EPERM for AnyThread without the privilege (a bare errno is given its cause by the
+    /// caller; a backend names a cause of its own where it has one). Nothing reaches a
+    /// register before this.
     fn configure(
         &self,
         class: Class,
         rows: u32,
         request: &AllocateRequest<'_>,
-    ) -> Result<(Self::Config, Range<u32>), Errno>;
+    ) -> Result<(Self::Config, Range<u32>), Refusal>;
     /// The second core type's encoding a request for `class` carries besides `config` (what
     /// [`PmuBackend::configure`] accepted), checked against that core type's PMU: `None` when
     /// it carries none (one encoding for every CPU). EINVAL when the request names one core

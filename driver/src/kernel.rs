@@ -186,6 +186,16 @@ pub trait Kernel {
         let _ = section;
     }
 
+    /// Keeps `text` as the calling thread's extended error: why the system call it is making
+    /// fails (FreeBSD keeps it per thread and hands it to `uexterr_gettext(3)`). The driver
+    /// calls it once for every failing system call, just before returning the errno: with the
+    /// cause's text, or `None` for a failure without one (an errno from the kernel's own
+    /// services), which clears a text an earlier failure left. It does not call it for a call
+    /// that succeeds. Thread context. The default keeps nothing.
+    fn set_error_text(&self, text: Option<&'static str>) {
+        let _ = text;
+    }
+
     /// The PMC classes this kernel counts itself, and how (see [`crate::hosted`]): `None`, the
     /// default, for a kernel whose PMU the driver programs.
     fn host_counters(&self) -> Option<&dyn crate::hosted::HostCounters> {

@@ -9,7 +9,8 @@
 //!
 //! One folder per layer, arrows pointing down:
 //!
-//! * leaf types: [`abi`], [`errno`], [`text`], and `types.rs` (processes, threads, CPUs, user
+//! * leaf types: [`abi`], [`errno`], `refusal.rs` (why a system call was refused: a cause,
+//!   its errno and its text), [`text`], and `types.rs` (processes, threads, CPUs, user
 //!   addresses, PMC handles, sampling flags);
 //! * the host-kernel interface ([`kernel`], and [`hosted`] for a kernel that counts PMCs
 //!   itself), the hardware traits ([`hw`]), the PMU backend trait (`backend.rs`), the
@@ -159,6 +160,7 @@ mod log;
 mod machine;
 mod mux;
 mod publish;
+mod refusal;
 mod sync;
 mod syscall;
 pub mod text;

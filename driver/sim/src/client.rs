@@ -10,7 +10,7 @@ use hwpmc::abi::{
 };
 use hwpmc::abi::{PMC_OP_PMCREADTIMES, PmcOpPmcReadTimes};
 use hwpmc::hw::Hardware;
-use hwpmc::{Driver, Errno, Pid, Tunables, UserPtr};
+use hwpmc::{Driver, Errno, Kernel, Pid, Tunables, UserPtr};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 use crate::arch_event::ArchEvent;
@@ -278,6 +278,14 @@ impl<'a, H: Hardware> PmcClient<'a, H> {
         op.pm_pmcid = id;
         self.call_number(PMC_OP_PMCREADTIMES, &mut op)?;
         Ok(op)
+    }
+
+    /// The extended error of the calling thread (see [`SimKernel::error_text`]): why its last
+    /// failed call failed, as `uexterr_gettext(3)` would read it after that call.
+    pub fn error_text(&self) -> &'static str {
+        let kernel = self.driver.kernel();
+        kernel.set_caller(self.pid);
+        kernel.error_text(kernel.current_tid().unwrap_or(0))
     }
 
     /// Calls operation number `op` with argument pointer `arg` as is.

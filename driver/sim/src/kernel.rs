@@ -217,6 +217,9 @@ pub struct KernelState {
     kernel_image: Option<(u64, Vec<u8>)>,
     nanotime: (i64, i64),
     tsc_frequency: u64,
+    /// Each thread's extended error: the text of its last failed system call, if it had one
+    /// (thread 0 for a caller without threads).
+    error_texts: BTreeMap<Tid, &'static str>,
 }
 
 /// The simulated kernel: a cheap handle to shared state. The driver owns one; the machine and
@@ -295,6 +298,7 @@ impl SimKernel {
             kernel_image: None,
             nanotime: (1_700_000_000, 0),
             tsc_frequency: 2_000_000_000,
+            error_texts: BTreeMap::new(),
         };
         SimKernel {
             state: Rc::new(RefCell::new(state)),
@@ -461,6 +465,12 @@ impl SimKernel {
     /// The process issuing system calls.
     pub fn caller(&self) -> Pid {
         self.state.borrow().caller
+    }
+
+    /// Thread `tid`'s extended error, as `uexterr_gettext(3)` reads it: the text the driver gave
+    /// its last failed system call, empty if that failure had none (or none failed yet).
+    pub fn error_text(&self, tid: Tid) -> &'static str {
+        self.state.borrow().error_texts.get(&tid).copied().unwrap_or("")
     }
 
     /// Takes a CPU online or offline.
@@ -637,6 +647,16 @@ impl Kernel for SimKernel {
 
     fn current_pid(&self) -> Pid {
         self.caller()
+    }
+
+    /// Kept per thread, as FreeBSD does; a failure without a text clears the thread's.
+    fn set_error_text(&self, text: Option<&'static str>) {
+        let tid = self.current_tid().unwrap_or(0);
+        let mut s = self.state.borrow_mut();
+        match text {
+            Some(text) => s.error_texts.insert(tid, text),
+            None => s.error_texts.remove(&tid),
+        };
     }
 
     /// The caller's thread on the current CPU; a caller not on it (a tool issuing requests

@@ -20,6 +20,7 @@ use crate::errno::Errno;
 use crate::kernel::{Cpu, Pid};
 use crate::publish::LoadMap;
 use crate::publish::{CellAllocator, Credits};
+use crate::refusal::Cause;
 use crate::types::PmcHandle;
 
 pub(crate) use self::pmc::{Pmc, SecondEncoding, core_type_of};
@@ -172,14 +173,14 @@ impl Book {
     }
 
     /// The caller's PMC with this id: ESRCH if the caller owns no PMC, EINVAL if none has the id.
-    pub(crate) fn find(&self, owner: Pid, id: u32) -> Result<PmcHandle, Errno> {
-        let owned = self.owners.get(&owner).ok_or(Errno::Srch)?;
+    pub(crate) fn find(&self, owner: Pid, id: u32) -> Result<PmcHandle, Cause> {
+        let owned = self.owners.get(&owner).ok_or(Cause::NoPmcs)?;
         owned
             .pmcs
             .iter()
             .copied()
             .find(|&h| self.pmc(h).is_some_and(|p| p.id.to_u32() == id))
-            .ok_or(Errno::Inval)
+            .ok_or(Cause::UnknownPmc)
     }
 
     /// Every live PMC.

@@ -5,7 +5,7 @@ use core::ops::Range;
 
 use super::HwConfig;
 use crate::abi::PmcOpPmcAllocate;
-use crate::errno::Errno;
+use crate::refusal::Cause;
 
 /// Checks a SOFT allocation: the event must be registered (`registered`). Any SOFT row may hold
 /// it.
@@ -13,9 +13,9 @@ pub(crate) fn configure(
     request: &PmcOpPmcAllocate,
     registered: bool,
     rows: Range<u32>,
-) -> Result<(HwConfig, Range<u32>), Errno> {
+) -> Result<(HwConfig, Range<u32>), Cause> {
     if !registered {
-        return Err(Errno::Inval);
+        return Err(Cause::UnknownSoftEvent);
     }
     Ok((HwConfig::Soft { event: request.pm_ev }, rows))
 }

@@ -4,16 +4,16 @@ use core::ops::Range;
 
 use super::HwConfig;
 use crate::abi::{Mode, PmcOpPmcAllocate, event};
-use crate::errno::Errno;
+use crate::refusal::Cause;
 
 /// Checks a TSC allocation: system counting of `TSC_TSC` only.
 pub(crate) fn configure(
     request: &PmcOpPmcAllocate,
     mode: Mode,
     rows: Range<u32>,
-) -> Result<(HwConfig, Range<u32>), Errno> {
+) -> Result<(HwConfig, Range<u32>), Cause> {
     if mode != Mode::SystemCounting || request.pm_ev != event::TSC_TSC {
-        return Err(Errno::Inval);
+        return Err(Cause::InvalidTscEvent);
     }
     Ok((HwConfig::Tsc, rows))
 }

@@ -8,6 +8,10 @@
 //! counting of those PMCs to it at PMCSTART, takes their counts at PMCSTOP, PMCRW, detach and
 //! release, and turns the samples the host delivers ([`Driver::hosted_sample`](crate::Driver::hosted_sample)) into CALLCHAIN
 //! records of the owner's log, with losses ([`Driver::hosted_lost`](crate::Driver::hosted_lost)) reported by DROPNOTIFY.
+//!
+//! Such a host calls the driver on the calling thread, so it may read why a call failed with
+//! the errno, from [`Driver::syscall_explained`](crate::Driver::syscall_explained), instead of
+//! keeping the text per thread through [`Kernel::set_error_text`](crate::Kernel::set_error_text).
 
 mod gate;
 mod handover;

@@ -10,20 +10,21 @@ use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, Privilege, UserPtr};
 use crate::mux::{MuxPmc, NOT_MULTIPLEXED};
+use crate::refusal::{Cause, Refusal};
 use alloc::vec::Vec;
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// PMCALLOCATE.
-    pub(super) fn op_allocate(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(super) fn op_allocate(&self, arg: UserPtr) -> Result<(), Refusal> {
         let mut request: PmcOpPmcAllocate = self.copy_in(arg)?;
-        let mode = Mode::from_u32(request.pm_mode).ok_or(Errno::Inval)?;
+        let mode = Mode::from_u32(request.pm_mode).ok_or(Cause::InvalidMode)?;
         let cpu = if mode.is_system() {
             if request.pm_cpu == PMC_CPU_ANY {
-                return Err(Errno::Inval);
+                return Err(Cause::InvalidCpu.into());
             }
-            Some(self.checked_cpu(i32::try_from(request.pm_cpu).map_err(|_| Errno::Inval)?)?)
+            Some(self.checked_cpu(i32::try_from(request.pm_cpu).map_err(|_| Cause::InvalidCpu)?)?)
         } else if request.pm_cpu != PMC_CPU_ANY {
-            return Err(Errno::Inval);
+            return Err(Cause::InvalidCpu.into());
         } else {
             None
         };
@@ -34,41 +35,43 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                     .union(PmcFlags::THREAD_FLAGS);
                 PmcFlags::ALLOCATE_ACCEPTED.union(extensions).contains(*f)
             })
-            .ok_or(Errno::Inval)?;
+            .ok_or(Cause::InvalidFlags)?;
         let grouped = flags.intersects(PmcFlags::GROUP_LEADER | PmcFlags::GROUP_MEMBER);
-        if flags.contains(PmcFlags::GROUP_LEADER | PmcFlags::GROUP_MEMBER)
-            || (flags.intersects(PmcFlags::MULTIPLEX_FLAGS) && mode.is_sampling())
-        {
-            // A PMC leads a group or joins one; sampling PMCs are not multiplexed.
-            return Err(Errno::Inval);
+        // A PMC leads a group or joins one.
+        if flags.contains(PmcFlags::GROUP_LEADER | PmcFlags::GROUP_MEMBER) {
+            return Err(Cause::LeaderAndMember.into());
+        }
+        // A sample's period would restart at every turn.
+        if flags.intersects(PmcFlags::MULTIPLEX_FLAGS) && mode.is_sampling() {
+            return Err(Cause::SamplingMultiplexed.into());
         }
         if flags.intersects(PmcFlags::THREAD_FLAGS) && !thread_scope_valid(mode, flags) {
-            return Err(Errno::Inval);
+            return Err(Cause::InvalidThreadScope.into());
         }
         if mode.is_system() && flags.intersects(PmcFlags::LOG_PROCCSW | PmcFlags::LOG_PROCEXIT) {
-            return Err(Errno::Inval);
+            return Err(Cause::SystemLogFlags.into());
         }
         if flags.contains(PmcFlags::USERCALLCHAIN)
             && (!flags.contains(PmcFlags::CALLCHAIN) || !mode.is_sampling())
         {
-            return Err(Errno::Inval);
+            return Err(Cause::UserCallchain.into());
         }
         if mode.is_system()
             && (self.kernel.is_jailed()
                 || !(self.kernel.unprivileged_syspmcs()
                     || self.kernel.has_privilege(Privilege::PmcSystem)))
         {
-            return Err(Errno::Perm);
+            return Err(Cause::SystemPrivilege.into());
         }
         let class = Class::from_u32(request.pm_class)
             .and_then(|c| self.layout.class(c))
-            .ok_or(Errno::Inval)?;
+            .ok_or(Cause::InvalidClass)?;
         let mut caps = Caps::from_bits_retain(request.pm_caps);
         if mode.is_sampling() {
             caps |= Caps::INTERRUPT;
         }
         if !class.caps.contains(caps) {
-            return Err(Errno::OpNotSupp);
+            return Err(Cause::UnsupportedCaps.into());
         }
         self.check_core_type(flags, class, cpu)?;
         let (config, rows, second) = self.configure(class, &request, mode, caps, flags)?;
@@ -101,7 +104,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         if pmc.hosted {
             if pmc.second.is_some() {
                 // The host kernel is given one event select.
-                return Err(Errno::OpNotSupp);
+                return Err(Cause::HostedTwoEncodings.into());
             }
             self.hosted_check(&pmc)?;
         }
@@ -133,12 +136,17 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 let usable = |book: &Book, slot_row, row| {
                     self.row_usable(book, class, (slot_row, row, true), mode, cpu, owner)
                 };
-                self.mux_place(&book, rows.clone(), (mode, cpu, owner), flags, usable)?
+                self.mux_place(&book, rows.clone(), (mode, cpu, owner), flags, usable).map_err(
+                    |e| {
+                        let e = Refusal::from(e).or_cause(Errno::Inval, Cause::NoTurn);
+                        e.or_cause(Errno::Busy, Cause::GroupNoRoom)
+                    },
+                )?
             } else {
                 let row = rows
                     .clone()
                     .find(|&row| self.row_usable(&book, class, (row, row, false), mode, cpu, owner))
-                    .ok_or(Errno::Inval)?;
+                    .ok_or(Cause::NoRow)?;
                 (row, NOT_MULTIPLEXED)
             };
             pmc.row = row;
@@ -146,7 +154,8 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             pmc.mux.turn = turn;
             pmc.class_row = pmc.slot_row - class.first_row;
             pmc.id.row = row as u8;
-            self.claim_shared(&pmc)?;
+            self.claim_shared(&pmc)
+                .map_err(|e| Refusal::from(e).or_cause(Errno::Busy, Cause::SharedRegisterBusy))?;
             book.insert(pmc.clone())
         };
         request.pm_pmcid = pmc.id.to_u32();
@@ -167,13 +176,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         flags: PmcFlags,
         class: &ClassDesc,
         cpu: Option<Cpu>,
-    ) -> Result<(), Errno> {
+    ) -> Result<(), Cause> {
         let wanted = crate::book::core_type_of(flags);
         if wanted == 0 {
             return Ok(());
         }
         if flags.contains(PmcFlags::HYBRID_FLAGS) || !class.hardware {
-            return Err(Errno::Inval);
+            return Err(Cause::InvalidCoreType);
         }
         if self.host_counts(class.class) {
             // The host kernel knows its own core PMUs (Linux's cpu_core and cpu_atom): it takes
@@ -185,7 +194,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             Some(cpu) => has(cpu),
             None => (0..self.kernel.cpu_count()).any(|c| self.kernel.cpu_active(c) && has(c)),
         };
-        if found { Ok(()) } else { Err(Errno::Inval) }
+        if found { Ok(()) } else { Err(Cause::InvalidCoreType) }
     }
 
     /// The class's hardware configuration for a request, and the rows that may hold it.
@@ -196,7 +205,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         mode: Mode,
         caps: Caps,
         flags: PmcFlags,
-    ) -> Result<(HwConfig, core::ops::Range<u32>, Option<SecondEncoding>), Errno> {
+    ) -> Result<(HwConfig, core::ops::Range<u32>, Option<SecondEncoding>), Refusal> {
         let all_rows = class.first_row..class.first_row + class.rows;
         match class.class {
             Class::Soft => {
@@ -227,10 +236,18 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                         crate::book::core_type_of(flags)
                     },
                 };
-                let (config, rows) = self.backend.configure(class.class, class.rows, &request)?;
+                // The backends' checks that answer in bare errno: a bad event or reserved bit,
+                // AnyThread without the privilege.
+                let named = |e: Refusal| {
+                    e.or_cause(Errno::Inval, Cause::InvalidEventConfig)
+                        .or_cause(Errno::Perm, Cause::AnyThreadPrivilege)
+                };
+                let (config, rows) =
+                    self.backend.configure(class.class, class.rows, &request).map_err(named)?;
                 let second = self
                     .backend
-                    .configure_other_core_type(class.class, &request, config)?
+                    .configure_other_core_type(class.class, &request, config)
+                    .map_err(|e| named(e.into()))?
                     .map(|o| SecondEncoding {
                         primary: o.primary,
                         other: o.other,
@@ -239,7 +256,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                 let first = class.first_row;
                 Ok((HwConfig::Hardware(config), first + rows.start..first + rows.end, second))
             }
-            _ => Err(Errno::Inval),
+            _ => Err(Cause::InvalidClass.into()),
         }
     }
 

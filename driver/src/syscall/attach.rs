@@ -4,71 +4,71 @@
 use crate::abi::{PmcFlags, PmcOpPmcAttach};
 use crate::book::Pmc;
 use crate::driver::Driver;
-use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Kernel, Pid, ProcessState, Signal, UserPtr};
+use crate::refusal::{Cause, Refusal};
 use crate::types::PmcHandle;
 use alloc::vec::Vec;
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// The PMC and target of a PMCATTACH or PMCDETACH request: a process PMC of the caller,
     /// and a pid (0 is the caller; negative is EINVAL).
-    fn attach_request(&self, arg: UserPtr) -> Result<(PmcHandle, Pmc, Pid, Pid), Errno> {
+    fn attach_request(&self, arg: UserPtr) -> Result<(PmcHandle, Pmc, Pid, Pid), Refusal> {
         let request: PmcOpPmcAttach = self.copy_in(arg)?;
         let caller = self.kernel.current_pid();
         let (handle, pmc) = self.find_cloned(caller, request.pm_pmc)?;
         if pmc.mode().is_system() {
-            return Err(Errno::Inval);
+            return Err(Cause::AttachSystemMode.into());
         }
         let pid = match request.pm_pid {
             0 => caller,
-            pid if pid < 0 => return Err(Errno::Inval),
+            pid if pid < 0 => return Err(Cause::InvalidPid.into()),
             pid => pid,
         };
         Ok((handle, pmc, pid, caller))
     }
 
     /// PMCATTACH.
-    pub(super) fn op_attach(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(super) fn op_attach(&self, arg: UserPtr) -> Result<(), Refusal> {
         let (handle, pmc, pid, caller) = self.attach_request(arg)?;
         if pmc.is_running() {
-            return Err(Errno::Busy);
+            return Err(Cause::AttachRunning.into());
         }
         // A thread PMC counts the calling thread: of no other process.
         let thread = if pmc.flags.contains(PmcFlags::THREAD) {
             if pid != caller {
-                return Err(Errno::Inval);
+                return Err(Cause::ThreadOtherProcess.into());
             }
-            Some(self.calling_thread(caller).ok_or(Errno::OpNotSupp)?)
+            Some(self.calling_thread(caller).ok_or(Cause::ThreadUnknown)?)
         } else {
             None
         };
         if self.kernel.process_state(pid) != ProcessState::Alive {
-            return Err(Errno::Srch);
+            return Err(Cause::NoSuchProcess.into());
         }
         if pid != caller {
             self.kernel.can_debug(pid)?;
         }
         if pmc.msr_granted && pid != pmc.owner {
-            return Err(Errno::Perm);
+            return Err(Cause::AttachGranted.into());
         }
         let mut pids = alloc::vec![pid];
         if pmc.flags.contains(PmcFlags::DESCENDANTS) {
             self.collect_descendants(pid, &mut pids);
         }
         let mut book = self.book.lock(&self.kernel);
-        let pmc = book.pmc(handle).ok_or(Errno::Inval)?;
+        let pmc = book.pmc(handle).ok_or(Cause::UnknownPmc)?;
         if pmc.is_running() {
-            return Err(Errno::Busy);
+            return Err(Cause::AttachRunning.into());
         }
         if pmc.targets.contains(&pid) {
-            return Err(Errno::Exist);
+            return Err(Cause::AlreadyAttached.into());
         }
         let row = pmc.row;
         for &p in &pids {
             let holder = book.target(p).and_then(|t| t.get(row)).map(|r| r.pmc);
             if holder.is_some_and(|h| h != handle) || self.mux_attach_conflict(&book, handle, p) {
-                return Err(Errno::Busy);
+                return Err(Cause::RowInUse.into());
             }
         }
         match thread {
@@ -107,16 +107,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// PMCDETACH.
-    pub(super) fn op_detach(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(super) fn op_detach(&self, arg: UserPtr) -> Result<(), Refusal> {
         let (handle, pmc, pid, _) = self.attach_request(arg)?;
         if self.kernel.process_state(pid) == ProcessState::NotFound {
-            return Err(Errno::Srch);
+            return Err(Cause::NoSuchProcess.into());
         }
         {
             let book = self.book.lock(&self.kernel);
-            let target = book.target(pid).ok_or(Errno::Srch)?;
+            let target = book.target(pid).ok_or(Cause::NoSuchProcess)?;
             if target.get(pmc.row).map(|r| r.pmc) != Some(handle) {
-                return Err(Errno::Inval);
+                return Err(Cause::NotAttached.into());
             }
         }
         let mut pids = alloc::vec![pid];

@@ -12,6 +12,7 @@ use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, UserPtr};
 use crate::machine::CpuStats;
+use crate::refusal::{Cause, Refusal};
 use crate::sync::AtomicU64;
 use crate::text::FixedText;
 use alloc::vec::Vec;
@@ -20,15 +21,15 @@ use zerocopy::{FromZeros, IntoBytes};
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// GETMODULEVERSION: refuse a client whose major.minor is newer than ours, then tell it ours.
-    pub(super) fn op_get_module_version(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(super) fn op_get_module_version(&self, arg: UserPtr) -> Result<(), Refusal> {
         let client: u32 = self.copy_in(arg)?;
         if client & 0xFFFF_0000 > PMC_VERSION & 0xFFFF_0000 {
-            return Err(Errno::ProgMismatch);
+            return Err(Cause::VersionMismatch.into());
         }
         self.copy_out(&PMC_VERSION, arg)
     }
 
-    pub(super) fn op_get_cpu_info(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(super) fn op_get_cpu_info(&self, arg: UserPtr) -> Result<(), Refusal> {
         let mut info = PmcOpGetCpuInfo::new_zeroed();
         info.pm_cputype = self.cpu_type();
         info.pm_ncpu = self.kernel.cpu_count();
@@ -43,7 +44,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         self.copy_out(&info, arg)
     }
 
-    pub(super) fn op_get_driver_stats(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(super) fn op_get_driver_stats(&self, arg: UserPtr) -> Result<(), Refusal> {
         use core::sync::atomic::Ordering::Relaxed;
         // The sum over every CPU; the ABI has 32-bit fields, so it saturates instead of wrapping.
         let get = |counter: fn(&CpuStats) -> &AtomicU64| {
@@ -65,7 +66,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// GETPMCINFO: one `pmc_info` per row of a CPU, after the 8-byte header.
-    pub(super) fn op_get_pmc_info(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(super) fn op_get_pmc_info(&self, arg: UserPtr) -> Result<(), Refusal> {
         let head: PmcOpGetPmcInfo = self.copy_in(arg)?;
         let cpu = self.checked_cpu(head.pm_cpu)?;
         let infos: Vec<PmcInfo> = {
@@ -73,7 +74,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             (0..self.layout.rows()).map(|row| self.row_info(&book, cpu, row)).collect()
         };
         let base = arg.offset(core::mem::size_of::<PmcOpGetPmcInfo>()).ok_or(Errno::Fault)?;
-        self.kernel.copy_out(infos.as_bytes(), base)
+        Ok(self.kernel.copy_out(infos.as_bytes(), base)?)
     }
 
     fn row_info(&self, book: &Book, cpu: Cpu, row: u32) -> PmcInfo {
@@ -109,10 +110,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// GETDYNEVENTINFO: the registered software events (class SOFT only).
-    pub(super) fn op_get_dyn_event_info(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(super) fn op_get_dyn_event_info(&self, arg: UserPtr) -> Result<(), Refusal> {
         let class: u32 = self.copy_in(arg)?;
         if class != Class::Soft.as_u32() {
-            return Err(Errno::Inval);
+            return Err(Cause::NoDynamicEvents.into());
         }
         let events: Vec<PmcDynEventDescr> = self
             .book
@@ -130,10 +131,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             .collect();
         let count = events.len() as u32;
         self.kernel.copy_out(events.as_bytes(), arg.offset(8).ok_or(Errno::Fault)?)?;
-        self.kernel.copy_out(count.as_bytes(), arg.offset(4).ok_or(Errno::Fault)?)
+        Ok(self.kernel.copy_out(count.as_bytes(), arg.offset(4).ok_or(Errno::Fault)?)?)
     }
 
-    pub(super) fn op_get_caps(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(super) fn op_get_caps(&self, arg: UserPtr) -> Result<(), Refusal> {
         let mut request: PmcOpCaps = self.copy_in(arg)?;
         let caller = self.kernel.current_pid();
         let book = self.book.lock(&self.kernel);

@@ -7,27 +7,28 @@ use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Kernel, UserPtr};
 use crate::log::OwnerLog;
+use crate::refusal::{Cause, Refusal};
 use pmclog::{Initialize, Record, UserData};
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// CONFIGURELOG: a descriptor of 0 or more starts a log (EBUSY if one is active) and writes
     /// its INITIALIZE record at once; a negative one writes out and closes the log.
-    pub(crate) fn op_configure_log(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(crate) fn op_configure_log(&self, arg: UserPtr) -> Result<(), Refusal> {
         let request: PmcOpConfigureLog = self.copy_in(arg)?;
         if request.pm_flags != 0 {
-            return Err(Errno::Inval);
+            return Err(Cause::InvalidLogFlags.into());
         }
         let owner = self.kernel.current_pid();
         if request.pm_logfd < 0 {
             if !self.has_log(owner) {
-                return Err(Errno::Inval);
+                return Err(Cause::NoLog.into());
             }
             // Closing keeps what was logged (FreeBSD discards queued buffers here).
             let _ = self.close_log(owner);
             return Ok(());
         }
         if self.has_log(owner) {
-            return Err(Errno::Busy);
+            return Err(Cause::LogActive.into());
         }
         let file = self.kernel.log_open(request.pm_logfd)?;
         let cpus = self.kernel.cpu_count() as usize;
@@ -39,7 +40,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             if logs.owners.contains_key(&owner) {
                 drop(logs);
                 self.kernel.log_close(file);
-                return Err(Errno::Busy);
+                return Err(Cause::LogActive.into());
             }
             logs.owners.insert(owner, log);
         }
@@ -69,28 +70,30 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// FLUSHLOG: writes out everything logged so far; returns a pending writer error.
-    pub(crate) fn op_flush_log(&self) -> Result<(), Errno> {
-        self.flush_log(self.kernel.current_pid())
+    pub(crate) fn op_flush_log(&self) -> Result<(), Refusal> {
+        // The log's writer errors pass as they are; EINVAL is the log's absence.
+        let no_log = |e| Refusal::from(e).or_cause(Errno::Inval, Cause::NoLog);
+        self.flush_log(self.kernel.current_pid()).map_err(no_log)
     }
 
     /// CLOSELOG: a CLOSELOG record, then the log is written out and closed.
-    pub(crate) fn op_close_log(&self) -> Result<(), Errno> {
+    pub(crate) fn op_close_log(&self) -> Result<(), Refusal> {
         let owner = self.kernel.current_pid();
         if !self.has_log(owner) {
-            return Err(Errno::Inval);
+            return Err(Cause::NoLog.into());
         }
         self.log_record(owner, &Record::CloseLog);
-        self.close_log(owner)
+        self.close_log(owner).map_err(|e| Refusal::from(e).or_cause(Errno::Inval, Cause::NoLog))
     }
 
     /// WRITELOG: a USERDATA record (ENOMEM when no log buffer is free). After a write of the
     /// log failed, it succeeds as FreeBSD's does: the record is dropped and counted, and the
     /// error is FLUSHLOG's and CLOSELOG's to report (the writer signalled it already).
-    pub(crate) fn op_write_log(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(crate) fn op_write_log(&self, arg: UserPtr) -> Result<(), Refusal> {
         let request: PmcOpWriteLog = self.copy_in(arg)?;
         let owner = self.kernel.current_pid();
         if !self.has_log(owner) {
-            return Err(Errno::Inval);
+            return Err(Cause::NoLog.into());
         }
         let record = Record::UserData(UserData { data: request.pm_userdata });
         if self.log_record(owner, &record) {
@@ -98,6 +101,6 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         let failed =
             self.logs.lock(&self.kernel).owners.get(&owner).is_some_and(|l| l.error.is_some());
-        if failed { Ok(()) } else { Err(Errno::NoMem) }
+        if failed { Ok(()) } else { Err(Cause::LogNoMemory.into()) }
     }
 }

@@ -26,26 +26,37 @@ use crate::driver::Driver;
 use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, Tid, UserPtr};
+use crate::refusal::{Cause, Refusal};
 use crate::types::PmcHandle;
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// The hwpmc system call: `op` is a `PMC_OP_*` number and `arg` the caller's argument
     /// pointer. Returns the errno hwpmc(4) documents on failure; a failed call changes nothing.
+    /// The text of a failure goes to the kernel ([`Kernel::set_error_text`]).
     pub fn syscall(&self, op: u32, arg: UserPtr) -> Result<(), Errno> {
+        self.syscall_explained(op, arg).map_err(|(errno, _)| errno)
+    }
+
+    /// [`Driver::syscall`], also returning the text of a failure (empty for a failure without
+    /// one), for a host that calls the driver on the caller's thread and reads the text here
+    /// rather than keeping it per thread. The kernel is handed the text all the same.
+    pub fn syscall_explained(&self, op: u32, arg: UserPtr) -> Result<(), (Errno, &'static str)> {
         use core::sync::atomic::Ordering::Relaxed;
         self.local_stats().syscalls.fetch_add(1, Relaxed);
         let result = match Op::from_u32(op) {
             Some(op) => self.dispatch(op, arg),
             None if op == PMC_OP_PMCREADTIMES => self.op_read_times(arg),
-            None => Err(Errno::Inval),
+            None => Err(Cause::UnknownOp.into()),
         };
-        if result.is_err() {
+        // The ABI edge: the one place a refusal becomes an errno and a text.
+        result.map_err(|refusal| {
             self.local_stats().syscall_errors.fetch_add(1, Relaxed);
-        }
-        result
+            self.kernel.set_error_text(refusal.text());
+            (refusal.errno(), refusal.text().unwrap_or(""))
+        })
     }
 
-    fn dispatch(&self, op: Op, arg: UserPtr) -> Result<(), Errno> {
+    fn dispatch(&self, op: Op, arg: UserPtr) -> Result<(), Refusal> {
         match op {
             Op::GetModuleVersion => self.op_get_module_version(arg),
             Op::GetCpuInfo => self.op_get_cpu_info(arg),
@@ -79,18 +90,18 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         Ok(value)
     }
 
-    fn copy_out<T: IntoBytes + Immutable>(&self, value: &T, arg: UserPtr) -> Result<(), Errno> {
-        self.kernel.copy_out(value.as_bytes(), arg)
+    fn copy_out<T: IntoBytes + Immutable>(&self, value: &T, arg: UserPtr) -> Result<(), Refusal> {
+        Ok(self.kernel.copy_out(value.as_bytes(), arg)?)
     }
 
     /// A CPU number from a request: EINVAL if out of range, ENXIO if not active.
-    fn checked_cpu(&self, cpu: i32) -> Result<Cpu, Errno> {
-        let cpu = u32::try_from(cpu).map_err(|_| Errno::Inval)?;
+    fn checked_cpu(&self, cpu: i32) -> Result<Cpu, Cause> {
+        let cpu = u32::try_from(cpu).map_err(|_| Cause::InvalidCpu)?;
         if cpu >= self.kernel.cpu_count() {
-            return Err(Errno::Inval);
+            return Err(Cause::InvalidCpu);
         }
         if !self.kernel.cpu_active(cpu) {
-            return Err(Errno::Nxio);
+            return Err(Cause::CpuOffline);
         }
         Ok(cpu)
     }
@@ -110,10 +121,10 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// The caller's PMC `id` and a copy of it.
-    fn find_cloned(&self, caller: Pid, id: u32) -> Result<(PmcHandle, Pmc), Errno> {
+    fn find_cloned(&self, caller: Pid, id: u32) -> Result<(PmcHandle, Pmc), Cause> {
         let book = self.book.lock(&self.kernel);
         let handle = book.find(caller, id)?;
-        let pmc = book.pmc(handle).cloned().ok_or(Errno::Inval)?;
+        let pmc = book.pmc(handle).cloned().ok_or(Cause::UnknownPmc)?;
         Ok((handle, pmc))
     }
 }

@@ -4,15 +4,15 @@
 use crate::abi::{PmcOpSimple, State};
 use crate::book::Pmc;
 use crate::driver::Driver;
-use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Kernel, Pid, UserPtr};
+use crate::refusal::Refusal;
 use crate::types::PmcHandle;
 use alloc::vec::Vec;
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// PMCRELEASE.
-    pub(super) fn op_release(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(super) fn op_release(&self, arg: UserPtr) -> Result<(), Refusal> {
         let request: PmcOpSimple = self.copy_in(arg)?;
         let caller = self.kernel.current_pid();
         let handle = self.book.lock(&self.kernel).find(caller, request.pm_pmcid)?;

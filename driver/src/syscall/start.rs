@@ -7,22 +7,23 @@ use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, Pid, UserPtr};
 use crate::publish::NO_CELL;
+use crate::refusal::{Cause, Refusal};
 use crate::types::PmcHandle;
 use alloc::vec::Vec;
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// PMCSTART.
-    pub(super) fn op_start(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(super) fn op_start(&self, arg: UserPtr) -> Result<(), Refusal> {
         let request: PmcOpSimple = self.copy_in(arg)?;
         let caller = self.kernel.current_pid();
         let (handle, pmc) = self.find_cloned(caller, request.pm_pmcid)?;
         match pmc.state {
             State::Running => return Ok(()),
             State::Allocated | State::Stopped => {}
-            _ => return Err(Errno::Inval),
+            _ => return Err(Cause::NotStartable.into()),
         }
         if pmc.flags.contains(PmcFlags::NEEDS_LOGFILE) && !self.has_log(pmc.owner) {
-            return Err(Errno::Doofus);
+            return Err(Cause::NeedsLog.into());
         }
         if pmc.mode().is_sampling() {
             self.log_kernel_images(pmc.owner);
@@ -30,13 +31,13 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         let multiplexed = pmc.mux.is_multiplexed();
         if let Some(cpu) = pmc.cpu() {
             if !self.kernel.cpu_active(cpu) {
-                return Err(Errno::Nxio);
+                return Err(Cause::CpuOffline.into());
             }
             if pmc.mode() == Mode::SystemSampling {
                 self.log_initial_mappings(pmc.owner);
             }
             if pmc.hosted {
-                return self.start_hosted(handle, pmc.state, &[]);
+                return Ok(self.start_hosted(handle, pmc.state, &[])?);
             }
             if multiplexed {
                 // The others' times up to now, then the turn due on the CPU.
@@ -59,24 +60,24 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         // The thread a thread PMC attaches to, if PMCSTART attaches it.
         let thread = if pmc.flags.contains(PmcFlags::THREAD) && pmc.targets.is_empty() {
-            Some(self.calling_thread(caller).ok_or(Errno::OpNotSupp)?)
+            Some(self.calling_thread(caller).ok_or(Cause::ThreadUnknown)?)
         } else {
             None
         };
         let (self_attached, targets) = {
             let mut book = self.book.lock(&self.kernel);
-            let current = book.pmc(handle).ok_or(Errno::Inval)?;
+            let current = book.pmc(handle).ok_or(Cause::UnknownPmc)?;
             let attach_self = current.targets.is_empty();
             if attach_self {
                 if current.flags.contains(PmcFlags::ATTACH_DONE) {
-                    return Err(Errno::Srch);
+                    return Err(Cause::TargetsGone.into());
                 }
                 let row = current.row;
                 let holder = book.target(caller).and_then(|t| t.get(row));
                 if holder.is_some_and(|r| r.pmc != handle)
                     || self.mux_attach_conflict(&book, handle, caller)
                 {
-                    return Err(Errno::Busy);
+                    return Err(Cause::RowInUse.into());
                 }
                 match thread {
                     Some(tid) => book.link_thread(handle, row, caller, tid)?,
@@ -99,7 +100,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
                     p.flags = pmc.flags;
                 }
             }
-            return started;
+            return Ok(started?);
         }
         if multiplexed {
             // Threads of the targets that are on a CPU right now count from their turn.
@@ -165,7 +166,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// PMCSTOP: the PMC leaves every CPU at once and its count is final until restarted.
-    pub(super) fn op_stop(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(super) fn op_stop(&self, arg: UserPtr) -> Result<(), Refusal> {
         let request: PmcOpSimple = self.copy_in(arg)?;
         let caller = self.kernel.current_pid();
         let (handle, pmc) = self.find_cloned(caller, request.pm_pmcid)?;
@@ -174,7 +175,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
         }
         if let Some(cpu) = pmc.cpu() {
             if !self.kernel.cpu_active(cpu) {
-                return Err(Errno::Nxio);
+                return Err(Cause::CpuOffline.into());
             }
         }
         let multiplexed = pmc.mux.is_multiplexed();

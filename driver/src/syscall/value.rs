@@ -12,27 +12,31 @@ use crate::driver::Driver;
 use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::{Cpu, Kernel, UserPtr};
+use crate::refusal::{Cause, Refusal};
 use crate::types::PmcHandle;
 use zerocopy::IntoBytes;
 
 impl<K: Kernel, H: Hardware> Driver<K, H> {
     /// PMCRW: read and/or write a PMC's value.
-    pub(super) fn op_rw(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(super) fn op_rw(&self, arg: UserPtr) -> Result<(), Refusal> {
         let mut request: PmcOpPmcRw = self.copy_in(arg)?;
         let flags = PmcFlags::from_bits(request.pm_flags)
-            .filter(|f| !f.is_empty() && (PmcFlags::OLDVALUE | PmcFlags::NEWVALUE).contains(*f))
-            .ok_or(Errno::Inval)?;
+            .filter(|f| (PmcFlags::OLDVALUE | PmcFlags::NEWVALUE).contains(*f))
+            .ok_or(Cause::InvalidRwFlags)?;
+        if flags.is_empty() {
+            return Err(Cause::RwNeedsFlags.into());
+        }
         let caller = self.kernel.current_pid();
         // The fields a read needs, copied under the lock (PMCRW is the hot operation: no clone
         // of the whole PMC).
         let (handle, pmc) = {
             let book = self.book.lock(&self.kernel);
             let handle = book.find(caller, request.pm_pmcid)?;
-            (handle, book.pmc(handle).map(ValueView::of).ok_or(Errno::Inval)?)
+            (handle, book.pmc(handle).map(ValueView::of).ok_or(Cause::UnknownPmc)?)
         };
         let write = flags.contains(PmcFlags::NEWVALUE);
         if write && pmc.running {
-            return Err(Errno::Busy);
+            return Err(Cause::WriteRunning.into());
         }
         // Read and write together: the old value goes back to the caller, the new one is kept.
         let new_value = request.pm_value;
@@ -45,7 +49,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             let mut book = self.book.lock(&self.kernel);
             // What the hooks handed back belongs to the value being replaced.
             book.settle(handle);
-            let pmc = book.pmc_mut(handle).ok_or(Errno::Inval)?;
+            let pmc = book.pmc_mut(handle).ok_or(Cause::UnknownPmc)?;
             if pmc.mode().is_sampling() {
                 pmc.reload = new_value;
                 pmc.start = self.counter_start(pmc);
@@ -58,28 +62,28 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// The value PMCRW reads: the count (including what runs right now on every CPU), the TSC
     /// for the TSC class, or the reload count of a sampling PMC.
-    fn current_value(&self, handle: PmcHandle, pmc: &ValueView) -> Result<u64, Errno> {
+    fn current_value(&self, handle: PmcHandle, pmc: &ValueView) -> Result<u64, Cause> {
         if pmc.id.mode.is_sampling() {
             return Ok(pmc.reload);
         }
         if let Some(cpu) = pmc.id.cpu.map(Cpu::from) {
             if !self.kernel.cpu_active(cpu) {
-                return Err(Errno::Nxio);
+                return Err(Cause::CpuOffline);
             }
             if pmc.id.class == Class::Tsc {
-                return self.on_cpu(cpu, || self.hw.read_tsc()).ok_or(Errno::Nxio);
+                return self.on_cpu(cpu, || self.hw.read_tsc()).ok_or(Cause::CpuOffline);
             }
         }
         if pmc.running && pmc.hosted {
             // The count credited so far and what the host counted since, taken together.
-            return self.hosted_value(handle).ok_or(Errno::Inval);
+            return self.hosted_value(handle).ok_or(Cause::UnknownPmc);
         }
         // The count first, then what the CPUs hold: a PMC unloaded in between makes the read
         // late, never counts twice.
         let value = {
             let mut book = self.book.lock(&self.kernel);
             book.settle(handle);
-            book.pmc(handle).map(|p| p.value).ok_or(Errno::Inval)?
+            book.pmc(handle).map(|p| p.value).ok_or(Cause::UnknownPmc)?
         };
         if !pmc.running {
             return Ok(value);
@@ -94,16 +98,16 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// PMCSETCOUNT: the reload of a sampling PMC, or the initial count of a counting one.
-    pub(super) fn op_set_count(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(super) fn op_set_count(&self, arg: UserPtr) -> Result<(), Refusal> {
         let request: PmcOpPmcSetCount = self.copy_in(arg)?;
         let caller = self.kernel.current_pid();
         let mut book = self.book.lock(&self.kernel);
         let handle = book.find(caller, request.pm_pmcid)?;
-        if book.pmc(handle).ok_or(Errno::Inval)?.is_running() {
-            return Err(Errno::Busy);
+        if book.pmc(handle).ok_or(Cause::UnknownPmc)?.is_running() {
+            return Err(Cause::SetCountRunning.into());
         }
         book.settle(handle);
-        let pmc = book.pmc_mut(handle).ok_or(Errno::Inval)?;
+        let pmc = book.pmc_mut(handle).ok_or(Cause::UnknownPmc)?;
         if pmc.mode().is_sampling() {
             pmc.reload = request.pm_count.max(self.min_reload(pmc.id.class));
             pmc.start = self.counter_start(pmc);
@@ -114,7 +118,7 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
     }
 
     /// PMCGETMSR: the RDPMC index of a process PMC attached only to its owner.
-    pub(super) fn op_get_msr(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(super) fn op_get_msr(&self, arg: UserPtr) -> Result<(), Refusal> {
         let mut request: PmcOpGetMsr = self.copy_in(arg)?;
         let caller = self.kernel.current_pid();
         let (handle, pmc) = self.find_cloned(caller, request.pm_pmcid)?;
@@ -125,14 +129,17 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
             || !self_only
             || pmc.mux.is_multiplexed()
         {
-            return Err(Errno::Inval);
+            return Err(Cause::GetMsrScope.into());
         }
         if pmc.hosted {
             // The host's counter is not the driver's to give out.
-            return Err(Errno::NoSys);
+            return Err(Cause::GetMsrNoCounter.into());
         }
-        let HwConfig::Hardware(config) = pmc.config else { return Err(Errno::NoSys) };
-        request.pm_msr = Backend::rdpmc_index(config, pmc.class_row).ok_or(Errno::NoSys)?;
+        let HwConfig::Hardware(config) = pmc.config else {
+            return Err(Cause::GetMsrNoCounter.into());
+        };
+        request.pm_msr =
+            Backend::rdpmc_index(config, pmc.class_row).ok_or(Cause::GetMsrNoCounter)?;
         self.copy_out(&request, arg)?;
         let targets = {
             let mut book = self.book.lock(&self.kernel);
@@ -155,20 +162,21 @@ impl<K: Kernel, H: Hardware> Driver<K, H> {
 
     /// PMC_OP_PMCREADTIMES (extension): the count as PMCRW reads it, with a multiplexed PMC's
     /// times enabled and running (both 0 for other PMCs).
-    pub(super) fn op_read_times(&self, arg: UserPtr) -> Result<(), Errno> {
+    pub(super) fn op_read_times(&self, arg: UserPtr) -> Result<(), Refusal> {
         let mut request: PmcOpPmcReadTimes = self.copy_in(arg)?;
         let caller = self.kernel.current_pid();
         let (handle, view, multiplexed) = {
             let book = self.book.lock(&self.kernel);
             let handle = book.find(caller, request.pm_pmcid)?;
-            let pmc = book.pmc(handle).ok_or(Errno::Inval)?;
+            let pmc = book.pmc(handle).ok_or(Cause::UnknownPmc)?;
             (handle, ValueView::of(pmc), pmc.mux.is_multiplexed())
         };
         if multiplexed && view.running {
             self.mux_checkpoint();
         }
         request.pm_value = self.current_value(handle, &view)?;
-        let times = self.book.lock(&self.kernel).pmc(handle).map(|p| p.mux).ok_or(Errno::Inval)?;
+        let times =
+            self.book.lock(&self.kernel).pmc(handle).map(|p| p.mux).ok_or(Cause::UnknownPmc)?;
         (request.pm_enabled, request.pm_running) = (times.enabled, times.running);
         self.copy_out(&request, arg)
     }

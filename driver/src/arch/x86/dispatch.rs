@@ -17,6 +17,7 @@ use crate::backend::{
 };
 use crate::errno::Errno;
 use crate::hw::Hardware;
+use crate::refusal::Refusal;
 
 /// The machine's PMU backend: both vendors' backends, the one of the CPU's vendor driving the
 /// PMU and the other with no PMU. A struct rather than an enum, so that the hot paths test one
@@ -213,7 +214,7 @@ impl PmuBackend for X86Backend {
         class: Class,
         rows: u32,
         request: &AllocateRequest<'_>,
-    ) -> Result<(X86Config, Range<u32>), Errno> {
+    ) -> Result<(X86Config, Range<u32>), Refusal> {
         if self.amd {
             let (config, rows) = self.amd_backend.configure(class, rows, request)?;
             Ok((X86Config::Amd(config), rows))

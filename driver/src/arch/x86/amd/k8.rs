@@ -7,7 +7,7 @@ use core::ops::Range;
 use super::regs::{PerfCtl, PerfCtlFlags};
 use crate::abi::PmcFlags;
 use crate::backend::{AllocateRequest, rings};
-use crate::errno::Errno;
+use crate::refusal::Cause;
 
 /// `pm_amd_sub_class` of the core counters (FreeBSD's `PMC_AMD_SUB_CLASS_CORE`).
 pub const SUB_CLASS_CORE: u32 = 0;
@@ -23,14 +23,14 @@ pub const SUB_CLASS_DATA_FABRIC: u32 = 2;
 pub(super) fn configure(
     rows: u32,
     request: &AllocateRequest<'_>,
-) -> Result<(PerfCtl, Range<u32>), Errno> {
+) -> Result<(PerfCtl, Range<u32>), Cause> {
     if !request.flags.contains(PmcFlags::EV_PMU) {
-        return Err(Errno::Inval);
+        return Err(Cause::AmdNeedsEvPmu);
     }
     if request.raw.pm_md.amd_sub_class() != SUB_CLASS_CORE {
-        return Err(Errno::Inval);
+        return Err(Cause::AmdSubClass);
     }
-    let ctl = PerfCtl::new(request.raw.pm_md.amd_config()).ok_or(Errno::Inval)?;
+    let ctl = PerfCtl::new(request.raw.pm_md.amd_config()).ok_or(Cause::AmdConfigBits)?;
     let ctl = ctl.with(PerfCtlFlags::EN | PerfCtlFlags::INT, false);
     let (os, usr) = rings(ctl.has(PerfCtlFlags::OS), ctl.has(PerfCtlFlags::USR), request.caps);
     let ctl = ctl.with(PerfCtlFlags::OS, os).with(PerfCtlFlags::USR, usr);

@@ -24,6 +24,7 @@ use crate::backend::{
 };
 use crate::errno::Errno;
 use crate::hw::Hardware;
+use crate::refusal::Refusal;
 
 /// The machine's AMD PMU: the description every CPU shares, and its class.
 #[derive(Debug)]
@@ -214,9 +215,9 @@ impl PmuBackend for AmdBackend {
         class: Class,
         rows: u32,
         request: &AllocateRequest<'_>,
-    ) -> Result<(AmdConfig, Range<u32>), Errno> {
+    ) -> Result<(AmdConfig, Range<u32>), Refusal> {
         if self.common.is_none() || class != Class::K8 {
-            return Err(Errno::Inval);
+            return Err(Errno::Inval.into());
         }
         let (ctl, rows) = k8::configure(rows, request)?;
         Ok((AmdConfig { ctl }, rows))

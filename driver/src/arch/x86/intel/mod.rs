@@ -31,6 +31,7 @@ use crate::backend::{
 use crate::errno::Errno;
 use crate::hw::Hardware;
 use crate::kernel::Tunables;
+use crate::refusal::Refusal;
 
 /// The machine's Intel PMU: the description every CPU shares, and its classes.
 #[derive(Debug)]
@@ -336,7 +337,7 @@ impl PmuBackend for IntelBackend {
         class: Class,
         rows_of_class: u32,
         request: &AllocateRequest<'_>,
-    ) -> Result<(IntelConfig, Range<u32>), Errno> {
+    ) -> Result<(IntelConfig, Range<u32>), Refusal> {
         let common = self.common.as_ref().ok_or(Errno::Inval)?;
         match class {
             Class::Iap => {
@@ -351,16 +352,16 @@ impl PmuBackend for IntelBackend {
                         (pmu, pmu)
                     }
                 };
-                iap::configure(pmu, rows_within(rows.gp_counters, rows_of_class), request)
+                Ok(iap::configure(pmu, rows_within(rows.gp_counters, rows_of_class), request)?)
             }
             Class::Iaf => {
                 let pmu = match request.core_type {
                     0 => common,
                     core_type => self.core_type_pmu(core_type)?,
                 };
-                iaf::configure(pmu, rows_of_class, request)
+                Ok(iaf::configure(pmu, rows_of_class, request)?)
             }
-            _ => Err(Errno::Inval),
+            _ => Err(Errno::Inval.into()),
         }
     }
 
