@@ -155,3 +155,51 @@ fn a_program_on_a_filesystem_only_its_namespace_mounts_is_reported_missing_not_r
     let deep: u64 = stacks.iter().filter(|(f, _)| f.len() >= 4).map(|(_, n)| n).sum();
     assert!(deep * 10 >= total * 8, "{deep} of {total} are 4 frames deep: {stacks:?}");
 }
+
+#[test]
+fn attaching_to_a_process_already_in_another_namespace_finds_its_program() {
+    if !may_unshare() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let real = chain_in(&dir.path().join("real"));
+    let seen = dir.path().join("inside").join("chain");
+    decoy_at(&seen);
+    let script = format!(
+        "mount --bind '{}' '{}' && exec '{}' 100000000000",
+        arg(&real),
+        arg(&seen),
+        arg(&seen)
+    );
+    let target = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .spawn()
+        .expect("unshare");
+    let target = KilledOnDrop(target);
+    let pid = target.0.id().to_string();
+    // unshare, then sh, become the program (one process throughout).
+    let comm = format!("/proc/{pid}/comm");
+    hwpmc_tests::wait_for("the program to start in its namespace", || {
+        std::fs::read_to_string(&comm).is_ok_and(|c| c.trim() == "chain")
+    });
+    let (log, folded) = (dir.path().join("t.log"), dir.path().join("t.folded"));
+    let options = ["--call-graph", "dwarf", "-P", "cpu-clock", "-t", &pid, "-O", arg(&log)];
+    let run = pmcstat(Host::Linux, &[&options[..], &["-l", "1.5"]].concat());
+    drop(target);
+    run.assert_status(0);
+    pmcstat(Host::Linux, &["-R", arg(&log), "--folded", arg(&folded)]).assert_status(0);
+    let top = pmcstat(Host::Linux, &["-R", arg(&log), "--top", "100"]);
+    top.assert_status(0);
+    let stacks = parse_folded(&std::fs::read_to_string(&folded).unwrap());
+    assert_whole_chain_stacks(&stacks, &top);
+}
+
+/// A child process killed and reaped when the test ends, also when it fails.
+struct KilledOnDrop(std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
