@@ -216,7 +216,7 @@ impl LinuxHost {
             }
             Event::Map { pid, start, mapping, path: seen, file } => {
                 // The file as this namespace finds it (the process may be in another one).
-                let located = mount_ns::locate(pid, &seen, file, Some(&mapping));
+                let located = mount_ns::locate(pid, &seen, file, Some(mapping.range()));
                 lock(&self.unwinding).map_file(pid, mapping, &seen, located.open.as_deref());
                 let path = located.log;
                 if !path.starts_with(b"/") {

@@ -14,8 +14,6 @@ use std::path::Path;
 
 use hwpmc::Pid;
 
-use super::unwind::Mapping;
-
 /// Which file a mapping maps: its device and inode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileId {
@@ -49,13 +47,13 @@ impl Located {
     }
 }
 
-/// Where the host finds the file process `pid` mapped at `mapping` (if known) under `path`,
-/// with identity `id` (if known: else the file the process sees at `path` now).
+/// Where the host finds the file process `pid` mapped at the addresses `mapped` (if known)
+/// under `path`, with identity `id` (if known: else the file the process sees at `path` now).
 pub(crate) fn locate(
     pid: Pid,
     path: &[u8],
     id: Option<FileId>,
-    mapping: Option<&Mapping>,
+    mapped: Option<std::ops::Range<u64>>,
 ) -> Located {
     if !path.starts_with(b"/") || in_own_namespace(pid) != Some(false) {
         return Located::unchanged(path);
@@ -69,10 +67,8 @@ pub(crate) fn locate(
     if let Some(found) = here.into_iter().find(|p| is_it(p)) {
         return Located::unchanged(&found);
     }
-    let mapped = mapping.map(|m| {
-        format!("/proc/{pid}/map_files/{:x}-{:x}", m.addr, m.addr.saturating_add(m.len))
-            .into_bytes()
-    });
+    let mapped =
+        mapped.map(|m| format!("/proc/{pid}/map_files/{:x}-{:x}", m.start, m.end).into_bytes());
     let open = mapped.into_iter().chain([inside.clone()]).find(|p| is_it(p));
     Located { log: inside, open }
 }

@@ -50,6 +50,13 @@ pub struct Mapping {
     pub pgoff: u64,
 }
 
+impl Mapping {
+    /// The addresses mapped.
+    pub fn range(&self) -> Range<u64> {
+        self.addr..self.addr.saturating_add(self.len)
+    }
+}
+
 /// The most frames one unwind yields (`kern.hwpmc.callchaindepth`'s default): a hostile stack
 /// copy or bogus CFI cannot make it loop.
 pub const MAX_FRAMES: usize = 128;
@@ -260,7 +267,7 @@ impl Unwinding {
         let module = image.and_then(|image| image.module(name, &mapping));
         let process = self.process(pid);
         // A mapping over an older one replaces it.
-        let range = mapping.addr..mapping.addr.saturating_add(mapping.len);
+        let range = mapping.range();
         let replaced: Vec<u64> = process
             .covered
             .iter()
@@ -315,7 +322,7 @@ impl Unwinding {
     /// [`Unwinding::unwind`] for a process it knows nothing complete of).
     pub fn read_maps(&mut self, pid: Pid) {
         for (mapping, path) in executable_mappings(pid) {
-            let located = super::mount_ns::locate(pid, &path, None, Some(&mapping));
+            let located = super::mount_ns::locate(pid, &path, None, Some(mapping.range()));
             self.map_file(pid, mapping, &path, located.open.as_deref());
         }
         self.process(pid).complete = true;
