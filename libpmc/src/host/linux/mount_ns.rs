@@ -63,8 +63,8 @@ pub(crate) fn locate(
         return Located { log: inside, open: None };
     };
     let is_it = |candidate: &[u8]| FileId::of(candidate) == Some(id);
-    let here = std::iter::once(path.to_vec()).chain(paths_here(pid, path));
-    if let Some(found) = here.into_iter().find(|p| is_it(p)) {
+    let mut here = std::iter::once(path.to_vec()).chain(paths_here(pid, path));
+    if let Some(found) = here.find(|p| is_it(p)) {
         return Located::unchanged(&found);
     }
     let mapped =
@@ -95,9 +95,14 @@ fn in_own_namespace(pid: Pid) -> Option<bool> {
 fn paths_here(pid: Pid, path: &[u8]) -> Vec<Vec<u8>> {
     let Ok(theirs) = std::fs::read(format!("/proc/{pid}/mountinfo")) else { return Vec::new() };
     let Ok(ours) = std::fs::read("/proc/self/mountinfo") else { return Vec::new() };
-    // The last of the mounts covering the path is on top.
+    translate(&theirs, &ours, path)
+}
+
+/// [`paths_here`] from the two namespaces' `mountinfo` files: `theirs` (where `path` is) and
+/// `ours`.
+fn translate(theirs: &[u8], ours: &[u8], path: &[u8]) -> Vec<Vec<u8>> {
     let Some(holder) =
-        mounts(&theirs).filter(|m| beneath(path, &m.mount_point).is_some()).max_by_key(|m| {
+        mounts(theirs).filter(|m| beneath(path, &m.mount_point).is_some()).max_by_key(|m| {
             // Deeper mount points cover shallower ones; later ones cover earlier ones.
             m.mount_point.len()
         })
@@ -106,7 +111,7 @@ fn paths_here(pid: Pid, path: &[u8]) -> Vec<Vec<u8>> {
     };
     let rest = beneath(path, &holder.mount_point).unwrap_or_default();
     let in_filesystem = join(&holder.root, rest);
-    mounts(&ours)
+    mounts(ours)
         .filter(|m| m.device == holder.device)
         .filter_map(|m| Some(join(&m.mount_point, beneath(&in_filesystem, &m.root)?)))
         .collect()
@@ -199,6 +204,29 @@ mod tests {
         assert_eq!((&mount.device[..], &mount.root[..]), (&b"98:0"[..], &b"/mnt 1"[..]));
         assert_eq!(mount.mount_point, b"/mnt2");
         assert_eq!(mounts(b"junk").count(), 0);
+    }
+
+    #[test]
+    fn a_bind_mounts_file_is_found_at_its_source_and_a_containers_at_its_root_here() {
+        let ours = b"22 1 8:1 / / rw - ext4 /dev/vda rw\n\
+                     30 22 0:40 / /tmp rw - tmpfs tmpfs rw\n\
+                     90 22 0:77 / /var/lib/c/merged rw - overlay overlay rw\n";
+        // `mount --bind /tmp/d/real /tmp/d/inside` in the process's namespace.
+        let theirs = b"22 1 8:1 / / rw - ext4 /dev/vda rw\n\
+                       30 22 0:40 / /tmp rw - tmpfs tmpfs rw\n\
+                       31 30 0:40 /d/real /tmp/d/inside rw - tmpfs tmpfs rw\n";
+        assert_eq!(translate(theirs, ours, b"/tmp/d/inside/prog"), [b"/tmp/d/real/prog"]);
+        assert_eq!(translate(theirs, ours, b"/usr/bin/sh"), [b"/usr/bin/sh"]);
+        // A file bind-mounted over another.
+        let over = b"30 22 0:40 / /tmp rw - tmpfs tmpfs rw\n\
+                     32 30 0:40 /d/real/prog /tmp/d/x/prog rw - tmpfs tmpfs rw\n";
+        assert_eq!(translate(over, ours, b"/tmp/d/x/prog"), [b"/tmp/d/real/prog"]);
+        // A container whose root the host mounts.
+        let container = b"500 400 0:77 / / rw - overlay overlay rw\n";
+        assert_eq!(translate(container, ours, b"/app/prog"), [b"/var/lib/c/merged/app/prog"]);
+        // A filesystem only the process's namespace mounts.
+        let private = b"600 22 0:99 / /tmp/d/p rw - tmpfs none rw\n";
+        assert!(translate(private, ours, b"/tmp/d/p/prog").is_empty());
     }
 
     #[test]
