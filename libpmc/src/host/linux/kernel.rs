@@ -372,7 +372,7 @@ impl Kernel for LinuxKernel {
     }
 
     fn process_path(&self, pid: Pid, buf: &mut [u8]) -> usize {
-        let path = unix_process::exe_path(pid);
+        let path = super::mount_ns::exe_path(pid);
         let n = path.len().min(buf.len());
         buf[..n].copy_from_slice(&path[..n]);
         n
@@ -382,7 +382,8 @@ impl Kernel for LinuxKernel {
         // /proc gives the load base of each executable file mapping; its end is not needed
         // (MAP_IN names the start only).
         for (start, path) in unix_process::executable_mappings(pid) {
-            f(start, start, &path);
+            // As this namespace finds the file (the process may be in another one).
+            f(start, start, &super::mount_ns::locate(pid, &path, None, None).log);
         }
     }
 

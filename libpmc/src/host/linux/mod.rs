@@ -18,6 +18,7 @@ mod counters;
 mod critical;
 mod hybrid;
 mod kernel;
+mod mount_ns;
 mod perf;
 mod pmus;
 mod procfs;
@@ -213,8 +214,11 @@ impl LinuxHost {
                 let sample = HostedSample { cpu, pid, tid, user, pcs: &pcs, tsc };
                 self.driver.hosted_sample(token, &sample);
             }
-            Event::Map { pid, start, mapping, path } => {
-                lock(&self.unwinding).map(pid, mapping, &path);
+            Event::Map { pid, start, mapping, path: seen, file } => {
+                // The file as this namespace finds it (the process may be in another one).
+                let located = mount_ns::locate(pid, &seen, file, Some(mapping.range()));
+                lock(&self.unwinding).map_file(pid, mapping, &seen, located.open.as_deref());
+                let path = located.log;
                 if !path.starts_with(b"/") {
                     // The vDSO: for unwinding only (no file for the log's readers).
                     return;
@@ -231,7 +235,7 @@ impl LinuxHost {
             }
             Event::Exec { pid } => {
                 lock(&self.unwinding).exec(pid);
-                let path = super::unix_process::exe_path(pid);
+                let path = mount_ns::exe_path(pid);
                 if path.is_empty() {
                     lock(&self.pending_exec).push(pid);
                 } else {

@@ -240,7 +240,9 @@ fn sampling_builder(
         .wakeup_watermark(RING_BYTES / 4)
         .clockid(perf_event::Clock::MONOTONIC_RAW);
     if sampling.side_band {
-        b.mmap(true).comm(true).comm_exec(true).task(true).sample_id_all(true);
+        // MMAP2: mappings with their file's device and inode, which find the file of a process
+        // in another mount namespace.
+        b.mmap(true).mmap2(true).comm(true).comm_exec(true).task(true).sample_id_all(true);
     }
     b
 }

@@ -5,6 +5,7 @@ use perf_event::Sampler;
 use perf_event::data::Record as PerfRecord;
 use perf_event::data::SampleRegsAbi;
 
+pub(crate) use super::mount_ns::FileId;
 pub(crate) use super::unwind::{Mapping, UserStack};
 
 /// `PERF_RECORD_MISC_CPUMODE_MASK` and its user value.
@@ -82,7 +83,9 @@ pub(crate) enum Event {
     /// MAP_IN start: the mapping's address minus its file offset (where the file's offset 0
     /// would be; the image's load base only if, as GNU ld lays images out, its segments' addresses
     /// are their file offsets plus one constant: not for LLD's and mold's).
-    Map { pid: i32, start: u64, mapping: Mapping, path: Vec<u8> },
+    /// `file` is the mapped file's identity (MMAP2 records give it), for finding the file of a
+    /// process in another mount namespace.
+    Map { pid: i32, start: u64, mapping: Mapping, path: Vec<u8>, file: Option<FileId> },
     /// A process executed a program.
     Exec { pid: i32 },
     /// A process forked a child.
@@ -142,8 +145,16 @@ fn event_of(ring: RingMeta, misc: u16, record: &PerfRecord<'_>) -> Option<Event>
                 stack,
             }
         }
-        PerfRecord::Mmap(m) => map_event(m.pid, m.addr, m.len, m.pgoff, &m.filename)?,
-        PerfRecord::Mmap2(m) => map_event(m.pid, m.addr, m.len, m.pgoff, &m.filename)?,
+        PerfRecord::Mmap(m) => map_event(m.pid, m.addr, m.len, m.pgoff, &m.filename, None)?,
+        PerfRecord::Mmap2(m) => {
+            let file = match (m.maj(), m.min(), m.ino()) {
+                (Some(maj), Some(min), Some(ino)) => {
+                    Some(FileId { dev: libc::makedev(maj, min), ino })
+                }
+                _ => None,
+            };
+            map_event(m.pid, m.addr, m.len, m.pgoff, &m.filename, file)?
+        }
         PerfRecord::Comm(c) if misc & MISC_COMM_EXEC != 0 && c.pid == c.tid => {
             Event::Exec { pid: c.pid as i32 }
         }
@@ -161,13 +172,21 @@ fn event_of(ring: RingMeta, misc: u16, record: &PerfRecord<'_>) -> Option<Event>
 
 /// The event of an executable file mapping or of the vDSO (none for anonymous and other special
 /// mappings).
-fn map_event(pid: u32, addr: u64, len: u64, pgoff: u64, filename: &[u8]) -> Option<Event> {
+fn map_event(
+    pid: u32,
+    addr: u64,
+    len: u64,
+    pgoff: u64,
+    filename: &[u8],
+    file: Option<FileId>,
+) -> Option<Event> {
     let path = c_string(filename);
     (path.starts_with(b"/") || path == super::unwind::VDSO_NAME).then(|| Event::Map {
         pid: pid as i32,
         start: addr.wrapping_sub(pgoff),
         mapping: Mapping { addr, len, pgoff },
         path: path.to_vec(),
+        file,
     })
 }
 

@@ -50,6 +50,13 @@ pub struct Mapping {
     pub pgoff: u64,
 }
 
+impl Mapping {
+    /// The addresses mapped.
+    pub fn range(&self) -> Range<u64> {
+        self.addr..self.addr.saturating_add(self.len)
+    }
+}
+
 /// The most frames one unwind yields (`kern.hwpmc.callchaindepth`'s default): a hostile stack
 /// copy or bogus CFI cannot make it loop.
 pub const MAX_FRAMES: usize = 128;
@@ -242,12 +249,25 @@ impl Unwinding {
         self.processes.entry(pid).or_default()
     }
 
-    /// Process `pid` mapped `path` executable at `mapping`.
+    /// Process `pid` mapped `path` executable at `mapping` (a file opened by that path here).
     pub fn map(&mut self, pid: Pid, mapping: Mapping, path: &[u8]) {
-        let module = self.image(path).and_then(|image| image.module(path, &mapping));
+        self.map_file(pid, mapping, path, Some(path));
+    }
+
+    /// Process `pid` mapped the file it calls `name` executable at `mapping`; the host opens it
+    /// by `open` (another path for a process in another mount namespace), or has no file for it.
+    pub(crate) fn map_file(
+        &mut self,
+        pid: Pid,
+        mapping: Mapping,
+        name: &[u8],
+        open: Option<&[u8]>,
+    ) {
+        let image = open.and_then(|open| self.image(open));
+        let module = image.and_then(|image| image.module(name, &mapping));
         let process = self.process(pid);
         // A mapping over an older one replaces it.
-        let range = mapping.addr..mapping.addr.saturating_add(mapping.len);
+        let range = mapping.range();
         let replaced: Vec<u64> = process
             .covered
             .iter()
@@ -302,7 +322,8 @@ impl Unwinding {
     /// [`Unwinding::unwind`] for a process it knows nothing complete of).
     pub fn read_maps(&mut self, pid: Pid) {
         for (mapping, path) in executable_mappings(pid) {
-            self.map(pid, mapping, &path);
+            let located = super::mount_ns::locate(pid, &path, None, Some(mapping.range()));
+            self.map_file(pid, mapping, &path, located.open.as_deref());
         }
         self.process(pid).complete = true;
     }

@@ -20,6 +20,13 @@ pub(crate) const MAX_IMAGE_BYTES: u64 = 16 << 30;
 /// the path and the reason.
 pub(crate) fn open(path: &Path) -> Result<(File, u64), String> {
     use std::os::unix::fs::OpenOptionsExt;
+    if let Some(pid) = pid_of_own_namespace_root(path) {
+        return Err(format!(
+            "{}: a file of a process in another mount namespace, which has ended (process {pid} \
+             is now one of this namespace), so not read",
+            path.display()
+        ));
+    }
     let failed = |e: std::io::Error| format!("{}: {e}", path.display());
     let file =
         File::options().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(failed)?;
@@ -36,6 +43,24 @@ pub(crate) fn open(path: &Path) -> Result<(File, u64), String> {
         )),
         len => Ok((file, len)),
     }
+}
+
+/// The process of a `/proc/PID/root/…` path — the form the Linux host logs a file of a process
+/// in another mount namespace by — if that process is in this one: the recorded process has
+/// ended and its number names another, whose root would give the host's file of the same name.
+fn pid_of_own_namespace_root(path: &Path) -> Option<String> {
+    let rest = path.as_os_str().as_encoded_bytes().strip_prefix(b"/proc/")?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || !rest[digits..].starts_with(b"/root/") {
+        return None;
+    }
+    let pid = std::str::from_utf8(&rest[..digits]).ok()?;
+    let ns = |who: &str| {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(format!("/proc/{who}/ns/mnt")).ok()?;
+        Some((meta.dev(), meta.ino()))
+    };
+    (ns(pid)? == ns("self")?).then(|| pid.to_owned())
 }
 
 /// The first `len` bytes of `file` (its size when opened): a file that grew since is not
@@ -64,6 +89,15 @@ pub(crate) fn read_text(path: &Path, limit: u64) -> Option<String> {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn a_proc_root_path_of_a_process_of_this_namespace_is_not_opened() {
+        let exe = std::env::current_exe().unwrap();
+        let path = format!("/proc/{}/root{}", std::process::id(), exe.display());
+        let err = open(Path::new(&path)).unwrap_err();
+        assert!(err.contains("another mount namespace, which has ended"), "{err}");
+        assert!(open(&exe).is_ok());
+    }
 
     #[test]
     fn a_procfs_file_of_size_zero_is_not_opened() {
