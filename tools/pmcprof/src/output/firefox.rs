@@ -3,7 +3,8 @@
 //! with their process, thread and time.
 //!
 //! - One process per pid, named by its command ([`Timeline::command`]: the executable of its
-//!   PROCEXEC, a parent's for a fork, else PROCCREATE's name, else `pid N`); one thread per tid,
+//!   PROCEXEC, else of PMCATTACH or its first MAP_IN, or PROCCREATE's name; else `pid N`); one
+//!   thread per tid,
 //!   named by THR_CREATE when the log has it, else by its command. When the log sampled several
 //!   events, each thread has one track per event (`name (EVENT)`), since adding samples of
 //!   different events together would mean nothing.
@@ -19,7 +20,8 @@
 //!   build ID as the code ID and breakpad ID), named by a symbol table made of the profile's own
 //!   functions, so the profiler needs no symbol server (`meta.symbolicated`); other frames are
 //!   labels (`[kernel] 0xffff…`). Frames are in the category `User` or `Kernel`.
-//! - `meta.product` names the command and the sampled events.
+//! - `meta.product` names the command (the log's first PROCEXEC, else the first sampled
+//!   process) and the sampled events.
 //! - No markers: the profile has no context switches to draw off-CPU time with.
 
 use std::collections::{BTreeMap, HashMap};
@@ -64,7 +66,9 @@ pub fn write_firefox(profile: &Profile, compress: bool, out: &mut dyn Write) -> 
 fn build(profile: &Profile, timeline: &Timeline) -> FxProfile {
     let clock = Clock::new(profile, timeline);
     let events: Vec<String> = profile.sample_counts().into_iter().map(|(name, _)| name).collect();
-    let command = profile.main_image().map_or("pmcstat", |image| basename(image));
+    let first_process = timeline.samples().first().and_then(|s| timeline.command(s.pid));
+    let command = profile.main_image().map(|image| basename(image)).or(first_process);
+    let command = command.unwrap_or("pmcstat");
     let product = format!("{command} ({})", events.join(", "));
     let start =
         ReferenceTimestamp::from_millis_since_unix_epoch(profile.info().start_time_ns as f64 / 1e6);

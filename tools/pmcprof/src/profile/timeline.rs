@@ -13,6 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 use pmclog::Record;
 
 use super::frame::FrameId;
+use crate::symbols::jitmap;
+use crate::text::one_line;
 
 /// What one sample costs: its record, and its share of a prefix node (counted as if every
 /// sample added one).
@@ -92,7 +94,8 @@ impl Timeline {
     }
 
     /// The command of process `pid`: its executable's file name (PROCEXEC, or a parent's for a
-    /// forked process), else its name from PROCCREATE.
+    /// forked process); else the first of PROCCREATE's name, the file name of PMCATTACH's path
+    /// or of its first MAP_IN.
     pub fn command(&self, pid: i32) -> Option<&str> {
         self.commands.get(&pid).map(String::as_str)
     }
@@ -115,14 +118,20 @@ impl Timeline {
         }
         match record {
             Record::ProcExec(exec) => {
-                let path = String::from_utf8_lossy(exec.path);
-                let name = path.rsplit('/').next().unwrap_or(&path);
-                self.commands.insert(exec.pid, crate::text::one_line(name).into_owned());
+                self.commands.remove(&exec.pid);
+                self.name_by_path(exec.pid, exec.path);
             }
             Record::ProcCreate(create) => {
                 let comm = String::from_utf8_lossy(create.comm);
-                let comm = crate::text::one_line(&comm).into_owned();
+                let comm = one_line(&comm).into_owned();
                 self.commands.entry(create.pid).or_insert(comm);
+            }
+            // Without PROCEXEC (a process attached to, a system-wide run): the path of the
+            // attach, else the process's first mapping, which the hosts write for the
+            // executable first.
+            Record::PmcAttach(attach) => self.name_by_path(attach.pid, attach.path),
+            Record::MapIn(map) if map.pid > 0 && !jitmap::is_dump(map.path) => {
+                self.name_by_path(map.pid, map.path);
             }
             Record::ProcFork(fork) => {
                 if let Some(name) = self.commands.get(&fork.old_pid).cloned() {
@@ -131,11 +140,21 @@ impl Timeline {
             }
             Record::ThrCreate(thread) => {
                 let name = String::from_utf8_lossy(thread.name);
-                let name = crate::text::one_line(&name).into_owned();
+                let name = one_line(&name).into_owned();
                 self.thread_names.insert(thread.tid, name);
             }
             _ => {}
         }
+    }
+
+    /// Names process `pid` by the file name of `path`, unless it has a name.
+    fn name_by_path(&mut self, pid: i32, path: &[u8]) {
+        if path.is_empty() {
+            return;
+        }
+        let path = String::from_utf8_lossy(path);
+        let name = path.rsplit('/').next().unwrap_or(&path);
+        self.commands.entry(pid).or_insert_with(|| one_line(name).into_owned());
     }
 
     /// Adds a sample whose stack is `frames`, innermost first.
