@@ -600,7 +600,8 @@ mod tests {
         log.allocate(0x100, INSTR_RETIRED_ANY).exec(100, p.log_path(), 0, 0);
         // Many distinct stacks (exact addresses), so that the aggregated tables are pruned.
         for i in 0..200 {
-            log.samples(100, 0x100, &[p.at("hot", i % 8), p.at("warm", 10), p.at("main", 20)], 1);
+            let (hot, warm, main) = (i % 8, 4 + (i / 8) % 4, 20 + (i / 32) % 4);
+            log.samples(100, 0x100, &[p.at("hot", hot), p.at("warm", warm), p.at("main", main)], 1);
         }
         let opts = ResolveOptions { table_budget: Some(8 << 10), ..timeline_options() };
         let profile = Profile::from_log(&log.bytes(), &opts).unwrap();

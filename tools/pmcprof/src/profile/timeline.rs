@@ -1,7 +1,7 @@
 //! The samples one by one, in log order ([`ResolveOptions::timeline`](super::ResolveOptions)):
 //! which process and thread each was taken in, when, and its stack, for the outputs that show
-//! time and threads (the Firefox Profiler's format). The aggregated stacks of [`PmcProfile`]
-//! (super::PmcProfile) forget all three.
+//! time and threads (the Firefox Profiler's format). The aggregated stacks of
+//! [`PmcProfile`](super::PmcProfile) forget all three.
 //!
 //! Stacks are kept once each, as a tree of prefixes (a node is a frame and the node of its
 //! caller), so a sample costs one small record. The timeline has its own memory limit, the
@@ -16,9 +16,13 @@ use super::frame::FrameId;
 use crate::symbols::jitmap;
 use crate::text::one_line;
 
-/// What one sample costs: its record, and its share of a prefix node (counted as if every
-/// sample added one).
-const SAMPLE_BYTES: u64 = (std::mem::size_of::<TimedSample>() + 48) as u64;
+/// What one sample costs: its record, twice (a vector is at most half empty after it grew).
+const SAMPLE_BYTES: u64 = 2 * std::mem::size_of::<TimedSample>() as u64;
+
+/// What a node of the tree of stacks costs: itself (twice, as a sample), and its entry in the
+/// index at a load factor of 7/8, twice for a table at most half full after it grew.
+const NODE_BYTES: u64 = (2 * std::mem::size_of::<StackNode>()
+    + 2 * (std::mem::size_of::<(StackNode, usize)>() * 8 / 7 + 1)) as u64;
 
 /// One sample of the timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,6 +170,8 @@ impl Timeline {
         tsc: u64,
         frames: impl DoubleEndedIterator<Item = FrameId>,
     ) {
+        // A sample's new nodes are counted after it is added: the last sample kept may reach
+        // one stack's nodes over the budget.
         if self.bytes + SAMPLE_BYTES > self.budget {
             self.left_out += 1;
             return;
@@ -177,6 +183,7 @@ impl Timeline {
             let index = *self.node_ids.entry(node).or_insert(next);
             if index == next {
                 self.nodes.push(node);
+                self.bytes += NODE_BYTES;
             }
             parent = Some(index);
         }
