@@ -1,6 +1,6 @@
 //! A run that fails never harms what the user named as an output (issue 33, item 1): every
 //! file output (`-o`, `-O`, `-G`, `-F`, `-M`, `-g` under `-D`, `--folded`, `--flamegraph`,
-//! `--pprof`) is tried against a private null and full device (made with mknod(2) in a
+//! `--pprof`, `--firefox`) is tried against a private null and full device (made with mknod(2) in a
 //! temporary directory), a FIFO, a symbolic link to a file and a file that is already there,
 //! under a mistyped event, a command that does not exist, a device that refuses writes and a
 //! file-size limit. Afterwards each device is still a device, each link still a link and each
@@ -103,7 +103,7 @@ type MakePlace = fn(&Path, &str) -> Place;
 /// Every file option of a sampling run, each pointing at a place made by `make` (named after
 /// the option).
 fn every_output(dir: &Path, make: MakePlace) -> Vec<(&'static str, Place)> {
-    ["-o", "-O", "-G", "-F", "--folded", "--flamegraph", "--pprof"]
+    ["-o", "-O", "-G", "-F", "--folded", "--flamegraph", "--pprof", "--firefox"]
         .into_iter()
         .map(|option| (option, make(dir, &format!("out{option}"))))
         .collect()
@@ -189,7 +189,8 @@ fn report_args<'a>(log: &'a str, option: &'a str, place: &'a str, gmon: &'a str)
     args
 }
 
-const REPORT_OUTPUTS: [&str; 7] = ["-o", "-G", "-F", "-M", "--folded", "--flamegraph", "--pprof"];
+const REPORT_OUTPUTS: [&str; 8] =
+    ["-o", "-G", "-F", "-M", "--folded", "--flamegraph", "--pprof", "--firefox"];
 
 #[test]
 fn a_report_written_to_a_full_device_fails_and_the_device_stays() {

@@ -19,6 +19,8 @@
 //! - [`write_folded`]: folded stacks for flame-graph tools; [`write_flamegraph`]: the SVG;
 //! - [`write_top`]: a flat profile (self and total samples per function);
 //! - [`write_pprof`]: a gzipped pprof profile;
+//! - [`write_firefox`]: the Firefox Profiler's processed format, with processes, threads and
+//!   each sample at its time (from the profile's [`Timeline`], [`ResolveOptions::timeline`]);
 //! - [`gmon_profiles`] / [`write_gmon_files`]: `pmcstat -g`, gprof's gmon files per image and
 //!   event (and [`write_gmon_map`], `-M`);
 //! - [`write_calltree`]: `pmcstat -F`, a callgrind-format profile for KCachegrind.
@@ -78,6 +80,7 @@ mod text;
 pub use error::AnalysisError;
 pub use output::callgraph::{DEFAULT_CALLGRAPH_DEPTH, write_callgraph, write_callgraph_depth};
 pub use output::calltree::write_calltree;
+pub use output::firefox::write_firefox;
 pub use output::folded::{write_flamegraph, write_folded, write_folded_pmc};
 pub use output::gmon::{
     CallArc, FUNCTION_ALIGNMENT, GMONVERSION, GmonHeader, GmonProfile, gmon_profiles,
@@ -87,6 +90,7 @@ pub use output::json::write_json;
 pub use output::pprof::write_pprof;
 pub use output::top::{FlatRow, flat_rows, write_top};
 pub use profile::frame::{Frame, FrameId, Location};
+pub use profile::timeline::{StackNode, TimedSample, Timeline};
 pub use profile::{
     DEFAULT_TABLE_BUDGET, ImageInfo, KERNEL_IMAGE, LogInfo, OTHER_FRAME, Overflow, PmcProfile,
     Profile, ReadLog, ResolveOptions, UNKNOWN_IMAGE,

@@ -84,6 +84,8 @@ pub struct Options {
     pub flamegraph: Option<PathBuf>,
     /// `--pprof`.
     pub pprof: Option<PathBuf>,
+    /// `--firefox`: a Firefox Profiler profile (gzipped when the name ends in `.gz`).
+    pub firefox: Option<PathBuf>,
     /// `--top N`.
     pub top: Option<usize>,
     /// `--json`: counts (or, with `-R`, the profile) as JSON.
@@ -126,6 +128,7 @@ Examples:
   pmcstat -d -P cpu-clock -O run.log -- sh -c 'make'     sample it and its children into a log
   pmcstat -R run.log --top 30                            the 30 hottest functions
   pmcstat -R run.log --pprof run.pb.gz -F callgrind.out  profiles for go tool pprof, KCachegrind
+  pmcstat -R run.log --firefox run.json.gz               threads over time, for profiler.firefox.com
   pmcstat -p page-faults -w 1 -t 1234                    count a running process every second
 Exit status: the command's; 64 for a usage error, 65 for a damaged log, 69-77 for other
 failures (sysexits(3)), 128 + N after signal N.
@@ -163,7 +166,7 @@ pub fn command() -> Command {
     Command::new("pmcstat")
         .about("count and sample programs with performance-monitoring counters; analyse pmclog files")
         .override_usage(
-            "pmcstat [-p|-s|-P|-S spec]... [options] [command [args]]\n       pmcstat -R file [-G file] [-g [-D dir] [-M file]] [-F file] [--folded file] [--flamegraph file.svg] [--pprof file.pb.gz] [--top N]",
+            "pmcstat [-p|-s|-P|-S spec]... [options] [command [args]]\n       pmcstat -R file [-G file] [-g [-D dir] [-M file]] [-F file] [--folded file] [--flamegraph file.svg] [--pprof file.pb.gz] [--firefox file.json.gz] [--top N]",
         )
         .version(env!("CARGO_PKG_VERSION"))
         .after_help(LONG_HELP)
@@ -227,6 +230,7 @@ pub fn command() -> Command {
         .arg(Arg::new("folded").long("folded").num_args(1).help("write folded stacks (flame-graph input)"))
         .arg(Arg::new("flamegraph").long("flamegraph").num_args(1).help("write a flame graph SVG"))
         .arg(Arg::new("pprof").long("pprof").num_args(1).help("write a gzipped pprof profile"))
+        .arg(Arg::new("firefox").long("firefox").num_args(1).help("write a Firefox Profiler profile: every sample of every thread at its time (gzipped if the name ends in .gz)"))
         .arg(Arg::new("top").long("top").num_args(1).allow_negative_numbers(true).help("print a flat profile of the top N functions (the live profile of a sampling run shows 20 unless given)"))
         .arg(Arg::new("summary").long("summary").action(ArgAction::SetTrue).help("for people even when standard error is no terminal (on a terminal always): after the counts of a launched command a summary with units, rates and times (-q leaves it out), and with -w a time column"))
         .arg(Arg::new("multiplex").long("multiplex").action(ArgAction::SetTrue).help("let counting PMCs share the counters when there are more than counters (the driver rotates them, perf on Linux; without it Linux pins each event, and one that loses its counter is an error; counts are scaled to the whole run, and the share of the time each was counted is printed)"))
@@ -522,6 +526,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         folded: m.get_one::<String>("folded").map(PathBuf::from),
         flamegraph: m.get_one::<String>("flamegraph").map(PathBuf::from),
         pprof: m.get_one::<String>("pprof").map(PathBuf::from),
+        firefox: m.get_one::<String>("firefox").map(PathBuf::from),
         top: m
             .get_one::<String>("top")
             .map(|t| ranged("--top", t, "the number of functions", 1, MAX_TOP))
@@ -556,10 +561,11 @@ fn check(o: &Options) -> Result<(), CliError> {
         || o.folded.is_some()
         || o.flamegraph.is_some()
         || o.pprof.is_some()
+        || o.firefox.is_some()
         || o.top.is_some();
     if o.analysis_memory.is_some() && !analysis && !(o.json && o.read_log.is_some()) {
         return usage(
-            "--analysis-memory bounds the analyses (-G, -g, -F, --folded, --flamegraph, --pprof, --top): it needs one",
+            "--analysis-memory bounds the analyses (-G, -g, -F, --folded, --flamegraph, --pprof, --firefox, --top): it needs one",
         );
     }
     if o.depth.is_some() && o.callgraph.is_none() {
@@ -597,7 +603,7 @@ fn check(o: &Options) -> Result<(), CliError> {
     }
     let samples = o.pmcs.iter().any(|p| p.mode.is_sampling());
     let reads_samples = [
-        (analysis, "the analyses (-G, -g, -F, --folded, --flamegraph, --pprof, --top)"),
+        (analysis, "the analyses (-G, -g, -F, --folded, --flamegraph, --pprof, --firefox, --top)"),
         (o.top_mode, "-T"),
         (o.thread.is_some(), "-i"),
         (o.offsets || o.addresses || o.fsroot.is_some(), "-I, -A and -r"),

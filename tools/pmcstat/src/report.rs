@@ -1,5 +1,5 @@
 //! `-R file`: a log printed as text, or turned into call graphs, gmon files, calltree profiles,
-//! folded stacks, flame graphs, pprof profiles and flat profiles.
+//! folded stacks, flame graphs, pprof profiles, Firefox Profiler profiles and flat profiles.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -20,6 +20,7 @@ pub fn wants_analysis(o: &Options) -> bool {
         || o.folded.is_some()
         || o.flamegraph.is_some()
         || o.pprof.is_some()
+        || o.firefox.is_some()
         || o.top.is_some()
 }
 
@@ -140,6 +141,8 @@ pub fn read_log(o: &Options, input: impl Read, name: &str) -> Result<ReadLog, Fa
         // Only -g, -F and --pprof work below the function.
         frames_only: !(o.gmon || o.calltree.is_some() || o.pprof.is_some()),
         table_budget: o.analysis_memory.map(|mib| mib << 20),
+        // --firefox shows each sample in its thread at its time.
+        timeline: o.firefox.is_some(),
         ..ResolveOptions::default()
     };
     Profile::from_reader_with_names(input, &resolve, &PmuEventNames)
@@ -203,6 +206,10 @@ pub fn write_analyses(o: &Options, profile: &Profile) -> Result<(), Failure> {
     if let Some(path) = &o.pprof {
         write_file(path, |out| pmcprof::write_pprof(profile, out))?;
     }
+    if let Some(path) = &o.firefox {
+        let gzip = path.extension().is_some_and(|ext| ext == "gz");
+        write_file(path, |out| pmcprof::write_firefox(profile, gzip, out))?;
+    }
     // With -R, --json is the flat profile (in a measurement it is the counts).
     let json = o.json && o.read_log.is_some();
     if let Some(rows) = o.top.filter(|_| !json) {
@@ -251,6 +258,15 @@ pub fn report_profile_warnings(o: &Options, profile: &Profile) {
             overflow.samples,
             overflow.stacks,
             pmcprof::OTHER_FRAME
+        ));
+    }
+    let left_out = profile.timeline().map_or(0, pmcprof::Timeline::left_out);
+    if left_out > 0 {
+        let mib = o.analysis_memory.unwrap_or(pmcprof::DEFAULT_TABLE_BUDGET >> 20);
+        tell(format_args!(
+            "warning: the --firefox timeline reached the {mib} MiB limit of the analysis \
+             tables: its last {left_out} samples are left out (the other reports count them); \
+             --analysis-memory MIB raises the limit"
         ));
     }
 }

@@ -3,6 +3,7 @@
 
 mod budget;
 pub(crate) mod frame;
+pub(crate) mod timeline;
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use pmclog::{Callchain, EventNames, MultipartKind, Record, Records, StaticEventNames};
 
 use self::frame::{Frame, FrameId, Location};
+use self::timeline::Timeline;
 use crate::error::AnalysisError;
 use crate::symbols::address_space::{AddressSpace, Mapping, Place, USER_END};
 use crate::symbols::debuginfo::DebugSearch;
@@ -50,6 +52,9 @@ pub struct ResolveOptions {
     /// is [`DEFAULT_TABLE_BUDGET`]. Beyond it the rarest stacks are folded into one
     /// [`OTHER_FRAME`] stack per PMC, and [`Profile::overflow`] says so.
     pub table_budget: Option<u64>,
+    /// Also keep every sample on its own, in log order, with its process, thread and time
+    /// ([`Profile::timeline`]): for the outputs that show time and threads (`--firefox`).
+    pub timeline: bool,
 }
 
 /// The default of [`ResolveOptions::table_budget`]: 1 GiB.
@@ -173,6 +178,7 @@ pub struct Profile {
     main_image: Option<Arc<str>>,
     threads: std::collections::BTreeSet<i32>,
     overflow: Option<Overflow>,
+    timeline: Option<Timeline>,
 }
 
 /// How a profile whose tables reached their memory budget was degraded: the rarest stacks
@@ -358,6 +364,12 @@ impl Profile {
         self.overflow
     }
 
+    /// Every sample in log order with its process, thread and time, when read with
+    /// [`ResolveOptions::timeline`].
+    pub fn timeline(&self) -> Option<&Timeline> {
+        self.timeline.as_ref()
+    }
+
     /// Whether any sampled address has a source position.
     pub fn has_sources(&self) -> bool {
         self.sources.values().any(|frames| !frames.is_empty())
@@ -423,6 +435,7 @@ struct Builder<'a> {
     table_bytes: u64,
     budget: u64,
     overflow: Option<Overflow>,
+    timeline: Option<Timeline>,
 }
 
 impl<'a> Builder<'a> {
@@ -455,11 +468,17 @@ impl<'a> Builder<'a> {
             table_bytes: 0,
             budget: opts.table_budget.unwrap_or(DEFAULT_TABLE_BUDGET),
             overflow: None,
+            timeline: opts
+                .timeline
+                .then(|| Timeline::new(opts.table_budget.unwrap_or(DEFAULT_TABLE_BUDGET))),
         }
     }
 
     fn record(&mut self, record: &Record<'_>, tsc: u64) {
         self.records += 1;
+        if let Some(timeline) = &mut self.timeline {
+            timeline.record(record, tsc);
+        }
         match record {
             Record::Initialize(init) => {
                 self.cpuid = init.cpuid.to_vec();
@@ -706,6 +725,12 @@ impl<'a> Builder<'a> {
             .map(|(i, &pc)| self.resolve(cc.pid, user, i, pc, calls[i]))
             .collect();
         let frames_only = self.opts.frames_only;
+        if self.timeline.is_some() {
+            let pmc = self.pmc_position(cc.pmcid);
+            if let Some(timeline) = &mut self.timeline {
+                timeline.sample(pmc, cc.pid, cc.tid, tsc, stack.iter().map(|l| l.frame));
+            }
+        }
         let pmc = self.pmc(cc.pmcid);
         pmc.samples += 1;
         let added = if frames_only {
@@ -732,6 +757,10 @@ impl<'a> Builder<'a> {
             let tables = self.pmcs.iter_mut().map(|p| (&mut p.stacks, &mut p.folded));
             budget::prune(tables, self.table_bytes, target, frames, |l| l.frame)
         };
+        let mut kept = kept;
+        if let Some(timeline) = &self.timeline {
+            timeline.keep_frames(&mut kept);
+        }
         // Renumber the frames still referred to.
         let mut renumber = vec![u32::MAX; self.frames.len()];
         let mut next = 0u32;
@@ -754,6 +783,9 @@ impl<'a> Builder<'a> {
         self.frame_ids.shrink_to_fit();
         self.frames.shrink_to_fit();
         let map = |id: FrameId| FrameId::new(renumber[id.index()]);
+        if let Some(timeline) = &mut self.timeline {
+            timeline.renumber(map);
+        }
         for pmc in &mut self.pmcs {
             let frame_stacks = std::mem::take(&mut pmc.frame_stacks);
             pmc.frame_stacks = budget::renumber(frame_stacks, |f| map(*f));
@@ -1030,6 +1062,10 @@ impl<'a> Builder<'a> {
             main_image: self.main_image.map(|id| self.image_names[id as usize].clone()),
             threads: self.threads,
             overflow: self.overflow,
+            timeline: self.timeline.map(|mut timeline| {
+                timeline.finish();
+                timeline
+            }),
             sources: self
                 .sources
                 .into_iter()
