@@ -104,6 +104,8 @@ pub struct Options {
     /// `--call-graph dwarf|fp`: how the Linux host walks user stacks (`None`: libpmc's
     /// default, `PMC_CALL_GRAPH` or dwarf).
     pub call_graph: Option<pmc::host::CallGraph>,
+    /// `--push KIND=URL` and its companions (`--push-window`, …): windows pushed to backends.
+    pub push: crate::push::options::PushOptions,
 }
 
 /// What `--help` adds after the options: the event syntax, the units and examples.
@@ -237,6 +239,7 @@ pub fn command() -> Command {
         .arg(Arg::new("analysis-memory").long("analysis-memory").num_args(1).value_name("MiB").help("the most memory the analyses' tables of functions and stacks take (default 1024); beyond it the stacks with the fewest samples are counted as [other]"))
         .arg(Arg::new("json").long("json").action(ArgAction::SetTrue).help("print counts as JSON; with -R, the flat profile"))
         .arg(Arg::new("call-graph").long("call-graph").num_args(1).value_name("dwarf|fp").help("Linux: walk user stacks with the images' CFI from a copy of the stack (dwarf, the default) or with frame pointers only (fp)"))
+        .args(crate::push::options::args())
         .arg(Arg::new("command").num_args(1..).trailing_var_arg(true).value_parser(clap::value_parser!(OsString)))
 }
 
@@ -541,6 +544,7 @@ fn build(m: &ArgMatches) -> Result<Options, CliError> {
         print_man: m.get_flag("print-man"),
         print_completions: m.get_one::<clap_complete::Shell>("print-completions").copied(),
         call_graph,
+        push: crate::push::options::parse(m).map_err(CliError::Usage)?,
     };
     if options.print_man || options.print_completions.is_some() {
         return Ok(options);
@@ -567,6 +571,9 @@ fn check(o: &Options) -> Result<(), CliError> {
         return usage(
             "--analysis-memory bounds the analyses (-G, -g, -F, --folded, --flamegraph, --pprof, --firefox, --top): it needs one",
         );
+    }
+    if let Some(message) = push_mistake(o, analysis) {
+        return Err(CliError::Usage(message.into()));
     }
     if o.depth.is_some() && o.callgraph.is_none() {
         return usage("-z sets the depth of the -G call graph: it needs -G");
@@ -622,6 +629,27 @@ fn check(o: &Options) -> Result<(), CliError> {
         // System PMCs alone run until interrupted, as FreeBSD's pmcstat does.
     }
     Ok(())
+}
+
+/// What is wrong with the `--push` options, if anything.
+fn push_mistake(o: &Options, analysis: bool) -> Option<&'static str> {
+    if o.push.companions_given() && !o.push.enabled() {
+        return Some(
+            "--push-window, --push-service, --push-header, --push-label, --push-ca and --push-retries are for --push KIND=URL: add one",
+        );
+    }
+    if !o.push.enabled() {
+        return None;
+    }
+    if o.read_log.is_none() {
+        return Some("--push pushes the samples of a log for now: use -R file --push KIND=URL");
+    }
+    if analysis || o.json {
+        return Some(
+            "-R file --push pushes the log's windows: write its reports (-G, -g, -F, --folded, --flamegraph, --pprof, --top, --json) in a run of their own",
+        );
+    }
+    None
 }
 
 #[cfg(test)]

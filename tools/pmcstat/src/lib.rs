@@ -9,6 +9,7 @@ pub mod failure;
 pub mod live;
 pub mod measure;
 pub mod outputs;
+pub mod push;
 pub mod report;
 pub mod signals;
 pub mod summary;
@@ -72,6 +73,9 @@ fn run(o: &cli::Options) -> Result<i32, Failure> {
         return Ok(0);
     }
     if let Some(log) = &o.read_log {
+        if o.push.enabled() {
+            return push::replay::run(o, log);
+        }
         return report::run(o, log);
     }
     if o.list {

@@ -240,7 +240,21 @@ impl Profile {
         opts: &ResolveOptions,
         names: &dyn EventNames,
     ) -> std::io::Result<ReadLog> {
+        Profile::window_from_reader(input, opts, names, None)
+    }
+
+    /// [`Profile::from_reader_with_names`] keeping only the samples whose timestamp (TSC) is in
+    /// `tsc`: one window of a log, as `pmcstat -R log --push` cuts it. Every other record
+    /// (mappings, PMCs) is read as usual, so that the window's samples resolve as they would in
+    /// the whole log; [`LogInfo::tsc_range`] is then the span of the window's samples.
+    pub fn window_from_reader<R: std::io::Read>(
+        input: R,
+        opts: &ResolveOptions,
+        names: &dyn EventNames,
+        tsc: Option<Range<u64>>,
+    ) -> std::io::Result<ReadLog> {
         let mut builder = Builder::new(opts, names);
+        builder.tsc_window = tsc;
         let mut reader = pmclog::LogReader::new(input);
         let mut closed = false;
         let error = loop {
@@ -436,6 +450,8 @@ struct Builder<'a> {
     budget: u64,
     overflow: Option<Overflow>,
     timeline: Option<Timeline>,
+    /// Only the samples with a timestamp in this range ([`Profile::window_from_reader`]).
+    tsc_window: Option<Range<u64>>,
 }
 
 impl<'a> Builder<'a> {
@@ -471,6 +487,7 @@ impl<'a> Builder<'a> {
             timeline: opts
                 .timeline
                 .then(|| Timeline::new(opts.table_budget.unwrap_or(DEFAULT_TABLE_BUDGET))),
+            tsc_window: None,
         }
     }
 
@@ -681,6 +698,9 @@ impl<'a> Builder<'a> {
     }
 
     fn sample(&mut self, cc: &Callchain<'_>, tsc: u64) {
+        if self.tsc_window.as_ref().is_some_and(|window| !window.contains(&tsc)) {
+            return;
+        }
         self.threads.insert(cc.tid);
         if self.opts.thread.is_some_and(|tid| tid != cc.tid) {
             return;
@@ -1120,6 +1140,25 @@ mod tests {
 
     fn strings(names: &[&str]) -> Vec<String> {
         names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_window_keeps_only_the_samples_of_its_time_range() {
+        let p = Program::build(false);
+        // Records are 1000 ticks apart: INITIALIZE, PMCALLOCATE and PROCEXEC at 0 to 2000, the
+        // six hot ← warm ← main samples at 3000 to 8000, then the four others.
+        let bytes = hot_warm_main(&p).bytes();
+        let window = |tsc| {
+            let opts = ResolveOptions::default();
+            Profile::window_from_reader(&bytes[..], &opts, &StaticEventNames, Some(tsc))
+                .unwrap()
+                .profile
+        };
+        let first = window(3000..9000);
+        assert_eq!(stacks(&first), vec![(strings(&["hot@prog", "warm@prog", "main@prog"]), 6)]);
+        assert_eq!(first.info().tsc_range, Some((3000, 8000)));
+        assert_eq!(window(9000..13000).total_samples(), 4);
+        assert_eq!(window(20000..30000).total_samples(), 0);
     }
 
     #[test]
