@@ -266,3 +266,18 @@ pub fn linker_installed(name: &str) -> bool {
     }
     found
 }
+
+/// `go tool pprof ARGS FILE`'s standard output (Go's own pprof reader, independent of ours);
+/// `None` (with a note) where Go is not installed, except under CI, which installs it.
+pub fn go_pprof(args: &[&str], file: &Path) -> Option<String> {
+    let output = match Command::new("go").args(["tool", "pprof"]).args(args).arg(file).output() {
+        Ok(output) => output,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("go tool pprof not run ({e}): install golang-go");
+            return None;
+        }
+        Err(e) => panic!("CI installs golang-go: {e}"),
+    };
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    Some(String::from_utf8(output.stdout).unwrap())
+}

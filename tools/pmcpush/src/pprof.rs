@@ -1,5 +1,5 @@
 //! Reading a window's pprof bytes: the `perftools.profiles` messages (generated from
-//! `proto/profile.proto`) and a decoder that takes them gzipped or not, bounded in size.
+//! `tools/pmcprof/proto/profile.proto`) and a decoder that takes them gzipped or not, bounded in size.
 
 use std::io::Read;
 

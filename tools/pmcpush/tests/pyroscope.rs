@@ -6,27 +6,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
+use pmcprof_fixtures::go_pprof;
 use pmcpush::{Backend, Pusher, Target};
-
-/// `go tool pprof ARGS FILE`'s standard output; `None` (with a note) where Go is not installed,
-/// except under CI, which installs it.
-fn go_pprof(args: &[&str], file: &std::path::Path) -> Option<String> {
-    let output = match std::process::Command::new("go")
-        .args(["tool", "pprof"])
-        .args(args)
-        .arg(file)
-        .output()
-    {
-        Ok(output) => output,
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("go tool pprof not run ({e}): install golang-go");
-            return None;
-        }
-        Err(e) => panic!("CI installs golang-go: {e}"),
-    };
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    Some(String::from_utf8(output.stdout).unwrap())
-}
 
 #[test]
 fn ingest_carries_the_series_name_window_and_a_profile_go_pprof_reads() {

@@ -282,7 +282,7 @@ mod tests {
 
     use super::*;
     use crate::ResolveOptions;
-    use pmcprof_fixtures::{CPU_CLK_UNHALTED_CORE, LogBuilder, Program, hot_warm_main};
+    use pmcprof_fixtures::{CPU_CLK_UNHALTED_CORE, LogBuilder, Program, go_pprof, hot_warm_main};
 
     /// The profile written by [`write_pprof`], gunzipped and decoded with the generated types.
     fn decode(profile: &Profile) -> proto::Profile {
@@ -484,26 +484,6 @@ mod tests {
         let msg = decode(&profile);
         let files: Vec<&str> = msg.mapping.iter().map(|m| string(&msg, m.filename)).collect();
         assert_eq!(files, [p.log_path(), lib.log_path()]);
-    }
-
-    /// `go tool pprof ARGS FILE`'s standard output; `None` (with a note) where Go is not
-    /// installed, except under CI, which installs it.
-    fn go_pprof(args: &[&str], file: &std::path::Path) -> Option<String> {
-        let output = match std::process::Command::new("go")
-            .args(["tool", "pprof"])
-            .args(args)
-            .arg(file)
-            .output()
-        {
-            Ok(output) => output,
-            Err(e) if std::env::var_os("CI").is_none() => {
-                eprintln!("go tool pprof not run ({e}): install golang-go");
-                return None;
-            }
-            Err(e) => panic!("CI installs golang-go: {e}"),
-        };
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-        Some(String::from_utf8(output.stdout).unwrap())
     }
 
     #[test]
